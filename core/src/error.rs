@@ -1,0 +1,254 @@
+//! Errors and diagnostics.
+//!
+//! Messages are lowercase, name the value that was wrong and what was expected, and put
+//! suggestions on their own `hint:` lines.
+
+use std::fmt;
+
+use crate::schedule::Pass;
+
+/// A user-facing setting: the CLI flag, URL parameter and app control share these names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// The schedule family.
+    Schedule,
+    /// Number of devices (`--devices`).
+    Devices,
+    /// Number of microbatches (`--microbatches`).
+    Microbatches,
+    /// Chunks per device (`--chunks`).
+    Chunks,
+    /// Microbatches per chunk round (`--group`).
+    Group,
+    /// Hanayo waves (`--waves`).
+    Waves,
+    /// Sequence slices per microbatch (`--seq-splits`).
+    SeqSplits,
+    /// Forward time (`--f`).
+    F,
+    /// Input-gradient backward time (`--b`).
+    B,
+    /// Weight-gradient backward time (`--w`).
+    W,
+    /// Communication time per hop (`--comm`).
+    Comm,
+    /// Overlapped F&B pair time (`--overlap`).
+    Overlap,
+    /// Activation memory of one forward (`--mem-f`).
+    MemF,
+    /// Memory still held after B until W (`--mem-w`).
+    MemW,
+    /// Per-device memory limit (`--mem-limit`).
+    MemLimit,
+}
+
+impl Field {
+    /// The name shared by the CLI flag (without `--`), the URL parameter and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Schedule => "schedule",
+            Field::Devices => "devices",
+            Field::Microbatches => "microbatches",
+            Field::Chunks => "chunks",
+            Field::Group => "group",
+            Field::Waves => "waves",
+            Field::SeqSplits => "seq-splits",
+            Field::F => "f",
+            Field::B => "b",
+            Field::W => "w",
+            Field::Comm => "comm",
+            Field::Overlap => "overlap",
+            Field::MemF => "mem-f",
+            Field::MemW => "mem-w",
+            Field::MemLimit => "mem-limit",
+        }
+    }
+}
+
+/// A parameter that a generator cannot accept, with the setting that causes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamError {
+    /// The setting to change.
+    pub field: Field,
+    /// What was wrong and what was expected, lowercase, no trailing period.
+    pub message: String,
+    /// Suggestions, one per line.
+    pub hints: Vec<String>,
+}
+
+impl ParamError {
+    /// An error about `field`.
+    pub fn new(field: Field, message: impl Into<String>) -> ParamError {
+        ParamError { field, message: message.into(), hints: Vec::new() }
+    }
+
+    /// Adds a `hint:` line.
+    pub fn hint(mut self, hint: impl Into<String>) -> ParamError {
+        self.hints.push(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        for hint in &self.hints {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// Where a device is stuck when a schedule cannot finish.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stuck {
+    /// The device.
+    pub device: u32,
+    /// Position of the stuck op in the device's order.
+    pub position: usize,
+    /// The pass the device cannot start.
+    pub pass: Pass,
+    /// The pass it waits for.
+    pub waits_for: Pass,
+    /// Where that pass is scheduled (device, position), if anywhere.
+    pub waits_on: Option<(u32, usize)>,
+}
+
+/// Why a schedule could not be simulated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimError {
+    /// No device can make progress. One entry per device that did not finish.
+    Deadlock(Vec<Stuck>),
+    /// The schedule does not fit its placement (a stage, microbatch or slice out of range).
+    Malformed(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Deadlock(stuck) => {
+                f.write_str("schedule deadlocks: no device can make progress")?;
+                for s in stuck {
+                    write!(
+                        f,
+                        "\n  device {} is stuck on {} (position {}), waiting for {}",
+                        s.device, s.pass, s.position, s.waits_for
+                    )?;
+                    match s.waits_on {
+                        Some((d, pos)) => write!(f, " on device {d} (position {pos})")?,
+                        None => f.write_str(", which no device runs")?,
+                    }
+                }
+                f.write_str(
+                    "\n  hint: a pass can only start after the pass it depends on; \
+                     reorder the devices' passes so every dependency comes first",
+                )
+            }
+            SimError::Malformed(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// How serious a [`Diagnostic`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    /// Worth knowing; the schedule still runs.
+    Warning,
+    /// The schedule is wrong.
+    Error,
+}
+
+/// A finding about a schedule, located at a device and position when it has one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    /// How serious it is.
+    pub severity: Severity,
+    /// The device (row) it concerns.
+    pub device: Option<u32>,
+    /// The position (column) in that device's order.
+    pub position: Option<usize>,
+    /// What is wrong and what was expected.
+    pub message: String,
+    /// Suggestions.
+    pub hints: Vec<String>,
+}
+
+impl Diagnostic {
+    /// An error at an optional location.
+    pub fn error(device: Option<u32>, position: Option<usize>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            device,
+            position,
+            message: message.into(),
+            hints: Vec::new(),
+        }
+    }
+
+    /// Adds a `hint:` line.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hints.push(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let label = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(f, "{label}: {}", self.message)?;
+        match (self.device, self.position) {
+            (Some(d), Some(p)) => write!(f, "\n  at: device {d}, position {p}")?,
+            (Some(d), None) => write!(f, "\n  at: device {d}")?,
+            _ => {}
+        }
+        for hint in &self.hints {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_error_prints_hints_on_their_own_lines() {
+        let e = ParamError::new(Field::Devices, "dualpipe needs an even number of devices, found 5")
+            .hint("use 4 or 6 devices");
+        assert_eq!(
+            e.to_string(),
+            "dualpipe needs an even number of devices, found 5\n  hint: use 4 or 6 devices"
+        );
+    }
+
+    #[test]
+    fn deadlock_names_every_stuck_device() {
+        let e = SimError::Deadlock(vec![
+            Stuck {
+                device: 0,
+                position: 1,
+                pass: Pass::b(0, 0),
+                waits_for: Pass::b(1, 0),
+                waits_on: Some((1, 2)),
+            },
+            Stuck {
+                device: 1,
+                position: 0,
+                pass: Pass::f(1, 1),
+                waits_for: Pass::f(0, 1),
+                waits_on: None,
+            },
+        ]);
+        let text = e.to_string();
+        assert!(text.contains("device 0 is stuck on B(stage 0, mb 0) (position 1), waiting for B(stage 1, mb 0) on device 1 (position 2)"), "{text}");
+        assert!(text.contains("device 1 is stuck on F(stage 1, mb 1) (position 0), waiting for F(stage 0, mb 1), which no device runs"), "{text}");
+    }
+}

@@ -1,0 +1,192 @@
+//! Schedule families: one generator per file, each returning per-device pass orders only.
+//!
+//! [`FAMILIES`] is the registry the CLI's `list`, the app's picker and the property tests read.
+
+mod chimera;
+mod dualpipe;
+mod dualpipe_v;
+mod gpipe;
+mod hanayo;
+mod interleaved;
+mod one_f_one_b;
+mod one_f_one_b_v;
+mod seq1f1b;
+mod v_auto;
+mod v_half_min;
+mod zb_auto;
+mod zb_h1;
+mod zb_h2;
+mod zb_v;
+mod zb_v_handcrafted;
+
+use crate::error::{Field, ParamError};
+use crate::params::ScheduleParams;
+use crate::schedule::Schedule;
+
+/// How the picker groups families.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FamilyGroup {
+    /// GPipe, 1F1B and Megatron's interleaving.
+    Classic,
+    /// Split backward (B and W) on a linear pipeline.
+    ZeroBubble,
+    /// Two or more chunks per device in a V (or wave) placement.
+    VShape,
+    /// Two model replicas running in opposite directions.
+    TwoDirectional,
+    /// Microbatches split along the sequence.
+    SequenceSplit,
+}
+
+impl FamilyGroup {
+    /// Every group, in picker order.
+    pub const ALL: [FamilyGroup; 5] = [
+        FamilyGroup::Classic,
+        FamilyGroup::ZeroBubble,
+        FamilyGroup::VShape,
+        FamilyGroup::TwoDirectional,
+        FamilyGroup::SequenceSplit,
+    ];
+
+    /// The group's heading.
+    pub fn title(self) -> &'static str {
+        match self {
+            FamilyGroup::Classic => "Classic",
+            FamilyGroup::ZeroBubble => "Zero Bubble",
+            FamilyGroup::VShape => "V-shape",
+            FamilyGroup::TwoDirectional => "Two-directional",
+            FamilyGroup::SequenceSplit => "Sequence-split",
+        }
+    }
+}
+
+/// A closed-form prediction for a family, shown next to the simulated value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    /// Predicted `cost - ideal`, when the family has a formula for these parameters.
+    pub bubble: Option<f64>,
+    /// The bubble formula as written in its paper.
+    pub bubble_formula: &'static str,
+    /// Predicted peak activation memory per device, in the unit of mem-f.
+    pub peak_memory: Option<Vec<f64>>,
+    /// The memory formula as written in its paper.
+    pub memory_formula: &'static str,
+}
+
+/// A schedule family: its names, documentation and generator.
+#[derive(Clone, Copy, Debug)]
+pub struct Family {
+    /// The name used by the CLI (`--schedule`) and the URL (`schedule=`).
+    pub name: &'static str,
+    /// The display name.
+    pub title: &'static str,
+    /// Picker group.
+    pub group: FamilyGroup,
+    /// One line: what the schedule does.
+    pub summary: &'static str,
+    /// The paper or code it comes from.
+    pub reference: &'static str,
+    /// A link to that reference.
+    pub url: &'static str,
+    /// The settings this family reads beyond devices, microbatches, costs and memory.
+    pub options: &'static [Field],
+    /// The constraints on its parameters, in words.
+    pub constraints: &'static str,
+    /// Generates the per-device orders.
+    pub generate: fn(&ScheduleParams) -> Result<Schedule, ParamError>,
+    /// The closed-form prediction, when the family has one for these parameters.
+    pub predict: fn(&ScheduleParams) -> Option<Prediction>,
+}
+
+/// Every family, in picker order.
+pub static FAMILIES: &[Family] = &[
+    gpipe::FAMILY,
+    one_f_one_b::FAMILY,
+    interleaved::FAMILY,
+    interleaved::LOOPED_BFS,
+    zb_h1::FAMILY,
+    zb_h2::FAMILY,
+    zb_auto::FAMILY,
+    zb_auto::ZB_1P,
+    zb_auto::ZB_2P,
+    zb_v::FAMILY,
+    zb_v_handcrafted::FAMILY,
+    v_half_min::V_HALF,
+    v_half_min::V_MIN,
+    v_auto::FAMILY,
+    one_f_one_b_v::FAMILY,
+    hanayo::FAMILY,
+    dualpipe::FAMILY,
+    dualpipe_v::FAMILY,
+    chimera::FAMILY,
+    seq1f1b::FAMILY,
+];
+
+/// The family called `name`, if any.
+pub fn family(name: &str) -> Option<&'static Family> {
+    FAMILIES.iter().find(|f| f.name == name)
+}
+
+/// Generates the schedule of family `name` for `params`.
+///
+/// # Errors
+/// A [`ParamError`] naming the setting to change when the family is unknown or cannot take
+/// these parameters.
+pub fn generate(name: &str, params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    let family = family(name).ok_or_else(|| unknown_family(name))?;
+    params.check_common()?;
+    (family.generate)(params)
+}
+
+/// The error for a family name that does not exist, with the closest name as a hint.
+pub fn unknown_family(name: &str) -> ParamError {
+    let names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
+    let mut err = ParamError::new(Field::Schedule, format!("unknown schedule `{name}`"));
+    if let Some(best) = names.iter().min_by_key(|n| edit_distance(&name.to_lowercase(), n)) {
+        if edit_distance(&name.to_lowercase(), best) <= 3 {
+            err = err.hint(format!("did you mean `{best}`?"));
+        }
+    }
+    err.hint(format!("expected one of: {}", names.join(", ")))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// A family with no closed form.
+pub(crate) fn no_prediction(_: &ScheduleParams) -> Option<Prediction> {
+    None
+}
+
+/// Rejects `chunks`, `group`, `waves` and `seq-splits` when a family does not read them, so a
+/// user who sets one learns it has no effect.
+pub(crate) fn reject_unused(params: &ScheduleParams, family: &str, used: &[Field]) -> Result<(), ParamError> {
+    let given = [
+        (Field::Chunks, params.chunks.is_some()),
+        (Field::Group, params.group.is_some()),
+        (Field::Waves, params.waves.is_some()),
+        (Field::SeqSplits, params.seq_splits.is_some()),
+    ];
+    for (field, set) in given {
+        if set && !used.contains(&field) {
+            return Err(ParamError::new(field, format!("{family} does not take --{}", field.name()))
+                .hint(format!("remove --{}, or pick a family that uses it (see `bubblescope list`)", field.name())));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,64 @@
+//! 1F1B (PipeDream-flush, DAPPLE, Megatron): one forward, one fused backward.
+//!
+//! Device `d` runs `min(P-1-d, M)` warm-up forwards, then alternates one forward and one fused
+//! backward, then drains the remaining backwards. At most `P-d` microbatches are in flight.
+
+use super::{reject_unused, Family, FamilyGroup, Prediction};
+use crate::error::ParamError;
+use crate::params::ScheduleParams;
+use crate::schedule::{Pass, Placement, Schedule};
+
+/// The registry entry.
+pub const FAMILY: Family = Family {
+    name: "1f1b",
+    title: "1F1B",
+    group: FamilyGroup::Classic,
+    summary: "one forward, one fused backward: GPipe's bubble at P microbatches of memory",
+    reference: "Narayanan et al., PipeDream-Flush (ICML 2021); Fan et al., DAPPLE (PPoPP 2021)",
+    url: "https://arxiv.org/abs/2006.09503",
+    options: &[],
+    constraints: "any devices and microbatches",
+    generate,
+    predict,
+};
+
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, "1f1b", &[])?;
+    params.check_size(2)?;
+    Ok(one_f_one_b(params.devices, params.microbatches))
+}
+
+/// The 1F1B orders for `devices` devices and `microbatches` microbatches.
+pub fn one_f_one_b(devices: u32, microbatches: u32) -> Schedule {
+    let mut schedule = Schedule::new(Placement::linear(devices), microbatches);
+    for d in 0..devices {
+        let warm_up = (devices - 1 - d).min(microbatches);
+        let steady = microbatches - warm_up;
+        for mb in 0..warm_up {
+            schedule.push(d, Pass::f(d, mb));
+        }
+        for i in 0..steady {
+            schedule.push(d, Pass::f(d, warm_up + i));
+            schedule.push(d, Pass::bw(d, i));
+        }
+        for mb in steady..microbatches {
+            schedule.push(d, Pass::bw(d, mb));
+        }
+    }
+    schedule
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    let c = &params.costs;
+    let p = f64::from(params.devices);
+    Some(Prediction {
+        bubble: (c.comm == 0.0).then(|| (p - 1.0) * (c.f + c.b + c.w)),
+        bubble_formula: "(P−1)(F+B+W)",
+        peak_memory: Some(
+            (0..params.devices)
+                .map(|d| f64::from((params.devices - d).min(params.microbatches)) * c.mem_f)
+                .collect(),
+        ),
+        memory_formula: "min(P−d, M)·mem-f on device d",
+    })
+}

@@ -1,0 +1,51 @@
+//! Registry-level tests; each family's own numbers are tested in its file.
+
+use super::*;
+use crate::{run, Costs};
+
+#[test]
+fn names_are_unique_and_kebab_case() {
+    let mut names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
+    for n in &names {
+        assert!(n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{n}");
+    }
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), FAMILIES.len());
+}
+
+#[test]
+fn unknown_names_get_a_suggestion() {
+    let err = generate("1f1v", &ScheduleParams::new(4, 8)).unwrap_err();
+    assert_eq!(err.field, Field::Schedule);
+    let text = err.to_string();
+    assert!(text.starts_with("unknown schedule `1f1v`\n  hint: did you mean `1f1b`?"), "{text}");
+}
+
+#[test]
+fn one_f_one_b_matches_the_paper_for_p4_m8() {
+    let a = run("1f1b", &ScheduleParams::new(4, 8)).unwrap();
+    assert_eq!(a.stats.cost, 33.0);
+    assert_eq!(a.stats.ideal, 24.0);
+    assert_eq!(format!("{:.4}", a.stats.bubble_rate), "0.2727");
+    let peaks: Vec<f64> = a.stats.per_device.iter().map(|d| d.peak_memory).collect();
+    assert_eq!(peaks, vec![4.0, 3.0, 2.0, 1.0]);
+    assert_eq!(a.schedule.notation(0), "F0 F1 F2 F3 X0 F4 X1 F5 X2 F6 X3 F7 X4 X5 X6 X7");
+    assert_eq!(a.schedule.notation(3), "F0 X0 F1 X1 F2 X2 F3 X3 F4 X4 F5 X5 F6 X6 F7 X7");
+}
+
+#[test]
+fn one_f_one_b_with_unequal_costs_and_comm() {
+    // zero-bubble.md §9.2: p=4 m=8 F,B,W=5,6,4 → 165; p=4 m=12 with comm 1 → 247.
+    let p = ScheduleParams::new(4, 8).with_costs(Costs::fbw(5.0, 6.0, 4.0));
+    assert_eq!(run("1f1b", &p).unwrap().stats.cost, 165.0);
+    let p = ScheduleParams::new(4, 12).with_costs(Costs { comm: 1.0, ..Costs::fbw(5.0, 6.0, 4.0) });
+    assert_eq!(run("1f1b", &p).unwrap().stats.cost, 247.0);
+}
+
+#[test]
+fn unused_options_are_rejected_by_name() {
+    let err = generate("1f1b", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
+    assert_eq!(err.field, Field::Chunks);
+    assert!(err.to_string().starts_with("1f1b does not take --chunks"), "{err}");
+}

@@ -1,0 +1,1 @@
+//! Drawing: timelines to scenes, scenes to any plotters backend.

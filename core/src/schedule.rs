@@ -1,0 +1,511 @@
+//! Schedules: the ordered passes each device runs, and where model stages live.
+//!
+//! A [`Schedule`] never holds times. Times are derived by [`crate::simulate`].
+
+use std::fmt;
+use std::ops::Range;
+
+/// What a pass computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PassKind {
+    /// Forward.
+    F,
+    /// Input-gradient backward (the Zero Bubble papers' B; PyTorch's `I`).
+    B,
+    /// Weight-gradient backward.
+    W,
+    /// Fused full backward: B and W in one pass (PyTorch's `B`).
+    BW,
+}
+
+impl PassKind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [PassKind; 4] = [PassKind::F, PassKind::B, PassKind::W, PassKind::BW];
+
+    /// The short name used in orders and files: `F`, `B`, `W`, `BW`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PassKind::F => "F",
+            PassKind::B => "B",
+            PassKind::W => "W",
+            PassKind::BW => "BW",
+        }
+    }
+
+    /// A human name for tooltips and legends.
+    pub fn long_name(self) -> &'static str {
+        match self {
+            PassKind::F => "forward",
+            PassKind::B => "input-gradient backward",
+            PassKind::W => "weight-gradient backward",
+            PassKind::BW => "full backward",
+        }
+    }
+
+    /// Whether this pass produces the input gradient that flows to the previous stage.
+    pub fn is_input_grad(self) -> bool {
+        matches!(self, PassKind::B | PassKind::BW)
+    }
+}
+
+/// One pass: a kind, a model stage, a microbatch and a sequence slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pass {
+    /// What the pass computes.
+    pub kind: PassKind,
+    /// Global model stage (see [`Placement`]).
+    pub stage: u32,
+    /// Microbatch index, `0..microbatches`.
+    pub microbatch: u32,
+    /// Sequence slice, `0..slices` (always 0 unless the schedule splits sequences).
+    pub slice: u32,
+}
+
+impl Pass {
+    /// A pass of `kind` on `stage` for `microbatch`, slice 0.
+    pub const fn new(kind: PassKind, stage: u32, microbatch: u32) -> Pass {
+        Pass { kind, stage, microbatch, slice: 0 }
+    }
+
+    /// A forward pass.
+    pub const fn f(stage: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::F, stage, microbatch)
+    }
+
+    /// An input-gradient backward pass.
+    pub const fn b(stage: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::B, stage, microbatch)
+    }
+
+    /// A weight-gradient backward pass.
+    pub const fn w(stage: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::W, stage, microbatch)
+    }
+
+    /// A fused full backward pass.
+    pub const fn bw(stage: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::BW, stage, microbatch)
+    }
+
+    /// The same pass on sequence slice `slice`.
+    pub const fn with_slice(self, slice: u32) -> Pass {
+        Pass { slice, ..self }
+    }
+}
+
+impl fmt::Display for Pass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}(stage {}, mb {}", self.kind.name(), self.stage, self.microbatch)?;
+        if self.slice > 0 {
+            write!(f, ", slice {}", self.slice)?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// One entry of a device's order: a single pass, or a forward and a backward that run
+/// overlapped as one unit (DualPipe's F&B pair).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// A single pass.
+    One(Pass),
+    /// A forward (first) overlapped with a backward (second).
+    Pair(Pass, Pass),
+}
+
+impl Op {
+    /// The passes this op runs: one, or the two of a pair.
+    pub fn passes(&self) -> impl Iterator<Item = Pass> {
+        let (a, b) = match *self {
+            Op::One(p) => (p, None),
+            Op::Pair(f, b) => (f, Some(b)),
+        };
+        std::iter::once(a).chain(b)
+    }
+
+    /// The first pass (the forward of a pair).
+    pub fn first(&self) -> Pass {
+        match *self {
+            Op::One(p) | Op::Pair(p, _) => p,
+        }
+    }
+
+    /// Whether this op is an overlapped pair.
+    pub fn is_pair(&self) -> bool {
+        matches!(self, Op::Pair(..))
+    }
+}
+
+impl From<Pass> for Op {
+    fn from(pass: Pass) -> Op {
+        Op::One(pass)
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::One(p) => p.fmt(f),
+            Op::Pair(a, b) => write!(f, "{a} overlapped with {b}"),
+        }
+    }
+}
+
+/// How model stages are laid out on devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PlacementKind {
+    /// Stage `s` on device `s`: one chunk per device.
+    Linear,
+    /// Stage `s` on device `s mod P`: `chunks` chunks per device (Megatron's virtual pipeline).
+    Interleaved,
+    /// Chunk 0 runs down the devices, chunk 1 back up: device 0 holds the first and last stage.
+    V,
+    /// Hanayo's waves: the V folded `waves` times, `2 * waves` chunks per device.
+    Wave,
+    /// Two model replicas running in opposite directions (Chimera, DualPipe).
+    TwoDirectional,
+    /// Read from a file: any stage on any device.
+    Custom,
+}
+
+impl PlacementKind {
+    /// The lowercase name used in JSON and the UI.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacementKind::Linear => "linear",
+            PlacementKind::Interleaved => "interleaved",
+            PlacementKind::V => "v",
+            PlacementKind::Wave => "wave",
+            PlacementKind::TwoDirectional => "two-directional",
+            PlacementKind::Custom => "custom",
+        }
+    }
+}
+
+/// Maps model stages to devices.
+///
+/// The model is cut into `stages_per_pipeline` stages. A schedule runs one pipeline (one copy of
+/// the model) or, for two-directional schedules, two pipelines. Global stage `g` belongs to
+/// pipeline `g / stages_per_pipeline`; data flows forward through a pipeline's stages in
+/// increasing order. Each pipeline runs an equal, contiguous share of the microbatches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Placement {
+    kind: PlacementKind,
+    devices: u32,
+    stages_per_pipeline: u32,
+    stage_device: Vec<u32>,
+}
+
+impl Placement {
+    /// One stage per device: stage `s` on device `s`.
+    pub fn linear(devices: u32) -> Placement {
+        Placement {
+            kind: PlacementKind::Linear,
+            devices,
+            stages_per_pipeline: devices,
+            stage_device: (0..devices).collect(),
+        }
+    }
+
+    /// `chunks` stages per device, stage `s` on device `s mod devices`.
+    pub fn interleaved(devices: u32, chunks: u32) -> Placement {
+        let stages = devices * chunks;
+        Placement {
+            kind: PlacementKind::Interleaved,
+            devices,
+            stages_per_pipeline: stages,
+            stage_device: (0..stages).map(|s| s % devices).collect(),
+        }
+    }
+
+    /// Two chunks per device in a V: stages `0..P` go down the devices, `P..2P` come back up.
+    pub fn v_shape(devices: u32) -> Placement {
+        let mut placement = Placement::wave(devices, 1);
+        placement.kind = PlacementKind::V;
+        placement
+    }
+
+    /// Hanayo's wave placement: `2 * waves` chunks per device, zig-zagging down and up.
+    pub fn wave(devices: u32, waves: u32) -> Placement {
+        let stages = 2 * waves * devices;
+        let stage_device = (0..stages)
+            .map(|s| {
+                let (leg, pos) = (s / devices, s % devices);
+                if leg % 2 == 0 {
+                    pos
+                } else {
+                    devices - 1 - pos
+                }
+            })
+            .collect();
+        Placement {
+            kind: PlacementKind::Wave,
+            devices,
+            stages_per_pipeline: stages,
+            stage_device,
+        }
+    }
+
+    /// Two replicas: pipeline 0 maps stage `s` to device `s`, pipeline 1 maps its stage `s`
+    /// to device `P-1-s`.
+    pub fn two_directional(devices: u32) -> Placement {
+        let stage_device = (0..devices).chain((0..devices).map(|s| devices - 1 - s)).collect();
+        Placement {
+            kind: PlacementKind::TwoDirectional,
+            devices,
+            stages_per_pipeline: devices,
+            stage_device,
+        }
+    }
+
+    /// A placement read from a file: `stage_device[g]` is the device of stage `g`, one pipeline.
+    pub fn custom(devices: u32, stage_device: Vec<u32>) -> Placement {
+        let stages = stage_device.len() as u32;
+        Placement { kind: PlacementKind::Custom, devices, stages_per_pipeline: stages, stage_device }
+    }
+
+    /// The kind of layout.
+    pub fn kind(&self) -> PlacementKind {
+        self.kind
+    }
+
+    /// Number of devices.
+    pub fn devices(&self) -> u32 {
+        self.devices
+    }
+
+    /// Number of stages in one pipeline (one copy of the model).
+    pub fn stages_per_pipeline(&self) -> u32 {
+        self.stages_per_pipeline
+    }
+
+    /// Number of pipelines (model copies): 1, or 2 for two-directional schedules.
+    pub fn pipelines(&self) -> u32 {
+        if self.stages_per_pipeline == 0 {
+            0
+        } else {
+            self.stage_device.len() as u32 / self.stages_per_pipeline
+        }
+    }
+
+    /// Total number of global stages over all pipelines.
+    pub fn stages(&self) -> u32 {
+        self.stage_device.len() as u32
+    }
+
+    /// The device that runs `stage`, if the stage exists.
+    pub fn device_of(&self, stage: u32) -> Option<u32> {
+        self.stage_device.get(stage as usize).copied()
+    }
+
+    /// The stage-to-device table.
+    pub fn stage_devices(&self) -> &[u32] {
+        &self.stage_device
+    }
+
+    /// Which pipeline (model copy) `stage` belongs to.
+    pub fn pipeline_of(&self, stage: u32) -> u32 {
+        stage / self.stages_per_pipeline.max(1)
+    }
+
+    /// Position of `stage` inside its pipeline, `0..stages_per_pipeline`.
+    pub fn local_stage(&self, stage: u32) -> u32 {
+        stage % self.stages_per_pipeline.max(1)
+    }
+
+    /// Whether `stage` is the first stage of its pipeline (its forward has no predecessor).
+    pub fn is_first(&self, stage: u32) -> bool {
+        self.local_stage(stage) == 0
+    }
+
+    /// Whether `stage` is the last stage of its pipeline (where the loss is computed).
+    pub fn is_last(&self, stage: u32) -> bool {
+        self.local_stage(stage) + 1 == self.stages_per_pipeline
+    }
+
+    /// Index of `stage` among the stages on its device, ordered by stage id: the chunk.
+    pub fn chunk_of(&self, stage: u32) -> u32 {
+        let Some(device) = self.device_of(stage) else { return 0 };
+        self.stage_device[..stage as usize].iter().filter(|&&d| d == device).count() as u32
+    }
+
+    /// Number of chunks (stages) each device holds at most.
+    pub fn chunks_per_device(&self) -> u32 {
+        let mut counts = vec![0u32; self.devices as usize];
+        for &d in &self.stage_device {
+            if let Some(c) = counts.get_mut(d as usize) {
+                *c += 1;
+            }
+        }
+        counts.into_iter().max().unwrap_or(0)
+    }
+
+    /// The fraction of a device's plain-1F1B share of the model that one stage holds: the
+    /// factor applied to the user's F, B, W and mem-f (`devices / stages_per_pipeline`).
+    pub fn stage_scale(&self) -> f64 {
+        if self.stages_per_pipeline == 0 {
+            1.0
+        } else {
+            f64::from(self.devices) / f64::from(self.stages_per_pipeline)
+        }
+    }
+
+    /// The microbatches pipeline `pipeline` runs, out of `microbatches` in total: an equal,
+    /// contiguous share.
+    pub fn pipeline_microbatches(&self, pipeline: u32, microbatches: u32) -> Range<u32> {
+        let n = self.pipelines().max(1);
+        let start = (u64::from(microbatches) * u64::from(pipeline) / u64::from(n)) as u32;
+        let end = (u64::from(microbatches) * u64::from(pipeline + 1) / u64::from(n)) as u32;
+        start..end
+    }
+}
+
+/// A pipeline schedule: for each device, the ordered ops it runs. No times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    /// Where each model stage lives.
+    pub placement: Placement,
+    /// Number of microbatches in one training step.
+    pub microbatches: u32,
+    /// Number of sequence slices per microbatch (1 unless sequences are split).
+    pub slices: u32,
+    /// `orders[d]` is the ordered list of ops device `d` runs.
+    pub orders: Vec<Vec<Op>>,
+}
+
+impl Schedule {
+    /// An empty schedule for `placement`: one empty order per device.
+    pub fn new(placement: Placement, microbatches: u32) -> Schedule {
+        let orders = vec![Vec::new(); placement.devices() as usize];
+        Schedule { placement, microbatches, slices: 1, orders }
+    }
+
+    /// Number of devices.
+    pub fn devices(&self) -> u32 {
+        self.orders.len() as u32
+    }
+
+    /// Total number of passes (a pair counts as two).
+    pub fn pass_count(&self) -> usize {
+        self.orders.iter().flatten().map(|op| if op.is_pair() { 2 } else { 1 }).sum()
+    }
+
+    /// Total number of ops (a pair counts as one).
+    pub fn op_count(&self) -> usize {
+        self.orders.iter().map(Vec::len).sum()
+    }
+
+    /// Appends `op` to the order of `device`.
+    ///
+    /// # Panics
+    /// If `device` is out of range: generators call this with devices they computed.
+    pub fn push(&mut self, device: u32, op: impl Into<Op>) {
+        self.orders[device as usize].push(op.into());
+    }
+
+    /// Appends `pass` to the device its placement names.
+    ///
+    /// # Panics
+    /// If the stage has no device: generators call this with stages they computed.
+    pub fn push_placed(&mut self, pass: Pass) {
+        let device = self.placement.device_of(pass.stage).expect("stage out of range");
+        self.push(device, pass);
+    }
+
+    /// The compact notation of the Zero Bubble golden files for `device`'s order:
+    /// `F3` forward of microbatch 3, `B`, `W`, `X` fused backward; upper case for chunk 0,
+    /// lower case for chunk 1, and `[...]` around an overlapped pair. Chunks past 1 are
+    /// written with a `@chunk` suffix.
+    pub fn notation(&self, device: u32) -> String {
+        let mut out = String::new();
+        for op in self.orders.get(device as usize).into_iter().flatten() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            match op {
+                Op::One(p) => self.write_pass_notation(&mut out, *p),
+                Op::Pair(a, b) => {
+                    out.push('[');
+                    self.write_pass_notation(&mut out, *a);
+                    out.push(' ');
+                    self.write_pass_notation(&mut out, *b);
+                    out.push(']');
+                }
+            }
+        }
+        out
+    }
+
+    fn write_pass_notation(&self, out: &mut String, pass: Pass) {
+        use fmt::Write as _;
+        let chunk = self.placement.chunk_of(pass.stage);
+        let letter = match pass.kind {
+            PassKind::F => 'F',
+            PassKind::B => 'B',
+            PassKind::W => 'W',
+            PassKind::BW => 'X',
+        };
+        out.push(if chunk == 1 { letter.to_ascii_lowercase() } else { letter });
+        let _ = write!(out, "{}", pass.microbatch);
+        if pass.slice > 0 {
+            let _ = write!(out, ".{}", pass.slice);
+        }
+        if chunk > 1 {
+            let _ = write!(out, "@{chunk}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v_shape_puts_first_and_last_stage_on_device_zero() {
+        let p = Placement::v_shape(4);
+        assert_eq!(p.stage_devices(), &[0, 1, 2, 3, 3, 2, 1, 0]);
+        assert_eq!(p.chunk_of(7), 1);
+        assert_eq!(p.chunk_of(3), 0);
+        assert_eq!(p.stage_scale(), 0.5);
+        assert_eq!(p.pipelines(), 1);
+    }
+
+    #[test]
+    fn wave_zigzags_and_scales_by_waves() {
+        let p = Placement::wave(2, 2);
+        assert_eq!(p.stage_devices(), &[0, 1, 1, 0, 0, 1, 1, 0]);
+        assert_eq!(p.stage_scale(), 0.25);
+        assert_eq!(p.chunks_per_device(), 4);
+        assert_eq!(p.chunk_of(4), 2);
+    }
+
+    #[test]
+    fn two_directional_has_two_pipelines_in_opposite_directions() {
+        let p = Placement::two_directional(4);
+        assert_eq!(p.stage_devices(), &[0, 1, 2, 3, 3, 2, 1, 0]);
+        assert_eq!(p.pipelines(), 2);
+        assert!(p.is_last(3) && p.is_first(4) && p.is_last(7));
+        assert_eq!(p.stage_scale(), 1.0);
+        assert_eq!(p.pipeline_microbatches(0, 10), 0..5);
+        assert_eq!(p.pipeline_microbatches(1, 10), 5..10);
+    }
+
+    #[test]
+    fn interleaved_loops_over_devices() {
+        let p = Placement::interleaved(3, 2);
+        assert_eq!(p.stage_devices(), &[0, 1, 2, 0, 1, 2]);
+        assert_eq!(p.chunk_of(4), 1);
+        assert!((p.stage_scale() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn notation_uses_case_for_chunks_and_brackets_for_pairs() {
+        let mut s = Schedule::new(Placement::v_shape(2), 2);
+        s.push(0, Pass::f(0, 0));
+        s.push(0, Pass::f(3, 0));
+        s.push(0, Op::Pair(Pass::f(0, 1), Pass::bw(3, 0)));
+        s.push(0, Pass::b(0, 0));
+        s.push(0, Pass::w(0, 0));
+        assert_eq!(s.notation(0), "F0 f0 [F1 x0] B0 W0");
+    }
+}

@@ -1,0 +1,158 @@
+//! Incremental simulation for generators that need timing feedback.
+//!
+//! Heuristic families (automatic Zero Bubble, ZB-V, adaptive V) decide the next pass from the
+//! times the passes so far would take. They append passes here one at a time and read the
+//! resulting times and memory back, so the timing rules live only in the simulator: a
+//! [`Builder`]'s times are exactly those [`crate::simulate`] computes for the finished schedule.
+
+use crate::params::StageCosts;
+use crate::schedule::{Op, Pass, Placement, Schedule};
+
+use super::deps::{dependency, KeySpace};
+
+/// A schedule under construction, simulated as it grows.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    schedule: Schedule,
+    costs: StageCosts,
+    keys: KeySpace,
+    done: Vec<f64>,
+    producer_device: Vec<u32>,
+    free: Vec<f64>,
+    idle: Vec<f64>,
+    memory: Vec<f64>,
+    peak: Vec<f64>,
+}
+
+impl Builder {
+    /// An empty schedule on `placement` for `microbatches` microbatches of `slices` slices.
+    pub fn new(placement: Placement, microbatches: u32, slices: u32, costs: StageCosts) -> Builder {
+        let keys = KeySpace::new(&placement, microbatches, slices);
+        let devices = placement.devices() as usize;
+        let mut schedule = Schedule::new(placement, microbatches);
+        schedule.slices = slices.max(1);
+        Builder {
+            schedule,
+            costs,
+            keys,
+            done: vec![f64::NEG_INFINITY; 2 * keys.len()],
+            producer_device: vec![u32::MAX; 2 * keys.len()],
+            free: vec![0.0; devices],
+            idle: vec![0.0; devices],
+            memory: vec![0.0; devices],
+            peak: vec![0.0; devices],
+        }
+    }
+
+    /// The placement being scheduled.
+    pub fn placement(&self) -> &Placement {
+        &self.schedule.placement
+    }
+
+    /// The cost table.
+    pub fn costs(&self) -> &StageCosts {
+        &self.costs
+    }
+
+    /// Duration of `pass`.
+    pub fn cost(&self, pass: Pass) -> f64 {
+        self.costs.pass(pass)
+    }
+
+    /// When `device` becomes free: the end of its last op so far (0 if none).
+    pub fn free_at(&self, device: u32) -> f64 {
+        self.free[device as usize]
+    }
+
+    /// Idle time on `device` between its first op and now.
+    pub fn idle(&self, device: u32) -> f64 {
+        self.idle[device as usize]
+    }
+
+    /// The largest idle time over all devices.
+    pub fn max_idle(&self) -> f64 {
+        self.idle.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// Activation memory `device` holds after its last op.
+    pub fn memory(&self, device: u32) -> f64 {
+        self.memory[device as usize]
+    }
+
+    /// The highest activation memory `device` has held so far.
+    pub fn peak(&self, device: u32) -> f64 {
+        self.peak[device as usize]
+    }
+
+    /// When `pass` finished, if it has been placed and provides a result (F, B or BW).
+    pub fn end_of(&self, pass: Pass) -> Option<f64> {
+        let k = self.keys.provided_index(pass)?;
+        (self.producer_device[k] != u32::MAX).then_some(self.done[k])
+    }
+
+    /// When the result `pass` depends on arrives on `device` (with communication): `Some(0)`
+    /// if it depends on nothing, `None` if its dependency has not been placed yet.
+    pub fn ready_at(&self, device: u32, pass: Pass) -> Option<f64> {
+        let Some(dep) = dependency(&self.schedule.placement, pass) else { return Some(0.0) };
+        let k = self.keys.dep_index(dep);
+        let from = self.producer_device[k];
+        if from == u32::MAX {
+            return None;
+        }
+        let comm = if from == device { 0.0 } else { self.costs.comm };
+        Some(self.done[k] + comm)
+    }
+
+    /// Appends `op` to `device`'s order and returns its end time. The op starts when the
+    /// device is free and its dependencies have arrived. A dependency that has not been placed
+    /// yet does not delay it: such an order deadlocks, and the final simulation reports that.
+    pub fn push(&mut self, device: u32, op: impl Into<Op>) -> f64 {
+        let op = op.into();
+        let d = device as usize;
+        let mut start = self.free[d];
+        for pass in op.passes() {
+            if let Some(ready) = self.ready_at(device, pass) {
+                start = start.max(ready);
+            }
+        }
+        if !self.schedule.orders[d].is_empty() {
+            self.idle[d] += start - self.free[d];
+        }
+        let end = start + self.costs.op(&op);
+        let alloc: f64 = op.passes().map(|p| self.costs.alloc(p)).sum();
+        let release: f64 = op.passes().map(|p| self.costs.release(p)).sum();
+        self.memory[d] += alloc;
+        self.peak[d] = self.peak[d].max(self.memory[d]);
+        self.memory[d] -= release;
+        self.free[d] = end;
+        for pass in op.passes() {
+            if let Some(k) = self.keys.provided_index(pass) {
+                if self.producer_device[k] == u32::MAX {
+                    self.done[k] = end;
+                    self.producer_device[k] = device;
+                }
+            }
+        }
+        self.schedule.orders[d].push(op);
+        end
+    }
+
+    /// Appends `pass` on the device its placement names and returns its end time.
+    ///
+    /// # Panics
+    /// If the stage has no device: generators call this with stages they computed.
+    pub fn push_placed(&mut self, pass: Pass) -> f64 {
+        let device = self.schedule.placement.device_of(pass.stage).expect("stage out of range");
+        self.push(device, pass)
+    }
+
+    /// The schedule built so far.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The finished schedule.
+    pub fn finish(self) -> Schedule {
+        self.schedule
+    }
+}

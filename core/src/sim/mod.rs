@@ -1,0 +1,233 @@
+//! The event simulator: the only place times and memory are computed.
+//!
+//! Each device runs its order in sequence. An op starts when its device is free and the pass
+//! each of its passes depends on has finished, plus the communication time when that pass ran
+//! on another device. The result is the longest path through the graph of device-order and
+//! dependency edges, computed with a ready queue in time linear in the number of passes.
+
+mod builder;
+mod deps;
+
+pub use builder::Builder;
+pub use deps::{dependency, provides, Dep, DepClass, KeySpace};
+
+use crate::error::{SimError, Stuck};
+use crate::params::StageCosts;
+use crate::schedule::Schedule;
+
+/// Where an op sits: its device and position in that device's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OpRef {
+    /// The device.
+    pub device: u32,
+    /// The position in the device's order.
+    pub position: u32,
+}
+
+/// When one op ran.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimedOp {
+    /// Start time.
+    pub start: f64,
+    /// End time.
+    pub end: f64,
+    /// The op whose result arrived last and made this one wait past the moment its device was
+    /// free; `None` if it started as soon as its device was free.
+    pub waited_for: Option<OpRef>,
+}
+
+/// A point of a device's activation-memory curve: the value from `time` on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemPoint {
+    /// When the value changes.
+    pub time: f64,
+    /// Activation memory held from then on.
+    pub value: f64,
+}
+
+/// One device's simulated run.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct DeviceTimeline {
+    /// `ops[i]` is when the device's i-th op ran.
+    pub ops: Vec<TimedOp>,
+    /// Activation memory over time as a step curve starting at 0: forwards allocate when
+    /// they start, backwards release when they end.
+    pub memory: Vec<MemPoint>,
+    /// The highest activation memory the device holds.
+    pub peak_memory: f64,
+}
+
+/// The simulated run of a schedule: times and memory, parallel to its orders.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Timeline {
+    /// One entry per device.
+    pub devices: Vec<DeviceTimeline>,
+}
+
+impl Timeline {
+    /// The time the last op ends.
+    pub fn end(&self) -> f64 {
+        self.devices.iter().filter_map(|d| d.ops.last()).map(|o| o.end).fold(0.0, f64::max)
+    }
+}
+
+const NONE: u32 = u32::MAX;
+const UNSET: u64 = u64::MAX;
+
+/// Simulates `schedule` under `costs`.
+///
+/// # Errors
+/// [`SimError::Malformed`] when a pass is outside the schedule's stages, microbatches or
+/// slices, and [`SimError::Deadlock`] when no device can make progress.
+pub fn simulate(schedule: &Schedule, costs: &StageCosts) -> Result<Timeline, SimError> {
+    let keys = KeySpace::checked(schedule)?;
+    let placement = &schedule.placement;
+    let n_devices = schedule.orders.len();
+    let n_keys = 2 * keys.len();
+
+    // Completion time and producer of every (class, stage, microbatch, slice).
+    let mut done = vec![f64::NEG_INFINITY; n_keys];
+    let mut producer = vec![UNSET; n_keys];
+    // Devices waiting on a key: an intrusive list through `next_waiter`.
+    let mut waiter_head = vec![NONE; n_keys];
+    let mut next_waiter = vec![NONE; n_devices];
+
+    let mut next = vec![0usize; n_devices];
+    let mut free = vec![0.0f64; n_devices];
+    let mut memory = vec![0.0f64; n_devices];
+    let mut devices: Vec<DeviceTimeline> = schedule
+        .orders
+        .iter()
+        .map(|order| DeviceTimeline {
+            ops: Vec::with_capacity(order.len()),
+            memory: Vec::with_capacity(2 * order.len() + 1),
+            peak_memory: 0.0,
+        })
+        .collect();
+    for d in &mut devices {
+        d.memory.push(MemPoint { time: 0.0, value: 0.0 });
+    }
+
+    let mut ready: Vec<u32> = (0..n_devices as u32).rev().collect();
+    while let Some(device) = ready.pop() {
+        let d = device as usize;
+        let order = &schedule.orders[d];
+        while let Some(op) = order.get(next[d]) {
+            let mut start = free[d];
+            let mut waited_for = None;
+            let mut blocked = None;
+            for pass in op.passes() {
+                let Some(dep) = dependency(placement, pass) else { continue };
+                let k = keys.dep_index(dep);
+                if producer[k] == UNSET {
+                    blocked = Some(k);
+                    break;
+                }
+                let from = unpack(producer[k]);
+                let comm = if from.device == device { 0.0 } else { costs.comm };
+                let arrival = done[k] + comm;
+                if arrival > start {
+                    start = arrival;
+                    waited_for = Some(from);
+                }
+            }
+            if let Some(k) = blocked {
+                next_waiter[d] = waiter_head[k];
+                waiter_head[k] = device;
+                break;
+            }
+
+            let end = start + costs.op(op);
+            let timeline = &mut devices[d];
+            timeline.ops.push(TimedOp { start, end, waited_for });
+            let alloc: f64 = op.passes().map(|p| costs.alloc(p)).sum();
+            let release: f64 = op.passes().map(|p| costs.release(p)).sum();
+            if alloc != 0.0 {
+                memory[d] += alloc;
+                timeline.memory.push(MemPoint { time: start, value: memory[d] });
+                timeline.peak_memory = timeline.peak_memory.max(memory[d]);
+            }
+            if release != 0.0 {
+                memory[d] -= release;
+                timeline.memory.push(MemPoint { time: end, value: memory[d] });
+            }
+            free[d] = end;
+
+            let me = pack(device, next[d]);
+            for pass in op.passes() {
+                let Some(k) = keys.provided_index(pass) else { continue };
+                if producer[k] != UNSET {
+                    continue; // A duplicate: validation reports it; the first one counts.
+                }
+                done[k] = end;
+                producer[k] = me;
+                let mut w = std::mem::replace(&mut waiter_head[k], NONE);
+                while w != NONE {
+                    ready.push(w);
+                    w = std::mem::replace(&mut next_waiter[w as usize], NONE);
+                }
+            }
+            next[d] += 1;
+        }
+    }
+
+    if next.iter().zip(&schedule.orders).any(|(&n, order)| n < order.len()) {
+        return Err(deadlock(schedule, &keys, &next, &producer));
+    }
+    Ok(Timeline { devices })
+}
+
+fn pack(device: u32, position: usize) -> u64 {
+    (u64::from(device) << 32) | position as u64
+}
+
+fn unpack(packed: u64) -> OpRef {
+    OpRef { device: (packed >> 32) as u32, position: packed as u32 }
+}
+
+/// Builds the deadlock report: every unfinished device, its stuck op and what it waits for.
+fn deadlock(schedule: &Schedule, keys: &KeySpace, next: &[usize], producer: &[u64]) -> SimError {
+    let placement = &schedule.placement;
+    // Where every pass is scheduled, for the "waits on device d" part of the message.
+    let mut position_of = vec![UNSET; 2 * keys.len()];
+    for (device, order) in schedule.orders.iter().enumerate() {
+        for (position, op) in order.iter().enumerate() {
+            for pass in op.passes() {
+                if let Some(k) = keys.provided_index(pass) {
+                    if position_of[k] == UNSET {
+                        position_of[k] = pack(device as u32, position);
+                    }
+                }
+            }
+        }
+    }
+    let mut stuck = Vec::new();
+    for (device, order) in schedule.orders.iter().enumerate() {
+        let Some(op) = order.get(next[device]) else { continue };
+        let blocking = op.passes().find_map(|pass| {
+            let dep = dependency(placement, pass)?;
+            (producer[keys.dep_index(dep)] == UNSET).then_some((pass, dep))
+        });
+        let Some((pass, dep)) = blocking else { continue };
+        let k = keys.dep_index(dep);
+        let waits_on = (position_of[k] != UNSET).then(|| unpack(position_of[k]));
+        let waits_for = match waits_on {
+            Some(r) => schedule.orders[r.device as usize][r.position as usize]
+                .passes()
+                .find(|p| keys.provided_index(*p) == Some(k))
+                .unwrap_or_else(|| dep.as_pass()),
+            None => dep.as_pass(),
+        };
+        stuck.push(Stuck {
+            device: device as u32,
+            position: next[device],
+            pass,
+            waits_for,
+            waits_on: waits_on.map(|r| (r.device, r.position as usize)),
+        });
+    }
+    SimError::Deadlock(stuck)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,148 @@
+//! Stats: cost, bubble rates and peak memory, with the papers' definitions.
+//!
+//! * `cost` is the longest per-device span, first op start to last op end (Zero Bubble §5.3:
+//!   "the largest execution time of all stages").
+//! * `ideal` is `M * (F + B + W)`, the busy time of every device of a perfectly packed schedule.
+//! * `bubble_rate` is `(cost - ideal) / cost`, the papers' metric. The other normalisations
+//!   users meet are kept next to it, each named for what it divides by.
+
+use crate::params::Costs;
+use crate::schedule::Schedule;
+use crate::sim::Timeline;
+
+/// One device's numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceStats {
+    /// The device.
+    pub device: u32,
+    /// Start of its first op.
+    pub start: f64,
+    /// End of its last op.
+    pub end: f64,
+    /// `end - start`.
+    pub span: f64,
+    /// Time spent running ops.
+    pub busy: f64,
+    /// `span - busy`: idle time between its first and last op.
+    pub idle: f64,
+    /// `idle / span`: the share of its own span the device sits idle.
+    pub bubble_rate: f64,
+    /// Highest activation memory held, in the unit of mem-f.
+    pub peak_memory: f64,
+}
+
+/// The numbers of a simulated schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stats {
+    /// The longest per-device span (the papers' cost).
+    pub cost: f64,
+    /// First op start to last op end over all devices.
+    pub makespan: f64,
+    /// `M * (F + B + W)`.
+    pub ideal: f64,
+    /// `(cost - ideal) / cost`: the papers' bubble rate.
+    pub bubble_rate: f64,
+    /// `(cost - ideal) / ideal`: bubble relative to ideal compute (Megatron, DualPipe issues,
+    /// the Zero Bubble playground).
+    pub bubble_over_ideal: f64,
+    /// Total idle device time over `devices * makespan` (idle inside the makespan).
+    pub idle_over_makespan: f64,
+    /// Highest activation memory of any device.
+    pub peak_memory: f64,
+    /// Per-device numbers.
+    pub per_device: Vec<DeviceStats>,
+}
+
+/// A bubble-rate normalisation, for labels and switches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BubbleMeasure {
+    /// `(cost - ideal) / cost`.
+    OverCost,
+    /// `(cost - ideal) / ideal`.
+    OverIdeal,
+    /// Idle device time over `devices * makespan`.
+    IdleOverMakespan,
+}
+
+impl BubbleMeasure {
+    /// Every measure, the papers' first.
+    pub const ALL: [BubbleMeasure; 3] =
+        [BubbleMeasure::OverCost, BubbleMeasure::OverIdeal, BubbleMeasure::IdleOverMakespan];
+
+    /// The formula, as a label.
+    pub fn label(self) -> &'static str {
+        match self {
+            BubbleMeasure::OverCost => "(cost − ideal) / cost",
+            BubbleMeasure::OverIdeal => "(cost − ideal) / ideal",
+            BubbleMeasure::IdleOverMakespan => "idle / (devices × makespan)",
+        }
+    }
+
+    /// Where the measure comes from.
+    pub fn origin(self) -> &'static str {
+        match self {
+            BubbleMeasure::OverCost => "Zero Bubble papers",
+            BubbleMeasure::OverIdeal => "Megatron, DualPipe, ZB playground",
+            BubbleMeasure::IdleOverMakespan => "utilisation view",
+        }
+    }
+
+    /// The value of this measure in `stats`.
+    pub fn of(self, stats: &Stats) -> f64 {
+        match self {
+            BubbleMeasure::OverCost => stats.bubble_rate,
+            BubbleMeasure::OverIdeal => stats.bubble_over_ideal,
+            BubbleMeasure::IdleOverMakespan => stats.idle_over_makespan,
+        }
+    }
+}
+
+/// Computes the stats of `schedule` as simulated in `timeline` under `costs`.
+pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
+    let mut per_device = Vec::with_capacity(timeline.devices.len());
+    let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (device, dt) in timeline.devices.iter().enumerate() {
+        let start = dt.ops.first().map_or(0.0, |o| o.start);
+        let end = dt.ops.last().map_or(0.0, |o| o.end);
+        if !dt.ops.is_empty() {
+            first = first.min(start);
+            last = last.max(end);
+        }
+        let busy: f64 = dt.ops.iter().map(|o| o.end - o.start).sum();
+        let span = end - start;
+        let idle = span - busy;
+        per_device.push(DeviceStats {
+            device: device as u32,
+            start,
+            end,
+            span,
+            busy,
+            idle,
+            bubble_rate: ratio(idle, span),
+            peak_memory: dt.peak_memory,
+        });
+    }
+    let makespan = if last >= first { last - first } else { 0.0 };
+    let cost = per_device.iter().map(|d| d.span).fold(0.0, f64::max);
+    let ideal = f64::from(schedule.microbatches) * (costs.f + costs.b + costs.w);
+    let busy_total: f64 = per_device.iter().map(|d| d.busy).sum();
+    let capacity = makespan * per_device.len() as f64;
+    Stats {
+        cost,
+        makespan,
+        ideal,
+        bubble_rate: ratio(cost - ideal, cost),
+        bubble_over_ideal: ratio(cost - ideal, ideal),
+        idle_over_makespan: ratio(capacity - busy_total, capacity),
+        peak_memory: per_device.iter().map(|d| d.peak_memory).fold(0.0, f64::max),
+        per_device,
+    }
+}
+
+fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 {
+        num / den
+    } else {
+        0.0
+    }
+}

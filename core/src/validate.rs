@@ -1,0 +1,217 @@
+//! Structural validation of a schedule, reported like a compiler.
+//!
+//! Every (stage, microbatch, slice) must have exactly one F and either one BW or one B and
+//! one W, on the device its placement names; on that device F comes before the backward and B
+//! before W; an overlapped pair is a forward and a backward.
+
+use crate::error::Diagnostic;
+use crate::schedule::{Op, Pass, PassKind, Schedule};
+
+/// At most this many diagnostics are listed; the rest are summarised.
+pub const MAX_DIAGNOSTICS: usize = 50;
+
+/// Checks `schedule` and returns what is wrong with it (empty when it is valid).
+pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
+    let mut out = Diagnostics::default();
+    let placement = &schedule.placement;
+    let (stages, mbs, slices) = (placement.stages(), schedule.microbatches, schedule.slices.max(1));
+    if schedule.orders.len() != placement.devices() as usize {
+        out.push(Diagnostic::error(
+            None,
+            None,
+            format!(
+                "the schedule has {} device rows but its placement has {} devices",
+                schedule.orders.len(),
+                placement.devices()
+            ),
+        ));
+        return out.finish();
+    }
+    let n = stages as usize * mbs as usize * slices as usize;
+    // Position of each kind per key: (device, position) of the first occurrence.
+    let mut seen: [Vec<Option<(u32, usize)>>; 4] = std::array::from_fn(|_| vec![None; n]);
+    let index = |p: Pass| (p.stage as usize * mbs as usize + p.microbatch as usize) * slices as usize + p.slice as usize;
+
+    for (device, order) in schedule.orders.iter().enumerate() {
+        let device = device as u32;
+        for (position, op) in order.iter().enumerate() {
+            if let Op::Pair(f, b) = op {
+                if f.kind != PassKind::F || !b.kind.is_input_grad() {
+                    out.push(
+                        Diagnostic::error(
+                            Some(device),
+                            Some(position),
+                            format!("an overlapped pair must be a forward and a backward (B or BW), found {f} and {b}"),
+                        )
+                        .hint("write the forward first, e.g. (0F7;7B3)OVERLAP_F_B"),
+                    );
+                }
+            }
+            for pass in op.passes() {
+                if pass.stage >= stages || pass.microbatch >= mbs || pass.slice >= slices {
+                    out.push(Diagnostic::error(
+                        Some(device),
+                        Some(position),
+                        format!(
+                            "{pass} is out of range: expected stage < {stages}, microbatch < {mbs}{}",
+                            if slices > 1 { format!(", slice < {slices}") } else { String::new() }
+                        ),
+                    ));
+                    continue;
+                }
+                let expected = placement.device_of(pass.stage).unwrap_or(device);
+                if expected != device {
+                    out.push(Diagnostic::error(
+                        Some(device),
+                        Some(position),
+                        format!("{pass} runs on device {device}, but stage {} is placed on device {expected}", pass.stage),
+                    ).hint("every pass of a stage must run on the stage's device"));
+                }
+                let slot = &mut seen[kind_index(pass.kind)][index(pass)];
+                match slot {
+                    Some((d, p)) => out.push(Diagnostic::error(
+                        Some(device),
+                        Some(position),
+                        format!("{pass} appears twice: first at device {d}, position {p}"),
+                    )),
+                    None => *slot = Some((device, position)),
+                }
+            }
+        }
+    }
+
+    // Counts and order per key.
+    for stage in 0..stages {
+        for microbatch in 0..mbs {
+            for slice in 0..slices {
+                let key = Pass { kind: PassKind::F, stage, microbatch, slice };
+                let i = index(key);
+                let [f, b, w, bw] = [0, 1, 2, 3].map(|k| seen[k][i]);
+                let home = placement.device_of(stage);
+                let with = |kind| Pass { kind, ..key };
+                if f.is_none() {
+                    out.push(Diagnostic::error(home, None, format!("{} is missing", with(PassKind::F))));
+                }
+                match (b, w, bw) {
+                    (None, None, None) => out.push(
+                        Diagnostic::error(home, None, format!("the backward of stage {stage}, mb {microbatch} is missing"))
+                            .hint("add a BW pass, or a B pass and a W pass"),
+                    ),
+                    (Some(_), _, Some(at)) | (_, Some(_), Some(at)) => out.push(Diagnostic::error(
+                        Some(at.0),
+                        Some(at.1),
+                        format!("{} is given both fused (BW) and split (B/W)", with(PassKind::BW)),
+                    )),
+                    (Some(_), None, None) => out.push(
+                        Diagnostic::error(home, None, format!("{} is missing its W", with(PassKind::B)))
+                            .hint("a split backward needs a W pass after its B"),
+                    ),
+                    (None, Some(at), None) => out.push(Diagnostic::error(
+                        Some(at.0),
+                        Some(at.1),
+                        format!("{} has no B before it", with(PassKind::W)),
+                    )),
+                    _ => {}
+                }
+                // Order on the same device.
+                let back = b.or(bw);
+                if let (Some(fa), Some(ba)) = (f, back) {
+                    if fa.0 == ba.0 && ba.1 < fa.1 {
+                        out.push(Diagnostic::error(
+                            Some(ba.0),
+                            Some(ba.1),
+                            format!("the backward of stage {stage}, mb {microbatch} comes before its forward (position {})", fa.1),
+                        ));
+                    }
+                }
+                if let (Some(ba), Some(wa)) = (b, w) {
+                    if ba.0 == wa.0 && wa.1 < ba.1 {
+                        out.push(Diagnostic::error(
+                            Some(wa.0),
+                            Some(wa.1),
+                            format!("{} comes before its B (position {})", with(PassKind::W), ba.1),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out.finish()
+}
+
+fn kind_index(kind: PassKind) -> usize {
+    match kind {
+        PassKind::F => 0,
+        PassKind::B => 1,
+        PassKind::W => 2,
+        PassKind::BW => 3,
+    }
+}
+
+#[derive(Default)]
+struct Diagnostics {
+    list: Vec<Diagnostic>,
+    dropped: usize,
+}
+
+impl Diagnostics {
+    fn push(&mut self, d: Diagnostic) {
+        if self.list.len() < MAX_DIAGNOSTICS {
+            self.list.push(d);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    fn finish(mut self) -> Vec<Diagnostic> {
+        if self.dropped > 0 {
+            self.list.push(Diagnostic::error(None, None, format!("and {} more problems", self.dropped)));
+        }
+        self.list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::Placement;
+
+    fn two_stage() -> Schedule {
+        let mut s = Schedule::new(Placement::linear(2), 1);
+        s.push(0, Pass::f(0, 0));
+        s.push(1, Pass::f(1, 0));
+        s.push(1, Pass::b(1, 0));
+        s.push(1, Pass::w(1, 0));
+        s.push(0, Pass::bw(0, 0));
+        s
+    }
+
+    #[test]
+    fn a_complete_schedule_is_valid() {
+        assert_eq!(validate(&two_stage()), vec![]);
+    }
+
+    #[test]
+    fn reports_missing_duplicate_misplaced_and_misordered_passes() {
+        let mut s = two_stage();
+        s.orders[1].swap(1, 2); // W before B
+        s.orders[0].push(Op::One(Pass::f(0, 0))); // duplicate
+        s.orders.push(Vec::new());
+        s.orders.pop();
+        let text: Vec<String> = validate(&s).iter().map(|d| d.to_string()).collect();
+        let all = text.join("\n");
+        assert!(all.contains("W(stage 1, mb 0) comes before its B"), "{all}");
+        assert!(all.contains("F(stage 0, mb 0) appears twice: first at device 0, position 0"), "{all}");
+
+        let mut s = two_stage();
+        s.orders[1].pop();
+        s.orders[0].insert(1, Op::One(Pass::w(1, 0))); // wrong device
+        let all: Vec<String> = validate(&s).iter().map(|d| d.to_string()).collect();
+        assert_eq!(all, vec!["error: W(stage 1, mb 0) runs on device 0, but stage 1 is placed on device 1\n  at: device 0, position 1\n  hint: every pass of a stage must run on the stage's device"]);
+
+        let mut s = two_stage();
+        s.orders[0].pop();
+        let all: Vec<String> = validate(&s).iter().map(|d| d.to_string()).collect();
+        assert_eq!(all, vec!["error: the backward of stage 0, mb 0 is missing\n  at: device 0\n  hint: add a BW pass, or a B pass and a W pass"]);
+    }
+}
