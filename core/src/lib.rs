@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod families;
+pub mod formats;
 pub mod params;
 pub mod render;
 pub mod schedule;

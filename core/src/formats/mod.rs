@@ -1,0 +1,1 @@
+//! Import and export formats (PyTorch CSV, Bubblescope JSON, Perfetto trace).
