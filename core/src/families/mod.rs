@@ -98,6 +98,28 @@ pub struct Family {
     pub predict: fn(&ScheduleParams) -> Option<Prediction>,
 }
 
+impl Family {
+    /// A heading for a schedule of this family: its title and the sizes that shape it.
+    pub fn label(&self, params: &ScheduleParams) -> String {
+        let mut out = format!("{} · {} devices · {} microbatches", self.title, params.devices, params.microbatches);
+        let options = [
+            (Field::Chunks, params.chunks, "chunks"),
+            (Field::Group, params.group, "group"),
+            (Field::Waves, params.waves, "waves"),
+            (Field::SeqSplits, params.seq_splits, "sequence splits"),
+        ];
+        for (field, value, name) in options {
+            if let (true, Some(v)) = (self.options.contains(&field), value) {
+                out.push_str(&format!(" · {v} {name}"));
+            }
+        }
+        if let (true, Some(limit)) = (self.options.contains(&Field::MemLimit), params.mem_limit) {
+            out.push_str(&format!(" · limit {}", crate::render::format_number(limit, 3)));
+        }
+        out
+    }
+}
+
 /// Every family, in picker order.
 pub static FAMILIES: &[Family] = &[
     gpipe::FAMILY,

@@ -1,1 +1,48 @@
-//! Drawing: timelines to scenes, scenes to any plotters backend.
+//! Drawing: a timeline becomes a [`Scene`] (all layout and level-of-detail decisions), and a
+//! scene is drawn through [`draw()`] onto any plotters backend — canvas in the app, SVG in the
+//! CLI and exports. One routine serves both, so they show the same picture.
+
+mod axis;
+mod draw;
+mod figure;
+mod gantt;
+mod memory;
+mod scene;
+mod theme;
+
+pub use axis::{format_number, format_tick, ticks, TimeAxis};
+pub use draw::{draw, to_svg, SVG_FONT_FACTOR};
+pub use figure::{figure, figure_svg, summary_line, FigureItem, FigureOptions};
+pub use gantt::{gantt, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry};
+pub use memory::{memory_chart, MemoryOptions};
+pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
+pub use theme::{BarKind, Rgb, Theme};
+
+impl Scene {
+    /// Appends `other` below this scene (widths are expected to match), for figures that
+    /// stack a Gantt chart and a memory chart.
+    pub fn stack(mut self, other: Scene) -> Scene {
+        let dy = f64::from(self.height);
+        for mut item in other.items {
+            match &mut item {
+                Item::Rect { y0, y1, .. } => {
+                    *y0 += dy;
+                    *y1 += dy;
+                }
+                Item::Text { y, .. } | Item::Dot { y, .. } => *y += dy,
+                Item::Line { points, .. } => points.iter_mut().for_each(|p| p.1 += dy),
+            }
+            self.items.push(item);
+        }
+        self.width = self.width.max(other.width);
+        self.height += other.height;
+        self.counts.drawn += other.counts.drawn;
+        self.counts.merged += other.counts.merged;
+        self.counts.culled += other.counts.culled;
+        self.counts.labelled += other.counts.labelled;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,162 @@
+//! What `simulate` and `list` print: a JSON object or a short readable table.
+
+use std::fmt::Write as _;
+
+use bubblescope::render::format_number;
+use bubblescope::{family, Analysis, Family, ScheduleParams, FAMILIES};
+use serde_json::{json, Value};
+
+/// The `simulate --json` object. Numbers are exact (no rounding).
+pub fn json(name: &str, params: &ScheduleParams, a: &Analysis) -> Value {
+    let s = &a.stats;
+    let limit = params.mem_limit;
+    let per_device: Vec<Value> = s
+        .per_device
+        .iter()
+        .map(|d| {
+            json!({
+                "device": d.device,
+                "start": d.start,
+                "end": d.end,
+                "span": d.span,
+                "busy": d.busy,
+                "idle": d.idle,
+                "bubble_rate": d.bubble_rate,
+                "peak_memory": d.peak_memory,
+                "over_limit": limit.is_some_and(|l| d.peak_memory > l + 1e-9),
+            })
+        })
+        .collect();
+    let prediction = family(name).and_then(|f| (f.predict)(params)).map(|p| {
+        json!({
+            "bubble": p.bubble,
+            "bubble_formula": p.bubble_formula,
+            "peak_memory": p.peak_memory,
+            "memory_formula": p.memory_formula,
+        })
+    });
+    let c = &params.costs;
+    json!({
+        "schedule": name,
+        "devices": a.schedule.devices(),
+        "microbatches": a.schedule.microbatches,
+        "chunks": a.schedule.placement.chunks_per_device(),
+        "placement": a.schedule.placement.kind().name(),
+        "stages": a.schedule.placement.stages(),
+        "passes": a.schedule.pass_count(),
+        "costs": {
+            "f": c.f, "b": c.b, "w": c.w, "comm": c.comm, "overlap": c.overlap,
+            "mem_f": c.mem_f, "mem_w": c.mem_w(),
+        },
+        "mem_limit": limit,
+        "cost": s.cost,
+        "makespan": s.makespan,
+        "ideal": s.ideal,
+        "bubble_rate": s.bubble_rate,
+        "bubble_over_ideal": s.bubble_over_ideal,
+        "idle_over_makespan": s.idle_over_makespan,
+        "peak_memory": s.peak_memory,
+        "per_device": per_device,
+        "prediction": prediction,
+    })
+}
+
+/// The readable `simulate` output.
+pub fn table(name: &str, params: &ScheduleParams, a: &Analysis) -> String {
+    let s = &a.stats;
+    let c = &params.costs;
+    let n = |v: f64| format_number(v, 4);
+    let title = family(name).map_or_else(|| name.to_string(), |f| f.label(params));
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(
+        out,
+        "costs: F {} · B {} · W {} · comm {}{} · mem-f {} · mem-w {}",
+        n(c.f),
+        n(c.b),
+        n(c.w),
+        n(c.comm),
+        c.overlap.map(|o| format!(" · F&B {}", n(o))).unwrap_or_default(),
+        n(c.mem_f),
+        n(c.mem_w())
+    );
+    let _ = writeln!(out);
+    let rows: [(&str, f64, &str); 7] = [
+        ("cost", s.cost, "longest device span"),
+        ("makespan", s.makespan, "first start to last end"),
+        ("ideal", s.ideal, "M·(F+B+W)"),
+        ("bubble rate", s.bubble_rate, "(cost − ideal) / cost"),
+        ("", s.bubble_over_ideal, "(cost − ideal) / ideal"),
+        ("", s.idle_over_makespan, "idle / (devices × makespan)"),
+        ("peak memory", s.peak_memory, "mem-f units, worst device"),
+    ];
+    for (label, value, note) in rows {
+        let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
+    }
+    if let Some(p) = family(name).and_then(|f| (f.predict)(params)) {
+        if let Some(b) = p.bubble {
+            let _ = writeln!(out, "{:<12} {:<12} bubble {} (simulated cost − ideal: {})", "closed form", n(b), p.bubble_formula, n(s.cost - s.ideal));
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}", "device", "start", "end", "busy", "idle", "bubble", "peak mem");
+    for d in &s.per_device {
+        let flag = if params.mem_limit.is_some_and(|l| d.peak_memory > l + 1e-9) { "  over limit" } else { "" };
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}{flag}",
+            d.device,
+            n(d.start),
+            n(d.end),
+            n(d.busy),
+            n(d.idle),
+            format_number(d.bubble_rate, 4),
+            n(d.peak_memory)
+        );
+    }
+    out
+}
+
+/// `list` as text.
+pub fn families_text(families: &[Family]) -> String {
+    let mut out = String::new();
+    let mut group = None;
+    for f in families {
+        if group != Some(f.group) {
+            if group.is_some() {
+                let _ = writeln!(out);
+            }
+            let _ = writeln!(out, "{}", f.group.title());
+            group = Some(f.group);
+        }
+        let _ = writeln!(out, "  {:<18} {}", f.name, f.summary);
+        let options: Vec<String> = f.options.iter().map(|o| format!("--{}", o.name())).collect();
+        if !options.is_empty() {
+            let _ = writeln!(out, "  {:<18} options: {}", "", options.join(", "));
+        }
+        let _ = writeln!(out, "  {:<18} constraints: {}", "", f.constraints);
+        let _ = writeln!(out, "  {:<18} {} <{}>", "", f.reference, f.url);
+    }
+    out
+}
+
+/// `list --json`.
+pub fn families_json() -> Value {
+    Value::Array(
+        FAMILIES
+            .iter()
+            .map(|f| {
+                json!({
+                    "name": f.name,
+                    "title": f.title,
+                    "group": f.group.title(),
+                    "summary": f.summary,
+                    "options": f.options.iter().map(|o| o.name()).collect::<Vec<_>>(),
+                    "constraints": f.constraints,
+                    "reference": f.reference,
+                    "url": f.url,
+                })
+            })
+            .collect(),
+    )
+}

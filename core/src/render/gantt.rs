@@ -1,0 +1,337 @@
+//! Gantt layout: one row per device, time on x, one bar per pass. All level-of-detail
+//! decisions are made here, so the canvas and the SVG show the same thing.
+
+use super::axis::{format_tick, ticks, TimeAxis};
+use super::scene::{text_width, Anchor, Item, Scene};
+use super::theme::{Rgb, Theme};
+use crate::schedule::{Op, Pass, PassKind, Schedule};
+use crate::sim::Timeline;
+
+/// One schedule to draw: a panel of device rows.
+#[derive(Clone, Copy, Debug)]
+pub struct GanttPanel<'a> {
+    /// Heading above the rows (e.g. the family name).
+    pub title: Option<&'a str>,
+    /// A short line at the right of the heading (e.g. cost and bubble rate).
+    pub note: Option<&'a str>,
+    /// The orders.
+    pub schedule: &'a Schedule,
+    /// Their simulated times.
+    pub timeline: &'a Timeline,
+}
+
+/// Layout settings. Lengths are CSS pixels; `scale` turns them into device pixels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GanttOptions {
+    /// Width of the whole chart.
+    pub width: f64,
+    /// Device pixels per CSS pixel (the canvas' device pixel ratio; 1 for SVG).
+    pub scale: f64,
+    /// Height of one device row.
+    pub row_height: f64,
+    /// Visible time range; `None` shows everything.
+    pub time_range: Option<(f64, f64)>,
+    /// A microbatch whose passes are outlined while the others fade.
+    pub highlight: Option<u32>,
+    /// Draw the legend of pass kinds.
+    pub legend: bool,
+    /// Label of the time axis.
+    pub axis_label: String,
+}
+
+impl Default for GanttOptions {
+    fn default() -> Self {
+        GanttOptions {
+            width: 960.0,
+            scale: 1.0,
+            row_height: 22.0,
+            time_range: None,
+            highlight: None,
+            legend: true,
+            axis_label: "time (cost units)".to_string(),
+        }
+    }
+}
+
+/// Where things were drawn, in CSS pixels: what hovering and clicking need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GanttGeometry {
+    /// The time axis of the plot area.
+    pub axis: TimeAxis,
+    /// Top of every panel's first row and its device count.
+    pub panels: Vec<PanelGeometry>,
+    /// Height of a row.
+    pub row_height: f64,
+    /// Vertical distance between row tops.
+    pub row_pitch: f64,
+    /// Total height.
+    pub height: f64,
+}
+
+/// Rows of one panel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PanelGeometry {
+    /// y of the first row's top.
+    pub rows_top: f64,
+    /// Number of device rows.
+    pub devices: u32,
+}
+
+impl GanttGeometry {
+    /// The (panel, device) row at `y`, if `y` is on a row.
+    pub fn row_at(&self, y: f64) -> Option<(usize, u32)> {
+        for (i, p) in self.panels.iter().enumerate() {
+            let rel = y - p.rows_top;
+            if rel < 0.0 {
+                continue;
+            }
+            let row = (rel / self.row_pitch).floor();
+            if row < f64::from(p.devices) && rel - row * self.row_pitch <= self.row_height {
+                return Some((i, row as u32));
+            }
+        }
+        None
+    }
+}
+
+const LEGEND_H: f64 = 30.0;
+const TITLE_H: f64 = 24.0;
+const ROW_GAP: f64 = 4.0;
+const PANEL_GAP: f64 = 14.0;
+const AXIS_H: f64 = 44.0;
+const RIGHT: f64 = 18.0;
+
+/// Width of the device-label gutter for `devices` rows, in CSS pixels.
+pub fn gutter_width(devices: u32) -> f64 {
+    let label = format!("Device {}", devices.saturating_sub(1));
+    (text_width(&label, 12.0) + 28.0).max(64.0)
+}
+
+/// Lays out `panels` on one shared time axis.
+pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (Scene, GanttGeometry) {
+    let s = opts.scale.max(0.1);
+    let max_devices = panels.iter().map(|p| p.schedule.devices()).max().unwrap_or(1);
+    let gutter = gutter_width(max_devices);
+    let row_h = opts.row_height.clamp(4.0, 80.0);
+    let row_pitch = row_h + if row_h >= 10.0 { ROW_GAP } else { 1.0 };
+
+    // Vertical layout in CSS pixels.
+    let mut y = if opts.legend { LEGEND_H + 6.0 } else { 8.0 };
+    let mut geometry_panels = Vec::with_capacity(panels.len());
+    for (i, p) in panels.iter().enumerate() {
+        if i > 0 {
+            y += PANEL_GAP;
+        }
+        if p.title.is_some() || p.note.is_some() {
+            y += TITLE_H;
+        }
+        geometry_panels.push(PanelGeometry { rows_top: y, devices: p.schedule.devices() });
+        y += f64::from(p.schedule.devices()) * row_pitch - (row_pitch - row_h);
+    }
+    let plot_bottom = y;
+    let height = plot_bottom + AXIS_H;
+
+    let end = panels.iter().map(|p| p.timeline.end()).fold(0.0, f64::max);
+    let (t0, t1) = match opts.time_range {
+        Some((a, b)) if b > a && a.is_finite() && b.is_finite() => (a, b),
+        _ => (0.0, if end > 0.0 { end } else { 1.0 }),
+    };
+    let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) };
+    let geometry = GanttGeometry { axis, panels: geometry_panels, row_height: row_h, row_pitch, height };
+
+    let mut scene = Scene::new((opts.width * s).round() as u32, (height * s).round() as u32, theme.background, theme.font);
+    let dev_axis = axis.scaled(s);
+
+    if opts.legend {
+        legend(&mut scene, panels, theme, s, gutter);
+    }
+
+    // Tracks, device labels, titles.
+    let label_size = 12.0 * s;
+    for (p, g) in panels.iter().zip(&geometry.panels) {
+        if p.title.is_some() || p.note.is_some() {
+            let ty = (g.rows_top - TITLE_H / 2.0 - 2.0) * s;
+            if let Some(title) = p.title {
+                scene.bold_text(gutter * s, ty, title, 13.0 * s, theme.text, Anchor::Start);
+            }
+            if let Some(note) = p.note {
+                scene.text(axis.x1 * s, ty, note, 12.0 * s, theme.muted, Anchor::End);
+            }
+        }
+        for d in 0..g.devices {
+            let top = (g.rows_top + f64::from(d) * row_pitch) * s;
+            scene.rect(dev_axis.x0, top, dev_axis.x1, top + row_h * s, theme.track);
+            if row_h >= 9.0 {
+                scene.text((gutter - 10.0) * s, top + row_h * s / 2.0, &format!("Device {d}"), label_size.min(row_h * 0.7 * s), theme.muted, Anchor::End);
+            }
+        }
+    }
+
+    // Grid and ticks.
+    let target = ((axis.x1 - axis.x0) / 90.0).max(2.0) as usize;
+    let (ts, step) = ticks(t0, t1, target);
+    let top = geometry.panels.first().map_or(0.0, |g| g.rows_top) * s;
+    for &t in &ts {
+        let x = dev_axis.x(t);
+        scene.line((x, top), (x, plot_bottom * s + 4.0 * s), theme.grid, s);
+        scene.text(x, (plot_bottom + 14.0) * s, &format_tick(t, step), 11.0 * s, theme.muted, Anchor::Middle);
+    }
+    scene.text((axis.x0 + axis.x1) / 2.0 * s, (plot_bottom + 33.0) * s, &opts.axis_label, 12.0 * s, theme.muted, Anchor::Middle);
+
+    // Bars.
+    for (p, g) in panels.iter().zip(&geometry.panels) {
+        for d in 0..g.devices {
+            let top = (g.rows_top + f64::from(d) * row_pitch) * s;
+            draw_row(&mut scene, p, d, top, row_h * s, &dev_axis, opts, theme);
+        }
+    }
+    (scene, geometry)
+}
+
+/// A run of sub-pixel passes being merged into one bar.
+struct Run {
+    x0: f64,
+    x1: f64,
+    weight: f64,
+    rgb: [f64; 3],
+    count: usize,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw_row(scene: &mut Scene, panel: &GanttPanel<'_>, device: u32, top: f64, height: f64, axis: &TimeAxis, opts: &GanttOptions, theme: &Theme) {
+    let (Some(order), Some(times)) =
+        (panel.schedule.orders.get(device as usize), panel.timeline.devices.get(device as usize))
+    else {
+        return;
+    };
+    let s = opts.scale.max(0.1);
+    let placement = &panel.schedule.placement;
+    let font = (11.0 * s).min(height * 0.62);
+    let mut run: Option<Run> = None;
+    let flush = |scene: &mut Scene, run: &mut Option<Run>| {
+        if let Some(r) = run.take() {
+            let c = if r.weight > 0.0 { r.rgb.map(|v| v / r.weight) } else { [128.0; 3] };
+            let fill = Rgb(c[0].round() as u8, c[1].round() as u8, c[2].round() as u8);
+            scene.items.push(Item::Rect { x0: r.x0, y0: top, x1: r.x1.max(r.x0 + 1.0), y1: top + height, fill, alpha: 1.0, stroke: None });
+            scene.counts.merged += r.count;
+        }
+    };
+    for (op, t) in order.iter().zip(&times.ops) {
+        let passes = if op.is_pair() { 2 } else { 1 };
+        let (x0, x1) = (axis.x(t.start), axis.x(t.end));
+        if x1 < axis.x0 || x0 > axis.x1 || t.end < axis.t0 || t.start > axis.t1 {
+            scene.counts.culled += passes;
+            continue;
+        }
+        let (x0, x1) = (x0.max(axis.x0), x1.min(axis.x1));
+        if x1 - x0 < 1.0 {
+            let pass = op.first();
+            let c = theme.pass_color(pass.kind, placement.chunk_of(pass.stage));
+            let w = (x1 - x0).max(0.05);
+            match &mut run {
+                Some(r) if x0 <= r.x1 + 1.0 => {
+                    r.x1 = r.x1.max(x1);
+                    r.weight += w;
+                    r.rgb[0] += f64::from(c.0) * w;
+                    r.rgb[1] += f64::from(c.1) * w;
+                    r.rgb[2] += f64::from(c.2) * w;
+                    r.count += passes;
+                }
+                _ => {
+                    flush(scene, &mut run);
+                    run = Some(Run {
+                        x0,
+                        x1,
+                        weight: w,
+                        rgb: [f64::from(c.0) * w, f64::from(c.1) * w, f64::from(c.2) * w],
+                        count: passes,
+                    });
+                }
+            }
+            continue;
+        }
+        flush(scene, &mut run);
+        // Leave a hairline between neighbouring bars when there is room.
+        let gap = if x1 - x0 >= 4.0 * s { s } else { 0.0 };
+        match *op {
+            Op::One(pass) => bar(scene, pass, x0, x1 - gap, top, top + height, font, panel, opts, theme),
+            Op::Pair(f, b) => {
+                let mid = top + height / 2.0;
+                bar(scene, f, x0, x1 - gap, top, mid, font * 0.85, panel, opts, theme);
+                bar(scene, b, x0, x1 - gap, mid, top + height, font * 0.85, panel, opts, theme);
+                scene.items.push(Item::Rect { x0, y0: top, x1: x1 - gap, y1: top + height, fill: theme.outline, alpha: 0.0, stroke: Some((theme.outline, s)) });
+            }
+        }
+    }
+    flush(scene, &mut run);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bar(scene: &mut Scene, pass: Pass, x0: f64, x1: f64, y0: f64, y1: f64, font: f64, panel: &GanttPanel<'_>, opts: &GanttOptions, theme: &Theme) {
+    let chunk = panel.schedule.placement.chunk_of(pass.stage);
+    let fill = theme.pass_color(pass.kind, chunk);
+    let highlighted = opts.highlight == Some(pass.microbatch);
+    let faded = opts.highlight.is_some() && !highlighted;
+    let stroke = highlighted.then_some((theme.outline, 2.0 * opts.scale));
+    scene.items.push(Item::Rect { x0, y0, x1, y1, fill, alpha: if faded { 0.22 } else { 1.0 }, stroke });
+    scene.counts.drawn += 1;
+    let label = if pass.slice > 0 || panel.schedule.slices > 1 {
+        format!("{}.{}", pass.microbatch, pass.slice)
+    } else {
+        pass.microbatch.to_string()
+    };
+    if font >= 6.0 && text_width(&label, font) + 4.0 * opts.scale <= x1 - x0 && y1 - y0 >= font * 1.05 {
+        let color = if faded { theme.muted } else { theme.label_on(fill) };
+        scene.text((x0 + x1) / 2.0, (y0 + y1) / 2.0, &label, font, color, Anchor::Middle);
+        scene.counts.labelled += 1;
+    }
+}
+
+fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, left: f64) {
+    let mut kinds = [false; 4];
+    let mut pairs = false;
+    let mut chunks = 1;
+    for p in panels {
+        chunks = chunks.max(p.schedule.placement.chunks_per_device());
+        for op in p.schedule.orders.iter().flatten() {
+            pairs |= op.is_pair();
+            for pass in op.passes() {
+                kinds[PassKind::ALL.iter().position(|k| *k == pass.kind).unwrap_or(0)] = true;
+            }
+        }
+    }
+    let y = LEGEND_H / 2.0 * s;
+    let size = 12.0 * s;
+    let mut x = left * s;
+    let sw = 12.0 * s;
+    for (i, kind) in PassKind::ALL.iter().enumerate() {
+        if !kinds[i] {
+            continue;
+        }
+        let label = match kind {
+            PassKind::F => "F forward",
+            PassKind::B => "B input grad",
+            PassKind::W => "W weight grad",
+            PassKind::BW => "BW full backward",
+        };
+        for c in 0..chunks.min(2) {
+            scene.rect(x, y - sw / 2.0, x + sw, y + sw / 2.0, theme.pass_color(*kind, c));
+            x += sw + 2.0 * s;
+        }
+        x += 4.0 * s;
+        scene.text(x, y, label, size, theme.text, Anchor::Start);
+        x += text_width(label, size) + 18.0 * s;
+    }
+    if pairs {
+        scene.rect(x, y - sw / 2.0, x + sw, y, theme.kinds[0]);
+        scene.rect(x, y, x + sw, y + sw / 2.0, theme.kinds[3]);
+        scene.items.push(Item::Rect { x0: x, y0: y - sw / 2.0, x1: x + sw, y1: y + sw / 2.0, fill: theme.outline, alpha: 0.0, stroke: Some((theme.outline, s)) });
+        x += sw + 6.0 * s;
+        scene.text(x, y, "F&B overlapped", size, theme.text, Anchor::Start);
+        x += text_width("F&B overlapped", size) + 18.0 * s;
+    }
+    if chunks > 1 {
+        let note = if chunks == 2 { "left swatch chunk 0, right chunk 1".to_string() } else { format!("shades: chunks 0–{}", chunks - 1) };
+        scene.text(x, y, &note, size, theme.muted, Anchor::Start);
+    }
+}

@@ -1,0 +1,90 @@
+use super::*;
+use crate::{run, ScheduleParams};
+
+fn one_f_one_b(devices: u32, microbatches: u32) -> crate::Analysis {
+    run("1f1b", &ScheduleParams::new(devices, microbatches)).unwrap()
+}
+
+#[test]
+fn every_pass_is_drawn_merged_or_culled() {
+    for (devices, mbs, width) in [(4, 8, 960.0), (8, 64, 600.0), (16, 512, 300.0)] {
+        let a = one_f_one_b(devices, mbs);
+        let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+        let opts = GanttOptions { width, ..GanttOptions::default() };
+        let (scene, _) = gantt(&[panel], &opts, &Theme::light());
+        let c = scene.counts;
+        assert_eq!(c.drawn + c.merged + c.culled, a.schedule.pass_count(), "{devices}x{mbs}");
+    }
+}
+
+#[test]
+fn small_schedules_get_labels_and_big_ones_merge() {
+    let a = one_f_one_b(4, 8);
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
+    assert_eq!(scene.counts.labelled, 64);
+    assert_eq!(scene.counts.merged, 0);
+
+    let a = one_f_one_b(8, 2000);
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let (scene, _) = gantt(&[panel], &GanttOptions { width: 400.0, ..GanttOptions::default() }, &Theme::light());
+    assert!(scene.counts.merged > 30_000, "{:?}", scene.counts);
+    assert!(scene.items.len() < 10_000, "{}", scene.items.len());
+}
+
+#[test]
+fn zooming_culls_passes_outside_the_range() {
+    let a = one_f_one_b(4, 8);
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let opts = GanttOptions { time_range: Some((10.0, 20.0)), ..GanttOptions::default() };
+    let (scene, geometry) = gantt(&[panel], &opts, &Theme::light());
+    assert!(scene.counts.culled > 20);
+    assert_eq!(geometry.axis.t(geometry.axis.x0), 10.0);
+}
+
+#[test]
+fn geometry_finds_rows_under_the_pointer() {
+    let a = one_f_one_b(4, 8);
+    let panel = GanttPanel { title: Some("1F1B"), note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let (_, g) = gantt(&[panel, panel], &GanttOptions::default(), &Theme::light());
+    let top = g.panels[1].rows_top;
+    assert_eq!(g.row_at(top + 1.0), Some((1, 0)));
+    assert_eq!(g.row_at(top + 2.0 * g.row_pitch + 1.0), Some((1, 2)));
+    assert_eq!(g.row_at(top - 1.0), None);
+}
+
+#[test]
+fn svg_is_well_formed_and_deterministic() {
+    let a = one_f_one_b(4, 8);
+    let panel = GanttPanel { title: Some("1F1B <p=4>"), note: Some("cost 33"), schedule: &a.schedule, timeline: &a.timeline };
+    let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
+    let svg = to_svg(&scene).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..60]);
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("1F1B &lt;p=4&gt;"));
+    assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+    assert_eq!(svg, to_svg(&gantt(&[panel], &GanttOptions::default(), &Theme::light()).0).unwrap());
+}
+
+#[test]
+fn highlight_outlines_one_microbatch() {
+    let a = one_f_one_b(4, 8);
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let opts = GanttOptions { highlight: Some(3), ..GanttOptions::default() };
+    let (scene, _) = gantt(&[panel], &opts, &Theme::light());
+    let outlined = scene.items.iter().filter(|i| matches!(i, Item::Rect { stroke: Some(_), .. })).count();
+    assert_eq!(outlined, 8); // F and BW of microbatch 3 on 4 devices
+}
+
+#[test]
+fn memory_chart_draws_one_curve_per_device_and_the_limit() {
+    let a = one_f_one_b(4, 8);
+    let opts = MemoryOptions { limit: Some(3.0), ..MemoryOptions::default() };
+    let scene = memory_chart(&a.timeline, &opts, &Theme::light());
+    let curves = scene.items.iter().filter(|i| matches!(i, Item::Line { points, .. } if points.len() > 2)).count();
+    assert_eq!(curves, 4);
+    let texts: Vec<&str> = scene.items.iter().filter_map(|i| if let Item::Text { text, .. } = i { Some(text.as_str()) } else { None }).collect();
+    assert!(texts.contains(&"limit 3"), "{texts:?}");
+    let dots = scene.items.iter().filter(|i| matches!(i, Item::Dot { .. })).count();
+    assert_eq!(dots, 4);
+}

@@ -1,0 +1,184 @@
+//! Colours and fonts, shared by the canvas, the SVG export and the app's CSS legend.
+
+use crate::schedule::PassKind;
+
+/// An opaque colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+impl Rgb {
+    /// `#rrggbb`.
+    pub fn hex(self) -> String {
+        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
+    }
+
+    /// Mixes `self` with `other`: `t = 0` is `self`, `t = 1` is `other`.
+    pub fn mix(self, other: Rgb, t: f64) -> Rgb {
+        let m = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * t).round().clamp(0.0, 255.0) as u8;
+        Rgb(m(self.0, other.0), m(self.1, other.1), m(self.2, other.2))
+    }
+
+    /// Relative luminance in `0..=1` (sRGB weights, no gamma: enough to pick a label colour).
+    pub fn luminance(self) -> f64 {
+        (0.2126 * f64::from(self.0) + 0.7152 * f64::from(self.1) + 0.0722 * f64::from(self.2)) / 255.0
+    }
+}
+
+/// What a bar shows, for colours and the legend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BarKind {
+    /// A pass of this kind.
+    Pass(PassKind),
+    /// Many passes narrower than a pixel, merged.
+    Merged,
+}
+
+/// A colour theme.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Theme {
+    /// Name: `light` or `dark`.
+    pub name: &'static str,
+    /// Page background.
+    pub background: Rgb,
+    /// The track behind each device row (idle time shows as this).
+    pub track: Rgb,
+    /// Main text.
+    pub text: Rgb,
+    /// Secondary text: axis labels, ticks.
+    pub muted: Rgb,
+    /// Grid lines.
+    pub grid: Rgb,
+    /// Memory limit and errors.
+    pub alert: Rgb,
+    /// Outline of highlighted passes.
+    pub outline: Rgb,
+    /// Base colours per pass kind, chunk 0: F, B, W, BW.
+    pub kinds: [Rgb; 4],
+    /// Colour of merged sub-pixel runs.
+    pub merged: Rgb,
+    /// Font family (a CSS font stack).
+    pub font: &'static str,
+}
+
+impl Theme {
+    /// The light theme.
+    pub fn light() -> Theme {
+        Theme {
+            name: "light",
+            background: Rgb(255, 255, 255),
+            track: Rgb(241, 243, 246),
+            text: Rgb(17, 24, 39),
+            muted: Rgb(100, 110, 125),
+            grid: Rgb(226, 229, 235),
+            alert: Rgb(220, 38, 38),
+            outline: Rgb(17, 24, 39),
+            kinds: [Rgb(59, 130, 246), Rgb(20, 184, 166), Rgb(132, 204, 22), Rgb(245, 158, 11)],
+            merged: Rgb(148, 163, 184),
+            font: "Inter, ui-sans-serif, system-ui, sans-serif",
+        }
+    }
+
+    /// The dark theme.
+    pub fn dark() -> Theme {
+        Theme {
+            name: "dark",
+            background: Rgb(15, 18, 25),
+            track: Rgb(29, 34, 45),
+            text: Rgb(229, 231, 235),
+            muted: Rgb(148, 156, 170),
+            grid: Rgb(45, 52, 66),
+            alert: Rgb(248, 113, 113),
+            outline: Rgb(250, 250, 250),
+            kinds: [Rgb(96, 165, 250), Rgb(45, 212, 191), Rgb(163, 230, 53), Rgb(251, 191, 36)],
+            merged: Rgb(100, 116, 139),
+            font: "Inter, ui-sans-serif, system-ui, sans-serif",
+        }
+    }
+
+    /// The theme called `name` (`light` or `dark`).
+    pub fn named(name: &str) -> Option<Theme> {
+        match name {
+            "light" => Some(Theme::light()),
+            "dark" => Some(Theme::dark()),
+            _ => None,
+        }
+    }
+
+    /// The fill of a pass of `kind` on `chunk`: chunk 0 is the base colour, later chunks
+    /// alternate darker and lighter shades.
+    pub fn pass_color(&self, kind: PassKind, chunk: u32) -> Rgb {
+        let base = self.kinds[kind_slot(kind)];
+        match chunk {
+            0 => base,
+            c => {
+                let step = f64::from((c + 1) / 2).min(3.0);
+                if c % 2 == 1 {
+                    base.mix(Rgb(0, 0, 0), 0.28 * step)
+                } else {
+                    base.mix(Rgb(255, 255, 255), 0.3 * step)
+                }
+            }
+        }
+    }
+
+    /// A readable label colour on `fill`.
+    pub fn label_on(&self, fill: Rgb) -> Rgb {
+        if fill.luminance() > 0.6 {
+            Rgb(17, 24, 39)
+        } else {
+            Rgb(255, 255, 255)
+        }
+    }
+
+    /// Colour of device `device` out of `devices` in line charts.
+    pub fn device_color(&self, device: u32, devices: u32) -> Rgb {
+        // A perceptually ordered ramp (viridis-like), dark to light on light themes.
+        const RAMP: [Rgb; 6] = [
+            Rgb(68, 1, 84),
+            Rgb(65, 68, 135),
+            Rgb(42, 120, 142),
+            Rgb(34, 168, 132),
+            Rgb(122, 209, 81),
+            Rgb(253, 231, 37),
+        ];
+        let t = if devices <= 1 { 0.0 } else { f64::from(device) / f64::from(devices - 1) };
+        // Stop before the palest yellow, which vanishes on white.
+        let t = t * if self.name == "light" { 0.82 } else { 1.0 };
+        let x = t * (RAMP.len() - 1) as f64;
+        let i = (x.floor() as usize).min(RAMP.len() - 2);
+        RAMP[i].mix(RAMP[i + 1], x - i as f64)
+    }
+}
+
+fn kind_slot(kind: PassKind) -> usize {
+    match kind {
+        PassKind::F => 0,
+        PassKind::B => 1,
+        PassKind::W => 2,
+        PassKind::BW => 3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_get_distinct_shades_of_their_kind() {
+        let t = Theme::light();
+        let shades: Vec<Rgb> = (0..4).map(|c| t.pass_color(PassKind::F, c)).collect();
+        for i in 0..shades.len() {
+            for j in i + 1..shades.len() {
+                assert_ne!(shades[i], shades[j]);
+            }
+        }
+        assert_eq!(shades[0], t.kinds[0]);
+    }
+
+    #[test]
+    fn labels_contrast_with_their_fill() {
+        let t = Theme::light();
+        assert_eq!(t.label_on(Rgb(255, 255, 255)), Rgb(17, 24, 39));
+        assert_eq!(t.label_on(Rgb(30, 64, 175)), Rgb(255, 255, 255));
+    }
+}
