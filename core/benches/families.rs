@@ -1,2 +1,30 @@
-//! Benchmarks of the schedule generators (filled in by the families' authors).
-fn main() {}
+//! Benchmarks of the schedule generators: generate + validate + simulate + stats
+//! (`bubblescope::run`), the path the CLI and the app take.
+//!
+//! Run with `cargo bench -p bubblescope --bench families`.
+
+use bubblescope::{run, Costs, ScheduleParams};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+
+/// The automatic Zero Bubble heuristic: all eight switch combinations, then the best run's
+/// orders simulated. The authors' Python takes about 0.66 s for P = 32, M = 256.
+fn zero_bubble_auto(c: &mut Criterion) {
+    let big = ScheduleParams::new(32, 256);
+    c.bench_function("zb-auto p32 m256", |b| b.iter(|| run("zb-auto", black_box(&big)).map(|a| a.stats.cost)));
+    // Uneven costs and a binding limit: all eight runs differ, the heuristic's worst case.
+    let uneven = ScheduleParams::new(32, 256).with_costs(Costs { comm: 1.0, ..Costs::fbw(5.0, 6.0, 4.0) });
+    c.bench_function("zb-2p p32 m256 uneven", |b| b.iter(|| run("zb-2p", black_box(&uneven)).map(|a| a.stats.cost)));
+    let paper = ScheduleParams::new(8, 24);
+    c.bench_function("zb-1p p8 m24", |b| b.iter(|| run("zb-1p", black_box(&paper)).map(|a| a.stats.cost)));
+    c.bench_function("zb-2p p8 m24", |b| b.iter(|| run("zb-2p", black_box(&paper)).map(|a| a.stats.cost)));
+}
+
+/// The hand-crafted Zero Bubble schedules at the same size, for scale.
+fn zero_bubble_handcrafted(c: &mut Criterion) {
+    let big = ScheduleParams::new(32, 256);
+    c.bench_function("zb-h1 p32 m256", |b| b.iter(|| run("zb-h1", black_box(&big)).map(|a| a.stats.cost)));
+    c.bench_function("zb-h2 p32 m256", |b| b.iter(|| run("zb-h2", black_box(&big)).map(|a| a.stats.cost)));
+}
+
+criterion_group!(benches, zero_bubble_auto, zero_bubble_handcrafted);
+criterion_main!(benches);

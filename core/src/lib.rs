@@ -17,6 +17,8 @@ pub mod error;
 pub mod families;
 pub mod formats;
 pub mod params;
+pub mod permalink;
+pub mod presets;
 pub mod render;
 pub mod schedule;
 pub mod sim;

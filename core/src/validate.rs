@@ -59,6 +59,20 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
                     ));
                     continue;
                 }
+                let share = placement.pipeline_microbatches(placement.pipeline_of(pass.stage), mbs);
+                if !share.contains(&pass.microbatch) {
+                    out.push(Diagnostic::error(
+                        Some(device),
+                        Some(position),
+                        format!(
+                            "{pass} is not in its pipeline's share: pipeline {} runs microbatches {}..{}",
+                            placement.pipeline_of(pass.stage),
+                            share.start,
+                            share.end
+                        ),
+                    ));
+                    continue;
+                }
                 let expected = placement.device_of(pass.stage).unwrap_or(device);
                 if expected != device {
                     out.push(Diagnostic::error(
@@ -82,7 +96,7 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
 
     // Counts and order per key.
     for stage in 0..stages {
-        for microbatch in 0..mbs {
+        for microbatch in placement.pipeline_microbatches(placement.pipeline_of(stage), mbs) {
             for slice in 0..slices {
                 let key = Pass { kind: PassKind::F, stage, microbatch, slice };
                 let i = index(key);

@@ -1,9 +1,55 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! Chimera: two pipelines in opposite directions over the same devices (Li and Hoefler,
+//! SC 2021, arXiv 2107.06925; peers.md §3.4).
+//!
+//! The "down" pipeline maps stage `s` to device `s`, the "up" pipeline maps its stage `s` to
+//! device `P−1−s` ([`Placement::two_directional`]): every device holds one stage of each,
+//! i.e. two model replicas' worth of weights, and every stage runs at the full share (stage
+//! scale 1). Microbatches `0..M/2` go down, `M/2..M` go up
+//! ([`Placement::pipeline_microbatches`]). Backward is fused (BW).
+//!
+//! # The order
+//!
+//! The paper schedules each pipeline 1F1B and merges them; with an even number of devices
+//! the merge has no conflict. We build that merge in unit time slots (forward = backward =
+//! 1 slot, the setting of the paper's bubble count; MindSpeed's Chimera builds the same kind
+//! of slot table), then keep only each device's order (the simulator supplies the real times). The microbatches of a pipeline come
+//! in *basic units* of `P/2`; microbatch `i` of unit `u` starts at slot `b = 2P·u + 2i`
+//! (two slots apart, so the two directions take alternate slots), and on device `d`
+//!
+//! * down: forward at `b + d`, backward at `b + 2P−1−d`;
+//! * up: forward at `b + P−1−d`, backward at `b + P+d`.
+//!
+//! Down forwards and up backwards use the slots of parity `d`, up forwards and down backwards
+//! those of parity `d+1`; each class is filled without overlap, and unit `u+1` starts exactly
+//! where unit `u` leaves off (the paper's "direct concatenation" for `N > D`). Within a unit
+//! each direction is the paper's 1F1B of `P/2` microbatches (its last stage alternates, its
+//! first stages run the unit's forwards before its backwards), and the next unit's forwards
+//! slot into the gaps that the unit's backwards leave.
+//! A partial last unit (when `M/2` is not a multiple of `P/2`) takes a subset of the slots.
+//! The slot table is a valid schedule, so the order cannot deadlock.
+//!
+//! # Bubble (no communication; checked by the tests over ranges of sizes and costs)
+//!
+//! With `M` a multiple of `P`:
+//! `cost − M(F+B+W) = (P−2)·max(F, B+W) + (M/P − 1)(P−2)·|B+W − F|`.
+//!
+//! * When a forward and a fused backward take the same time (`F = B+W`, the paper's equal
+//!   slots), that is `(P/2 − 1)(F+B+W)` and the bubble rate `(cost − ideal)/cost` is exactly
+//!   the paper's `(D−2)/(2N+D−2)` with `D = P`, `N = M`, against 1F1B's `(D−1)/(N+D−1)`.
+//! * When they differ, each concatenated unit adds `(P−2)·|B+W − F|`: the paper's
+//!   "intermediate bubbles", which it removes with forward doubling or backward halving
+//!   (recomputation, or changing the microbatch size). Those are not modelled, so with the
+//!   usual `B+W ≈ 2F` Chimera beats 1F1B for a few units and falls behind for many: at
+//!   `B+W = 2F` it wins while `(P−2)(M/P + 1) < 3(P−1)`.
+//!
+//! Peak activation memory on device `d`, in mem-f, for every even `M`:
+//! `min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))`: between the paper's
+//! `D/2 + 1` (end devices) and `D` (middle devices).
 
-use super::{no_prediction, Family, FamilyGroup};
+use super::{reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::schedule::{Pass, Placement, Schedule};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -14,11 +60,97 @@ pub const FAMILY: Family = Family {
     reference: "Li and Hoefler, Chimera (SC 2021)",
     url: "https://arxiv.org/abs/2107.06925",
     options: &[],
-    constraints: "devices even; microbatches even",
-    generate: not_yet,
-    predict: no_prediction,
+    constraints: "devices even; microbatches even; two replicas of the weights",
+    generate,
+    predict,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, FAMILY.name, &[])?;
+    check_even(params)?;
+    params.check_size(2)?;
+    Ok(chimera(params.devices, params.microbatches))
 }
+
+fn check_even(params: &ScheduleParams) -> Result<(), ParamError> {
+    let (p, m) = (params.devices, params.microbatches);
+    if p % 2 == 1 {
+        return Err(ParamError::new(Field::Devices, format!("chimera needs an even number of devices, found {p}"))
+            .hint("the two directions share every device without conflict only when devices is even")
+            .hint(format!("use {} devices", even_neighbours(p))));
+    }
+    if m % 2 == 1 {
+        return Err(ParamError::new(
+            Field::Microbatches,
+            format!("chimera needs an even number of microbatches, found {m}"),
+        )
+        .hint("each direction runs half of the microbatches")
+        .hint(format!("use {} microbatches", even_neighbours(m))));
+    }
+    Ok(())
+}
+
+/// The even numbers next to odd `n`, for hints: "2" for 1, else "n−1 or n+1".
+fn even_neighbours(n: u32) -> String {
+    if n <= 1 {
+        "2".to_string()
+    } else {
+        format!("{} or {}", n - 1, n.saturating_add(1))
+    }
+}
+
+/// The Chimera orders for an even number of `devices` and `microbatches`.
+pub fn chimera(devices: u32, microbatches: u32) -> Schedule {
+    let placement = Placement::two_directional(devices);
+    let down = placement.pipeline_microbatches(0, microbatches);
+    let up = placement.pipeline_microbatches(1, microbatches);
+    let mut schedule = Schedule::new(placement, microbatches);
+    let (p, unit) = (u64::from(devices), u64::from(devices / 2).max(1));
+    for device in 0..devices {
+        let d = u64::from(device);
+        let up_stage = devices + (devices - 1 - device);
+        let mut slotted = Vec::with_capacity(2 * microbatches as usize);
+        for (q, (down_mb, up_mb)) in down.clone().zip(up.clone()).enumerate() {
+            let q = q as u64;
+            let base = 2 * p * (q / unit) + 2 * (q % unit);
+            slotted.push((base + d, Pass::f(device, down_mb)));
+            slotted.push((base + 2 * p - 1 - d, Pass::bw(device, down_mb)));
+            slotted.push((base + p - 1 - d, Pass::f(up_stage, up_mb)));
+            slotted.push((base + p + d, Pass::bw(up_stage, up_mb)));
+        }
+        slotted.sort_unstable_by_key(|&(slot, _)| slot);
+        for (_, pass) in slotted {
+            schedule.push(device, pass);
+        }
+    }
+    schedule
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    check_even(params).ok()?;
+    let (devices, microbatches) = (params.devices, params.microbatches);
+    let c = &params.costs;
+    let (forward, backward) = (c.f, c.b + c.w);
+    let units = f64::from(microbatches / devices);
+    let bubble = (c.comm == 0.0 && microbatches % devices == 0)
+        .then(|| f64::from(devices - 2) * (forward.max(backward) + (units - 1.0) * (backward - forward).abs()));
+    let half = microbatches / 2;
+    Some(Prediction {
+        bubble,
+        bubble_formula: "(P−2)·max(F, B+W) + (M/P−1)(P−2)·|B+W−F|, M a multiple of P; (P/2−1)(F+B+W) when F = B+W",
+        peak_memory: Some(
+            (0..devices)
+                .map(|d| {
+                    let slots = devices / 2 + 1 + d.min(devices - 1 - d);
+                    let held = half.min(devices - d) + half.min(d + 1);
+                    f64::from(slots.min(held)) * c.mem_f
+                })
+                .collect(),
+        ),
+        memory_formula: "min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))·mem-f on device d",
+    })
+}
+
+#[cfg(test)]
+#[path = "chimera_tests.rs"]
+mod tests;

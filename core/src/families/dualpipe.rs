@@ -1,9 +1,42 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! DualPipe: DeepSeek's bidirectional pipeline (DeepSeek-V3 technical report, §3.2.1;
+//! deepseek-ai/DualPipe `dualpipe/dualpipe.py`).
+//!
+//! Two replicas of the model run in opposite directions on the same `P` devices
+//! ([`Placement::two_directional`]): pipeline 0 puts its stage `s` on device `s` and runs
+//! microbatches `0..M/2`; pipeline 1 puts its stage `s` on device `P−1−s` and runs `M/2..M`.
+//! Every device therefore holds two full stages (stage scale 1, twice the parameters of 1F1B).
+//! Each device runs DeepSeek's 8-step program ([`super::dualpipe_recipe`]) with its half rank
+//! `min(d, P−1−d)`: forwards of both directions fill the pipe, the steady state alternates
+//! overlapped F&B pairs ([`Op::Pair`], a forward of one direction with the full backward of the
+//! other), and steps 3, 6 and 7 split backwards into B with the W deferred (DeepSeek's
+//! `WeightGradStore`) to fill the drain. The reference requires `P` even, `M` even and
+//! `M ≥ 2P`; so does this generator.
+//!
+//! Costs: a pair takes `--overlap` (the F&B time at stage scale 1), or F+B+W when it is not
+//! given (no gain).
+//!
+//! Bubble. DeepSeek's table gives `(PP/2−1)(F&B+B−3W)` with `PP = P` stages per pipeline and
+//! per-chunk times, `B` being the full backward (our `b+w`). Their bubble is the time a device
+//! spends outside its own passes in the step, `makespan − busy`, on the device with the least
+//! busy time: the middle devices, which overlap the most pairs (`M−P−1` of them). It is exact in
+//! our simulator when `F = B−W` (DeepSeek's own setting F=1, B=2, W=1), `W ≤ F` and
+//! `B ≤ F&B ≤ F+B`, with no communication time; the tests check it over ranges of sizes and
+//! costs. Outside that region the reference's formula no longer follows from the order alone
+//! (with `F ≠ B−W` our dependency-only timing differs from it), so [`predict`] gives no bubble
+//! there. The prediction's `bubble` is `cost − ideal`, which equals DeepSeek's bubble only
+//! when the pairs gain nothing (`F&B = F+B`, the default); with a gain it is given as `None`.
+//!
+//! Memory. DeepSeek's "activation per device `PP+1`" counts one microbatch's activations on
+//! one stage, and a DualPipe stage is `1/PP = 1/P` of the model: exactly our mem-f. Every device
+//! peaks at `(P+1)·mem-f`, whatever mem-w is: when its first `F1&B0` pair starts it holds
+//! `2H−h` forwards of its phase-0 stage and `h+1` of its phase-1 stage (`H = P/2`, `h` its half
+//! rank), and every later pair frees one activation as it allocates one.
 
-use super::{no_prediction, Family, FamilyGroup};
+use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
+use super::{reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::schedule::{Op, Placement, Schedule};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -15,10 +48,90 @@ pub const FAMILY: Family = Family {
     url: "https://github.com/deepseek-ai/DualPipe",
     options: &[Field::Overlap],
     constraints: "devices even; microbatches even and ≥ 2·devices",
-    generate: not_yet,
-    predict: no_prediction,
+    generate,
+    predict,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    check(params)?;
+    Ok(dualpipe(params.devices, params.microbatches))
 }
+
+/// Checks the reference's rules: devices even, microbatches at least `2·devices` and even.
+fn check(params: &ScheduleParams) -> Result<(), ParamError> {
+    reject_unused(params, "dualpipe", &[Field::Overlap])?;
+    let (devices, microbatches) = (params.devices, params.microbatches);
+    if devices % 2 != 0 {
+        let (fewer, more) = (u64::from(devices) - 1, u64::from(devices) + 1);
+        let suggestion = if fewer > 0 { format!("{fewer} or {more}") } else { more.to_string() };
+        return Err(ParamError::new(
+            Field::Devices,
+            format!("dualpipe needs an even number of devices, found {devices}"),
+        )
+        .hint(format!("the two directions meet in the middle of the devices: use {suggestion} devices")));
+    }
+    let least = 2 * u64::from(devices);
+    if u64::from(microbatches) < least {
+        let most_devices = microbatches / 2 / 2 * 2;
+        let mut hint = format!("use {least} or more microbatches");
+        if most_devices > 0 {
+            hint.push_str(&format!(", or at most {most_devices} devices"));
+        }
+        return Err(ParamError::new(
+            Field::Microbatches,
+            format!("dualpipe needs at least 2·devices = {least} microbatches, found {microbatches}"),
+        )
+        .hint(hint));
+    }
+    if microbatches % 2 != 0 {
+        return Err(ParamError::new(
+            Field::Microbatches,
+            format!("dualpipe needs an even number of microbatches, found {microbatches}"),
+        )
+        .hint(format!(
+            "each direction runs half of them: use {} or {} microbatches",
+            u64::from(microbatches) - 1,
+            u64::from(microbatches) + 1
+        )));
+    }
+    params.check_size(3)
+}
+
+/// The DualPipe orders, for `devices` even and `microbatches` even and at least `2·devices`.
+fn dualpipe(devices: u32, microbatches: u32) -> Schedule {
+    let placement = Placement::two_directional(devices);
+    let shape = Shape { half_ranks: devices / 2, microbatches_per_phase: microbatches / 2 };
+    let orders: Vec<Vec<Op>> = (0..devices)
+        .map(|device| {
+            // Device d holds stage d of pipeline 0 and stage 2P−1−d (pipeline 1's P−1−d). Its
+            // phase 0 is the one where it is nearer the input: pipeline 0 on the first half.
+            let forward_direction = device;
+            let reverse_direction = 2 * devices - 1 - device;
+            let stages = if device < devices / 2 {
+                [forward_direction, reverse_direction]
+            } else {
+                [reverse_direction, forward_direction]
+            };
+            let first_microbatch =
+                stages.map(|stage| placement.pipeline_microbatches(placement.pipeline_of(stage), microbatches).start);
+            let half_rank = device.min(devices - 1 - device);
+            device_order(shape, half_rank, Phases { stages, first_microbatch })
+        })
+        .collect();
+    Schedule { orders, ..Schedule::new(placement, microbatches) }
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    check(params).ok()?;
+    let costs = &params.costs;
+    Some(Prediction {
+        bubble: deepseek_bubble(params.devices / 2, 1.0, costs),
+        bubble_formula: "(PP/2−1)(F&B+B−3W), PP = devices, B the full backward",
+        peak_memory: Some(vec![f64::from(params.devices + 1) * costs.mem_f; params.devices as usize]),
+        memory_formula: "PP+1 stage activations: (P+1)·mem-f on every device",
+    })
+}
+
+#[cfg(test)]
+#[path = "dualpipe_tests.rs"]
+mod tests;

@@ -1,9 +1,35 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! DualPipeV: DualPipe "cut in half" (Sea AI Lab's blog, adopted in deepseek-ai/DualPipe
+//! `dualpipe/dualpipev.py`; ported as PyTorch's `ScheduleDualPipeV`).
+//!
+//! One model on `P` devices in a V ([`Placement::v_shape`]): stage `k` on device `k` for
+//! `k < P` and on device `2P−1−k` after, so each device holds two half-size chunks (stage scale
+//! 1/2) and the last device hands chunk 0's output straight to chunk 1. Device `d` runs
+//! DeepSeek's 8-step program ([`super::dualpipe_recipe`]) with half rank `d` out of `P`, both
+//! phases seeing all `M` microbatches; the reference requires `M ≥ 2P`. The order matches
+//! PyTorch's own test schedule `dualpipev_4rank_10mb.csv` op for op (tested).
+//!
+//! Costs: a chunk runs at half the user's F, B, W and `--overlap` (the F&B time of one device's
+//! share, i.e. of two chunks, as the other costs are); without `--overlap` a pair takes the sum
+//! of its passes.
+//!
+//! Bubble. DeepSeek's table gives `(PP/2−1)(F&B+B−3W)` with `PP = 2P` stages and per-chunk
+//! times (our costs halved), `B` the full backward: `(P−1)(F&B+B−3W)/2` in the user's costs.
+//! As for DualPipe (see `dualpipe.rs`) their bubble is `makespan − busy` on the least busy
+//! device, here the last two (they overlap the most pairs, `2M−2P−1`); it is exact when `F =
+//! B−W`, `W ≤ F`, `B ≤ F&B ≤ F+B` and there is no communication time, and it is `cost − ideal`
+//! only when the pairs gain nothing, which is where [`predict`] gives it. Victarry's
+//! PP-Schedule-Visualization checks the same number by emulation; the tests repeat that check.
+//!
+//! Memory. DeepSeek's "activation per device `PP+1`" counts one microbatch's activations on one
+//! stage; a DualPipeV stage is `1/PP = 1/(2P)` of the model, half of our mem-f. Every device
+//! peaks at `2P+1` chunk activations, `(P+½)·mem-f`: half a microbatch more than 1F1B's first
+//! device on the same `P` devices.
 
-use super::{no_prediction, Family, FamilyGroup};
+use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
+use super::{reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::schedule::{Op, Placement, Schedule};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -15,10 +41,59 @@ pub const FAMILY: Family = Family {
     url: "https://github.com/deepseek-ai/DualPipe",
     options: &[Field::Overlap],
     constraints: "microbatches ≥ 2·devices",
-    generate: not_yet,
-    predict: no_prediction,
+    generate,
+    predict,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    check(params)?;
+    Ok(dualpipe_v(params.devices, params.microbatches))
 }
+
+/// Checks the reference's rule: at least `2·devices` microbatches.
+fn check(params: &ScheduleParams) -> Result<(), ParamError> {
+    reject_unused(params, "dualpipe-v", &[Field::Overlap])?;
+    let (devices, microbatches) = (params.devices, params.microbatches);
+    let least = 2 * u64::from(devices);
+    if u64::from(microbatches) < least {
+        let most_devices = microbatches / 2;
+        let mut hint = format!("use {least} or more microbatches");
+        if most_devices > 0 {
+            hint.push_str(&format!(", or at most {most_devices} devices"));
+        }
+        return Err(ParamError::new(
+            Field::Microbatches,
+            format!("dualpipe-v needs at least 2·devices = {least} microbatches, found {microbatches}"),
+        )
+        .hint(hint));
+    }
+    params.check_size(6)
+}
+
+/// The DualPipeV orders, for `microbatches` at least `2·devices`.
+fn dualpipe_v(devices: u32, microbatches: u32) -> Schedule {
+    let shape = Shape { half_ranks: devices, microbatches_per_phase: microbatches };
+    let orders: Vec<Vec<Op>> = (0..devices)
+        .map(|device| {
+            let phases = Phases { stages: [device, 2 * devices - 1 - device], first_microbatch: [0, 0] };
+            device_order(shape, device, phases)
+        })
+        .collect();
+    Schedule { orders, ..Schedule::new(Placement::v_shape(devices), microbatches) }
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    check(params).ok()?;
+    let costs = &params.costs;
+    let chunks = 2.0 * f64::from(params.devices) + 1.0;
+    Some(Prediction {
+        bubble: deepseek_bubble(params.devices, 0.5, costs),
+        bubble_formula: "(PP/2−1)(F&B+B−3W), PP = 2·devices, per-chunk times, B the full backward",
+        peak_memory: Some(vec![chunks * costs.mem_f / 2.0; params.devices as usize]),
+        memory_formula: "PP+1 chunk activations: (2P+1)·mem-f/2 on every device",
+    })
+}
+
+#[cfg(test)]
+#[path = "dualpipe_v_tests.rs"]
+mod tests;

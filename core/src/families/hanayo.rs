@@ -1,9 +1,68 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! Hanayo: the wave-like placement with one model copy (Liu et al., SC 2023,
+//! arXiv 2308.15762; peers.md §3.5).
+//!
+//! The model is cut into `2W·P` stages that zig-zag over the devices, `W` = `--waves`
+//! (default 2): down the devices, back up, down again… ([`Placement::wave`]; `W = 1` is the
+//! V placement). Every device holds `2W` chunks, every stage runs at `1/(2W)` of the user's
+//! costs, and backward is fused (BW). The paper's own scheduling rules and closed form are
+//! not public beyond its abstract, so this is our design, in the spirit of an interleaved
+//! 1F1B over `2W` chunks.
+//!
+//! # Why not Megatron's order
+//!
+//! Megatron's interleaved order (rounds of `P` microbatches, chunk by chunk) relies on every
+//! chunk-to-chunk hop going around the same loop of `P` devices. On a zig-zag the hop from
+//! one leg to the next takes `2(P−1−d)+1` stages on device `d` at the bottom turn and `2d+1`
+//! at the top, so Megatron's table stalls, and with its warm-up it deadlocks.
+//!
+//! # The ideal slot table
+//!
+//! In unit slots (a chunk forward and a chunk backward each take one slot) put the forward of
+//! microbatch `j` on stage `g` at slot `b_j + g` and its backward at `b_j + 2S−1−g`
+//! (`S = 2W·P` stages), with microbatches in rounds of `P`: `b_j = 2S·r + 2i` for the `i`-th
+//! microbatch of round `r` (a remainder of fewer than `P` joins the last round). Because the
+//! zig-zag reflects at every turn, on device `d` the forwards of even legs and the backwards
+//! of odd legs fall on slots of parity `d`, the other two on parity `d+1`; one round fills
+//! both classes without overlap and the next round starts exactly where it ends. Device `d`
+//! then warms up with forwards, settles into alternating forward and backward slots, and
+//! cools down with backwards: a depth-first 1F1B over chunk rounds. Its bubble is `2P−2`
+//! slots, i.e. `(P−1)(F+B+W)/(2W)`, Megatron's interleaved bubble with `V = 2W` chunks.
+//!
+//! # From slots to an order for any costs
+//!
+//! Taken literally, the table assumes a forward lasts as long as a backward; with the usual
+//! `B+W ≈ 2F` its rigid round boundaries leave bubbles that grow with `M`. So the order is
+//! built by list scheduling on the engine's [`Builder`], the table giving priorities: when a
+//! device is free it runs, among the passes whose input has arrived, the one with the
+//! earliest ideal slot; when none has arrived it waits for the first that will. At most `2P`
+//! microbatches are in flight (started on stage 0 and not yet finished there), which bounds
+//! activation memory by `2P·mem-f` per device; it rarely binds (unbounded runs peak below
+//! `2.25P`). Every in-flight microbatch always has a runnable next pass, so the order cannot
+//! deadlock. The order depends on the costs, like the Zero Bubble heuristics'.
+//!
+//! # Measured (checked by the tests)
+//!
+//! * With `F = B+W`, no communication and `M` a multiple of `P`, the bubble is exactly
+//!   `(P−1)(F+B+W)/(2W)` and the peak is `P·mem-f` on every device, 1F1B's device-0 memory
+//!   spread evenly (with a single round, `M = P`, device `d` holds `(P − (P−1−d)/(2W))·mem-f`).
+//! * Otherwise there is no closed form. Over the sizes tested (`P ≤ 8`, `M` up to `4P`) the
+//!   bubble stays below 1F1B's `(P−1)(F+B+W)` for `B+W` up to `3F` and `F` up to `4(B+W)`
+//!   (equal at `M = 1`, where nothing can overlap), and never grows with `W` for an even
+//!   number of devices and `M` a multiple of `P` (with odd `P` or a remainder it can tick up
+//!   by a fraction of a pass). With extreme skew (`B+W = 10F`) and several rounds it loses
+//!   to 1F1B. Peaks stay below `2P·mem-f`, the in-flight bound.
+//! * For `W = 1`, `P = 4`, `M = 8` and CLI costs 2,2,2 (chunk costs 1 and 2) the cost lies
+//!   between Megatron's interleaving with 2 chunks (57) and the V-shaped 1F1B of zero-bubble.md
+//!   Appendix A (`v1f1b.py`, 63); its memory is higher than that 1F1B-V's.
 
-use super::{no_prediction, Family, FamilyGroup};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use super::{reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
-use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::params::{ScheduleParams, StageCosts};
+use crate::schedule::{Pass, PassKind, Placement, Schedule};
+use crate::sim::Builder;
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -14,11 +73,249 @@ pub const FAMILY: Family = Family {
     reference: "Liu et al., Hanayo: Harnessing Wave-like Pipeline Parallelism (SC 2023)",
     url: "https://arxiv.org/abs/2308.15762",
     options: &[Field::Waves],
-    constraints: "waves ≥ 1",
-    generate: not_yet,
-    predict: no_prediction,
+    constraints: "waves ≥ 1 (default 2; 1 is the V placement); at most 2P microbatches in flight",
+    generate,
+    predict,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+/// Waves when `--waves` is not given.
+pub const DEFAULT_WAVES: u32 = 2;
+
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, FAMILY.name, &[Field::Waves])?;
+    let waves = checked_waves(params)?;
+    Ok(hanayo(params, waves))
 }
+
+/// `--waves`, defaulted and checked, with the schedule's size bounded.
+fn checked_waves(params: &ScheduleParams) -> Result<u32, ParamError> {
+    let waves = params.waves.unwrap_or(DEFAULT_WAVES);
+    if waves == 0 {
+        return Err(ParamError::new(Field::Waves, "waves must be at least 1, found 0")
+            .hint("--waves 1 is the V placement (2 chunks per device); each further wave adds 2 chunks"));
+    }
+    // 2W chunks per device, a forward and a backward each.
+    params.check_size(4 * u64::from(waves))?;
+    Ok(waves)
+}
+
+/// The Hanayo orders for `params` with `waves` waves (checked sizes).
+fn hanayo(params: &ScheduleParams, waves: u32) -> Schedule {
+    let placement = Placement::wave(params.devices, waves);
+    let costs = StageCosts::new(&params.costs, &placement);
+    let table = SlotTable::new(&placement, params.microbatches);
+    let mut run = ListScheduler::new(Builder::new(placement, params.microbatches, 1, costs), table);
+    run.run();
+    run.builder.finish()
+}
+
+/// A pass's place in the ideal slot table; earlier is more urgent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Priority {
+    /// The ideal slot.
+    slot: u64,
+    /// Backwards first on a tie (a remainder folded into the last round can tie).
+    forward: bool,
+    microbatch: u32,
+    stage: u32,
+}
+
+/// The ideal unit-slot table of the module documentation.
+#[derive(Clone, Copy, Debug)]
+struct SlotTable {
+    devices: u64,
+    stages: u64,
+    full_rounds: u64,
+}
+
+impl SlotTable {
+    fn new(placement: &Placement, microbatches: u32) -> SlotTable {
+        let devices = u64::from(placement.devices());
+        SlotTable { devices, stages: u64::from(placement.stages()), full_rounds: u64::from(microbatches) / devices }
+    }
+
+    /// The slot at which microbatch `microbatch` enters stage 0.
+    fn entry(&self, microbatch: u32) -> u64 {
+        let mb = u64::from(microbatch);
+        let round = (mb / self.devices).min(self.full_rounds.saturating_sub(1));
+        2 * self.stages * round + 2 * (mb - round * self.devices)
+    }
+
+    fn priority(&self, pass: Pass) -> Priority {
+        let (entry, stage) = (self.entry(pass.microbatch), u64::from(pass.stage));
+        let forward = pass.kind == PassKind::F;
+        let slot = if forward { entry + stage } else { entry + 2 * self.stages - 1 - stage };
+        Priority { slot, forward, microbatch: pass.microbatch, stage: pass.stage }
+    }
+}
+
+/// A time read from the [`Builder`], ordered totally so it can key a heap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Time(f64);
+
+impl Eq for Time {}
+
+impl PartialOrd for Time {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Time {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// The passes one device may run next: each is the next pass of an in-flight microbatch.
+#[derive(Debug, Default)]
+struct Candidates {
+    /// Passes whose input arrives later than the device was last asked.
+    arriving: BinaryHeap<Reverse<(Time, Priority, Pass)>>,
+    /// Passes whose input has arrived, most urgent first.
+    arrived: BinaryHeap<Reverse<(Priority, Pass)>>,
+}
+
+impl Candidates {
+    fn add(&mut self, arrival: f64, priority: Priority, pass: Pass) {
+        self.arriving.push(Reverse((Time(arrival), priority, pass)));
+    }
+
+    /// When the device, free at `free`, can start its next pass, if it has one.
+    fn next_start(&self, free: f64) -> Option<f64> {
+        if !self.arrived.is_empty() {
+            return Some(free);
+        }
+        self.arriving.peek().map(|Reverse((arrival, ..))| arrival.0.max(free))
+    }
+
+    /// The most urgent pass that has arrived by `now`.
+    fn take(&mut self, now: f64) -> Option<Pass> {
+        while let Some(Reverse((arrival, ..))) = self.arriving.peek() {
+            if arrival.0 > now {
+                break;
+            }
+            if let Some(Reverse((_, priority, pass))) = self.arriving.pop() {
+                self.arrived.push(Reverse((priority, pass)));
+            }
+        }
+        self.arrived.pop().map(|Reverse((_, pass))| pass)
+    }
+}
+
+/// Event-driven list scheduling over a [`Builder`]: all times come from the builder.
+struct ListScheduler {
+    builder: Builder,
+    table: SlotTable,
+    candidates: Vec<Candidates>,
+    /// Per device, the version of its newest event; older events are stale.
+    version: Vec<u64>,
+    events: BinaryHeap<Reverse<(Time, u32, u64)>>,
+    microbatches: u32,
+    in_flight_limit: u32,
+    admitted: u32,
+    finished: u32,
+}
+
+impl ListScheduler {
+    fn new(builder: Builder, table: SlotTable) -> ListScheduler {
+        let devices = builder.placement().devices();
+        let microbatches = builder.schedule().microbatches;
+        ListScheduler {
+            builder,
+            table,
+            candidates: (0..devices).map(|_| Candidates::default()).collect(),
+            version: vec![0; devices as usize],
+            events: BinaryHeap::new(),
+            microbatches,
+            in_flight_limit: 2 * devices,
+            admitted: 0,
+            finished: 0,
+        }
+    }
+
+    /// Places every pass.
+    fn run(&mut self) {
+        self.admit();
+        while let Some(Reverse((Time(now), device, version))) = self.events.pop() {
+            if version != self.version[device as usize] {
+                continue;
+            }
+            let Some(pass) = self.candidates[device as usize].take(now) else { continue };
+            let end = self.builder.push(device, pass);
+            self.follow(pass, end);
+            self.admit();
+            self.reschedule(device);
+        }
+    }
+
+    /// Makes the pass after `pass` in its microbatch's chain a candidate.
+    fn follow(&mut self, pass: Pass, end: f64) {
+        let last_stage = self.builder.placement().stages() - 1;
+        let next = match pass.kind {
+            PassKind::F if pass.stage < last_stage => Some(Pass::f(pass.stage + 1, pass.microbatch)),
+            PassKind::F => Some(Pass::bw(pass.stage, pass.microbatch)),
+            _ if pass.stage > 0 => Some(Pass::bw(pass.stage - 1, pass.microbatch)),
+            _ => {
+                self.finished += 1;
+                None
+            }
+        };
+        if let Some(next) = next {
+            self.offer(next, end);
+        }
+    }
+
+    /// Starts new microbatches on stage 0 while fewer than the limit are in flight.
+    fn admit(&mut self) {
+        while self.admitted < self.microbatches && self.admitted - self.finished < self.in_flight_limit {
+            self.offer(Pass::f(0, self.admitted), 0.0);
+            self.admitted += 1;
+        }
+    }
+
+    /// Adds `pass` to its device's candidates; `fallback` is used only if the builder does
+    /// not know the arrival time (it always does: the pass's input has just been placed).
+    fn offer(&mut self, pass: Pass, fallback: f64) {
+        let Some(device) = self.builder.placement().device_of(pass.stage) else { return };
+        let arrival = self.builder.ready_at(device, pass).unwrap_or(fallback);
+        let priority = self.table.priority(pass);
+        self.candidates[device as usize].add(arrival, priority, pass);
+        self.reschedule(device);
+    }
+
+    /// Replaces `device`'s pending event by one at its next possible start.
+    fn reschedule(&mut self, device: u32) {
+        let d = device as usize;
+        self.version[d] += 1;
+        if let Some(start) = self.candidates[d].next_start(self.builder.free_at(device)) {
+            self.events.push(Reverse((Time(start), device, self.version[d])));
+        }
+    }
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    let waves = params.waves.unwrap_or(DEFAULT_WAVES);
+    let c = &params.costs;
+    let (devices, microbatches) = (params.devices, params.microbatches);
+    let exact = waves > 0 && c.comm == 0.0 && c.f == c.b + c.w && microbatches % devices == 0;
+    let chunks = 2.0 * f64::from(waves);
+    exact.then(|| Prediction {
+        bubble: Some(f64::from(devices - 1) * (c.f + c.b + c.w) / chunks),
+        bubble_formula: "(P−1)(F+B+W)/(2W), when F = B+W and M is a multiple of P",
+        peak_memory: Some(
+            (0..devices)
+                .map(|d| {
+                    // One round starts its backwards before device d's last P−1−d chunk forwards.
+                    let early = if microbatches == devices { f64::from(devices - 1 - d) / chunks } else { 0.0 };
+                    (f64::from(devices) - early) * c.mem_f
+                })
+                .collect(),
+        ),
+        memory_formula: "P·mem-f on every device (one round, M = P: (P − (P−1−d)/(2W))·mem-f), when F = B+W",
+    })
+}
+
+#[cfg(test)]
+#[path = "hanayo_tests.rs"]
+mod tests;

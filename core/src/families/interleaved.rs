@@ -1,9 +1,65 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! Interleaved 1F1B (Megatron's virtual pipeline) and looped breadth-first (BFS).
+//!
+//! Both cut the model into `P·V` stages and loop them over the devices: stage `s` runs on
+//! device `s mod P` ([`Placement::interleaved`]), so every device holds `V` chunks and every
+//! stage runs at `1/V` of the user's costs. Backward is fused (BW).
+//!
+//! # The order (Megatron-LM `forward_backward_pipelining_with_interleaving`)
+//!
+//! A device sees `M·V` *virtual microbatches*, one per (microbatch, chunk). Megatron's
+//! `get_schedule_table` orders them in groups of `G` microbatches: all chunks of one group,
+//! chunk by chunk, then the next group; a last group shorter than `G` takes what is left
+//! ([`schedule_table`]). Virtual microbatch `k` is a forward of `table[k]`; the `k`-th
+//! backward is the same microbatch on the mirrored chunk `V−1−c`, so backwards walk the
+//! chunks in reverse. Device `d` runs
+//!
+//! * `warm-up = min(2(P−d−1) + (V−1)·G, M·V)` forwards,
+//! * then one forward and one backward, alternating, until the forwards run out,
+//! * then the remaining backwards.
+//!
+//! `G = P` (the default) is Megatron's depth-first order; `G = M` is the breadth-first order
+//! of [`LOOPED_BFS`]: every chunk runs all microbatches before the next chunk starts.
+//!
+//! # Rules and decisions
+//!
+//! * Megatron's group rules are enforced with the same reasons: `P ≤ G ≤ M`, and
+//!   `M mod G` is 0 or at least `P`. They are not only Megatron's taste: over `P ≤ 6`,
+//!   `M < 20` the orders it rejects either deadlock in this simulator (most `G < P`, and some
+//!   short last groups) or carry extra "dependency bubbles".
+//! * `P = 1` and `P = 2` are accepted. Megatron asks for `P > 2` (or `P > 1` with
+//!   `--overlap-p2p-comm`) only so that NCCL never batches two sends between the same pair of
+//!   ranks; that is a property of its communication code, not of the schedule, and the
+//!   orders are valid and meet the closed form below.
+//! * `--chunks 1` is plain [1F1B](super::one_f_one_b), as in Megatron, which treats a virtual
+//!   size of 1 as no virtual pipeline (its interleaved warm-up `2(P−d−1)` would hold twice
+//!   1F1B's memory for nothing). `--group` is then rejected: it would have no effect.
+//!
+//! # Closed forms (checked by the tests over ranges of sizes and costs)
+//!
+//! * Bubble: `cost − M(F+B+W) = (P−1)(F+B+W)/V` with no communication, for every
+//!   `(P, M, G)` accepted here, any F, B, W — not only `G = P` with `M` a multiple of `P`.
+//!   Megatron's paper normalises it as `(1/V)(P−1)/M` of the ideal time.
+//! * Peak activation memory on device `d`: `min(warm-up + 1, M·V)` chunk activations of
+//!   `mem-f/V` each; with `G = P` on device 0 that is about `(P + (P−1)/V)·mem-f`. Looped BFS
+//!   (`G = M`) holds `min(2(P−d−1) + (V−1)·M + 1, M·V)·mem-f/V`, close to GPipe's `M·mem-f`.
+//!
+//! # Reference numbers
+//!
+//! zero-bubble.md Appendix A, "Interleaved 1F1B, 2 chunks (vpp.py)", `p = 4`, per-chunk costs
+//! 1,1,1 (CLI costs 2,2,2: a chunk is half a device's share) and 5,6,4 (CLI 10,12,8): the
+//! orders match pass for pass; costs 57 (`m = 8`), 81 (`m = 12`), 285 (`m = 8`) and 419
+//! (`m = 12`, comm 1); peaks 11, 9, 7, 5 chunk activations. Megatron's docstring table for
+//! PP2 VP2 group 3 `m = 5` is reproduced by [`schedule_table`].
+//!
+//! Looped BFS here is Lamy-Poirier's breadth-first *ordering* inside Megatron's schedule
+//! (Megatron's `G = M`). PyTorch's `ScheduleLoopedBFS` differs: it runs every forward before
+//! any backward (GPipe per chunk, peak `M·mem-f`), which the 1F1B steady state of the last
+//! chunk avoids here.
 
-use super::{no_prediction, Family, FamilyGroup};
+use super::{one_f_one_b, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::schedule::{Pass, Placement, Schedule};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -14,9 +70,10 @@ pub const FAMILY: Family = Family {
     reference: "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters (SC 2021)",
     url: "https://arxiv.org/abs/2104.04473",
     options: &[Field::Chunks, Field::Group],
-    constraints: "chunks ≥ 1; devices ≤ group ≤ microbatches; microbatches mod group is 0 or ≥ devices",
-    generate: not_yet,
-    predict: no_prediction,
+    constraints: "chunks ≥ 1 (default 2; 1 is plain 1F1B); devices ≤ group ≤ microbatches (default group = devices); \
+                  microbatches mod group is 0 or ≥ devices",
+    generate,
+    predict,
 };
 
 /// The registry entry.
@@ -24,15 +81,214 @@ pub const LOOPED_BFS: Family = Family {
     name: "looped-bfs",
     title: "Looped BFS",
     group: FamilyGroup::Classic,
-    summary: "breadth-first looping: each chunk runs every microbatch before the next chunk (interleaved with group = M)",
+    summary:
+        "breadth-first looping: each chunk runs every microbatch before the next chunk (interleaved with group = M)",
     reference: "Lamy-Poirier, Breadth-First Pipeline Parallelism (MLSys 2023)",
     url: "https://arxiv.org/abs/2211.05953",
     options: &[Field::Chunks],
-    constraints: "chunks ≥ 1",
-    generate: not_yet,
-    predict: no_prediction,
+    constraints: "chunks ≥ 1 (default 2; 1 is plain 1F1B); microbatches ≥ devices when chunks ≥ 2",
+    generate: generate_looped_bfs,
+    predict: predict_looped_bfs,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+/// Chunks per device when `--chunks` is not given.
+pub const DEFAULT_CHUNKS: u32 = 2;
+
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, FAMILY.name, &[Field::Chunks, Field::Group])?;
+    Ok(VirtualPipeline::interleaved(params)?.schedule())
 }
+
+fn generate_looped_bfs(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, LOOPED_BFS.name, &[Field::Chunks])?;
+    Ok(VirtualPipeline::looped_bfs(params)?.schedule())
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    VirtualPipeline::interleaved(params).ok().map(|v| v.prediction(params))
+}
+
+fn predict_looped_bfs(params: &ScheduleParams) -> Option<Prediction> {
+    VirtualPipeline::looped_bfs(params).ok().map(|v| v.prediction(params))
+}
+
+/// Megatron's `get_schedule_table`: the (microbatch, chunk) of every virtual microbatch, in
+/// groups of `group` microbatches, chunk by chunk inside a group. A last group shorter than
+/// `group` takes the remaining microbatches.
+pub fn schedule_table(microbatches: u32, chunks: u32, group: u32) -> Vec<(u32, u32)> {
+    let group = group.max(1);
+    let mut table = Vec::with_capacity(microbatches as usize * chunks as usize);
+    let mut first = 0;
+    while first < microbatches {
+        let end = first.saturating_add(group).min(microbatches);
+        for chunk in 0..chunks {
+            table.extend((first..end).map(|mb| (mb, chunk)));
+        }
+        first = end;
+    }
+    table
+}
+
+/// A checked virtual-pipeline configuration: what both families generate from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct VirtualPipeline {
+    devices: u32,
+    microbatches: u32,
+    chunks: u32,
+    group: u32,
+}
+
+impl VirtualPipeline {
+    /// Reads and checks `--chunks` and `--group` for interleaved 1F1B.
+    fn interleaved(params: &ScheduleParams) -> Result<VirtualPipeline, ParamError> {
+        let (devices, microbatches) = (params.devices, params.microbatches);
+        let chunks = checked_chunks(params)?;
+        if chunks == 1 {
+            if let Some(group) = params.group {
+                return Err(ParamError::new(
+                    Field::Group,
+                    format!("group needs at least 2 chunks per device, found group {group} with chunks 1"),
+                )
+                .hint("with --chunks 1 the schedule is plain 1F1B; use --chunks 2 or more, or remove --group"));
+            }
+            return Ok(VirtualPipeline { devices, microbatches, chunks, group: devices });
+        }
+        if microbatches < devices {
+            return Err(too_few_microbatches(FAMILY.name, devices, microbatches));
+        }
+        let group = params.group.unwrap_or(devices);
+        if group < devices || group > microbatches {
+            return Err(ParamError::new(
+                Field::Group,
+                format!("group must lie between devices ({devices}) and microbatches ({microbatches}), found {group}"),
+            )
+            .hint(format!(
+                "Megatron requires devices ≤ group ≤ microbatches: --group {devices} is its depth-first default, \
+                 --group {microbatches} is breadth-first (looped-bfs)"
+            )));
+        }
+        let rest = microbatches % group;
+        if rest != 0 && rest < devices {
+            let field = if params.group.is_some() { Field::Group } else { Field::Microbatches };
+            let down = microbatches - rest;
+            return Err(ParamError::new(
+                field,
+                format!(
+                    "microbatches mod group must be 0 or at least devices ({devices}), \
+                     found {microbatches} mod {group} = {rest}"
+                ),
+            )
+            .hint(
+                "a last group shorter than the pipeline stalls it (Megatron's \"dependency bubbles\"; \
+                 some such orders deadlock)",
+            )
+            .hint(format!(
+                "use --microbatches {down} or {}, or a group that fits, e.g. --group {}",
+                down + group,
+                smallest_valid_group(devices, microbatches)
+            )));
+        }
+        Ok(VirtualPipeline { devices, microbatches, chunks, group })
+    }
+
+    /// Reads and checks `--chunks` for looped BFS (`group = microbatches`).
+    fn looped_bfs(params: &ScheduleParams) -> Result<VirtualPipeline, ParamError> {
+        let (devices, microbatches) = (params.devices, params.microbatches);
+        let chunks = checked_chunks(params)?;
+        if chunks > 1 && microbatches < devices {
+            return Err(too_few_microbatches(LOOPED_BFS.name, devices, microbatches));
+        }
+        Ok(VirtualPipeline { devices, microbatches, chunks, group: microbatches })
+    }
+
+    /// Forwards device `device` runs before its first backward.
+    fn warm_up(&self, device: u32) -> u64 {
+        let total = u64::from(self.microbatches) * u64::from(self.chunks);
+        let behind = u64::from(self.devices - 1 - device);
+        let warm =
+            if self.chunks == 1 { behind } else { 2 * behind + u64::from(self.chunks - 1) * u64::from(self.group) };
+        warm.min(total)
+    }
+
+    /// The per-device orders.
+    fn schedule(&self) -> Schedule {
+        let VirtualPipeline { devices, microbatches, chunks, group } = *self;
+        if chunks == 1 {
+            return one_f_one_b::one_f_one_b(devices, microbatches);
+        }
+        let table = schedule_table(microbatches, chunks, group);
+        let mut schedule = Schedule::new(Placement::interleaved(devices, chunks), microbatches);
+        for device in 0..devices {
+            let stage = |chunk: u32| chunk * devices + device;
+            let forward = |k: usize| Pass::f(stage(table[k].1), table[k].0);
+            let backward = |k: usize| Pass::bw(stage(chunks - 1 - table[k].1), table[k].0);
+            let warm = self.warm_up(device) as usize;
+            let steady = table.len() - warm;
+            for k in 0..warm {
+                schedule.push(device, forward(k));
+            }
+            for k in 0..steady {
+                schedule.push(device, forward(warm + k));
+                schedule.push(device, backward(k));
+            }
+            for k in steady..table.len() {
+                schedule.push(device, backward(k));
+            }
+        }
+        schedule
+    }
+
+    /// Peak activation memory of `device` in chunk activations (`mem-f/V` each).
+    fn peak_chunk_activations(&self, device: u32) -> u64 {
+        let total = u64::from(self.microbatches) * u64::from(self.chunks);
+        (self.warm_up(device) + 1).min(total)
+    }
+
+    /// The closed forms of the module documentation.
+    fn prediction(&self, params: &ScheduleParams) -> Prediction {
+        let c = &params.costs;
+        let v = f64::from(self.chunks);
+        let per_chunk = c.mem_f / v;
+        Prediction {
+            bubble: (c.comm == 0.0).then(|| f64::from(self.devices - 1) * (c.f + c.b + c.w) / v),
+            bubble_formula: "(P−1)(F+B+W)/V",
+            peak_memory: Some((0..self.devices).map(|d| self.peak_chunk_activations(d) as f64 * per_chunk).collect()),
+            memory_formula: if self.chunks == 1 {
+                "min(P−d, M)·mem-f on device d (plain 1F1B)"
+            } else {
+                "min(2(P−d−1) + (V−1)·G + 1, M·V)·mem-f/V on device d"
+            },
+        }
+    }
+}
+
+/// `--chunks`, defaulted and checked, with the schedule's size bounded.
+fn checked_chunks(params: &ScheduleParams) -> Result<u32, ParamError> {
+    let chunks = params.chunks.unwrap_or(DEFAULT_CHUNKS);
+    if chunks == 0 {
+        return Err(ParamError::new(Field::Chunks, "chunks must be at least 1, found 0")
+            .hint("--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B"));
+    }
+    params.check_size(2 * u64::from(chunks))?;
+    Ok(chunks)
+}
+
+fn too_few_microbatches(family: &str, devices: u32, microbatches: u32) -> ParamError {
+    ParamError::new(
+        Field::Microbatches,
+        format!("{family} needs at least as many microbatches as devices, found {microbatches} microbatches for {devices} devices"),
+    )
+    .hint(format!(
+        "a chunk round needs a microbatch in flight on every device; use --microbatches {devices} or more, \
+         or --chunks 1 for plain 1F1B"
+    ))
+}
+
+/// The smallest group Megatron accepts for these sizes (`microbatches` itself always fits).
+fn smallest_valid_group(devices: u32, microbatches: u32) -> u32 {
+    (devices..=microbatches).find(|&g| microbatches % g == 0 || microbatches % g >= devices).unwrap_or(microbatches)
+}
+
+#[cfg(test)]
+#[path = "interleaved_tests.rs"]
+mod tests;

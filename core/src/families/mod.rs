@@ -5,6 +5,7 @@
 mod chimera;
 mod dualpipe;
 mod dualpipe_v;
+mod dualpipe_recipe;
 mod gpipe;
 mod hanayo;
 mod interleaved;
@@ -12,6 +13,8 @@ mod one_f_one_b;
 mod one_f_one_b_v;
 mod seq1f1b;
 mod v_auto;
+mod v_blocks;
+mod v_common;
 mod v_half_min;
 mod zb_auto;
 mod zb_h1;

@@ -1,7 +1,30 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! ZB-H2: ZB-H1 with twice the warm-up forwards and the Ws reordered to the tail, turning
+//! 1F1B's trapezoid into a parallelogram: near-zero bubble at about twice 1F1B's activation
+//! memory (Qi et al., *Zero Bubble Pipeline Parallelism*, ICLR 2024, §2.2; the authors'
+//! `efficiency.get_hand_schedule(warmup_c=2)`).
+//!
+//! Device `d` runs `2(P−1−d)` warm-up forwards, then `M` steps of "F (while any are left), B,
+//! and W once the warm-up plus the step count reaches `2(P−1)`", then flushes its `2d` delayed
+//! Ws (the generator is shared with ZB-H1: [`super::zb_h1`]).
+//!
+//! Closed forms ([`predict`]), checked over ranges of sizes and integer costs in the tests:
+//! * bubble `cost − M(F+B+W) = (P−1)(F+B+2·comm−2W)` (the authors' assertion in
+//!   `efficiency.py`; paper Table 2 without communication) holds when `W ≤ F`,
+//!   `2W ≤ F+B+2·comm`, `2·comm ≤ F+B` and `M ≥ 2P−1`, and on a single device. We found this
+//!   range by simulating every `P ≤ 6`, `2(P−1) ≤ M ≤ 3P+1`, integer costs `0..=4` and comm
+//!   `0..=2`: inside it the formula is exact; the cases outside it where the formula also
+//!   holds have a zero F, B or W, or two devices and a large comm. Outside the range no bubble
+//!   is predicted;
+//! * peak activation memory of device `d` is `(2P−2d−1)·mem-f + 2d·mem-w` (the paper's
+//!   `(2p−2i+1)M_B + (2i−2)M_W` for the 1-based worker `i`) when `M ≥ 2P−1`; at `M = 2(P−1)`
+//!   the peaks are lower, and [`predict`] reports the exact value for every `M`.
+//!
+//! The cost is the longest per-device span (the papers' metric): device 0 starts first and the
+//! last device ends last, so the makespan is longer than the cost.
 
-use super::{no_prediction, Family, FamilyGroup};
-use crate::error::{Field, ParamError};
+use super::zb_h1::{check_warm_up, handcrafted, handcrafted_peak};
+use super::{reject_unused, Family, FamilyGroup, Prediction};
+use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
 
@@ -15,10 +38,34 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2401.10241",
     options: &[],
     constraints: "microbatches ≥ 2(devices − 1)",
-    generate: not_yet,
-    predict: no_prediction,
+    generate,
+    predict,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, FAMILY.name, &[])?;
+    check_warm_up(params, FAMILY.name, 2)?;
+    params.check_size(3)?;
+    Ok(handcrafted(params.devices, params.microbatches, 2))
 }
+
+/// The closed forms: see the module docs for where the bubble formula holds.
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    if check_warm_up(params, FAMILY.name, 2).is_err() {
+        return None;
+    }
+    let c = &params.costs;
+    let (p, m) = (params.devices, params.microbatches);
+    let holds =
+        p == 1 || (c.w <= c.f && 2.0 * c.w <= c.f + c.b + 2.0 * c.comm && 2.0 * c.comm <= c.f + c.b && m >= 2 * p - 1);
+    Some(Prediction {
+        bubble: holds.then(|| f64::from(p - 1) * (c.f + c.b + 2.0 * c.comm - 2.0 * c.w)),
+        bubble_formula: "(P−1)(F+B+2·comm−2W), with W ≤ F, 2W ≤ F+B+2·comm, 2·comm ≤ F+B and M ≥ 2P−1",
+        peak_memory: Some((0..p).map(|d| handcrafted_peak(params, d, 2)).collect()),
+        memory_formula: "(2P−2d−1)·mem-f + 2d·mem-w on device d (M ≥ 2P−1)",
+    })
+}
+
+#[cfg(test)]
+#[path = "zb_h2_tests.rs"]
+mod tests;

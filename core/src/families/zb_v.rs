@@ -1,24 +1,616 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! ZB-V: the Zero Bubble paper's cost-aware V schedule.
+//!
+//! Source: Qi et al., *Zero Bubble Pipeline Parallelism* (arXiv v2, §6) and the authors'
+//! `zbv.py` / `v_schedule.py` (`PipelineGraph.try_v_schedule`, zero-bubble.md §4.7). Two chunks
+//! per device in a V ([`crate::Placement::v_shape`]); backward split into B and W.
+//!
+//! # The heuristic
+//!
+//! It thinks in *lanes*, the direction a pass travels across devices: forwards of model chunk 0
+//! and backwards of model chunk 1 go down (device 0 to `P−1`); forwards of model chunk 1 and
+//! backwards of model chunk 0 go up. (The code's "B chunk 0" is the backward of model chunk 1:
+//! its chunk index is the lane; the output converts back to model chunks.) One attempt:
+//!
+//! 1. every device runs a chunk-0 forward;
+//! 2. from the last device back to device 0, device `d` adds chunk-0 forwards (one on each
+//!    device `0..=d`) while they fit in memory with room for `2 + 2d` more chunk activations
+//!    and end before its first chunk-1 forward can arrive, then runs that chunk-1 forward;
+//! 3. for `d` in `1..P`, devices `d..P` get forwards, alternating lanes round by round, until
+//!    device `d` has as many forwards as device `d − 1` and more chunk-1 forwards (or `d − 1`
+//!    has all of them);
+//! 4. `2M` rounds of one backward per device (the up lane first, from the last device up, then
+//!    the down lane from device 0) and one forward per device, preferring the lane that lags and
+//!    whose input is ready. Before a pass whose input comes from another device, pending Ws fill
+//!    the wait when they fit; one more W goes in when the wait would exceed the worst bubble so
+//!    far (always before an up-lane B; before a down-lane B only with *fill-B*, before an F only
+//!    with *fill-F*). Before a forward that would not fit in memory, Ws are run to free it;
+//! 5. the remaining Ws are flushed.
+//!
+//! An attempt's score is its worst device bubble, idle time after the device's first pass
+//! ([`Builder::idle`]). Each of the four (fill-B, fill-F) settings, tried in the order (true,
+//! true), (true, false), (false, true), (false, false), is *refined*: re-run with the previous
+//! attempt's per-device bubbles as approved budgets (a device may idle up to the worst budget
+//! minus its own before a W is forced), as long as the worst bubble strictly drops. The best
+//! attempt (strictly smallest worst bubble, first one on ties) is the schedule.
+//!
+//! All timing comes from a [`Builder`]: the heuristic's `put` is an incremental ASAP push with
+//! exactly the simulator's rules, so the times it decides on are the ones
+//! [`crate::simulate`] reports.
+//!
+//! # Memory
+//!
+//! The heuristic counts memory per chunk in *chunk activations*: a chunk's forward stores
+//! `mem-f / 2` (each chunk is half of a device's 1F1B share, `stage_scale` 1/2), held until that
+//! chunk's W. In the code's terms: `f_mem = mem-f/2`, `b_mem = 0`, `w_mem = −mem-f/2`, and
+//! `max_mem = --mem-limit` (default `P·mem-f`, 1F1B's memory = the code's default `2P·f_mem`);
+//! we work with the whole number of chunk activations that fit, `⌊mem-limit / (mem-f/2)⌋`
+//! (within 1e-9, so 1.2/0.15 is 8). This is the convention of the §9.2 peaks (`mem-w = mem-f`).
+//! With a smaller `--mem-w` the B releases part of the memory early, so the simulated peak can
+//! only be lower than what the heuristic planned: the limit always holds. `mem-w` itself is
+//! not read by the heuristic.
+//!
+//! The heuristic cannot hold less than 1F1B's memory: running it shows its warm-up (steps 2–3)
+//! needs room for `2P` chunk activations whenever `M ≥ P` (fewer for small `M`). When no attempt
+//! succeeds and a larger limit would, generation fails with a [`ParamError`] on `--mem-limit`
+//! starting `cannot fit memory: ` and naming the smallest limit that fits. (Too little memory
+//! shows in the code either as its memory assertion or, when the warm-up had to skip
+//! forwards, as a dependency assertion a step later; both are this error.)
+//!
+//! # Deviations from the code (none change the reference numbers)
+//!
+//! * Where the code has no dependency for the gap test (first forward, first backward on the
+//!   device that starts it) it reads `end_time[-1]`, the last array slot; we treat it as "no
+//!   wait", which is what that read amounts to unless that slot was already set.
+//! * The code aborts (assertion) if any attempt breaks an invariant or memory; we drop that
+//!   attempt (a failed refinement ends the refinement) and fail only if all four do.
+//! * Refinement stops after [`MAX_REFINEMENTS`] rounds; the code has no bound. Each round must
+//!   strictly lower the worst bubble; in our sweeps none ever needed a second round.
+//! * A schedule without bubble ends the search early: nothing after it can be strictly better,
+//!   so the result is the same.
+//!
+//! # Closed forms
+//!
+//! With `F = B = W`, no communication and at least 1F1B's memory, the schedule has no bubble
+//! once `M ≥ 2P − 1` (and some below). At exactly 1F1B's memory and with `mem-w = mem-f`,
+//! every device peaks at `P·mem-f` once `M ≥ 2P − 1`, and at `min(P, M)·mem-f` for any `M`
+//! when `F = B = W` without communication (other costs make small-`M` peaks uneven). These
+//! forms were found by running the heuristic and are checked over ranges of sizes, costs and
+//! limits in the tests.
 
-use super::{no_prediction, Family, FamilyGroup};
+use std::collections::VecDeque;
+
+use super::v_common::{fbw_index, Chunk, VPass};
+use super::{reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
-use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::params::{ScheduleParams, StageCosts};
+use crate::schedule::{Pass, PassKind, Schedule};
+use crate::sim::{dependency, Builder};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
     name: "zb-v",
     title: "ZB-V",
     group: FamilyGroup::VShape,
-    summary: "Zero Bubble V: two chunks per device in a V, cost-aware heuristic under --mem-limit (default 1F1B's memory)",
+    summary:
+        "Zero Bubble V: two chunks per device in a V, cost-aware heuristic under --mem-limit (default 1F1B's memory)",
     reference: "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2, §6)",
     url: "https://arxiv.org/abs/2401.10241",
     options: &[Field::MemLimit],
-    constraints: "mem-limit ≥ mem-f (default P·mem-f)",
-    generate: not_yet,
-    predict: no_prediction,
+    constraints: "mem-limit ≥ P·mem-f, 1F1B's memory (the default); less fits only when M < P",
+    generate,
+    predict,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+/// Most refinement rounds per (fill-B, fill-F) setting.
+pub const MAX_REFINEMENTS: usize = 64;
+
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, "zb-v", &[])?;
+    params.check_size(6)?;
+    let heuristic = Heuristic::new(params, capacity(params));
+    match heuristic.best() {
+        Ok(outcome) => Ok(outcome.schedule),
+        Err(failure) => Err(failure.into_error(params, &heuristic)),
+    }
 }
+
+/// The default memory limit: 1F1B's, `P·mem-f`.
+fn default_limit(params: &ScheduleParams) -> f64 {
+    f64::from(params.devices) * params.costs.mem_f
+}
+
+/// Memory one chunk's forward stores: `mem-f/2`.
+fn chunk_memory(params: &ScheduleParams) -> f64 {
+    params.costs.mem_f / 2.0
+}
+
+/// How many chunk activations fit in the memory limit on one device (see the module docs);
+/// unlimited when forwards store nothing.
+fn capacity(params: &ScheduleParams) -> u64 {
+    let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
+    let chunk = chunk_memory(params);
+    if chunk <= 0.0 {
+        return u64::MAX;
+    }
+    // `as` saturates; the slack absorbs rounding in the division (1.2 / 0.15 = 7.999…).
+    (limit / chunk + 1e-9).floor() as u64
+}
+
+/// The direction a pass travels across the devices (the code's chunk index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    /// Device 0 to `P−1`: chunk-0 forwards, chunk-1 backwards.
+    Down = 0,
+    /// Device `P−1` to 0: chunk-1 forwards, chunk-0 backwards.
+    Up = 1,
+}
+
+impl Lane {
+    /// The other lane.
+    fn other(self) -> Lane {
+        match self {
+            Lane::Down => Lane::Up,
+            Lane::Up => Lane::Down,
+        }
+    }
+
+    /// The model chunk a pass of `kind` on this lane belongs to.
+    fn chunk(self, kind: PassKind) -> Chunk {
+        match (kind, self) {
+            (PassKind::F, Lane::Down) | (PassKind::B | PassKind::W | PassKind::BW, Lane::Up) => Chunk::Down,
+            _ => Chunk::Up,
+        }
+    }
+}
+
+/// Why an attempt stopped.
+#[derive(Clone, Debug, PartialEq)]
+enum Failure {
+    /// A forward would not fit in memory and no W could free any.
+    Memory,
+    /// An invariant of the heuristic broke (the code stops on an assertion). With too little
+    /// memory this happens too: the warm-up then skips forwards a later step relies on.
+    Stuck(String),
+}
+
+impl Failure {
+    /// The user-facing error. A failure that a larger limit (up to 1F1B's) avoids is a memory
+    /// error, with the smallest limit that fits.
+    fn into_error(self, params: &ScheduleParams, heuristic: &Heuristic) -> ParamError {
+        let fits = heuristic.smallest_capacity_that_fits();
+        match (self, fits) {
+            (Failure::Stuck(why), None) => ParamError::new(
+                Field::Schedule,
+                format!(
+                    "zb-v's heuristic cannot schedule {} devices and {} microbatches: {why}",
+                    params.devices, params.microbatches
+                ),
+            )
+            .hint("try zb-v-handcrafted, or other sizes"),
+            (_, fits) => {
+                let chunk = chunk_memory(params);
+                let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
+                let mut err = ParamError::new(
+                    Field::MemLimit,
+                    format!(
+                        "cannot fit memory: zb-v needs more than mem-limit {limit} (room for {} chunk activations \
+                         of mem-f/2 = {chunk} per device)",
+                        heuristic.capacity
+                    ),
+                );
+                if let Some(fits) = fits {
+                    err = err.hint(format!(
+                        "zb-v fits here from mem-limit {} ({fits} chunk activations); \
+                         its default is 1F1B's P·mem-f = {}",
+                        fits as f64 * chunk,
+                        default_limit(params)
+                    ));
+                }
+                err.hint("to hold less than 1F1B's memory, try v-half, v-min or v-auto")
+            }
+        }
+    }
+}
+
+/// The heuristic for one set of parameters.
+struct Heuristic {
+    v: VPass,
+    microbatches: u32,
+    costs: StageCosts,
+    /// Chunk activations that fit on one device.
+    capacity: u64,
+}
+
+/// One attempt's result.
+struct Outcome {
+    schedule: Schedule,
+    /// Idle time of each device after its first pass.
+    idle: Vec<f64>,
+    /// The largest of `idle`.
+    worst: f64,
+}
+
+/// The settings of one attempt.
+#[derive(Clone, Copy)]
+struct Settings<'a> {
+    /// Allow the extra W before a down-lane B.
+    fill_b: bool,
+    /// Allow the extra W before a forward.
+    fill_f: bool,
+    /// Per-device bubble budgets from the previous attempt.
+    approved: Option<&'a [f64]>,
+}
+
+impl Heuristic {
+    /// The heuristic for `params` with room for `capacity` chunk activations per device.
+    fn new(params: &ScheduleParams, capacity: u64) -> Heuristic {
+        let v = VPass { devices: params.devices };
+        Heuristic {
+            v,
+            microbatches: params.microbatches,
+            costs: StageCosts::new(&params.costs, &v.placement()),
+            capacity,
+        }
+    }
+
+    /// The best attempt over the four fill settings, each refined. A schedule without bubble
+    /// ends the search: later attempts must be strictly better to count.
+    fn best(&self) -> Result<Outcome, Failure> {
+        let mut best: Option<Outcome> = None;
+        let mut first_failure = None;
+        let settings = [(true, true), (true, false), (false, true), (false, false)];
+        for (fill_b, fill_f) in settings {
+            if best.as_ref().is_some_and(|b| b.worst <= 0.0) {
+                break;
+            }
+            match self.refined(fill_b, fill_f) {
+                Ok(outcome) if best.as_ref().is_none_or(|b| outcome.worst < b.worst) => best = Some(outcome),
+                Ok(_) => {}
+                Err(failure) => {
+                    first_failure.get_or_insert(failure);
+                }
+            }
+        }
+        best.ok_or_else(|| first_failure.unwrap_or_else(|| Failure::Stuck("no attempt ran".into())))
+    }
+
+    /// An attempt, re-run with its own bubbles as budgets while that strictly helps.
+    fn refined(&self, fill_b: bool, fill_f: bool) -> Result<Outcome, Failure> {
+        let mut best = self.attempt(Settings { fill_b, fill_f, approved: None })?;
+        for _ in 0..MAX_REFINEMENTS {
+            if best.worst <= 0.0 {
+                break;
+            }
+            let Ok(next) = self.attempt(Settings { fill_b, fill_f, approved: Some(&best.idle) }) else { break };
+            if next.worst < best.worst {
+                best = next;
+            } else {
+                break;
+            }
+        }
+        Ok(best)
+    }
+
+    /// One run of the heuristic (`try_v_schedule` without its recursion).
+    fn attempt(&self, settings: Settings<'_>) -> Result<Outcome, Failure> {
+        let mut run = Attempt::new(self, settings);
+        run.warm_up()?;
+        run.steady()?;
+        run.flush()?;
+        Ok(run.finish())
+    }
+
+    /// The smallest capacity above the current one at which an attempt succeeds, searched up
+    /// to 1F1B's `2P` (bisection: success is monotone in the capacity in every case we tried;
+    /// the value returned always succeeds).
+    fn smallest_capacity_that_fits(&self) -> Option<u64> {
+        let fits = |capacity: u64| {
+            let h = Heuristic { capacity, costs: self.costs.clone(), ..*self };
+            h.best().is_ok()
+        };
+        let one_f_one_b = 2 * u64::from(self.v.devices);
+        let (mut lo, mut hi) = (self.capacity, one_f_one_b.max(self.capacity.saturating_add(1)));
+        if lo == u64::MAX || !fits(hi) {
+            return None;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi)
+    }
+}
+
+/// The state of one attempt.
+struct Attempt<'a> {
+    heuristic: &'a Heuristic,
+    settings: Settings<'a>,
+    builder: Builder,
+    /// `count[device][kind][lane]`: passes placed so far.
+    count: Vec<[[u32; 2]; 3]>,
+    /// Chunk activations each device holds (forwards minus Ws).
+    held: Vec<u64>,
+    /// Ws waiting on each device, oldest first, by lane.
+    pending_w: Vec<VecDeque<Lane>>,
+    /// The largest idle time of any device so far.
+    worst_idle: f64,
+    /// The largest approved budget, if any.
+    max_approved: f64,
+}
+
+impl<'a> Attempt<'a> {
+    fn new(heuristic: &'a Heuristic, settings: Settings<'a>) -> Attempt<'a> {
+        let devices = heuristic.v.devices as usize;
+        let v = heuristic.v;
+        let builder = Builder::new(v.placement(), heuristic.microbatches, 1, heuristic.costs.clone());
+        let max_approved = settings.approved.map_or(0.0, |a| a.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        Attempt {
+            heuristic,
+            settings,
+            builder,
+            count: vec![[[0; 2]; 3]; devices],
+            held: vec![0; devices],
+            pending_w: vec![VecDeque::new(); devices],
+            worst_idle: 0.0,
+            max_approved,
+        }
+    }
+
+    fn devices(&self) -> u32 {
+        self.heuristic.v.devices
+    }
+
+    fn microbatches(&self) -> u32 {
+        self.heuristic.microbatches
+    }
+
+    /// Passes of `kind` on `lane` placed on `device`.
+    fn count(&self, device: u32, kind: PassKind, lane: Lane) -> u32 {
+        self.count[device as usize][fbw_index(kind)][lane as usize]
+    }
+
+    /// Forwards of both lanes placed on `device`.
+    fn forwards(&self, device: u32) -> u32 {
+        self.count(device, PassKind::F, Lane::Down) + self.count(device, PassKind::F, Lane::Up)
+    }
+
+    /// The next pass of `kind` on `lane` for `device` (microbatch = how many are placed); an
+    /// error once all `M` are.
+    fn next_pass(&self, device: u32, kind: PassKind, lane: Lane) -> Result<Pass, Failure> {
+        let microbatch = self.count(device, kind, lane);
+        if microbatch >= self.microbatches() {
+            return Err(Failure::Stuck(format!("device {device} has no {} pass left", kind.name())));
+        }
+        Ok(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch))
+    }
+
+    /// Whether the pass `kind`/`lane` number `microbatch` on `device` has been placed.
+    fn placed(&self, device: u32, kind: PassKind, lane: Lane, microbatch: u32) -> bool {
+        microbatch < self.microbatches()
+            && self.builder.end_of(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch)).is_some()
+    }
+
+    /// The worst bubble device `device` is measured against: the worst so far, or its budget
+    /// gap when refining.
+    fn bubble_allowance(&self, device: u32) -> f64 {
+        match self.settings.approved {
+            Some(approved) => self.worst_idle.max(self.max_approved - approved[device as usize]),
+            None => self.worst_idle,
+        }
+    }
+
+    /// Appends the next pass of `kind` on `lane` to `device` (the code's `put`).
+    fn put(&mut self, device: u32, kind: PassKind, lane: Lane) -> Result<(), Failure> {
+        let pass = self.next_pass(device, kind, lane)?;
+        let d = device as usize;
+        if kind == PassKind::F && self.held[d] >= self.heuristic.capacity {
+            return Err(Failure::Memory);
+        }
+        if kind != PassKind::W && self.builder.ready_at(device, pass).is_none() {
+            return Err(Failure::Stuck(format!("{pass} would run before its input")));
+        }
+        self.builder.push(device, pass);
+        self.worst_idle = self.worst_idle.max(self.builder.idle(device));
+        self.count[d][fbw_index(kind)][lane as usize] += 1;
+        match kind {
+            PassKind::F => self.held[d] += 1,
+            PassKind::W => self.held[d] -= 1,
+            _ => self.pending_w[d].push_back(lane),
+        }
+        Ok(())
+    }
+
+    /// Runs the oldest pending W of `device`, if any.
+    fn put_w(&mut self, device: u32) -> Result<bool, Failure> {
+        match self.pending_w[device as usize].pop_front() {
+            Some(lane) => self.put(device, PassKind::W, lane).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// When the input of `pass` arrives on `device` from another device; `None` when its input
+    /// is local or none (no wait to fill) or not placed yet.
+    fn remote_arrival(&self, device: u32, pass: Pass) -> Option<f64> {
+        let placement = self.builder.placement();
+        let dep = dependency(placement, pass)?;
+        let local = placement.device_of(dep.stage) == Some(device);
+        if local {
+            None
+        } else {
+            self.builder.ready_at(device, pass)
+        }
+    }
+
+    /// Before `pass` on `device`: fills the wait for its remote input with pending Ws that end
+    /// in time, then one more if the wait would exceed the bubble allowance and `extra` allows.
+    fn fill_wait(&mut self, device: u32, pass: Pass, extra: bool) -> Result<(), Failure> {
+        let Some(arrival) = self.remote_arrival(device, pass) else { return Ok(()) };
+        let w_cost = self.builder.cost(Pass::w(device, 0));
+        let pending = |run: &Self| !run.pending_w[device as usize].is_empty();
+        while pending(self) && arrival >= self.builder.free_at(device) + w_cost {
+            self.put_w(device)?;
+        }
+        let wait = arrival - self.builder.free_at(device);
+        if extra && wait > self.bubble_allowance(device) - self.builder.idle(device) {
+            self.put_w(device)?;
+        }
+        Ok(())
+    }
+
+    /// Steps 1–3: the warm-up forwards.
+    fn warm_up(&mut self) -> Result<(), Failure> {
+        let (p, m) = (self.devices(), self.microbatches());
+        for device in 0..p {
+            self.put(device, PassKind::F, Lane::Down)?;
+        }
+        // Step 2: extra chunk-0 forwards that fit before the first chunk-1 forward arrives.
+        for device in (0..p).rev() {
+            if device + 1 < p {
+                let first_up = self.next_pass(device, PassKind::F, Lane::Up)?;
+                let arrival = self
+                    .builder
+                    .ready_at(device, first_up)
+                    .ok_or_else(|| Failure::Stuck("the first chunk-1 forward is missing".into()))?;
+                let reserve = 2 + 2 * u64::from(device);
+                let f_cost = self.builder.cost(Pass::f(device, 0));
+                while self.held[device as usize] + reserve <= self.heuristic.capacity
+                    && self.builder.free_at(device) + f_cost <= arrival
+                    && self.count(device, PassKind::F, Lane::Down) < m
+                {
+                    for below in 0..=device {
+                        self.put(below, PassKind::F, Lane::Down)?;
+                    }
+                }
+            }
+            self.put(device, PassKind::F, Lane::Up)?;
+        }
+        // Step 3: each device catches up with the one before it, alternating lanes.
+        let mut lane = Lane::Down;
+        for device in 1..p {
+            let mut idle_rounds = 0;
+            let ups = |run: &Self, d: u32| run.count(d, PassKind::F, Lane::Up);
+            while self.forwards(device) < self.forwards(device - 1)
+                || (ups(self, device) <= ups(self, device - 1) && ups(self, device - 1) < m)
+            {
+                let mut progressed = false;
+                for below in (device..p).rev() {
+                    if self.count(below, PassKind::F, lane) < m {
+                        self.put(below, PassKind::F, lane)?;
+                        progressed = true;
+                    }
+                }
+                lane = lane.other();
+                idle_rounds = if progressed { 0 } else { idle_rounds + 1 };
+                if idle_rounds >= 2 {
+                    return Err(Failure::Stuck(format!("device {device} cannot catch up in the warm-up")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 4: `2M` rounds of one backward and one forward per device.
+    fn steady(&mut self) -> Result<(), Failure> {
+        for _ in 0..2 * self.microbatches() {
+            self.backward_round()?;
+            self.forward_round()?;
+        }
+        Ok(())
+    }
+
+    /// One backward per device: the up lane where it lags and its input is there (from the
+    /// last device up), then the down lane (from device 0 down).
+    fn backward_round(&mut self) -> Result<(), Failure> {
+        let (p, m) = (self.devices(), self.microbatches());
+        let mut up = Vec::new();
+        let mut down = Vec::new();
+        for device in 0..p {
+            let done_down = self.count(device, PassKind::B, Lane::Down);
+            let done_up = self.count(device, PassKind::B, Lane::Up);
+            let up_ready = device + 1 == p || done_down >= m || self.placed(device + 1, PassKind::B, Lane::Up, done_up);
+            if done_up < done_down && up_ready {
+                up.push(device);
+            } else {
+                down.push(device);
+            }
+        }
+        let up = up.into_iter().rev().map(|d| (d, Lane::Up));
+        for (device, lane) in up.chain(down.into_iter().map(|d| (d, Lane::Down))) {
+            let pass = self.next_pass(device, PassKind::B, lane)?;
+            let extra = lane == Lane::Up || self.settings.fill_b;
+            self.fill_wait(device, pass, extra)?;
+            self.put(device, PassKind::B, lane)?;
+        }
+        Ok(())
+    }
+
+    /// One forward per device (from device 0 down), on the lane that lags if its input is
+    /// there; devices with nothing ready skip the round.
+    fn forward_round(&mut self) -> Result<(), Failure> {
+        let (p, m) = (self.devices(), self.microbatches());
+        for device in 0..p {
+            let done_down = self.count(device, PassKind::F, Lane::Down);
+            let done_up = self.count(device, PassKind::F, Lane::Up);
+            if done_up >= m {
+                continue;
+            }
+            let down_ready = device == 0 || self.placed(device - 1, PassKind::F, Lane::Down, done_down);
+            let lane = if done_up >= done_down {
+                Lane::Down
+            } else if device + 1 == p || self.placed(device + 1, PassKind::F, Lane::Up, done_up) {
+                Lane::Up
+            } else if done_down < m && down_ready {
+                Lane::Down
+            } else {
+                continue;
+            };
+            while self.held[device as usize] >= self.heuristic.capacity {
+                if !self.put_w(device)? {
+                    return Err(Failure::Memory);
+                }
+            }
+            let pass = self.next_pass(device, PassKind::F, lane)?;
+            self.fill_wait(device, pass, self.settings.fill_f)?;
+            self.put(device, PassKind::F, lane)?;
+        }
+        Ok(())
+    }
+
+    /// Step 5: every remaining W.
+    fn flush(&mut self) -> Result<(), Failure> {
+        for device in 0..self.devices() {
+            while self.put_w(device)? {}
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Outcome {
+        let idle: Vec<f64> = (0..self.devices()).map(|d| self.builder.idle(d)).collect();
+        let worst = idle.iter().copied().fold(0.0, f64::max);
+        Outcome { schedule: self.builder.finish(), idle, worst }
+    }
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    let c = &params.costs;
+    let (p, m) = (params.devices, params.microbatches);
+    let one_f_one_b = 2 * u64::from(p);
+    let capacity = capacity(params);
+    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0;
+    Some(Prediction {
+        bubble: (balanced && m >= 2 * p - 1 && capacity >= one_f_one_b).then_some(0.0),
+        bubble_formula: "0 when F = B = W, no communication, M ≥ 2P − 1 and mem-limit ≥ P·mem-f",
+        peak_memory: (c.mem_w() == c.mem_f && capacity == one_f_one_b && (balanced || m >= 2 * p - 1))
+            .then(|| vec![f64::from(p.min(m)) * c.mem_f; p as usize]),
+        memory_formula: "P·mem-f on every device once M ≥ 2P − 1 (min(P, M)·mem-f for any M when F = B = W \
+                         without communication), at mem-limit P·mem-f with mem-w = mem-f",
+    })
+}
+
+#[cfg(test)]
+#[path = "zb_v_tests.rs"]
+mod tests;

@@ -1,9 +1,37 @@
-//! TODO(family): not yet implemented; the registry entry is final.
+//! ZB-V (handcrafted): the fixed Zero Bubble V pattern.
+//!
+//! Source: Qi et al., *Zero Bubble Pipeline Parallelism* (arXiv v2, §6) and the authors'
+//! `handcrafted_zb_v.py` (zero-bubble.md §4.6). Two chunks per device in a V; device `r`
+//! (0-based) runs, with `n = max(2P − 1, M)` microbatches:
+//!
+//! 1. warm-up: `2(P − r) − 1` forwards of chunk 0, then `r` pairs (chunk-1 forward, chunk-0
+//!    forward), then `P − r` groups (F, B, W) of chunk 1;
+//! 2. steady state: while chunk 0 has forwards left or chunk 1 lags behind, one chunk-0 forward
+//!    (if any is left), B and W of chunk 0, then F, B, W of chunk 1;
+//! 3. cool-down: `r` pairs (B chunk 0, B chunk 1) with their Ws deferred, `P − r` pairs (B chunk
+//!    0, the oldest deferred W of chunk 0), then the deferred Ws of chunk 1, then of chunk 0.
+//!
+//! The pattern is generated for `n` microbatches and every pass of a microbatch `≥ M` is then
+//! dropped, so any `M ≥ 1` works: dropping whole microbatches from every device keeps the
+//! orders deadlock-free.
+//!
+//! **Off-by-one, following the code.** The paper's text (1-based worker `i`) runs `P − i`
+//! chunk-1 F-B-W groups before alternating; the code runs `P − r` with 0-based `r`, i.e.
+//! `P − i + 1`. We follow the code: it is the version whose orders and numbers the reference
+//! reproduces (p=4: cost 48 and zero bubble with per-chunk costs 1,1,1; 252 with 5,6,4; 388 at
+//! m=12 with communication 1), and it is what the Appendix A golden orders show.
+//!
+//! With `F = B = W` and no communication the pattern has no bubble once `M ≥ 2P − 1` (and some
+//! bubble below). When W keeps all of F's memory (`mem-w = mem-f`, the papers' "in flight"
+//! count) device `d` peaks at `min(2P, 2M, M + d + 1)` chunk activations of `mem-f/2`: `P·mem-f`,
+//! 1F1B's memory, on every device once `M ≥ 2P − 1`. Both forms are checked against the
+//! simulation over ranges of sizes in the tests.
 
-use super::{no_prediction, Family, FamilyGroup};
-use crate::error::{Field, ParamError};
+use super::v_common::{fbw_index, Chunk, VPass};
+use super::{reject_unused, Family, FamilyGroup, Prediction};
+use crate::error::ParamError;
 use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::schedule::{PassKind, Schedule};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -14,11 +42,118 @@ pub const FAMILY: Family = Family {
     reference: "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2, §6)",
     url: "https://arxiv.org/abs/2401.10241",
     options: &[],
-    constraints: "any devices and microbatches",
-    generate: not_yet,
-    predict: no_prediction,
+    constraints: "any devices and microbatches (zero bubble needs F = B = W and M ≥ 2P − 1)",
+    generate,
+    predict,
 };
 
-fn not_yet(_: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Err(ParamError::new(Field::Schedule, "this family is not implemented yet"))
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    reject_unused(params, "zb-v-handcrafted", &[])?;
+    params.check_size(6)?;
+    Ok(zb_v_handcrafted(params.devices, params.microbatches))
 }
+
+/// The handcrafted ZB-V orders for `devices` devices and `microbatches` microbatches.
+pub fn zb_v_handcrafted(devices: u32, microbatches: u32) -> Schedule {
+    let v = VPass { devices };
+    let mut schedule = Schedule::new(v.placement(), microbatches);
+    let generated = microbatches.max((2 * devices).saturating_sub(1));
+    for device in 0..devices {
+        let mut order = DeviceOrder { v, device, microbatches, next: [[0; 2]; 3], schedule: &mut schedule };
+        order.run(generated);
+    }
+    schedule
+}
+
+/// One device's order under construction: the next microbatch of every (kind, chunk).
+struct DeviceOrder<'a> {
+    v: VPass,
+    device: u32,
+    /// The real microbatch count; passes of later microbatches are dropped.
+    microbatches: u32,
+    /// `next[kind][chunk]` for kinds F, B, W.
+    next: [[u32; 2]; 3],
+    schedule: &'a mut Schedule,
+}
+
+impl DeviceOrder<'_> {
+    /// Emits the whole pattern for `generated` microbatches (`max(2P − 1, M)`).
+    fn run(&mut self, generated: u32) {
+        let (p, r) = (self.v.devices, self.device);
+        use Chunk::{Down, Up};
+        use PassKind::{B, F, W};
+        // Warm-up.
+        for _ in 0..2 * (p - r) - 1 {
+            self.emit(F, Down);
+        }
+        for _ in 0..r {
+            self.emit(F, Up);
+            self.emit(F, Down);
+        }
+        for _ in 0..p - r {
+            self.emit_all(&[(F, Up), (B, Up), (W, Up)]);
+        }
+        // Steady state: alternate one F-B-W group of each chunk. Ends after at most
+        // `generated` rounds: each round adds a chunk-1 forward, and it stops once both chunks
+        // have all `generated` forwards (chunk 1 never overtakes chunk 0).
+        while self.count(F, Up) < self.count(F, Down) || self.count(F, Down) < generated {
+            if self.count(F, Down) < generated {
+                self.emit(F, Down);
+            }
+            self.emit_all(&[(B, Down), (W, Down), (F, Up), (B, Up), (W, Up)]);
+        }
+        // Cool-down: backwards first, weight gradients fill in behind.
+        for _ in 0..r {
+            self.emit_all(&[(B, Down), (B, Up)]);
+        }
+        for _ in 0..p - r {
+            self.emit_all(&[(B, Down), (W, Down)]);
+        }
+        for chunk in [Up, Down] {
+            while self.count(W, chunk) < self.count(B, chunk) {
+                self.emit(W, chunk);
+            }
+        }
+    }
+
+    /// How many passes of `kind` on `chunk` have been emitted (including dropped ones).
+    fn count(&self, kind: PassKind, chunk: Chunk) -> u32 {
+        self.next[fbw_index(kind)][chunk.index()]
+    }
+
+    /// Emits the next pass of `kind` on `chunk`, unless its microbatch is past `M`.
+    fn emit(&mut self, kind: PassKind, chunk: Chunk) {
+        let slot = &mut self.next[fbw_index(kind)][chunk.index()];
+        let microbatch = *slot;
+        *slot += 1;
+        if microbatch < self.microbatches {
+            self.schedule.push(self.device, self.v.on(kind, chunk, self.device, microbatch));
+        }
+    }
+
+    /// Emits each pass of `passes` in turn.
+    fn emit_all(&mut self, passes: &[(PassKind, Chunk)]) {
+        for &(kind, chunk) in passes {
+            self.emit(kind, chunk);
+        }
+    }
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    let c = &params.costs;
+    let (p, m) = (params.devices, params.microbatches);
+    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0;
+    Some(Prediction {
+        bubble: (balanced && m >= 2 * p - 1).then_some(0.0),
+        bubble_formula: "0 when F = B = W, no communication and M ≥ 2P − 1",
+        peak_memory: (c.mem_w() == c.mem_f).then(|| {
+            let chunk_activations = |d: u32| (2 * p).min(2 * m).min(m + d + 1);
+            (0..p).map(|d| f64::from(chunk_activations(d)) * c.mem_f / 2.0).collect()
+        }),
+        memory_formula: "min(2P, 2M, M + d + 1)·mem-f/2 on device d (P·mem-f once M ≥ 2P − 1), when mem-w = mem-f",
+    })
+}
+
+#[cfg(test)]
+#[path = "zb_v_handcrafted_tests.rs"]
+mod tests;

@@ -69,6 +69,13 @@ impl Timeline {
     pub fn end(&self) -> f64 {
         self.devices.iter().filter_map(|d| d.ops.last()).map(|o| o.end).fold(0.0, f64::max)
     }
+
+    /// The position of the op `device` runs at time `t`, if it is busy then (hit testing).
+    pub fn op_at(&self, device: u32, t: f64) -> Option<usize> {
+        let ops = &self.devices.get(device as usize)?.ops;
+        let i = ops.partition_point(|o| o.end <= t);
+        ops.get(i).filter(|o| o.start <= t && t < o.end).map(|_| i)
+    }
 }
 
 const NONE: u32 = u32::MAX;

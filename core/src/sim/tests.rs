@@ -108,3 +108,15 @@ fn the_builder_agrees_with_the_simulator() {
     let t = simulate(&built, &c).unwrap();
     assert_eq!(t.devices[0].ops[1].end, 10.0);
 }
+
+#[test]
+fn op_at_finds_the_op_running_at_a_time() {
+    let s = two_stage();
+    let t = simulate(&s, &costs(&s, 1.0, 2.0, 3.0, 0.5)).unwrap();
+    assert_eq!(t.op_at(1, 1.5), Some(0));
+    assert_eq!(t.op_at(1, 2.5), Some(1));
+    assert_eq!(t.op_at(0, 3.0), None); // idle, waiting for B
+    assert_eq!(t.op_at(0, 9.99), Some(1));
+    assert_eq!(t.op_at(0, 10.0), None);
+    assert_eq!(t.op_at(7, 1.0), None);
+}

@@ -1,0 +1,352 @@
+//! The chart card: the Gantt canvas, the memory canvas, hover, click, zoom and pan.
+
+use std::sync::Arc;
+
+use bubblescope::render::{format_number, gantt, gutter_width, memory_chart, GanttGeometry, GanttOptions, GanttPanel, MemoryOptions};
+use bubblescope::{Analysis, Op, Pass};
+use leptos::html::{Canvas, Div};
+use leptos::prelude::*;
+
+use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
+use crate::state::{AppState, Computed};
+
+/// One drawn schedule.
+#[derive(Clone)]
+struct Shown {
+    label: String,
+    analysis: Arc<Analysis>,
+}
+
+/// What the pointer is over.
+#[derive(Clone, Debug, PartialEq)]
+struct Tip {
+    x: f64,
+    y: f64,
+    title: String,
+    lines: Vec<String>,
+    microbatch: u32,
+}
+
+/// The schedules to draw: the main one (or the last good one while the settings are
+/// invalid), then the comparisons that computed.
+fn shown(state: AppState) -> (Vec<Shown>, bool) {
+    let outcome = state.outcome.get();
+    let mut stale = false;
+    let main: Option<Computed> = match &outcome.main.result {
+        Ok(_) => Some(outcome.main.clone()),
+        Err(_) => {
+            stale = true;
+            state.last_good.get()
+        }
+    };
+    let mut out: Vec<Shown> = main
+        .into_iter()
+        .filter_map(|c| c.result.ok().map(|a| Shown { label: c.label, analysis: a }))
+        .collect();
+    if !stale {
+        for c in &outcome.compare {
+            if let Ok(a) = &c.result {
+                out.push(Shown { label: c.label.clone(), analysis: a.clone() });
+            }
+        }
+    }
+    (out, stale)
+}
+
+/// The Gantt and memory charts with their toolbar.
+#[component]
+pub fn ChartCard(
+    /// Embedded: no toolbar, no memory chart unless the link asks for `memory=1`.
+    #[prop(optional)]
+    compact: bool,
+) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let container: NodeRef<Div> = NodeRef::new();
+    let width = use_width(container);
+    let gantt_ref: NodeRef<Canvas> = NodeRef::new();
+    let memory_ref: NodeRef<Canvas> = NodeRef::new();
+    let geometry = StoredValue::new(None::<GanttGeometry>);
+    let drawn = StoredValue::new(Vec::<Shown>::new());
+    let tip = RwSignal::new(None::<Tip>);
+    let show_memory = RwSignal::new(!compact || state.link.with_untracked(|l| l.extra("memory") == Some("1")));
+    let draw_error = RwSignal::new(None::<String>);
+    let stale = RwSignal::new(false);
+    let drag = StoredValue::new(None::<(f64, (f64, f64))>);
+    let redraws = RwSignal::new(0u64);
+
+    // Draw whenever the schedules, the size, the theme or the view change.
+    Effect::new(move |_| {
+        let (panels, is_stale) = shown(state);
+        stale.set(is_stale);
+        let w = width.get();
+        let theme = state.theme.get().theme();
+        let view = state.view.get();
+        let with_memory = show_memory.get();
+        let Some(canvas) = gantt_ref.get() else { return };
+        if w < 50.0 || panels.is_empty() {
+            return;
+        }
+        let dpr = device_pixel_ratio();
+        let gp: Vec<GanttPanel<'_>> = panels
+            .iter()
+            .map(|s| GanttPanel { title: Some(s.label.as_str()), note: None, schedule: &s.analysis.schedule, timeline: &s.analysis.timeline })
+            .collect();
+        let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
+        let row_height = if devices <= 16 { 24.0 } else if devices <= 40 { 14.0 } else { 9.0 };
+        let opts = GanttOptions {
+            width: w,
+            scale: dpr,
+            row_height,
+            time_range: view.range,
+            highlight: view.highlight,
+            legend: true,
+            axis_label: "time (cost units)".to_string(),
+        };
+        let (scene, geo) = gantt(&gp, &opts, &theme);
+        let result = draw_scene(&canvas, &scene, w, geo.height);
+        let _ = canvas.set_attribute("data-drawn", &scene.counts.drawn.to_string());
+        let _ = canvas.set_attribute("data-merged", &scene.counts.merged.to_string());
+        let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
+        draw_error.set(result.err());
+        let range = (geo.axis.t0, geo.axis.t1);
+        geometry.set_value(Some(geo));
+
+        if let (true, Some(mem_canvas)) = (with_memory, memory_ref.get()) {
+            if let Some(first) = panels.first() {
+                let mopts = MemoryOptions {
+                    width: w,
+                    height: 210.0,
+                    scale: dpr,
+                    time_range: Some(range),
+                    limit: state.outcome.with(|o| o.params.mem_limit),
+                    gutter: Some(gutter_width(panels.iter().map(|s| s.analysis.schedule.devices()).max().unwrap_or(1))),
+                    highlight_device: None,
+                    title: format!("Activation memory per device — {} (mem-f units)", first.label),
+                };
+                let mscene = memory_chart(&first.analysis.timeline, &mopts, &theme);
+                if let Err(e) = draw_scene(&mem_canvas, &mscene, w, 210.0) {
+                    draw_error.set(Some(e));
+                }
+            }
+        }
+        drawn.set_value(panels);
+        redraws.update(|n| *n += 1);
+        if let Some(el) = container.get() {
+            let _ = el.set_attribute("data-redraws", &redraws.get_untracked().to_string());
+        }
+    });
+
+    let hit = move |x: f64, y: f64| -> Option<Tip> {
+        let geo = geometry.get_value()?;
+        let (panel, device) = geo.row_at(y)?;
+        if x < geo.axis.x0 || x > geo.axis.x1 {
+            return None;
+        }
+        let t = geo.axis.t(x);
+        drawn.with_value(|panels| {
+            let s = panels.get(panel)?;
+            let a = &s.analysis;
+            let pos = a.timeline.op_at(device, t)?;
+            let op = a.schedule.orders[device as usize][pos];
+            let timed = a.timeline.devices[device as usize].ops[pos];
+            Some(describe(a, device, op, timed, x, y))
+        })
+    };
+
+    let on_move = move |ev: web_sys::PointerEvent| {
+        let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+        if let Some((x0, (t0, t1))) = drag.get_value() {
+            if ev.buttons() & 1 == 1 {
+                if let Some(geo) = geometry.get_value() {
+                    let per_px = (t1 - t0) / (geo.axis.x1 - geo.axis.x0).max(1.0);
+                    let dt = (x - x0) * per_px;
+                    let end = full_end(state);
+                    let (a, b) = clamp_range(t0 - dt, t1 - dt, end);
+                    state.view.update(|v| v.range = Some((a, b)));
+                }
+                tip.set(None);
+                return;
+            }
+            drag.set_value(None);
+        }
+        tip.set(hit(x, y));
+    };
+    let on_down = move |ev: web_sys::PointerEvent| {
+        if let Some(geo) = geometry.get_value() {
+            drag.set_value(Some((f64::from(ev.offset_x()), (geo.axis.t0, geo.axis.t1))));
+        }
+    };
+    let on_up = move |ev: web_sys::PointerEvent| {
+        let moved = drag.get_value().is_some_and(|(x0, _)| (f64::from(ev.offset_x()) - x0).abs() > 3.0);
+        drag.set_value(None);
+        if !moved {
+            // A click: highlight that microbatch's path, or clear it.
+            let t = hit(f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+            state.view.update(|v| {
+                v.highlight = match (t, v.highlight) {
+                    (Some(t), Some(h)) if t.microbatch == h => None,
+                    (Some(t), _) => Some(t.microbatch),
+                    (None, _) => None,
+                };
+            });
+        }
+    };
+    let on_wheel = move |ev: web_sys::WheelEvent| {
+        let Some(geo) = geometry.get_value() else { return };
+        let end = full_end(state);
+        let (t0, t1) = (geo.axis.t0, geo.axis.t1);
+        if ev.ctrl_key() || ev.meta_key() {
+            ev.prevent_default();
+            let at = geo.axis.t(f64::from(ev.offset_x()));
+            let factor = if ev.delta_y() > 0.0 { 1.25 } else { 0.8 };
+            let (a, b) = clamp_range(at - (at - t0) * factor, at + (t1 - at) * factor, end);
+            state.view.update(|v| v.range = Some((a, b)));
+        } else if ev.shift_key() || ev.delta_x().abs() > ev.delta_y().abs() {
+            ev.prevent_default();
+            let delta = if ev.shift_key() { ev.delta_y() } else { ev.delta_x() };
+            let dt = delta / (geo.axis.x1 - geo.axis.x0).max(1.0) * (t1 - t0);
+            let (a, b) = clamp_range(t0 + dt, t1 + dt, end);
+            state.view.update(|v| v.range = Some((a, b)));
+        }
+    };
+    let zoom = move |factor: f64| {
+        let Some(geo) = geometry.get_value() else { return };
+        let (t0, t1) = (geo.axis.t0, geo.axis.t1);
+        let mid = (t0 + t1) / 2.0;
+        let (a, b) = clamp_range(mid - (mid - t0) * factor, mid + (t1 - mid) * factor, full_end(state));
+        state.view.update(|v| v.range = Some((a, b)));
+    };
+    let pan = move |fraction: f64| {
+        let Some(geo) = geometry.get_value() else { return };
+        let (t0, t1) = (geo.axis.t0, geo.axis.t1);
+        let dt = (t1 - t0) * fraction;
+        let (a, b) = clamp_range(t0 + dt, t1 + dt, full_end(state));
+        state.view.update(|v| v.range = Some((a, b)));
+    };
+    let on_key = move |ev: web_sys::KeyboardEvent| {
+        match ev.key().as_str() {
+            "+" | "=" => zoom(0.5),
+            "-" | "_" => zoom(2.0),
+            "ArrowLeft" => pan(-0.2),
+            "ArrowRight" => pan(0.2),
+            "0" => state.view.update(|v| v.range = None),
+            "Escape" => state.view.update(|v| v.highlight = None),
+            _ => return,
+        }
+        ev.prevent_default();
+    };
+    let zoomed = move || state.view.with(|v| v.range.is_some());
+    let highlight = move || state.view.with(|v| v.highlight);
+
+    view! {
+        <section class="card chart-card" class:compact=compact aria-label="Schedule chart">
+            <div class="toolbar" hidden=compact>
+                <div class="toolbar-left">
+                    <button type="button" class="icon-button" title="Zoom in (+, or Ctrl + wheel)" aria-label="Zoom in" on:click=move |_| zoom(0.5)>"+"</button>
+                    <button type="button" class="icon-button" title="Zoom out (−)" aria-label="Zoom out" on:click=move |_| zoom(2.0)>"−"</button>
+                    <button type="button" class="button ghost small" title="Show the whole schedule (0, or double-click)" disabled=move || !zoomed()
+                        on:click=move |_| state.view.update(|v| v.range = None)>"Fit"</button>
+                    <span class="hint">
+                        {move || match highlight() {
+                            Some(mb) => format!("Microbatch {mb} highlighted · click it again or press Esc to clear"),
+                            None => "Hover a pass for details · click to follow its microbatch · drag to pan · Ctrl+wheel to zoom".to_string(),
+                        }}
+                    </span>
+                </div>
+                <label class="toggle">
+                    <input type="checkbox" prop:checked=move || show_memory.get() on:change=move |ev| show_memory.set(event_target_checked(&ev)) />
+                    " Memory chart"
+                </label>
+            </div>
+            <div class="chart-wrap" node_ref=container>
+                <Show when=move || stale.get()>
+                    <div class="stale-note" role="status">"Showing the last valid schedule — fix the highlighted setting to update."</div>
+                </Show>
+                <canvas
+                    class="gantt"
+                    node_ref=gantt_ref
+                    data-testid="gantt-canvas"
+                    tabindex="0"
+                    role="img"
+                    aria-label=move || {
+                        let o = state.outcome.get();
+                        format!("Gantt chart of {}", o.main.label)
+                    }
+                    on:pointermove=on_move
+                    on:pointerdown=on_down
+                    on:pointerup=on_up
+                    on:pointerleave=move |_| { tip.set(None); drag.set_value(None); }
+                    on:wheel=on_wheel
+                    on:dblclick=move |_| state.view.update(|v| v.range = None)
+                    on:keydown=on_key
+                ></canvas>
+                {move || tip.get().map(|t| {
+                    let left = format!("{}px", t.x + 14.0);
+                    let top = format!("{}px", t.y + 14.0);
+                    view! {
+                        <div class="tooltip" role="tooltip" data-testid="tooltip" style:left=left style:top=top>
+                            <div class="tooltip-title">{t.title}</div>
+                            {t.lines.into_iter().map(|l| view! { <div>{l}</div> }).collect_view()}
+                        </div>
+                    }
+                })}
+                <Show when=move || show_memory.get()>
+                    <canvas class="memory" node_ref=memory_ref data-testid="memory-chart" role="img"
+                        aria-label="Activation memory over time per device"></canvas>
+                </Show>
+                <Show when=move || draw_error.get().is_some()>
+                    <p class="field-error" role="alert">{move || draw_error.get()}</p>
+                </Show>
+            </div>
+        </section>
+    }
+}
+
+/// The time the whole schedule ends (the zoom bound).
+fn full_end(state: AppState) -> f64 {
+    let (panels, _) = shown(state);
+    panels.iter().map(|s| s.analysis.timeline.end()).fold(0.0, f64::max).max(1e-9)
+}
+
+/// Keeps a zoom range inside the schedule and not narrower than a millionth of it.
+fn clamp_range(a: f64, b: f64, end: f64) -> (f64, f64) {
+    let width = (b - a).clamp(end * 1e-6, end);
+    let start = a.clamp(0.0, (end - width).max(0.0));
+    (start, start + width)
+}
+
+/// The tooltip for op `op` on `device`.
+fn describe(a: &Analysis, device: u32, op: Op, timed: bubblescope::sim::TimedOp, x: f64, y: f64) -> Tip {
+    let n = |v: f64| format_number(v, 4);
+    let pass_line = |p: Pass| {
+        let chunk = a.schedule.placement.chunk_of(p.stage);
+        let mut s = format!("{} · microbatch {} · stage {} (chunk {chunk})", p.kind.long_name(), p.microbatch, p.stage);
+        if a.schedule.slices > 1 {
+            s.push_str(&format!(" · slice {}", p.slice));
+        }
+        s
+    };
+    let (title, mut lines, microbatch) = match op {
+        Op::One(p) => (format!("{}{} on device {device}", p.kind.name(), p.microbatch), vec![pass_line(p)], p.microbatch),
+        Op::Pair(f, b) => (
+            format!("F{} & {}{} overlapped on device {device}", f.microbatch, b.kind.name(), b.microbatch),
+            vec![pass_line(f), pass_line(b)],
+            f.microbatch,
+        ),
+    };
+    lines.push(format!("start {} → end {} (takes {})", n(timed.start), n(timed.end), n(timed.end - timed.start)));
+    match timed.waited_for {
+        Some(r) => {
+            let waited = a.schedule.orders[r.device as usize][r.position as usize];
+            let end = a.timeline.devices[r.device as usize].ops[r.position as usize].end;
+            let what = match waited {
+                Op::One(p) => format!("{}{} (stage {})", p.kind.name(), p.microbatch, p.stage),
+                Op::Pair(f, b) => format!("F{}&{}{}", f.microbatch, b.kind.name(), b.microbatch),
+            };
+            let via = if r.device == device { String::new() } else { format!(" + comm, from device {}", r.device) };
+            lines.push(format!("waited for {what}, done at {}{via}", n(end)));
+        }
+        None => lines.push("started as soon as its device was free".to_string()),
+    }
+    Tip { x, y, title, lines, microbatch }
+}

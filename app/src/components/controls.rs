@@ -1,0 +1,340 @@
+//! The settings sidebar: family picker, sizes, family options, costs, memory, comparison.
+
+use bubblescope::permalink::Permalink;
+use bubblescope::{family, Field, FamilyGroup, FAMILIES};
+use leptos::prelude::*;
+
+use super::inputs::{NumberField, NumberKind};
+use crate::state::{AppState, MAX_DEVICES, MAX_MICROBATCHES};
+
+/// The whole sidebar.
+#[component]
+pub fn Controls() -> impl IntoView {
+    view! {
+        <SchedulePicker/>
+        <Sizes/>
+        <FamilyOptions/>
+        <CostInputs/>
+        <MemoryInputs/>
+        <CompareInputs/>
+        <ResetButton/>
+    }
+}
+
+fn section(title: &'static str, children: impl IntoView) -> impl IntoView {
+    view! {
+        <section class="panel">
+            <h2 class="panel-title">{title}</h2>
+            {children}
+        </section>
+    }
+}
+
+/// The family `<select>`, grouped, with its summary and paper link.
+#[component]
+pub fn SchedulePicker() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let current = move || state.link.with(|l| l.schedule.clone());
+    let info = move || family(&current());
+    let error = move || state.error_for(Field::Schedule);
+    let groups = FamilyGroup::ALL.iter().map(|g| {
+        let options = FAMILIES
+            .iter()
+            .filter(|f| f.group == *g)
+            .map(|f| {
+                let name = f.name;
+                view! { <option value=name selected=move || current() == name>{f.title}</option> }
+            })
+            .collect_view();
+        view! { <optgroup label=g.title()>{options}</optgroup> }
+    });
+    let body = view! {
+        <div class="field">
+            <label for="schedule">"Schedule family"</label>
+            <select
+                id="schedule"
+                class="select"
+                data-testid="schedule-select"
+                prop:value=current
+                on:change=move |ev| {
+                    let name = event_target_value(&ev);
+                    state.update(|l| l.schedule = name);
+                }
+            >
+                {groups.collect_view()}
+            </select>
+            {move || info().map(|f| view! {
+                <p class="family-summary" data-testid="family-summary">{f.summary}</p>
+                <p class="family-ref">
+                    <a href=f.url target="_blank" rel="noopener noreferrer">{f.reference}</a>
+                </p>
+                <p class="help">"Constraints: " {f.constraints}</p>
+            })}
+            <p class="field-error" role="alert" data-testid="error-message" hidden=move || error().is_none()>{error}</p>
+        </div>
+    };
+    section("Schedule", body)
+}
+
+fn set(state: AppState, f: impl Fn(&mut Permalink, f64) + Copy + Send + Sync + 'static) -> Callback<Option<f64>> {
+    Callback::new(move |v: Option<f64>| {
+        if let Some(v) = v {
+            state.update(|l| f(l, v));
+        }
+    })
+}
+
+fn error_signal(state: AppState, field: Field) -> Signal<Option<String>> {
+    Signal::derive(move || state.error_for(field))
+}
+
+/// Devices and microbatches.
+#[component]
+pub fn Sizes() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let devices = Signal::derive(move || Some(f64::from(state.link.with(|l| l.params.devices))));
+    let microbatches = Signal::derive(move || Some(f64::from(state.link.with(|l| l.params.microbatches))));
+    let body = view! {
+        <NumberField
+            label="Devices (P)"
+            id="devices"
+            value=devices
+            kind=NumberKind::Count
+            slider=Signal::derive(|| (1.0, f64::from(MAX_DEVICES), 1.0))
+            on_change=set(state, |l, v| l.params.devices = v as u32)
+            error=error_signal(state, Field::Devices)
+        />
+        <NumberField
+            label="Microbatches (M)"
+            id="microbatches"
+            value=microbatches
+            kind=NumberKind::Count
+            slider=Signal::derive(|| (1.0, f64::from(MAX_MICROBATCHES), 1.0))
+            on_change=set(state, |l, v| l.params.microbatches = v as u32)
+            error=error_signal(state, Field::Microbatches)
+        />
+    };
+    section("Pipeline", body)
+}
+
+/// Chunks, group, waves and sequence splits, shown only for the families that read them.
+#[component]
+pub fn FamilyOptions() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let uses = move |field: Field| state.link.with(|l| family(&l.schedule).is_some_and(|f| f.options.contains(&field)));
+    let any = move || [Field::Chunks, Field::Group, Field::Waves, Field::SeqSplits, Field::Overlap].into_iter().any(uses);
+    let get = move |f: fn(&Permalink) -> Option<u32>, default: u32| Signal::derive(move || Some(f64::from(state.link.with(|l| f(l).unwrap_or(default)))));
+    let devices = move || state.link.with(|l| l.params.devices);
+    view! {
+        <Show when=any>
+            <section class="panel">
+                <h2 class="panel-title">"Family options"</h2>
+                <Show when=move || uses(Field::Chunks)>
+                    <NumberField
+                        label="Chunks per device (V)"
+                        id="chunks"
+                        value=get(|l| l.params.chunks, 2)
+                        kind=NumberKind::Count
+                        slider=Signal::derive(|| (1.0, 8.0, 1.0))
+                        on_change=set(state, |l, v| l.params.chunks = Some(v as u32))
+                        error=error_signal(state, Field::Chunks)
+                    />
+                </Show>
+                <Show when=move || uses(Field::Group)>
+                    <NumberField
+                        label="Microbatch group (G)"
+                        id="group"
+                        value=Signal::derive(move || Some(f64::from(state.link.with(|l| l.params.group.unwrap_or(l.params.devices)))))
+                        kind=NumberKind::Count
+                        slider=Signal::derive(move || (1.0, f64::from(state.link.with(|l| l.params.microbatches.max(devices()))), 1.0))
+                        help="Microbatches per chunk round: P is Megatron's default, M is breadth-first."
+                        on_change=set(state, |l, v| l.params.group = Some(v as u32))
+                        error=error_signal(state, Field::Group)
+                    />
+                </Show>
+                <Show when=move || uses(Field::Waves)>
+                    <NumberField
+                        label="Waves (W)"
+                        id="waves"
+                        value=get(|l| l.params.waves, 1)
+                        kind=NumberKind::Count
+                        slider=Signal::derive(|| (1.0, 4.0, 1.0))
+                        on_change=set(state, |l, v| l.params.waves = Some(v as u32))
+                        error=error_signal(state, Field::Waves)
+                    />
+                </Show>
+                <Show when=move || uses(Field::SeqSplits)>
+                    <NumberField
+                        label="Sequence splits (K)"
+                        id="seq-splits"
+                        value=get(|l| l.params.seq_splits, 2)
+                        kind=NumberKind::Count
+                        slider=Signal::derive(|| (1.0, 8.0, 1.0))
+                        on_change=set(state, |l, v| l.params.seq_splits = Some(v as u32))
+                        error=error_signal(state, Field::SeqSplits)
+                    />
+                </Show>
+                <Show when=move || uses(Field::Overlap)>
+                    <NumberField
+                        label="F&B pair time"
+                        id="overlap"
+                        value=Signal::derive(move || state.link.with(|l| l.params.costs.overlap))
+                        kind=NumberKind::Amount
+                        optional=true
+                        placeholder="F+B+W (no gain)"
+                        help="Time of one overlapped forward + backward pair (DeepSeek's F&B)."
+                        on_change=Callback::new(move |v| state.update(|l| l.params.costs.overlap = v))
+                        error=error_signal(state, Field::Overlap)
+                    />
+                </Show>
+            </section>
+        </Show>
+    }
+}
+
+/// A slider range shared by F, B and W that grows with the values.
+fn cost_range(state: AppState) -> Signal<(f64, f64, f64)> {
+    Signal::derive(move || {
+        let top = state.link.with(|l| l.params.costs.f.max(l.params.costs.b).max(l.params.costs.w));
+        // 10, 20, 50, 100, 200, 500, ...
+        let mut max = 10.0f64;
+        let mut k = 0;
+        while max < top * 1.5 && max < 1e12 {
+            max *= [2.0, 2.5, 2.0][k % 3];
+            k += 1;
+        }
+        (0.0, max, max / 100.0)
+    })
+}
+
+/// F, B, W and communication.
+#[component]
+pub fn CostInputs() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let costs = move |f: fn(&bubblescope::Costs) -> f64| Signal::derive(move || Some(state.link.with(|l| f(&l.params.costs))));
+    let range = cost_range(state);
+    let body = view! {
+        <p class="help">"Times of one microbatch on 1/P of the model. Finer schedules run each piece at its fraction."</p>
+        <div class="grid-2">
+            <NumberField label="F forward" id="f" value=costs(|c| c.f) kind=NumberKind::Amount slider=range
+                on_change=set(state, |l, v| l.params.costs.f = v) error=error_signal(state, Field::F)/>
+            <NumberField label="B input grad" id="b" value=costs(|c| c.b) kind=NumberKind::Amount slider=range
+                on_change=set(state, |l, v| l.params.costs.b = v) error=error_signal(state, Field::B)/>
+            <NumberField label="W weight grad" id="w" value=costs(|c| c.w) kind=NumberKind::Amount slider=range
+                on_change=set(state, |l, v| l.params.costs.w = v) error=error_signal(state, Field::W)/>
+            <NumberField label="Comm per hop" id="comm" value=costs(|c| c.comm) kind=NumberKind::Amount slider=range
+                on_change=set(state, |l, v| l.params.costs.comm = v) error=error_signal(state, Field::Comm)/>
+        </div>
+    };
+    section("Costs", body)
+}
+
+/// mem-f, mem-w and the memory limit.
+#[component]
+pub fn MemoryInputs() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let drives = move || state.link.with(|l| family(&l.schedule).is_some_and(|f| f.options.contains(&Field::MemLimit)));
+    let limit_help = move || {
+        if drives() {
+            "This family schedules to fit the limit."
+        } else {
+            "Drawn as a cap in the memory chart; devices above it are flagged."
+        }
+    };
+    let set_limit = move |k: f64| {
+        state.update(|l| {
+            let p = &mut l.params;
+            p.mem_limit = Some(k * f64::from(p.devices) * p.costs.mem_f);
+        });
+    };
+    let body = view! {
+        <div class="grid-2">
+            <NumberField label="mem-f" id="mem-f" value=Signal::derive(move || Some(state.link.with(|l| l.params.costs.mem_f)))
+                kind=NumberKind::Amount help="activations one forward leaves"
+                on_change=set(state, |l, v| l.params.costs.mem_f = v) error=error_signal(state, Field::MemF)/>
+            <NumberField label="mem-w" id="mem-w" value=Signal::derive(move || state.link.with(|l| l.params.costs.mem_w))
+                kind=NumberKind::Amount optional=true placeholder="mem-f / 2" help="kept after B until W"
+                on_change=Callback::new(move |v| state.update(|l| l.params.costs.mem_w = v)) error=error_signal(state, Field::MemW)/>
+        </div>
+        <NumberField label="Memory limit per device" id="mem-limit"
+            value=Signal::derive(move || state.link.with(|l| l.params.mem_limit))
+            kind=NumberKind::Amount optional=true placeholder="none"
+            on_change=Callback::new(move |v| state.update(|l| l.params.mem_limit = v))
+            error=error_signal(state, Field::MemLimit)/>
+        <p class="help">{limit_help}</p>
+        <div class="chips">
+            <button type="button" class="chip" on:click=move |_| set_limit(1.0) title="P · mem-f: what 1F1B holds on device 0">"1F1B (P·mem-f)"</button>
+            <button type="button" class="chip" on:click=move |_| set_limit(2.0) title="2P · mem-f">"2× 1F1B"</button>
+            <button type="button" class="chip" on:click=move |_| set_limit(0.5) title="P/2 · mem-f">"½× 1F1B"</button>
+            <button type="button" class="chip" on:click=move |_| state.update(|l| l.params.mem_limit = None)>"none"</button>
+        </div>
+    };
+    section("Memory", body)
+}
+
+/// Families stacked under the main one on a shared time axis.
+#[component]
+pub fn CompareInputs() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let chosen = move || state.link.with(|l| l.compare.clone());
+    let add = move |name: String| {
+        if name.is_empty() {
+            return;
+        }
+        state.update(|l| {
+            if !l.compare.contains(&name) && l.compare.len() < 6 {
+                l.compare.push(name);
+            }
+        });
+    };
+    let options = move || {
+        let chosen = chosen();
+        let main = state.link.with(|l| l.schedule.clone());
+        FAMILIES
+            .iter()
+            .filter(|f| !chosen.iter().any(|c| c == f.name) && f.name != main)
+            .map(|f| view! { <option value=f.name>{f.title}</option> })
+            .collect_view()
+    };
+    let body = view! {
+        <p class="help">"Stack other families below on one time axis, at the same settings."</p>
+        <div class="chips">
+            <For each=chosen key=|n| n.clone() let:name>
+                {
+                    let title = family(&name).map_or(name.clone(), |f| f.title.to_string());
+                    let remove = name.clone();
+                    view! {
+                        <span class="chip chip-on">
+                            {title}
+                            <button type="button" class="chip-x" aria-label=format!("remove {name} from the comparison")
+                                on:click=move |_| { let r = remove.clone(); state.update(|l| l.compare.retain(|c| *c != r)); }>"×"</button>
+                        </span>
+                    }
+                }
+            </For>
+        </div>
+        <label class="sr-only" for="compare-add">"Add a schedule to compare"</label>
+        <select id="compare-add" class="select" data-testid="compare-add"
+            prop:value=""
+            on:change=move |ev| { add(event_target_value(&ev)); }>
+            <option value="">"+ add a schedule to compare…"</option>
+            {options}
+        </select>
+    };
+    section("Compare", body)
+}
+
+/// Back to the defaults (the theme stays).
+#[component]
+pub fn ResetButton() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    view! {
+        <button type="button" class="button ghost wide" data-testid="reset"
+            on:click=move |_| {
+                let extra = state.link.with_untracked(|l| l.extra.clone());
+                state.update(|l| *l = Permalink { extra, ..Permalink::default() });
+            }>
+            "Reset all settings"
+        </button>
+    }
+}

@@ -1,0 +1,28 @@
+//! `?embed=1`: only the chart (and the key numbers with `stats=1`), sized to its iframe.
+
+use leptos::prelude::*;
+
+use super::{ChartCard, ErrorBanner, StatTiles};
+use crate::state::AppState;
+use crate::url::url_for;
+
+/// The embedded view.
+#[component]
+pub fn EmbedView() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let with_stats = state.link.with_untracked(|l| l.extra("stats") == Some("1"));
+    let full = move || {
+        let mut link = state.link.get();
+        link.set_extra("embed", None);
+        link.set_extra("stats", None);
+        url_for(&link)
+    };
+    view! {
+        <div class="embed" data-testid="embed">
+            <ErrorBanner/>
+            {with_stats.then(|| view! { <StatTiles/> })}
+            <ChartCard compact=true/>
+            <a class="embed-credit" href=full target="_blank" rel="noopener">"Open in Bubblescope ↗"</a>
+        </div>
+    }
+}

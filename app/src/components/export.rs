@@ -1,0 +1,121 @@
+//! Export: SVG (the CLI's `render`, byte for byte), PNG, and the embed snippet.
+
+use bubblescope::render::{figure_svg, FigureItem, FigureOptions};
+use leptos::prelude::*;
+use wasm_bindgen::JsCast as _;
+
+use crate::state::AppState;
+use crate::url::url_for;
+
+/// Offers a file for download.
+pub fn download(filename: &str, mime: &str, content: &str) -> Result<(), String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let document = window.document().ok_or("no document")?;
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(content));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options).map_err(|_| "cannot create the file")?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|_| "cannot create a download link")?;
+    download_url(&document, filename, &url)?;
+    let _ = web_sys::Url::revoke_object_url(&url);
+    Ok(())
+}
+
+fn download_url(document: &web_sys::Document, filename: &str, url: &str) -> Result<(), String> {
+    let a: web_sys::HtmlAnchorElement =
+        document.create_element("a").map_err(|_| "cannot create a link")?.unchecked_into();
+    a.set_href(url);
+    a.set_download(filename);
+    a.click();
+    Ok(())
+}
+
+/// The SVG figure of the current settings: what `bubblescope render` writes for the same
+/// flags (`--compare` for the stacked schedules, `--memory` when asked, `--theme`).
+pub fn current_svg(state: AppState, memory: bool) -> Option<String> {
+    let o = state.outcome.get_untracked();
+    let mut analyses = Vec::new();
+    for c in std::iter::once(&o.main).chain(o.compare.iter()) {
+        if let Ok(a) = &c.result {
+            analyses.push((c.label.clone(), a.clone()));
+        }
+    }
+    if analyses.is_empty() {
+        return None;
+    }
+    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a }).collect();
+    let opts = FigureOptions {
+        memory,
+        mem_limit: o.params.mem_limit,
+        theme: state.theme.get_untracked().theme(),
+        ..FigureOptions::default()
+    };
+    Some(figure_svg(&items, &opts))
+}
+
+fn file_stem(state: AppState) -> String {
+    state.link.with_untracked(|l| format!("{}-p{}-m{}", l.schedule, l.params.devices, l.params.microbatches))
+}
+
+/// The export dropdown.
+#[component]
+pub fn ExportMenu() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let message = RwSignal::new(None::<String>);
+    let snippet = move || {
+        let mut link = state.link.get();
+        link.set_extra("embed", Some("1".to_string()));
+        format!(
+            "<iframe src=\"{}\" width=\"100%\" height=\"360\" style=\"border:0\" loading=\"lazy\" title=\"Pipeline schedule (Bubblescope)\"></iframe>",
+            url_for(&link)
+        )
+    };
+    let svg = move |memory: bool| {
+        match current_svg(state, memory) {
+            Some(s) => {
+                let name = format!("{}{}.svg", file_stem(state), if memory { "-memory" } else { "" });
+                message.set(download(&name, "image/svg+xml", &s).err());
+            }
+            None => message.set(Some("nothing to export: the settings are invalid".into())),
+        }
+    };
+    let png = move |_| {
+        let canvas = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector("canvas.gantt").ok().flatten())
+            .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
+        let result = canvas
+            .ok_or_else(|| "no chart to export".to_string())
+            .and_then(|c| c.to_data_url_with_type("image/png").map_err(|_| "cannot encode the PNG".to_string()))
+            .and_then(|url| {
+                let doc = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
+                download_url(&doc, &format!("{}.png", file_stem(state)), &url)
+            });
+        message.set(result.err());
+    };
+    view! {
+        <details class="menu">
+            <summary class="button primary" data-testid="export-menu">"Export"</summary>
+            <div class="menu-body" role="menu">
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-svg" on:click=move |_| svg(false)>
+                    "SVG figure" <span class="muted">" same as bubblescope render"</span>
+                </button>
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-svg-memory" on:click=move |_| svg(true)>
+                    "SVG with memory chart" <span class="muted">" … --memory"</span>
+                </button>
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-png" on:click=png>
+                    "PNG image" <span class="muted">" the chart as shown"</span>
+                </button>
+                <div class="menu-sep"></div>
+                <label class="menu-label" for="embed-snippet">"Embed in a page"</label>
+                <textarea id="embed-snippet" class="snippet" readonly rows="4" data-testid="embed-snippet" prop:value=snippet
+                    on:focus=move |ev| {
+                        if let Some(t) = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlTextAreaElement>().ok()) { t.select(); }
+                    }></textarea>
+                <Show when=move || message.get().is_some()>
+                    <p class="field-error" role="alert">{move || message.get()}</p>
+                </Show>
+            </div>
+        </details>
+    }
+}

@@ -1,0 +1,19 @@
+//! Page components, one per file.
+
+mod chart;
+mod controls;
+mod embed;
+mod errors;
+mod export;
+mod header;
+mod inputs;
+mod stats;
+
+pub use chart::ChartCard;
+pub use controls::Controls;
+pub use embed::EmbedView;
+pub use errors::ErrorBanner;
+pub use export::{current_svg, download, ExportMenu};
+pub use header::Header;
+pub use inputs::{NumberField, NumberKind};
+pub use stats::{CompareTable, DeviceTable, StatTiles};

@@ -1,0 +1,221 @@
+//! Stats: headline tiles, the per-device table and the comparison table.
+
+use bubblescope::render::format_number;
+use bubblescope::{family, BubbleMeasure, Stats};
+use leptos::prelude::*;
+
+use crate::state::AppState;
+
+/// The number as the CLI prints it.
+fn n(v: f64) -> String {
+    format_number(v, 4)
+}
+
+fn measure_key(m: BubbleMeasure) -> &'static str {
+    match m {
+        BubbleMeasure::OverCost => "cost",
+        BubbleMeasure::OverIdeal => "ideal",
+        BubbleMeasure::IdleOverMakespan => "idle",
+    }
+}
+
+/// The headline numbers of the main schedule.
+#[component]
+pub fn StatTiles() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let outcome = state.outcome;
+    let stats = move || outcome.with(|o| o.main.result.as_ref().ok().map(|a| a.stats.clone()));
+    let value = move |f: fn(&Stats) -> f64| move || stats().map(|s| n(f(&s))).unwrap_or_else(|| "—".to_string());
+    let bubble = move || {
+        let m = state.measure.get();
+        stats().map(|s| m.of(&s))
+    };
+    let speedup = move || {
+        outcome.with(|o| match (&o.main.result, &o.baseline) {
+            (Ok(a), Some(base)) if a.stats.cost > 0.0 => Some(base.stats.cost / a.stats.cost),
+            _ => None,
+        })
+    };
+    let prediction = move || {
+        outcome.with(|o| {
+            let f = family(&o.main.name)?;
+            let p = (f.predict)(&o.params)?;
+            let a = o.main.result.as_ref().ok()?;
+            Some((p.bubble_formula, p.bubble, a.stats.cost - a.stats.ideal))
+        })
+    };
+    let over_limit = move || {
+        outcome.with(|o| {
+            let limit = o.params.mem_limit?;
+            let a = o.main.result.as_ref().ok()?;
+            let over: Vec<String> = a.stats.per_device.iter().filter(|d| d.peak_memory > limit + 1e-9).map(|d| d.device.to_string()).collect();
+            (!over.is_empty()).then(|| format!("above the limit {} on device {}", n(limit), over.join(", ")))
+        })
+    };
+    view! {
+        <section class="tiles" aria-label="Key numbers">
+            <div class="tile">
+                <div class="tile-label">"Cost"<span class="tile-sub">" longest device span"</span></div>
+                <div class="tile-value" data-testid="stat-cost">{value(|s| s.cost)}</div>
+                <div class="tile-foot">"ideal " {value(|s| s.ideal)} " · makespan " {value(|s| s.makespan)}</div>
+            </div>
+            <div class="tile">
+                <div class="tile-label">
+                    "Bubble rate"
+                    <select class="measure" aria-label="Bubble normalisation" data-testid="bubble-measure"
+                        on:change=move |ev| {
+                            let m = match event_target_value(&ev).as_str() {
+                                "ideal" => BubbleMeasure::OverIdeal,
+                                "idle" => BubbleMeasure::IdleOverMakespan,
+                                _ => BubbleMeasure::OverCost,
+                            };
+                            state.measure.set(m);
+                            state.link.update(|l| l.set_extra("measure", (m != BubbleMeasure::OverCost).then(|| measure_key(m).to_string())));
+                        }>
+                        {BubbleMeasure::ALL.iter().map(|m| {
+                            let m = *m;
+                            view! { <option value=measure_key(m) selected=move || state.measure.get() == m>{m.label()}</option> }
+                        }).collect_view()}
+                    </select>
+                </div>
+                <div class="tile-value" data-testid="stat-bubble-rate">{move || bubble().map(n).unwrap_or_else(|| "—".into())}</div>
+                <div class="tile-foot">
+                    {move || bubble().map(|b| format!("{}% · ", format_number(b * 100.0, 2))).unwrap_or_default()}
+                    {move || state.measure.get().origin()}
+                </div>
+            </div>
+            <div class="tile" class:alert=move || over_limit().is_some()>
+                <div class="tile-label">"Peak memory"<span class="tile-sub">" worst device, mem-f units"</span></div>
+                <div class="tile-value" data-testid="stat-peak-memory">{value(|s| s.peak_memory)}</div>
+                <div class="tile-foot">{move || over_limit().unwrap_or_else(|| "activations held at once".to_string())}</div>
+            </div>
+            <div class="tile">
+                <div class="tile-label">"Speedup"<span class="tile-sub">" over 1F1B, same settings"</span></div>
+                <div class="tile-value" data-testid="stat-speedup">{move || speedup().map(|s| format!("{}×", format_number(s, 3))).unwrap_or_else(|| "—".into())}</div>
+                <div class="tile-foot">{move || outcome.with(|o| format!("computed in {} ms", format_number(o.elapsed_ms, 1)))}</div>
+            </div>
+            <div class="tile">
+                <div class="tile-label">"Closed form"<span class="tile-sub">" cost − ideal"</span></div>
+                {move || match prediction() {
+                    Some((formula, Some(predicted), simulated)) => view! {
+                        <div class="tile-value" data-testid="stat-closed-form">{n(predicted)}</div>
+                        <div class="tile-foot">{formula} " · simulated " {n(simulated)}
+                            {if (predicted - simulated).abs() < 1e-6 * simulated.abs().max(1.0) { " ✓" } else { " (differs)" }}</div>
+                    }.into_any(),
+                    Some((formula, None, simulated)) => view! {
+                        <div class="tile-value muted">"n/a"</div>
+                        <div class="tile-foot">{formula} " holds without comm · simulated " {n(simulated)}</div>
+                    }.into_any(),
+                    None => view! {
+                        <div class="tile-value muted">"—"</div>
+                        <div class="tile-foot">"no closed form for this family"</div>
+                    }.into_any(),
+                }}
+            </div>
+        </section>
+    }
+}
+
+/// Per-device numbers of the main schedule.
+#[component]
+pub fn DeviceTable() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let rows = move || {
+        state.outcome.with(|o| {
+            let a = o.main.result.as_ref().ok()?;
+            let limit = o.params.mem_limit;
+            let predicted = family(&o.main.name).and_then(|f| (f.predict)(&o.params)).and_then(|p| p.peak_memory);
+            Some(
+                a.stats
+                    .per_device
+                    .iter()
+                    .map(|d| {
+                        let over = limit.is_some_and(|l| d.peak_memory > l + 1e-9);
+                        let expected = predicted.as_ref().and_then(|p| p.get(d.device as usize)).map(|v| n(*v)).unwrap_or_else(|| "—".into());
+                        view! {
+                            <tr class:over=over>
+                                <td>{d.device}</td>
+                                <td>{n(d.start)}</td>
+                                <td>{n(d.end)}</td>
+                                <td>{n(d.busy)}</td>
+                                <td>{n(d.idle)}</td>
+                                <td>{format!("{}%", format_number(d.bubble_rate * 100.0, 2))}</td>
+                                <td>{n(d.peak_memory)}{over.then_some(" ⚠")}</td>
+                                <td class="muted">{expected}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view(),
+            )
+        })
+    };
+    let formula = move || state.outcome.with(|o| family(&o.main.name).and_then(|f| (f.predict)(&o.params)).map(|p| p.memory_formula));
+    view! {
+        <section class="card" aria-label="Per-device numbers">
+            <details open=move || state.outcome.with(|o| o.params.devices <= 16)>
+                <summary class="card-title">"Per device"</summary>
+                <div class="table-wrap">
+                    <table class="table" data-testid="device-table">
+                        <thead>
+                            <tr>
+                                <th>"device"</th><th>"start"</th><th>"end"</th><th>"busy"</th><th>"idle"</th>
+                                <th title="idle / span">"bubble"</th><th>"peak memory"</th>
+                                <th title=move || formula().unwrap_or("")>"formula"</th>
+                            </tr>
+                        </thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
+                <p class="help">{move || formula().map(|f| format!("Memory formula: {f}.")).unwrap_or_default()}</p>
+            </details>
+        </section>
+    }
+}
+
+/// The main and compared schedules side by side.
+#[component]
+pub fn CompareTable() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let any = move || state.outcome.with(|o| !o.compare.is_empty());
+    let rows = move || {
+        state.outcome.with(|o| {
+            let base = o.baseline.as_ref().map(|b| b.stats.cost);
+            std::iter::once(&o.main)
+                .chain(o.compare.iter())
+                .map(|c| match &c.result {
+                    Ok(a) => {
+                        let s = &a.stats;
+                        let speed = base.filter(|_| s.cost > 0.0).map(|b| format!("{}×", format_number(b / s.cost, 3))).unwrap_or_default();
+                        view! {
+                            <tr>
+                                <td class="name">{c.label.clone()}</td>
+                                <td>{n(s.cost)}</td>
+                                <td>{n(s.bubble_rate)}</td>
+                                <td>{n(s.peak_memory)}</td>
+                                <td>{speed}</td>
+                            </tr>
+                        }
+                        .into_any()
+                    }
+                    Err(e) => view! {
+                        <tr class="over"><td class="name">{c.label.clone()}</td><td colspan="4">{e.message.lines().next().unwrap_or_default().to_string()}</td></tr>
+                    }
+                    .into_any(),
+                })
+                .collect_view()
+        })
+    };
+    view! {
+        <Show when=any>
+            <section class="card" aria-label="Comparison">
+                <h2 class="card-title">"Comparison at the same settings"</h2>
+                <div class="table-wrap">
+                    <table class="table" data-testid="compare-table">
+                        <thead><tr><th>"schedule"</th><th>"cost"</th><th>"bubble rate"</th><th>"peak memory"</th><th>"vs 1F1B"</th></tr></thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
+            </section>
+        </Show>
+    }
+}

@@ -1,0 +1,58 @@
+//! The Bubblescope playground: live pipeline schedules in the browser.
+//!
+//! State lives in [`state::AppState`] (the settings are a permalink); components read it from
+//! context. Every number and picture comes from the `bubblescope` core.
+
+pub mod canvas;
+pub mod components;
+pub mod state;
+pub mod url;
+
+use leptos::prelude::*;
+
+use components::{ChartCard, CompareTable, Controls, DeviceTable, EmbedView, ErrorBanner, Header, StatTiles};
+use state::AppState;
+
+/// The whole page. Reads its settings from the URL.
+#[component]
+pub fn App() -> impl IntoView {
+    let (link, warnings) = url::read_location();
+    let embed = link.extra("embed") == Some("1");
+    let state = AppState::new(link, warnings, embed);
+    provide_context(state);
+    url::sync(state);
+
+    // The theme follows the state on the root element, for the CSS.
+    Effect::new(move |_| {
+        let name = state.theme.get().name();
+        if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+            let _ = root.set_attribute("data-theme", name);
+        }
+    });
+
+    if embed {
+        return view! { <EmbedView/> }.into_any();
+    }
+    view! {
+        <div class="app">
+            <Header/>
+            <div class="layout">
+                <aside class="sidebar" aria-label="Schedule settings">
+                    <Controls/>
+                </aside>
+                <main class="content">
+                    <ErrorBanner/>
+                    <StatTiles/>
+                    <ChartCard/>
+                    <CompareTable/>
+                    <DeviceTable/>
+                </main>
+            </div>
+            <footer class="footer">
+                "Bubblescope simulates pipeline schedules exactly in your browser; nothing leaves this page. "
+                "Numbers follow the Zero Bubble papers' definitions: cost is the longest device span, bubble rate is (cost − ideal) / cost."
+            </footer>
+        </div>
+    }
+    .into_any()
+}

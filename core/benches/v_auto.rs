@@ -1,0 +1,36 @@
+//! Generation time of the adaptive V scheduler, which the app re-runs on every slider move.
+//!
+//! `cargo bench -p bubblescope --bench v_auto`
+
+use bubblescope::{generate, Costs, ScheduleParams};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+
+fn params(devices: u32, microbatches: u32, costs: Costs, limit: Option<f64>) -> ScheduleParams {
+    let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs);
+    params.mem_limit = limit;
+    params
+}
+
+fn v_auto(c: &mut Criterion) {
+    let mut group = c.benchmark_group("v-auto");
+    group.sample_size(20);
+    let balanced = Costs::fbw(2.0, 2.0, 2.0);
+    let unbalanced = Costs::fbw(10.0, 12.0, 8.0);
+    let cases = [
+        ("P8-M32-default", params(8, 32, balanced, None)),
+        ("P8-M32-limit5-unbalanced", params(8, 32, unbalanced, Some(5.0))),
+        ("P16-M64-default", params(16, 64, balanced, None)),
+        ("P16-M64-limit12-unbalanced", params(16, 64, unbalanced, Some(12.0))),
+        ("P16-M64-limit6-unbalanced", params(16, 64, unbalanced, Some(6.0))),
+        ("P16-M24-default", params(16, 24, balanced, None)),
+    ];
+    for (name, params) in &cases {
+        group.bench_with_input(BenchmarkId::from_parameter(name), params, |b, params| {
+            b.iter(|| generate("v-auto", params).expect("v-auto generates"));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, v_auto);
+criterion_main!(benches);

@@ -1,0 +1,257 @@
+//! DualPipe against a trace of DeepSeek's `step()`, their figure, their table and their memory
+//! promise.
+
+use super::*;
+use crate::error::Diagnostic;
+use crate::schedule::{Pass, PassKind};
+use crate::stats::{stats, Stats};
+use crate::{simulate, validate, Analysis, Costs, StageCosts};
+
+fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
+    ScheduleParams::new(devices, microbatches).with_costs(costs)
+}
+
+/// Validates each pipeline of a two-directional schedule on its own share of microbatches.
+///
+/// `crate::validate` asks every stage for all `M` microbatches, while each DualPipe pipeline
+/// runs only its share ([`Placement::pipeline_microbatches`]). Until the engine's validator
+/// knows about shares, each pipeline is cut out as a schedule of its own (stages renumbered
+/// from 0, microbatches from the start of its share, so one outside the share is out of range)
+/// and checked by `crate::validate`.
+fn validate_each_pipeline(schedule: &Schedule) -> Vec<Diagnostic> {
+    let placement = &schedule.placement;
+    let per_pipeline = placement.stages_per_pipeline();
+    let mut problems = Vec::new();
+    for pipeline in 0..placement.pipelines() {
+        let stages = pipeline * per_pipeline..(pipeline + 1) * per_pipeline;
+        let share = placement.pipeline_microbatches(pipeline, schedule.microbatches);
+        let stage_devices = placement.stage_devices()[stages.start as usize..stages.end as usize].to_vec();
+        let mut view = Schedule::new(Placement::custom(placement.devices(), stage_devices), share.end - share.start);
+        for (device, order) in (0u32..).zip(&schedule.orders) {
+            for pass in order.iter().flat_map(Op::passes).filter(|p| stages.contains(&p.stage)) {
+                let stage = pass.stage - stages.start;
+                view.push(device, Pass { stage, microbatch: pass.microbatch.wrapping_sub(share.start), ..pass });
+            }
+        }
+        problems.extend(validate(&view));
+    }
+    problems
+}
+
+/// `crate::run` for DualPipe, with [`validate_each_pipeline`] in place of `crate::validate`.
+fn analyze(devices: u32, microbatches: u32, costs: Costs) -> Analysis {
+    let case = format!("P={devices} M={microbatches} {costs:?}");
+    let schedule = generate(&params(devices, microbatches, costs)).unwrap_or_else(|e| panic!("{case}: {e}"));
+    assert_eq!(validate_each_pipeline(&schedule), vec![], "{case}");
+    let timeline =
+        simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule)).unwrap_or_else(|e| panic!("{case}: {e}"));
+    let stats = stats(&schedule, &timeline, &costs);
+    Analysis { schedule, timeline, stats }
+}
+
+/// DeepSeek's bubble as a measure: the time a device spends outside its own passes during the
+/// step, on the device with the least busy time.
+fn idle_of_least_busy(stats: &Stats) -> f64 {
+    stats.makespan - stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min)
+}
+
+/// DeepSeek's per-chunk costs (B the full backward) as CLI costs: a DualPipe stage is a full
+/// device share, so they are the same numbers with B split into our b + w.
+fn per_chunk(forward: f64, full_backward: f64, weight: f64, overlap: f64) -> Costs {
+    Costs { overlap: Some(overlap), ..Costs::fbw(forward, full_backward - weight, weight) }
+}
+
+#[test]
+fn follows_a_hand_trace_of_deepseeks_step_for_four_devices() {
+    // dualpipe.py step() with num_ranks=4, num_chunks=8, traced by hand. Upper case is
+    // pipeline 0 (microbatches 0–3, the lower stage id on every device), lower case pipeline 1.
+    let expected = [
+        "F0 F1 F2 f4 b4 w4 f5 [F3 x5] [f6 X0] x6 [f7 X1] x7 B2 W2 B3 W3",
+        "F0 f4 F1 f5 F2 x4 [f6 X0] [F3 x5] [f7 X1] x6 X2 b7 B3 w7 W3",
+        "f4 F0 f5 F1 f6 X0 [F2 x4] [f7 X1] [F3 x5] X2 x6 B3 b7 W3 w7",
+        "f4 f5 f6 F0 B0 W0 F1 [f7 X1] [F2 x4] X2 [F3 x5] X3 b6 w6 b7 w7",
+    ];
+    let schedule = generate(&ScheduleParams::new(4, 8)).unwrap();
+    for (device, line) in (0u32..).zip(expected) {
+        assert_eq!(schedule.notation(device), line, "device {device}");
+    }
+}
+
+#[test]
+fn validates_and_simulates_for_every_size() {
+    for devices in (2..=16).step_by(2) {
+        for microbatches in (2 * devices..=4 * devices).step_by(2) {
+            let analysis = analyze(devices, microbatches, Costs::default());
+            let (half_ranks, per_direction) = (devices / 2, microbatches / 2);
+            for (device, order) in (0u32..).zip(&analysis.schedule.orders) {
+                let half_rank = device.min(devices - 1 - device);
+                let case = format!("P={devices} M={microbatches} device {device}");
+                let passes: Vec<Pass> = order.iter().flat_map(Op::passes).collect();
+                let count = |kind| passes.iter().filter(|p| p.kind == kind).count() as u32;
+                // Both stages run their direction's M/2 microbatches; steps 3, 6 and 7 split
+                // 2H−h−1 backwards.
+                assert_eq!(count(PassKind::F), 2 * per_direction, "{case}");
+                assert_eq!(count(PassKind::B), 2 * half_ranks - half_rank - 1, "{case}");
+                assert_eq!(count(PassKind::W), count(PassKind::B), "{case}");
+                let pairs: Vec<&Op> = order.iter().filter(|op| op.is_pair()).collect();
+                assert!(pairs
+                    .iter()
+                    .all(|op| matches!(op, Op::Pair(f, b) if f.kind == PassKind::F && b.kind == PassKind::BW)));
+                // Step 4: 2(M/2−P+h+1) pairs, one fewer on the middle devices; step 5: H−h−1.
+                let middle = u32::from(half_rank + 1 == half_ranks);
+                let expected = 2 * (per_direction + half_rank + 1 - devices) + (half_ranks - half_rank - 1) - middle;
+                assert_eq!(pairs.len() as u32, expected, "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn reproduces_deepseeks_figure_of_8_devices_and_20_microbatches() {
+    // The figure's costs per chunk: F=1, B=2 (full), W=1, F&B=3.
+    let costs = per_chunk(1.0, 2.0, 1.0, 3.0);
+    let stats = analyze(8, 20, costs).stats;
+    let deepseek = (8.0 / 2.0 - 1.0) * (3.0 + 2.0 - 3.0 * 1.0);
+    assert_eq!(deepseek, 6.0);
+    assert_eq!(idle_of_least_busy(&stats), deepseek);
+    // F&B = F+B here, so no device gains from overlap and the bubble is also cost − ideal.
+    assert_eq!((stats.cost, stats.ideal), (66.0, 60.0));
+    assert_eq!(stats.bubble_rate, 6.0 / 66.0);
+    assert_eq!(predict(&params(8, 20, costs)).unwrap().bubble, Some(deepseek));
+}
+
+#[test]
+fn a_pair_takes_the_overlap_time_or_the_sum_of_its_passes() {
+    let costs = Costs::fbw(2.0, 3.0, 1.0);
+    for (overlap, expected) in [(Some(5.0), 5.0), (None, 6.0)] {
+        let analysis = analyze(4, 10, Costs { overlap, ..costs });
+        for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
+            for (op, time) in order.iter().zip(&times.ops) {
+                if op.is_pair() {
+                    assert_eq!(time.end - time.start, expected, "{op}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
+    // Per-chunk (F, B full, W, F&B) with F = B−W, W ≤ F and B ≤ F&B ≤ F+B.
+    let chunk_costs = [
+        (1.0, 2.0, 1.0, 3.0),
+        (1.0, 2.0, 1.0, 2.0),
+        (1.0, 2.0, 1.0, 2.5),
+        (2.0, 3.0, 1.0, 3.5),
+        (2.0, 4.0, 2.0, 5.0),
+        (2.0, 2.0, 0.0, 3.0),
+        (1.5, 2.0, 0.5, 3.5),
+        (3.0, 5.0, 2.0, 6.0),
+    ];
+    for devices in (2..=16).step_by(2) {
+        for microbatches in [2 * devices, 2 * devices + 2, 3 * devices, 4 * devices] {
+            for (forward, full_backward, weight, overlap) in chunk_costs {
+                let stats = analyze(devices, microbatches, per_chunk(forward, full_backward, weight, overlap)).stats;
+                let pp = f64::from(devices);
+                let deepseek = (pp / 2.0 - 1.0) * (overlap + full_backward - 3.0 * weight);
+                let case =
+                    format!("P={devices} M={microbatches} F={forward} B={full_backward} W={weight} F&B={overlap}");
+                assert_eq!(idle_of_least_busy(&stats), deepseek, "{case}");
+                // The least busy devices are the middle ones: they overlap the most pairs.
+                let middle = &stats.per_device[devices as usize / 2];
+                assert_eq!(stats.makespan - middle.busy, deepseek, "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_device_peaks_at_pp_plus_one_stage_activations() {
+    for devices in (2..=16).step_by(2) {
+        for microbatches in [2 * devices, 2 * devices + 2, 4 * devices] {
+            for mem_w in [None, Some(0.0), Some(1.0)] {
+                let costs = Costs { mem_w, ..Costs::default() };
+                let analysis = analyze(devices, microbatches, costs);
+                // PP = P stages per pipeline, each 1/P of the model: a stage activation is mem-f.
+                let promise = f64::from(devices + 1) * costs.mem_f;
+                let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
+                for (device, timeline) in analysis.timeline.devices.iter().enumerate() {
+                    assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
+                    assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
+                }
+                let predicted = predict(&params(devices, microbatches, costs)).unwrap().peak_memory;
+                assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
+    for devices in [2, 4, 6, 10, 16] {
+        for microbatches in [2 * devices, 2 * devices + 6] {
+            for (f, b, w) in [(1.0, 1.0, 1.0), (2.0, 2.0, 1.0), (3.0, 3.0, 0.0), (1.0, 1.0, 0.5)] {
+                for overlap in [None, Some(f + b + w)] {
+                    let costs = Costs { overlap, ..Costs::fbw(f, b, w) };
+                    let bubble = predict(&params(devices, microbatches, costs)).unwrap().bubble;
+                    let stats = analyze(devices, microbatches, costs).stats;
+                    let case = format!("P={devices} M={microbatches} {costs:?}");
+                    assert_eq!(bubble, Some(stats.cost - stats.ideal), "{case}");
+                    // Per chunk: F = f, B = b+w, W = w, F&B = F+B; PP = P.
+                    let deepseek = (f64::from(devices) / 2.0 - 1.0) * ((f + b + w) + (b + w) - 3.0 * w);
+                    assert_eq!(bubble, Some(deepseek), "{case}");
+                }
+            }
+        }
+    }
+    // On two devices there is no bubble, whatever the costs.
+    let stats = analyze(2, 8, Costs::fbw(1.0, 3.0, 2.0)).stats;
+    assert_eq!(stats.cost - stats.ideal, 0.0);
+    assert_eq!(predict(&params(2, 8, Costs::fbw(1.0, 3.0, 2.0))).unwrap().bubble, Some(0.0));
+}
+
+#[test]
+fn no_bubble_is_predicted_outside_the_formulas_domain() {
+    let base = Costs::fbw(2.0, 2.0, 1.0);
+    for costs in [
+        Costs { overlap: Some(4.0), ..base }, // the pairs gain: cost − ideal is not DeepSeek's bubble
+        Costs::fbw(1.0, 2.0, 1.0),            // F ≠ B − W
+        Costs::fbw(1.0, 1.0, 2.0),            // W > F
+        Costs { comm: 0.5, ..base },
+    ] {
+        let prediction = predict(&params(4, 8, costs)).unwrap();
+        assert_eq!(prediction.bubble, None, "{costs:?}");
+        assert!(prediction.peak_memory.is_some());
+    }
+    assert_eq!(predict(&params(5, 10, base)), None, "invalid parameters have no prediction");
+}
+
+#[test]
+fn rejects_parameters_the_reference_asserts_against() {
+    let message =
+        |devices, microbatches| generate(&ScheduleParams::new(devices, microbatches)).unwrap_err().to_string();
+    assert_eq!(
+        message(5, 20),
+        "dualpipe needs an even number of devices, found 5\n  hint: the two directions meet in the middle of the devices: use 4 or 6 devices"
+    );
+    assert_eq!(
+        message(1, 20),
+        "dualpipe needs an even number of devices, found 1\n  hint: the two directions meet in the middle of the devices: use 2 devices"
+    );
+    assert_eq!(
+        message(4, 6),
+        "dualpipe needs at least 2·devices = 8 microbatches, found 6\n  hint: use 8 or more microbatches, or at most 2 devices"
+    );
+    assert_eq!(
+        message(2, 3),
+        "dualpipe needs at least 2·devices = 4 microbatches, found 3\n  hint: use 4 or more microbatches"
+    );
+    assert_eq!(
+        message(4, 9),
+        "dualpipe needs an even number of microbatches, found 9\n  hint: each direction runs half of them: use 8 or 10 microbatches"
+    );
+    let err = generate(&ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
+    assert_eq!(err.field, Field::Chunks);
+    assert!(err.to_string().starts_with("dualpipe does not take --chunks"), "{err}");
+    assert_eq!(generate(&ScheduleParams::new(5, 20)).unwrap_err().field, Field::Devices);
+}

@@ -1,0 +1,302 @@
+//! DualPipeV against PyTorch's test schedule, DeepSeek's table and Victarry's emulation.
+
+use super::*;
+use crate::schedule::{Pass, PassKind};
+use crate::stats::Stats;
+use crate::{run, validate, Analysis, Costs};
+
+/// PyTorch's DualPipeV test artifact (P=4, M=10), read in place: it is not ours to copy.
+const PYTORCH_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/pytorch");
+
+fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
+    ScheduleParams::new(devices, microbatches).with_costs(costs)
+}
+
+fn analyze(devices: u32, microbatches: u32, costs: Costs) -> Analysis {
+    run("dualpipe-v", &params(devices, microbatches, costs))
+        .unwrap_or_else(|e| panic!("P={devices} M={microbatches} {costs:?}: {e}"))
+}
+
+/// DeepSeek's bubble as a measure: the time a device spends outside its own passes during the
+/// step, on the device with the least busy time.
+fn idle_of_least_busy(stats: &Stats) -> f64 {
+    stats.makespan - stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min)
+}
+
+/// Costs in DeepSeek's per-chunk terms (B the full backward), as CLI costs: a chunk is half a
+/// device's share, so every time doubles.
+fn per_chunk(forward: f64, full_backward: f64, weight: f64, overlap: f64) -> Costs {
+    Costs { overlap: Some(2.0 * overlap), ..Costs::fbw(2.0 * forward, 2.0 * (full_backward - weight), 2.0 * weight) }
+}
+
+/// One PyTorch action, `<stage><TYPE><mb>`: `F`, `I` (our B), `W`, `B` (our BW).
+fn parse_action(cell: &str) -> Result<Pass, String> {
+    let type_at = cell.find(|c: char| !c.is_ascii_digit()).ok_or_else(|| format!("no type in `{cell}`"))?;
+    let mb_at = cell[type_at..]
+        .find(|c: char| c.is_ascii_digit())
+        .map(|i| type_at + i)
+        .ok_or_else(|| format!("no microbatch in `{cell}`"))?;
+    let number = |s: &str| s.parse::<u32>().map_err(|e| format!("`{s}` in `{cell}`: {e}"));
+    let kind = match &cell[type_at..mb_at] {
+        "F" => PassKind::F,
+        "I" => PassKind::B,
+        "W" => PassKind::W,
+        "B" => PassKind::BW,
+        other => return Err(format!("unknown action type `{other}` in `{cell}`")),
+    };
+    Ok(Pass::new(kind, number(&cell[..type_at])?, number(&cell[mb_at..])?))
+}
+
+/// PyTorch's compute-only CSV: one row per rank, one action per cell, `(a;b)OVERLAP_F_B` for
+/// an overlapped pair, an empty cell for an idle slot.
+fn parse_pytorch_csv(text: &str) -> Result<Vec<Vec<Op>>, String> {
+    let rows = text.lines().filter(|line| !line.trim().is_empty());
+    rows.map(|line| {
+        let cells = line.split(',').map(str::trim).filter(|cell| !cell.is_empty());
+        cells
+            .map(|cell| match cell.strip_prefix('(').and_then(|c| c.strip_suffix(")OVERLAP_F_B")) {
+                Some(inner) => match inner.split(';').collect::<Vec<_>>()[..] {
+                    [forward, backward] => Ok(Op::Pair(parse_action(forward)?, parse_action(backward)?)),
+                    _ => Err(format!("an overlap holds two actions, found `{cell}`")),
+                },
+                None => parse_action(cell).map(Op::One),
+            })
+            .collect()
+    })
+    .collect()
+}
+
+#[test]
+fn the_parser_reads_every_action_kind_and_pairs() {
+    let orders = parse_pytorch_csv("0F1,,7I0,7W0,(0F7;7B3)OVERLAP_F_B\n3F0\n").unwrap();
+    assert_eq!(
+        orders,
+        vec![
+            vec![
+                Op::One(Pass::f(0, 1)),
+                Op::One(Pass::b(7, 0)),
+                Op::One(Pass::w(7, 0)),
+                Op::Pair(Pass::f(0, 7), Pass::bw(7, 3)),
+            ],
+            vec![Op::One(Pass::f(3, 0))],
+        ]
+    );
+    assert!(parse_pytorch_csv("0X1").unwrap_err().contains("unknown action type `X`"));
+    assert!(parse_pytorch_csv("(0F1)OVERLAP_F_B").unwrap_err().contains("two actions"));
+}
+
+#[test]
+fn matches_pytorchs_dualpipev_test_schedule_op_for_op() {
+    if !std::path::Path::new(PYTORCH_DIR).is_dir() {
+        println!("note: {PYTORCH_DIR} does not exist; skipping the PyTorch DualPipeV comparison");
+        return;
+    }
+    let path = format!("{PYTORCH_DIR}/dualpipev_4rank_10mb.csv");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let reference = parse_pytorch_csv(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut expected = Schedule::new(Placement::v_shape(4), 10);
+    assert_eq!(reference.len(), 4, "one row per rank");
+    expected.orders = reference;
+    // The file's placement is ours: stage k on device k for k < 4, on device 7−k after.
+    assert_eq!(validate(&expected), vec![], "PyTorch's schedule under our V placement");
+
+    let generated = generate(&ScheduleParams::new(4, 10)).unwrap();
+    for device in 0..4 {
+        assert_eq!(generated.notation(device), expected.notation(device), "device {device}");
+        assert_eq!(generated.orders[device as usize], expected.orders[device as usize], "device {device}");
+    }
+}
+
+#[test]
+fn validates_and_simulates_for_every_size() {
+    for devices in 1..=16 {
+        for microbatches in 2 * devices..=4 * devices {
+            let analysis = analyze(devices, microbatches, Costs::default());
+            let schedule = &analysis.schedule;
+            assert_eq!(validate(schedule), vec![], "P={devices} M={microbatches}");
+            for (device, order) in (0u32..).zip(&schedule.orders) {
+                // Every pair overlaps a forward with the full backward of the device's other chunk.
+                let pairs: Vec<(Pass, Pass)> = order
+                    .iter()
+                    .filter_map(|op| match *op {
+                        Op::Pair(f, b) => Some((f, b)),
+                        Op::One(_) => None,
+                    })
+                    .collect();
+                assert!(pairs
+                    .iter()
+                    .all(|(f, b)| f.kind == PassKind::F && b.kind == PassKind::BW && f.stage != b.stage));
+                // Step 4 runs 2(M−2P+d+1) pairs (one fewer on the last device), step 5 P−d−1.
+                let expected = 2 * (microbatches + device + 1 - 2 * devices) + (devices - device - 1)
+                    - u32::from(device + 1 == devices);
+                assert_eq!(pairs.len() as u32, expected, "P={devices} M={microbatches} device {device}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pair_takes_half_the_overlap_time_or_the_sum_of_its_passes() {
+    let costs = Costs { overlap: Some(5.0), ..Costs::fbw(2.0, 3.0, 1.0) };
+    for (overlap, expected) in [(Some(5.0), 2.5), (None, 3.0)] {
+        let analysis = analyze(3, 8, Costs { overlap, ..costs });
+        for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
+            for (op, time) in order.iter().zip(&times.ops) {
+                if op.is_pair() {
+                    assert_eq!(time.end - time.start, expected, "{op}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
+    // Per-chunk (F, B full, W, F&B) with F = B−W, W ≤ F and B ≤ F&B ≤ F+B; DeepSeek's figure
+    // setting (1, 2, 1, 3) first.
+    let chunk_costs = [
+        (1.0, 2.0, 1.0, 3.0),
+        (1.0, 2.0, 1.0, 2.0),
+        (1.0, 2.0, 1.0, 2.5),
+        (2.0, 3.0, 1.0, 3.5),
+        (2.0, 4.0, 2.0, 5.0),
+        (2.0, 2.0, 0.0, 3.0),
+        (1.5, 2.0, 0.5, 3.5),
+        (3.0, 5.0, 2.0, 6.0),
+    ];
+    for devices in [1, 2, 3, 4, 5, 8, 12, 16] {
+        for microbatches in [2 * devices, 2 * devices + 1, 3 * devices, 4 * devices] {
+            for (forward, full_backward, weight, overlap) in chunk_costs {
+                let costs = per_chunk(forward, full_backward, weight, overlap);
+                let stats = analyze(devices, microbatches, costs).stats;
+                let pp = 2.0 * f64::from(devices);
+                let deepseek = (pp / 2.0 - 1.0) * (overlap + full_backward - 3.0 * weight);
+                let case =
+                    format!("P={devices} M={microbatches} F={forward} B={full_backward} W={weight} F&B={overlap}");
+                assert_eq!(idle_of_least_busy(&stats), deepseek, "{case}");
+                // The least busy device is the last: it overlaps the most pairs.
+                let last = stats.per_device.last().unwrap();
+                assert_eq!(stats.makespan - last.busy, deepseek, "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn victarrys_emulation_check_holds() {
+    // Victarry/PP-Schedule-Visualization formula.py: per-device F=2, D=2, W=2 (B=4), FwB=6,
+    // per-stage times X/2; total − active(last rank) = (p−1)(FwB + B − 3W) in stage times.
+    let costs = Costs { overlap: Some(6.0), ..Costs::fbw(2.0, 2.0, 2.0) };
+    let (f, d, w, fwb) = (1.0, 1.0, 1.0, 3.0);
+    let b = d + w;
+    for p in 1..=16 {
+        for m in 2 * p..=4 * p {
+            let stats = analyze(p, m, costs).stats;
+            let (pf, mf) = (f64::from(p), f64::from(m));
+            let active = (2.0 * (mf - pf) - 1.0) * fwb + (2.0 * pf + 1.0) * (f + b);
+            let total = (pf - 1.0) * f
+                + 2.0 * pf * f
+                + (2.0 * (mf - pf) - 1.0) * fwb
+                + (pf - 1.0) * fwb
+                + (2.0 * pf - 1.0) * d
+                + w
+                + 2.0 * b
+                + f;
+            let last = stats.per_device.last().unwrap();
+            assert_eq!(last.busy, active, "p={p} m={m}");
+            assert_eq!(stats.makespan, total, "p={p} m={m}");
+            assert_eq!(stats.makespan - last.busy, (pf - 1.0) * (fwb + b - 3.0 * w), "p={p} m={m}");
+        }
+    }
+    // The active-time count (2(m−p)−1 pairs on the last rank) holds whatever the pair gains.
+    let gain = Costs { overlap: Some(5.0), ..costs };
+    for (p, m) in [(1, 2), (4, 10), (7, 20)] {
+        let stats = analyze(p, m, gain).stats;
+        let active = (2.0 * f64::from(m - p) - 1.0) * 2.5 + (2.0 * f64::from(p) + 1.0) * (f + b);
+        assert_eq!(stats.per_device.last().unwrap().busy, active, "p={p} m={m}");
+    }
+}
+
+#[test]
+fn every_device_peaks_at_pp_plus_one_chunk_activations() {
+    for devices in 1..=16 {
+        for microbatches in [2 * devices, 3 * devices, 4 * devices] {
+            for mem_w in [None, Some(0.0), Some(1.0)] {
+                let costs = Costs { mem_w, ..Costs::default() };
+                let analysis = analyze(devices, microbatches, costs);
+                // PP = 2P stages of 1/(2P) of the model: a chunk activation is mem-f/2.
+                let chunk = costs.mem_f / 2.0;
+                let promise = f64::from(2 * devices + 1) * chunk;
+                let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
+                for (device, timeline) in analysis.timeline.devices.iter().enumerate() {
+                    assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
+                    assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
+                }
+                let predicted = predict(&params(devices, microbatches, costs)).unwrap().peak_memory;
+                assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
+    // DeepSeek's figure setting (F=1, B=2, W=1, F&B=3 per chunk): (PP/2−1)(3+2−3) = 2(P−1).
+    let figure = per_chunk(1.0, 2.0, 1.0, 3.0);
+    let prediction = predict(&params(4, 10, figure)).unwrap();
+    assert_eq!(prediction.bubble, Some(6.0));
+    let stats = analyze(4, 10, figure).stats;
+    assert_eq!((stats.cost, stats.ideal), (66.0, 60.0));
+
+    for devices in [1, 2, 3, 6, 9, 16] {
+        for microbatches in [2 * devices, 3 * devices + 1] {
+            for (f, b, w) in [(1.0, 1.0, 1.0), (2.0, 2.0, 1.0), (3.0, 3.0, 0.0), (1.0, 1.0, 0.5)] {
+                for overlap in [None, Some(f + b + w)] {
+                    let costs = Costs { overlap, ..Costs::fbw(f, b, w) };
+                    let bubble = predict(&params(devices, microbatches, costs)).unwrap().bubble;
+                    let stats = analyze(devices, microbatches, costs).stats;
+                    let case = format!("P={devices} M={microbatches} {costs:?}");
+                    assert_eq!(bubble, Some(stats.cost - stats.ideal), "{case}");
+                    // Per chunk: F = f/2, B = (b+w)/2, W = w/2, F&B = F+B; PP = 2P.
+                    let (chunk_f, chunk_b, chunk_w) = (f / 2.0, (b + w) / 2.0, w / 2.0);
+                    let deepseek = f64::from(devices - 1) * ((chunk_f + chunk_b) + chunk_b - 3.0 * chunk_w);
+                    assert_eq!(bubble, Some(deepseek), "{case}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn no_bubble_is_predicted_outside_the_formulas_domain() {
+    let base = Costs::fbw(2.0, 2.0, 1.0);
+    for costs in [
+        Costs { overlap: Some(4.0), ..base }, // the pairs gain: cost − ideal is not DeepSeek's bubble
+        Costs::fbw(1.0, 2.0, 1.0),            // F ≠ B − W
+        Costs::fbw(1.0, 1.0, 2.0),            // W > F
+        Costs { comm: 0.5, ..base },
+    ] {
+        let prediction = predict(&params(4, 8, costs)).unwrap();
+        assert_eq!(prediction.bubble, None, "{costs:?}");
+        assert!(prediction.peak_memory.is_some());
+    }
+    assert_eq!(predict(&params(4, 7, base)), None, "invalid parameters have no prediction");
+}
+
+#[test]
+fn rejects_too_few_microbatches_and_unused_options() {
+    let message =
+        |devices, microbatches| generate(&ScheduleParams::new(devices, microbatches)).unwrap_err().to_string();
+    assert_eq!(
+        message(4, 7),
+        "dualpipe-v needs at least 2·devices = 8 microbatches, found 7\n  hint: use 8 or more microbatches, or at most 3 devices"
+    );
+    assert_eq!(
+        message(1, 1),
+        "dualpipe-v needs at least 2·devices = 2 microbatches, found 1\n  hint: use 2 or more microbatches"
+    );
+    let err = generate(&ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
+    assert_eq!(err.field, Field::Chunks);
+    assert!(err.to_string().starts_with("dualpipe-v does not take --chunks"), "{err}");
+    assert_eq!(generate(&ScheduleParams::new(4, 7)).unwrap_err().field, Field::Microbatches);
+}

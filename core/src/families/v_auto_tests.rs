@@ -1,0 +1,354 @@
+//! Tests of the adaptive V scheduler against the authors' outputs (zero-bubble.md §9.2,
+//! Appendices B and C).
+
+use super::super::v_blocks::simulated_cost;
+use super::*;
+use crate::{generate, run, AnalyzeError};
+
+/// CLI costs whose V chunk passes take `f, b, w`, with W freeing the whole activation (the
+/// papers' lifespan count), so a limit of `k/2` mem-f is `k` chunk-activations.
+fn chunk_costs(f: f64, b: f64, w: f64) -> Costs {
+    Costs { mem_w: Some(1.0), ..Costs::fbw(2.0 * f, 2.0 * b, 2.0 * w) }
+}
+
+fn params(devices: u32, microbatches: u32, costs: Costs, limit: Option<f64>) -> ScheduleParams {
+    let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs);
+    params.mem_limit = limit;
+    params
+}
+
+#[test]
+fn appendix_b_costs_with_unit_chunk_costs() {
+    // P = 4, M = 8, F = B = W = 1 per chunk: limit (chunk-activations) → cost.
+    for (chunks, cost) in [(4, 59.0), (5, 56.0), (6, 53.0), (7, 51.0), (8, 48.0)] {
+        let limit = f64::from(chunks) / 2.0;
+        let a = run("v-auto", &params(4, 8, chunk_costs(1.0, 1.0, 1.0), Some(limit))).unwrap();
+        assert_eq!(a.stats.cost, cost, "limit {limit}");
+        let peaks: Vec<f64> = a.stats.per_device.iter().map(|d| d.peak_memory).collect();
+        assert_eq!(peaks, vec![limit; 4], "limit {limit}");
+    }
+}
+
+#[test]
+fn appendix_b_costs_with_unbalanced_chunk_costs() {
+    // P = 4, M = 8, F, B, W = 5, 6, 4 per chunk (CLI 10, 12, 8).
+    for (limit, cost) in [(2.0, 334.0), (3.0, 278.0), (4.0, 252.0)] {
+        let a = run("v-auto", &params(4, 8, chunk_costs(5.0, 6.0, 4.0), Some(limit))).unwrap();
+        assert_eq!(a.stats.cost, cost, "limit {limit}");
+        assert!(a.stats.peak_memory <= limit, "limit {limit}: peak {}", a.stats.peak_memory);
+    }
+}
+
+#[test]
+fn bubble_follows_the_closed_form_between_half_and_full_memory() {
+    // Appendix C: P = 4, 6, 8; peak k = P..2P chunk-activations; M = 2P and 4P.
+    for p in [4u32, 6, 8] {
+        for m in [2 * p, 4 * p] {
+            for k in p..=2 * p {
+                let a = run("v-auto", &params(p, m, chunk_costs(1.0, 1.0, 1.0), Some(f64::from(k) / 2.0))).unwrap();
+                let worst_idle = a.stats.per_device.iter().map(|d| d.idle).fold(0.0, f64::max);
+                let expected = closed_form_bubble(p, k) as f64;
+                assert_eq!(worst_idle, expected, "p={p} m={m} k={k}");
+                assert_eq!(a.stats.cost - a.stats.ideal, expected, "p={p} m={m} k={k}");
+                assert!(a.stats.peak_memory <= f64::from(k) / 2.0, "p={p} m={m} k={k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn closed_form_matches_the_authors_table() {
+    // §4.9: p = 8, k = 8..16 → 23, 20, 17, 14, 11, 8, 5, 3, 0.
+    let bubbles: Vec<i64> = (8..=16).map(|k| closed_form_bubble(8, k)).collect();
+    assert_eq!(bubbles, vec![23, 20, 17, 14, 11, 8, 5, 3, 0]);
+    assert_eq!(closed_form_bubble(4, 4), 11);
+}
+
+#[test]
+fn default_limit_is_v_zb_with_zero_bubble() {
+    for p in 2..=6 {
+        let a = run("v-auto", &params(p, 3 * p, chunk_costs(1.0, 1.0, 1.0), None)).unwrap();
+        assert_eq!(a.stats.cost, a.stats.ideal, "p={p}");
+        assert_eq!(a.stats.peak_memory, f64::from(p), "p={p}");
+    }
+    // Limits above P·mem-f change nothing.
+    let at_p = run("v-auto", &params(4, 8, chunk_costs(5.0, 6.0, 4.0), None)).unwrap();
+    let above = run("v-auto", &params(4, 8, chunk_costs(5.0, 6.0, 4.0), Some(100.0))).unwrap();
+    assert_eq!(at_p.schedule, above.schedule);
+}
+
+#[test]
+fn every_size_validates_simulates_and_keeps_the_limit() {
+    // Default memory-weight split (mem-w = mem-f/2) here: the limit still holds.
+    let costs = Costs::fbw(6.0, 8.0, 4.0);
+    for p in 1..=8 {
+        for m in 1..=24 {
+            for limit in [None, Some(f64::from(p) * 0.75), Some(f64::from(p) / 3.0 + 1.0)] {
+                let params = params(p, m, costs, limit);
+                match run("v-auto", &params) {
+                    Ok(a) => {
+                        assert_eq!(a.schedule.pass_count(), (6 * p * m) as usize, "p={p} m={m} limit {limit:?}");
+                        let cap = limit.unwrap_or(f64::from(p));
+                        assert!(a.stats.peak_memory <= cap, "p={p} m={m} limit {limit:?}: {}", a.stats.peak_memory);
+                    }
+                    Err(AnalyzeError::Param(e)) => {
+                        assert!(limit.is_some(), "p={p} m={m} default limit: {e}");
+                        assert_eq!(e.field, Field::MemLimit, "p={p} m={m}: {e}");
+                        assert!(e.message.starts_with("cannot fit memory: "), "{e}");
+                    }
+                    Err(e) => panic!("p={p} m={m} limit {limit:?}: {e}"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_limit_below_v_min_names_the_least_that_fits() {
+    let err = generate("v-auto", &params(4, 8, chunk_costs(1.0, 1.0, 1.0), Some(1.5))).unwrap_err();
+    assert_eq!(err.field, Field::MemLimit);
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "cannot fit memory: v-auto needs a mem-limit of at least 2 (4 chunk-activations of mem-f/2) \
+             for 4 devices and 8 microbatches, found 1.5\n  hint: raise --mem-limit to 2 or more"
+        ),
+        "{text}"
+    );
+    // The least limit it names works.
+    assert!(run("v-auto", &params(4, 8, chunk_costs(1.0, 1.0, 1.0), Some(2.0))).is_ok());
+}
+
+#[test]
+fn memory_limit_counts_chunk_activations_of_half_mem_f() {
+    let mut p = params(4, 8, chunk_costs(1.0, 1.0, 1.0), Some(3.0));
+    assert_eq!(chunk_limit(&p), 6);
+    p.costs.mem_f = 2.0;
+    assert_eq!(chunk_limit(&p), 3);
+    p.mem_limit = None; // P·mem-f = 8 → 2P chunk-activations
+    assert_eq!(chunk_limit(&p), 8);
+    p.costs.mem_f = 0.0; // nothing is held: no limit binds
+    assert_eq!(chunk_limit(&p), 8);
+    p.mem_limit = Some(1e9);
+    p.costs.mem_f = 1.0;
+    assert_eq!(chunk_limit(&p), 8);
+}
+
+#[test]
+fn predicted_bubble_matches_the_search() {
+    for p in 1..=6 {
+        for m in [2 * p, 2 * p + 3] {
+            for k in least_peak(p)..=2 * p {
+                for f in [2.0, 4.0] {
+                    let params =
+                        params(p, m, Costs { mem_w: Some(1.0), ..Costs::fbw(f, f, f) }, Some(f64::from(k) / 2.0));
+                    let bubble = (FAMILY.predict)(&params).unwrap().bubble.unwrap();
+                    let a = run("v-auto", &params).unwrap();
+                    assert_eq!(a.stats.cost - a.stats.ideal, bubble, "p={p} m={m} k={k} f={f}");
+                }
+            }
+        }
+    }
+    // Outside the closed form's range: unbalanced costs, below V-Min's peak, few microbatches.
+    let predict = FAMILY.predict;
+    assert_eq!(predict(&params(4, 8, chunk_costs(5.0, 6.0, 4.0), None)).unwrap().bubble, None);
+    assert_eq!(predict(&params(4, 8, chunk_costs(1.0, 1.0, 1.0), Some(1.5))).unwrap().bubble, None);
+    assert_eq!(predict(&params(9, 18, chunk_costs(1.0, 1.0, 1.0), Some(4.0))).unwrap().bubble, Some(29.0));
+    assert_eq!(predict(&params(4, 7, chunk_costs(1.0, 1.0, 1.0), None)).unwrap().bubble, None);
+}
+
+#[test]
+fn rejects_too_many_devices_and_unused_options() {
+    let err = generate("v-auto", &ScheduleParams::new(33, 66)).unwrap_err();
+    assert_eq!(err.field, Field::Devices);
+    assert!(err.to_string().starts_with("v-auto supports at most 32 devices, found 33\n  hint:"), "{err}");
+    let err = generate("v-auto", &ScheduleParams::new(16, 20_000)).unwrap_err();
+    assert_eq!(err.field, Field::Microbatches);
+    assert!(
+        err.to_string().starts_with("v-auto supports at most 16320 microbatches on 16 devices, found 20000\n  hint:"),
+        "{err}"
+    );
+    let err = generate("v-auto", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
+    assert_eq!(err.field, Field::Chunks);
+}
+
+/// Every block the authors' loops would evaluate for `devices` at the widest limit, through
+/// every step: (initial peak, slot bubble) of those that work.
+fn all_blocks(devices: u32, microbatches: u32) -> Vec<(i32, i64)> {
+    let costs = Costs::default();
+    let search = Search { devices, microbatches, costs: &costs };
+    let mut out = Vec::new();
+    search.for_each_block(|_, starts| {
+        let initial = repeated_peak(starts, microbatches.max(2 * devices));
+        if let (_, Some(grid)) = schedule_block(starts, devices, microbatches, 2 * devices) {
+            out.push((initial, slot_bubble(&grid)));
+        }
+        false
+    });
+    out
+}
+
+#[test]
+fn closed_form_bounds_every_blocks_slot_bubble() {
+    // The screened search rests on this: no block beats the §4.9 bubble at its peak, and at
+    // every peak from V-Min's to 2P some block reaches it.
+    for p in 2..=8 {
+        let m = 2 * p;
+        let blocks = all_blocks(p, m);
+        for &(peak, bubble) in &blocks {
+            assert!(bubble >= closed_form_bubble(p, peak as u32), "p={p} peak {peak} bubble {bubble}");
+        }
+        let least_peak = least_peak(p) as i32;
+        for k in least_peak..=2 * p as i32 {
+            let best = blocks.iter().filter(|b| b.0 == k).map(|b| b.1).min();
+            assert_eq!(best, Some(closed_form_bubble(p, k as u32)), "p={p} peak {k}");
+        }
+        assert!(blocks.iter().all(|b| b.0 >= least_peak), "p={p}: a block below V-Min's peak");
+    }
+}
+
+#[test]
+fn screened_search_finds_the_exhaustive_optimum() {
+    let cost_sets =
+        [(5.0, 6.0, 4.0, 0.0), (3.0, 4.0, 2.0, 0.0), (1.0, 1.0, 2.0, 0.0), (4.0, 1.0, 1.0, 0.0), (5.0, 6.0, 4.0, 1.0)];
+    for p in [3u32, 4, 5] {
+        for m in [2 * p, 2 * p + 3] {
+            for limit in 2 * ((p + 4) / 3)..=2 * p {
+                for (f, b, w, comm) in cost_sets {
+                    let costs = Costs { comm, ..chunk_costs(f, b, w) };
+                    let search = Search { devices: p, microbatches: m, costs: &costs };
+                    let cost = |c: Vec<Candidate>| {
+                        let schedule = search.cheapest(c, false).unwrap();
+                        simulated_cost(&schedule, &costs).unwrap()
+                    };
+                    let exhaustive = cost(search.every_block(limit));
+                    let screened = cost(search.screened(limit));
+                    assert_eq!(screened, exhaustive, "p={p} m={m} limit {limit} costs {f},{b},{w} comm {comm}");
+                }
+            }
+        }
+    }
+}
+
+/// Chunk F, B, W, limit in chunk-activations, cost, and the four devices' orders.
+type AppendixB = (f64, f64, f64, u32, f64, [&'static str; 4]);
+
+/// zero-bubble.md Appendix B, the adaptive V scheduler at P = 4, M = 8.
+const APPENDIX_B: [AppendixB; 8] = [
+    (
+        1.0,
+        1.0,
+        1.0,
+        4,
+        59.0,
+        [
+            "F0 F1 F2 f0 b0 w0 f1 b1 w1 F3 B0 W0 f2 b2 B1 w2 W1 F4 f3 b3 B2 w3 W2 F5 f4 b4 B3 w4 W3 F6 f5 b5 B4 w5 W4 F7 f6 b6 B5 w6 W5 f7 b7 w7 B6 W6 B7 W7",
+            "F0 F1 f0 f1 b0 w0 F2 b1 w1 B0 W0 F3 f2 B1 b2 W1 w2 f3 F4 B2 b3 W2 w3 f4 F5 B3 b4 W3 w4 f5 F6 B4 b5 W4 w5 f6 F7 B5 W5 b6 w6 f7 b7 w7 B6 W6 B7 W7",
+            "F0 F1 f0 f1 b0 w0 F2 B0 W0 b1 w1 f2 F3 B1 W1 b2 f3 w2 B2 F4 W2 b3 f4 w3 B3 F5 W3 b4 f5 w4 B4 F6 W4 b5 f6 w5 B5 F7 W5 f7 b6 w6 B6 b7 W6 w7 B7 W7",
+            "F0 f0 F1 f1 b0 B0 w0 W0 F2 f2 b1 B1 w1 W1 F3 f3 b2 B2 w2 W2 F4 f4 b3 B3 w3 W3 F5 f5 b4 B4 w4 W4 F6 f6 b5 B5 w5 W5 F7 f7 b6 B6 w6 W6 b7 B7 w7 W7",
+        ],
+    ),
+    (
+        1.0,
+        1.0,
+        1.0,
+        5,
+        56.0,
+        [
+            "F0 F1 F2 F3 f0 b0 w0 f1 b1 w1 F4 B0 W0 f2 b2 B1 w2 W1 F5 f3 b3 B2 w3 W2 F6 f4 b4 B3 w4 W3 F7 f5 b5 B4 w5 W4 f6 b6 w6 f7 b7 w7 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 f0 f1 b0 w0 F3 b1 w1 B0 W0 F4 f2 B1 b2 W1 w2 f3 F5 B2 b3 W2 w3 f4 F6 B3 b4 W3 w4 f5 F7 B4 b5 W4 w5 f6 b6 f7 w6 B5 b7 W5 B6 w7 W6 B7 W7",
+            "F0 F1 F2 f0 f1 b0 w0 F3 B0 W0 b1 f2 w1 B1 W1 F4 b2 f3 w2 B2 W2 F5 b3 f4 w3 B3 W3 F6 b4 f5 w4 B4 W4 F7 b5 f6 w5 f7 b6 B5 w6 B6 b7 W5 W6 B7 w7 W7",
+            "F0 f0 F1 f1 F2 b0 B0 w0 W0 f2 b1 B1 F3 w1 W1 f3 b2 B2 F4 w2 W2 f4 b3 B3 F5 w3 W3 f5 b4 B4 F6 w4 W4 f6 b5 F7 w5 f7 B5 W5 b6 B6 w6 W6 b7 B7 w7 W7",
+        ],
+    ),
+    (
+        1.0,
+        1.0,
+        1.0,
+        6,
+        53.0,
+        [
+            "F0 F1 F2 F3 F4 f0 b0 w0 f1 b1 w1 f2 b2 w2 B0 W0 F5 f3 b3 B1 w3 W1 F6 f4 b4 B2 w4 W2 F7 f5 b5 B3 w5 W3 f6 b6 B4 w6 W4 f7 b7 w7 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 F3 f0 f1 b0 w0 f2 b1 w1 F4 B0 W0 b2 w2 f3 F5 B1 W1 b3 w3 f4 F6 B2 W2 b4 w4 f5 F7 B3 W3 b5 w5 f6 B4 W4 b6 f7 w6 B5 b7 W5 B6 w7 W6 B7 W7",
+            "F0 F1 F2 f0 f1 f2 b0 w0 F3 b1 B0 w1 W0 F4 f3 b2 B1 w2 W1 F5 f4 b3 B2 w3 W2 F6 f5 b4 B3 w4 W3 F7 f6 b5 B4 w5 W4 f7 b6 B5 w6 B6 b7 W5 W6 B7 w7 W7",
+            "F0 f0 F1 f1 F2 f2 b0 w0 B0 F3 W0 b1 f3 w1 B1 F4 W1 b2 f4 w2 B2 F5 W2 b3 f5 w3 B3 F6 W3 b4 f6 w4 B4 F7 W4 f7 b5 B5 b6 B6 w5 W5 b7 B7 w6 W6 w7 W7",
+        ],
+    ),
+    (
+        1.0,
+        1.0,
+        1.0,
+        7,
+        51.0,
+        [
+            "F0 F1 F2 F3 F4 F5 f0 b0 w0 f1 b1 w1 f2 b2 w2 B0 W0 f3 b3 w3 F6 B1 W1 f4 b4 w4 F7 B2 W2 f5 b5 w5 B3 W3 f6 b6 w6 f7 b7 B4 w7 B5 W4 B6 W5 B7 W6 W7",
+            "F0 F1 F2 F3 F4 f0 f1 b0 w0 f2 b1 w1 B0 b2 f3 W0 w2 F5 B1 b3 f4 W1 w3 F6 B2 b4 f5 W2 w4 F7 B3 b5 f6 W3 w5 b6 f7 B4 w6 b7 B5 W4 B6 w7 B7 W5 W6 W7",
+            "F0 F1 F2 f0 F3 f1 f2 b0 w0 F4 b1 B0 w1 f3 W0 b2 w2 B1 F5 f4 W1 b3 w3 B2 F6 f5 W2 b4 w4 B3 F7 f6 W3 b5 w5 f7 B4 b6 B5 W4 b7 B6 w6 B7 W5 w7 W6 W7",
+            "F0 f0 F1 f1 F2 f2 F3 b0 w0 B0 b1 f3 W0 w1 F4 B1 b2 f4 W1 w2 F5 B2 b3 f5 W2 w3 F6 B3 b4 f6 W3 w4 F7 f7 B4 b5 B5 b6 B6 W4 b7 B7 w5 W5 w6 W6 w7 W7",
+        ],
+    ),
+    (
+        1.0,
+        1.0,
+        1.0,
+        8,
+        48.0,
+        [
+            "F0 F1 F2 F3 F4 F5 F6 f0 b0 w0 f1 b1 w1 f2 b2 w2 f3 b3 B0 w3 W0 F7 f4 b4 B1 w4 W1 f5 b5 B2 w5 W2 f6 b6 B3 w6 W3 f7 b7 B4 w7 B5 W4 B6 W5 B7 W6 W7",
+            "F0 F1 F2 F3 F4 f0 F5 f1 b0 w0 f2 b1 w1 f3 b2 B0 w2 W0 F6 f4 b3 B1 w3 W1 F7 f5 b4 B2 w4 W2 f6 b5 B3 w5 W3 f7 b6 B4 b7 B5 w6 B6 W4 B7 w7 W5 W6 W7",
+            "F0 F1 F2 f0 F3 f1 F4 f2 b0 w0 f3 b1 B0 w1 W0 F5 f4 b2 B1 w2 W1 F6 f5 b3 B2 w3 W2 F7 f6 b4 B3 w4 W3 f7 b5 B4 b6 B5 b7 B6 w5 B7 W4 w6 W5 w7 W6 W7",
+            "F0 f0 F1 f1 F2 f2 F3 f3 b0 B0 w0 W0 F4 f4 b1 B1 w1 W1 F5 f5 b2 B2 w2 W2 F6 f6 b3 B3 w3 W3 F7 f7 b4 B4 b5 B5 b6 B6 b7 B7 w4 W4 w5 W5 w6 W6 w7 W7",
+        ],
+    ),
+    (
+        5.0,
+        6.0,
+        4.0,
+        4,
+        334.0,
+        [
+            "F0 F1 F2 f0 b0 w0 f1 b1 w1 F3 B0 W0 f2 b2 B1 w2 W1 F4 f3 b3 B2 w3 W2 F5 f4 b4 B3 w4 W3 F6 f5 b5 B4 w5 W4 F7 f6 b6 B5 w6 W5 f7 b7 w7 B6 W6 B7 W7",
+            "F0 F1 f0 f1 b0 w0 F2 b1 w1 B0 W0 F3 f2 B1 b2 W1 w2 f3 F4 B2 b3 W2 w3 f4 F5 B3 b4 W3 w4 f5 F6 B4 b5 W4 w5 f6 F7 B5 W5 b6 w6 f7 b7 w7 B6 W6 B7 W7",
+            "F0 F1 f0 f1 b0 w0 F2 B0 W0 b1 w1 f2 F3 B1 W1 b2 f3 w2 B2 F4 W2 b3 f4 w3 B3 F5 W3 b4 f5 w4 B4 F6 W4 b5 f6 w5 B5 F7 W5 f7 b6 w6 B6 b7 W6 w7 B7 W7",
+            "F0 f0 F1 f1 b0 B0 w0 W0 F2 f2 b1 B1 w1 W1 F3 f3 b2 B2 w2 W2 F4 f4 b3 B3 w3 W3 F5 f5 b4 B4 w4 W4 F6 f6 b5 B5 w5 W5 F7 f7 b6 B6 w6 W6 b7 B7 w7 W7",
+        ],
+    ),
+    (
+        5.0,
+        6.0,
+        4.0,
+        6,
+        278.0,
+        [
+            "F0 F1 F2 F3 F4 f0 b0 w0 f1 b1 w1 f2 b2 w2 F5 B0 W0 f3 b3 w3 B1 W1 F6 f4 b4 w4 B2 W2 F7 f5 b5 w5 B3 W3 f6 b6 w6 B4 W4 f7 b7 w7 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 F3 f0 f1 b0 w0 f2 b1 w1 F4 b2 B0 w2 W0 f3 F5 B1 b3 W1 f4 w3 F6 B2 b4 W2 f5 w4 F7 B3 b5 W3 f6 w5 B4 W4 f7 b6 w6 b7 B5 w7 B6 W5 B7 W6 W7",
+            "F0 F1 F2 f0 f1 f2 b0 w0 F3 b1 w1 B0 W0 F4 f3 b2 w2 B1 W1 F5 f4 b3 w3 B2 W2 F6 f5 b4 w4 B3 W3 F7 f6 b5 w5 B4 W4 f7 B5 b6 W5 b7 B6 w6 B7 w7 W6 W7",
+            "F0 f0 F1 f1 F2 f2 b0 w0 F3 B0 b1 W0 f3 w1 F4 B1 b2 W1 f4 w2 F5 B2 b3 W2 f5 w3 F6 B3 b4 W3 f6 w4 F7 B4 W4 f7 b5 B5 w5 W5 b6 B6 b7 B7 w6 W6 w7 W7",
+        ],
+    ),
+    (
+        5.0,
+        6.0,
+        4.0,
+        8,
+        252.0,
+        [
+            "F0 F1 F2 F3 F4 F5 F6 f0 b0 w0 f1 b1 w1 f2 b2 w2 f3 b3 B0 w3 W0 F7 f4 b4 B1 w4 W1 f5 b5 B2 w5 W2 f6 b6 B3 w6 W3 f7 b7 B4 w7 B5 W4 B6 W5 B7 W6 W7",
+            "F0 F1 F2 F3 F4 f0 F5 f1 b0 w0 f2 b1 w1 f3 b2 B0 w2 W0 F6 f4 b3 B1 w3 W1 F7 f5 b4 B2 w4 W2 f6 b5 B3 w5 W3 f7 b6 B4 b7 B5 w6 B6 W4 B7 w7 W5 W6 W7",
+            "F0 F1 F2 f0 F3 f1 F4 f2 b0 w0 f3 b1 B0 w1 W0 F5 f4 b2 B1 w2 W1 F6 f5 b3 B2 w3 W2 F7 f6 b4 B3 w4 W3 f7 b5 B4 b6 B5 b7 B6 w5 B7 W4 w6 W5 w7 W6 W7",
+            "F0 f0 F1 f1 F2 f2 F3 f3 b0 B0 w0 W0 F4 f4 b1 B1 w1 W1 F5 f5 b2 B2 w2 W2 F6 f6 b3 B3 w3 W3 F7 f7 b4 B4 b5 B5 b6 B6 b7 B7 w4 W4 w5 W5 w6 W6 w7 W7",
+        ],
+    ),
+];
+
+#[test]
+fn appendix_b_orders_are_reproduced_pass_for_pass() {
+    for (f, b, w, chunks, cost, lines) in APPENDIX_B {
+        let params = params(4, 8, chunk_costs(f, b, w), Some(f64::from(chunks) / 2.0));
+        let a = run("v-auto", &params).unwrap();
+        assert_eq!(a.stats.cost, cost, "costs {f},{b},{w} limit {chunks}");
+        for (device, line) in lines.iter().enumerate() {
+            assert_eq!(a.schedule.notation(device as u32), *line, "costs {f},{b},{w} limit {chunks} device {device}");
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Shared machinery of the two-chunk V-placement families (`zb-v`, `zb-v-handcrafted`,
+//! `1f1b-v`).
+//!
+//! All three place the model on [`Placement::v_shape`]: model chunk 0 runs down the devices
+//! (global stages `0..P`), model chunk 1 comes back up (stages `P..2P`), so device `d` holds
+//! stage `d` and stage `2P-1-d`. The generators think in (device, model chunk) and name passes
+//! through [`VPass`].
+
+use crate::schedule::{Pass, PassKind, Placement};
+
+/// Which half of the V a pass belongs to: the model chunk, as in the golden notation
+/// (upper case = [`Chunk::Down`], lower case = [`Chunk::Up`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Chunk {
+    /// Model chunk 0: stages `0..P`, device 0 to device `P-1`.
+    Down,
+    /// Model chunk 1: stages `P..2P`, device `P-1` back to device 0 (holds the loss).
+    Up,
+}
+
+impl Chunk {
+    /// The model chunk index, 0 or 1.
+    pub(super) fn index(self) -> usize {
+        match self {
+            Chunk::Down => 0,
+            Chunk::Up => 1,
+        }
+    }
+
+    /// The global stage of this chunk on `device` in a V over `devices` devices.
+    pub(super) fn stage(self, devices: u32, device: u32) -> u32 {
+        match self {
+            Chunk::Down => device,
+            Chunk::Up => 2 * devices - 1 - device,
+        }
+    }
+}
+
+/// Index of a split-backward pass kind in per-kind counters: F 0, B 1, W 2 (a fused BW
+/// counts as B).
+pub(super) fn fbw_index(kind: PassKind) -> usize {
+    match kind {
+        PassKind::F => 0,
+        PassKind::B | PassKind::BW => 1,
+        PassKind::W => 2,
+    }
+}
+
+/// Names the passes of a V over a fixed number of devices.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct VPass {
+    /// Number of devices `P`.
+    pub(super) devices: u32,
+}
+
+impl VPass {
+    /// The pass of `kind` for `microbatch` on `device`'s stage of `chunk`.
+    pub(super) fn on(self, kind: PassKind, chunk: Chunk, device: u32, microbatch: u32) -> Pass {
+        Pass::new(kind, chunk.stage(self.devices, device), microbatch)
+    }
+
+    /// The V placement these passes live on.
+    pub(super) fn placement(self) -> Placement {
+        Placement::v_shape(self.devices)
+    }
+}
+
+/// Helpers shared by the V families' tests: the reference settings of zero-bubble.md §9.2 and
+/// Appendix A, and comparisons against golden orders.
+#[cfg(test)]
+pub(super) mod testing {
+    use crate::params::{Costs, ScheduleParams};
+    use crate::schedule::Schedule;
+    use crate::{run, Analysis};
+
+    /// One of the four p=4 settings of Appendix A, in CLI units (each V chunk runs at half).
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Setting {
+        /// Microbatches.
+        pub(crate) microbatches: u32,
+        /// CLI F, B, W (twice the papers' per-chunk costs).
+        pub(crate) fbw: (f64, f64, f64),
+        /// Communication per hop.
+        pub(crate) comm: f64,
+    }
+
+    impl Setting {
+        /// Per-chunk costs 1,1,1 (CLI 2,2,2), no communication.
+        pub(crate) const fn unit(microbatches: u32) -> Setting {
+            Setting { microbatches, fbw: (2.0, 2.0, 2.0), comm: 0.0 }
+        }
+
+        /// Per-chunk costs 5,6,4 (CLI 10,12,8) with `comm` per hop.
+        pub(crate) const fn uneven(microbatches: u32, comm: f64) -> Setting {
+            Setting { microbatches, fbw: (10.0, 12.0, 8.0), comm }
+        }
+
+        /// The parameters on 4 devices, default memory.
+        pub(crate) fn params(self) -> ScheduleParams {
+            let (f, b, w) = self.fbw;
+            ScheduleParams::new(4, self.microbatches).with_costs(Costs { comm: self.comm, ..Costs::fbw(f, b, w) })
+        }
+    }
+
+    /// Runs `family` and panics with the error text if it fails.
+    pub(crate) fn run_ok(family: &str, params: &ScheduleParams) -> Analysis {
+        run(family, params).unwrap_or_else(|e| panic!("{family} {params:?}: {e}"))
+    }
+
+    /// Asserts every device's order equals the golden line, pass for pass.
+    pub(crate) fn assert_orders(schedule: &Schedule, golden: &[&str]) {
+        assert_eq!(schedule.devices() as usize, golden.len());
+        for (device, expected) in golden.iter().enumerate() {
+            assert_eq!(schedule.notation(device as u32), *expected, "device {device}");
+        }
+    }
+
+    /// The per-device peaks of an analysis.
+    pub(crate) fn peaks(analysis: &Analysis) -> Vec<f64> {
+        analysis.stats.per_device.iter().map(|d| d.peak_memory).collect()
+    }
+
+    /// Costs whose W keeps everything F stored (`mem-w = mem-f`): the papers' "in flight"
+    /// peaks of §9.2, F +1 and W (or BW) −1.
+    pub(crate) fn held_until_w(costs: Costs) -> Costs {
+        Costs { mem_w: Some(costs.mem_f), ..costs }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_map_to_the_v_stages() {
+        let v = VPass { devices: 4 };
+        assert_eq!(v.on(PassKind::F, Chunk::Down, 1, 3), Pass::f(1, 3));
+        assert_eq!(v.on(PassKind::B, Chunk::Up, 1, 3), Pass::b(6, 3));
+        let placement = v.placement();
+        for device in 0..4 {
+            for chunk in [Chunk::Down, Chunk::Up] {
+                let stage = chunk.stage(4, device);
+                assert_eq!(placement.device_of(stage), Some(device));
+                assert_eq!(placement.chunk_of(stage) as usize, chunk.index());
+            }
+        }
+    }
+}

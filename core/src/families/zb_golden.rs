@@ -1,0 +1,287 @@
+//! Test data shared by the linear Zero Bubble families: the p = 4 golden orders of
+//! `zero-bubble.md` Appendix A, produced by running the authors' generators (ZB-H1/H2 from
+//! `efficiency.py`, ZB-1p/2p from `zb.py`) and their ASAP simulator. ZB-1p/2p there use
+//! mem_f = 2, mem_b = −1, mem_w = −1 and a limit of k·p·2: in our units mem-f 1, mem-w 0.5 (the
+//! defaults) and a limit of P or 2P. `peaks` is the reference's "peak with M_W = M_B/2" line.
+
+use crate::params::{Costs, ScheduleParams};
+use crate::run;
+
+/// One golden run on 4 devices.
+pub(crate) struct Golden {
+    pub microbatches: u32,
+    /// F, B, W, comm.
+    pub costs: [f64; 4],
+    /// Longest device span.
+    pub cost: f64,
+    /// End of the last pass (every schedule starts at 0).
+    pub makespan: f64,
+    /// `(cost − ideal) / cost` to 4 digits.
+    pub bubble_rate: &'static str,
+    /// Peak activation memory per device, mem-f = 1, mem-w = 0.5.
+    pub peaks: [f64; 4],
+    /// Per-device orders in `Schedule::notation`.
+    pub orders: [&'static str; 4],
+}
+
+impl Golden {
+    /// The parameters of this run (default memory: mem-f 1, mem-w 0.5).
+    pub fn params(&self) -> ScheduleParams {
+        let [f, b, w, comm] = self.costs;
+        ScheduleParams::new(4, self.microbatches).with_costs(Costs { comm, ..Costs::fbw(f, b, w) })
+    }
+}
+
+/// Runs `family` on every golden and compares orders pass for pass, cost, makespan, bubble
+/// rate and per-device peaks.
+pub(crate) fn assert_goldens(family: &str, goldens: &[Golden]) {
+    for g in goldens {
+        let label = format!("{family} m={} costs={:?}", g.microbatches, g.costs);
+        let a = run(family, &g.params()).unwrap_or_else(|e| panic!("{label}: {e}"));
+        for (d, expected) in g.orders.iter().enumerate() {
+            assert_eq!(a.schedule.notation(d as u32), *expected, "{label}, device {d}");
+        }
+        assert_eq!(a.stats.cost, g.cost, "{label}");
+        assert_eq!(a.stats.makespan, g.makespan, "{label}");
+        assert_eq!(format!("{:.4}", a.stats.bubble_rate), g.bubble_rate, "{label}");
+        let peaks: Vec<f64> = a.stats.per_device.iter().map(|d| d.peak_memory).collect();
+        assert_eq!(peaks, g.peaks, "{label}");
+    }
+}
+
+/// ZB-H1 (`zb-h1`) under the four cost settings.
+pub(crate) const ZB_H1_GOLDEN: [Golden; 4] = [
+    Golden {
+        microbatches: 8,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 27.0,
+        makespan: 27.0,
+        bubble_rate: "0.1111",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 39.0,
+        makespan: 39.0,
+        bubble_rate: "0.0769",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 F8 B5 W5 F9 B6 W6 F10 B7 W7 F11 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 F8 B6 W5 F9 B7 W6 F10 B8 W7 F11 B9 W8 B10 W9 B11 W10 W11",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 F8 B7 W5 F9 B8 W6 F10 B9 W7 F11 B10 W8 B11 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 F8 B8 W5 F9 B9 W6 F10 B10 W7 F11 B11 W8 W9 W10 W11",
+        ],
+    },
+    Golden {
+        microbatches: 8,
+        costs: [5.0, 6.0, 4.0, 0.0],
+        cost: 141.0,
+        makespan: 141.0,
+        bubble_rate: "0.1489",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [5.0, 6.0, 4.0, 1.0],
+        cost: 213.0,
+        makespan: 213.0,
+        bubble_rate: "0.1549",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 F8 B5 W5 F9 B6 W6 F10 B7 W7 F11 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 F8 B6 W5 F9 B7 W6 F10 B8 W7 F11 B9 W8 B10 W9 B11 W10 W11",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 F8 B7 W5 F9 B8 W6 F10 B9 W7 F11 B10 W8 B11 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 F8 B8 W5 F9 B9 W6 F10 B10 W7 F11 B11 W8 W9 W10 W11",
+        ],
+    },
+];
+/// ZB-H2 (`zb-h2`) under the four cost settings.
+pub(crate) const ZB_H2_GOLDEN: [Golden; 4] = [
+    Golden {
+        microbatches: 8,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 24.0,
+        makespan: 27.0,
+        bubble_rate: "0.0000",
+        peaks: [7.0, 6.0, 5.0, 4.0],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 B4 W2 B5 W3 B6 W4 B7 W5 W6 W7",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 B6 W2 B7 W3 W4 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 W2 W3 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 36.0,
+        makespan: 39.0,
+        bubble_rate: "0.0000",
+        peaks: [7.0, 6.0, 5.0, 4.0],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 F8 B2 W2 F9 B3 W3 F10 B4 W4 F11 B5 W5 B6 W6 B7 W7 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 F8 B4 W2 F9 B5 W3 F10 B6 W4 F11 B7 W5 B8 W6 B9 W7 B10 W8 B11 W9 W10 W11",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 F8 B6 W2 F9 B7 W3 F10 B8 W4 F11 B9 W5 B10 W6 B11 W7 W8 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 F8 B8 W2 F9 B9 W3 F10 B10 W4 F11 B11 W5 W6 W7 W8 W9 W10 W11",
+        ],
+    },
+    Golden {
+        microbatches: 8,
+        costs: [5.0, 6.0, 4.0, 0.0],
+        cost: 129.0,
+        makespan: 135.0,
+        bubble_rate: "0.0698",
+        peaks: [7.0, 6.0, 5.0, 4.0],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 B4 W2 B5 W3 B6 W4 B7 W5 W6 W7",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 B6 W2 B7 W3 W4 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 W2 W3 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [5.0, 6.0, 4.0, 1.0],
+        cost: 195.0,
+        makespan: 198.0,
+        bubble_rate: "0.0769",
+        peaks: [7.0, 6.0, 5.0, 4.0],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 F8 B2 W2 F9 B3 W3 F10 B4 W4 F11 B5 W5 B6 W6 B7 W7 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 F8 B4 W2 F9 B5 W3 F10 B6 W4 F11 B7 W5 B8 W6 B9 W7 B10 W8 B11 W9 W10 W11",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 F8 B6 W2 F9 B7 W3 F10 B8 W4 F11 B9 W5 B10 W6 B11 W7 W8 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 F8 B8 W2 F9 B9 W3 F10 B10 W4 F11 B11 W5 W6 W7 W8 W9 W10 W11",
+        ],
+    },
+];
+/// ZB-1p (`zb-1p`) under the four cost settings.
+pub(crate) const ZB_1P_GOLDEN: [Golden; 4] = [
+    Golden {
+        microbatches: 8,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 27.0,
+        makespan: 27.0,
+        bubble_rate: "0.1111",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 39.0,
+        makespan: 39.0,
+        bubble_rate: "0.0769",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 F8 B5 W5 F9 B6 W6 F10 B7 W7 F11 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 F8 B6 W5 F9 B7 W6 F10 B8 W7 F11 B9 W8 B10 W9 B11 W10 W11",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 F8 B7 W5 F9 B8 W6 F10 B9 W7 F11 B10 W8 B11 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 F8 B8 W5 F9 B9 W6 F10 B10 W7 F11 B11 W8 W9 W10 W11",
+        ],
+    },
+    Golden {
+        microbatches: 8,
+        costs: [5.0, 6.0, 4.0, 0.0],
+        cost: 141.0,
+        makespan: 141.0,
+        bubble_rate: "0.1489",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [5.0, 6.0, 4.0, 1.0],
+        cost: 213.0,
+        makespan: 213.0,
+        bubble_rate: "0.1549",
+        peaks: [4.0, 3.5, 3.0, 2.5],
+        orders: [
+            "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 F8 B5 W5 F9 B6 W6 F10 B7 W7 F11 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 F8 B6 W5 F9 B7 W6 F10 B8 W7 F11 B9 W8 B10 W9 B11 W10 W11",
+            "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 F8 B7 W5 F9 B8 W6 F10 B9 W7 F11 B10 W8 B11 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 F8 B8 W5 F9 B9 W6 F10 B10 W7 F11 B11 W8 W9 W10 W11",
+        ],
+    },
+];
+/// ZB-2p (`zb-2p`) under the four cost settings.
+pub(crate) const ZB_2P_GOLDEN: [Golden; 4] = [
+    Golden {
+        microbatches: 8,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 24.0,
+        makespan: 27.0,
+        bubble_rate: "0.0000",
+        peaks: [7.5, 6.5, 5.5, 4.5],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 B0 F7 W0 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 F7 B3 W0 B4 W1 B5 W2 B6 W3 B7 W4 W5 W6 W7",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 W0 B6 W1 B7 W2 W3 W4 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 W0 W1 W2 W3 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [1.0, 1.0, 1.0, 0.0],
+        cost: 36.0,
+        makespan: 39.0,
+        bubble_rate: "0.0000",
+        peaks: [8.0, 8.0, 7.5, 6.5],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 B0 F7 B1 F8 B2 W0 F9 B3 B4 F10 B5 W1 F11 W2 W3 W4 W5 B6 W6 B7 W7 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 F7 B3 F8 B4 F9 B5 F10 B6 W0 F11 B7 B8 W1 B9 W2 B10 W3 B11 W4 W5 W6 W7 W8 W9 W10 W11",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 F8 B6 F9 B7 F10 B8 F11 B9 W0 B10 W1 B11 W2 W3 W4 W5 W6 W7 W8 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 F8 B8 F9 B9 F10 B10 F11 B11 W0 W1 W2 W3 W4 W5 W6 W7 W8 W9 W10 W11",
+        ],
+    },
+    Golden {
+        microbatches: 8,
+        costs: [5.0, 6.0, 4.0, 0.0],
+        cost: 126.0,
+        makespan: 135.0,
+        bubble_rate: "0.0476",
+        peaks: [7.5, 6.5, 5.5, 4.5],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 B0 F7 W0 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
+            "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 F7 B3 W0 B4 W1 W2 B5 B6 W3 B7 W4 W5 W6 W7",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 W0 B6 W1 B7 W2 W3 W4 W5 W6 W7",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 W0 W1 W2 W3 W4 W5 W6 W7",
+        ],
+    },
+    Golden {
+        microbatches: 12,
+        costs: [5.0, 6.0, 4.0, 1.0],
+        cost: 184.0,
+        makespan: 198.0,
+        bubble_rate: "0.0217",
+        peaks: [8.0, 8.0, 7.0, 6.5],
+        orders: [
+            "F0 F1 F2 F3 F4 F5 F6 F7 B0 W0 F8 B1 W1 F9 B2 B3 F10 B4 W2 F11 W3 W4 B5 W5 B6 W6 B7 W7 B8 W8 B9 W9 B10 W10 B11 W11",
+            "F0 F1 F2 F3 F4 F5 B0 F6 B1 F7 B2 F8 B3 F9 B4 W0 W1 F10 B5 B6 W2 B7 F11 B8 W3 W4 B9 W5 B10 W6 B11 W7 W8 W9 W10 W11",
+            "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 F8 B6 F9 B7 F10 B8 W0 F11 B9 W1 B10 W2 B11 W3 W4 W5 W6 W7 W8 W9 W10 W11",
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 F8 B8 F9 B9 F10 B10 F11 B11 W0 W1 W2 W3 W4 W5 W6 W7 W8 W9 W10 W11",
+        ],
+    },
+];

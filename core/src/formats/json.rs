@@ -1,0 +1,521 @@
+//! Bubblescope's own JSON schedule format, version 1 (the schema is in the
+//! [module docs](super)).
+
+use std::fmt;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::params::{Costs, MAX_DEVICES, MAX_PASSES};
+use crate::schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
+
+use super::check::{self, Draft};
+use super::text::{quote, sanitize_to, warning, Diagnostics, Source};
+use super::Imported;
+
+/// The value of the `format` field.
+pub const JSON_FORMAT: &str = "bubblescope-schedule";
+/// The version this crate writes and reads.
+pub const JSON_VERSION: u64 = 1;
+
+const FIELDS: [&str; 7] = ["format", "version", "placement", "microbatches", "slices", "costs", "orders"];
+
+/// A cost: written as a JSON number when every JSON reader gets it back bit for bit, else as a
+/// string holding the number.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Number(f64);
+
+impl Serialize for Number {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let exact = self.0.is_finite()
+            && serde_json::to_string(&self.0)
+                .ok()
+                .and_then(|text| serde_json::from_str::<f64>(&text).ok())
+                .is_some_and(|back| back.to_bits() == self.0.to_bits());
+        if exact {
+            serializer.serialize_f64(self.0)
+        } else {
+            // Rust prints the shortest text that parses back to the same bits.
+            serializer.serialize_str(&self.0.to_string())
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Number, D::Error> {
+        struct NumberVisitor;
+        impl Visitor<'_> for NumberVisitor {
+            type Value = Number;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, or a string holding a number")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Number, E> {
+                Ok(Number(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Number, E> {
+                Ok(Number(v as f64))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Number, E> {
+                Ok(Number(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Number, E> {
+                v.trim()
+                    .parse::<f64>()
+                    .map(Number)
+                    .map_err(|_| E::custom(format!("expected a number, found the string {}", quote(v))))
+            }
+        }
+        deserializer.deserialize_any(NumberVisitor)
+    }
+}
+
+/// The `placement` object.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlacementJson {
+    kind: String,
+    devices: u32,
+    stages_per_pipeline: u32,
+    stage_device: Vec<u32>,
+}
+
+/// The `costs` object.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CostsJson {
+    f: Number,
+    b: Number,
+    w: Number,
+    comm: Number,
+    overlap: Option<Number>,
+    mem_f: Number,
+    mem_w: Option<Number>,
+}
+
+impl From<&Costs> for CostsJson {
+    fn from(c: &Costs) -> CostsJson {
+        CostsJson {
+            f: Number(c.f),
+            b: Number(c.b),
+            w: Number(c.w),
+            comm: Number(c.comm),
+            overlap: c.overlap.map(Number),
+            mem_f: Number(c.mem_f),
+            mem_w: c.mem_w.map(Number),
+        }
+    }
+}
+
+impl From<CostsJson> for Costs {
+    fn from(c: CostsJson) -> Costs {
+        Costs {
+            f: c.f.0,
+            b: c.b.0,
+            w: c.w.0,
+            comm: c.comm.0,
+            overlap: c.overlap.map(|n| n.0),
+            mem_f: c.mem_f.0,
+            mem_w: c.mem_w.map(|n| n.0),
+        }
+    }
+}
+
+/// Writes `schedule` (and the costs it was made for, if any) as Bubblescope JSON.
+///
+/// The layout is fixed and diff-friendly: one line per top-level field and one line per
+/// device's order.
+pub fn export_json(schedule: &Schedule, costs: Option<&Costs>) -> String {
+    let placement = &schedule.placement;
+    let placement = PlacementJson {
+        kind: placement.kind().name().to_string(),
+        devices: placement.devices(),
+        stages_per_pipeline: placement.stages_per_pipeline(),
+        stage_device: placement.stage_devices().to_vec(),
+    };
+    let mut out = String::new();
+    out.push_str("{\n");
+    out.push_str(&format!("  \"format\": {},\n", json(&JSON_FORMAT)));
+    out.push_str(&format!("  \"version\": {JSON_VERSION},\n"));
+    out.push_str(&format!("  \"placement\": {},\n", json(&placement)));
+    out.push_str(&format!("  \"microbatches\": {},\n", schedule.microbatches));
+    out.push_str(&format!("  \"slices\": {},\n", schedule.slices.max(1)));
+    out.push_str(&format!("  \"costs\": {},\n", json(&costs.map(CostsJson::from))));
+    out.push_str("  \"orders\": [");
+    for (device, order) in schedule.orders.iter().enumerate() {
+        out.push_str(if device == 0 { "\n    [" } else { ",\n    [" });
+        for (i, op) in order.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push('"');
+            out.push_str(&op_text(op, schedule.slices));
+            out.push('"');
+        }
+        out.push(']');
+    }
+    out.push_str(if schedule.orders.is_empty() { "]\n}\n" } else { "\n  ]\n}\n" });
+    out
+}
+
+/// Compact JSON for the plain field types above, whose serialisation cannot fail.
+fn json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+/// An op in the JSON grammar: `0F1`, `3BW2`, `0F1.2` (slice 2), `(3F1;3BW0)`.
+fn op_text(op: &Op, slices: u32) -> String {
+    match op {
+        Op::One(p) => pass_text(*p, slices),
+        Op::Pair(f, b) => format!("({};{})", pass_text(*f, slices), pass_text(*b, slices)),
+    }
+}
+
+/// A pass in the JSON grammar: `0F1`, or `0F1.2` (slice 2) when the schedule has slices.
+pub(super) fn pass_text(pass: Pass, slices: u32) -> String {
+    if slices > 1 {
+        format!("{}{}{}.{}", pass.stage, pass.kind.name(), pass.microbatch, pass.slice)
+    } else {
+        format!("{}{}{}", pass.stage, pass.kind.name(), pass.microbatch)
+    }
+}
+
+const OP_HINT: &str = "an op is `<stage><kind><microbatch>` with kind F, B, W or BW, e.g. `0F1` or `3BW2`, \
+                       `.<slice>` after it for split sequences, or a pair `(3F1;3BW0)`";
+
+/// Reads one op.
+fn parse_op(text: &str) -> Result<Op, String> {
+    if let Some(inner) = text.strip_prefix('(') {
+        let Some(inner) = inner.strip_suffix(')') else {
+            return Err("the `(` is never closed".to_string());
+        };
+        let parts: Vec<&str> = inner.split(';').collect();
+        let [f, b] = parts.as_slice() else {
+            return Err(format!("a pair holds two passes, found {}", parts.len()));
+        };
+        let (f, b) = (parse_pass(f)?, parse_pass(b)?);
+        if f.kind != PassKind::F || !b.kind.is_input_grad() {
+            return Err(format!(
+                "a pair is a forward and then a backward (B or BW), found {} and {}",
+                f.kind.name(),
+                b.kind.name()
+            ));
+        }
+        return Ok(Op::Pair(f, b));
+    }
+    parse_pass(text).map(Op::One)
+}
+
+/// Reads one pass: `<stage><kind><microbatch>[.<slice>]`.
+fn parse_pass(text: &str) -> Result<Pass, String> {
+    let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let number = |s: &str| s.parse::<u32>().map_err(|_| format!("the number {} is too large", quote(s)));
+    let n = digits(text);
+    if n == 0 {
+        return Err(format!("expected a stage number at {}", quote(text)));
+    }
+    let stage = number(&text[..n])?;
+    let rest = &text[n..];
+    let k = rest.find(|c: char| !c.is_ascii_uppercase()).unwrap_or(rest.len());
+    let kind = match &rest[..k] {
+        "F" => PassKind::F,
+        "B" => PassKind::B,
+        "W" => PassKind::W,
+        "BW" => PassKind::BW,
+        "" => return Err(format!("expected a kind (F, B, W or BW) after the stage number {stage}")),
+        other => return Err(format!("unknown kind {}, expected F, B, W or BW", quote(other))),
+    };
+    let rest = &rest[k..];
+    let n = digits(rest);
+    if n == 0 {
+        return Err(format!("expected a microbatch number after `{stage}{}`", kind.name()));
+    }
+    let microbatch = number(&rest[..n])?;
+    let rest = &rest[n..];
+    let slice = match rest.strip_prefix('.') {
+        None if rest.is_empty() => 0,
+        Some(s) if !s.is_empty() && digits(s) == s.len() => number(s)?,
+        _ => return Err(format!("unexpected {} after `{stage}{}{microbatch}`", quote(rest), kind.name())),
+    };
+    Ok(Pass { kind, stage, microbatch, slice })
+}
+
+/// Reads Bubblescope JSON.
+pub(super) fn import(text: &str, source: &Source) -> Imported {
+    let mut out = Diagnostics::default();
+    let fail = |out: Diagnostics| Imported { schedule: None, costs: None, diagnostics: out.finish() };
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            out.push(source.error(format!("the file is not valid JSON: {}", sanitize_long(&e.to_string()))));
+            return fail(out);
+        }
+    };
+    let Value::Object(mut map) = value else {
+        out.push(
+            source
+                .error(format!("expected a JSON object with \"format\": \"{JSON_FORMAT}\", found {}", kind_of(&value))),
+        );
+        return fail(out);
+    };
+    match map.get("format") {
+        Some(Value::String(f)) if f == JSON_FORMAT => {}
+        Some(other) => {
+            let found = other.as_str().map_or_else(|| kind_of(other).to_string(), quote);
+            out.push(
+                source
+                    .error(format!("the format is {found}, expected \"{JSON_FORMAT}\""))
+                    .hint("this importer reads Bubblescope schedules; Perfetto traces cannot be imported"),
+            );
+            return fail(out);
+        }
+        None => {
+            out.push(
+                source
+                    .error(format!("the file has no \"format\" field: expected \"format\": \"{JSON_FORMAT}\""))
+                    .hint("this importer reads Bubblescope schedules; Perfetto traces cannot be imported"),
+            );
+            return fail(out);
+        }
+    }
+    match map.get("version").and_then(Value::as_u64) {
+        Some(JSON_VERSION) => {}
+        Some(v) if v > JSON_VERSION => {
+            out.push(
+                source
+                    .error(format!(
+                        "the file is version {v}, newer than the version {JSON_VERSION} this Bubblescope reads"
+                    ))
+                    .hint("update Bubblescope"),
+            );
+            return fail(out);
+        }
+        _ => {
+            let found = map.get("version").map_or_else(|| "nothing".to_string(), |v| sanitize_long(&v.to_string()));
+            out.push(source.error(format!("expected \"version\": {JSON_VERSION}, found {found}")));
+            return fail(out);
+        }
+    }
+    let mut unknown: Vec<&String> = map.keys().filter(|k| !FIELDS.contains(&k.as_str())).collect();
+    unknown.sort();
+    for key in unknown {
+        out.push(warning(source.error(format!("unknown field {} is ignored", quote(key)))));
+    }
+
+    let costs = match take::<Option<CostsJson>>(&mut map, "costs", Some(Value::Null), source, &mut out) {
+        Some(Some(c)) => {
+            let costs = Costs::from(c);
+            match costs.check() {
+                Ok(()) => Some(costs),
+                Err(e) => {
+                    out.push(source.error(format!("costs: {}", e.message)).hint("the costs are not loaded"));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let placement = take::<PlacementJson>(&mut map, "placement", None, source, &mut out);
+    let microbatches = take::<u32>(&mut map, "microbatches", None, source, &mut out);
+    let slices = take::<u32>(&mut map, "slices", Some(Value::from(1)), source, &mut out);
+    let orders = take::<Vec<Vec<Value>>>(&mut map, "orders", None, source, &mut out);
+    let (Some(placement), Some(microbatches), Some(slices), Some(orders)) = (placement, microbatches, slices, orders)
+    else {
+        return Imported { schedule: None, costs, diagnostics: out.finish() };
+    };
+    let placement = match build_placement(placement) {
+        Ok(p) => p,
+        Err(message) => {
+            out.push(source.error(format!("placement: {message}")));
+            return Imported { schedule: None, costs, diagnostics: out.finish() };
+        }
+    };
+    let ops: usize = orders.iter().map(Vec::len).sum();
+    let problem = if orders.len() != placement.devices() as usize {
+        Some(format!("orders has {} devices, but the placement has {}", orders.len(), placement.devices()))
+    } else if slices == 0 || microbatches == 0 {
+        Some(format!("microbatches and slices must be at least 1, found {microbatches} and {slices}"))
+    } else if ops as u64 > MAX_PASSES {
+        Some(format!("the schedule has {ops} ops, more than the {MAX_PASSES} the engine simulates"))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        out.push(source.error(problem));
+        return Imported { schedule: None, costs, diagnostics: out.finish() };
+    }
+
+    let mut rows: Vec<Vec<(Op, usize)>> = Vec::with_capacity(orders.len());
+    for (device, order) in orders.into_iter().enumerate() {
+        let mut row = Vec::with_capacity(order.len());
+        for (position, value) in order.into_iter().enumerate() {
+            let parsed = match &value {
+                Value::String(text) => parse_op(text).map_err(|why| format!("cannot read op {}: {why}", quote(text))),
+                other => Err(format!("expected an op string such as \"0F1\", found {}", kind_of(other))),
+            };
+            match parsed {
+                Ok(op) => row.push((op, position)),
+                Err(message) => {
+                    out.push(source.error_at(device as u32, position, message).hint(OP_HINT).hint("the op is skipped"));
+                }
+            }
+        }
+        rows.push(row);
+    }
+
+    // Every (stage, microbatch, slice) of a pipeline's share needs a forward and a backward: a
+    // file with fewer passes than that is not a schedule, and its tables would be needlessly
+    // large.
+    let passes: usize = rows.iter().flatten().map(|(op, _)| op.passes().count()).sum();
+    let needed = u64::from(placement.stages_per_pipeline()) * u64::from(microbatches) * u64::from(slices);
+    if needed > passes as u64 {
+        out.push(source.error(format!(
+            "{} stages per pipeline × {microbatches} microbatches × {slices} slices need a forward and a backward \
+             each, at least {} passes, but orders has only {passes}",
+            placement.stages_per_pipeline(),
+            2 * needed
+        )));
+        return Imported { schedule: None, costs, diagnostics: out.finish() };
+    }
+    let draft = Draft { placement, microbatches, slices, rows };
+    let checked = check::check(draft, source, &|p| pass_text(p, slices), &costs.unwrap_or_default(), &mut out);
+    Imported { schedule: Some(checked.schedule), costs, diagnostics: out.finish() }
+}
+
+/// Removes `field` from `map` and reads it as `T`; `default` stands in when it is missing (or
+/// it is an error).
+fn take<T: for<'de> Deserialize<'de>>(
+    map: &mut Map<String, Value>,
+    field: &str,
+    default: Option<Value>,
+    source: &Source,
+    out: &mut Diagnostics,
+) -> Option<T> {
+    let Some(value) = map.remove(field).or(default) else {
+        out.push(
+            source
+                .error(format!("the file has no \"{field}\" field"))
+                .hint("see the format's documentation for the fields"),
+        );
+        return None;
+    };
+    match serde_json::from_value(value) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            out.push(source.error(format!("{field}: {}", sanitize_long(&e.to_string()))));
+            None
+        }
+    }
+}
+
+/// The placement a `placement` object describes, checked against its kind.
+fn build_placement(p: PlacementJson) -> Result<Placement, String> {
+    let PlacementJson { kind, devices, stages_per_pipeline: per, stage_device } = p;
+    if devices == 0 || devices > MAX_DEVICES {
+        return Err(format!("devices must be between 1 and {MAX_DEVICES}, found {devices}"));
+    }
+    if per == 0 || stage_device.is_empty() {
+        return Err("a placement needs at least one stage".to_string());
+    }
+    if let Some((stage, device)) = stage_device.iter().enumerate().find(|(_, &d)| d >= devices) {
+        return Err(format!("stage_device[{stage}] is {device}, but devices are 0 to {}", devices - 1));
+    }
+    let kinds = [
+        PlacementKind::Linear,
+        PlacementKind::Interleaved,
+        PlacementKind::V,
+        PlacementKind::Wave,
+        PlacementKind::TwoDirectional,
+        PlacementKind::Custom,
+    ];
+    let Some(kind) = kinds.into_iter().find(|k| k.name() == kind) else {
+        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        return Err(format!("unknown kind {}, expected one of: {}", quote(&kind), names.join(", ")));
+    };
+    let stages = stage_device.len() as u32;
+    if per > stages {
+        // Checked before building a table of `per` entries for the kind.
+        return Err(format!("stages_per_pipeline is {per}, but stage_device has only {stages} entries"));
+    }
+    let expected = match kind {
+        PlacementKind::Custom if per == stages => return Ok(Placement::custom(devices, stage_device)),
+        PlacementKind::Custom => {
+            return Err(format!(
+                "a custom placement has one pipeline: stages_per_pipeline must be {stages}, found {per}"
+            ))
+        }
+        PlacementKind::Linear => Placement::linear(devices),
+        PlacementKind::Interleaved if per % devices == 0 => Placement::interleaved(devices, per / devices),
+        PlacementKind::V => Placement::v_shape(devices),
+        PlacementKind::Wave if per % (2 * devices) == 0 => Placement::wave(devices, per / (2 * devices)),
+        PlacementKind::TwoDirectional => Placement::two_directional(devices),
+        _ => {
+            return Err(format!("{} stages per pipeline do not fit the {} kind on {devices} devices", per, kind.name()))
+        }
+    };
+    if expected.stages_per_pipeline() != per || expected.stage_devices() != stage_device.as_slice() {
+        return Err(format!(
+            "the {} kind on {devices} devices has stages_per_pipeline {} and stage_device {}, found {per} and {}",
+            kind.name(),
+            expected.stages_per_pipeline(),
+            list(expected.stage_devices()),
+            list(&stage_device)
+        ));
+    }
+    Ok(expected)
+}
+
+/// A short rendering of a table for messages.
+fn list(values: &[u32]) -> String {
+    const SHOWN: usize = 16;
+    let shown: Vec<String> = values.iter().take(SHOWN).map(u32::to_string).collect();
+    let more = if values.len() > SHOWN { format!(", … ({} in all)", values.len()) } else { String::new() };
+    format!("[{}{more}]", shown.join(", "))
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A parser's message (which may quote the file) made safe.
+fn sanitize_long(text: &str) -> String {
+    sanitize_to(text, 200)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_read_as_written() {
+        assert_eq!(parse_op("0F1"), Ok(Op::One(Pass::f(0, 1))));
+        assert_eq!(parse_op("3BW2"), Ok(Op::One(Pass::bw(3, 2))));
+        assert_eq!(parse_op("0F1.2"), Ok(Op::One(Pass::f(0, 1).with_slice(2))));
+        assert_eq!(parse_op("(3F1;3BW0)"), Ok(Op::Pair(Pass::f(3, 1), Pass::bw(3, 0))));
+        assert_eq!(parse_op("0I1"), Err("unknown kind `I`, expected F, B, W or BW".to_string()));
+        assert_eq!(parse_op("0F1."), Err("unexpected `.` after `0F1`".to_string()));
+        assert_eq!(
+            parse_op("(3BW0;3F1)"),
+            Err("a pair is a forward and then a backward (B or BW), found BW and F".to_string())
+        );
+    }
+
+    #[test]
+    fn numbers_that_json_readers_round_off_are_written_as_strings() {
+        let text = serde_json::to_string(&Number(1.5)).unwrap();
+        assert_eq!(text, "1.5");
+        let hard = 0.1 + 0.2;
+        let text = serde_json::to_string(&Number(hard)).unwrap();
+        let back: Number = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.0.to_bits(), hard.to_bits(), "{text}");
+        assert_eq!(serde_json::from_str::<Number>("\"2.5\"").unwrap(), Number(2.5));
+        assert_eq!(serde_json::from_str::<Number>("3").unwrap(), Number(3.0));
+    }
+}

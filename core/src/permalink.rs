@@ -1,0 +1,252 @@
+//! Permalinks: every setting of the playground in a URL query string.
+//!
+//! The keys are the CLI's flag names (`schedule`, `devices`, `microbatches`, `chunks`, `group`,
+//! `waves`, `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`) plus
+//! `compare` (comma-separated family names) and `v`, the format version. Once links are
+//! shared this format is stable: new keys may be added, none renamed. Keys the engine does
+//! not know (the app's view settings such as `theme` or `embed`) are kept in `extra` in
+//! their order.
+
+use std::fmt::Write as _;
+
+use crate::params::{Costs, ScheduleParams};
+
+/// The current permalink format version.
+pub const VERSION: u32 = 1;
+
+/// Everything a permalink holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Permalink {
+    /// The family name.
+    pub schedule: String,
+    /// Sizes, options, costs and memory limit.
+    pub params: ScheduleParams,
+    /// Families stacked below for comparison.
+    pub compare: Vec<String>,
+    /// Other keys, in order (view settings of the app).
+    pub extra: Vec<(String, String)>,
+}
+
+impl Default for Permalink {
+    fn default() -> Self {
+        Permalink { schedule: "1f1b".to_string(), params: ScheduleParams::new(4, 8), compare: Vec::new(), extra: Vec::new() }
+    }
+}
+
+impl Permalink {
+    /// The value of an extra key.
+    pub fn extra(&self, key: &str) -> Option<&str> {
+        self.extra.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// Sets (or removes, with `None`) an extra key.
+    pub fn set_extra(&mut self, key: &str, value: Option<String>) {
+        self.extra.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            self.extra.push((key.to_string(), v));
+        }
+    }
+}
+
+/// Reads a query string (with or without the leading `?`). Values that do not parse keep
+/// their default and produce a warning naming the key, the value and what was expected, so
+/// a damaged link still opens.
+pub fn parse(query: &str) -> (Permalink, Vec<String>) {
+    let mut link = Permalink::default();
+    let mut warnings = Vec::new();
+    let query = query.strip_prefix('?').unwrap_or(query);
+    for pair in query.split('&').filter(|p| !p.is_empty()).take(200) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let (key, value) = (decode(key), decode(value));
+        let p = &mut link.params;
+        let c = &mut p.costs;
+        let mut bad = |expected: &str| {
+            warnings.push(format!(
+                "ignored {key}={}: expected {expected}",
+                crate::render::clean_text(&value).chars().take(40).collect::<String>()
+            ));
+        };
+        match key.as_str() {
+            "v" => match value.parse::<u32>() {
+                Ok(v) if v <= VERSION => {}
+                _ => bad(&format!("a format version up to {VERSION}")),
+            },
+            "schedule" if !value.is_empty() && value.len() <= 64 => link.schedule = value.clone(),
+            "schedule" => bad("a schedule name"),
+            "devices" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.devices = v),
+            "microbatches" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.microbatches = v),
+            "chunks" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.chunks = Some(v)),
+            "group" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.group = Some(v)),
+            "waves" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.waves = Some(v)),
+            "seq-splits" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.seq_splits = Some(v)),
+            "f" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.f = v),
+            "b" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.b = v),
+            "w" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.w = v),
+            "comm" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.comm = v),
+            "overlap" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.overlap = Some(v)),
+            "mem-f" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.mem_f = v),
+            "mem-w" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.mem_w = Some(v)),
+            "mem-limit" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| p.mem_limit = Some(v)),
+            "compare" => {
+                link.compare = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty() && s.len() <= 64)
+                    .take(8)
+                    .map(str::to_string)
+                    .collect();
+            }
+            _ if key.len() <= 32 && value.len() <= 256 => link.extra.push((key, value)),
+            _ => {}
+        }
+    }
+    (link, warnings)
+}
+
+/// Writes a permalink as a query string (without `?`). Only values that differ from the
+/// defaults are written, in a fixed order, so equal settings give equal links.
+pub fn to_query(link: &Permalink) -> String {
+    let mut out = format!("v={VERSION}&schedule={}", encode(&link.schedule));
+    let p = &link.params;
+    let d = Costs::default();
+    let _ = write!(out, "&devices={}&microbatches={}", p.devices, p.microbatches);
+    let opts = [("chunks", p.chunks), ("group", p.group), ("waves", p.waves), ("seq-splits", p.seq_splits)];
+    for (key, value) in opts {
+        if let Some(v) = value {
+            let _ = write!(out, "&{key}={v}");
+        }
+    }
+    let c = &p.costs;
+    let nums = [
+        ("f", Some(c.f), d.f),
+        ("b", Some(c.b), d.b),
+        ("w", Some(c.w), d.w),
+        ("comm", Some(c.comm), d.comm),
+        ("overlap", c.overlap, f64::NAN),
+        ("mem-f", Some(c.mem_f), d.mem_f),
+        ("mem-w", c.mem_w, f64::NAN),
+        ("mem-limit", p.mem_limit, f64::NAN),
+    ];
+    for (key, value, default) in nums {
+        if let Some(v) = value {
+            if v != default {
+                let _ = write!(out, "&{key}={v}");
+            }
+        }
+    }
+    if !link.compare.is_empty() {
+        let names: Vec<String> = link.compare.iter().map(|n| encode(n)).collect();
+        let _ = write!(out, "&compare={}", names.join(","));
+    }
+    for (k, v) in &link.extra {
+        let _ = write!(out, "&{}={}", encode(k), encode(v));
+    }
+    out
+}
+
+fn int(s: &str) -> Option<u32> {
+    s.trim().parse::<u32>().ok().filter(|v| *v > 0)
+}
+
+fn num(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// Percent-encodes everything but unreserved characters and commas.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b',' => out.push(b as char),
+            _ => {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` escapes and `+` (space); invalid escapes are kept as text.
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_setting() {
+        let mut link = Permalink::default();
+        link.schedule = "interleaved-1f1b".into();
+        link.params = ScheduleParams {
+            devices: 8,
+            microbatches: 24,
+            chunks: Some(3),
+            group: Some(8),
+            waves: Some(2),
+            seq_splits: Some(4),
+            costs: Costs { f: 18522.0, b: 0.1, w: 1e-7, comm: 601.0, overlap: Some(3.5), mem_f: 201216.0, mem_w: Some(73728.0) },
+            mem_limit: Some(1609728.0),
+        };
+        link.compare = vec!["1f1b".into(), "zb-h1".into()];
+        link.extra = vec![("theme".into(), "dark".into()), ("note".into(), "a&b c/d".into())];
+        let q = to_query(&link);
+        let (back, warnings) = parse(&format!("?{q}"));
+        assert_eq!(warnings, Vec::<String>::new());
+        assert_eq!(back, link);
+    }
+
+    #[test]
+    fn defaults_are_left_out_and_order_is_fixed() {
+        assert_eq!(to_query(&Permalink::default()), "v=1&schedule=1f1b&devices=4&microbatches=8");
+    }
+
+    #[test]
+    fn bad_values_warn_and_keep_defaults() {
+        let (link, warnings) = parse("devices=0&microbatches=lots&f=-1&mem-limit=NaN&v=99&schedule=zb-h1&%zz=1");
+        assert_eq!(link.params.devices, 4);
+        assert_eq!(link.params.microbatches, 8);
+        assert_eq!(link.params.costs.f, 1.0);
+        assert_eq!(link.params.mem_limit, None);
+        assert_eq!(link.schedule, "zb-h1");
+        assert_eq!(
+            warnings,
+            vec![
+                "ignored devices=0: expected a positive integer",
+                "ignored microbatches=lots: expected a positive integer",
+                "ignored f=-1: expected a number ≥ 0",
+                "ignored mem-limit=NaN: expected a number ≥ 0",
+                "ignored v=99: expected a format version up to 1",
+            ]
+        );
+    }
+
+    #[test]
+    fn decoding_never_panics_on_truncated_escapes() {
+        for q in ["%", "%4", "a=%", "a=%4", "a=%%%", "compare=,,,", "=", "&&&"] {
+            let _ = parse(q);
+        }
+        assert_eq!(decode("a%20b+c%2"), "a b c%2");
+    }
+}

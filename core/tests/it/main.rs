@@ -1,0 +1,3 @@
+//! Integration tests of the public API.
+
+mod formats;
