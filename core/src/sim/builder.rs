@@ -20,6 +20,7 @@ pub struct Builder {
     producer_device: Vec<u32>,
     free: Vec<f64>,
     idle: Vec<f64>,
+    max_idle: f64,
     memory: Vec<f64>,
     peak: Vec<f64>,
 }
@@ -39,6 +40,7 @@ impl Builder {
             producer_device: vec![u32::MAX; 2 * keys.len()],
             free: vec![0.0; devices],
             idle: vec![0.0; devices],
+            max_idle: 0.0,
             memory: vec![0.0; devices],
             peak: vec![0.0; devices],
         }
@@ -69,9 +71,9 @@ impl Builder {
         self.idle[device as usize]
     }
 
-    /// The largest idle time over all devices.
+    /// The largest idle time over all devices (kept as a running maximum: O(1)).
     pub fn max_idle(&self) -> f64 {
-        self.idle.iter().copied().fold(0.0, f64::max)
+        self.max_idle
     }
 
     /// Activation memory `device` holds after its last op.
@@ -86,6 +88,9 @@ impl Builder {
 
     /// When `pass` finished, if it has been placed and provides a result (F, B or BW).
     pub fn end_of(&self, pass: Pass) -> Option<f64> {
+        if !self.keys.contains(pass) {
+            return None;
+        }
         let k = self.keys.provided_index(pass)?;
         (self.producer_device[k] != u32::MAX).then_some(self.done[k])
     }
@@ -93,7 +98,13 @@ impl Builder {
     /// When the result `pass` depends on arrives on `device` (with communication): `Some(0)`
     /// if it depends on nothing, `None` if its dependency has not been placed yet.
     pub fn ready_at(&self, device: u32, pass: Pass) -> Option<f64> {
+        if !self.keys.contains(pass) {
+            return None;
+        }
         let Some(dep) = dependency(&self.schedule.placement, pass) else { return Some(0.0) };
+        if !self.keys.contains(dep.as_pass()) {
+            return None;
+        }
         let k = self.keys.dep_index(dep);
         let from = self.producer_device[k];
         if from == u32::MAX {
@@ -117,6 +128,7 @@ impl Builder {
         }
         if !self.schedule.orders[d].is_empty() {
             self.idle[d] += start - self.free[d];
+            self.max_idle = self.max_idle.max(self.idle[d]);
         }
         let end = start + self.costs.op(&op);
         let alloc: f64 = op.passes().map(|p| self.costs.alloc(p)).sum();
@@ -125,7 +137,7 @@ impl Builder {
         self.peak[d] = self.peak[d].max(self.memory[d]);
         self.memory[d] -= release;
         self.free[d] = end;
-        for pass in op.passes() {
+        for pass in op.passes().filter(|p| self.keys.contains(*p)) {
             if let Some(k) = self.keys.provided_index(pass) {
                 if self.producer_device[k] == u32::MAX {
                     self.done[k] = end;

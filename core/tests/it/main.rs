@@ -1,3 +1,4 @@
 //! Integration tests of the public API.
 
 mod formats;
+mod properties;
