@@ -1,4 +1,4 @@
-//! Command-line arguments: raw flags in, validated core parameters out.
+//! Command-line arguments: raw flags in, core parameters out.
 
 use std::path::PathBuf;
 
@@ -15,17 +15,19 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Generate and simulate a schedule; print its cost, bubble and memory.
+    /// Generate (or read) and simulate a schedule; print its cost, bubble and memory.
     Simulate(SimulateArgs),
-    /// Draw a schedule (or several, on one time axis) as an SVG figure.
+    /// Draw schedules on one time axis as an SVG figure.
     Render(RenderArgs),
+    /// Convert a schedule file between formats (PyTorch CSV, Bubblescope JSON, Perfetto trace).
+    Convert(ConvertArgs),
     /// List every schedule family: name, summary, parameters and constraints.
     List(ListArgs),
 }
 
-/// Which schedule and under which costs: shared by `simulate` and `render`.
+/// Which family, at which sizes.
 #[derive(Debug, Args, Clone)]
-pub struct ScheduleArgs {
+pub struct FamilyArgs {
     /// Schedule family (see `bubblescope list`).
     #[arg(long, short = 's', value_name = "NAME")]
     pub schedule: Option<String>,
@@ -47,70 +49,111 @@ pub struct ScheduleArgs {
     /// Sequence slices per microbatch (Seq1F1B).
     #[arg(long = "seq-splits", value_name = "K")]
     pub seq_splits: Option<u32>,
-    /// Forward time of one microbatch on 1/P of the model.
-    #[arg(long = "f", value_name = "F", default_value_t = 1.0)]
-    pub f: f64,
-    /// Input-gradient backward time (a fused backward takes B+W).
-    #[arg(long = "b", value_name = "B", default_value_t = 1.0)]
-    pub b: f64,
-    /// Weight-gradient backward time.
-    #[arg(long = "w", value_name = "W", default_value_t = 1.0)]
-    pub w: f64,
-    /// Communication time per hop between devices.
-    #[arg(long, value_name = "C", default_value_t = 0.0)]
-    pub comm: f64,
-    /// Time of an overlapped F&B pair (default: F+B+W, no overlap gain).
+}
+
+/// Times and memory, for one microbatch through 1/P of the model. Unset values come from the
+/// schedule file (JSON stores costs), or the defaults.
+#[derive(Debug, Args, Clone, Default)]
+pub struct CostArgs {
+    /// Forward time [default: 1].
+    #[arg(long = "f", value_name = "F")]
+    pub f: Option<f64>,
+    /// Input-gradient backward time; a fused backward takes B+W [default: 1].
+    #[arg(long = "b", value_name = "B")]
+    pub b: Option<f64>,
+    /// Weight-gradient backward time [default: 1].
+    #[arg(long = "w", value_name = "W")]
+    pub w: Option<f64>,
+    /// Communication time per hop between devices [default: 0].
+    #[arg(long, value_name = "C")]
+    pub comm: Option<f64>,
+    /// Time of an overlapped F&B pair [default: the sum of its passes, no gain].
     #[arg(long, value_name = "FB")]
     pub overlap: Option<f64>,
-    /// Activation memory one forward leaves on 1/P of the model.
-    #[arg(long = "mem-f", value_name = "X", default_value_t = 1.0)]
-    pub mem_f: f64,
-    /// Memory the weight gradient still needs after B (default mem-f/2).
+    /// Activation memory one forward leaves on 1/P of the model [default: 1].
+    #[arg(long = "mem-f", value_name = "X")]
+    pub mem_f: Option<f64>,
+    /// Memory the weight gradient still needs after B [default: mem-f/2].
     #[arg(long = "mem-w", value_name = "Y")]
     pub mem_w: Option<f64>,
-    /// Per-device activation memory limit, in mem-f's unit.
+    /// Per-device activation memory limit, in mem-f's unit [default: none].
     #[arg(long = "mem-limit", value_name = "L")]
     pub mem_limit: Option<f64>,
 }
 
-impl ScheduleArgs {
-    /// The core parameters these flags describe.
-    pub fn params(&self) -> ScheduleParams {
-        ScheduleParams {
-            devices: self.devices,
-            microbatches: self.microbatches,
-            chunks: self.chunks,
-            group: self.group,
-            waves: self.waves,
-            seq_splits: self.seq_splits,
-            costs: Costs {
-                f: self.f,
-                b: self.b,
-                w: self.w,
-                comm: self.comm,
-                overlap: self.overlap,
-                mem_f: self.mem_f,
-                mem_w: self.mem_w,
-            },
-            mem_limit: self.mem_limit,
+impl CostArgs {
+    /// The costs: flags first, then `base` (from a file), then the defaults.
+    pub fn costs(&self, base: Option<&Costs>) -> Costs {
+        let d = base.copied().unwrap_or_default();
+        Costs {
+            f: self.f.unwrap_or(d.f),
+            b: self.b.unwrap_or(d.b),
+            w: self.w.unwrap_or(d.w),
+            comm: self.comm.unwrap_or(d.comm),
+            overlap: self.overlap.or(d.overlap),
+            mem_f: self.mem_f.unwrap_or(d.mem_f),
+            mem_w: self.mem_w.or(d.mem_w),
         }
     }
 }
 
+/// Reading a schedule from a file instead of generating one.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FileArgs {
+    /// Read the schedule from FILE (PyTorch CSV or Bubblescope JSON) instead of --schedule.
+    #[arg(long, value_name = "FILE", conflicts_with = "schedule")]
+    pub from: Option<PathBuf>,
+    /// Format of --from: pytorch-csv, pytorch-csv-comms or json [default: from the extension].
+    #[arg(long = "from-format", value_name = "FORMAT")]
+    pub from_format: Option<String>,
+    /// PyTorch CSV dialect: current (I input grad, B full backward) or legacy (B input grad,
+    /// BW full backward) [default: detected from the file].
+    #[arg(long, value_name = "DIALECT")]
+    pub dialect: Option<String>,
+    /// Merge an I directly followed by its W into one full backward, as PyTorch does before
+    /// running a compute-only file.
+    #[arg(long = "merge-bw")]
+    pub merge_bw: bool,
+}
+
+/// Builds the parameters of a family from flags.
+pub fn params(family: &FamilyArgs, costs: &CostArgs) -> ScheduleParams {
+    ScheduleParams {
+        devices: family.devices,
+        microbatches: family.microbatches,
+        chunks: family.chunks,
+        group: family.group,
+        waves: family.waves,
+        seq_splits: family.seq_splits,
+        costs: costs.costs(None),
+        mem_limit: costs.mem_limit,
+    }
+}
+
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SimulateArgs {
     #[command(flatten)]
-    pub schedule: ScheduleArgs,
+    pub family: FamilyArgs,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    #[command(flatten)]
+    pub file: FileArgs,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RenderArgs {
     #[command(flatten)]
-    pub schedule: ScheduleArgs,
-    /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v`.
+    pub family: FamilyArgs,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    #[command(flatten)]
+    pub file: FileArgs,
+    /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v` (after --from's file).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "schedule")]
     pub compare: Vec<String>,
     /// Where to write the SVG (`-` for standard output).
@@ -128,6 +171,35 @@ pub struct RenderArgs {
     /// Colour theme: light or dark.
     #[arg(long, value_name = "THEME", default_value = "light")]
     pub theme: String,
+}
+
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct ConvertArgs {
+    /// The schedule to read.
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Where to write (`-` for standard output).
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    /// Format of IN: pytorch-csv, pytorch-csv-comms or json [default: from the extension].
+    #[arg(long = "from-format", value_name = "FORMAT")]
+    pub from_format: Option<String>,
+    /// Format of OUT: pytorch-csv, pytorch-csv-comms, json or perfetto [default: from the
+    /// extension].
+    #[arg(long = "to-format", value_name = "FORMAT")]
+    pub to_format: Option<String>,
+    /// PyTorch CSV dialect of IN (and of OUT with --to-dialect unset) [default: detected].
+    #[arg(long, value_name = "DIALECT")]
+    pub dialect: Option<String>,
+    /// PyTorch CSV dialect to write: current or legacy [default: current].
+    #[arg(long = "to-dialect", value_name = "DIALECT")]
+    pub to_dialect: Option<String>,
+    /// Merge an I directly followed by its W into one full backward when reading.
+    #[arg(long = "merge-bw")]
+    pub merge_bw: bool,
+    #[command(flatten)]
+    pub costs: CostArgs,
 }
 
 #[derive(Debug, Args)]

@@ -3,11 +3,12 @@
 use std::fmt::Write as _;
 
 use bubblescope::render::format_number;
-use bubblescope::{family, Analysis, Family, ScheduleParams, FAMILIES};
+use bubblescope::{Analysis, Family, ScheduleParams, FAMILIES};
 use serde_json::{json, Value};
 
-/// The `simulate --json` object. Numbers are exact (no rounding).
-pub fn json(name: &str, params: &ScheduleParams, a: &Analysis) -> Value {
+/// The `simulate --json` object. Numbers are exact (no rounding). `name` is the family, or the
+/// path of the file the schedule was read from.
+pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> Value {
     let s = &a.stats;
     let limit = params.mem_limit;
     let per_device: Vec<Value> = s
@@ -27,7 +28,7 @@ pub fn json(name: &str, params: &ScheduleParams, a: &Analysis) -> Value {
             })
         })
         .collect();
-    let prediction = family(name).and_then(|f| (f.predict)(params)).map(|p| {
+    let prediction = family.and_then(|f| (f.predict)(params)).map(|p| {
         json!({
             "bubble": p.bubble,
             "bubble_formula": p.bubble_formula,
@@ -61,12 +62,11 @@ pub fn json(name: &str, params: &ScheduleParams, a: &Analysis) -> Value {
     })
 }
 
-/// The readable `simulate` output.
-pub fn table(name: &str, params: &ScheduleParams, a: &Analysis) -> String {
+/// The readable `simulate` output, headed by `title`.
+pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> String {
     let s = &a.stats;
     let c = &params.costs;
     let n = |v: f64| format_number(v, 4);
-    let title = family(name).map_or_else(|| name.to_string(), |f| f.label(params));
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
     let _ = writeln!(
@@ -93,7 +93,7 @@ pub fn table(name: &str, params: &ScheduleParams, a: &Analysis) -> String {
     for (label, value, note) in rows {
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
     }
-    if let Some(p) = family(name).and_then(|f| (f.predict)(params)) {
+    if let Some(p) = family.and_then(|f| (f.predict)(params)) {
         if let Some(b) = p.bubble {
             let _ = writeln!(out, "{:<12} {:<12} bubble {} (simulated cost − ideal: {})", "closed form", n(b), p.bubble_formula, n(s.cost - s.ideal));
         }

@@ -1,1 +1,34 @@
-fn main() {}
+//! The engine on a big schedule: simulating about 400,000 passes (64 devices × 1024
+//! microbatches, split backward, 2 chunks per device: the handcrafted ZB-V), validating them,
+//! and laying out the chart with level of detail.
+//!
+//! `cargo bench -p bubblescope --bench engine`
+
+use bubblescope::render::{gantt, GanttOptions, GanttPanel, Theme};
+use bubblescope::{generate, simulate, stats, validate, ScheduleParams, StageCosts};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+
+fn engine(c: &mut Criterion) {
+    let params = ScheduleParams::new(64, 1024);
+    let schedule = generate("zb-v-handcrafted", &params).expect("generates");
+    assert!(schedule.pass_count() >= 390_000, "{} passes", schedule.pass_count());
+    let costs = StageCosts::for_schedule(&params.costs, &schedule);
+    let mut group = c.benchmark_group("400k passes");
+    group.sample_size(20);
+    group.bench_function("simulate", |b| b.iter(|| simulate(black_box(&schedule), black_box(&costs)).map(|t| t.devices.len())));
+    group.bench_function("validate", |b| b.iter(|| validate(black_box(&schedule)).len()));
+    let timeline = simulate(&schedule, &costs).expect("simulates");
+    group.bench_function("stats", |b| b.iter(|| stats(black_box(&schedule), black_box(&timeline), &params.costs).cost));
+    group.bench_function("gantt layout 1200px", |b| {
+        b.iter(|| {
+            let panel = GanttPanel { title: None, note: None, schedule: &schedule, timeline: &timeline };
+            let opts = GanttOptions { width: 1200.0, row_height: 9.0, ..GanttOptions::default() };
+            gantt(&[panel], &opts, &Theme::light()).0.items.len()
+        });
+    });
+    group.bench_function("generate zb-v-handcrafted", |b| b.iter(|| generate("zb-v-handcrafted", black_box(&params)).map(|s| s.op_count())));
+    group.finish();
+}
+
+criterion_group!(benches, engine);
+criterion_main!(benches);

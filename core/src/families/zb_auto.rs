@@ -124,18 +124,12 @@ fn generate_2p(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 }
 
 /// ZB-1p / ZB-2p: the heuristic with the limit at `multiple·P·mem-f`. These families fix
-/// their limit, so a `--mem-limit` is rejected rather than silently ignored.
+/// their limit: like every family that does not schedule to `--mem-limit`, they treat a given
+/// one as a cap to check the result against (the CLI and the app flag devices above it), not
+/// as an input — use `zb-auto --mem-limit L` to schedule to another limit.
 fn generate_at_multiple(params: &ScheduleParams, family: &Family, multiple: u32) -> Result<Schedule, ParamError> {
     reject_unused(params, family.name, &[])?;
     let limit = f64::from(multiple) * f64::from(params.devices) * params.costs.mem_f;
-    if let Some(given) = params.mem_limit {
-        let factor = if multiple == 1 { "P".to_string() } else { format!("{multiple}P") };
-        return Err(ParamError::new(
-            Field::MemLimit,
-            format!("{} sets its own memory limit ({factor}·mem-f = {limit}), found --mem-limit {given}", family.name),
-        )
-        .hint(format!("remove --mem-limit, or use zb-auto --mem-limit {given}")));
-    }
     params.check_size(3)?;
     zero_bubble_auto(params, limit)
 }

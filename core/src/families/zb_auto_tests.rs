@@ -220,14 +220,13 @@ fn a_limit_below_one_forward_cannot_fit() {
 }
 
 #[test]
-fn fixed_limit_families_reject_a_mem_limit() {
-    let err = generate("zb-2p", &ScheduleParams::new(4, 8).with_mem_limit(6.0)).unwrap_err();
-    assert_eq!(err.field, Field::MemLimit);
-    assert_eq!(
-        err.to_string(),
-        "zb-2p sets its own memory limit (2P·mem-f = 8), found --mem-limit 6\n  \
-         hint: remove --mem-limit, or use zb-auto --mem-limit 6"
-    );
+fn fixed_limit_families_schedule_to_their_own_limit_whatever_mem_limit_says() {
+    // A given --mem-limit is a cap to check against, as for 1F1B; it does not change ZB-2p.
+    let own = generate("zb-2p", &ScheduleParams::new(4, 8)).unwrap();
+    let capped = generate("zb-2p", &ScheduleParams::new(4, 8).with_mem_limit(6.0)).unwrap();
+    assert_eq!(own, capped);
+    let auto6 = generate("zb-auto", &ScheduleParams::new(4, 8).with_mem_limit(6.0)).unwrap();
+    assert_ne!(own, auto6, "zb-auto schedules to the limit it is given");
     let err = generate("zb-auto", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
     assert_eq!(err.field, Field::Chunks);
     assert!(err.to_string().starts_with("zb-auto does not take --chunks"), "{err}");

@@ -142,8 +142,8 @@ impl Theme {
             Rgb(253, 231, 37),
         ];
         let t = if devices <= 1 { 0.0 } else { f64::from(device) / f64::from(devices - 1) };
-        // Stop before the palest yellow, which vanishes on white.
-        let t = t * if self.name == "light" { 0.82 } else { 1.0 };
+        // On white, stop before the palest yellow; on black, start after the darkest purple.
+        let t = if self.name == "light" { t * 0.82 } else { 0.3 + t * 0.7 };
         let x = t * (RAMP.len() - 1) as f64;
         let i = (x.floor() as usize).min(RAMP.len() - 2);
         RAMP[i].mix(RAMP[i + 1], x - i as f64)

@@ -1,4 +1,5 @@
 //! Integration tests of the public API.
 
 mod formats;
+mod golden;
 mod properties;

@@ -1,0 +1,108 @@
+//! Golden SVG figures: the CLI's and the app's export output, byte for byte.
+//!
+//! References live in `tests/golden/<case>.svg` at the workspace root. A mismatch writes
+//! `<case>.new.svg` next to the reference (git-ignored) and fails; after checking the new
+//! pictures, accept them with `UPDATE_GOLDEN=1 cargo test -p bubblescope --test it golden`.
+
+use std::path::PathBuf;
+
+use bubblescope::render::{figure_svg, FigureItem, FigureOptions, Theme};
+use bubblescope::{family, run, Costs, ScheduleParams};
+
+/// Largest reference file, to keep the repository small.
+const MAX_BYTES: usize = 96 * 1024;
+
+struct Case {
+    name: &'static str,
+    families: &'static [&'static str],
+    params: ScheduleParams,
+    memory: bool,
+    dark: bool,
+}
+
+fn cases() -> Vec<Case> {
+    let p48 = ScheduleParams::new(4, 8);
+    vec![
+        Case { name: "one-f-one-b-p4-m8", families: &["1f1b"], params: p48.clone(), memory: false, dark: false },
+        Case { name: "zb-h1-p4-m8", families: &["zb-h1"], params: p48.clone(), memory: false, dark: false },
+        Case { name: "zb-2p-p4-m8-memory", families: &["zb-2p"], params: p48.clone(), memory: true, dark: false },
+        Case {
+            name: "zb-v-p4-m8-chunk-costs",
+            families: &["zb-v"],
+            params: p48.clone().with_costs(Costs::fbw(2.0, 2.0, 2.0)),
+            memory: false,
+            dark: false,
+        },
+        Case {
+            name: "interleaved-1f1b-p4-m8-v2",
+            families: &["interleaved-1f1b"],
+            params: p48.clone().with_chunks(2),
+            memory: false,
+            dark: false,
+        },
+        Case {
+            name: "dualpipe-p8-m20-paper",
+            families: &["dualpipe"],
+            params: ScheduleParams::new(8, 20).with_costs(Costs { overlap: Some(3.0), ..Costs::default() }),
+            memory: false,
+            dark: false,
+        },
+        Case {
+            name: "compare-1f1b-zb-h1-v-half-p4-m8",
+            families: &["1f1b", "zb-h1", "v-half"],
+            params: p48.clone(),
+            memory: false,
+            dark: false,
+        },
+        Case { name: "seq1f1b-p4-m8-dark", families: &["seq1f1b"], params: p48, memory: true, dark: true },
+    ]
+}
+
+fn render(case: &Case) -> String {
+    let analyses: Vec<(String, bubblescope::Analysis)> = case
+        .families
+        .iter()
+        .map(|name| (family(name).unwrap().label(&case.params), run(name, &case.params).unwrap()))
+        .collect();
+    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a }).collect();
+    let theme = if case.dark { Theme::dark() } else { Theme::light() };
+    figure_svg(&items, &FigureOptions { memory: case.memory, theme, ..FigureOptions::default() })
+}
+
+#[test]
+fn golden_svg_figures() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failures = Vec::new();
+    for case in cases() {
+        let svg = render(&case);
+        assert_eq!(svg, render(&case), "{}: rendering is not deterministic", case.name);
+        assert!(svg.len() <= MAX_BYTES, "{}: {} bytes, over the {MAX_BYTES}-byte cap", case.name, svg.len());
+        let reference = dir.join(format!("{}.svg", case.name));
+        let fresh = dir.join(format!("{}.new.svg", case.name));
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&reference, &svg).unwrap();
+            let _ = std::fs::remove_file(&fresh);
+            continue;
+        }
+        match std::fs::read_to_string(&reference) {
+            Ok(expected) if expected == svg => {
+                let _ = std::fs::remove_file(&fresh);
+            }
+            Ok(_) => {
+                std::fs::write(&fresh, &svg).unwrap();
+                failures.push(format!("mismatched output: {} (live) | {} (reference)", fresh.display(), reference.display()));
+            }
+            Err(_) => {
+                std::fs::write(&fresh, &svg).unwrap();
+                failures.push(format!("missing reference output {} (live output in {})", reference.display(), fresh.display()));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\nafter checking the pictures, accept them with: UPDATE_GOLDEN=1 cargo test -p bubblescope --test it golden",
+        failures.join("\n")
+    );
+}
