@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bubblescope::permalink::Permalink;
-use bubblescope::{family, AnalyzeError, Analysis, BubbleMeasure, Family, Field, ScheduleParams};
+use bubblescope::{analyze, family, AnalyzeError, Analysis, BubbleMeasure, Diagnostic, Family, Field, Schedule, ScheduleParams};
 use leptos::prelude::*;
 
 /// The most passes the app simulates and draws live; larger settings get a message instead
@@ -106,11 +106,24 @@ impl ThemeChoice {
     }
 }
 
+/// A schedule file the user opened (PyTorch CSV or Bubblescope JSON).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedFile {
+    /// The file's name (sanitised).
+    pub name: String,
+    /// The schedule the file allows, if any.
+    pub schedule: Option<Arc<Schedule>>,
+    /// Everything the import found wrong or noteworthy, with rows and columns.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
 /// Everything components share, provided once as context.
 #[derive(Clone, Copy)]
 pub struct AppState {
     /// The settings: schedule, sizes, costs, comparison (and view keys in `extra`).
     pub link: RwSignal<Permalink>,
+    /// An opened schedule file, shown instead of the family while set.
+    pub file: RwSignal<Option<LoadedFile>>,
     /// What they compute to.
     pub outcome: Memo<Outcome>,
     /// The last successful main analysis: the chart keeps it while the settings are invalid.
@@ -185,9 +198,41 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
     Computed { name: name.to_string(), label, result }
 }
 
+/// Simulates an opened file under the settings' costs.
+fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, ScheduleParams) {
+    let Some(schedule) = &file.schedule else {
+        let message = file.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        let computed = Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
+        return (computed, params.clone());
+    };
+    let mut p = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(params.costs);
+    p.mem_limit = params.mem_limit;
+    let label = format!(
+        "{} · {} devices · {} microbatches · {} stages",
+        file.name,
+        schedule.devices(),
+        schedule.microbatches,
+        schedule.placement.stages()
+    );
+    let result = p
+        .costs
+        .check()
+        .map_err(AnalyzeError::Param)
+        .and_then(|()| analyze((**schedule).clone(), &p.costs))
+        .map(Arc::new)
+        .map_err(UiError::from_analyze);
+    (Computed { name: "file".into(), label, result }, p)
+}
+
 /// Computes everything the settings ask for.
-pub fn compute(link: &Permalink) -> Outcome {
+pub fn compute(link: &Permalink, file: Option<&LoadedFile>) -> Outcome {
     let start = now_ms();
+    if let Some(file) = file {
+        let (main, params) = compute_file(file, &link.params);
+        let compare = link.compare.iter().map(|n| compute_one(n, &params)).collect();
+        let baseline = compute_one("1f1b", &params).result.ok();
+        return Outcome { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), main, compare, baseline, params, elapsed_ms: now_ms() - start };
+    }
     let main = compute_one(&link.schedule, &link.params);
     let compare = link.compare.iter().filter(|n| **n != link.schedule).map(|n| compute_one(n, &link.params)).collect();
     let baseline = if link.schedule == "1f1b" {
@@ -231,7 +276,8 @@ impl AppState {
             _ => BubbleMeasure::OverCost,
         };
         let link = RwSignal::new(link);
-        let outcome = Memo::new(move |_| compute(&link.get()));
+        let file = RwSignal::new(None::<LoadedFile>);
+        let outcome = Memo::new(move |_| compute(&link.get(), file.get().as_ref()));
         let last_good = RwSignal::new(None);
         Effect::new(move |_| {
             let o = outcome.get();
@@ -241,6 +287,7 @@ impl AppState {
         });
         AppState {
             link,
+            file,
             outcome,
             last_good,
             view: RwSignal::new(View { range: None, highlight: None }),

@@ -32,6 +32,8 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         json!({
             "bubble": p.bubble,
             "bubble_formula": p.bubble_formula,
+            "bubble_quantity": p.bubble_quantity.label(),
+            "simulated_bubble": p.bubble_quantity.of(s),
             "peak_memory": p.peak_memory,
             "memory_formula": p.memory_formula,
         })
@@ -95,7 +97,8 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     }
     if let Some(p) = family.and_then(|f| (f.predict)(params)) {
         if let Some(b) = p.bubble {
-            let _ = writeln!(out, "{:<12} {:<12} bubble {} (simulated cost − ideal: {})", "closed form", n(b), p.bubble_formula, n(s.cost - s.ideal));
+            let q = p.bubble_quantity;
+            let _ = writeln!(out, "{:<12} {:<12} bubble {} (simulated {}: {})", "closed form", n(b), p.bubble_formula, q.label(), n(q.of(s)));
         }
     }
     let _ = writeln!(out);

@@ -7,16 +7,26 @@ use leptos::prelude::*;
 use super::inputs::{NumberField, NumberKind};
 use crate::state::{AppState, MAX_DEVICES, MAX_MICROBATCHES};
 
-/// The whole sidebar.
+/// The whole sidebar. While a file is open, the family settings give way to it.
 #[component]
 pub fn Controls() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let no_file = move || state.file.with(Option::is_none);
     view! {
-        <SchedulePicker/>
-        <Sizes/>
-        <FamilyOptions/>
+        <Show when=no_file>
+            <SchedulePicker/>
+            <Sizes/>
+            <FamilyOptions/>
+        </Show>
+        <Show when=move || !no_file()>
+            <super::ImportPanel/>
+        </Show>
         <CostInputs/>
         <MemoryInputs/>
         <CompareInputs/>
+        <Show when=no_file>
+            <super::ImportPanel/>
+        </Show>
         <ResetButton/>
     }
 }
@@ -332,6 +342,7 @@ pub fn ResetButton() -> impl IntoView {
         <button type="button" class="button ghost wide" data-testid="reset"
             on:click=move |_| {
                 let extra = state.link.with_untracked(|l| l.extra.clone());
+                state.file.set(None);
                 state.update(|l| *l = Permalink { extra, ..Permalink::default() });
             }>
             "Reset all settings"

@@ -1,5 +1,6 @@
 //! Export: SVG (the CLI's `render`, byte for byte), PNG, and the embed snippet.
 
+use bubblescope::formats::{self, CsvForm, Dialect};
 use bubblescope::render::{figure_svg, FigureItem, FigureOptions};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
@@ -53,7 +54,33 @@ pub fn current_svg(state: AppState, memory: bool) -> Option<String> {
     Some(figure_svg(&items, &opts))
 }
 
+/// Writes the main schedule in a data format.
+fn export_data(state: AppState, kind: &str) -> Result<(), String> {
+    let o = state.outcome.get_untracked();
+    let a = o.main.result.as_ref().map_err(|_| "nothing to export: the settings are invalid".to_string())?;
+    let stem = file_stem(state);
+    let (name, mime, text) = match kind {
+        "json" => (format!("{stem}.json"), "application/json", formats::export_json(&a.schedule, Some(&o.params.costs))),
+        "csv" => (
+            format!("{stem}.csv"),
+            "text/csv",
+            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeOnly, Dialect::Current).map_err(|e| e.to_string())?,
+        ),
+        "csv-comms" => (
+            format!("{stem}-comms.csv"),
+            "text/csv",
+            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeComms, Dialect::Current).map_err(|e| e.to_string())?,
+        ),
+        _ => (format!("{stem}.trace.json"), "application/json", formats::export_perfetto(&a.schedule, &a.timeline).map_err(|e| e.to_string())?),
+    };
+    download(&name, mime, &text)
+}
+
 fn file_stem(state: AppState) -> String {
+    if let Some(f) = state.file.get_untracked() {
+        let stem = f.name.rsplit_once('.').map_or(f.name.as_str(), |(s, _)| s).to_string();
+        return stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+    }
     state.link.with_untracked(|l| format!("{}-p{}-m{}", l.schedule, l.params.devices, l.params.microbatches))
 }
 
@@ -105,6 +132,19 @@ pub fn ExportMenu() -> impl IntoView {
                 </button>
                 <button type="button" role="menuitem" class="menu-item" data-testid="export-png" on:click=png>
                     "PNG image" <span class="muted">" the chart as shown"</span>
+                </button>
+                <div class="menu-sep"></div>
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-json" on:click=move |_| message.set(export_data(state, "json").err())>
+                    "Bubblescope JSON" <span class="muted">" orders, placement, costs"</span>
+                </button>
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-csv" on:click=move |_| message.set(export_data(state, "csv").err())>
+                    "PyTorch schedule CSV" <span class="muted">" compute only, for _load_csv"</span>
+                </button>
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-csv-comms" on:click=move |_| message.set(export_data(state, "csv-comms").err())>
+                    "PyTorch CSV with SEND/RECV" <span class="muted">" compute_comms"</span>
+                </button>
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-perfetto" on:click=move |_| message.set(export_data(state, "perfetto").err())>
+                    "Perfetto trace" <span class="muted">" open in ui.perfetto.dev"</span>
                 </button>
                 <div class="menu-sep"></div>
                 <label class="menu-label" for="embed-snippet">"Embed in a page"</label>

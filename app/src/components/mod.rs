@@ -6,6 +6,7 @@ mod embed;
 mod errors;
 mod export;
 mod header;
+mod import;
 mod inputs;
 mod stats;
 
@@ -15,5 +16,6 @@ pub use embed::EmbedView;
 pub use errors::ErrorBanner;
 pub use export::{current_svg, download, ExportMenu};
 pub use header::Header;
+pub use import::{load, ImportPanel};
 pub use inputs::{NumberField, NumberKind};
 pub use stats::{CompareTable, DeviceTable, StatTiles};

@@ -41,7 +41,7 @@ pub fn StatTiles() -> impl IntoView {
             let f = family(&o.main.name)?;
             let p = (f.predict)(&o.params)?;
             let a = o.main.result.as_ref().ok()?;
-            Some((p.bubble_formula, p.bubble, a.stats.cost - a.stats.ideal))
+            Some((p.bubble_formula, p.bubble, p.bubble_quantity.of(&a.stats), p.bubble_quantity.label()))
         })
     };
     let over_limit = move || {
@@ -95,16 +95,16 @@ pub fn StatTiles() -> impl IntoView {
                 <div class="tile-foot">{move || outcome.with(|o| format!("computed in {} ms", format_number(o.elapsed_ms, 1)))}</div>
             </div>
             <div class="tile">
-                <div class="tile-label">"Closed form"<span class="tile-sub">" cost − ideal"</span></div>
+                <div class="tile-label">"Closed form"<span class="tile-sub">{move || format!(" {}", prediction().map_or("cost − ideal", |p| p.3))}</span></div>
                 {move || match prediction() {
-                    Some((formula, Some(predicted), simulated)) => view! {
+                    Some((formula, Some(predicted), simulated, _)) => view! {
                         <div class="tile-value" data-testid="stat-closed-form">{n(predicted)}</div>
                         <div class="tile-foot">{formula} " · simulated " {n(simulated)}
                             {if (predicted - simulated).abs() < 1e-6 * simulated.abs().max(1.0) { " ✓" } else { " (differs)" }}</div>
                     }.into_any(),
-                    Some((formula, None, simulated)) => view! {
+                    Some((formula, None, simulated, _)) => view! {
                         <div class="tile-value muted">"n/a"</div>
-                        <div class="tile-foot">{formula} " holds without comm · simulated " {n(simulated)}</div>
+                        <div class="tile-foot">{formula} " does not hold at these settings · simulated " {n(simulated)}</div>
                     }.into_any(),
                     None => view! {
                         <div class="tile-value muted">"—"</div>

@@ -46,7 +46,7 @@
 //! `min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))`: between the paper's
 //! `D/2 + 1` (end devices) and `D` (middle devices).
 
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -138,6 +138,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble,
         bubble_formula: "(P−2)·max(F, B+W) + (M/P−1)(P−2)·|B+W−F|, M a multiple of P; (P/2−1)(F+B+W) when F = B+W",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: Some(
             (0..devices)
                 .map(|d| {

@@ -33,7 +33,7 @@
 //! rank), and every later pair frees one activation as it allocates one.
 
 use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};
@@ -127,6 +127,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: deepseek_bubble(params.devices / 2, 1.0, costs),
         bubble_formula: "(PP/2−1)(F&B+B−3W), PP = devices, B the full backward",
+        bubble_quantity: BubbleQuantity::LeastBusyIdle,
         peak_memory: Some(vec![f64::from(params.devices + 1) * costs.mem_f; params.devices as usize]),
         memory_formula: "PP+1 stage activations: (P+1)·mem-f on every device",
     })

@@ -121,22 +121,24 @@ pub(super) fn device_order(shape: Shape, half_rank: u32, phases: Phases) -> Vec<
 }
 
 /// DeepSeek's bubble `(PP/2−1)(F&B+B−3W)` for `half_ranks = PP/2`, with per-chunk times the
-/// user's costs times `scale` (the stage scale), when it equals the simulated `cost − ideal`.
+/// user's costs times `scale` (the stage scale), where it holds exactly.
 ///
 /// DeepSeek's bubble is the time a device spends outside its own passes during the step:
 /// `makespan − busy` on the device with the least work (the one running the most overlapped
-/// pairs). In our dependency-only simulator it is exact when `F = B−W` (forward as long as the
-/// input-gradient pass, DeepSeek's setting F=1, B=2, W=1), `W ≤ F` and `B ≤ F&B ≤ F+B`, with no
-/// communication time. It equals `cost − ideal`, the value a [`super::Prediction`] holds, only
-/// when the pairs gain nothing (`F&B = F+B`, the default): with a gain every device's busy time
-/// drops below the ideal by its own number of pairs times the gain. With one half rank
-/// (DualPipe on 2 devices, DualPipeV on 1) the bubble is 0 for any F, B and W.
+/// pairs), [`BubbleQuantity::LeastBusyIdle`]. In our dependency-only simulator it is exact when
+/// `F = B−W` (forward as long as the input-gradient pass, DeepSeek's setting F=1, B=2, W=1),
+/// `W ≤ F` and `B ≤ F&B ≤ F+B`, with no communication time; outside that region our timing
+/// differs from the formula (we follow the simulator: the formula assumes the figure's
+/// setting). It equals `cost − ideal` only when the pairs gain nothing (`F&B = F+B`, the
+/// default): with a gain every device's busy time drops below the ideal by its own number of
+/// pairs times the gain. With one half rank (DualPipe on 2 devices, DualPipeV on 1) the bubble
+/// is 0 for any F, B and W.
 pub(super) fn deepseek_bubble(half_ranks: u32, scale: f64, costs: &Costs) -> Option<f64> {
     let full_backward = costs.b + costs.w;
     let sum = costs.f + full_backward;
     let overlap = costs.overlap.unwrap_or(sum);
     let in_domain = half_ranks == 1 || (costs.f == costs.b && costs.w <= costs.f);
-    let valid = costs.comm == 0.0 && overlap == sum && in_domain;
+    let valid = costs.comm == 0.0 && full_backward <= overlap && overlap <= sum && in_domain;
     valid.then(|| f64::from(half_ranks.saturating_sub(1)) * scale * (overlap + full_backward - 3.0 * costs.w))
 }
 

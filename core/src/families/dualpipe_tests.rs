@@ -214,7 +214,7 @@ fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
 fn no_bubble_is_predicted_outside_the_formulas_domain() {
     let base = Costs::fbw(2.0, 2.0, 1.0);
     for costs in [
-        Costs { overlap: Some(4.0), ..base }, // the pairs gain: cost − ideal is not DeepSeek's bubble
+        Costs { overlap: Some(2.0), ..base }, // F&B below the full backward B
         Costs::fbw(1.0, 2.0, 1.0),            // F ≠ B − W
         Costs::fbw(1.0, 1.0, 2.0),            // W > F
         Costs { comm: 0.5, ..base },
@@ -254,4 +254,25 @@ fn rejects_parameters_the_reference_asserts_against() {
     assert_eq!(err.field, Field::Chunks);
     assert!(err.to_string().starts_with("dualpipe does not take --chunks"), "{err}");
     assert_eq!(generate(&ScheduleParams::new(5, 20)).unwrap_err().field, Field::Devices);
+}
+
+#[test]
+fn with_overlap_gains_the_prediction_is_deepseeks_least_busy_idle() {
+    // DeepSeek's case: F&B < F+B. Its bubble is the idle time of the device with the most
+    // pairs, not cost − ideal.
+    for devices in [2u32, 4, 6, 8] {
+        for microbatches in [2 * devices, 3 * devices] {
+            for overlap in [3.0, 4.0, 4.5] {
+                let costs = Costs { overlap: Some(overlap), ..Costs::fbw(2.0, 2.0, 1.0) };
+                let prediction = predict(&params(devices, microbatches, costs)).unwrap();
+                assert_eq!(prediction.bubble_quantity, BubbleQuantity::LeastBusyIdle);
+                let stats = analyze(devices, microbatches, costs).stats;
+                let case = format!("P={devices} M={microbatches} F&B={overlap}");
+                assert_eq!(prediction.bubble, Some(BubbleQuantity::LeastBusyIdle.of(&stats)), "{case}");
+                let (full_b, w, fb) = (3.0 * 1.0, 1.0 * 1.0, overlap * 1.0);
+                let deepseek = (f64::from(devices) / 2.0 - 1.0) * (fb + full_b - 3.0 * w);
+                assert_eq!(prediction.bubble, Some(deepseek), "{case}");
+            }
+        }
+    }
 }

@@ -26,7 +26,7 @@
 //! device on the same `P` devices.
 
 use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};
@@ -89,6 +89,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: deepseek_bubble(params.devices, 0.5, costs),
         bubble_formula: "(PP/2−1)(F&B+B−3W), PP = 2·devices, per-chunk times, B the full backward",
+        bubble_quantity: BubbleQuantity::LeastBusyIdle,
         peak_memory: Some(vec![chunks * costs.mem_f / 2.0; params.devices as usize]),
         memory_formula: "PP+1 chunk activations: (2P+1)·mem-f/2 on every device",
     })

@@ -58,7 +58,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Placement, Schedule};
@@ -303,6 +303,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     exact.then(|| Prediction {
         bubble: Some(f64::from(devices - 1) * (c.f + c.b + c.w) / chunks),
         bubble_formula: "(P−1)(F+B+W)/(2W), when F = B+W and M is a multiple of P",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: Some(
             (0..devices)
                 .map(|d| {

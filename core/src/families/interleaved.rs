@@ -56,7 +56,7 @@
 //! any backward (GPipe per chunk, peak `M·mem-f`), which the 1F1B steady state of the last
 //! chunk avoids here.
 
-use super::{one_f_one_b, reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, one_f_one_b, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -252,6 +252,7 @@ impl VirtualPipeline {
         Prediction {
             bubble: (c.comm == 0.0).then(|| f64::from(self.devices - 1) * (c.f + c.b + c.w) / v),
             bubble_formula: "(P−1)(F+B+W)/V",
+            bubble_quantity: BubbleQuantity::CostMinusIdeal,
             peak_memory: Some((0..self.devices).map(|d| self.peak_chunk_activations(d) as f64 * per_chunk).collect()),
             memory_formula: if self.chunks == 1 {
                 "min(P−d, M)·mem-f on device d (plain 1F1B)"

@@ -63,13 +63,47 @@ impl FamilyGroup {
     }
 }
 
+/// Which simulated quantity a closed-form bubble predicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BubbleQuantity {
+    /// `cost − ideal`: the Zero Bubble papers' bubble (longest device span minus M·(F+B+W)).
+    CostMinusIdeal,
+    /// `makespan − busy` of the least busy device: DeepSeek's bubble for DualPipe, where
+    /// overlapped F&B pairs make devices differ in busy time.
+    LeastBusyIdle,
+}
+
+impl BubbleQuantity {
+    /// The simulated value of this quantity.
+    pub fn of(self, stats: &crate::Stats) -> f64 {
+        match self {
+            BubbleQuantity::CostMinusIdeal => stats.cost - stats.ideal,
+            BubbleQuantity::LeastBusyIdle => {
+                let least = stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min);
+                if least.is_finite() { stats.makespan - least } else { 0.0 }
+            }
+        }
+    }
+
+    /// What it measures, for labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            BubbleQuantity::CostMinusIdeal => "cost − ideal",
+            BubbleQuantity::LeastBusyIdle => "makespan − busy of the least busy device",
+        }
+    }
+}
+
 /// A closed-form prediction for a family, shown next to the simulated value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prediction {
-    /// Predicted `cost - ideal`, when the family has a formula for these parameters.
+    /// Predicted bubble (the quantity `bubble_quantity` names), when the family has a formula
+    /// for these parameters.
     pub bubble: Option<f64>,
     /// The bubble formula as written in its paper.
     pub bubble_formula: &'static str,
+    /// What `bubble` predicts.
+    pub bubble_quantity: BubbleQuantity,
     /// Predicted peak activation memory per device, in the unit of mem-f.
     pub peak_memory: Option<Vec<f64>>,
     /// The memory formula as written in its paper.

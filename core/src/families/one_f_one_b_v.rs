@@ -45,7 +45,7 @@
 //! ([`Occupancy`]).
 
 use super::v_common::{Chunk, VPass};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
@@ -472,6 +472,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: None,
         bubble_formula: "no closed form: the fixed slot pattern's bubble depends on P mod 3 and on the costs",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: (params.microbatches + 1 >= peak)
             .then(|| vec![f64::from(peak) * c.mem_f / 2.0; params.devices as usize]),
         memory_formula: "(⌊2P/3⌋ + 1)·mem-f on every device once M ≥ 2⌊2P/3⌋ + 1",

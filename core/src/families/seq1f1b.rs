@@ -25,7 +25,7 @@
 //! * peak activation memory on device `d`: `min(P−d−1+K, M·K)` slices of `mem-f/K`, so
 //!   `(P+K−1)/K·mem-f` on device 0 once `M·K ≥ P+K−1` (1F1B holds `P·mem-f`).
 
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -112,6 +112,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: (c.comm == 0.0).then(|| f64::from(params.devices - 1) * (c.f + c.b + c.w) / k),
         bubble_formula: "(P−1)(F+B+W)/K",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: Some(
             (0..params.devices)
                 .map(|d| (warm_up(params.devices, params.microbatches, slices, d) + 1) as f64)

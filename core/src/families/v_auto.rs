@@ -80,7 +80,7 @@
 //! `k = P` gives `3P − 1`.
 
 use super::v_blocks::{chunk_activations, cost_below, Grid, Part, EMPTY, PERIOD};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
@@ -950,6 +950,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: (balanced && in_range).then(|| closed_form_bubble(p, k) as f64 * c.f / 2.0),
         bubble_formula: "(3P − 1 − 3k + max(3P, P + 1 + 2⌊(k+1)/2⌋))·F/2 for k = ⌊2·limit/mem-f⌋ chunk-activations, F = B = W, M ≥ 2P",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: None,
         memory_formula: "at most ⌊2·limit/mem-f⌋ chunk-activations of mem-f/2 (≤ mem-limit)",
     })

@@ -35,7 +35,7 @@
 //! (zero-bubble.md Appendix A; tests below).
 
 use super::v_blocks::{Grid, Part, EMPTY, PERIOD};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Placement, Schedule};
@@ -526,6 +526,7 @@ fn predict(params: &ScheduleParams, setup: Setup) -> Option<Prediction> {
             Setup::Half => "(3P−4)·F/2, or (3P−7)·F/2 for even P ≥ 4, when F = B = W and M ≥ 2P",
             Setup::Min => "(4P−5)·F/2, or (4P−7)·F/2 when 3 | P, when F = B = W and M ≥ 2P",
         },
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory,
         memory_formula: match setup {
             Setup::Half => "(P+2)//2·mem-f on every device",

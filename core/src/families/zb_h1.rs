@@ -23,7 +23,7 @@
 //! The authors' script asserts `M ≥ 2P`; the construction itself is valid whenever the warm-up
 //! fits, `M ≥ P−1`, which is what this family accepts.
 
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -129,6 +129,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: holds.then(|| f64::from(p - 1) * (c.f + c.b - c.w)),
         bubble_formula: "(P−1)(F+B−W), with comm 0, W ≤ F and M ≥ P",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: Some((0..p).map(|d| handcrafted_peak(params, d, 1)).collect()),
         memory_formula: "(P−d)·mem-f + d·mem-w on device d (M ≥ P)",
     })

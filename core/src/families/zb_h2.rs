@@ -23,7 +23,7 @@
 //! last device ends last, so the makespan is longer than the cost.
 
 use super::zb_h1::{check_warm_up, handcrafted, handcrafted_peak};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
@@ -61,6 +61,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: holds.then(|| f64::from(p - 1) * (c.f + c.b + 2.0 * c.comm - 2.0 * c.w)),
         bubble_formula: "(P−1)(F+B+2·comm−2W), with W ≤ F, 2W ≤ F+B+2·comm, 2·comm ≤ F+B and M ≥ 2P−1",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: Some((0..p).map(|d| handcrafted_peak(params, d, 2)).collect()),
         memory_formula: "(2P−2d−1)·mem-f + 2d·mem-w on device d (M ≥ 2P−1)",
     })

@@ -80,7 +80,7 @@
 use std::collections::VecDeque;
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Schedule};
@@ -604,6 +604,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: (balanced && m >= 2 * p - 1 && capacity >= one_f_one_b).then_some(0.0),
         bubble_formula: "0 when F = B = W, no communication, M ≥ 2P − 1 and mem-limit ≥ P·mem-f",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: (c.mem_w() == c.mem_f && capacity == one_f_one_b && (balanced || m >= 2 * p - 1))
             .then(|| vec![f64::from(p.min(m)) * c.mem_f; p as usize]),
         memory_formula: "P·mem-f on every device once M ≥ 2P − 1 (min(P, M)·mem-f for any M when F = B = W \

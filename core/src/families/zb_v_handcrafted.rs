@@ -28,7 +28,7 @@
 //! simulation over ranges of sizes in the tests.
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{reject_unused, Family, FamilyGroup, Prediction};
+use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
@@ -146,6 +146,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     Some(Prediction {
         bubble: (balanced && m >= 2 * p - 1).then_some(0.0),
         bubble_formula: "0 when F = B = W, no communication and M ≥ 2P − 1",
+        bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: (c.mem_w() == c.mem_f).then(|| {
             let chunk_activations = |d: u32| (2 * p).min(2 * m).min(m + d + 1);
             (0..p).map(|d| f64::from(chunk_activations(d)) * c.mem_f / 2.0).collect()
