@@ -1,12 +1,125 @@
 //! Canvas helpers: sizing to the device pixel ratio, element width, and drawing a scene.
 
+use std::collections::HashMap;
+
 use bubblescope::render::{draw, Scene};
 use leptos::prelude::*;
+use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind};
 use plotters::prelude::IntoDrawingArea as _;
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::closure::Closure;
-use wasm_bindgen::JsCast;
-use web_sys::HtmlCanvasElement;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+type CanvasError = <CanvasBackend as DrawingBackend>::ErrorType;
+
+/// plotters' canvas backend, with filled rectangles (most of a Gantt chart) drawn straight on
+/// the 2D context and their colours cached: plotters-canvas formats and sets the fill style
+/// for every rectangle, which dominated redraws of big schedules. Everything else goes to
+/// plotters-canvas unchanged.
+pub struct FastCanvas {
+    inner: CanvasBackend,
+    context: CanvasRenderingContext2d,
+    colors: HashMap<(u8, u8, u8, u64), JsValue>,
+    fill: Option<(u8, u8, u8, u64)>,
+}
+
+impl FastCanvas {
+    /// A backend drawing on `canvas`, if it has a 2D context.
+    pub fn new(canvas: &HtmlCanvasElement) -> Option<FastCanvas> {
+        let context = canvas.get_context("2d").ok()??.dyn_into().ok()?;
+        let inner = CanvasBackend::with_canvas_object(canvas.clone())?;
+        Some(FastCanvas { inner, context, colors: HashMap::new(), fill: None })
+    }
+
+    fn set_fill(&mut self, c: BackendColor) {
+        let key = (c.rgb.0, c.rgb.1, c.rgb.2, c.alpha.to_bits());
+        if self.fill == Some(key) {
+            return;
+        }
+        let value = self
+            .colors
+            .entry(key)
+            .or_insert_with(|| JsValue::from_str(&format!("rgba({},{},{},{})", c.rgb.0, c.rgb.1, c.rgb.2, c.alpha)));
+        // The JsValue overload is deprecated in favour of `set_fill_style_str`, which would
+        // re-encode the string on every call; the cached JS string is the point here.
+        #[allow(deprecated)]
+        self.context.set_fill_style(value);
+        self.fill = Some(key);
+    }
+}
+
+impl DrawingBackend for FastCanvas {
+    type ErrorType = CanvasError;
+
+    fn get_size(&self) -> (u32, u32) {
+        self.inner.get_size()
+    }
+
+    fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.inner.ensure_prepared()
+    }
+
+    fn present(&mut self) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.inner.present()
+    }
+
+    fn draw_pixel(&mut self, point: BackendCoord, color: BackendColor) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.fill = None;
+        self.inner.draw_pixel(point, color)
+    }
+
+    fn draw_line<S: BackendStyle>(&mut self, from: BackendCoord, to: BackendCoord, style: &S) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.inner.draw_line(from, to, style)
+    }
+
+    fn draw_rect<S: BackendStyle>(
+        &mut self,
+        upper_left: BackendCoord,
+        bottom_right: BackendCoord,
+        style: &S,
+        fill: bool,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        if !fill {
+            return self.inner.draw_rect(upper_left, bottom_right, style, fill);
+        }
+        let color = style.color();
+        if color.alpha == 0.0 {
+            return Ok(());
+        }
+        self.set_fill(color);
+        self.context.fill_rect(
+            f64::from(upper_left.0),
+            f64::from(upper_left.1),
+            f64::from(bottom_right.0 - upper_left.0),
+            f64::from(bottom_right.1 - upper_left.1),
+        );
+        Ok(())
+    }
+
+    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, path: I, style: &S) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.inner.draw_path(path, style)
+    }
+
+    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, vert: I, style: &S) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.fill = None;
+        self.inner.fill_polygon(vert, style)
+    }
+
+    fn draw_circle<S: BackendStyle>(&mut self, center: BackendCoord, radius: u32, style: &S, fill: bool) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.fill = None;
+        self.inner.draw_circle(center, radius, style, fill)
+    }
+
+    fn draw_text<S: BackendTextStyle>(&mut self, text: &str, style: &S, pos: BackendCoord) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.fill = None;
+        self.inner.draw_text(text, style, pos)
+    }
+
+    fn estimate_text_size<S: BackendTextStyle>(&self, text: &str, style: &S) -> Result<(u32, u32), DrawingErrorKind<CanvasError>> {
+        self.inner.estimate_text_size(text, style)
+    }
+}
 
 /// The window's device pixel ratio (at least 1).
 pub fn device_pixel_ratio() -> f64 {
@@ -25,7 +138,7 @@ pub fn draw_scene(canvas: &HtmlCanvasElement, scene: &Scene, css_width: f64, css
     let style = web_sys::HtmlElement::style(canvas);
     let _ = style.set_property("width", &format!("{css_width}px"));
     let _ = style.set_property("height", &format!("{css_height}px"));
-    let backend = CanvasBackend::with_canvas_object(canvas.clone()).ok_or("the canvas has no 2d context")?;
+    let backend = FastCanvas::new(canvas).ok_or("the canvas has no 2d context")?;
     draw(&backend.into_drawing_area(), scene, 1.0)
 }
 

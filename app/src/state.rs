@@ -165,10 +165,21 @@ pub fn effective_params(family: &Family, params: &ScheduleParams) -> SchedulePar
     p
 }
 
-/// A rough pass count before generating, to refuse sizes that would freeze the tab.
-fn estimated_passes(params: &ScheduleParams) -> u64 {
-    let chunks = u64::from(params.chunks.unwrap_or(2).max(2)).max(2 * u64::from(params.waves.unwrap_or(1)));
-    u64::from(params.devices) * u64::from(params.microbatches) * 3 * chunks * u64::from(params.seq_splits.unwrap_or(1))
+/// An upper bound on the passes `family` generates for `params` (F, B and W for every stage and
+/// microbatch), to refuse sizes that would freeze the tab before any work is done.
+fn estimated_passes(family: &Family, params: &ScheduleParams) -> u64 {
+    use bubblescope::FamilyGroup;
+    let chunks = if family.options.contains(&Field::Chunks) {
+        u64::from(params.chunks.unwrap_or(2))
+    } else if family.options.contains(&Field::Waves) {
+        2 * u64::from(params.waves.unwrap_or(2))
+    } else if matches!(family.group, FamilyGroup::VShape | FamilyGroup::TwoDirectional) {
+        2
+    } else {
+        1
+    };
+    let slices = u64::from(params.seq_splits.unwrap_or(2).max(1)) * u64::from(family.options.contains(&Field::SeqSplits));
+    u64::from(params.devices) * u64::from(params.microbatches) * 3 * chunks * slices.max(1)
 }
 
 /// Generates, validates and simulates family `name` under `params`.
@@ -187,7 +198,7 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
         };
         return Computed { name: name.to_string(), label, result: Err(UiError { field: Some(field), message }) };
     }
-    let passes = estimated_passes(&p);
+    let passes = estimated_passes(fam, &p);
     if passes > MAX_LIVE_PASSES {
         let message = format!(
             "this would be about {passes} passes, more than the {MAX_LIVE_PASSES} the playground draws live\n  hint: use fewer devices, microbatches, chunks or sequence splits, or the CLI"

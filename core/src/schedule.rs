@@ -329,6 +329,21 @@ impl Placement {
         self.stage_device[..stage as usize].iter().filter(|&&d| d == device).count() as u32
     }
 
+    /// [`Placement::chunk_of`] for every stage at once (linear time).
+    pub fn chunk_table(&self) -> Vec<u32> {
+        let mut seen = vec![0u32; self.devices as usize];
+        self.stage_device
+            .iter()
+            .map(|&d| match seen.get_mut(d as usize) {
+                Some(n) => {
+                    *n += 1;
+                    *n - 1
+                }
+                None => 0,
+            })
+            .collect()
+    }
+
     /// Number of chunks (stages) each device holds at most.
     pub fn chunks_per_device(&self) -> u32 {
         let mut counts = vec![0u32; self.devices as usize];
@@ -477,6 +492,8 @@ mod tests {
         assert_eq!(p.stage_scale(), 0.25);
         assert_eq!(p.chunks_per_device(), 4);
         assert_eq!(p.chunk_of(4), 2);
+        let table: Vec<u32> = (0..p.stages()).map(|s| p.chunk_of(s)).collect();
+        assert_eq!(p.chunk_table(), table);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
-use crate::state::{AppState, Computed};
+use crate::state::{now_ms, AppState, Computed};
 
 /// One drawn schedule.
 #[derive(Clone)]
@@ -76,6 +76,7 @@ pub fn ChartCard(
 
     // Draw whenever the schedules, the size, the theme or the view change.
     Effect::new(move |_| {
+        let effect_start = now_ms();
         let (panels, is_stale) = shown(state);
         stale.set(is_stale);
         let w = width.get();
@@ -102,8 +103,11 @@ pub fn ChartCard(
             legend: true,
             axis_label: "time (cost units)".to_string(),
         };
+        let t0 = now_ms();
         let (scene, geo) = gantt(&gp, &opts, &theme);
+        let t1 = now_ms();
         let result = draw_scene(&canvas, &scene, w, geo.height);
+        let t2 = now_ms();
         let _ = canvas.set_attribute("data-drawn", &scene.counts.drawn.to_string());
         let _ = canvas.set_attribute("data-merged", &scene.counts.merged.to_string());
         let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
@@ -129,6 +133,9 @@ pub fn ChartCard(
                 }
             }
         }
+        let t3 = now_ms();
+        // Timings for the browser benchmark: layout, canvas drawing, memory chart (ms).
+        let _ = canvas.set_attribute("data-timings", &format!("{:.1} {:.1} {:.1} {} {:.1} {:.1}", t1 - t0, t2 - t1, t3 - t2, scene.items.len(), effect_start, t0 - effect_start));
         drawn.set_value(panels);
         redraws.update(|n| *n += 1);
         if let Some(el) = container.get() {

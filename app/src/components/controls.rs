@@ -225,14 +225,14 @@ pub fn CostInputs() -> impl IntoView {
     let range = cost_range(state);
     let body = view! {
         <p class="help">"Times of one microbatch on 1/P of the model. Finer schedules run each piece at its fraction."</p>
-        <div class="grid-2">
-            <NumberField label="F forward" id="f" value=costs(|c| c.f) kind=NumberKind::Amount slider=range
+        <div class="grid-1">
+            <NumberField label="F · forward" id="f" value=costs(|c| c.f) kind=NumberKind::Amount slider=range
                 on_change=set(state, |l, v| l.params.costs.f = v) error=error_signal(state, Field::F)/>
-            <NumberField label="B input grad" id="b" value=costs(|c| c.b) kind=NumberKind::Amount slider=range
+            <NumberField label="B · input gradient" id="b" value=costs(|c| c.b) kind=NumberKind::Amount slider=range
                 on_change=set(state, |l, v| l.params.costs.b = v) error=error_signal(state, Field::B)/>
-            <NumberField label="W weight grad" id="w" value=costs(|c| c.w) kind=NumberKind::Amount slider=range
+            <NumberField label="W · weight gradient" id="w" value=costs(|c| c.w) kind=NumberKind::Amount slider=range
                 on_change=set(state, |l, v| l.params.costs.w = v) error=error_signal(state, Field::W)/>
-            <NumberField label="Comm per hop" id="comm" value=costs(|c| c.comm) kind=NumberKind::Amount slider=range
+            <NumberField label="Communication per hop" id="comm" value=costs(|c| c.comm) kind=NumberKind::Amount slider=range
                 on_change=set(state, |l, v| l.params.costs.comm = v) error=error_signal(state, Field::Comm)/>
         </div>
     };
@@ -263,7 +263,7 @@ pub fn MemoryInputs() -> impl IntoView {
                 kind=NumberKind::Amount help="activations one forward leaves"
                 on_change=set(state, |l, v| l.params.costs.mem_f = v) error=error_signal(state, Field::MemF)/>
             <NumberField label="mem-w" id="mem-w" value=Signal::derive(move || state.link.with(|l| l.params.costs.mem_w))
-                kind=NumberKind::Amount optional=true placeholder="mem-f / 2" help="kept after B until W"
+                kind=NumberKind::Amount optional=true placeholder="mem-f/2" help="kept after B until W"
                 on_change=Callback::new(move |v| state.update(|l| l.params.costs.mem_w = v)) error=error_signal(state, Field::MemW)/>
         </div>
         <NumberField label="Memory limit per device" id="mem-limit"

@@ -111,19 +111,39 @@ pub fn ExportMenu() -> impl IntoView {
             .and_then(|w| w.document())
             .and_then(|d| d.query_selector("canvas.gantt").ok().flatten())
             .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
-        let result = canvas
-            .ok_or_else(|| "no chart to export".to_string())
-            .and_then(|c| c.to_data_url_with_type("image/png").map_err(|_| "cannot encode the PNG".to_string()))
-            .and_then(|url| {
+        let Some(canvas) = canvas else {
+            message.set(Some("no chart to export".into()));
+            return;
+        };
+        let name = format!("{}.png", file_stem(state));
+        let done = wasm_bindgen::closure::Closure::once_into_js(move |blob: Option<web_sys::Blob>| {
+            let result = blob.ok_or_else(|| "cannot encode the PNG".to_string()).and_then(|blob| {
+                let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|_| "cannot create a download link")?;
                 let doc = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
-                download_url(&doc, &format!("{}.png", file_stem(state)), &url)
+                download_url(&doc, &name, &url)?;
+                let _ = web_sys::Url::revoke_object_url(&url);
+                Ok(())
             });
-        message.set(result.err());
+            message.set(result.err());
+        });
+        if canvas.to_blob(done.unchecked_ref()).is_err() {
+            message.set(Some("cannot encode the PNG".into()));
+        }
+    };
+    // Choosing an item closes the menu.
+    let close = move |ev: web_sys::MouseEvent| {
+        let details = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()).and_then(|e| e.closest("details").ok().flatten());
+        if let Some(d) = details {
+            let _ = d.remove_attribute("open");
+        }
     };
     view! {
         <details class="menu">
             <summary class="button primary" data-testid="export-menu">"Export"</summary>
-            <div class="menu-body" role="menu">
+            <div class="menu-body" role="menu" on:click=move |ev| {
+                let on_item = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()).and_then(|e| e.closest(".menu-item").ok().flatten()).is_some();
+                if on_item { close(ev); }
+            }>
                 <button type="button" role="menuitem" class="menu-item" data-testid="export-svg" on:click=move |_| svg(false)>
                     "SVG figure" <span class="muted">" same as bubblescope render"</span>
                 </button>

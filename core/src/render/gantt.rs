@@ -3,7 +3,7 @@
 
 use super::axis::{format_tick, ticks, TimeAxis};
 use super::scene::{text_width, Anchor, Item, Scene};
-use super::theme::{Rgb, Theme};
+use super::theme::Theme;
 use crate::schedule::{Op, Pass, PassKind, Schedule};
 use crate::sim::Timeline;
 
@@ -180,40 +180,81 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
 
     // Bars.
     for (p, g) in panels.iter().zip(&geometry.panels) {
+        let chunks = p.schedule.placement.chunk_table();
         for d in 0..g.devices {
             let top = (g.rows_top + f64::from(d) * row_pitch) * s;
-            draw_row(&mut scene, p, d, top, row_h * s, &dev_axis, opts, theme);
+            draw_row(&mut scene, p, &chunks, d, top, row_h * s, &dev_axis, opts, theme);
         }
     }
     (scene, geometry)
 }
 
-/// A run of sub-pixel passes being merged into one bar.
+/// A run of sub-pixel passes being merged into one bar: how much time each pass kind takes
+/// in it. It is drawn as stacked bands (forward on top), so a zoomed-out chart still shows the
+/// warm-up, the steady state and the cool-down.
 struct Run {
     x0: f64,
     x1: f64,
-    weight: f64,
-    rgb: [f64; 3],
+    time: [f64; 4],
     count: usize,
 }
 
+/// Widest merged run, in device pixels per unit of scale: short enough to show where the
+/// composition changes along the row.
+const MAX_RUN: f64 = 5.0;
+
 #[allow(clippy::too_many_arguments)]
-fn draw_row(scene: &mut Scene, panel: &GanttPanel<'_>, device: u32, top: f64, height: f64, axis: &TimeAxis, opts: &GanttOptions, theme: &Theme) {
+fn draw_row(
+    scene: &mut Scene,
+    panel: &GanttPanel<'_>,
+    chunks: &[u32],
+    device: u32,
+    top: f64,
+    height: f64,
+    axis: &TimeAxis,
+    opts: &GanttOptions,
+    theme: &Theme,
+) {
     let (Some(order), Some(times)) =
         (panel.schedule.orders.get(device as usize), panel.timeline.devices.get(device as usize))
     else {
         return;
     };
     let s = opts.scale.max(0.1);
-    let placement = &panel.schedule.placement;
     let font = (11.0 * s).min(height * 0.62);
     let mut run: Option<Run> = None;
-    let flush = |scene: &mut Scene, run: &mut Option<Run>| {
-        if let Some(r) = run.take() {
-            let c = if r.weight > 0.0 { r.rgb.map(|v| v / r.weight) } else { [128.0; 3] };
-            let fill = Rgb(c[0].round() as u8, c[1].round() as u8, c[2].round() as u8);
-            scene.items.push(Item::Rect { x0: r.x0, y0: top, x1: r.x1.max(r.x0 + 1.0), y1: top + height, fill, alpha: 1.0, stroke: None });
-            scene.counts.merged += r.count;
+    // A finished run waits here: the next one joins it when their mixes of kinds are alike, so a
+    // steady state of thousands of sub-pixel passes becomes one bar of stacked bands.
+    let mut pending: Option<Run> = None;
+    let emit = |scene: &mut Scene, run: Run| {
+        let total: f64 = run.time.iter().sum();
+        let x1 = run.x1.max(run.x0 + 1.0);
+        let mut y = top;
+        for (i, t) in run.time.iter().enumerate() {
+            if *t <= 0.0 || total <= 0.0 {
+                continue;
+            }
+            let h = height * t / total;
+            scene.items.push(Item::Rect { x0: run.x0, y0: y, x1, y1: y + h, fill: theme.kinds[i], alpha: 1.0, stroke: None });
+            y += h;
+        }
+        scene.counts.merged += run.count;
+    };
+    let flush = |scene: &mut Scene, run: &mut Option<Run>, pending: &mut Option<Run>| {
+        let Some(r) = run.take() else { return };
+        match pending {
+            Some(p) if r.x0 <= p.x1 + 1.0 && similar(&p.time, &r.time) => {
+                p.x1 = p.x1.max(r.x1);
+                for (a, b) in p.time.iter_mut().zip(r.time) {
+                    *a += b;
+                }
+                p.count += r.count;
+            }
+            _ => {
+                if let Some(p) = pending.replace(r) {
+                    emit(scene, p);
+                }
+            }
         }
     };
     for (op, t) in order.iter().zip(&times.ops) {
@@ -225,50 +266,77 @@ fn draw_row(scene: &mut Scene, panel: &GanttPanel<'_>, device: u32, top: f64, he
         }
         let (x0, x1) = (x0.max(axis.x0), x1.min(axis.x1));
         if x1 - x0 < 1.0 {
-            let pass = op.first();
-            let c = theme.pass_color(pass.kind, placement.chunk_of(pass.stage));
-            let w = (x1 - x0).max(0.05);
-            match &mut run {
-                Some(r) if x0 <= r.x1 + 1.0 => {
-                    r.x1 = r.x1.max(x1);
-                    r.weight += w;
-                    r.rgb[0] += f64::from(c.0) * w;
-                    r.rgb[1] += f64::from(c.1) * w;
-                    r.rgb[2] += f64::from(c.2) * w;
-                    r.count += passes;
+            let w = (x1 - x0).max(0.01);
+            let fits = run.as_ref().is_some_and(|r| x0 <= r.x1 + 1.0 && x1 - r.x0 <= MAX_RUN * s);
+            if !fits {
+                flush(scene, &mut run, &mut pending);
+                run = Some(Run { x0, x1, time: [0.0; 4], count: 0 });
+            }
+            if let Some(r) = &mut run {
+                r.x1 = r.x1.max(x1);
+                let share = w / passes as f64;
+                for pass in op.passes() {
+                    r.time[kind_slot(pass.kind)] += share;
                 }
-                _ => {
-                    flush(scene, &mut run);
-                    run = Some(Run {
-                        x0,
-                        x1,
-                        weight: w,
-                        rgb: [f64::from(c.0) * w, f64::from(c.1) * w, f64::from(c.2) * w],
-                        count: passes,
-                    });
-                }
+                r.count += passes;
             }
             continue;
         }
-        flush(scene, &mut run);
+        flush(scene, &mut run, &mut pending);
+        if let Some(p) = pending.take() {
+            emit(scene, p);
+        }
         // Leave a hairline between neighbouring bars when there is room.
         let gap = if x1 - x0 >= 4.0 * s { s } else { 0.0 };
         match *op {
-            Op::One(pass) => bar(scene, pass, x0, x1 - gap, top, top + height, font, panel, opts, theme),
+            Op::One(pass) => bar(scene, pass, chunks, x0, x1 - gap, top, top + height, font, panel, opts, theme),
             Op::Pair(f, b) => {
                 let mid = top + height / 2.0;
-                bar(scene, f, x0, x1 - gap, top, mid, font * 0.85, panel, opts, theme);
-                bar(scene, b, x0, x1 - gap, mid, top + height, font * 0.85, panel, opts, theme);
+                bar(scene, f, chunks, x0, x1 - gap, top, mid, font * 0.85, panel, opts, theme);
+                bar(scene, b, chunks, x0, x1 - gap, mid, top + height, font * 0.85, panel, opts, theme);
                 scene.items.push(Item::Rect { x0, y0: top, x1: x1 - gap, y1: top + height, fill: theme.outline, alpha: 0.0, stroke: Some((theme.outline, s)) });
             }
         }
     }
-    flush(scene, &mut run);
+    flush(scene, &mut run, &mut pending);
+    if let Some(p) = pending.take() {
+        emit(scene, p);
+    }
+}
+
+/// Whether two runs mix pass kinds alike (L1 distance of their shares below 0.25).
+fn similar(a: &[f64; 4], b: &[f64; 4]) -> bool {
+    let (ta, tb): (f64, f64) = (a.iter().sum(), b.iter().sum());
+    if ta <= 0.0 || tb <= 0.0 {
+        return false;
+    }
+    a.iter().zip(b).map(|(x, y)| (x / ta - y / tb).abs()).sum::<f64>() < 0.25
+}
+
+fn kind_slot(kind: PassKind) -> usize {
+    match kind {
+        PassKind::F => 0,
+        PassKind::B => 1,
+        PassKind::W => 2,
+        PassKind::BW => 3,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn bar(scene: &mut Scene, pass: Pass, x0: f64, x1: f64, y0: f64, y1: f64, font: f64, panel: &GanttPanel<'_>, opts: &GanttOptions, theme: &Theme) {
-    let chunk = panel.schedule.placement.chunk_of(pass.stage);
+fn bar(
+    scene: &mut Scene,
+    pass: Pass,
+    chunks: &[u32],
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    font: f64,
+    panel: &GanttPanel<'_>,
+    opts: &GanttOptions,
+    theme: &Theme,
+) {
+    let chunk = chunks.get(pass.stage as usize).copied().unwrap_or(0);
     let fill = theme.pass_color(pass.kind, chunk);
     let highlighted = opts.highlight == Some(pass.microbatch);
     let faded = opts.highlight.is_some() && !highlighted;

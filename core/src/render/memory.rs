@@ -104,7 +104,9 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         let dt = &timeline.devices[d as usize];
         let color = theme.device_color(d, devices);
         let width = if Some(d) == opts.highlight_device { 2.5 * s } else { 1.5 * s };
-        let points = step_points(&dt.memory, &axis, &y_of, t0, t1);
+        // Many overlapping curves need less horizontal detail: wider columns.
+        let column = (f64::from(devices) / 16.0).clamp(1.0, 4.0) * s;
+        let points = step_points(&dt.memory, &axis, &y_of, t0, t1, column);
         if points.len() >= 2 {
             scene.items.push(Item::Line { points, color, width });
         }
@@ -143,13 +145,21 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
     scene
 }
 
-/// The step curve of `memory` in pixels, decimated to at most four points per pixel column.
-fn step_points(memory: &[crate::sim::MemPoint], axis: &TimeAxis, y_of: &dyn Fn(f64) -> f64, t0: f64, t1: f64) -> Vec<(f64, f64)> {
+/// The step curve of `memory` in pixels, decimated to at most four points per column of
+/// `column` pixels.
+fn step_points(
+    memory: &[crate::sim::MemPoint],
+    axis: &TimeAxis,
+    y_of: &dyn Fn(f64) -> f64,
+    t0: f64,
+    t1: f64,
+    col_width: f64,
+) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64)> = Vec::new();
     let mut column: Option<(i64, f64, f64, f64)> = None; // (column, min, max, last)
     let mut prev_value = 0.0;
     let push_column = |out: &mut Vec<(f64, f64)>, c: (i64, f64, f64, f64), entry: f64| {
-        let x = c.0 as f64;
+        let x = c.0 as f64 * col_width;
         out.push((x, y_of(entry)));
         out.push((x, y_of(c.1)));
         out.push((x, y_of(c.2)));
@@ -158,7 +168,7 @@ fn step_points(memory: &[crate::sim::MemPoint], axis: &TimeAxis, y_of: &dyn Fn(f
     let mut entry = 0.0;
     for p in memory {
         let time = p.time.clamp(t0, t1);
-        let col = axis.x(time).round() as i64;
+        let col = (axis.x(time) / col_width).round() as i64;
         match &mut column {
             Some(c) if c.0 == col => {
                 c.1 = c.1.min(p.value);

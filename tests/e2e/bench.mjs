@@ -1,0 +1,91 @@
+// Browser benchmark of the release playground. Reports numbers; it is not a pass/fail test.
+// usage: node tests/e2e/bench.mjs [dist dir]
+//
+// * initial load: navigation start to the first drawn chart, on localhost;
+// * slider move to redrawn chart: an `input` event on the microbatches slider until the Gantt
+//   canvas has been redrawn (median and 95th percentile of 30 moves);
+// * release .wasm size, raw and gzipped (level 9).
+
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { launch, serve } from './harness.mjs';
+
+const dist = path.resolve(process.argv[2] ?? 'dist');
+const server = await serve(dist);
+const browser = await launch();
+const results = {};
+
+function stats(samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  return { median: q(0.5), p95: q(0.95), min: s[0], max: s[s.length - 1], n: s.length };
+}
+
+async function firstChart(query) {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+  await page.goto(`${server.url}?${query}`);
+  await page.waitForFunction(() => Number(document.querySelector('.chart-wrap')?.getAttribute('data-redraws') ?? 0) > 0, null, { timeout: 60000 });
+  const ms = await page.evaluate(() => performance.now());
+  await page.close();
+  return ms;
+}
+
+/** Moves the microbatches slider between two values and times each redraw. */
+async function sliderMoves(query, a, b, moves = 30) {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+  await page.goto(`${server.url}?${query}`);
+  await page.waitForFunction(() => Number(document.querySelector('.chart-wrap')?.getAttribute('data-redraws') ?? 0) > 0, null, { timeout: 60000 });
+  const samples = await page.evaluate(async ([a, b, moves]) => {
+    const wrap = document.querySelector('.chart-wrap');
+    const slider = document.querySelector('[data-testid=microbatches-slider]');
+    const out = [];
+    for (let i = 0; i < moves; i++) {
+      const before = Number(wrap.getAttribute('data-redraws'));
+      const done = new Promise((resolve) => {
+        const obs = new MutationObserver(() => {
+          if (Number(wrap.getAttribute('data-redraws')) > before) { obs.disconnect(); resolve(performance.now()); }
+        });
+        obs.observe(wrap, { attributes: true });
+      });
+      const start = performance.now();
+      slider.value = String(i % 2 ? a : b);
+      slider.dispatchEvent(new Event('input', { bubbles: true }));
+      const handled = performance.now();
+      out.push((await done) - start);
+      const t = document.querySelector('[data-testid=gantt-canvas]').getAttribute('data-timings').split(' ');
+      (window.__queue ??= []).push([handled - start, Number(t[4]) - start, Number(t[5])]);
+      await new Promise((r) => requestAnimationFrame(() => r()));
+    }
+    return out;
+  }, [a, b, moves]);
+  const computed = await page.evaluate(() => [...document.querySelectorAll('.tile-foot')].map((e) => e.textContent).find((t) => t.includes('computed')) ?? '');
+  const timings = await page.locator('[data-testid=gantt-canvas]').getAttribute('data-timings');
+  const queue = await page.evaluate(() => window.__queue);
+  console.log('   [sync handler ms, effect start ms after input, compute-in-effect ms]', JSON.stringify(queue.slice(0, 6)));
+  await page.close();
+  const [layout, draw, memory, items] = (timings ?? '').split(' ');
+  return { ...stats(samples), note: `${computed.trim()}; last redraw: layout ${layout} ms, canvas ${draw} ms (${items} items), memory chart ${memory} ms` };
+}
+
+const loads = [];
+for (let i = 0; i < 5; i++) loads.push(await firstChart('schedule=1f1b&devices=4&microbatches=8'));
+results['initial load to first chart (ms)'] = stats(loads);
+results['zb-auto P=16 M=64→65: slider to redrawn chart (ms)'] = await sliderMoves('schedule=zb-auto&devices=16&microbatches=64', 64, 65);
+results['zb-auto P=64 M=512→511: slider to redrawn chart (ms)'] = await sliderMoves('schedule=zb-auto&devices=64&microbatches=512', 512, 511, 15);
+results['1f1b P=4 M=8→9: slider to redrawn chart (ms)'] = await sliderMoves('schedule=1f1b&devices=4&microbatches=8', 8, 9);
+
+const wasm = fs.readdirSync(dist).find((f) => f.endsWith('.wasm'));
+const bytes = fs.readFileSync(path.join(dist, wasm));
+results['release .wasm (bytes)'] = { raw: bytes.length, gzip9: zlib.gzipSync(bytes, { level: 9 }).length };
+const js = fs.readdirSync(dist).find((f) => f.endsWith('.js'));
+results['JS glue (bytes)'] = { raw: fs.statSync(path.join(dist, js)).size };
+
+await browser.close();
+await server.close();
+const fmt = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(1)) : v);
+for (const [name, r] of Object.entries(results)) {
+  console.log(`${name.padEnd(56)} ${Object.entries(r).map(([k, v]) => `${k} ${fmt(v)}`).join(' · ')}`);
+}
+fs.mkdirSync('target', { recursive: true });
+fs.writeFileSync('target/browser-bench.json', JSON.stringify(results, null, 2));

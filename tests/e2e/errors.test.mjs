@@ -1,0 +1,80 @@
+// Errors: clear messages next to the control that causes them; the last good chart stays;
+// nothing panics or freezes.
+
+import { assert, assertEq, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
+
+async function digest(page) {
+  return page.evaluate(() => {
+    const c = document.querySelector('[data-testid=gantt-canvas]');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let h = 0;
+    for (let i = 0; i < d.length; i += 11) h = (h * 31 + d[i]) | 0;
+    return h;
+  });
+}
+
+export const tests = {
+  async 'dualpipe with odd devices says so at the devices control and keeps the chart'({ page, base, shot }) {
+    await open(page, base, 'schedule=dualpipe&devices=4&microbatches=8');
+    const good = await digest(page);
+    const cost = await text(page, 'stat-cost');
+    await setValue(page, 'devices-input', 5);
+    await page.waitForSelector('#devices-error:not([hidden])');
+    const message = (await page.locator('#devices-error').textContent()).trim();
+    assert(message.startsWith('dualpipe needs an even number of devices, found 5'), message);
+    assert(message.includes('hint:'), `no hint: ${message}`);
+    assertEq(await digest(page), good, 'the last good chart stays');
+    assert((await page.locator('.stale-note').count()) === 1, 'the stale note is shown');
+    assertEq(await text(page, 'stat-cost'), '—', 'no numbers for invalid settings');
+    const banner = await page.locator('.banner.error[data-testid=error-message]').textContent();
+    assert(banner.includes('see devices'), banner);
+    await shot('error-dualpipe-odd');
+    // Fixing it brings everything back.
+    const before = await redraws(page);
+    await setValue(page, 'devices-input', 6);
+    await waitForRedraw(page, before);
+    assert((await page.locator('#devices-error').getAttribute('hidden')) !== null, 'the error went away');
+    assert((await text(page, 'stat-cost')) !== cost, 'new numbers');
+  },
+
+  async 'an out-of-range number in a box is explained, not applied'({ page, base }) {
+    await open(page, base);
+    await setValue(page, 'f-input', '-3');
+    await page.waitForSelector('#f-error:not([hidden])');
+    assertEq((await page.locator('#f-error').textContent()).trim(), 'expected a number ≥ 0, found `-3`', 'message');
+    assertEq(await text(page, 'stat-cost'), '33', 'the settings did not change');
+    await setValue(page, 'devices-input', '2.5');
+    await page.waitForSelector('#devices-error:not([hidden])');
+    assertEq((await page.locator('#devices-error').textContent()).trim(), 'expected a whole number ≥ 1, found `2.5`', 'message');
+  },
+
+  async 'sizes it cannot draw quickly are refused with a message'({ page, base }) {
+    await open(page, base, 'schedule=interleaved-1f1b&devices=64&microbatches=256&chunks=2');
+    const started = Date.now();
+    await setValue(page, 'microbatches-input', 512);
+    await setValue(page, 'chunks-input', 16);
+    await page.waitForSelector('#microbatches-error:not([hidden])');
+    const message = await page.locator('#microbatches-error').textContent();
+    assert(message.includes('more than the 1500000 the playground draws live'), message);
+    assert(Date.now() - started < 5000, 'the refusal took too long');
+    await setValue(page, 'devices-input', 200);
+    await page.waitForSelector('#devices-error:not([hidden])');
+    assert((await page.locator('#devices-error').textContent()).includes('up to 64 devices'), 'devices cap');
+  },
+
+  async 'a memory limit below what the family needs is reported'({ page, base }) {
+    await open(page, base, 'schedule=zb-auto&devices=4&microbatches=8');
+    await setValue(page, 'mem-limit-input', 0.5);
+    await page.waitForSelector('#mem-limit-error:not([hidden])');
+    const message = await page.locator('#mem-limit-error').textContent();
+    assert(message.startsWith('cannot fit memory: '), message);
+  },
+
+  async 'a limit under a fixed schedule\'s peak is flagged, not hidden'({ page, base }) {
+    await open(page, base, 'schedule=1f1b&devices=4&microbatches=8&mem-limit=3');
+    const tile = await page.locator('.tile.alert').textContent();
+    assert(tile.includes('above the limit 3 on device 0'), tile);
+    const row = await page.locator('[data-testid=device-table] tr.over').count();
+    assertEq(row, 1, 'one device over the limit');
+  },
+};

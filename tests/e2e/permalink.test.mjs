@@ -1,0 +1,90 @@
+// Permalinks: the URL holds every setting, reproduces the exact state, and back/forward work.
+
+import { assert, assertEq, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
+
+async function state(page) {
+  return {
+    schedule: await page.locator('[data-testid=schedule-select]').inputValue(),
+    devices: await page.locator('[data-testid=devices-input]').inputValue(),
+    microbatches: await page.locator('[data-testid=microbatches-input]').inputValue(),
+    cost: await text(page, 'stat-cost'),
+    bubble: await text(page, 'stat-bubble-rate'),
+    peak: await text(page, 'stat-peak-memory'),
+    canvas: await page.evaluate(() => {
+      const c = document.querySelector('[data-testid=gantt-canvas]');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let h = 0;
+      for (let i = 0; i < d.length; i += 17) h = (h * 31 + d[i]) | 0;
+      return h;
+    }),
+  };
+}
+
+export const tests = {
+  async 'a permalink reproduces the exact state'({ page, context, base }) {
+    const query = 'v=1&schedule=interleaved-1f1b&devices=6&microbatches=12&chunks=3&f=2&b=2.5&w=1.5&comm=0.25&mem-f=2&mem-w=0.5&mem-limit=9&compare=1f1b,zb-h1';
+    await open(page, base, query);
+    const first = await state(page);
+    assertEq(first.schedule, 'interleaved-1f1b', 'schedule from the link');
+    assertEq(first.devices, '6', 'devices from the link');
+    assertEq(await page.locator('[data-testid=chunks-input]').inputValue(), '3', 'chunks from the link');
+    assertEq(await page.locator('[data-testid=comm-input]').inputValue(), '0.25', 'comm from the link');
+    assertEq(await page.locator('[data-testid=mem-limit-input]').inputValue(), '9', 'limit from the link');
+    const table = await page.locator('[data-testid=compare-table]').textContent();
+    assert(table.includes('ZB-H1') && table.includes('1F1B'), `comparison from the link: ${table}`);
+    // The link the page offers is the one it was opened with (same keys, canonical order).
+    const offered = await page.locator('[data-testid=permalink]').inputValue();
+    assertEq(new URL(offered).search, '?' + query, 'copy-link URL');
+    await page.locator('[data-testid=copy-link]').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid=copy-link]').textContent.includes('copied'));
+    const other = await context.newPage();
+    await open(other, base, new URL(offered).search);
+    assertEq(JSON.stringify(await state(other)), JSON.stringify(first), 'a second page from the link');
+  },
+
+  async 'every change lands in the address bar'({ page, base }) {
+    await open(page, base);
+    let before = await redraws(page);
+    await page.locator('[data-testid=schedule-select]').selectOption('zb-v');
+    await waitForRedraw(page, before);
+    before = await redraws(page);
+    await setValue(page, 'f-input', 3);
+    await waitForRedraw(page, before);
+    await page.waitForFunction(() => new URLSearchParams(location.search).get('f') === '3');
+    const url = new URL(page.url());
+    assertEq(url.searchParams.get('schedule'), 'zb-v', 'schedule in the URL');
+    assertEq(url.searchParams.get('f'), '3', 'f in the URL');
+    assertEq(url.searchParams.get('v'), '1', 'version in the URL');
+  },
+
+  async 'back and forward restore the settings'({ page, base }) {
+    await open(page, base, 'devices=4&microbatches=8');
+    let before = await redraws(page);
+    await setValue(page, 'devices-input', 6);
+    await waitForRedraw(page, before);
+    await page.waitForTimeout(900); // a new gesture makes a new history entry
+    before = await redraws(page);
+    await setValue(page, 'microbatches-input', 16);
+    await waitForRedraw(page, before);
+    assertEq(await text(page, 'stat-cost'), String((16 + 6 - 1) * 3), 'P=6 M=16');
+    before = await redraws(page);
+    await page.goBack();
+    await waitForRedraw(page, before);
+    assertEq(await page.locator('[data-testid=microbatches-input]').inputValue(), '8', 'back: microbatches');
+    assertEq(await page.locator('[data-testid=devices-input]').inputValue(), '6', 'back: devices');
+    assertEq(await text(page, 'stat-cost'), String((8 + 6 - 1) * 3), 'back: P=6 M=8');
+    before = await redraws(page);
+    await page.goForward();
+    await waitForRedraw(page, before);
+    assertEq(await page.locator('[data-testid=microbatches-input]').inputValue(), '16', 'forward: microbatches');
+  },
+
+  async 'a damaged link opens with defaults and says what it ignored'({ page, base, shot }) {
+    await open(page, base, 'devices=zero&microbatches=-3&f=abc&schedule=1f1b');
+    assertEq(await text(page, 'stat-cost'), '33', 'defaults used');
+    const warnings = await text(page, 'url-warnings');
+    assert(warnings.includes('ignored devices=zero: expected a positive integer'), warnings);
+    assert(warnings.includes('ignored f=abc: expected a number ≥ 0'), warnings);
+    await shot('url-warnings');
+  },
+};
