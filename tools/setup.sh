@@ -78,4 +78,9 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 
 # 6. Crates, so `trunk build --offline` (which makes cargo offline too) finds everything.
-cargo fetch --locked -q >&2
+#    Only when Cargo.lock changed since the last fetch: the check itself costs a second.
+STAMP="target/.fetched-$(cksum < Cargo.lock | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ]; then
+  cargo fetch --locked -q >&2
+  mkdir -p target && rm -f target/.fetched-* && touch "$STAMP"
+fi

@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo bench -p bubblescope --bench families`.
 
-use bubblescope::{run, Costs, ScheduleParams};
+use bubblescope::{generate, run, simulate, Costs, ScheduleParams, StageCosts};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 /// The automatic Zero Bubble heuristic: all eight switch combinations, then the best run's
@@ -14,6 +14,17 @@ fn zero_bubble_auto(c: &mut Criterion) {
     // Uneven costs and a binding limit: all eight runs differ, the heuristic's worst case.
     let uneven = ScheduleParams::new(32, 256).with_costs(Costs { comm: 1.0, ..Costs::fbw(5.0, 6.0, 4.0) });
     c.bench_function("zb-2p p32 m256 uneven", |b| b.iter(|| run("zb-2p", black_box(&uneven)).map(|a| a.stats.cost)));
+    // The measure: generate (all eight switch settings) and simulate, no validation.
+    for (name, params) in [("zb-auto p32 m256 generate+simulate", &big), ("zb-2p p32 m256 uneven generate+simulate", &uneven)] {
+        let family = if name.starts_with("zb-auto") { "zb-auto" } else { "zb-2p" };
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let s = generate(family, black_box(params)).unwrap();
+                let t = simulate(&s, &StageCosts::for_schedule(&params.costs, &s)).unwrap();
+                t.end()
+            });
+        });
+    }
     let paper = ScheduleParams::new(8, 24);
     c.bench_function("zb-1p p8 m24", |b| b.iter(|| run("zb-1p", black_box(&paper)).map(|a| a.stats.cost)));
     c.bench_function("zb-2p p8 m24", |b| b.iter(|| run("zb-2p", black_box(&paper)).map(|a| a.stats.cost)));

@@ -192,6 +192,10 @@ pub fn FamilyOptions() -> impl IntoView {
                         kind=NumberKind::Amount
                         optional=true
                         placeholder="F+B+W (no gain)"
+                        slider=Signal::derive(move || {
+                            let sum = state.link.with(|l| l.params.costs.f + l.params.costs.b + l.params.costs.w).max(1e-9);
+                            (0.0, sum, sum / 100.0)
+                        })
                         help="Time of one overlapped forward + backward pair (DeepSeek's F&B)."
                         on_change=Callback::new(move |v| state.update(|l| l.params.costs.overlap = v))
                         error=error_signal(state, Field::Overlap)
@@ -202,17 +206,22 @@ pub fn FamilyOptions() -> impl IntoView {
     }
 }
 
+/// The smallest of 10, 20, 50, 100, 200, 500, … at or above `value`.
+fn nice_ceiling(value: f64) -> f64 {
+    let mut max = 10.0f64;
+    let mut k = 0;
+    while max < value && max < 1e12 {
+        max *= [2.0, 2.5, 2.0][k % 3];
+        k += 1;
+    }
+    max
+}
+
 /// A slider range shared by F, B and W that grows with the values.
 fn cost_range(state: AppState) -> Signal<(f64, f64, f64)> {
     Signal::derive(move || {
         let top = state.link.with(|l| l.params.costs.f.max(l.params.costs.b).max(l.params.costs.w));
-        // 10, 20, 50, 100, 200, 500, ...
-        let mut max = 10.0f64;
-        let mut k = 0;
-        while max < top * 1.5 && max < 1e12 {
-            max *= [2.0, 2.5, 2.0][k % 3];
-            k += 1;
-        }
+        let max = nice_ceiling(top * 1.5);
         (0.0, max, max / 100.0)
     })
 }
@@ -261,14 +270,20 @@ pub fn MemoryInputs() -> impl IntoView {
         <div class="grid-2">
             <NumberField label="mem-f" id="mem-f" value=Signal::derive(move || Some(state.link.with(|l| l.params.costs.mem_f)))
                 kind=NumberKind::Amount help="activations one forward leaves"
+                slider=Signal::derive(move || { let m = nice_ceiling(state.link.with(|l| l.params.costs.mem_f) * 1.5); (0.0, m, m / 100.0) })
                 on_change=set(state, |l, v| l.params.costs.mem_f = v) error=error_signal(state, Field::MemF)/>
             <NumberField label="mem-w" id="mem-w" value=Signal::derive(move || state.link.with(|l| l.params.costs.mem_w))
                 kind=NumberKind::Amount optional=true placeholder="mem-f/2" help="kept after B until W"
+                slider=Signal::derive(move || { let m = state.link.with(|l| l.params.costs.mem_f).max(1e-9); (0.0, m, m / 20.0) })
                 on_change=Callback::new(move |v| state.update(|l| l.params.costs.mem_w = v)) error=error_signal(state, Field::MemW)/>
         </div>
         <NumberField label="Memory limit per device" id="mem-limit"
             value=Signal::derive(move || state.link.with(|l| l.params.mem_limit))
             kind=NumberKind::Amount optional=true placeholder="none"
+            slider=Signal::derive(move || {
+                let (p, mf) = state.link.with(|l| (f64::from(l.params.devices), l.params.costs.mem_f.max(1e-9)));
+                (0.0, 3.0 * p * mf, mf / 4.0)
+            })
             on_change=Callback::new(move |v| state.update(|l| l.params.mem_limit = v))
             error=error_signal(state, Field::MemLimit)/>
         <p class="help">{limit_help}</p>

@@ -119,34 +119,54 @@ impl Builder {
     /// yet does not delay it: such an order deadlocks, and the final simulation reports that.
     pub fn push(&mut self, device: u32, op: impl Into<Op>) -> f64 {
         let op = op.into();
+        let (first, second) = match op {
+            Op::One(p) => (p, None),
+            Op::Pair(f, b) => (f, Some(b)),
+        };
         let d = device as usize;
-        let mut start = self.free[d];
-        for pass in op.passes() {
-            if let Some(ready) = self.ready_at(device, pass) {
-                start = start.max(ready);
-            }
+        let free = self.free[d];
+        let mut start = free;
+        if let Some(ready) = self.ready_at(device, first) {
+            start = start.max(ready);
+        }
+        if let Some(ready) = second.and_then(|p| self.ready_at(device, p)) {
+            start = start.max(ready);
         }
         if !self.schedule.orders[d].is_empty() {
-            self.idle[d] += start - self.free[d];
+            self.idle[d] += start - free;
             self.max_idle = self.max_idle.max(self.idle[d]);
         }
         let end = start + self.costs.op(&op);
-        let alloc: f64 = op.passes().map(|p| self.costs.alloc(p)).sum();
-        let release: f64 = op.passes().map(|p| self.costs.release(p)).sum();
-        self.memory[d] += alloc;
-        self.peak[d] = self.peak[d].max(self.memory[d]);
-        self.memory[d] -= release;
+        let mut memory = self.memory[d] + self.costs.alloc(first);
+        if let Some(p) = second {
+            memory += self.costs.alloc(p);
+        }
+        self.peak[d] = self.peak[d].max(memory);
+        memory -= self.costs.release(first);
+        if let Some(p) = second {
+            memory -= self.costs.release(p);
+        }
+        self.memory[d] = memory;
         self.free[d] = end;
-        for pass in op.passes().filter(|p| self.keys.contains(*p)) {
-            if let Some(k) = self.keys.provided_index(pass) {
-                if self.producer_device[k] == u32::MAX {
-                    self.done[k] = end;
-                    self.producer_device[k] = device;
-                }
-            }
+        self.record(first, device, end);
+        if let Some(p) = second {
+            self.record(p, device, end);
         }
         self.schedule.orders[d].push(op);
         end
+    }
+
+    /// Marks `pass` done at `end` on `device` (the first occurrence counts).
+    fn record(&mut self, pass: Pass, device: u32, end: f64) {
+        if !self.keys.contains(pass) {
+            return;
+        }
+        if let Some(k) = self.keys.provided_index(pass) {
+            if self.producer_device[k] == u32::MAX {
+                self.done[k] = end;
+                self.producer_device[k] = device;
+            }
+        }
     }
 
     /// Appends `pass` on the device its placement names and returns its end time.

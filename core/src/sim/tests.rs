@@ -120,3 +120,24 @@ fn op_at_finds_the_op_running_at_a_time() {
     assert_eq!(t.op_at(0, 10.0), None);
     assert_eq!(t.op_at(7, 1.0), None);
 }
+
+/// Bytes a timeline holds: its op times and memory curves.
+fn footprint(t: &Timeline) -> usize {
+    t.devices
+        .iter()
+        .map(|d| d.ops.capacity() * std::mem::size_of::<TimedOp>() + d.memory.capacity() * std::mem::size_of::<MemPoint>())
+        .sum()
+}
+
+#[test]
+fn timeline_memory_grows_linearly_with_the_passes() {
+    let per_pass = |microbatches: u32| {
+        let s = crate::generate("zb-v-handcrafted", &crate::ScheduleParams::new(8, microbatches)).unwrap();
+        let t = simulate(&s, &costs(&s, 1.0, 1.0, 1.0, 0.0)).unwrap();
+        footprint(&t) as f64 / s.pass_count() as f64
+    };
+    let (small, big) = (per_pass(64), per_pass(1024));
+    // A constant number of bytes per pass (times, waits and two memory points), at any size.
+    assert!((small - big).abs() / small < 0.05, "{small} vs {big} bytes per pass");
+    assert!(big < 80.0, "{big} bytes per pass");
+}
