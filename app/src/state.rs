@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bubblescope::permalink::Permalink;
-use bubblescope::{analyze, family, AnalyzeError, Analysis, BubbleMeasure, Diagnostic, Family, Field, Schedule, ScheduleParams};
+use bubblescope::{
+    analyze, family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Family, Field, Schedule, ScheduleParams,
+};
 use leptos::prelude::*;
 
 /// The most passes the app simulates and draws live; larger settings get a message instead
@@ -178,7 +180,8 @@ fn estimated_passes(family: &Family, params: &ScheduleParams) -> u64 {
     } else {
         1
     };
-    let slices = u64::from(params.seq_splits.unwrap_or(2).max(1)) * u64::from(family.options.contains(&Field::SeqSplits));
+    let slices =
+        u64::from(params.seq_splits.unwrap_or(2).max(1)) * u64::from(family.options.contains(&Field::SeqSplits));
     u64::from(params.devices) * u64::from(params.microbatches) * 3 * chunks * slices.max(1)
 }
 
@@ -186,13 +189,23 @@ fn estimated_passes(family: &Family, params: &ScheduleParams) -> u64 {
 pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
     let Some(fam) = family(name) else {
         let e = bubblescope::families::unknown_family(name);
-        return Computed { name: name.to_string(), label: name.to_string(), result: Err(UiError { field: Some(Field::Schedule), message: e.to_string() }) };
+        return Computed {
+            name: name.to_string(),
+            label: name.to_string(),
+            result: Err(UiError { field: Some(Field::Schedule), message: e.to_string() }),
+        };
     };
     let p = effective_params(fam, params);
     let label = fam.label(&p);
     if p.devices > MAX_DEVICES || p.microbatches > MAX_MICROBATCHES {
         let (field, message) = if p.devices > MAX_DEVICES {
-            (Field::Devices, format!("the playground draws up to {MAX_DEVICES} devices, found {}\n  hint: use the CLI for bigger runs", p.devices))
+            (
+                Field::Devices,
+                format!(
+                    "the playground draws up to {MAX_DEVICES} devices, found {}\n  hint: use the CLI for bigger runs",
+                    p.devices
+                ),
+            )
         } else {
             (Field::Microbatches, format!("the playground draws up to {MAX_MICROBATCHES} microbatches, found {}\n  hint: use the CLI for bigger runs", p.microbatches))
         };
@@ -203,7 +216,11 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
         let message = format!(
             "this would be about {passes} passes, more than the {MAX_LIVE_PASSES} the playground draws live\n  hint: use fewer devices, microbatches, chunks or sequence splits, or the CLI"
         );
-        return Computed { name: name.to_string(), label, result: Err(UiError { field: Some(Field::Microbatches), message }) };
+        return Computed {
+            name: name.to_string(),
+            label,
+            result: Err(UiError { field: Some(Field::Microbatches), message }),
+        };
     }
     let result = bubblescope::run(name, &p).map(Arc::new).map_err(UiError::from_analyze);
     Computed { name: name.to_string(), label, result }
@@ -213,7 +230,8 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
 fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, ScheduleParams) {
     let Some(schedule) = &file.schedule else {
         let message = file.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
-        let computed = Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
+        let computed =
+            Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
         return (computed, params.clone());
     };
     let mut p = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(params.costs);
@@ -242,7 +260,14 @@ pub fn compute(link: &Permalink, file: Option<&LoadedFile>) -> Outcome {
         let (main, params) = compute_file(file, &link.params);
         let compare = link.compare.iter().map(|n| compute_one(n, &params)).collect();
         let baseline = compute_one("1f1b", &params).result.ok();
-        return Outcome { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), main, compare, baseline, params, elapsed_ms: now_ms() - start };
+        return Outcome {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            main,
+            compare,
+            baseline,
+            params,
+            elapsed_ms: now_ms() - start,
+        };
     }
     let main = compute_one(&link.schedule, &link.params);
     let compare = link.compare.iter().filter(|n| **n != link.schedule).map(|n| compute_one(n, &link.params)).collect();

@@ -32,7 +32,8 @@ fn canvas_digest(canvas: &HtmlCanvasElement) -> (u32, u32, u64) {
     let ctx: CanvasRenderingContext2d = canvas.get_context("2d").unwrap().unwrap().unchecked_into();
     let (w, h) = (canvas.width(), canvas.height());
     let data = ctx.get_image_data(0.0, 0.0, f64::from(w), f64::from(h)).unwrap().data().0;
-    let sum = data.iter().enumerate().fold(0u64, |acc, (i, v)| acc.wrapping_mul(31).wrapping_add(u64::from(*v) ^ i as u64));
+    let sum =
+        data.iter().enumerate().fold(0u64, |acc, (i, v)| acc.wrapping_mul(31).wrapping_add(u64::from(*v) ^ i as u64));
     (w, h, sum)
 }
 

@@ -101,7 +101,12 @@ fn dialect(name: Option<&str>) -> Result<Option<Dialect>> {
 }
 
 /// Reads a schedule file; prints its warnings, fails on its errors.
-fn import(path: &Path, format: Option<&str>, dialect_name: Option<&str>, merge_bw: bool) -> Result<(bubblescope::Schedule, Option<Costs>)> {
+fn import(
+    path: &Path,
+    format: Option<&str>,
+    dialect_name: Option<&str>,
+    merge_bw: bool,
+) -> Result<(bubblescope::Schedule, Option<Costs>)> {
     let text = read_file(path)?;
     let format = input_format(path, format)?;
     let options = ImportOptions { dialect: dialect(dialect_name)?, merge_bw, source: Some(path.display().to_string()) };
@@ -159,7 +164,8 @@ fn simulate(args: &SimulateArgs) -> Result<()> {
 }
 
 fn render(args: &RenderArgs) -> Result<()> {
-    let theme = Theme::named(&args.theme).with_context(|| format!("unknown theme `{}`\n  hint: use light or dark", formats::sanitize(&args.theme)))?;
+    let theme = Theme::named(&args.theme)
+        .with_context(|| format!("unknown theme `{}`\n  hint: use light or dark", formats::sanitize(&args.theme)))?;
     if !(args.width.is_finite() && (240.0..=20_000.0).contains(&args.width)) {
         bail!("--width must be between 240 and 20000 pixels, found {}", args.width);
     }
@@ -180,7 +186,10 @@ fn render(args: &RenderArgs) -> Result<()> {
         args.compare.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
     };
     for name in &names {
-        subjects.push(generated(name, &args.family, &args.costs).with_context(|| format!("schedule `{}`", formats::sanitize(name)))?);
+        subjects.push(
+            generated(name, &args.family, &args.costs)
+                .with_context(|| format!("schedule `{}`", formats::sanitize(name)))?,
+        );
     }
     if subjects.is_empty() {
         bail!("nothing to draw\n  hint: pass --schedule NAME, --compare A,B or --from FILE");
@@ -188,7 +197,8 @@ fn render(args: &RenderArgs) -> Result<()> {
     for s in &subjects {
         warn_over_limit(&s.analysis, s.params.mem_limit);
     }
-    let items: Vec<FigureItem<'_>> = subjects.iter().map(|s| FigureItem { label: &s.label, analysis: &s.analysis }).collect();
+    let items: Vec<FigureItem<'_>> =
+        subjects.iter().map(|s| FigureItem { label: &s.label, analysis: &s.analysis }).collect();
     let opts = FigureOptions {
         width: args.width,
         row_height: args.row_height,
@@ -201,7 +211,8 @@ fn render(args: &RenderArgs) -> Result<()> {
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {
-    let (schedule, file_costs) = import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?;
+    let (schedule, file_costs) =
+        import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?;
     let to = match args.to_format.as_deref() {
         Some(name) => Format::from_name(name).map_err(|e| anyhow::anyhow!("{e}"))?,
         None => Format::from_extension(&args.output.to_string_lossy()).with_context(|| {

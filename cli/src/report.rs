@@ -98,11 +98,23 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     if let Some(p) = family.and_then(|f| (f.predict)(params)) {
         if let Some(b) = p.bubble {
             let q = p.bubble_quantity;
-            let _ = writeln!(out, "{:<12} {:<12} bubble {} (simulated {}: {})", "closed form", n(b), p.bubble_formula, q.label(), n(q.of(s)));
+            let _ = writeln!(
+                out,
+                "{:<12} {:<12} bubble {} (simulated {}: {})",
+                "closed form",
+                n(b),
+                p.bubble_formula,
+                q.label(),
+                n(q.of(s))
+            );
         }
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}", "device", "start", "end", "busy", "idle", "bubble", "peak mem");
+    let _ = writeln!(
+        out,
+        "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}",
+        "device", "start", "end", "busy", "idle", "bubble", "peak mem"
+    );
     for d in &s.per_device {
         let flag = if params.mem_limit.is_some_and(|l| d.peak_memory > l + 1e-9) { "  over limit" } else { "" };
         let _ = writeln!(

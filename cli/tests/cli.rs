@@ -135,7 +135,8 @@ fn render_writes_the_same_svg_as_the_core_figure() {
 fn render_compares_several_families_on_one_axis() {
     let dir = tempfile::tempdir().unwrap();
     let svg = ok(dir.path(), &["render", "--compare", "1f1b,zb-h1,zb-v", "--memory", "-o", "-"]);
-    for title in ["1F1B · 4 devices", "ZB-H1 · 4 devices", "ZB-V · 4 devices", "Activation memory per device — ZB-V"] {
+    for title in ["1F1B · 4 devices", "ZB-H1 · 4 devices", "ZB-V · 4 devices", "Activation memory per device — ZB-V"]
+    {
         assert!(svg.contains(title), "missing {title}");
     }
 }
@@ -167,7 +168,8 @@ fn convert_round_trips_and_simulates_files() {
     let b: serde_json::Value = serde_json::from_str(&ok(d, &["simulate", "--from", "tiny.json", "--json"])).unwrap();
     assert_eq!(a["cost"], b["cost"]);
     ok(d, &["convert", "tiny.csv", "trace.json", "--to-format", "perfetto"]);
-    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("trace.json")).unwrap()).unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("trace.json")).unwrap()).unwrap();
     assert!(trace["traceEvents"].as_array().unwrap().iter().any(|e| e["ph"] == "X"));
     let e = fails(d, &["convert", "tiny.csv", "out.txt"]);
     assert!(e.starts_with("error: cannot tell the output format of out.txt"), "{e}");
@@ -179,14 +181,23 @@ fn pytorch_fixtures_import_and_dualpipev_equals_our_generator() {
     let dir = tempfile::tempdir().unwrap();
     let file = fx.join("dualpipev_4rank_10mb.csv");
     let file = file.to_str().unwrap();
-    let imported: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["simulate", "--from", file, "--json", "--f", "2", "--b", "2", "--w", "2"])).unwrap();
-    let generated: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["simulate", "-s", "dualpipe-v", "-p", "4", "-m", "10", "--json", "--f", "2", "--b", "2", "--w", "2"])).unwrap();
+    let imported: serde_json::Value = serde_json::from_str(&ok(
+        dir.path(),
+        &["simulate", "--from", file, "--json", "--f", "2", "--b", "2", "--w", "2"],
+    ))
+    .unwrap();
+    let generated: serde_json::Value = serde_json::from_str(&ok(
+        dir.path(),
+        &["simulate", "-s", "dualpipe-v", "-p", "4", "-m", "10", "--json", "--f", "2", "--b", "2", "--w", "2"],
+    ))
+    .unwrap();
     for key in ["cost", "makespan", "bubble_rate", "peak_memory", "per_device"] {
         assert_eq!(imported[key], generated[key], "{key}");
     }
     for name in ["zb1p_2rank_2stagep_compute.csv", "zb1p_2rank_2stagep_comms.csv"] {
         let path = fx.join(name);
-        let v: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["simulate", "--from", path.to_str().unwrap(), "--json"])).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&ok(dir.path(), &["simulate", "--from", path.to_str().unwrap(), "--json"])).unwrap();
         assert_eq!(v["devices"], 2);
         assert_eq!(v["microbatches"], 8);
     }

@@ -15,7 +15,9 @@ fn engine(c: &mut Criterion) {
     let costs = StageCosts::for_schedule(&params.costs, &schedule);
     let mut group = c.benchmark_group("400k passes");
     group.sample_size(20);
-    group.bench_function("simulate", |b| b.iter(|| simulate(black_box(&schedule), black_box(&costs)).map(|t| t.devices.len())));
+    group.bench_function("simulate", |b| {
+        b.iter(|| simulate(black_box(&schedule), black_box(&costs)).map(|t| t.devices.len()))
+    });
     group.bench_function("validate", |b| b.iter(|| validate(black_box(&schedule)).len()));
     let timeline = simulate(&schedule, &costs).expect("simulates");
     group.bench_function("stats", |b| b.iter(|| stats(black_box(&schedule), black_box(&timeline), &params.costs).cost));
@@ -26,7 +28,9 @@ fn engine(c: &mut Criterion) {
             gantt(&[panel], &opts, &Theme::light()).0.items.len()
         });
     });
-    group.bench_function("generate zb-v-handcrafted", |b| b.iter(|| generate("zb-v-handcrafted", black_box(&params)).map(|s| s.op_count())));
+    group.bench_function("generate zb-v-handcrafted", |b| {
+        b.iter(|| generate("zb-v-handcrafted", black_box(&params)).map(|s| s.op_count()))
+    });
     group.finish();
 }
 

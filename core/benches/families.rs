@@ -15,7 +15,9 @@ fn zero_bubble_auto(c: &mut Criterion) {
     let uneven = ScheduleParams::new(32, 256).with_costs(Costs { comm: 1.0, ..Costs::fbw(5.0, 6.0, 4.0) });
     c.bench_function("zb-2p p32 m256 uneven", |b| b.iter(|| run("zb-2p", black_box(&uneven)).map(|a| a.stats.cost)));
     // The measure: generate (all eight switch settings) and simulate, no validation.
-    for (name, params) in [("zb-auto p32 m256 generate+simulate", &big), ("zb-2p p32 m256 uneven generate+simulate", &uneven)] {
+    for (name, params) in
+        [("zb-auto p32 m256 generate+simulate", &big), ("zb-2p p32 m256 uneven generate+simulate", &uneven)]
+    {
         let family = if name.starts_with("zb-auto") { "zb-auto" } else { "zb-2p" };
         c.bench_function(name, |b| {
             b.iter(|| {

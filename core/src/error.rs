@@ -180,13 +180,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// An error at an optional location.
     pub fn error(device: Option<u32>, position: Option<usize>, message: impl Into<String>) -> Self {
-        Diagnostic {
-            severity: Severity::Error,
-            device,
-            position,
-            message: message.into(),
-            hints: Vec::new(),
-        }
+        Diagnostic { severity: Severity::Error, device, position, message: message.into(), hints: Vec::new() }
     }
 
     /// Adds a `hint:` line.
@@ -223,29 +217,14 @@ mod tests {
     fn param_error_prints_hints_on_their_own_lines() {
         let e = ParamError::new(Field::Devices, "dualpipe needs an even number of devices, found 5")
             .hint("use 4 or 6 devices");
-        assert_eq!(
-            e.to_string(),
-            "dualpipe needs an even number of devices, found 5\n  hint: use 4 or 6 devices"
-        );
+        assert_eq!(e.to_string(), "dualpipe needs an even number of devices, found 5\n  hint: use 4 or 6 devices");
     }
 
     #[test]
     fn deadlock_names_every_stuck_device() {
         let e = SimError::Deadlock(vec![
-            Stuck {
-                device: 0,
-                position: 1,
-                pass: Pass::b(0, 0),
-                waits_for: Pass::b(1, 0),
-                waits_on: Some((1, 2)),
-            },
-            Stuck {
-                device: 1,
-                position: 0,
-                pass: Pass::f(1, 1),
-                waits_for: Pass::f(0, 1),
-                waits_on: None,
-            },
+            Stuck { device: 0, position: 1, pass: Pass::b(0, 0), waits_for: Pass::b(1, 0), waits_on: Some((1, 2)) },
+            Stuck { device: 1, position: 0, pass: Pass::f(1, 1), waits_for: Pass::f(0, 1), waits_on: None },
         ]);
         let text = e.to_string();
         assert!(text.contains("device 0 is stuck on B(stage 0, mb 0) (position 1), waiting for B(stage 1, mb 0) on device 1 (position 2)"), "{text}");

@@ -93,8 +93,7 @@ impl From<SimError> for AnalyzeError {
 /// [`AnalyzeError::Invalid`] with every structural problem, or [`AnalyzeError::Sim`] when the
 /// schedule deadlocks.
 pub fn analyze(schedule: Schedule, costs: &Costs) -> Result<Analysis, AnalyzeError> {
-    let problems: Vec<Diagnostic> =
-        validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
+    let problems: Vec<Diagnostic> = validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
     if !problems.is_empty() {
         return Err(AnalyzeError::Invalid(problems));
     }

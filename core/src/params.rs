@@ -303,8 +303,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_numbers_with_the_field_named() {
-        let mut c = Costs::default();
-        c.f = f64::NAN;
+        let mut c = Costs { f: f64::NAN, ..Costs::default() };
         assert_eq!(c.check().unwrap_err().field, Field::F);
         c.f = -1.0;
         assert_eq!(c.check().unwrap_err().to_string(), "f must not be negative, found -1");

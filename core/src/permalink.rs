@@ -29,7 +29,12 @@ pub struct Permalink {
 
 impl Default for Permalink {
     fn default() -> Self {
-        Permalink { schedule: "1f1b".to_string(), params: ScheduleParams::new(4, 8), compare: Vec::new(), extra: Vec::new() }
+        Permalink {
+            schedule: "1f1b".to_string(),
+            params: ScheduleParams::new(4, 8),
+            compare: Vec::new(),
+            extra: Vec::new(),
+        }
     }
 }
 
@@ -197,8 +202,7 @@ mod tests {
 
     #[test]
     fn round_trips_every_setting() {
-        let mut link = Permalink::default();
-        link.schedule = "interleaved-1f1b".into();
+        let mut link = Permalink { schedule: "interleaved-1f1b".into(), ..Permalink::default() };
         link.params = ScheduleParams {
             devices: 8,
             microbatches: 24,
@@ -206,7 +210,15 @@ mod tests {
             group: Some(8),
             waves: Some(2),
             seq_splits: Some(4),
-            costs: Costs { f: 18522.0, b: 0.1, w: 1e-7, comm: 601.0, overlap: Some(3.5), mem_f: 201216.0, mem_w: Some(73728.0) },
+            costs: Costs {
+                f: 18522.0,
+                b: 0.1,
+                w: 1e-7,
+                comm: 601.0,
+                overlap: Some(3.5),
+                mem_f: 201216.0,
+                mem_w: Some(73728.0),
+            },
             mem_limit: Some(1609728.0),
         };
         link.compare = vec!["1f1b".into(), "zb-h1".into()];

@@ -21,10 +21,29 @@ pub struct Preset {
 
 /// One row of the Zero Bubble paper's Table 6 with the model shape of its Table 3: times in
 /// µs, activation memory per token from §1.2 (`mem_f = 34h + 5as`, `mem_w = 32h`, s = 1024).
-fn zb_model(devices: u32, microbatches: u32, f: f64, b: f64, w: f64, comm: f64, hidden: f64, heads: f64) -> ScheduleParams {
+// The arguments are the columns of the paper's tables, in their order.
+#[allow(clippy::too_many_arguments)]
+fn zb_model(
+    devices: u32,
+    microbatches: u32,
+    f: f64,
+    b: f64,
+    w: f64,
+    comm: f64,
+    hidden: f64,
+    heads: f64,
+) -> ScheduleParams {
     let seq = 1024.0;
     ScheduleParams {
-        costs: Costs { f, b, w, comm, overlap: None, mem_f: 34.0 * hidden + 5.0 * heads * seq, mem_w: Some(32.0 * hidden) },
+        costs: Costs {
+            f,
+            b,
+            w,
+            comm,
+            overlap: None,
+            mem_f: 34.0 * hidden + 5.0 * heads * seq,
+            mem_w: Some(32.0 * hidden),
+        },
         ..ScheduleParams::new(devices, microbatches)
     }
 }

@@ -238,24 +238,14 @@ impl Placement {
                 }
             })
             .collect();
-        Placement {
-            kind: PlacementKind::Wave,
-            devices,
-            stages_per_pipeline: stages,
-            stage_device,
-        }
+        Placement { kind: PlacementKind::Wave, devices, stages_per_pipeline: stages, stage_device }
     }
 
     /// Two replicas: pipeline 0 maps stage `s` to device `s`, pipeline 1 maps its stage `s`
     /// to device `P-1-s`.
     pub fn two_directional(devices: u32) -> Placement {
         let stage_device = (0..devices).chain((0..devices).map(|s| devices - 1 - s)).collect();
-        Placement {
-            kind: PlacementKind::TwoDirectional,
-            devices,
-            stages_per_pipeline: devices,
-            stage_device,
-        }
+        Placement { kind: PlacementKind::TwoDirectional, devices, stages_per_pipeline: devices, stage_device }
     }
 
     /// A placement read from a file: `stage_device[g]` is the device of stage `g`, one pipeline.
@@ -281,11 +271,7 @@ impl Placement {
 
     /// Number of pipelines (model copies): 1, or 2 for two-directional schedules.
     pub fn pipelines(&self) -> u32 {
-        if self.stages_per_pipeline == 0 {
-            0
-        } else {
-            self.stage_device.len() as u32 / self.stages_per_pipeline
-        }
+        (self.stage_device.len() as u32).checked_div(self.stages_per_pipeline).unwrap_or(0)
     }
 
     /// Total number of global stages over all pipelines.

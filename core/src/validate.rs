@@ -30,7 +30,8 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
     let n = stages as usize * mbs as usize * slices as usize;
     // Position of each kind per key: (device, position) of the first occurrence.
     let mut seen: [Vec<Option<(u32, usize)>>; 4] = std::array::from_fn(|_| vec![None; n]);
-    let index = |p: Pass| (p.stage as usize * mbs as usize + p.microbatch as usize) * slices as usize + p.slice as usize;
+    let index =
+        |p: Pass| (p.stage as usize * mbs as usize + p.microbatch as usize) * slices as usize + p.slice as usize;
 
     for (device, order) in schedule.orders.iter().enumerate() {
         let device = device as u32;
@@ -75,11 +76,17 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
                 }
                 let expected = placement.device_of(pass.stage).unwrap_or(device);
                 if expected != device {
-                    out.push(Diagnostic::error(
-                        Some(device),
-                        Some(position),
-                        format!("{pass} runs on device {device}, but stage {} is placed on device {expected}", pass.stage),
-                    ).hint("every pass of a stage must run on the stage's device"));
+                    out.push(
+                        Diagnostic::error(
+                            Some(device),
+                            Some(position),
+                            format!(
+                                "{pass} runs on device {device}, but stage {} is placed on device {expected}",
+                                pass.stage
+                            ),
+                        )
+                        .hint("every pass of a stage must run on the stage's device"),
+                    );
                 }
                 let slot = &mut seen[kind_index(pass.kind)][index(pass)];
                 match slot {
@@ -108,8 +115,12 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
                 }
                 match (b, w, bw) {
                     (None, None, None) => out.push(
-                        Diagnostic::error(home, None, format!("the backward of stage {stage}, mb {microbatch} is missing"))
-                            .hint("add a BW pass, or a B pass and a W pass"),
+                        Diagnostic::error(
+                            home,
+                            None,
+                            format!("the backward of stage {stage}, mb {microbatch} is missing"),
+                        )
+                        .hint("add a BW pass, or a B pass and a W pass"),
                     ),
                     (Some(_), _, Some(at)) | (_, Some(_), Some(at)) => out.push(Diagnostic::error(
                         Some(at.0),
@@ -134,7 +145,10 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
                         out.push(Diagnostic::error(
                             Some(ba.0),
                             Some(ba.1),
-                            format!("the backward of stage {stage}, mb {microbatch} comes before its forward (position {})", fa.1),
+                            format!(
+                                "the backward of stage {stage}, mb {microbatch} comes before its forward (position {})",
+                                fa.1
+                            ),
                         ));
                     }
                 }

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use bubblescope::render::{format_number, gantt, gutter_width, memory_chart, GanttGeometry, GanttOptions, GanttPanel, MemoryOptions};
+use bubblescope::render::{
+    format_number, gantt, gutter_width, memory_chart, GanttGeometry, GanttOptions, GanttPanel, MemoryOptions,
+};
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
@@ -39,10 +41,8 @@ fn shown(state: AppState) -> (Vec<Shown>, bool) {
             state.last_good.get()
         }
     };
-    let mut out: Vec<Shown> = main
-        .into_iter()
-        .filter_map(|c| c.result.ok().map(|a| Shown { label: c.label, analysis: a }))
-        .collect();
+    let mut out: Vec<Shown> =
+        main.into_iter().filter_map(|c| c.result.ok().map(|a| Shown { label: c.label, analysis: a })).collect();
     if !stale {
         for c in &outcome.compare {
             if let Ok(a) = &c.result {
@@ -90,10 +90,21 @@ pub fn ChartCard(
         let dpr = device_pixel_ratio();
         let gp: Vec<GanttPanel<'_>> = panels
             .iter()
-            .map(|s| GanttPanel { title: Some(s.label.as_str()), note: None, schedule: &s.analysis.schedule, timeline: &s.analysis.timeline })
+            .map(|s| GanttPanel {
+                title: Some(s.label.as_str()),
+                note: None,
+                schedule: &s.analysis.schedule,
+                timeline: &s.analysis.timeline,
+            })
             .collect();
         let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
-        let row_height = if devices <= 16 { 24.0 } else if devices <= 40 { 14.0 } else { 9.0 };
+        let row_height = if devices <= 16 {
+            24.0
+        } else if devices <= 40 {
+            14.0
+        } else {
+            9.0
+        };
         let opts = GanttOptions {
             width: w,
             scale: dpr,
@@ -135,7 +146,18 @@ pub fn ChartCard(
         }
         let t3 = now_ms();
         // Timings for the browser benchmark: layout, canvas drawing, memory chart (ms).
-        let _ = canvas.set_attribute("data-timings", &format!("{:.1} {:.1} {:.1} {} {:.1} {:.1}", t1 - t0, t2 - t1, t3 - t2, scene.items.len(), effect_start, t0 - effect_start));
+        let _ = canvas.set_attribute(
+            "data-timings",
+            &format!(
+                "{:.1} {:.1} {:.1} {} {:.1} {:.1}",
+                t1 - t0,
+                t2 - t1,
+                t3 - t2,
+                scene.items.len(),
+                effect_start,
+                t0 - effect_start
+            ),
+        );
         drawn.set_value(panels);
         redraws.update(|n| *n += 1);
         if let Some(el) = container.get() {
@@ -334,7 +356,9 @@ fn describe(a: &Analysis, device: u32, op: Op, timed: bubblescope::sim::TimedOp,
         s
     };
     let (title, mut lines, microbatch) = match op {
-        Op::One(p) => (format!("{}{} on device {device}", p.kind.name(), p.microbatch), vec![pass_line(p)], p.microbatch),
+        Op::One(p) => {
+            (format!("{}{} on device {device}", p.kind.name(), p.microbatch), vec![pass_line(p)], p.microbatch)
+        }
         Op::Pair(f, b) => (
             format!("F{} & {}{} overlapped on device {device}", f.microbatch, b.kind.name(), b.microbatch),
             vec![pass_line(f), pass_line(b)],

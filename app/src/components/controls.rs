@@ -1,7 +1,7 @@
 //! The settings sidebar: family picker, sizes, family options, costs, memory, comparison.
 
 use bubblescope::permalink::Permalink;
-use bubblescope::{family, Field, FamilyGroup, FAMILIES};
+use bubblescope::{family, FamilyGroup, Field, FAMILIES};
 use leptos::prelude::*;
 
 use super::inputs::{NumberField, NumberKind};
@@ -132,8 +132,11 @@ pub fn Sizes() -> impl IntoView {
 pub fn FamilyOptions() -> impl IntoView {
     let state = expect_context::<AppState>();
     let uses = move |field: Field| state.link.with(|l| family(&l.schedule).is_some_and(|f| f.options.contains(&field)));
-    let any = move || [Field::Chunks, Field::Group, Field::Waves, Field::SeqSplits, Field::Overlap].into_iter().any(uses);
-    let get = move |f: fn(&Permalink) -> Option<u32>, default: u32| Signal::derive(move || Some(f64::from(state.link.with(|l| f(l).unwrap_or(default)))));
+    let any =
+        move || [Field::Chunks, Field::Group, Field::Waves, Field::SeqSplits, Field::Overlap].into_iter().any(uses);
+    let get = move |f: fn(&Permalink) -> Option<u32>, default: u32| {
+        Signal::derive(move || Some(f64::from(state.link.with(|l| f(l).unwrap_or(default)))))
+    };
     let devices = move || state.link.with(|l| l.params.devices);
     view! {
         <Show when=any>
@@ -230,7 +233,8 @@ fn cost_range(state: AppState) -> Signal<(f64, f64, f64)> {
 #[component]
 pub fn CostInputs() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let costs = move |f: fn(&bubblescope::Costs) -> f64| Signal::derive(move || Some(state.link.with(|l| f(&l.params.costs))));
+    let costs =
+        move |f: fn(&bubblescope::Costs) -> f64| Signal::derive(move || Some(state.link.with(|l| f(&l.params.costs))));
     let range = cost_range(state);
     let body = view! {
         <p class="help">"Times of one microbatch on 1/P of the model. Finer schedules run each piece at its fraction."</p>

@@ -15,7 +15,8 @@ pub fn download(filename: &str, mime: &str, content: &str) -> Result<(), String>
     let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(content));
     let options = web_sys::BlobPropertyBag::new();
     options.set_type(mime);
-    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options).map_err(|_| "cannot create the file")?;
+    let blob =
+        web_sys::Blob::new_with_str_sequence_and_options(&parts, &options).map_err(|_| "cannot create the file")?;
     let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|_| "cannot create a download link")?;
     download_url(&document, filename, &url)?;
     let _ = web_sys::Url::revoke_object_url(&url);
@@ -60,18 +61,26 @@ fn export_data(state: AppState, kind: &str) -> Result<(), String> {
     let a = o.main.result.as_ref().map_err(|_| "nothing to export: the settings are invalid".to_string())?;
     let stem = file_stem(state);
     let (name, mime, text) = match kind {
-        "json" => (format!("{stem}.json"), "application/json", formats::export_json(&a.schedule, Some(&o.params.costs))),
+        "json" => {
+            (format!("{stem}.json"), "application/json", formats::export_json(&a.schedule, Some(&o.params.costs)))
+        }
         "csv" => (
             format!("{stem}.csv"),
             "text/csv",
-            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeOnly, Dialect::Current).map_err(|e| e.to_string())?,
+            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeOnly, Dialect::Current)
+                .map_err(|e| e.to_string())?,
         ),
         "csv-comms" => (
             format!("{stem}-comms.csv"),
             "text/csv",
-            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeComms, Dialect::Current).map_err(|e| e.to_string())?,
+            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeComms, Dialect::Current)
+                .map_err(|e| e.to_string())?,
         ),
-        _ => (format!("{stem}.trace.json"), "application/json", formats::export_perfetto(&a.schedule, &a.timeline).map_err(|e| e.to_string())?),
+        _ => (
+            format!("{stem}.trace.json"),
+            "application/json",
+            formats::export_perfetto(&a.schedule, &a.timeline).map_err(|e| e.to_string())?,
+        ),
     };
     download(&name, mime, &text)
 }
@@ -97,14 +106,12 @@ pub fn ExportMenu() -> impl IntoView {
             url_for(&link)
         )
     };
-    let svg = move |memory: bool| {
-        match current_svg(state, memory) {
-            Some(s) => {
-                let name = format!("{}{}.svg", file_stem(state), if memory { "-memory" } else { "" });
-                message.set(download(&name, "image/svg+xml", &s).err());
-            }
-            None => message.set(Some("nothing to export: the settings are invalid".into())),
+    let svg = move |memory: bool| match current_svg(state, memory) {
+        Some(s) => {
+            let name = format!("{}{}.svg", file_stem(state), if memory { "-memory" } else { "" });
+            message.set(download(&name, "image/svg+xml", &s).err());
         }
+        None => message.set(Some("nothing to export: the settings are invalid".into())),
     };
     let png = move |_| {
         let canvas = web_sys::window()
@@ -118,7 +125,8 @@ pub fn ExportMenu() -> impl IntoView {
         let name = format!("{}.png", file_stem(state));
         let done = wasm_bindgen::closure::Closure::once_into_js(move |blob: Option<web_sys::Blob>| {
             let result = blob.ok_or_else(|| "cannot encode the PNG".to_string()).and_then(|blob| {
-                let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|_| "cannot create a download link")?;
+                let url =
+                    web_sys::Url::create_object_url_with_blob(&blob).map_err(|_| "cannot create a download link")?;
                 let doc = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
                 download_url(&doc, &name, &url)?;
                 let _ = web_sys::Url::revoke_object_url(&url);
@@ -132,7 +140,10 @@ pub fn ExportMenu() -> impl IntoView {
     };
     // Choosing an item closes the menu.
     let close = move |ev: web_sys::MouseEvent| {
-        let details = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()).and_then(|e| e.closest("details").ok().flatten());
+        let details = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|e| e.closest("details").ok().flatten());
         if let Some(d) = details {
             let _ = d.remove_attribute("open");
         }

@@ -27,12 +27,20 @@ fn parse(kind: NumberKind, text: &str) -> Result<f64, String> {
 
 fn short(t: &str) -> String {
     let s: String = t.chars().filter(|c| !c.is_control()).take(24).collect();
-    if t.chars().count() > 24 { format!("{s}…") } else { s }
+    if t.chars().count() > 24 {
+        format!("{s}…")
+    } else {
+        s
+    }
 }
 
 /// Formats a value for a number box: integers without decimals, others in full.
 pub fn show(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e15 { format!("{v:.0}") } else { format!("{v}") }
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
 }
 
 /// A number with a label, an optional slider, a number box and an error line.

@@ -48,7 +48,13 @@ pub fn StatTiles() -> impl IntoView {
         outcome.with(|o| {
             let limit = o.params.mem_limit?;
             let a = o.main.result.as_ref().ok()?;
-            let over: Vec<String> = a.stats.per_device.iter().filter(|d| d.peak_memory > limit + 1e-9).map(|d| d.device.to_string()).collect();
+            let over: Vec<String> = a
+                .stats
+                .per_device
+                .iter()
+                .filter(|d| d.peak_memory > limit + 1e-9)
+                .map(|d| d.device.to_string())
+                .collect();
             (!over.is_empty()).then(|| format!("above the limit {} on device {}", n(limit), over.join(", ")))
         })
     };
@@ -131,7 +137,11 @@ pub fn DeviceTable() -> impl IntoView {
                     .iter()
                     .map(|d| {
                         let over = limit.is_some_and(|l| d.peak_memory > l + 1e-9);
-                        let expected = predicted.as_ref().and_then(|p| p.get(d.device as usize)).map(|v| n(*v)).unwrap_or_else(|| "—".into());
+                        let expected = predicted
+                            .as_ref()
+                            .and_then(|p| p.get(d.device as usize))
+                            .map(|v| n(*v))
+                            .unwrap_or_else(|| "—".into());
                         view! {
                             <tr class:over=over>
                                 <td>{d.device}</td>
@@ -149,7 +159,9 @@ pub fn DeviceTable() -> impl IntoView {
             )
         })
     };
-    let formula = move || state.outcome.with(|o| family(&o.main.name).and_then(|f| (f.predict)(&o.params)).map(|p| p.memory_formula));
+    let formula = move || {
+        state.outcome.with(|o| family(&o.main.name).and_then(|f| (f.predict)(&o.params)).map(|p| p.memory_formula))
+    };
     view! {
         <section class="card" aria-label="Per-device numbers">
             <details open=move || state.outcome.with(|o| o.params.devices <= 16)>

@@ -46,7 +46,7 @@
 //! `min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))`: between the paper's
 //! `D/2 + 1` (end devices) and `D` (middle devices).
 
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};

@@ -33,7 +33,7 @@
 //! rank), and every later pair frees one activation as it allocates one.
 
 use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};

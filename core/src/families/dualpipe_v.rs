@@ -26,7 +26,7 @@
 //! device on the same `P` devices.
 
 use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};

@@ -1,6 +1,6 @@
 //! GPipe: every forward, then every backward (fill and drain).
 
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -39,7 +39,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let c = &params.costs;
     let p = f64::from(params.devices);
     Some(Prediction {
-        bubble: (c.comm == 0.0).then(|| (p - 1.0) * (c.f + c.b + c.w)),
+        bubble: (c.comm == 0.0).then_some((p - 1.0) * (c.f + c.b + c.w)),
         bubble_formula: "(P−1)(F+B+W)",
         bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: Some(vec![f64::from(params.microbatches) * c.mem_f; params.devices as usize]),

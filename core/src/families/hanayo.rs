@@ -58,7 +58,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Placement, Schedule};

@@ -56,7 +56,7 @@
 //! any backward (GPipe per chunk, peak `M·mem-f`), which the 1F1B steady state of the last
 //! chunk avoids here.
 
-use super::{BubbleQuantity, one_f_one_b, reject_unused, Family, FamilyGroup, Prediction};
+use super::{one_f_one_b, reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};

@@ -4,8 +4,8 @@
 
 mod chimera;
 mod dualpipe;
-mod dualpipe_v;
 mod dualpipe_recipe;
+mod dualpipe_v;
 mod gpipe;
 mod hanayo;
 mod interleaved;
@@ -80,7 +80,11 @@ impl BubbleQuantity {
             BubbleQuantity::CostMinusIdeal => stats.cost - stats.ideal,
             BubbleQuantity::LeastBusyIdle => {
                 let least = stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min);
-                if least.is_finite() { stats.makespan - least } else { 0.0 }
+                if least.is_finite() {
+                    stats.makespan - least
+                } else {
+                    0.0
+                }
             }
         }
     }

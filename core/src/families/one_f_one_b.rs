@@ -3,7 +3,7 @@
 //! Device `d` runs `min(P-1-d, M)` warm-up forwards, then alternates one forward and one fused
 //! backward, then drains the remaining backwards. At most `P-d` microbatches are in flight.
 
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -52,13 +52,11 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let c = &params.costs;
     let p = f64::from(params.devices);
     Some(Prediction {
-        bubble: (c.comm == 0.0).then(|| (p - 1.0) * (c.f + c.b + c.w)),
+        bubble: (c.comm == 0.0).then_some((p - 1.0) * (c.f + c.b + c.w)),
         bubble_formula: "(P−1)(F+B+W)",
         bubble_quantity: BubbleQuantity::CostMinusIdeal,
         peak_memory: Some(
-            (0..params.devices)
-                .map(|d| f64::from((params.devices - d).min(params.microbatches)) * c.mem_f)
-                .collect(),
+            (0..params.devices).map(|d| f64::from((params.devices - d).min(params.microbatches)) * c.mem_f).collect(),
         ),
         memory_formula: "min(P−d, M)·mem-f on device d",
     })

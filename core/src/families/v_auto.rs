@@ -80,7 +80,7 @@
 //! `k = P` gives `3P − 1`.
 
 use super::v_blocks::{chunk_activations, cost_below, Grid, Part, EMPTY, PERIOD};
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;

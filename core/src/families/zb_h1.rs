@@ -23,7 +23,7 @@
 //! The authors' script asserts `M ≥ 2P`; the construction itself is valid whenever the warm-up
 //! fits, `M ≥ P−1`, which is what this family accepts.
 
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};

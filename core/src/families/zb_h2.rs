@@ -23,7 +23,7 @@
 //! last device ends last, so the makespan is longer than the cost.
 
 use super::zb_h1::{check_warm_up, handcrafted, handcrafted_peak};
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;

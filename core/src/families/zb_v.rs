@@ -80,7 +80,7 @@
 use std::collections::VecDeque;
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Schedule};

@@ -28,7 +28,7 @@
 //! simulation over ranges of sizes in the tests.
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{BubbleQuantity, reject_unused, Family, FamilyGroup, Prediction};
+use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};

@@ -41,7 +41,7 @@ impl TimeAxis {
 /// "Nice" tick positions covering `lo..=hi` with about `target` intervals: steps of 1, 2 or 5
 /// times a power of ten. Returns the ticks and the step.
 pub fn ticks(lo: f64, hi: f64, target: usize) -> (Vec<f64>, f64) {
-    if !(hi > lo) || !lo.is_finite() || !hi.is_finite() {
+    if !lo.is_finite() || !hi.is_finite() || hi <= lo {
         return (vec![lo], 1.0);
     }
     let raw = (hi - lo) / target.max(1) as f64;
@@ -103,7 +103,11 @@ pub fn format_number(value: f64, max_decimals: usize) -> String {
     }
     let s = format!("{value:.max_decimals$}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".to_string() } else { s.to_string() }
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
 }
 
 #[cfg(test)]

@@ -36,7 +36,14 @@ pub struct FigureOptions {
 
 impl Default for FigureOptions {
     fn default() -> Self {
-        FigureOptions { width: 960.0, row_height: 22.0, memory: false, mem_limit: None, theme: Theme::light(), time_range: None }
+        FigureOptions {
+            width: 960.0,
+            row_height: 22.0,
+            memory: false,
+            mem_limit: None,
+            theme: Theme::light(),
+            time_range: None,
+        }
     }
 }
 

@@ -139,7 +139,8 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) };
     let geometry = GanttGeometry { axis, panels: geometry_panels, row_height: row_h, row_pitch, height };
 
-    let mut scene = Scene::new((opts.width * s).round() as u32, (height * s).round() as u32, theme.background, theme.font);
+    let mut scene =
+        Scene::new((opts.width * s).round() as u32, (height * s).round() as u32, theme.background, theme.font);
     let dev_axis = axis.scaled(s);
 
     if opts.legend {
@@ -162,7 +163,14 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
             let top = (g.rows_top + f64::from(d) * row_pitch) * s;
             scene.rect(dev_axis.x0, top, dev_axis.x1, top + row_h * s, theme.track);
             if row_h >= 9.0 {
-                scene.text((gutter - 10.0) * s, top + row_h * s / 2.0, &format!("Device {d}"), label_size.min(row_h * 0.7 * s), theme.muted, Anchor::End);
+                scene.text(
+                    (gutter - 10.0) * s,
+                    top + row_h * s / 2.0,
+                    &format!("Device {d}"),
+                    label_size.min(row_h * 0.7 * s),
+                    theme.muted,
+                    Anchor::End,
+                );
             }
         }
     }
@@ -176,7 +184,14 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
         scene.line((x, top), (x, plot_bottom * s + 4.0 * s), theme.grid, s);
         scene.text(x, (plot_bottom + 14.0) * s, &format_tick(t, step), 11.0 * s, theme.muted, Anchor::Middle);
     }
-    scene.text((axis.x0 + axis.x1) / 2.0 * s, (plot_bottom + 33.0) * s, &opts.axis_label, 12.0 * s, theme.muted, Anchor::Middle);
+    scene.text(
+        (axis.x0 + axis.x1) / 2.0 * s,
+        (plot_bottom + 33.0) * s,
+        &opts.axis_label,
+        12.0 * s,
+        theme.muted,
+        Anchor::Middle,
+    );
 
     // Bars.
     for (p, g) in panels.iter().zip(&geometry.panels) {
@@ -235,7 +250,15 @@ fn draw_row(
                 continue;
             }
             let h = height * t / total;
-            scene.items.push(Item::Rect { x0: run.x0, y0: y, x1, y1: y + h, fill: theme.kinds[i], alpha: 1.0, stroke: None });
+            scene.items.push(Item::Rect {
+                x0: run.x0,
+                y0: y,
+                x1,
+                y1: y + h,
+                fill: theme.kinds[i],
+                alpha: 1.0,
+                stroke: None,
+            });
             y += h;
         }
         scene.counts.merged += run.count;
@@ -294,7 +317,15 @@ fn draw_row(
                 let mid = top + height / 2.0;
                 bar(scene, f, chunks, x0, x1 - gap, top, mid, font * 0.85, panel, opts, theme);
                 bar(scene, b, chunks, x0, x1 - gap, mid, top + height, font * 0.85, panel, opts, theme);
-                scene.items.push(Item::Rect { x0, y0: top, x1: x1 - gap, y1: top + height, fill: theme.outline, alpha: 0.0, stroke: Some((theme.outline, s)) });
+                scene.items.push(Item::Rect {
+                    x0,
+                    y0: top,
+                    x1: x1 - gap,
+                    y1: top + height,
+                    fill: theme.outline,
+                    alpha: 0.0,
+                    stroke: Some((theme.outline, s)),
+                });
             }
         }
     }
@@ -393,13 +424,25 @@ fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, l
     if pairs {
         scene.rect(x, y - sw / 2.0, x + sw, y, theme.kinds[0]);
         scene.rect(x, y, x + sw, y + sw / 2.0, theme.kinds[3]);
-        scene.items.push(Item::Rect { x0: x, y0: y - sw / 2.0, x1: x + sw, y1: y + sw / 2.0, fill: theme.outline, alpha: 0.0, stroke: Some((theme.outline, s)) });
+        scene.items.push(Item::Rect {
+            x0: x,
+            y0: y - sw / 2.0,
+            x1: x + sw,
+            y1: y + sw / 2.0,
+            fill: theme.outline,
+            alpha: 0.0,
+            stroke: Some((theme.outline, s)),
+        });
         x += sw + 6.0 * s;
         scene.text(x, y, "F&B overlapped", size, theme.text, Anchor::Start);
         x += text_width("F&B overlapped", size) + 18.0 * s;
     }
     if chunks > 1 {
-        let note = if chunks == 2 { "left swatch chunk 0, right chunk 1".to_string() } else { format!("shades: chunks 0–{}", chunks - 1) };
+        let note = if chunks == 2 {
+            "left swatch chunk 0, right chunk 1".to_string()
+        } else {
+            format!("shades: chunks 0–{}", chunks - 1)
+        };
         scene.text(x, y, &note, size, theme.muted, Anchor::Start);
     }
 }

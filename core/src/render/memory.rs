@@ -51,7 +51,8 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
     let s = opts.scale.max(0.1);
     let devices = timeline.devices.len() as u32;
     let gutter = opts.gutter.unwrap_or_else(|| gutter_width(devices));
-    let mut scene = Scene::new((opts.width * s).round() as u32, (opts.height * s).round() as u32, theme.background, theme.font);
+    let mut scene =
+        Scene::new((opts.width * s).round() as u32, (opts.height * s).round() as u32, theme.background, theme.font);
     let end = timeline.end();
     let (t0, t1) = match opts.time_range {
         Some((a, b)) if b > a && a.is_finite() && b.is_finite() => (a, b),
@@ -87,7 +88,15 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
     // Limit: a tinted band above it and a dashed line.
     if let Some(limit) = opts.limit.filter(|l| l.is_finite() && *l >= 0.0) {
         let y = y_of(limit);
-        scene.items.push(Item::Rect { x0: axis.x0, y0: plot_top, x1: axis.x1, y1: y.max(plot_top), fill: theme.alert, alpha: 0.07, stroke: None });
+        scene.items.push(Item::Rect {
+            x0: axis.x0,
+            y0: plot_top,
+            x1: axis.x1,
+            y1: y.max(plot_top),
+            fill: theme.alert,
+            alpha: 0.07,
+            stroke: None,
+        });
         scene.dashed_line((axis.x0, y), (axis.x1, y), theme.alert, 1.5 * s, 6.0 * s);
         let label = format!("limit {}", format_number(limit, 3));
         scene.text(axis.x1 - 4.0 * s, y - 8.0 * s, &label, 11.0 * s, theme.alert, Anchor::End);

@@ -56,7 +56,8 @@ fn geometry_finds_rows_under_the_pointer() {
 #[test]
 fn svg_is_well_formed_and_deterministic() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: Some("1F1B <p=4>"), note: Some("cost 33"), schedule: &a.schedule, timeline: &a.timeline };
+    let panel =
+        GanttPanel { title: Some("1F1B <p=4>"), note: Some("cost 33"), schedule: &a.schedule, timeline: &a.timeline };
     let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
     let svg = to_svg(&scene).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..60]);
@@ -83,7 +84,11 @@ fn memory_chart_draws_one_curve_per_device_and_the_limit() {
     let scene = memory_chart(&a.timeline, &opts, &Theme::light());
     let curves = scene.items.iter().filter(|i| matches!(i, Item::Line { points, .. } if points.len() > 2)).count();
     assert_eq!(curves, 4);
-    let texts: Vec<&str> = scene.items.iter().filter_map(|i| if let Item::Text { text, .. } = i { Some(text.as_str()) } else { None }).collect();
+    let texts: Vec<&str> = scene
+        .items
+        .iter()
+        .filter_map(|i| if let Item::Text { text, .. } = i { Some(text.as_str()) } else { None })
+        .collect();
     assert!(texts.contains(&"limit 3"), "{texts:?}");
     let dots = scene.items.iter().filter(|i| matches!(i, Item::Dot { .. })).count();
     assert_eq!(dots, 4);

@@ -111,7 +111,7 @@ impl Theme {
         match chunk {
             0 => base,
             c => {
-                let step = f64::from((c + 1) / 2).min(3.0);
+                let step = f64::from(c.div_ceil(2)).min(3.0);
                 if c % 2 == 1 {
                     base.mix(Rgb(0, 0, 0), 0.28 * step)
                 } else {

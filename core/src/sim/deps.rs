@@ -118,8 +118,7 @@ impl KeySpace {
 
     /// Index of (stage, microbatch, slice) in `0..len()`.
     pub fn index(&self, stage: u32, microbatch: u32, slice: u32) -> usize {
-        (stage as usize * self.microbatches as usize + microbatch as usize) * self.slices as usize
-            + slice as usize
+        (stage as usize * self.microbatches as usize + microbatch as usize) * self.slices as usize + slice as usize
     }
 
     /// Index of a dependency's completion in `0..2 * len()`.

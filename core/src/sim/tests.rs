@@ -98,7 +98,9 @@ fn the_builder_agrees_with_the_simulator() {
     let c = costs(&s, 1.0, 2.0, 3.0, 0.5);
     let mut b = Builder::new(s.placement.clone(), 1, 1, c.clone());
     let mut ends = Vec::new();
-    for (d, op) in [(0, s.orders[0][0]), (1, s.orders[1][0]), (1, s.orders[1][1]), (1, s.orders[1][2]), (0, s.orders[0][1])] {
+    for (d, op) in
+        [(0, s.orders[0][0]), (1, s.orders[1][0]), (1, s.orders[1][1]), (1, s.orders[1][2]), (0, s.orders[0][1])]
+    {
         ends.push(b.push(d, op));
     }
     assert_eq!(ends, vec![1.0, 2.5, 4.5, 7.5, 10.0]);
@@ -125,7 +127,9 @@ fn op_at_finds_the_op_running_at_a_time() {
 fn footprint(t: &Timeline) -> usize {
     t.devices
         .iter()
-        .map(|d| d.ops.capacity() * std::mem::size_of::<TimedOp>() + d.memory.capacity() * std::mem::size_of::<MemPoint>())
+        .map(|d| {
+            d.ops.capacity() * std::mem::size_of::<TimedOp>() + d.memory.capacity() * std::mem::size_of::<MemPoint>()
+        })
         .sum()
 }
 

@@ -92,11 +92,19 @@ fn golden_svg_figures() {
             }
             Ok(_) => {
                 std::fs::write(&fresh, &svg).unwrap();
-                failures.push(format!("mismatched output: {} (live) | {} (reference)", fresh.display(), reference.display()));
+                failures.push(format!(
+                    "mismatched output: {} (live) | {} (reference)",
+                    fresh.display(),
+                    reference.display()
+                ));
             }
             Err(_) => {
                 std::fs::write(&fresh, &svg).unwrap();
-                failures.push(format!("missing reference output {} (live output in {})", reference.display(), fresh.display()));
+                failures.push(format!(
+                    "missing reference output {} (live output in {})",
+                    reference.display(),
+                    fresh.display()
+                ));
             }
         }
     }

@@ -10,30 +10,37 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
     (
         (1u32..=8, 1u32..=24),
         (0u32..=4, 0u32..=4, 0u32..=4, 0u32..=2),
-        (proptest::option::of(1u32..=3), proptest::option::of(1u32..=24), proptest::option::of(1u32..=2), proptest::option::of(1u32..=3)),
+        (
+            proptest::option::of(1u32..=3),
+            proptest::option::of(1u32..=24),
+            proptest::option::of(1u32..=2),
+            proptest::option::of(1u32..=3),
+        ),
         (proptest::option::of(1u32..=6), proptest::option::of(0u32..=2), proptest::option::of(2u32..=20)),
     )
-        .prop_map(|((devices, microbatches), (f, b, w, comm), (chunks, group, waves, seq), (overlap, mem_w, limit))| {
-            let f = if f + b + w == 0 { 1 } else { f };
-            ScheduleParams {
-                devices,
-                microbatches,
-                chunks,
-                group,
-                waves,
-                seq_splits: seq,
-                costs: Costs {
-                    f: f64::from(f),
-                    b: f64::from(b),
-                    w: f64::from(w),
-                    comm: f64::from(comm),
-                    overlap: overlap.map(f64::from),
-                    mem_f: 2.0,
-                    mem_w: mem_w.map(|m| f64::from(m) / 2.0 * 2.0),
-                },
-                mem_limit: limit.map(|l| f64::from(l) / 2.0 * f64::from(devices)),
-            }
-        })
+        .prop_map(
+            |((devices, microbatches), (f, b, w, comm), (chunks, group, waves, seq), (overlap, mem_w, limit))| {
+                let f = if f + b + w == 0 { 1 } else { f };
+                ScheduleParams {
+                    devices,
+                    microbatches,
+                    chunks,
+                    group,
+                    waves,
+                    seq_splits: seq,
+                    costs: Costs {
+                        f: f64::from(f),
+                        b: f64::from(b),
+                        w: f64::from(w),
+                        comm: f64::from(comm),
+                        overlap: overlap.map(f64::from),
+                        mem_f: 2.0,
+                        mem_w: mem_w.map(|m| f64::from(m) / 2.0 * 2.0),
+                    },
+                    mem_limit: limit.map(|l| f64::from(l) / 2.0 * f64::from(devices)),
+                }
+            },
+        )
 }
 
 /// Only the options a family reads, so the property is about the family, not about
@@ -71,7 +78,11 @@ fn check_family(family: &bubblescope::Family, params: &ScheduleParams) -> Result
 
     // Structure: each pass exactly once, on its stage's device, in order.
     let problems = validate(&schedule);
-    prop_assert!(problems.is_empty(), "{name} {params:?}: {}", problems.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n"));
+    prop_assert!(
+        problems.is_empty(),
+        "{name} {params:?}: {}",
+        problems.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")
+    );
 
     let costs = StageCosts::for_schedule(&params.costs, &schedule);
     let timeline = simulate(&schedule, &costs).map_err(|e| TestCaseError::fail(format!("{name} {params:?}: {e}")))?;
@@ -82,7 +93,16 @@ fn check_family(family: &bubblescope::Family, params: &ScheduleParams) -> Result
     for (d, (order, times)) in schedule.orders.iter().zip(&timeline.devices).enumerate() {
         for (op, t) in order.iter().zip(&times.ops) {
             for pass in op.passes() {
-                done.insert((pass.kind.is_input_grad(), pass.kind == bubblescope::PassKind::F, pass.stage, pass.microbatch, pass.slice), (d as u32, t.end));
+                done.insert(
+                    (
+                        pass.kind.is_input_grad(),
+                        pass.kind == bubblescope::PassKind::F,
+                        pass.stage,
+                        pass.microbatch,
+                        pass.slice,
+                    ),
+                    (d as u32, t.end),
+                );
             }
         }
     }
@@ -100,7 +120,12 @@ fn check_family(family: &bubblescope::Family, params: &ScheduleParams) -> Result
                 };
                 let (from, end) = done[&key];
                 let comm = if from == d as u32 { 0.0 } else { params.costs.comm };
-                prop_assert!(t.start >= end + comm - 1e-9, "{name}: {pass} starts at {} before its dependency arrives at {}", t.start, end + comm);
+                prop_assert!(
+                    t.start >= end + comm - 1e-9,
+                    "{name}: {pass} starts at {} before its dependency arrives at {}",
+                    t.start,
+                    end + comm
+                );
             }
         }
         // Memory never goes below zero and ends where it started.
