@@ -144,29 +144,6 @@ pub struct AppState {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The parameters `family` reads out of the settings: options it does not take are dropped,
-/// so switching families never trips over a leftover `--chunks`.
-pub fn effective_params(family: &Family, params: &ScheduleParams) -> ScheduleParams {
-    let mut p = params.clone();
-    let keep = |f: Field| family.options.contains(&f);
-    if !keep(Field::Chunks) {
-        p.chunks = None;
-    }
-    if !keep(Field::Group) {
-        p.group = None;
-    }
-    if !keep(Field::Waves) {
-        p.waves = None;
-    }
-    if !keep(Field::SeqSplits) {
-        p.seq_splits = None;
-    }
-    if !keep(Field::Overlap) {
-        p.costs.overlap = None;
-    }
-    p
-}
-
 /// An upper bound on the passes `family` generates for `params` (F, B and W for every stage and
 /// microbatch), to refuse sizes that would freeze the tab before any work is done.
 fn estimated_passes(family: &Family, params: &ScheduleParams) -> u64 {
@@ -195,7 +172,7 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
             result: Err(UiError { field: Some(Field::Schedule), message: e.to_string() }),
         };
     };
-    let p = effective_params(fam, params);
+    let p = fam.own_params(params);
     let label = fam.label(&p);
     if p.devices > MAX_DEVICES || p.microbatches > MAX_MICROBATCHES {
         let (field, message) = if p.devices > MAX_DEVICES {
@@ -236,13 +213,7 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
     };
     let mut p = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(params.costs);
     p.mem_limit = params.mem_limit;
-    let label = format!(
-        "{} · {} devices · {} microbatches · {} stages",
-        file.name,
-        schedule.devices(),
-        schedule.microbatches,
-        schedule.placement.stages()
-    );
+    let label = schedule.file_label(&file.name);
     let result = p
         .costs
         .check()
@@ -276,7 +247,7 @@ pub fn compute(link: &Permalink, file: Option<&LoadedFile>) -> Outcome {
     } else {
         compute_one("1f1b", &link.params).result.ok()
     };
-    let params = family(&link.schedule).map_or_else(|| link.params.clone(), |f| effective_params(f, &link.params));
+    let params = family(&link.schedule).map_or_else(|| link.params.clone(), |f| f.own_params(&link.params));
     Outcome {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         main,

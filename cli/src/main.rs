@@ -127,13 +127,8 @@ fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> 
     costs_value.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut params = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(costs_value);
     params.mem_limit = costs.mem_limit;
-    let label = format!(
-        "{} · {} devices · {} microbatches · {} stages",
-        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned()),
-        schedule.devices(),
-        schedule.microbatches,
-        schedule.placement.stages()
-    );
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let label = schedule.file_label(&formats::sanitize(&name));
     let analysis = analyze(schedule, &params.costs).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(Subject { name: path.display().to_string(), label, params, family: None, analysis })
 }

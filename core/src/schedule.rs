@@ -413,6 +413,16 @@ impl Schedule {
         self.push(device, pass);
     }
 
+    /// A heading for a schedule read from file `name`: its sizes.
+    pub fn file_label(&self, name: &str) -> String {
+        format!(
+            "{name} · {} devices · {} microbatches · {} stages",
+            self.devices(),
+            self.microbatches,
+            self.placement.stages()
+        )
+    }
+
     /// The compact notation of the Zero Bubble golden files for `device`'s order:
     /// `F3` forward of microbatch 3, `B`, `W`, `X` fused backward; upper case for chunk 0,
     /// lower case for chunk 1, and `[...]` around an overlapped pair. Chunks past 1 are

@@ -1,17 +1,6 @@
 // Every control changes the chart and the stats, and the stats are the CLI's numbers.
 
-import { assert, assertEq, cli, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
-
-/** A digest of the Gantt canvas' pixels. */
-async function digest(page, testid = 'gantt-canvas') {
-  return page.evaluate((id) => {
-    const c = document.querySelector(`[data-testid=${id}]`);
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let h = 0;
-    for (let i = 0; i < d.length; i += 13) h = (h * 31 + d[i]) | 0;
-    return `${c.width}x${c.height}:${h}`;
-  }, testid);
-}
+import { assert, assertEq, canvasDigest as digest, cli, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
 
 async function stats(page) {
   return {

@@ -1,17 +1,7 @@
 // Errors: clear messages next to the control that causes them; the last good chart stays;
 // nothing panics or freezes.
 
-import { assert, assertEq, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
-
-async function digest(page) {
-  return page.evaluate(() => {
-    const c = document.querySelector('[data-testid=gantt-canvas]');
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let h = 0;
-    for (let i = 0; i < d.length; i += 11) h = (h * 31 + d[i]) | 0;
-    return h;
-  });
-}
+import { assert, assertEq, canvasDigest as digest, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
 
 export const tests = {
   async 'dualpipe with odd devices says so at the devices control and keeps the chart'({ page, base, shot }) {

@@ -110,3 +110,14 @@ export async function setValue(page, testid, value) {
 export async function text(page, testid) {
   return (await page.locator(`[data-testid="${testid}"]`).first().textContent())?.trim();
 }
+
+/** A digest of a canvas' pixels, to tell one drawing from another. */
+export async function canvasDigest(page, testid = 'gantt-canvas') {
+  return page.evaluate((id) => {
+    const c = document.querySelector(`[data-testid=${id}]`);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let h = 0;
+    for (let i = 0; i < d.length; i += 13) h = (h * 31 + d[i]) | 0;
+    return `${c.width}x${c.height}:${h}`;
+  }, testid);
+}

@@ -1,6 +1,6 @@
 // Permalinks: the URL holds every setting, reproduces the exact state, and back/forward work.
 
-import { assert, assertEq, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
+import { assert, assertEq, canvasDigest, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
 
 async function state(page) {
   return {
@@ -10,13 +10,7 @@ async function state(page) {
     cost: await text(page, 'stat-cost'),
     bubble: await text(page, 'stat-bubble-rate'),
     peak: await text(page, 'stat-peak-memory'),
-    canvas: await page.evaluate(() => {
-      const c = document.querySelector('[data-testid=gantt-canvas]');
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let h = 0;
-      for (let i = 0; i < d.length; i += 17) h = (h * 31 + d[i]) | 0;
-      return h;
-    }),
+    canvas: await canvasDigest(page),
   };
 }
 

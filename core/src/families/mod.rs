@@ -140,6 +140,30 @@ pub struct Family {
 }
 
 impl Family {
+    /// `params` without the options this family does not read (chunks, group, waves,
+    /// sequence splits, F&B time), so settings carried over from another family — a
+    /// playground's sliders, a permalink — never trip [`reject_unused`].
+    pub fn own_params(&self, params: &ScheduleParams) -> ScheduleParams {
+        let mut p = params.clone();
+        let keep = |f: Field| self.options.contains(&f);
+        if !keep(Field::Chunks) {
+            p.chunks = None;
+        }
+        if !keep(Field::Group) {
+            p.group = None;
+        }
+        if !keep(Field::Waves) {
+            p.waves = None;
+        }
+        if !keep(Field::SeqSplits) {
+            p.seq_splits = None;
+        }
+        if !keep(Field::Overlap) {
+            p.costs.overlap = None;
+        }
+        p
+    }
+
     /// A heading for a schedule of this family: its title and the sizes that shape it.
     pub fn label(&self, params: &ScheduleParams) -> String {
         let mut out = format!("{} · {} devices · {} microbatches", self.title, params.devices, params.microbatches);

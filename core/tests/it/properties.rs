@@ -43,30 +43,6 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
         )
 }
 
-/// Only the options a family reads, so the property is about the family, not about
-/// `reject_unused`.
-fn for_family(family: &bubblescope::Family, p: &ScheduleParams) -> ScheduleParams {
-    use bubblescope::Field;
-    let mut p = p.clone();
-    let keep = |f: Field| family.options.contains(&f);
-    if !keep(Field::Chunks) {
-        p.chunks = None;
-    }
-    if !keep(Field::Group) {
-        p.group = None;
-    }
-    if !keep(Field::Waves) {
-        p.waves = None;
-    }
-    if !keep(Field::SeqSplits) {
-        p.seq_splits = None;
-    }
-    if !keep(Field::Overlap) {
-        p.costs.overlap = None;
-    }
-    p
-}
-
 fn check_family(family: &bubblescope::Family, params: &ScheduleParams) -> Result<(), TestCaseError> {
     let name = family.name;
     let Ok(schedule) = generate(name, params) else {
@@ -165,7 +141,7 @@ proptest! {
     #[test]
     fn every_family_is_valid_exact_and_never_panics(params in params()) {
         for family in FAMILIES {
-            let p = for_family(family, &params);
+            let p = family.own_params(&params);
             check_family(family, &p)?;
         }
     }
