@@ -16,7 +16,7 @@ fn engine(c: &mut Criterion) {
     let mut group = c.benchmark_group("400k passes");
     group.sample_size(20);
     group.bench_function("simulate", |b| {
-        b.iter(|| simulate(black_box(&schedule), black_box(&costs)).map(|t| t.devices.len()))
+        b.iter(|| simulate(black_box(&schedule), black_box(&costs)).map(|t| t.devices.len()));
     });
     group.bench_function("validate", |b| b.iter(|| validate(black_box(&schedule)).len()));
     let timeline = simulate(&schedule, &costs).expect("simulates");
@@ -29,7 +29,7 @@ fn engine(c: &mut Criterion) {
         });
     });
     group.bench_function("generate zb-v-handcrafted", |b| {
-        b.iter(|| generate("zb-v-handcrafted", black_box(&params)).map(|s| s.op_count()))
+        b.iter(|| generate("zb-v-handcrafted", black_box(&params)).map(|s| s.op_count()));
     });
     group.finish();
 }

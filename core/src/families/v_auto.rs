@@ -85,7 +85,8 @@ use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
 use crate::Costs;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -181,12 +182,29 @@ struct Search<'a> {
     costs: &'a Costs,
 }
 
+/// A block of the search for `M < 2P` waiting for steps 2–8.
+struct FewBlock {
+    /// Lower bound of its slot bubble ([`few_microbatch_bound`]).
+    bound: i64,
+    /// Position in the enumeration.
+    index: usize,
+    /// Peak of its padded rows.
+    initial: i32,
+    /// Its first slots ([`first_slots`]).
+    starts: Vec<[u32; 6]>,
+    /// Its squeezed, trimmed rows when they were needed already.
+    rows: Option<Grid>,
+}
+
+/// Steps 7–8 for one cooled-down grid: its slot bubble and rows, or `None` when it fails.
+type Finished = Option<(i64, Rc<Grid>)>;
+
 /// A block that survived the repeat–squeeze–reorder steps.
 struct Candidate {
     /// Position in the enumeration (ties go to the first).
     index: usize,
-    /// Its rows.
-    grid: Grid,
+    /// Its rows (shared by the blocks that end in the same rows).
+    grid: Rc<Grid>,
     /// Its slot bubble.
     bubble: i64,
 }
@@ -197,7 +215,7 @@ impl Search<'_> {
         if self.microbatches >= 2 * self.devices {
             self.cheapest(self.screened(limit), self.balanced())
         } else {
-            self.cheapest(self.exhaustive(limit), false)
+            self.cheapest(self.few_microbatches(limit), false)
         }
     }
 
@@ -228,15 +246,88 @@ impl Search<'_> {
         }
     }
 
-    /// Every block through every step, as the authors' search (used when `M < 2P`, where
-    /// trimming the padded microbatches decides which blocks fit); only the screened
-    /// candidates are simulated.
+    /// The screened candidates for `M < 2P`: those [`Search::every_block`] would keep, found
+    /// without running every block through every step.
+    ///
+    /// 1. The blocks are visited in the authors' order with their stop along `len₀`. That stop
+    ///    needs a block's peak after trimming only when its padded peak is over the limit
+    ///    (trimming never raises the peak); only those blocks are trimmed here.
+    /// 2. The others run in the order of [`few_microbatch_bound`], a lower bound of their slot
+    ///    bubble from their padded peak, until the bound exceeds the least slot bubble found
+    ///    by more than the screen's margin: no block left can then pass the screen, nor lower
+    ///    the least.
+    /// 3. Steps 2–5 are read off the block ([`trimmed_rows`]) instead of laid out over `2P`
+    ///    microbatches.
+    fn few_microbatches(&self, limit: u32) -> Vec<Candidate> {
+        let (p, m) = (self.devices, self.microbatches);
+        let cap = limit.min(2 * p) as i32;
+        let trim = |starts: &[[u32; 6]], initial: i32| trimmed_rows(starts, p, m, initial, cap)?.squeeze(m);
+        let mut seen: HashMap<Vec<u16>, bool> = HashMap::new();
+        let mut blocks: Vec<FewBlock> = Vec::new();
+        self.for_each_block(|index, starts| {
+            let key = order_key(starts);
+            if let Some(&over) = seen.get(&key) {
+                return over;
+            }
+            let initial = repeated_peak(starts, 2 * p);
+            let (over, rows) = if initial > 2 * p as i32 {
+                (true, None)
+            } else if initial > limit as i32 {
+                // Failing before trimming returns the padded peak, over the limit too.
+                match trim(starts, initial) {
+                    Some(rows) if rows.peak() <= cap => (false, Some(rows)),
+                    _ => (true, None),
+                }
+            } else {
+                (false, None)
+            };
+            seen.insert(key, over);
+            if !over {
+                let bound = few_microbatch_bound(p, m, initial as u32);
+                blocks.push(FewBlock { bound, index, initial, starts: starts.to_vec(), rows });
+            }
+            over
+        });
+        blocks.sort_by_key(|b| (b.bound, b.index));
+        let margin = if self.balanced() { 0 } else { SCREEN_MARGIN };
+        let mut least: Option<i64> = None;
+        let mut candidates = Vec::new();
+        // Steps 7–8 by their input: with few microbatches most blocks reach the same rows
+        // after the cool-down.
+        let mut finished: HashMap<(i32, Grid), Finished> = HashMap::new();
+        for block in blocks {
+            if least.is_some_and(|l| block.bound > l + margin) {
+                break;
+            }
+            let Some(rows) = block.rows.or_else(|| trim(&block.starts, block.initial)) else { continue };
+            let reference = rows.peak();
+            if reference > cap {
+                continue;
+            }
+            let Some(cooled) = cool_down(rows, reference, p, m) else { continue };
+            let finished = finished.entry((reference, cooled)).or_insert_with_key(|(reference, cooled)| {
+                let (_, grid) = fill_and_check(cooled.clone(), m, *reference);
+                grid.map(|grid| (slot_bubble(&grid), Rc::new(grid)))
+            });
+            if let Some((bubble, grid)) = finished {
+                least = Some(least.map_or(*bubble, |l| l.min(*bubble)));
+                candidates.push(Candidate { index: block.index, grid: Rc::clone(grid), bubble: *bubble });
+            }
+        }
+        candidates.sort_by_key(|c| c.index);
+        self.screen(candidates)
+    }
+
+    /// Every block through every step, as the authors' search; only the screened candidates
+    /// are simulated. The reference [`Search::few_microbatches`] is tested against.
+    #[cfg(test)]
     fn exhaustive(&self, limit: u32) -> Vec<Candidate> {
         self.screen(self.every_block(limit))
     }
 
     /// Every block that works under the limit, in the authors' order and with their stop
     /// along `len₀`.
+    #[cfg(test)]
     fn every_block(&self, limit: u32) -> Vec<Candidate> {
         let mut seen: HashMap<Vec<u16>, i32> = HashMap::new();
         let mut candidates = Vec::new();
@@ -250,7 +341,7 @@ impl Search<'_> {
             if peak > limit as i32 {
                 return true;
             }
-            candidates.extend(grid.map(|grid| Candidate { index, bubble: slot_bubble(&grid), grid }));
+            candidates.extend(grid.map(|grid| Candidate { index, bubble: slot_bubble(&grid), grid: Rc::new(grid) }));
             false
         });
         candidates
@@ -299,7 +390,7 @@ impl Search<'_> {
             if let (_, Some(grid)) = schedule_block(&starts, p, m, limit) {
                 let bubble = slot_bubble(&grid);
                 least = Some(least.map_or(bubble, |l| l.min(bubble)));
-                candidates.push(Candidate { index, grid, bubble });
+                candidates.push(Candidate { index, grid: Rc::new(grid), bubble });
                 // Balanced: the first block of its peak to reach the bound wins; later blocks
                 // of that peak can only tie it (and come later), lower peaks have a higher bound.
                 if margin == 0 && bubble == bound && least == Some(bound) {
@@ -320,14 +411,19 @@ impl Search<'_> {
     /// The candidate with the shortest simulated cost (the first in enumeration order on
     /// ties); candidates whose orders deadlock are skipped. With `balanced` costs no schedule
     /// runs faster than its slot bubble allows, so the search stops at the first candidate that
-    /// reaches the least slot bubble's cost.
+    /// reaches the least slot bubble's cost. Rows equal to an earlier candidate's are not
+    /// simulated again: they cost the same and lose the tie.
     fn cheapest(&self, mut candidates: Vec<Candidate>, balanced: bool) -> Option<Schedule> {
         candidates.sort_by_key(|c| c.index);
         let least = candidates.iter().map(|c| c.bubble).min()?;
         let pass_time = self.costs.f / 2.0;
         let floor = (6 * i64::from(self.microbatches) + least) as f64 * pass_time;
         let mut best: Option<(f64, Schedule)> = None;
+        let mut simulated: HashSet<&Grid> = HashSet::with_capacity(candidates.len());
         for candidate in &candidates {
+            if !simulated.insert(&candidate.grid) {
+                continue;
+            }
             let beat = best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
             if let Some(found) = cost_below(&candidate.grid, self.microbatches, self.costs, beat) {
                 best = Some(found);
@@ -361,28 +457,62 @@ fn slot_bubble(grid: &Grid) -> i64 {
 }
 
 /// The peak lifespan count of the block repeated `microbatches` times, without building the
-/// rows: on a device the count is periodic once all six passes have started and cannot rise
-/// after that, so one period past the last start is enough.
+/// rows (see [`repeated_row_peak`]).
 fn repeated_peak(starts: &[[u32; 6]], microbatches: u32) -> i32 {
-    let mut most = 0;
-    for row in starts {
-        let first = row.iter().copied().min().unwrap_or(0);
-        let last = row.iter().copied().max().unwrap_or(0);
-        let mut by_residue = [0usize; PERIOD as usize];
-        for (x, &s) in row.iter().enumerate() {
-            by_residue[(s % PERIOD) as usize] = x;
-        }
-        let (mut current, mut peak) = (0, 0);
-        for slot in first..last + PERIOD {
-            let x = by_residue[(slot % PERIOD) as usize];
-            if slot >= row[x] && (slot - row[x]) / PERIOD < microbatches {
-                current += Part::ALL[x].memory();
-                peak = peak.max(current);
+    starts.iter().map(|row| repeated_row_peak(row, microbatches)).max().unwrap_or(0)
+}
+
+/// The peak lifespan count of one device's row repeated `microbatches` times, period by
+/// period: part `x`, first at slot `6aₓ + rₓ`, runs once in each period `q` with
+/// `aₓ ≤ q < aₓ + M`. Between two periods where a part starts or stops, the same parts run in
+/// every period, so the count at the start of a period grows linearly and peaks at an end of
+/// that range, and the rise within a period is the same in each.
+fn repeated_row_peak(row: &[u32; 6], microbatches: u32) -> i32 {
+    let m = i64::from(microbatches);
+    let first: [i64; 6] = row.map(|s| i64::from(s / PERIOD));
+    let memory = Part::ALL.map(Part::memory).map(i64::from);
+    // The parts in slot order within a period.
+    let mut order: [usize; 6] = [0, 1, 2, 3, 4, 5];
+    order.sort_by_key(|&x| row[x] % PERIOD);
+    // Count at the start of period q.
+    let base = |q: i64| (0..6).map(|x| memory[x] * (q - first[x]).clamp(0, m)).sum::<i64>();
+    let mut cuts = [0i64; 12];
+    for (x, &a) in first.iter().enumerate() {
+        cuts[2 * x] = a;
+        cuts[2 * x + 1] = a + m;
+    }
+    cuts.sort_unstable();
+    let mut peak = 0i64;
+    for pair in cuts.windows(2).filter(|pair| pair[0] < pair[1]) {
+        let (lo, hi) = (pair[0], pair[1] - 1);
+        let (mut rise, mut highest) = (0i64, 0i64);
+        for &x in &order {
+            if first[x] <= lo && lo < first[x] + m {
+                rise += memory[x];
+                highest = highest.max(rise);
             }
         }
-        most = most.max(peak);
+        peak = peak.max(base(lo) + highest).max(base(hi) + highest);
     }
-    most
+    peak as i32
+}
+
+/// The passes of one device's row of a block repeated `microbatches` times (microbatch `k` of
+/// part `x` at slot `row[x] + 6k`), in slot order from slot `from` on: `(slot, part, k)`.
+fn repeated_row(row: &[u32; 6], microbatches: u32, from: u32) -> impl Iterator<Item = (u32, Part, u32)> {
+    // The six parts sit at distinct residues: per residue, the part and its first period.
+    let mut by_residue = [(Part::F0, 0u32); PERIOD as usize];
+    for (part, &start) in Part::ALL.iter().zip(row) {
+        by_residue[(start % PERIOD) as usize] = (*part, start / PERIOD);
+    }
+    let end = row.iter().copied().max().unwrap_or(0) + PERIOD * microbatches.saturating_sub(1);
+    (from / PERIOD..=end / PERIOD).flat_map(move |period| {
+        by_residue.into_iter().enumerate().filter_map(move |(residue, (part, first))| {
+            let slot = period * PERIOD + residue as u32;
+            let k = period.checked_sub(first)?;
+            (slot >= from && k < microbatches).then_some((slot, part, k))
+        })
+    })
 }
 
 /// Device 0's 60 starting blocks: `F` at 0, `f B b` at distinct slots in 1..5, each W at the
@@ -503,12 +633,12 @@ fn schedule_block(starts: &[[u32; 6]], devices: u32, microbatches: u32, limit: u
     let Some(grid) = grid.squeeze(padded) else { return (initial, None) };
     let Some(grid) = rewrite_warm_up(grid, padded).and_then(|g| g.squeeze(padded)) else { return (initial, None) };
     let mut reference = initial;
-    if grid.peak() > initial {
+    let warm_peak = grid.peak();
+    if warm_peak > initial {
         return (initial, None);
     }
-    let mut grid = grid;
+    let (mut grid, mut grid_peak) = (grid, warm_peak);
     if m < padded {
-        let warm_peak = grid.peak();
         let mut trimmed = keep_microbatches(grid, m);
         if m <= p && 2 * m as i32 <= cap {
             trimmed = release_early_weights(trimmed, warm_peak.min(2 * p as i32));
@@ -519,16 +649,115 @@ fn schedule_block(starts: &[[u32; 6]], devices: u32, microbatches: u32, limit: u
         if peak > cap {
             return (peak, None);
         }
-        grid = squeezed;
+        (grid, grid_peak) = (squeezed, peak);
     }
-    let Some(mut grid) = rewrite_cool_down(grid, p, m).and_then(|g| g.squeeze(m)) else {
-        return (reference, None);
-    };
-    fill_bubbles(&mut grid, m);
+    finish_block(grid, grid_peak, p, m, reference)
+}
+
+/// Steps 2–5 for `M < 2P` (the padded block runs `2P` microbatches), read off the block
+/// instead of laid out slot by slot: the squeezed, trimmed rows [`schedule_block`] reaches, or
+/// `None` where it gives up before them (it then returns the initial peak `initial`).
+///
+/// Every step between the repeat and the squeeze after trimming keeps the order of each row
+/// and nothing else matters to that squeeze, so the rows are built as orders:
+/// * the first squeeze keeps each row's order (that of the repeated block, whose slots already
+///   satisfy every dependency, so it never fails);
+/// * the warm-up rewrite replaces the passes before the first `b` by [`warm_up_steps`] and
+///   leaves the rest of the row in place, so the row becomes that rewrite followed by the
+///   block's own passes from its first `b` on. This holds because the rewrite ends before the
+///   first `b`'s squeezed slot, and because the squeeze after it never fails: both are
+///   checked for every block the search visits with `P ≤ 32` (the family's limit; the padded
+///   rows do not depend on `M` below `2P`), in
+///   `tests::order_based_warm_up_matches_the_laid_out_one`;
+/// * trimming keeps the first `M` occurrences of each part, and moving early W to the end
+///   only reorders;
+/// * the peak the warm-up check compares is that of the whole padded rows: the rewritten
+///   warm-up's running count, then the block's own from its first `b` on, which is periodic
+///   and cannot rise one period after the row's last start (see [`repeated_peak`]).
+fn trimmed_rows(starts: &[[u32; 6]], devices: u32, microbatches: u32, initial: i32, cap: i32) -> Option<Grid> {
+    let padded = 2 * devices;
+    let (p, m) = (devices as usize, microbatches as usize);
+    let peak = initial.clamp(0, 2 * devices as i32) as usize;
+    let mut rows = Vec::with_capacity(p);
+    let mut warm_peak = 0;
+    for (i, row) in starts.iter().enumerate() {
+        let first_b = row[Part::B0.index()];
+        // Occurrences of a part before the first `b` (never a `w`: it follows its `b`).
+        let before = |part: Part| {
+            let start = row[part.index()];
+            if start >= first_b {
+                0
+            } else {
+                (first_b - start).div_ceil(PERIOD).min(padded) as usize
+            }
+        };
+        let counts =
+            WarmUpCounts { f0: before(Part::F0), f1: before(Part::F1), b1: before(Part::B1), w1: before(Part::W1) };
+        let warm_up = warm_up_steps(i, p, peak, padded as usize, counts)?;
+        let mut order = Vec::with_capacity(6 * m);
+        let mut kept = [0usize; 6];
+        let (mut count, mut highest) = (0, 0);
+        for part in warm_up.into_iter().flatten() {
+            count += part.memory();
+            highest = highest.max(count);
+            if kept[part.index()] < m {
+                kept[part.index()] += 1;
+                order.push(part as u8);
+            }
+        }
+        // The block's own passes from the first `b` on: the running count continues from the
+        // same value (the warm-up holds the same passes), the order keeps microbatches below `M`.
+        let count_until = row.iter().copied().max().unwrap_or(0).max(first_b) + PERIOD;
+        for (slot, part, k) in repeated_row(row, padded, first_b) {
+            if slot < count_until {
+                count += part.memory();
+                highest = highest.max(count);
+            } else if kept.iter().all(|&c| c >= m) {
+                break;
+            }
+            if (k as usize) < m {
+                kept[part.index()] += 1;
+                order.push(part as u8);
+            }
+        }
+        warm_peak = warm_peak.max(highest);
+        rows.push(order);
+    }
+    if warm_peak > initial {
+        return None;
+    }
+    let mut grid = Grid { rows };
+    grid.pad();
+    if m <= p && 2 * microbatches as i32 <= cap {
+        grid = release_early_weights(grid, warm_peak.min(2 * devices as i32));
+    }
+    Some(grid)
+}
+
+/// Steps 6–8 on squeezed rows of `microbatches` microbatches (peaking at `peak`) under a
+/// reference peak of `reference`: rewrites the cool-down, fills the bubbles, gives the W back
+/// and checks the result. Returns the peak the search compares with the limit and, if the
+/// block works, its rows.
+fn finish_block(grid: Grid, peak: i32, devices: u32, microbatches: u32, reference: i32) -> (i32, Option<Grid>) {
+    match cool_down(grid, peak, devices, microbatches) {
+        Some(grid) => fill_and_check(grid, microbatches, reference),
+        None => (reference, None),
+    }
+}
+
+/// Step 6 on rows peaking at `peak`, and the squeeze after it.
+fn cool_down(grid: Grid, peak: i32, devices: u32, microbatches: u32) -> Option<Grid> {
+    rewrite_cool_down(grid, peak, devices, microbatches)?.squeeze(microbatches)
+}
+
+/// Steps 7–8 on the squeezed rows after the cool-down, as [`finish_block`] returns them.
+fn fill_and_check(mut grid: Grid, microbatches: u32, reference: i32) -> (i32, Option<Grid>) {
+    let m = microbatches;
+    // Relabelling W keeps every count (both kinds free one chunk-activation).
+    let peak = fill_bubbles(&mut grid, m);
     if !relabel_weights(&mut grid, m) {
         return (reference, None);
     }
-    peak = grid.peak();
     if peak > reference {
         return (reference, None);
     }
@@ -554,71 +783,95 @@ fn repeat(starts: &[[u32; 6]], microbatches: u32) -> Grid {
 }
 
 /// Step 4: rewrites every device's warm-up (its passes before its first chunk-0 input
-/// gradient `b`) as `2(P−1−i)` forwards `F`, `i+1` pairs `F f`, then rounds `B W f|F`, keeping
-/// how many of each it had. `None` where the authors' code would stop (a W of chunk 0 in the
-/// warm-up, more `f` than `F`, or a rewrite longer than the row).
+/// gradient `b`) as [`warm_up_steps`] lays it out from slot `i` on. `None` where the authors'
+/// code would stop (a W of chunk 0 in the warm-up, more `f` than `F`, or a rewrite longer than
+/// the row).
 fn rewrite_warm_up(mut grid: Grid, microbatches: u32) -> Option<Grid> {
     let p = grid.devices() as usize;
-    let m = microbatches as usize;
     let peak = grid.peak().min(2 * p as i32).max(0) as usize;
     for (i, row) in grid.rows.iter_mut().enumerate() {
-        let pairs_f1 = (i + 1).min(peak / 2).min(m);
-        let most_f0 = (peak - pairs_f1).min(m);
-        let (mut f0, mut f1, mut b1, mut w1) = (0usize, 0usize, 0usize, 0usize);
+        let mut counts = WarmUpCounts::default();
         for cell in row.iter_mut() {
             match Part::from_index(*cell) {
                 Some(Part::B0) => break,
-                Some(Part::F0) => f0 += 1,
-                Some(Part::F1) => f1 += 1,
-                Some(Part::B1) => b1 += 1,
-                Some(Part::W1) => w1 += 1,
                 Some(Part::W0) => return None,
+                Some(part) => counts.add(part),
                 None => {}
             }
             *cell = EMPTY;
         }
-        let mut writer = Writer { row, at: i };
-        let (mut u_f0, mut u_f1, mut u_b1, mut u_w1) = (0usize, 0usize, 0usize, 0usize);
-        for _ in 0..2 * (p - 1 - i) {
-            writer.put_if(u_f0 < most_f0 && u_f0 < f0, Part::F0, &mut u_f0)?;
-        }
-        for _ in 0..=i {
-            writer.put_if(u_f0 < most_f0 && u_f0 < f0, Part::F0, &mut u_f0)?;
-            writer.put_if(u_f1 < pairs_f1 && u_f1 < f1, Part::F1, &mut u_f1)?;
-        }
-        while u_f0 < f0 || u_f1 < f1 || u_b1 < b1 || u_w1 < w1 {
-            writer.put_if(u_b1 < b1, Part::B1, &mut u_b1)?;
-            writer.put_if(u_w1 < w1, Part::W1, &mut u_w1)?;
-            if u_f1 < f1 {
-                if u_f1 >= u_f0 {
-                    return None;
-                }
-                writer.put_if(true, Part::F1, &mut u_f1)?;
-            } else {
-                writer.put_if(u_f0 < f0, Part::F0, &mut u_f0)?;
+        for (at, step) in warm_up_steps(i, p, peak, microbatches as usize, counts)?.into_iter().enumerate() {
+            if let Some(part) = step {
+                *row.get_mut(i + at)? = part as u8;
             }
         }
     }
     Some(grid)
 }
 
-/// Writes parts into consecutive slots of a row, overwriting what is there.
-struct Writer<'r> {
-    row: &'r mut Vec<u8>,
-    at: usize,
+/// How many `F`, `f`, `B` and `W` a device's warm-up holds (its passes before its first `b`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct WarmUpCounts {
+    f0: usize,
+    f1: usize,
+    b1: usize,
+    w1: usize,
 }
 
-impl Writer<'_> {
-    /// Writes `part` at the next slot when `write` (counting it in `used`), and moves on
-    /// either way. `None` past the end of the row.
-    fn put_if(&mut self, write: bool, part: Part, used: &mut usize) -> Option<()> {
-        if write {
-            *self.row.get_mut(self.at)? = part as u8;
-            *used += 1;
+impl WarmUpCounts {
+    /// Counts one more `part` (not `b` or `w`, which a warm-up never holds).
+    fn add(&mut self, part: Part) {
+        match part {
+            Part::F0 => self.f0 += 1,
+            Part::F1 => self.f1 += 1,
+            Part::B1 => self.b1 += 1,
+            Part::W1 => self.w1 += 1,
+            Part::B0 | Part::W0 => {}
         }
-        self.at += 1;
-        Some(())
     }
+}
+
+/// The rewritten warm-up of device `i` (step 4), one entry per slot from slot `i` on, `None`
+/// for a slot left empty: `2(P−1−i)` chunk-0 forwards `F`, `i+1` pairs `F f` (at most
+/// `⌊peak/2⌋` of them `f`, at most `peak` passes holding memory), then rounds `B W f|F` until
+/// the warm-up's passes are all placed. `None` where the authors' code stops: a round would
+/// place an `f` with no `F` left before it.
+fn warm_up_steps(
+    i: usize,
+    devices: usize,
+    peak: usize,
+    microbatches: usize,
+    counts: WarmUpCounts,
+) -> Option<Vec<Option<Part>>> {
+    let WarmUpCounts { f0, f1, b1, w1 } = counts;
+    let pairs_f1 = (i + 1).min(peak / 2).min(microbatches);
+    let most_f0 = (peak - pairs_f1).min(microbatches);
+    let mut steps = Vec::with_capacity(2 * devices + f0 + f1 + 3 * (b1 + w1));
+    let (mut u_f0, mut u_f1, mut u_b1, mut u_w1) = (0usize, 0usize, 0usize, 0usize);
+    let mut put = |write: bool, part: Part, used: &mut usize| {
+        steps.push(write.then_some(part));
+        *used += usize::from(write);
+    };
+    for _ in 0..2 * (devices - 1 - i) {
+        put(u_f0 < most_f0 && u_f0 < f0, Part::F0, &mut u_f0);
+    }
+    for _ in 0..=i {
+        put(u_f0 < most_f0 && u_f0 < f0, Part::F0, &mut u_f0);
+        put(u_f1 < pairs_f1 && u_f1 < f1, Part::F1, &mut u_f1);
+    }
+    while u_f0 < f0 || u_f1 < f1 || u_b1 < b1 || u_w1 < w1 {
+        put(u_b1 < b1, Part::B1, &mut u_b1);
+        put(u_w1 < w1, Part::W1, &mut u_w1);
+        if u_f1 < f1 {
+            if u_f1 >= u_f0 {
+                return None;
+            }
+            put(true, Part::F1, &mut u_f1);
+        } else {
+            put(u_f0 < f0, Part::F0, &mut u_f0);
+        }
+    }
+    Some(steps)
 }
 
 /// Step 5: keeps the first `microbatches` occurrences of each part in every row.
@@ -665,11 +918,12 @@ fn release_early_weights(mut grid: Grid, peak: i32) -> Grid {
 /// and last `min(i+1, peak − ⌈peak/2⌉)` chunk-1 input gradients `B` move to a staircase after
 /// device 0's last `f` (`b` at `s − i + 2P − 2k`, `B` at `s + 1 + i − 2k`); W from the tail are
 /// dropped until they cover the moved passes and the peak, then re-added in the free slots
-/// after the last remaining W (chunk 1 first). `None` where the authors' code would stop.
-fn rewrite_cool_down(mut grid: Grid, devices: u32, microbatches: u32) -> Option<Grid> {
+/// after the last remaining W (chunk 1 first). `peak` is the rows' peak. `None` where the
+/// authors' code would stop.
+fn rewrite_cool_down(mut grid: Grid, peak: i32, devices: u32, microbatches: u32) -> Option<Grid> {
     let p = devices as i64;
     let m = microbatches as i64;
-    let peak = i64::from(grid.peak());
+    let peak = i64::from(peak);
     if peak > 2 * p {
         return None;
     }
@@ -763,19 +1017,29 @@ fn rewrite_cool_down(mut grid: Grid, devices: u32, microbatches: u32) -> Option<
 /// pass of its row that may move there: one of each part is looked at (the first after the
 /// slot), a forward only if it does not raise the peak, any pass only if what it depends on
 /// is in an earlier slot.
-fn fill_bubbles(grid: &mut Grid, microbatches: u32) {
+///
+/// The next pass of each part is found through the part's list of slots (a pass only ever
+/// moves to the slot being filled, so the lists stay in order); the row is read only up to a
+/// forward that is looked at, for the highest count it would run under. Returns the peak of
+/// the filled rows.
+fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
     let p = grid.rows.len();
     let m = microbatches as usize;
-    let peak = grid.peak();
     let len = grid.len();
-    let mut last = vec![[None::<usize>; 6]; p];
+    // Slots of the occurrences of (row, part), in order, and the rows' peak.
+    let mut occurrences: Vec<Vec<u32>> = vec![Vec::with_capacity(m); 6 * p];
+    let mut peak = 0;
     for (i, row) in grid.rows.iter().enumerate() {
+        let mut count = 0;
         for (j, &cell) in row.iter().enumerate() {
             if let Some(part) = Part::from_index(cell) {
-                last[i][part.index()] = Some(j);
+                occurrences[6 * i + part.index()].push(j as u32);
+                count += part.memory();
+                peak = peak.max(count);
             }
         }
     }
+    let mut filled_peak = 0;
     let mut memory = vec![0i32; p];
     let mut counts = vec![[0usize; 6]; p];
     // Slot of (part, row, microbatch) once reached by the sweep.
@@ -790,19 +1054,17 @@ fn fill_bubbles(grid: &mut Grid, microbatches: u32) {
                 }
                 counts[i][part.index()] += 1;
                 memory[i] += part.memory();
+                filled_peak = filled_peak.max(memory[i]);
                 continue;
             }
-            // A part's next pass may move here if what it depends on is in an earlier slot
-            // (the peak is checked during the scan). Only the first later pass of each part
-            // is looked at; the scan ends when no movable part is left to find.
+            // The next pass of each part that may move here (what it depends on is in an
+            // earlier slot), by slot.
             let reached = |dep: Part, row: usize, mb: usize| mb < m && slot_of[index(dep.index(), row, mb)] < j;
-            let (mut open, mut movable) = (0u8, 0u8);
+            let mut next: [(usize, Part); 6] = [(usize::MAX, Part::F0); 6];
+            let mut found = 0;
             for x in Part::ALL {
-                if last[i][x.index()].is_none_or(|l| l <= j) {
-                    continue;
-                }
-                open |= 1 << x.index();
                 let mb = counts[i][x.index()];
+                let Some(&at) = occurrences[6 * i + x.index()].get(mb) else { continue };
                 let ready = match x {
                     Part::F0 | Part::B1 if i > 0 => reached(x, i - 1, mb),
                     Part::F0 => true,
@@ -814,39 +1076,42 @@ fn fill_bubbles(grid: &mut Grid, microbatches: u32) {
                     Part::W0 => counts[i][Part::B0.index()] > mb,
                 };
                 if ready {
-                    movable |= 1 << x.index();
+                    next[found] = (at as usize, x);
+                    found += 1;
                 }
             }
-            let (mut delta, mut highest) = (0i32, 0i32);
-            for k in j + 1..len {
-                if open & movable == 0 {
-                    break;
-                }
-                let cell = grid.rows[i][k];
-                let Some(part) = Part::from_index(cell) else { continue };
-                let before = highest;
-                delta += part.memory();
-                highest = highest.max(delta);
-                let bit = 1 << part.index();
-                if open & bit == 0 {
-                    continue;
-                }
-                open &= !bit;
-                if movable & bit == 0 || (part.is_forward() && memory[i] + before >= peak) {
-                    continue;
+            let next = &mut next[..found];
+            next.sort_unstable_by_key(|&(at, _)| at);
+            // The highest count change over the slots after `j` read so far, up to `read`.
+            let (mut read, mut delta, mut highest) = (j + 1, 0i32, 0i32);
+            for &(at, part) in next.iter() {
+                if part.is_forward() {
+                    for &cell in &grid.rows[i][read..at] {
+                        if let Some(between) = Part::from_index(cell) {
+                            delta += between.memory();
+                            highest = highest.max(delta);
+                        }
+                    }
+                    read = at;
+                    if memory[i] + highest >= peak {
+                        continue;
+                    }
                 }
                 let mb = counts[i][part.index()];
-                grid.rows[i][j] = cell;
-                grid.rows[i][k] = EMPTY;
+                grid.rows[i][j] = part as u8;
+                grid.rows[i][at] = EMPTY;
                 if mb < m {
                     slot_of[index(part.index(), i, mb)] = j;
                 }
+                occurrences[6 * i + part.index()][mb] = j as u32;
                 counts[i][part.index()] += 1;
                 memory[i] += part.memory();
+                filled_peak = filled_peak.max(memory[i]);
                 break;
             }
         }
     }
+    filled_peak
 }
 
 /// Step 8: gives every W to the oldest input gradient of its row not yet followed by one
@@ -930,6 +1195,44 @@ fn has_authors_order(grid: &Grid, microbatches: u32) -> bool {
 fn closed_form_bubble(devices: u32, peak: u32) -> i64 {
     let (p, k) = (i64::from(devices), i64::from(peak));
     3 * p - 1 - 3 * k + (3 * p).max(p - 1 + 2 * (1 + (k + 1) / 2))
+}
+
+/// The least slot bubble any schedule of `microbatches < 2·devices` microbatches can have,
+/// from the dependencies alone (so every block's, whatever its peak). Slot bubble counts
+/// device 0 from slot 0; its chain for microbatch 0 (`F` down, `f` up) puts its first `f` at
+/// slot `2P−1` or later.
+/// * Before that slot device 0 can only run its `M` chunk-0 forwards: `2P−1−M` empty slots.
+/// * Its `M` `f` and `M` `B` all lie between its first `f` and its last `B` (slot `2P+2M−2` or
+///   later); its last `b` follows `2P−1` slots later (`B` down, `b` up), its last `w` after
+///   that: the row ends at slot `4P+2M−2` or later, `4P−4M−1` empty slots among `6M` passes.
+fn fill_floor(devices: u32, microbatches: u32) -> i64 {
+    let (p, m) = (i64::from(devices), i64::from(microbatches));
+    (2 * p - 1 - m).max(4 * p - 4 * m - 1).max(0)
+}
+
+/// A lower bound of the slot bubble of a block whose padded rows (`2P` microbatches) peak at
+/// `peak`, for `M < 2P` microbatches:
+/// * [`fill_floor`], which no schedule beats;
+/// * the §4.9 closed form at that peak when `peak < 2M` (with `2M` chunk-activations or more,
+///   trimming to `M` microbatches frees the memory the closed form pays for);
+/// * for `P < M`, `fill_floor + 2⌈(2P−3−peak)/2⌉` when `peak ≤ 2P−3`: below that peak the
+///   rewritten warm-up of device 0 cannot fill its first `2P−1` slots and the cool-down adds
+///   the same again.
+///
+/// These bounds are the least slot bubble the search reaches at each peak, checked against
+/// every block for every `M < 2P` and limit at `P ≤ 8` in
+/// `tests::few_microbatch_bound_holds_for_every_block` and for every `P ≤ 32`, the family's
+/// limit, by its `--ignored` twin.
+fn few_microbatch_bound(devices: u32, microbatches: u32, peak: u32) -> i64 {
+    let floor = fill_floor(devices, microbatches);
+    let mut bound = floor;
+    if peak < 2 * microbatches {
+        bound = bound.max(closed_form_bubble(devices, peak));
+    }
+    if microbatches > devices && peak + 3 <= 2 * devices {
+        bound = bound.max(floor + 2 * i64::from((2 * devices - 3 - peak).div_ceil(2)));
+    }
+    bound
 }
 
 /// The least peak any block reaches with `M ≥ 2P`: V-Min's, `2⌊(P+4)/3⌋` chunk-activations

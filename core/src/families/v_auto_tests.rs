@@ -352,3 +352,309 @@ fn appendix_b_orders_are_reproduced_pass_for_pass() {
         }
     }
 }
+
+/// Steps 1–8 of one block for `M < 2P` the way [`Search::few_microbatches`] runs them, with
+/// the same result as [`schedule_block`].
+fn few_microbatch_block(starts: &[[u32; 6]], devices: u32, microbatches: u32, limit: u32) -> (i32, Option<Grid>) {
+    let initial = repeated_peak(starts, 2 * devices);
+    if initial > 2 * devices as i32 {
+        return (initial, None);
+    }
+    let cap = limit.min(2 * devices) as i32;
+    let Some(rows) = trimmed_rows(starts, devices, microbatches, initial, cap).and_then(|g| g.squeeze(microbatches))
+    else {
+        return (initial, None);
+    };
+    let reference = rows.peak();
+    if reference > cap {
+        return (reference, None);
+    }
+    finish_block(rows, reference, devices, microbatches, reference)
+}
+
+/// Every limit that changes what a block does for `M < 2P`: below and at `2M` (whether the
+/// early W are released), every peak in between, and `2P`.
+fn few_microbatch_limits(devices: u32, microbatches: u32) -> Vec<u32> {
+    let mut limits: Vec<u32> = (least_peak(devices)..=2 * devices).collect();
+    limits.retain(|&l| l == 2 * devices || l % 3 == 0 || l + 1 == 2 * microbatches || l == 2 * microbatches);
+    limits
+}
+
+/// Runs `check` on every block the search visits for `devices` (at the widest limit).
+fn for_every_block(devices: u32, mut check: impl FnMut(&[[u32; 6]])) {
+    let costs = Costs::default();
+    let search = Search { devices, microbatches: 2 * devices, costs: &costs };
+    search.for_each_block(|_, starts| {
+        check(starts);
+        false
+    });
+}
+
+#[test]
+fn order_based_steps_match_the_laid_out_ones_block_by_block() {
+    for p in 1..=7 {
+        for_every_block(p, |starts| {
+            for m in 1..2 * p {
+                for limit in few_microbatch_limits(p, m) {
+                    let laid_out = schedule_block(starts, p, m, limit);
+                    let read_off = few_microbatch_block(starts, p, m, limit);
+                    assert_eq!(read_off, laid_out, "p={p} m={m} limit {limit} block {starts:?}");
+                }
+            }
+        });
+    }
+}
+
+/// Runs the search's first steps the slow way and checks what [`trimmed_rows`] relies on: the
+/// warm-up rewrite ends before each row's first `b` and neither squeeze fails.
+fn check_warm_up_facts(devices: u32) {
+    let padded = 2 * devices;
+    for_every_block(devices, |starts| {
+        let grid = repeat(starts, padded);
+        if grid.peak() > 2 * devices as i32 {
+            return;
+        }
+        let squeezed = grid.squeeze(padded).expect("the repeated block squeezes");
+        let peak = squeezed.peak().clamp(0, padded as i32) as usize;
+        for (i, row) in squeezed.rows.iter().enumerate() {
+            let first_b = row.iter().position(|&c| c == Part::B0 as u8).expect("a row holds b");
+            let mut counts = WarmUpCounts::default();
+            row[..first_b].iter().filter_map(|&c| Part::from_index(c)).for_each(|part| counts.add(part));
+            let steps = warm_up_steps(i, devices as usize, peak, padded as usize, counts).expect("warm-up rewrites");
+            let end = i + steps.iter().rposition(Option::is_some).map_or(0, |last| last + 1);
+            assert!(end <= first_b, "p={devices} row {i}: warm-up ends at {end}, first b at {first_b}: {starts:?}");
+        }
+        let warm = rewrite_warm_up(squeezed, padded).expect("warm-up rewrites");
+        assert!(warm.squeeze(padded).is_some(), "p={devices}: rewritten warm-up deadlocks: {starts:?}");
+    });
+}
+
+#[test]
+fn order_based_warm_up_matches_the_laid_out_one() {
+    for p in 1..=12 {
+        check_warm_up_facts(p);
+    }
+}
+
+/// The same for every size the family accepts (`P ≤ 32`; about a minute in release mode):
+/// `cargo test --release -p bubblescope --lib v_auto -- --ignored`.
+#[test]
+#[ignore]
+fn order_based_warm_up_matches_the_laid_out_one_up_to_32_devices() {
+    for p in 13..=MAX_DEVICES {
+        check_warm_up_facts(p);
+    }
+}
+
+/// Checks [`few_microbatch_bound`] against every block's slot bubble for every `M < 2P` and
+/// the limits that change what blocks do.
+fn check_few_microbatch_bound(devices: u32) {
+    let p = devices;
+    for_every_block(p, |starts| {
+        let initial = repeated_peak(starts, 2 * p);
+        for m in 1..2 * p {
+            // Only two limits matter to a block's rows: whether 2M fits (early W released).
+            for limit in [2 * p, (2 * m).saturating_sub(1).max(1)] {
+                if let (_, Some(grid)) = few_microbatch_block(starts, p, m, limit) {
+                    let bound = few_microbatch_bound(p, m, initial as u32);
+                    let bubble = slot_bubble(&grid);
+                    assert!(bubble >= bound, "p={p} m={m} limit {limit} peak {initial}: {bubble} < {bound}");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn few_microbatch_bound_holds_for_every_block() {
+    for p in 1..=8 {
+        check_few_microbatch_bound(p);
+    }
+}
+
+/// The same for every size the family accepts (`P ≤ 32`; several minutes in release mode):
+/// `cargo test --release -p bubblescope --lib v_auto -- --ignored`.
+#[test]
+#[ignore]
+fn few_microbatch_bound_holds_for_every_block_up_to_32_devices() {
+    for p in 9..=MAX_DEVICES {
+        check_few_microbatch_bound(p);
+    }
+}
+
+#[test]
+fn fast_search_keeps_the_exhaustive_candidates_and_winner() {
+    let cost_sets = [
+        (1.0, 1.0, 1.0, 0.0),
+        (5.0, 6.0, 4.0, 0.0),
+        (3.0, 4.0, 2.0, 0.0),
+        (1.0, 1.0, 2.0, 0.0),
+        (4.0, 1.0, 1.0, 0.0),
+        (5.0, 6.0, 4.0, 1.0),
+    ];
+    for p in 2..=8 {
+        for m in 1..=2 * p + 2 {
+            for limit in few_microbatch_limits(p, m) {
+                for (f, b, w, comm) in cost_sets {
+                    let costs = Costs { comm, ..chunk_costs(f, b, w) };
+                    let search = Search { devices: p, microbatches: m, costs: &costs };
+                    let what = format!("p={p} m={m} limit {limit} costs {f},{b},{w} comm {comm}");
+                    if m < 2 * p {
+                        let fast = search.few_microbatches(limit);
+                        let slow = search.exhaustive(limit);
+                        let key = |c: &Vec<Candidate>| {
+                            c.iter().map(|c| (c.index, c.bubble, c.grid.clone())).collect::<Vec<_>>()
+                        };
+                        assert_eq!(key(&fast), key(&slow), "{what}");
+                    }
+                    let slow = search.cheapest(search.exhaustive(limit), m >= 2 * p && search.balanced());
+                    let fast = search.run(limit);
+                    match (&fast, &slow) {
+                        (Some(fast), Some(slow)) => {
+                            assert_eq!(simulated_cost(fast, &costs), simulated_cost(slow, &costs), "{what}");
+                            if m < 2 * p {
+                                assert_eq!(fast, slow, "{what}");
+                            }
+                        }
+                        (None, None) => {}
+                        _ => panic!("{what}: fast {} slow {}", fast.is_some(), slow.is_some()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The first version of [`fill_bubbles`], which reads the row from the slot on until every
+/// part that may move has been seen; kept to check the faster one against.
+///
+/// Step 7: fills every empty slot, left to right and device by device, with the first later
+/// pass of its row that may move there: one of each part is looked at (the first after the
+/// slot), a forward only if it does not raise the peak, any pass only if what it depends on
+/// is in an earlier slot.
+fn fill_bubbles_reference(grid: &mut Grid, microbatches: u32) {
+    let p = grid.rows.len();
+    let m = microbatches as usize;
+    let peak = grid.peak();
+    let len = grid.len();
+    let mut last = vec![[None::<usize>; 6]; p];
+    for (i, row) in grid.rows.iter().enumerate() {
+        for (j, &cell) in row.iter().enumerate() {
+            if let Some(part) = Part::from_index(cell) {
+                last[i][part.index()] = Some(j);
+            }
+        }
+    }
+    let mut memory = vec![0i32; p];
+    let mut counts = vec![[0usize; 6]; p];
+    // Slot of (part, row, microbatch) once reached by the sweep.
+    let mut slot_of = vec![usize::MAX; 6 * p * m];
+    let index = |part: usize, row: usize, mb: usize| (part * p + row) * m + mb;
+    for j in 0..len {
+        for i in 0..p {
+            if let Some(part) = Part::from_index(grid.rows[i][j]) {
+                let mb = counts[i][part.index()];
+                if mb < m {
+                    slot_of[index(part.index(), i, mb)] = j;
+                }
+                counts[i][part.index()] += 1;
+                memory[i] += part.memory();
+                continue;
+            }
+            // A part's next pass may move here if what it depends on is in an earlier slot
+            // (the peak is checked during the scan). Only the first later pass of each part
+            // is looked at; the scan ends when no movable part is left to find.
+            let reached = |dep: Part, row: usize, mb: usize| mb < m && slot_of[index(dep.index(), row, mb)] < j;
+            let (mut open, mut movable) = (0u8, 0u8);
+            for x in Part::ALL {
+                if last[i][x.index()].is_none_or(|l| l <= j) {
+                    continue;
+                }
+                open |= 1 << x.index();
+                let mb = counts[i][x.index()];
+                let ready = match x {
+                    Part::F0 | Part::B1 if i > 0 => reached(x, i - 1, mb),
+                    Part::F0 => true,
+                    Part::B1 => counts[i][Part::F1.index()] > mb,
+                    Part::F1 | Part::B0 if i + 1 < p => reached(x, i + 1, mb),
+                    Part::F1 => counts[i][Part::F0.index()] > mb,
+                    Part::B0 => counts[i][Part::B1.index()] > mb,
+                    Part::W1 => counts[i][Part::B1.index()] > mb,
+                    Part::W0 => counts[i][Part::B0.index()] > mb,
+                };
+                if ready {
+                    movable |= 1 << x.index();
+                }
+            }
+            let (mut delta, mut highest) = (0i32, 0i32);
+            for k in j + 1..len {
+                if open & movable == 0 {
+                    break;
+                }
+                let cell = grid.rows[i][k];
+                let Some(part) = Part::from_index(cell) else { continue };
+                let before = highest;
+                delta += part.memory();
+                highest = highest.max(delta);
+                let bit = 1 << part.index();
+                if open & bit == 0 {
+                    continue;
+                }
+                open &= !bit;
+                if movable & bit == 0 || (part.is_forward() && memory[i] + before >= peak) {
+                    continue;
+                }
+                let mb = counts[i][part.index()];
+                grid.rows[i][j] = cell;
+                grid.rows[i][k] = EMPTY;
+                if mb < m {
+                    slot_of[index(part.index(), i, mb)] = j;
+                }
+                counts[i][part.index()] += 1;
+                memory[i] += part.memory();
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn bubble_filling_matches_the_row_scanning_version() {
+    // The rows step 7 runs on, for every block, few and many microbatches.
+    for p in 1..=7 {
+        for_every_block(p, |starts| {
+            for m in [1, p, 2 * p - 1, 2 * p, 3 * p + 1] {
+                let padded = m.max(2 * p);
+                let grid = repeat(starts, padded);
+                if grid.peak() > 2 * p as i32 {
+                    continue;
+                }
+                let Some(warm) = grid.squeeze(padded).and_then(|g| rewrite_warm_up(g, padded)?.squeeze(padded)) else {
+                    continue;
+                };
+                let trimmed = if m < padded { keep_microbatches(warm, m).squeeze(m) } else { Some(warm) };
+                let Some(cooled) = trimmed.and_then(|g| rewrite_cool_down(g.clone(), g.peak(), p, m)?.squeeze(m))
+                else {
+                    continue;
+                };
+                let (mut fast, mut reference) = (cooled.clone(), cooled);
+                let peak = fill_bubbles(&mut fast, m);
+                fill_bubbles_reference(&mut reference, m);
+                assert_eq!(fast, reference, "p={p} m={m} block {starts:?}");
+                assert_eq!(peak, reference.peak(), "p={p} m={m} block {starts:?}");
+            }
+        });
+    }
+}
+
+#[test]
+fn repeated_peak_matches_the_count_slot_by_slot() {
+    for p in 1..=8 {
+        for_every_block(p, |starts| {
+            for m in [1, 2, p, 2 * p, 5 * p] {
+                let grid = repeat(starts, m);
+                assert_eq!(repeated_peak(starts, m), grid.peak(), "p={p} m={m} block {starts:?}");
+            }
+        });
+    }
+}
