@@ -39,20 +39,5 @@ fn zero_bubble_handcrafted(c: &mut Criterion) {
     c.bench_function("zb-h2 p32 m256", |b| b.iter(|| run("zb-h2", black_box(&big)).map(|a| a.stats.cost)));
 }
 
-/// The adaptive V-shape search (`v-auto`): few microbatches (`M < 2P`, where trimming decides
-/// which blocks fit) and many (`M >= 2P`, screened by the closed-form bound), uneven costs.
-fn v_shape_auto(c: &mut Criterion) {
-    let mut group = c.benchmark_group("v-auto");
-    group.sample_size(10);
-    let costs = Costs::fbw(10.0, 12.0, 8.0);
-    for (p, m) in [(16, 17), (32, 33), (32, 63), (32, 256)] {
-        let params = ScheduleParams::new(p, m).with_costs(costs);
-        group.bench_function(format!("p{p} m{m} uneven"), |b| {
-            b.iter(|| run("v-auto", black_box(&params)).map(|a| a.stats.cost));
-        });
-    }
-    group.finish();
-}
-
-criterion_group!(benches, zero_bubble_auto, zero_bubble_handcrafted, v_shape_auto);
+criterion_group!(benches, zero_bubble_auto, zero_bubble_handcrafted);
 criterion_main!(benches);

@@ -13,7 +13,7 @@ fn params(devices: u32, microbatches: u32, costs: Costs, limit: Option<f64>) -> 
 
 fn v_auto(c: &mut Criterion) {
     let mut group = c.benchmark_group("v-auto");
-    group.sample_size(20);
+    group.sample_size(10);
     let balanced = Costs::fbw(2.0, 2.0, 2.0);
     let unbalanced = Costs::fbw(10.0, 12.0, 8.0);
     let cases = [
@@ -23,6 +23,11 @@ fn v_auto(c: &mut Criterion) {
         ("P16-M64-limit12-unbalanced", params(16, 64, unbalanced, Some(12.0))),
         ("P16-M64-limit6-unbalanced", params(16, 64, unbalanced, Some(6.0))),
         ("P16-M24-default", params(16, 24, balanced, None)),
+        // Few microbatches (M < 2P), where trimming decides which blocks fit.
+        ("P16-M17-unbalanced", params(16, 17, unbalanced, None)),
+        ("P32-M33-unbalanced", params(32, 33, unbalanced, None)),
+        ("P32-M63-unbalanced", params(32, 63, unbalanced, None)),
+        ("P32-M256-unbalanced", params(32, 256, unbalanced, None)),
     ];
     for (name, params) in &cases {
         group.bench_with_input(BenchmarkId::from_parameter(name), params, |b, params| {

@@ -73,6 +73,8 @@ for (let i = 0; i < 5; i++) loads.push(await firstChart('schedule=1f1b&devices=4
 results['initial load to first chart (ms)'] = stats(loads);
 results['zb-auto P=16 M=64→65: slider to redrawn chart (ms)'] = await sliderMoves('schedule=zb-auto&devices=16&microbatches=64', 64, 65);
 results['zb-auto P=64 M=512→511: slider to redrawn chart (ms)'] = await sliderMoves('schedule=zb-auto&devices=64&microbatches=512', 512, 511, 15);
+results['v-auto P=16 M=20→21 (few microbatches): slider to redrawn chart (ms)'] = await sliderMoves('schedule=v-auto&devices=16&microbatches=20', 20, 21, 10);
+results['v-auto P=32 M=128→127, uneven costs: slider to redrawn chart (ms)'] = await sliderMoves('schedule=v-auto&devices=32&microbatches=128&f=10&b=12&w=8', 128, 127, 6);
 results['1f1b P=4 M=8→9: slider to redrawn chart (ms)'] = await sliderMoves('schedule=1f1b&devices=4&microbatches=8', 8, 9);
 
 const wasm = fs.readdirSync(dist).find((f) => f.endsWith('.wasm'));
