@@ -15,6 +15,11 @@ use leptos::prelude::*;
 /// of a frozen tab.
 pub const MAX_LIVE_PASSES: u64 = 1_500_000;
 
+/// The largest devices × microbatches the adaptive V search (`v-auto`) runs live at unequal
+/// costs, where it simulates every near-best block: about half a second in the browser at
+/// this size (P = 32, M = 192), and it grows with both.
+pub const MAX_LIVE_V_AUTO_SIZE: u32 = 6144;
+
 /// Slider ranges (number boxes accept the same).
 pub const MAX_DEVICES: u32 = 64;
 /// Largest microbatch count the sliders offer.
@@ -162,6 +167,23 @@ fn estimated_passes(family: &Family, params: &ScheduleParams) -> u64 {
     u64::from(params.devices) * u64::from(params.microbatches) * 3 * chunks * slices.max(1)
 }
 
+/// Refuses searches too slow to run live: `v-auto` at unequal costs beyond
+/// [`MAX_LIVE_V_AUTO_SIZE`] (with F = B = W and no communication it stops at the first block
+/// that reaches its bound, and stays fast).
+fn slow_search(name: &str, params: &ScheduleParams) -> Option<UiError> {
+    let c = &params.costs;
+    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0;
+    let size = params.devices.saturating_mul(params.microbatches);
+    if name != "v-auto" || balanced || size <= MAX_LIVE_V_AUTO_SIZE {
+        return None;
+    }
+    let message = format!(
+        "the adaptive V search at unequal costs runs live up to devices × microbatches = {MAX_LIVE_V_AUTO_SIZE}, found {} × {} = {size}\n  hint: use fewer microbatches (past 2 × devices the steady state only repeats), equal F, B and W, or the CLI: bubblescope simulate -s v-auto -p {} -m {}",
+        params.devices, params.microbatches, params.devices, params.microbatches
+    );
+    Some(UiError { field: Some(Field::Microbatches), message })
+}
+
 /// Generates, validates and simulates family `name` under `params`.
 pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
     let Some(fam) = family(name) else {
@@ -198,6 +220,9 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
             label,
             result: Err(UiError { field: Some(Field::Microbatches), message }),
         };
+    }
+    if let Some(error) = slow_search(name, &p) {
+        return Computed { name: name.to_string(), label, result: Err(error) };
     }
     let result = bubblescope::run(name, &p).map(Arc::new).map_err(UiError::from_analyze);
     Computed { name: name.to_string(), label, result }

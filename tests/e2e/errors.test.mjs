@@ -52,6 +52,31 @@ export const tests = {
     assert((await page.locator('#devices-error').textContent()).includes('up to 64 devices'), 'devices cap');
   },
 
+  async 'a search too slow to run live is refused, and equal costs lift the refusal'({ page, base }) {
+    await open(page, base, 'schedule=v-auto&devices=32&microbatches=192&f=10&b=12&w=8');
+    const cost = await text(page, 'stat-cost');
+    assert(cost !== '—', 'v-auto runs at 32 × 192');
+    const started = Date.now();
+    await setValue(page, 'microbatches-input', 512);
+    await page.waitForSelector('#microbatches-error:not([hidden])');
+    const message = await page.locator('#microbatches-error').textContent();
+    assert(message.includes('found 32 × 512 = 16384'), message);
+    assertEq(await page.locator('.stale-note').textContent(), 'Showing the last valid schedule — fix the highlighted setting to update.', 'note');
+    assert(message.includes('hint:') && message.includes('bubblescope simulate -s v-auto -p 32 -m 512'), message);
+    assert(Date.now() - started < 3000, 'the refusal took too long');
+    // With F = B = W the search stops early: the same size runs.
+    const before = await redraws(page);
+    await setValue(page, 'w-input', 10);
+    await setValue(page, 'b-input', 10);
+    await waitForRedraw(page, before);
+    await page.waitForSelector('#microbatches-error[hidden]', { state: 'attached' });
+    assert((await text(page, 'stat-cost')) !== '—', 'v-auto runs at equal costs');
+    // Opened straight from a link, there is no last valid schedule to show.
+    await page.goto(`${base}?schedule=v-auto&devices=32&microbatches=512&f=10&b=12&w=8`);
+    await page.waitForSelector('[data-testid=nothing-note]');
+    assertEq(await page.locator('.stale-note').count(), 1, 'one note');
+  },
+
   async 'a memory limit below what the family needs is reported'({ page, base }) {
     await open(page, base, 'schedule=zb-auto&devices=4&microbatches=8');
     await setValue(page, 'mem-limit-input', 0.5);

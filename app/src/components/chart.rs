@@ -71,6 +71,7 @@ pub fn ChartCard(
     let show_memory = RwSignal::new(!compact || state.link.with_untracked(|l| l.extra("memory") == Some("1")));
     let draw_error = RwSignal::new(None::<String>);
     let stale = RwSignal::new(false);
+    let nothing = RwSignal::new(false);
     let drag = StoredValue::new(None::<(f64, (f64, f64))>);
     let redraws = RwSignal::new(0u64);
 
@@ -78,7 +79,8 @@ pub fn ChartCard(
     Effect::new(move |_| {
         let effect_start = now_ms();
         let (panels, is_stale) = shown(state);
-        stale.set(is_stale);
+        stale.set(is_stale && !panels.is_empty());
+        nothing.set(is_stale && panels.is_empty());
         let w = width.get();
         let theme = state.theme.get().theme();
         let view = state.view.get();
@@ -290,6 +292,9 @@ pub fn ChartCard(
             <div class="chart-wrap" node_ref=container>
                 <Show when=move || stale.get()>
                     <div class="stale-note" role="status">"Showing the last valid schedule — fix the highlighted setting to update."</div>
+                </Show>
+                <Show when=move || nothing.get()>
+                    <div class="stale-note" role="status" data-testid="nothing-note">"Nothing to draw yet — fix the highlighted setting."</div>
                 </Show>
                 <canvas
                     class="gantt"
