@@ -90,7 +90,7 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
         ("bubble rate", s.bubble_rate, "(cost − ideal) / cost"),
         ("", s.bubble_over_ideal, "(cost − ideal) / ideal"),
         ("", s.idle_over_makespan, "idle / (devices × makespan)"),
-        ("peak memory", s.peak_memory, "mem-f units, worst device"),
+        ("peak memory", s.peak_memory, "unit of mem-f, worst device"),
     ];
     for (label, value, note) in rows {
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));

@@ -51,6 +51,17 @@ export const tests = {
         .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
         .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}.${e.className}`));
       assert(overflow <= 1, `${name}: the page scrolls sideways by ${overflow}px (${culprits.join(', ')})`);
+      // Nothing pokes out of its card's padding either.
+      const outside = await page.evaluate(() => [...document.querySelectorAll('.card, .panel, .tile')].flatMap((card) => {
+        const box = card.getBoundingClientRect();
+        const style = getComputedStyle(card);
+        const [left, right] = [box.left + parseFloat(style.paddingLeft), box.right - parseFloat(style.paddingRight)];
+        return [...card.querySelectorAll('input, select, button, label')]
+          .filter((e) => e.offsetParent !== null)
+          .filter((e) => { const r = e.getBoundingClientRect(); return r.right > right + 0.5 || r.left < left - 0.5; })
+          .map((e) => `${e.tagName.toLowerCase()}#${e.id || e.dataset.testid || ''}`);
+      }));
+      assert(outside.length === 0, `${name}: controls outside their card: ${outside.slice(0, 5).join(', ')}`);
       await context.close();
     }
   },

@@ -106,6 +106,10 @@ export const tests = {
     assertEq(await text(page, 'stat-bubble-rate'), '0.0433', 'ZB-2p bubble rate of the 1.5B model');
     const table = await page.locator('[data-testid=compare-table]').textContent();
     assert(table.includes('0.2431'), `the comparison lacks 1F1B's 0.2431: ${table}`);
+    // Memory is in mem-f's unit (here 201216): the peak tile also gives it in forwards.
+    const foot = await page.locator('.tile:has([data-testid=stat-peak-memory]) .tile-foot').textContent();
+    assertEq(Number(await text(page, 'stat-peak-memory')), 3185664, 'ZB-2p peak memory of the 1.5B model');
+    assert(foot.includes('15.83 × mem-f'), foot);
     await shot('preset-zb-1.5b');
   },
 

@@ -138,7 +138,7 @@ pub fn ChartCard(
                     limit: state.outcome.with(|o| o.params.mem_limit),
                     gutter: Some(gutter_width(panels.iter().map(|s| s.analysis.schedule.devices()).max().unwrap_or(1))),
                     highlight_device: None,
-                    title: format!("Activation memory per device — {} (mem-f units)", first.label),
+                    title: format!("Activation memory per device — {} (unit of mem-f)", first.label),
                 };
                 let mscene = memory_chart(&first.analysis.timeline, &mopts, &theme);
                 if let Err(e) = draw_scene(&mem_canvas, &mscene, w, 210.0) {

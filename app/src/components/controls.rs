@@ -277,7 +277,7 @@ pub fn MemoryInputs() -> impl IntoView {
                 slider=Signal::derive(move || { let m = nice_ceiling(state.link.with(|l| l.params.costs.mem_f) * 1.5); (0.0, m, m / 100.0) })
                 on_change=set(state, |l, v| l.params.costs.mem_f = v) error=error_signal(state, Field::MemF)/>
             <NumberField label="mem-w" id="mem-w" value=Signal::derive(move || state.link.with(|l| l.params.costs.mem_w))
-                kind=NumberKind::Amount optional=true placeholder="mem-f/2" help="kept after B until W"
+                kind=NumberKind::Amount optional=true placeholder="auto" help="kept after B until W; auto: mem-f/2"
                 slider=Signal::derive(move || { let m = state.link.with(|l| l.params.costs.mem_f).max(1e-9); (0.0, m, m / 20.0) })
                 on_change=Callback::new(move |v| state.update(|l| l.params.costs.mem_w = v)) error=error_signal(state, Field::MemW)/>
         </div>

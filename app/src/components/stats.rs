@@ -44,6 +44,18 @@ pub fn StatTiles() -> impl IntoView {
             Some((p.bubble_formula, p.bubble, p.bubble_quantity.of(&a.stats), p.bubble_quantity.label()))
         })
     };
+    // The peak as a count of forwards' activations, when mem-f is not the unit.
+    let peak_in_forwards = move || {
+        outcome.with(|o| {
+            let mem_f = o.params.costs.mem_f;
+            match o.main.result.as_ref() {
+                Ok(a) if mem_f > 0.0 && mem_f != 1.0 => {
+                    format!("{} × mem-f held at once", format_number(a.stats.peak_memory / mem_f, 2))
+                }
+                _ => "forwards' activations held at once".to_string(),
+            }
+        })
+    };
     let over_limit = move || {
         outcome.with(|o| {
             let limit = o.params.mem_limit?;
@@ -61,7 +73,7 @@ pub fn StatTiles() -> impl IntoView {
     view! {
         <section class="tiles" aria-label="Key numbers">
             <div class="tile">
-                <div class="tile-label">"Cost"<span class="tile-sub">" longest device span"</span></div>
+                <div class="tile-label">"Cost"<span class="tile-sub" title="longest device span">" longest device span"</span></div>
                 <div class="tile-value" data-testid="stat-cost">{value(|s| s.cost)}</div>
                 <div class="tile-foot">"ideal " {value(|s| s.ideal)} " · makespan " {value(|s| s.makespan)}</div>
             </div>
@@ -91,17 +103,17 @@ pub fn StatTiles() -> impl IntoView {
                 </div>
             </div>
             <div class="tile" class:alert=move || over_limit().is_some()>
-                <div class="tile-label">"Peak memory"<span class="tile-sub">" worst device, mem-f units"</span></div>
+                <div class="tile-label">"Peak memory"<span class="tile-sub" title="worst device, unit of mem-f">" worst device, unit of mem-f"</span></div>
                 <div class="tile-value" data-testid="stat-peak-memory">{value(|s| s.peak_memory)}</div>
-                <div class="tile-foot">{move || over_limit().unwrap_or_else(|| "activations held at once".to_string())}</div>
+                <div class="tile-foot">{move || over_limit().unwrap_or_else(peak_in_forwards)}</div>
             </div>
             <div class="tile">
-                <div class="tile-label">"Speedup"<span class="tile-sub">" over 1F1B, same settings"</span></div>
+                <div class="tile-label">"Speedup"<span class="tile-sub" title="over 1F1B, same settings">" over 1F1B, same settings"</span></div>
                 <div class="tile-value" data-testid="stat-speedup">{move || speedup().map(|s| format!("{}×", format_number(s, 3))).unwrap_or_else(|| "—".into())}</div>
                 <div class="tile-foot">{move || outcome.with(|o| format!("computed in {} ms", format_number(o.elapsed_ms, 1)))}</div>
             </div>
             <div class="tile">
-                <div class="tile-label">"Closed form"<span class="tile-sub">{move || format!(" {}", prediction().map_or("cost − ideal", |p| p.3))}</span></div>
+                <div class="tile-label">"Closed form"<span class="tile-sub" title=move || prediction().map_or("cost − ideal", |p| p.3)>{move || format!(" {}", prediction().map_or("cost − ideal", |p| p.3))}</span></div>
                 {move || match prediction() {
                     Some((formula, Some(predicted), simulated, _)) => view! {
                         <div class="tile-value" data-testid="stat-closed-form">{n(predicted)}</div>

@@ -86,9 +86,9 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Scene {
         let time_range = Some((geometry.axis.t0, geometry.axis.t1));
         for item in items {
             let title = if items.len() > 1 {
-                format!("Activation memory per device — {} (mem-f units)", item.label)
+                format!("Activation memory per device — {} (unit of mem-f)", item.label)
             } else {
-                "Activation memory per device (mem-f units)".to_string()
+                "Activation memory per device (unit of mem-f)".to_string()
             };
             let memory = MemoryOptions {
                 width: opts.width,

@@ -2,7 +2,7 @@
 
 use super::axis::{format_number, format_tick, ticks, TimeAxis};
 use super::gantt::gutter_width;
-use super::scene::{text_width, Anchor, Item, Scene};
+use super::scene::{fit_text, text_width, Anchor, Item, Scene};
 use super::theme::Theme;
 use crate::sim::Timeline;
 
@@ -37,7 +37,7 @@ impl Default for MemoryOptions {
             limit: None,
             gutter: None,
             highlight_device: None,
-            title: "Activation memory per device (mem-f units)".to_string(),
+            title: "Activation memory per device (unit of mem-f)".to_string(),
         }
     }
 }
@@ -67,8 +67,6 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         m * 1.08
     };
     let y_of = |v: f64| plot_bottom - v / y_max * (plot_bottom - plot_top);
-
-    scene.bold_text(gutter * s, 14.0 * s, &opts.title, 13.0 * s, theme.text, Anchor::Start);
 
     // Background and y grid.
     scene.rect(axis.x0, plot_top, axis.x1, plot_bottom, theme.track);
@@ -150,9 +148,18 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
             let x0 = x - 60.0 * s + f64::from(i) * w;
             scene.rect(x0, ly - 3.0 * s, x0 + w, ly + 3.0 * s, theme.device_color(d, devices));
         }
+        x -= 60.0 * s;
     }
+    // The title, cut short where it would run into the legend (bold runs wider than the
+    // estimate by up to a tenth).
+    let room = (x - 12.0 * s - gutter * s) / TITLE_BOLDNESS;
+    let title = fit_text(&opts.title, 13.0 * s, room);
+    scene.bold_text(gutter * s, 14.0 * s, &title, 13.0 * s, theme.text, Anchor::Start);
     scene
 }
+
+/// How much wider bold text runs than [`text_width`] estimates.
+const TITLE_BOLDNESS: f64 = 1.1;
 
 /// The step curve of `memory` in pixels, decimated to at most four points per column of
 /// `column` pixels.

@@ -154,6 +154,32 @@ pub fn clean_text(text: &str) -> String {
     out
 }
 
+/// `text`, cut at the end with `…` so that its estimated width at `size` stays within
+/// `max_width` (empty when not even `…` fits).
+pub fn fit_text(text: &str, size: f64, max_width: f64) -> String {
+    if text_width(text, size) <= max_width {
+        return text.to_string();
+    }
+    let budget = max_width - text_width("…", size);
+    let mut out = String::new();
+    let mut used = 0.0;
+    for c in text.chars() {
+        let w = text_width(c.encode_utf8(&mut [0; 4]), size);
+        if used + w > budget {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if budget < 0.0 {
+        return String::new();
+    }
+    let kept = out.trim_end().len();
+    out.truncate(kept);
+    out.push('…');
+    out
+}
+
 /// Estimated width of `text` at `size` pixels: a fixed per-character advance, the same on
 /// every platform, so label fitting never depends on installed fonts.
 pub fn text_width(text: &str, size: f64) -> f64 {

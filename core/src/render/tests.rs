@@ -93,3 +93,52 @@ fn memory_chart_draws_one_curve_per_device_and_the_limit() {
     let dots = scene.items.iter().filter(|i| matches!(i, Item::Dot { .. })).count();
     assert_eq!(dots, 4);
 }
+
+proptest::proptest! {
+    /// Cut text fits its width, keeps a prefix of the original and marks the cut.
+    #[test]
+    fn fit_text_fits_and_keeps_a_prefix(text in "[ a-zA-Z0-9·—()×]{0,80}", max in 0.0f64..600.0) {
+        let fitted = scene::fit_text(&text, 13.0, max);
+        if fitted == text {
+            proptest::prop_assert!(scene::text_width(&text, 13.0) <= max);
+        } else if !fitted.is_empty() {
+            proptest::prop_assert!(scene::text_width(&fitted, 13.0) <= max + 1e-9, "{fitted:?} wider than {max}");
+            let kept = fitted.strip_suffix('…').expect("a cut ends in …");
+            proptest::prop_assert!(text.starts_with(kept));
+        } else {
+            proptest::prop_assert!(scene::text_width("…", 13.0) > max);
+        }
+    }
+}
+
+#[test]
+fn memory_title_stops_before_the_legend() {
+    let a = one_f_one_b(8, 16);
+    for width in [520.0, 760.0, 1600.0] {
+        let title = format!(
+            "Activation memory per device — {} (unit of mem-f)",
+            "a long file name.csv · 8 devices · 16 microbatches"
+        );
+        let opts = MemoryOptions { width, title: title.clone(), ..MemoryOptions::default() };
+        let scene = memory_chart(&a.timeline, &opts, &Theme::light());
+        let texts: Vec<(f64, &str, f64, Anchor, bool)> = scene
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Text { x, text, size, anchor, bold, .. } => Some((*x, text.as_str(), *size, *anchor, *bold)),
+                _ => None,
+            })
+            .collect();
+        let (x, shown, size, _, _) = *texts.iter().find(|t| t.4).expect("a bold title");
+        let right = x + scene::text_width(shown, size) * 1.1;
+        // The legend's first swatch label, D0, is its leftmost text.
+        let legend = texts.iter().find(|t| t.1 == "D0").expect("a legend");
+        let legend_left = legend.0 - scene::text_width("D0", legend.2) - 4.0 - 10.0;
+        assert!(right < legend_left, "width {width}: title {shown:?} ends at {right}, legend starts at {legend_left}");
+        if width >= 1600.0 {
+            assert_eq!(shown, title, "room enough for the whole title");
+        } else {
+            assert!(shown.ends_with('…'), "{shown}");
+        }
+    }
+}
