@@ -175,12 +175,22 @@ pub struct Diagnostic {
     pub message: String,
     /// Suggestions.
     pub hints: Vec<String>,
+    /// Whether `message` already names the place in the file it comes from (`zb.csv, row 1,
+    /// column 4: …`); then the display adds no `at:` line.
+    pub located_in_message: bool,
 }
 
 impl Diagnostic {
     /// An error at an optional location.
     pub fn error(device: Option<u32>, position: Option<usize>, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, device, position, message: message.into(), hints: Vec::new() }
+        Diagnostic {
+            severity: Severity::Error,
+            device,
+            position,
+            message: message.into(),
+            hints: Vec::new(),
+            located_in_message: false,
+        }
     }
 
     /// Adds a `hint:` line.
@@ -197,9 +207,10 @@ impl fmt::Display for Diagnostic {
             Severity::Error => "error",
         };
         write!(f, "{label}: {}", self.message)?;
-        match (self.device, self.position) {
-            (Some(d), Some(p)) => write!(f, "\n  at: device {d}, position {p}")?,
-            (Some(d), None) => write!(f, "\n  at: device {d}")?,
+        match (self.device, self.position, self.located_in_message) {
+            (_, _, true) => {}
+            (Some(d), Some(p), false) => write!(f, "\n  at: device {d}, position {p}")?,
+            (Some(d), None, false) => write!(f, "\n  at: device {d}")?,
             _ => {}
         }
         for hint in &self.hints {

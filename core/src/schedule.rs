@@ -416,10 +416,10 @@ impl Schedule {
     /// A heading for a schedule read from file `name`: its sizes.
     pub fn file_label(&self, name: &str) -> String {
         format!(
-            "{name} · {} devices · {} microbatches · {} stages",
-            self.devices(),
-            self.microbatches,
-            self.placement.stages()
+            "{name} · {} · {} · {}",
+            counted(self.devices(), "device", "devices"),
+            counted(self.microbatches, "microbatch", "microbatches"),
+            counted(self.placement.stages(), "stage", "stages")
         )
     }
 
@@ -520,5 +520,14 @@ mod tests {
         s.push(0, Pass::b(0, 0));
         s.push(0, Pass::w(0, 0));
         assert_eq!(s.notation(0), "F0 f0 [F1 x0] B0 W0");
+    }
+}
+
+/// `n` followed by the noun in the number it takes: `1 device`, `4 devices`.
+pub fn counted(n: u32, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
     }
 }

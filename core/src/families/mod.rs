@@ -24,7 +24,7 @@ mod zb_v_handcrafted;
 
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::schedule::{counted, Schedule};
 
 /// How the picker groups families.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,16 +166,21 @@ impl Family {
 
     /// A heading for a schedule of this family: its title and the sizes that shape it.
     pub fn label(&self, params: &ScheduleParams) -> String {
-        let mut out = format!("{} · {} devices · {} microbatches", self.title, params.devices, params.microbatches);
+        let mut out = format!(
+            "{} · {} · {}",
+            self.title,
+            counted(params.devices, "device", "devices"),
+            counted(params.microbatches, "microbatch", "microbatches")
+        );
         let options = [
-            (Field::Chunks, params.chunks, "chunks"),
-            (Field::Group, params.group, "group"),
-            (Field::Waves, params.waves, "waves"),
-            (Field::SeqSplits, params.seq_splits, "sequence splits"),
+            (Field::Chunks, params.chunks, "chunk", "chunks"),
+            (Field::Group, params.group, "group", "group"),
+            (Field::Waves, params.waves, "wave", "waves"),
+            (Field::SeqSplits, params.seq_splits, "sequence split", "sequence splits"),
         ];
-        for (field, value, name) in options {
+        for (field, value, one, many) in options {
             if let (true, Some(v)) = (self.options.contains(&field), value) {
-                out.push_str(&format!(" · {v} {name}"));
+                out.push_str(&format!(" · {}", counted(v, one, many)));
             }
         }
         if let (true, Some(limit)) = (self.options.contains(&Field::MemLimit), params.mem_limit) {

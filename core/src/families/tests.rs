@@ -49,3 +49,12 @@ fn unused_options_are_rejected_by_name() {
     assert_eq!(err.field, Field::Chunks);
     assert!(err.to_string().starts_with("1f1b does not take --chunks"), "{err}");
 }
+
+#[test]
+fn labels_count_in_the_right_number() {
+    let one = super::family("1f1b").unwrap();
+    assert_eq!(one.label(&ScheduleParams::new(1, 1)), "1F1B · 1 device · 1 microbatch");
+    assert_eq!(one.label(&ScheduleParams::new(4, 8)), "1F1B · 4 devices · 8 microbatches");
+    let interleaved = super::family("interleaved-1f1b").unwrap();
+    assert!(interleaved.label(&ScheduleParams::new(2, 4).with_chunks(1)).ends_with(" · 1 chunk"));
+}

@@ -108,7 +108,8 @@ impl Source<'_> {
 
     /// An error at a cell: the message is prefixed with the location.
     pub fn error_at(&self, row: u32, column: usize, message: impl AsRef<str>) -> Diagnostic {
-        Diagnostic::error(Some(row), Some(column), format!("{}: {}", self.at(row, column), message.as_ref()))
+        let message = format!("{}: {}", self.at(row, column), message.as_ref());
+        Diagnostic { located_in_message: true, ..Diagnostic::error(Some(row), Some(column), message) }
     }
 
     /// A warning at a cell.
@@ -118,7 +119,8 @@ impl Source<'_> {
 
     /// An error about a whole row.
     pub fn error_in_row(&self, row: u32, message: impl AsRef<str>) -> Diagnostic {
-        Diagnostic::error(Some(row), None, format!("{}: {}", self.row(row), message.as_ref()))
+        let message = format!("{}: {}", self.row(row), message.as_ref());
+        Diagnostic { located_in_message: true, ..Diagnostic::error(Some(row), None, message) }
     }
 
     /// An error about the whole file.
@@ -230,6 +232,6 @@ mod tests {
         assert_eq!(csv.short(2, 5), "row 2, column 5");
         let json = Source { name: None, grid: Grid::Json };
         assert_eq!(json.at(1, 0), "orders[1][0]");
-        assert_eq!(json.error_at(1, 0, "bad").to_string(), "error: orders[1][0]: bad\n  at: device 1, position 0");
+        assert_eq!(json.error_at(1, 0, "bad").to_string(), "error: orders[1][0]: bad");
     }
 }

@@ -408,7 +408,7 @@ fn fsdp_actions_are_ignored_with_a_warning() {
     assert_eq!(
         messages(&imported),
         ["warning: row 0, column 0: `0UNSHARD` and 2 more UNSHARD/RESHARD/REDUCE_GRAD actions are ignored: \
-          FSDP and gradient-reduction actions are not modelled\n  at: device 0, position 0"]
+          FSDP and gradient-reduction actions are not modelled"]
     );
     assert_eq!(imported.schedule, Some(clean(csv("0F0,0B0\n1F0,1B0\n"))));
 }
@@ -425,7 +425,7 @@ fn an_unknown_cell_is_skipped_and_the_rest_still_loads() {
     );
     assert_eq!(
         messages(&imported),
-        ["error: my.csv, row 0, column 1: cannot read cell `0X1`: unknown action type `X`\n  at: device 0, position 1\n  \
+        ["error: my.csv, row 0, column 1: cannot read cell `0X1`: unknown action type `X`\n  \
           hint: a cell is `<stage><type><microbatch>` such as `0F1`, `3I0`, `2W5` or `4SEND_F2`, an overlapped pair such \
           as `(0F7;7B3)OVERLAP_F_B`, or empty\n  \
           hint: types are F, I, W and B (current dialect) or F, B, W and BW (legacy), plus SEND_F, RECV_F, SEND_B, RECV_B, \
@@ -454,7 +454,7 @@ fn a_stage_on_two_rows_is_an_error_at_the_second_row() {
     assert_eq!(
         messages(&imported),
         ["error: row 1, column 0: `1F0` puts stage 1 on row 1, but it runs on row 0 (first at row 0, column 1)\n  \
-          at: device 1, position 0\n  hint: a stage runs on one rank: PyTorch infers the stage-to-rank map from the rows\n  \
+          hint: a stage runs on one rank: PyTorch infers the stage-to-rank map from the rows\n  \
           hint: the actions of stage 1 on row 1 are skipped"]
     );
     let s = imported.schedule.unwrap();
@@ -468,13 +468,13 @@ fn missing_repeated_and_misordered_actions_are_named_as_written() {
     assert_eq!(
         messages(&imported),
         [
-            "error: row 0, column 5: `0F1` appears twice: first at row 0, column 1\n  at: device 0, position 5\n  \
+            "error: row 0, column 5: `0F1` appears twice: first at row 0, column 1\n  \
              hint: each action runs once per microbatch; delete one of them",
             "error: row 0, column 3: `0W0` comes before its input-gradient action `0I0` at row 0, column 4\n  \
-             at: device 0, position 3\n  hint: the weight gradient needs the input gradient's result: move it after",
-            "error: row 0, column 2: `0I1` has no weight-gradient action `0W1`\n  at: device 0, position 2\n  \
+             hint: the weight gradient needs the input gradient's result: move it after",
+            "error: row 0, column 2: `0I1` has no weight-gradient action `0W1`\n  \
              hint: add `0W1` after it on the same row",
-            "error: row 1, column 2: `1W1` has no input-gradient action `1I1`\n  at: device 1, position 2\n  \
+            "error: row 1, column 2: `1W1` has no input-gradient action `1I1`\n  \
              hint: add `1I1` before it on the same row",
         ]
     );
@@ -486,7 +486,7 @@ fn mixed_dialects_are_reported_with_the_evidence() {
     assert_eq!(
         messages(&imported)[0],
         "error: row 1, column 1: cannot read cell `1BW0`: `BW` is the legacy dialect's full backward, but this file is \
-         read in the current dialect (because of the `I` at row 0, column 1)\n  at: device 1, position 1\n  \
+         read in the current dialect (because of the `I` at row 0, column 1)\n  \
          hint: a file uses one dialect throughout; choose the dialect explicitly if the guess is wrong\n  \
          hint: the cell is skipped"
     );
@@ -499,12 +499,10 @@ fn a_deadlocked_file_reports_every_stuck_device() {
     assert_eq!(
         messages(&imported),
         [
-            "error: row 0, column 1: deadlock: device 0 is stuck at `0B0`, waiting for `1B0` at row 1, column 3\n  \
-             at: device 0, position 1",
-            "error: row 1, column 0: deadlock: device 1 is stuck at `1F1`, waiting for `0F1` at row 0, column 2\n  \
-             at: device 1, position 0",
+            "error: row 0, column 1: deadlock: device 0 is stuck at `0B0`, waiting for `1B0` at row 1, column 3",
+            "error: row 1, column 0: deadlock: device 1 is stuck at `1F1`, waiting for `0F1` at row 0, column 2",
             "error: row 2, column 0: deadlock: device 2 is stuck at `2F0`, waiting for `1F0` at row 1, column 2\n  \
-             at: device 2, position 0\n  hint: the 3 stuck devices wait for each other in a cycle: move an action so \
+             hint: the 3 stuck devices wait for each other in a cycle: move an action so \
              that what it waits for comes first",
         ]
     );
@@ -512,7 +510,7 @@ fn a_deadlocked_file_reports_every_stuck_device() {
     let imported = csv(",0F0,0B0\n,,1B0,1F0\n");
     assert_eq!(
         messages(&imported),
-        ["error: row 1, column 2: `1B0` comes before its forward `1F0` at row 1, column 3\n  at: device 1, position 2\n  \
+        ["error: row 1, column 2: `1B0` comes before its forward `1F0` at row 1, column 3\n  \
           hint: a backward needs its forward's activations: move it after the forward"]
     );
 }
@@ -530,8 +528,8 @@ fn send_and_recv_cells_are_checked_and_dropped() {
         messages(&imported),
         [
             "error: row 1, column 1: `1RECV_F0` comes after `1F0` at row 1, column 0, which needs what it receives: \
-             a RECV must come first\n  at: device 1, position 1",
-            "error: row 0, column 2: `0RECV_B0` has no matching `1SEND_B0` on row 1\n  at: device 0, position 2\n  \
+             a RECV must come first",
+            "error: row 0, column 2: `0RECV_B0` has no matching `1SEND_B0` on row 1\n  \
              hint: add `1SEND_B0` on row 1, after the action that computes it",
         ]
     );
@@ -541,13 +539,13 @@ fn send_and_recv_cells_are_checked_and_dropped() {
         messages(&imported),
         [
             "error: row 0, column 4: `0B0` needs the gradient of stage 1 from row 1, but there is no `0RECV_B0` for it\n  \
-             at: device 0, position 4\n  hint: in the compute+comms form, add `1SEND_B0` on row 1 after the action \
+             hint: in the compute+comms form, add `1SEND_B0` on row 1 after the action \
              that computes it, and `0RECV_B0` on row 0 before this one",
             "error: row 0, column 5: `0B1` needs the gradient of stage 1 from row 1, but there is no `0RECV_B1` for it\n  \
-             at: device 0, position 5\n  hint: in the compute+comms form, add `1SEND_B1` on row 1 after the action \
+             hint: in the compute+comms form, add `1SEND_B1` on row 1 after the action \
              that computes it, and `0RECV_B1` on row 0 before this one",
             "warning: row 0, column 3: row 0 sends `0SEND_F1` after `0SEND_F0`, but row 1 receives `1RECV_F1` before \
-             `1RECV_F0`\n  at: device 0, position 3\n  hint: messages between two ranks are matched in the order they are \
+             `1RECV_F0`\n  hint: messages between two ranks are matched in the order they are \
              posted; swap the RECV cells",
         ]
     );
@@ -559,18 +557,18 @@ fn send_and_recv_cells_are_checked_and_dropped() {
         messages(&imported),
         [
             "warning: row 0, column 1: `0SEND_F0` is not needed: stages 0 and 1 both run on row 0\n  \
-             at: device 0, position 1\n  hint: PyTorch passes data between stages of the same rank without SEND/RECV; \
+             hint: PyTorch passes data between stages of the same rank without SEND/RECV; \
              delete the cell",
             "warning: row 0, column 6: `1SEND_B0` is not needed: stages 0 and 1 both run on row 0\n  \
-             at: device 0, position 6\n  hint: PyTorch passes data between stages of the same rank without SEND/RECV; \
+             hint: PyTorch passes data between stages of the same rank without SEND/RECV; \
              delete the cell",
             "error: row 0, column 8: `0SEND_F7` names stage 0, microbatch 7, but the compute actions have stages 0 to 2 \
-             and microbatches 0 to 0\n  at: device 0, position 8",
-            "error: row 0, column 9: `2SEND_F0` is on row 0, but stage 2 runs on row 1\n  at: device 0, position 9\n  \
+             and microbatches 0 to 0",
+            "error: row 0, column 9: `2SEND_F0` is on row 0, but stage 2 runs on row 1\n  \
              hint: a stage's SEND and RECV actions go on the row that runs the stage",
             "error: row 1, column 2: `2SEND_F0` sends the output of the last stage, which has no next stage\n  \
-             at: device 1, position 2\n  hint: delete the cell",
-            "error: row 1, column 5: `2SEND_B0` appears twice: first at row 1, column 4\n  at: device 1, position 5",
+             hint: delete the cell",
+            "error: row 1, column 5: `2SEND_B0` appears twice: first at row 1, column 4",
         ]
     );
     assert_eq!(imported.schedule, Some(clean(csv("0F0,1F0,1B0,0B0\n2F0,2B0\n"))));
@@ -593,7 +591,7 @@ fn a_mistyped_huge_stage_is_pointed_at() {
     assert_eq!(
         messages(&imported),
         ["error: row 1, column 3: `71B1` names stage 71, but the file has only 8 actions, so most stages would have \
-          none\n  at: device 1, position 3\n  hint: check this cell's stage number"]
+          none\n  hint: check this cell's stage number"]
     );
     assert_eq!(imported.schedule, None);
 }
@@ -605,7 +603,7 @@ fn a_pass_outside_its_pipelines_share_is_reported() {
     assert_eq!(
         messages(&read(&text, Format::Json))[0],
         "error: orders[0][0]: `0F3` is not in its pipeline's share: pipeline 0 runs microbatches 0 to 1\n  \
-         at: device 0, position 0\n  hint: the two pipelines of a two-directional schedule split the microbatches in \
+         hint: the two pipelines of a two-directional schedule split the microbatches in \
          equal halves"
     );
 }
@@ -665,10 +663,10 @@ fn json_errors_name_the_field_and_the_op() {
         j(&bad_op),
         [
             "warning: unknown field `extra` is ignored",
-            "error: orders[0][2]: cannot read op `3X0`: unknown kind `X`, expected F, B, W or BW\n  at: device 0, position 2\n  \
+            "error: orders[0][2]: cannot read op `3X0`: unknown kind `X`, expected F, B, W or BW\n  \
              hint: an op is `<stage><kind><microbatch>` with kind F, B, W or BW, e.g. `0F1` or `3BW2`, `.<slice>` after it \
              for split sequences, or a pair `(3F1;3BW0)`\n  hint: the op is skipped",
-            "error: orders[0]: the backward of stage 3, microbatch 0 is missing\n  at: device 0\n  \
+            "error: orders[0]: the backward of stage 3, microbatch 0 is missing\n  \
              hint: add `3BW0`, or `3B0` and then `3W0`",
         ]
     );
