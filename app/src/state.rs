@@ -171,10 +171,8 @@ fn estimated_passes(family: &Family, params: &ScheduleParams) -> u64 {
 /// [`MAX_LIVE_V_AUTO_SIZE`] (with F = B = W and no communication it stops at the first block
 /// that reaches its bound, and stays fast).
 fn slow_search(name: &str, params: &ScheduleParams) -> Option<UiError> {
-    let c = &params.costs;
-    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0;
     let size = params.devices.saturating_mul(params.microbatches);
-    if name != "v-auto" || balanced || size <= MAX_LIVE_V_AUTO_SIZE {
+    if name != "v-auto" || params.costs.balanced() || size <= MAX_LIVE_V_AUTO_SIZE {
         return None;
     }
     let message = format!(
@@ -249,30 +247,30 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
     (Computed { name: "file".into(), label, result }, p)
 }
 
-/// Computes everything the settings ask for.
+/// Computes everything the settings ask for: an opened file or the chosen family, the
+/// compared families and the 1F1B baseline, all at the same settings.
 pub fn compute(link: &Permalink, file: Option<&LoadedFile>) -> Outcome {
     let start = now_ms();
-    if let Some(file) = file {
-        let (main, params) = compute_file(file, &link.params);
-        let compare = link.compare.iter().map(|n| compute_one(n, &params)).collect();
-        let baseline = compute_one("1f1b", &params).result.ok();
-        return Outcome {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            main,
-            compare,
-            baseline,
-            params,
-            elapsed_ms: now_ms() - start,
-        };
-    }
-    let main = compute_one(&link.schedule, &link.params);
-    let compare = link.compare.iter().filter(|n| **n != link.schedule).map(|n| compute_one(n, &link.params)).collect();
-    let baseline = if link.schedule == "1f1b" {
-        main.result.as_ref().ok().cloned()
-    } else {
-        compute_one("1f1b", &link.params).result.ok()
+    let (main, params, compare, baseline) = match file {
+        Some(file) => {
+            let (main, params) = compute_file(file, &link.params);
+            let compare = link.compare.iter().map(|n| compute_one(n, &params)).collect();
+            let baseline = compute_one("1f1b", &params).result.ok();
+            (main, params, compare, baseline)
+        }
+        None => {
+            let main = compute_one(&link.schedule, &link.params);
+            let compare =
+                link.compare.iter().filter(|n| **n != link.schedule).map(|n| compute_one(n, &link.params)).collect();
+            let baseline = if link.schedule == "1f1b" {
+                main.result.as_ref().ok().cloned()
+            } else {
+                compute_one("1f1b", &link.params).result.ok()
+            };
+            let params = family(&link.schedule).map_or_else(|| link.params.clone(), |f| f.own_params(&link.params));
+            (main, params, compare, baseline)
+        }
     };
-    let params = family(&link.schedule).map_or_else(|| link.params.clone(), |f| f.own_params(&link.params));
     Outcome {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         main,

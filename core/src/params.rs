@@ -46,6 +46,12 @@ impl Costs {
         Costs { f, b, w, ..Costs::default() }
     }
 
+    /// Whether F, B and W take the same time and nothing is spent communicating: then every
+    /// pass fills one equal slot, and the slot-based closed forms and searches are exact.
+    pub fn balanced(&self) -> bool {
+        self.f == self.b && self.b == self.w && self.comm == 0.0
+    }
+
     /// The memory W still needs after B: `mem_w`, or half of `mem_f` by default.
     pub fn mem_w(&self) -> f64 {
         self.mem_w.unwrap_or(self.mem_f / 2.0)

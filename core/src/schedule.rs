@@ -22,6 +22,16 @@ impl PassKind {
     /// Every kind, in a fixed order.
     pub const ALL: [PassKind; 4] = [PassKind::F, PassKind::B, PassKind::W, PassKind::BW];
 
+    /// Its position in [`PassKind::ALL`], for tables indexed by kind.
+    pub fn index(self) -> usize {
+        match self {
+            PassKind::F => 0,
+            PassKind::B => 1,
+            PassKind::W => 2,
+            PassKind::BW => 3,
+        }
+    }
+
     /// The short name used in orders and files: `F`, `B`, `W`, `BW`.
     pub fn name(self) -> &'static str {
         match self {
@@ -467,9 +477,25 @@ impl Schedule {
     }
 }
 
+/// `n` followed by the noun in the number it takes: `1 device`, `4 devices`.
+pub fn counted(n: u32, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_index_is_the_position_in_all() {
+        for (i, kind) in PassKind::ALL.iter().enumerate() {
+            assert_eq!(kind.index(), i, "{kind:?}");
+        }
+    }
 
     #[test]
     fn v_shape_puts_first_and_last_stage_on_device_zero() {
@@ -520,14 +546,5 @@ mod tests {
         s.push(0, Pass::b(0, 0));
         s.push(0, Pass::w(0, 0));
         assert_eq!(s.notation(0), "F0 f0 [F1 x0] B0 W0");
-    }
-}
-
-/// `n` followed by the noun in the number it takes: `1 device`, `4 devices`.
-pub fn counted(n: u32, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
     }
 }

@@ -8,6 +8,15 @@ use wasm_bindgen::JsCast as _;
 use crate::state::AppState;
 use crate::url::url_for;
 
+/// The schedule-data exports: the `export_data` format (also the `export-…` test id), the
+/// menu label and a note.
+const DATA_FORMATS: [(&str, &str, &str); 4] = [
+    ("json", "Bubblescope JSON", "orders, placement, costs"),
+    ("csv", "PyTorch schedule CSV", "compute only, for _load_csv"),
+    ("csv-comms", "PyTorch CSV with SEND/RECV", "compute_comms"),
+    ("perfetto", "Perfetto trace", "open in ui.perfetto.dev"),
+];
+
 /// Offers a file for download.
 pub fn download(filename: &str, mime: &str, content: &str) -> Result<(), String> {
     let window = web_sys::window().ok_or("no window")?;
@@ -165,18 +174,12 @@ pub fn ExportMenu() -> impl IntoView {
                     "PNG image" <span class="muted">" the chart as shown"</span>
                 </button>
                 <div class="menu-sep"></div>
-                <button type="button" role="menuitem" class="menu-item" data-testid="export-json" on:click=move |_| message.set(export_data(state, "json").err())>
-                    "Bubblescope JSON" <span class="muted">" orders, placement, costs"</span>
-                </button>
-                <button type="button" role="menuitem" class="menu-item" data-testid="export-csv" on:click=move |_| message.set(export_data(state, "csv").err())>
-                    "PyTorch schedule CSV" <span class="muted">" compute only, for _load_csv"</span>
-                </button>
-                <button type="button" role="menuitem" class="menu-item" data-testid="export-csv-comms" on:click=move |_| message.set(export_data(state, "csv-comms").err())>
-                    "PyTorch CSV with SEND/RECV" <span class="muted">" compute_comms"</span>
-                </button>
-                <button type="button" role="menuitem" class="menu-item" data-testid="export-perfetto" on:click=move |_| message.set(export_data(state, "perfetto").err())>
-                    "Perfetto trace" <span class="muted">" open in ui.perfetto.dev"</span>
-                </button>
+                {DATA_FORMATS.iter().map(|&(format, label, note)| view! {
+                    <button type="button" role="menuitem" class="menu-item" data-testid=format!("export-{format}")
+                        on:click=move |_| message.set(export_data(state, format).err())>
+                        {label} <span class="muted">{format!(" {note}")}</span>
+                    </button>
+                }).collect_view()}
                 <div class="menu-sep"></div>
                 <label class="menu-label" for="embed-snippet">"Embed in a page"</label>
                 <textarea id="embed-snippet" class="snippet" readonly rows="4" data-testid="embed-snippet" prop:value=snippet

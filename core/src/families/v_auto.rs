@@ -404,8 +404,7 @@ impl Search<'_> {
     /// Whether every chunk pass takes the same time and nothing is spent communicating: then a
     /// schedule's real bubble is its slot bubble times the pass time.
     fn balanced(&self) -> bool {
-        let c = self.costs;
-        c.f == c.b && c.b == c.w && c.comm == 0.0
+        self.costs.balanced()
     }
 
     /// The candidate with the shortest simulated cost (the first in enumeration order on
@@ -1248,7 +1247,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let c = &params.costs;
     let (p, m) = (params.devices, params.microbatches);
     let k = chunk_limit(params);
-    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0;
+    let balanced = c.balanced();
     let in_range = k >= least_peak(p) && m >= 2 * p && p <= MAX_DEVICES;
     Some(Prediction {
         bubble: (balanced && in_range).then(|| closed_form_bubble(p, k) as f64 * c.f / 2.0),

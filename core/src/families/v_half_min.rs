@@ -519,7 +519,7 @@ fn predict(params: &ScheduleParams, setup: Setup) -> Option<Prediction> {
             Some(peaks)
         })
         .flatten();
-    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0 && m >= 2 * p;
+    let balanced = c.balanced() && m >= 2 * p;
     Some(Prediction {
         bubble: balanced.then(|| f64::from(bubble_slots(setup, p)) * c.f / 2.0),
         bubble_formula: match setup {

@@ -600,7 +600,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let (p, m) = (params.devices, params.microbatches);
     let one_f_one_b = 2 * u64::from(p);
     let capacity = capacity(params);
-    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0;
+    let balanced = c.balanced();
     Some(Prediction {
         bubble: (balanced && m >= 2 * p - 1 && capacity >= one_f_one_b).then_some(0.0),
         bubble_formula: "0 when F = B = W, no communication, M ≥ 2P − 1 and mem-limit ≥ P·mem-f",

@@ -142,7 +142,7 @@ impl DeviceOrder<'_> {
 fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let c = &params.costs;
     let (p, m) = (params.devices, params.microbatches);
-    let balanced = c.f == c.b && c.b == c.w && c.comm == 0.0;
+    let balanced = c.balanced();
     Some(Prediction {
         bubble: (balanced && m >= 2 * p - 1).then_some(0.0),
         bubble_formula: "0 when F = B = W, no communication and M ≥ 2P − 1",

@@ -299,7 +299,7 @@ fn draw_row(
                 r.x1 = r.x1.max(x1);
                 let share = w / passes as f64;
                 for pass in op.passes() {
-                    r.time[kind_slot(pass.kind)] += share;
+                    r.time[pass.kind.index()] += share;
                 }
                 r.count += passes;
             }
@@ -342,15 +342,6 @@ fn similar(a: &[f64; 4], b: &[f64; 4]) -> bool {
         return false;
     }
     a.iter().zip(b).map(|(x, y)| (x / ta - y / tb).abs()).sum::<f64>() < 0.25
-}
-
-fn kind_slot(kind: PassKind) -> usize {
-    match kind {
-        PassKind::F => 0,
-        PassKind::B => 1,
-        PassKind::W => 2,
-        PassKind::BW => 3,
-    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -107,7 +107,7 @@ impl Theme {
     /// The fill of a pass of `kind` on `chunk`: chunk 0 is the base colour, later chunks
     /// alternate darker and lighter shades.
     pub fn pass_color(&self, kind: PassKind, chunk: u32) -> Rgb {
-        let base = self.kinds[kind_slot(kind)];
+        let base = self.kinds[kind.index()];
         match chunk {
             0 => base,
             c => {
@@ -147,15 +147,6 @@ impl Theme {
         let x = t * (RAMP.len() - 1) as f64;
         let i = (x.floor() as usize).min(RAMP.len() - 2);
         RAMP[i].mix(RAMP[i + 1], x - i as f64)
-    }
-}
-
-fn kind_slot(kind: PassKind) -> usize {
-    match kind {
-        PassKind::F => 0,
-        PassKind::B => 1,
-        PassKind::W => 2,
-        PassKind::BW => 3,
     }
 }
 
