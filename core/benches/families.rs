@@ -39,5 +39,15 @@ fn zero_bubble_handcrafted(c: &mut Criterion) {
     c.bench_function("zb-h2 p32 m256", |b| b.iter(|| run("zb-h2", black_box(&big)).map(|a| a.stats.cost)));
 }
 
-criterion_group!(benches, zero_bubble_auto, zero_bubble_handcrafted);
+/// ZB-V's cost-aware heuristic (the authors' Python: 1.1 s for this input).
+fn zero_bubble_v(c: &mut Criterion) {
+    let big = ScheduleParams::new(32, 256);
+    c.bench_function("zb-v p32 m256 generate", |b| b.iter(|| generate("zb-v", black_box(&big)).map(|s| s.op_count())));
+    let uneven = ScheduleParams::new(32, 256).with_costs(Costs::fbw(10.0, 12.0, 8.0));
+    c.bench_function("zb-v p32 m256 uneven generate", |b| {
+        b.iter(|| generate("zb-v", black_box(&uneven)).map(|s| s.op_count()));
+    });
+}
+
+criterion_group!(benches, zero_bubble_auto, zero_bubble_handcrafted, zero_bubble_v);
 criterion_main!(benches);

@@ -18,6 +18,9 @@ fn v_auto(c: &mut Criterion) {
     let unbalanced = Costs::fbw(10.0, 12.0, 8.0);
     let cases = [
         ("P8-M32-default", params(8, 32, balanced, None)),
+        // The size: P = 16, M = 32 (the authors' Python takes 29 s per limit).
+        ("P16-M32-default", params(16, 32, balanced, None)),
+        ("P16-M32-unbalanced", params(16, 32, unbalanced, None)),
         ("P8-M32-limit5-unbalanced", params(8, 32, unbalanced, Some(5.0))),
         ("P16-M64-default", params(16, 64, balanced, None)),
         ("P16-M64-limit12-unbalanced", params(16, 64, unbalanced, Some(12.0))),
@@ -37,5 +40,26 @@ fn v_auto(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, v_auto);
+/// A memory-vs-bubble curve, as the app's limit slider sweeps it: P = 16, M = 32, 17 limits
+/// evenly spaced from V-Min's memory ((P + 4) / 3 · mem-f) to V-ZB's (P · mem-f), activations
+/// counted until W (`mem-w = mem-f`) as the paper does.
+fn memory_bubble_curve(c: &mut Criterion) {
+    let mut group = c.benchmark_group("v-auto curve");
+    group.sample_size(10);
+    let (devices, microbatches) = (16u32, 32u32);
+    let (lo, hi) = (f64::from((devices + 4) / 3), f64::from(devices));
+    for (name, fbw) in [("P16-M32-17-limits", (2.0, 2.0, 2.0)), ("P16-M32-17-limits-unbalanced", (10.0, 12.0, 8.0))] {
+        let costs = Costs { mem_w: Some(1.0), ..Costs::fbw(fbw.0, fbw.1, fbw.2) };
+        let points: Vec<ScheduleParams> =
+            (0..17).map(|i| params(devices, microbatches, costs, Some(lo + (hi - lo) * f64::from(i) / 16.0))).collect();
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                points.iter().map(|p| generate("v-auto", p).expect("v-auto generates").op_count()).sum::<usize>()
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, v_auto, memory_bubble_curve);
 criterion_main!(benches);
