@@ -3,7 +3,16 @@
 //! All times and memory are given for one microbatch through `1/P` of the model, a device's
 //! share under plain 1F1B. A schedule that cuts the model finer runs each stage at its
 //! fraction ([`crate::Placement::stage_scale`]), so every family is compared on the same model
-//! and devices: the ideal busy time of a device is always `M * (F + B + W)`.
+//! and devices: with equal shares the ideal busy time of a device is `M * (F + B + W)`.
+//!
+//! Real models are not uniform: a [`CostProfile`] gives each piece of the model its own costs
+//! (the CLI's comma-separated lists, or costs derived from a transformer config). Pieces run
+//! in pipeline order, `N` of them with `N` a multiple of `P`; a device's share under plain 1F1B
+//! is `N / P` consecutive pieces. A family that cuts the model into `S` stages gives stage `j`
+//! the part of the model from `j/S` to `(j+1)/S` and the costs of the pieces it covers, in
+//! proportion ([`StageCosts`]).
+
+use std::sync::Arc;
 
 use crate::error::{Field, ParamError};
 use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
@@ -16,7 +25,10 @@ pub const MAX_MICROBATCHES: u32 = 65_536;
 pub const MAX_PASSES: u64 = 8_000_000;
 
 /// Pass times and memory, per microbatch on `1/P` of the model.
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// With a [`CostProfile`] the scalar `f`, `b`, `w`, `mem_f` and `mem_w` hold the mean share's
+/// value (what a uniform model of the same total would have), and the profile holds the truth.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Costs {
     /// Forward time.
     pub f: f64,
@@ -32,12 +44,124 @@ pub struct Costs {
     pub mem_f: f64,
     /// Of that, what the weight-gradient pass still needs after B; `None` means `mem_f / 2`.
     pub mem_w: Option<f64>,
+    /// Per-piece costs when the model's pieces differ; `None` means every piece costs the same.
+    pub profile: Option<Arc<CostProfile>>,
 }
 
 impl Default for Costs {
     fn default() -> Costs {
-        Costs { f: 1.0, b: 1.0, w: 1.0, comm: 0.0, overlap: None, mem_f: 1.0, mem_w: None }
+        Costs { f: 1.0, b: 1.0, w: 1.0, comm: 0.0, overlap: None, mem_f: 1.0, mem_w: None, profile: None }
     }
+}
+
+/// Costs of each piece of the model, in pipeline order: what `--f 4,4,4,6` says, or what a
+/// transformer config derives. Every list has one number per piece.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostProfile {
+    /// Forward time per piece.
+    pub f: Vec<f64>,
+    /// Input-gradient time per piece.
+    pub b: Vec<f64>,
+    /// Weight-gradient time per piece.
+    pub w: Vec<f64>,
+    /// Activation memory of one forward per piece.
+    pub mem_f: Vec<f64>,
+    /// Memory the weight gradient still needs after B, per piece.
+    pub mem_w: Vec<f64>,
+}
+
+impl CostProfile {
+    /// A profile with `pieces` pieces, all at `costs`' scalar values spread evenly over `per_share`
+    /// pieces per device share.
+    pub fn uniform(costs: &Costs, pieces: usize) -> CostProfile {
+        CostProfile {
+            f: vec![costs.f; pieces],
+            b: vec![costs.b; pieces],
+            w: vec![costs.w; pieces],
+            mem_f: vec![costs.mem_f; pieces],
+            mem_w: vec![costs.mem_w(); pieces],
+        }
+    }
+
+    /// Number of pieces.
+    pub fn pieces(&self) -> usize {
+        self.f.len()
+    }
+
+    /// Whether every piece costs the same in every list.
+    pub fn is_uniform(&self) -> bool {
+        let same = |v: &[f64]| v.windows(2).all(|p| p[0] == p[1]);
+        same(&self.f) && same(&self.b) && same(&self.w) && same(&self.mem_f) && same(&self.mem_w)
+    }
+
+    /// The lists with their fields, for checks and tables.
+    pub fn lists(&self) -> [(Field, &[f64]); 5] {
+        [
+            (Field::F, &self.f),
+            (Field::B, &self.b),
+            (Field::W, &self.w),
+            (Field::MemF, &self.mem_f),
+            (Field::MemW, &self.mem_w),
+        ]
+    }
+
+    /// The costs of device share `k` of `devices` (the sum of its pieces).
+    pub fn share(&self, k: usize, devices: usize) -> [f64; 5] {
+        let per = self.pieces() / devices.max(1);
+        let sum = |v: &[f64]| v.iter().skip(k * per).take(per).sum::<f64>();
+        [sum(&self.f), sum(&self.b), sum(&self.w), sum(&self.mem_f), sum(&self.mem_w)]
+    }
+
+    /// Checks the lists have equal, non-zero lengths, finite non-negative numbers and mem-w at
+    /// most mem-f in every piece.
+    pub fn check(&self) -> Result<(), ParamError> {
+        let n = self.pieces();
+        for (field, list) in self.lists() {
+            if list.len() != n || n == 0 {
+                return Err(ParamError::new(
+                    field,
+                    format!("{} lists {} numbers, expected {n} (one per piece of the model)", field.name(), list.len()),
+                ));
+            }
+            for &v in list {
+                check_number(field, v)?;
+            }
+        }
+        for (i, (&mf, &mw)) in self.mem_f.iter().zip(&self.mem_w).enumerate() {
+            if mw > mf {
+                return Err(ParamError::new(
+                    Field::MemW,
+                    format!("mem-w must be at most mem-f, found mem-w {} > mem-f {} in piece {i}", fmt_num(mw), fmt_num(mf)),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The time one piece's `kind` pass takes.
+    fn values(&self, kind: Cost) -> &[f64] {
+        match kind {
+            Cost::F => &self.f,
+            Cost::B => &self.b,
+            Cost::W => &self.w,
+            Cost::MemF => &self.mem_f,
+            Cost::MemW => &self.mem_w,
+        }
+    }
+}
+
+/// Which per-piece number [`StageCosts`] is filling.
+#[derive(Clone, Copy)]
+enum Cost {
+    F,
+    B,
+    W,
+    MemF,
+    MemW,
+}
+
+fn fmt_num(v: f64) -> String {
+    crate::render::format_number(v, 6)
 }
 
 impl Costs {
@@ -46,10 +170,53 @@ impl Costs {
         Costs { f, b, w, ..Costs::default() }
     }
 
-    /// Whether F, B and W take the same time and nothing is spent communicating: then every
-    /// pass fills one equal slot, and the slot-based closed forms and searches are exact.
+    /// Whether F, B and W take the same time, every stage costs the same and nothing is spent
+    /// communicating: then every pass fills one equal slot, and the slot-based closed forms and
+    /// searches are exact.
     pub fn balanced(&self) -> bool {
-        self.f == self.b && self.b == self.w && self.comm == 0.0
+        self.f == self.b && self.b == self.w && self.comm == 0.0 && self.is_uniform()
+    }
+
+    /// Whether every piece of the model costs the same (no [`CostProfile`]).
+    pub fn is_uniform(&self) -> bool {
+        self.profile.is_none()
+    }
+
+    /// These costs with per-piece lists: the scalars become the mean share (`devices` shares),
+    /// and a profile whose pieces all cost the same collapses to plain scalars, so a uniform
+    /// list gives exactly what the single number gives.
+    pub fn with_profile(mut self, profile: CostProfile, devices: u32) -> Costs {
+        let n = profile.pieces();
+        if n == 0 {
+            return self;
+        }
+        let per_share = n as f64 / f64::from(devices.max(1));
+        if profile.is_uniform() {
+            let scale = |v: f64| if n == devices as usize { v } else { v * per_share };
+            self.f = scale(profile.f[0]);
+            self.b = scale(profile.b[0]);
+            self.w = scale(profile.w[0]);
+            self.mem_f = scale(profile.mem_f[0]);
+            self.mem_w = Some(scale(profile.mem_w[0]));
+            self.profile = None;
+            return self;
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / f64::from(devices.max(1));
+        self.f = mean(&profile.f);
+        self.b = mean(&profile.b);
+        self.w = mean(&profile.w);
+        self.mem_f = mean(&profile.mem_f);
+        self.mem_w = Some(mean(&profile.mem_w));
+        self.profile = Some(Arc::new(profile));
+        self
+    }
+
+    /// The profile, or a uniform one of `devices` pieces.
+    pub fn profile_or_uniform(&self, devices: u32) -> CostProfile {
+        match &self.profile {
+            Some(p) => (**p).clone(),
+            None => CostProfile::uniform(self, devices as usize),
+        }
     }
 
     /// The memory W still needs after B: `mem_w`, or half of `mem_f` by default.
@@ -71,6 +238,11 @@ impl Costs {
         }
         if let Some(o) = self.overlap {
             check_number(Field::Overlap, o)?;
+            if o == 0.0 {
+                return Err(ParamError::new(Field::Overlap, "overlap must be positive, found 0")
+                    .hint("the F&B time is how long an overlapped forward and backward pair takes together")
+                    .hint("leave --overlap out for no overlap gain (the pair takes F + B + W)"));
+            }
         }
         if let Some(w) = self.mem_w {
             check_number(Field::MemW, w)?;
@@ -81,6 +253,9 @@ impl Costs {
                 )
                 .hint("mem-w is the part of a forward's activations the weight gradient still needs"));
             }
+        }
+        if let Some(profile) = &self.profile {
+            profile.check()?;
         }
         if self.f + self.b + self.w <= 0.0 {
             return Err(ParamError::new(Field::F, "f, b and w are all 0: there is no work to schedule")
@@ -173,6 +348,16 @@ impl ScheduleParams {
             ));
         }
         self.costs.check()?;
+        if let Some(profile) = &self.costs.profile {
+            let n = profile.pieces();
+            if n % self.devices as usize != 0 {
+                return Err(ParamError::new(
+                    Field::F,
+                    format!("the cost lists have {n} pieces, expected a multiple of the {} devices", self.devices),
+                )
+                .hint("give one number per device (its share of the model), or change --devices"));
+            }
+        }
         if let Some(limit) = self.mem_limit {
             check_number(Field::MemLimit, limit)?;
         }
@@ -192,6 +377,28 @@ impl ScheduleParams {
         }
         Ok(())
     }
+}
+
+/// The value of stage `j` of `stages` over a model of `values.len()` pieces: the pieces it
+/// covers, in proportion. When the stage lies inside one piece this is that piece's value times
+/// `pieces / stages` — the same expression as a uniform model's `value * stage_scale`.
+fn stage_share(values: &[f64], j: usize, stages: usize, pieces: usize) -> f64 {
+    if stages == 0 || pieces == 0 {
+        return 0.0;
+    }
+    if stages % pieces == 0 {
+        let per_piece = stages / pieces;
+        return values[j / per_piece] * (pieces as f64 / stages as f64);
+    }
+    // In units of 1/(stages·pieces): stage j is [j·pieces, (j+1)·pieces), piece i is
+    // [i·stages, (i+1)·stages).
+    let (lo, hi) = (j * pieces, (j + 1) * pieces);
+    let mut total = 0.0;
+    for i in lo / stages..hi.div_ceil(stages).min(pieces) {
+        let overlap = hi.min((i + 1) * stages) - lo.max(i * stages);
+        total += values[i] * (overlap as f64 / stages as f64);
+    }
+    total
 }
 
 /// Per-stage times and memory: the table the simulator reads.
@@ -216,18 +423,21 @@ pub struct StageCosts {
 impl StageCosts {
     /// Uniform costs scaled to the placement's stage size (see the module docs).
     pub fn new(costs: &Costs, placement: &Placement) -> StageCosts {
-        StageCosts::scaled(costs, placement, placement.stage_scale())
+        StageCosts::scaled(costs, placement, 1)
     }
 
     /// Uniform costs for `schedule`: scaled to its stage size, and divided among its sequence
     /// slices when it splits sequences.
     pub fn for_schedule(costs: &Costs, schedule: &Schedule) -> StageCosts {
-        let scale = schedule.placement.stage_scale() / f64::from(schedule.slices.max(1));
-        StageCosts::scaled(costs, &schedule.placement, scale)
+        StageCosts::scaled(costs, &schedule.placement, schedule.slices.max(1))
     }
 
-    fn scaled(costs: &Costs, placement: &Placement, scale: f64) -> StageCosts {
+    fn scaled(costs: &Costs, placement: &Placement, slices: u32) -> StageCosts {
         let n = placement.stages() as usize;
+        if let Some(profile) = &costs.profile {
+            return StageCosts::profiled(costs, profile, placement, f64::from(slices));
+        }
+        let scale = placement.stage_scale() / f64::from(slices);
         StageCosts {
             f: vec![costs.f * scale; n],
             b: vec![costs.b * scale; n],
@@ -237,6 +447,35 @@ impl StageCosts {
             mem_w: vec![costs.mem_w() * scale; n],
             comm: costs.comm,
         }
+    }
+
+    /// Per-stage costs from a profile: stage `j` of `S` covers the model from `j/S` to
+    /// `(j+1)/S` and takes each piece it covers in proportion; `slices` divides further
+    /// (sequence slices). The overlapped pair time scales with the stage's work.
+    fn profiled(costs: &Costs, profile: &CostProfile, placement: &Placement, slices: f64) -> StageCosts {
+        let pieces = profile.pieces();
+        let stages = placement.stages_per_pipeline() as usize;
+        let fill = |kind: Cost| -> Vec<f64> {
+            let values = profile.values(kind);
+            (0..placement.stages())
+                .map(|g| stage_share(values, placement.local_stage(g) as usize, stages, pieces) / slices)
+                .collect()
+        };
+        let (f, b, w) = (fill(Cost::F), fill(Cost::B), fill(Cost::W));
+        let mean_work = costs.f + costs.b + costs.w;
+        let overlap = costs.overlap.map(|o| {
+            (0..f.len())
+                .map(|s| {
+                    let work = f[s] + b[s] + w[s];
+                    if mean_work > 0.0 {
+                        o * (work / mean_work)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        });
+        StageCosts { f, b, w, overlap, mem_f: fill(Cost::MemF), mem_w: fill(Cost::MemW), comm: costs.comm }
     }
 
     /// Duration of one pass.

@@ -218,6 +218,7 @@ mod tests {
                 overlap: Some(3.5),
                 mem_f: 201216.0,
                 mem_w: Some(73728.0),
+                profile: None,
             },
             mem_limit: Some(1609728.0),
         };

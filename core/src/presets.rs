@@ -43,6 +43,7 @@ fn zb_model(
             overlap: None,
             mem_f: 34.0 * hidden + 5.0 * heads * seq,
             mem_w: Some(32.0 * hidden),
+            profile: None,
         },
         ..ScheduleParams::new(devices, microbatches)
     }

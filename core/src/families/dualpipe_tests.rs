@@ -8,7 +8,7 @@ use crate::stats::{stats, Stats};
 use crate::{simulate, validate, Analysis, Costs, StageCosts};
 
 fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
-    ScheduleParams::new(devices, microbatches).with_costs(costs)
+    ScheduleParams::new(devices, microbatches).with_costs(costs.clone())
 }
 
 /// Validates each pipeline of a two-directional schedule on its own share of microbatches.
@@ -41,7 +41,7 @@ fn validate_each_pipeline(schedule: &Schedule) -> Vec<Diagnostic> {
 /// `crate::run` for DualPipe, with [`validate_each_pipeline`] in place of `crate::validate`.
 fn analyze(devices: u32, microbatches: u32, costs: Costs) -> Analysis {
     let case = format!("P={devices} M={microbatches} {costs:?}");
-    let schedule = generate(&params(devices, microbatches, costs)).unwrap_or_else(|e| panic!("{case}: {e}"));
+    let schedule = generate(&params(devices, microbatches, costs.clone())).unwrap_or_else(|e| panic!("{case}: {e}"));
     assert_eq!(validate_each_pipeline(&schedule), vec![], "{case}");
     let timeline =
         simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule)).unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -110,21 +110,21 @@ fn validates_and_simulates_for_every_size() {
 fn reproduces_deepseeks_figure_of_8_devices_and_20_microbatches() {
     // The figure's costs per chunk: F=1, B=2 (full), W=1, F&B=3.
     let costs = per_chunk(1.0, 2.0, 1.0, 3.0);
-    let stats = analyze(8, 20, costs).stats;
+    let stats = analyze(8, 20, costs.clone()).stats;
     let deepseek = (8.0 / 2.0 - 1.0) * (3.0 + 2.0 - 3.0 * 1.0);
     assert_eq!(deepseek, 6.0);
     assert_eq!(idle_of_least_busy(&stats), deepseek);
     // F&B = F+B here, so no device gains from overlap and the bubble is also cost − ideal.
     assert_eq!((stats.cost, stats.ideal), (66.0, 60.0));
     assert_eq!(stats.bubble_rate, 6.0 / 66.0);
-    assert_eq!(predict(&params(8, 20, costs)).unwrap().bubble, Some(deepseek));
+    assert_eq!(predict(&params(8, 20, costs.clone())).unwrap().bubble, Some(deepseek));
 }
 
 #[test]
 fn a_pair_takes_the_overlap_time_or_the_sum_of_its_passes() {
     let costs = Costs::fbw(2.0, 3.0, 1.0);
     for (overlap, expected) in [(Some(5.0), 5.0), (None, 6.0)] {
-        let analysis = analyze(4, 10, Costs { overlap, ..costs });
+        let analysis = analyze(4, 10, Costs { overlap, ..costs.clone() });
         for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
             for (op, time) in order.iter().zip(&times.ops) {
                 if op.is_pair() {
@@ -171,7 +171,7 @@ fn every_device_peaks_at_pp_plus_one_stage_activations() {
         for microbatches in [2 * devices, 2 * devices + 2, 4 * devices] {
             for mem_w in [None, Some(0.0), Some(1.0)] {
                 let costs = Costs { mem_w, ..Costs::default() };
-                let analysis = analyze(devices, microbatches, costs);
+                let analysis = analyze(devices, microbatches, costs.clone());
                 // PP = P stages per pipeline, each 1/P of the model: a stage activation is mem-f.
                 let promise = f64::from(devices + 1) * costs.mem_f;
                 let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
@@ -179,7 +179,7 @@ fn every_device_peaks_at_pp_plus_one_stage_activations() {
                     assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
                     assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
                 }
-                let predicted = predict(&params(devices, microbatches, costs)).unwrap().peak_memory;
+                let predicted = predict(&params(devices, microbatches, costs.clone())).unwrap().peak_memory;
                 assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
             }
         }
@@ -193,8 +193,8 @@ fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
             for (f, b, w) in [(1.0, 1.0, 1.0), (2.0, 2.0, 1.0), (3.0, 3.0, 0.0), (1.0, 1.0, 0.5)] {
                 for overlap in [None, Some(f + b + w)] {
                     let costs = Costs { overlap, ..Costs::fbw(f, b, w) };
-                    let bubble = predict(&params(devices, microbatches, costs)).unwrap().bubble;
-                    let stats = analyze(devices, microbatches, costs).stats;
+                    let bubble = predict(&params(devices, microbatches, costs.clone())).unwrap().bubble;
+                    let stats = analyze(devices, microbatches, costs.clone()).stats;
                     let case = format!("P={devices} M={microbatches} {costs:?}");
                     assert_eq!(bubble, Some(stats.cost - stats.ideal), "{case}");
                     // Per chunk: F = f, B = b+w, W = w, F&B = F+B; PP = P.
@@ -214,12 +214,12 @@ fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
 fn no_bubble_is_predicted_outside_the_formulas_domain() {
     let base = Costs::fbw(2.0, 2.0, 1.0);
     for costs in [
-        Costs { overlap: Some(2.0), ..base }, // F&B below the full backward B
+        Costs { overlap: Some(2.0), ..base.clone() }, // F&B below the full backward B
         Costs::fbw(1.0, 2.0, 1.0),            // F ≠ B − W
         Costs::fbw(1.0, 1.0, 2.0),            // W > F
-        Costs { comm: 0.5, ..base },
+        Costs { comm: 0.5, ..base.clone() },
     ] {
-        let prediction = predict(&params(4, 8, costs)).unwrap();
+        let prediction = predict(&params(4, 8, costs.clone())).unwrap();
         assert_eq!(prediction.bubble, None, "{costs:?}");
         assert!(prediction.peak_memory.is_some());
     }
@@ -264,9 +264,9 @@ fn with_overlap_gains_the_prediction_is_deepseeks_least_busy_idle() {
         for microbatches in [2 * devices, 3 * devices] {
             for overlap in [3.0, 4.0, 4.5] {
                 let costs = Costs { overlap: Some(overlap), ..Costs::fbw(2.0, 2.0, 1.0) };
-                let prediction = predict(&params(devices, microbatches, costs)).unwrap();
+                let prediction = predict(&params(devices, microbatches, costs.clone())).unwrap();
                 assert_eq!(prediction.bubble_quantity, BubbleQuantity::LeastBusyIdle);
-                let stats = analyze(devices, microbatches, costs).stats;
+                let stats = analyze(devices, microbatches, costs.clone()).stats;
                 let case = format!("P={devices} M={microbatches} F&B={overlap}");
                 assert_eq!(prediction.bubble, Some(BubbleQuantity::LeastBusyIdle.of(&stats)), "{case}");
                 let (full_b, w, fb) = (3.0 * 1.0, 1.0 * 1.0, overlap * 1.0);

@@ -9,11 +9,11 @@ use crate::{run, validate, Analysis, Costs};
 const PYTORCH_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/pytorch");
 
 fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
-    ScheduleParams::new(devices, microbatches).with_costs(costs)
+    ScheduleParams::new(devices, microbatches).with_costs(costs.clone())
 }
 
 fn analyze(devices: u32, microbatches: u32, costs: Costs) -> Analysis {
-    run("dualpipe-v", &params(devices, microbatches, costs))
+    run("dualpipe-v", &params(devices, microbatches, costs.clone()))
         .unwrap_or_else(|e| panic!("P={devices} M={microbatches} {costs:?}: {e}"))
 }
 
@@ -139,7 +139,7 @@ fn validates_and_simulates_for_every_size() {
 fn a_pair_takes_half_the_overlap_time_or_the_sum_of_its_passes() {
     let costs = Costs { overlap: Some(5.0), ..Costs::fbw(2.0, 3.0, 1.0) };
     for (overlap, expected) in [(Some(5.0), 2.5), (None, 3.0)] {
-        let analysis = analyze(3, 8, Costs { overlap, ..costs });
+        let analysis = analyze(3, 8, Costs { overlap, ..costs.clone() });
         for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
             for (op, time) in order.iter().zip(&times.ops) {
                 if op.is_pair() {
@@ -168,7 +168,7 @@ fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
         for microbatches in [2 * devices, 2 * devices + 1, 3 * devices, 4 * devices] {
             for (forward, full_backward, weight, overlap) in chunk_costs {
                 let costs = per_chunk(forward, full_backward, weight, overlap);
-                let stats = analyze(devices, microbatches, costs).stats;
+                let stats = analyze(devices, microbatches, costs.clone()).stats;
                 let pp = 2.0 * f64::from(devices);
                 let deepseek = (pp / 2.0 - 1.0) * (overlap + full_backward - 3.0 * weight);
                 let case =
@@ -191,7 +191,7 @@ fn victarrys_emulation_check_holds() {
     let b = d + w;
     for p in 1..=16 {
         for m in 2 * p..=4 * p {
-            let stats = analyze(p, m, costs).stats;
+            let stats = analyze(p, m, costs.clone()).stats;
             let (pf, mf) = (f64::from(p), f64::from(m));
             let active = (2.0 * (mf - pf) - 1.0) * fwb + (2.0 * pf + 1.0) * (f + b);
             let total = (pf - 1.0) * f
@@ -209,9 +209,9 @@ fn victarrys_emulation_check_holds() {
         }
     }
     // The active-time count (2(m−p)−1 pairs on the last rank) holds whatever the pair gains.
-    let gain = Costs { overlap: Some(5.0), ..costs };
+    let gain = Costs { overlap: Some(5.0), ..costs.clone() };
     for (p, m) in [(1, 2), (4, 10), (7, 20)] {
-        let stats = analyze(p, m, gain).stats;
+        let stats = analyze(p, m, gain.clone()).stats;
         let active = (2.0 * f64::from(m - p) - 1.0) * 2.5 + (2.0 * f64::from(p) + 1.0) * (f + b);
         assert_eq!(stats.per_device.last().unwrap().busy, active, "p={p} m={m}");
     }
@@ -223,7 +223,7 @@ fn every_device_peaks_at_pp_plus_one_chunk_activations() {
         for microbatches in [2 * devices, 3 * devices, 4 * devices] {
             for mem_w in [None, Some(0.0), Some(1.0)] {
                 let costs = Costs { mem_w, ..Costs::default() };
-                let analysis = analyze(devices, microbatches, costs);
+                let analysis = analyze(devices, microbatches, costs.clone());
                 // PP = 2P stages of 1/(2P) of the model: a chunk activation is mem-f/2.
                 let chunk = costs.mem_f / 2.0;
                 let promise = f64::from(2 * devices + 1) * chunk;
@@ -232,7 +232,7 @@ fn every_device_peaks_at_pp_plus_one_chunk_activations() {
                     assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
                     assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
                 }
-                let predicted = predict(&params(devices, microbatches, costs)).unwrap().peak_memory;
+                let predicted = predict(&params(devices, microbatches, costs.clone())).unwrap().peak_memory;
                 assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
             }
         }
@@ -243,9 +243,9 @@ fn every_device_peaks_at_pp_plus_one_chunk_activations() {
 fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
     // DeepSeek's figure setting (F=1, B=2, W=1, F&B=3 per chunk): (PP/2−1)(3+2−3) = 2(P−1).
     let figure = per_chunk(1.0, 2.0, 1.0, 3.0);
-    let prediction = predict(&params(4, 10, figure)).unwrap();
+    let prediction = predict(&params(4, 10, figure.clone())).unwrap();
     assert_eq!(prediction.bubble, Some(6.0));
-    let stats = analyze(4, 10, figure).stats;
+    let stats = analyze(4, 10, figure.clone()).stats;
     assert_eq!((stats.cost, stats.ideal), (66.0, 60.0));
 
     for devices in [1, 2, 3, 6, 9, 16] {
@@ -253,8 +253,8 @@ fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
             for (f, b, w) in [(1.0, 1.0, 1.0), (2.0, 2.0, 1.0), (3.0, 3.0, 0.0), (1.0, 1.0, 0.5)] {
                 for overlap in [None, Some(f + b + w)] {
                     let costs = Costs { overlap, ..Costs::fbw(f, b, w) };
-                    let bubble = predict(&params(devices, microbatches, costs)).unwrap().bubble;
-                    let stats = analyze(devices, microbatches, costs).stats;
+                    let bubble = predict(&params(devices, microbatches, costs.clone())).unwrap().bubble;
+                    let stats = analyze(devices, microbatches, costs.clone()).stats;
                     let case = format!("P={devices} M={microbatches} {costs:?}");
                     assert_eq!(bubble, Some(stats.cost - stats.ideal), "{case}");
                     // Per chunk: F = f/2, B = (b+w)/2, W = w/2, F&B = F+B; PP = 2P.
@@ -271,12 +271,12 @@ fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
 fn no_bubble_is_predicted_outside_the_formulas_domain() {
     let base = Costs::fbw(2.0, 2.0, 1.0);
     for costs in [
-        Costs { overlap: Some(2.0), ..base }, // F&B below the full backward B
+        Costs { overlap: Some(2.0), ..base.clone() }, // F&B below the full backward B
         Costs::fbw(1.0, 2.0, 1.0),            // F ≠ B − W
         Costs::fbw(1.0, 1.0, 2.0),            // W > F
-        Costs { comm: 0.5, ..base },
+        Costs { comm: 0.5, ..base.clone() },
     ] {
-        let prediction = predict(&params(4, 8, costs)).unwrap();
+        let prediction = predict(&params(4, 8, costs.clone())).unwrap();
         assert_eq!(prediction.bubble, None, "{costs:?}");
         assert!(prediction.peak_memory.is_some());
     }
@@ -309,9 +309,9 @@ fn with_overlap_gains_the_prediction_is_deepseeks_least_busy_idle() {
         for microbatches in [2 * devices, 3 * devices] {
             for overlap in [3.0, 4.0, 4.5] {
                 let costs = Costs { overlap: Some(overlap), ..Costs::fbw(2.0, 2.0, 1.0) };
-                let prediction = predict(&params(devices, microbatches, costs)).unwrap();
+                let prediction = predict(&params(devices, microbatches, costs.clone())).unwrap();
                 assert_eq!(prediction.bubble_quantity, BubbleQuantity::LeastBusyIdle);
-                let stats = analyze(devices, microbatches, costs).stats;
+                let stats = analyze(devices, microbatches, costs.clone()).stats;
                 let case = format!("P={devices} M={microbatches} F&B={overlap}");
                 assert_eq!(prediction.bubble, Some(BubbleQuantity::LeastBusyIdle.of(&stats)), "{case}");
                 let (full_b, w, fb) = (3.0 * 0.5, 1.0 * 0.5, overlap * 0.5);

@@ -7,7 +7,7 @@ use crate::params::Costs;
 use crate::{run, simulate, validate};
 
 fn waves(devices: u32, microbatches: u32, waves: u32, costs: Costs) -> ScheduleParams {
-    ScheduleParams { waves: Some(waves), ..ScheduleParams::new(devices, microbatches).with_costs(costs) }
+    ScheduleParams { waves: Some(waves), ..ScheduleParams::new(devices, microbatches).with_costs(costs.clone()) }
 }
 
 fn bubble(p: &ScheduleParams) -> f64 {
@@ -141,7 +141,7 @@ fn every_schedule_validates_and_runs_with_communication() {
         for microbatches in 1..=2 * devices + 3 {
             for n in 1..=3u32 {
                 let costs = Costs { comm: 0.5, ..Costs::fbw(1.0, 2.0, 1.0) };
-                let p = waves(devices, microbatches, n, costs);
+                let p = waves(devices, microbatches, n, costs.clone());
                 let schedule = generate("hanayo", &p).unwrap();
                 let errors: Vec<_> =
                     validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();

@@ -14,7 +14,7 @@ fn chunk_costs(f: f64, b: f64, w: f64, comm: f64) -> Costs {
 }
 
 fn interleaved(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
-    ScheduleParams::new(devices, microbatches).with_costs(costs)
+    ScheduleParams::new(devices, microbatches).with_costs(costs.clone())
 }
 
 fn peaks(a: &crate::Analysis) -> Vec<f64> {
@@ -45,7 +45,7 @@ fn reproduces_the_vpp_golden_orders_costs_and_peaks() {
         (12, chunk_costs(5.0, 6.0, 4.0, 1.0), 419.0, "0.1408", &GOLDEN_P4_M12),
     ];
     for (microbatches, costs, cost, rate, golden) in cases {
-        let a = run("interleaved-1f1b", &interleaved(4, microbatches, costs)).unwrap();
+        let a = run("interleaved-1f1b", &interleaved(4, microbatches, costs.clone())).unwrap();
         for (device, line) in golden.iter().enumerate() {
             assert_eq!(a.schedule.notation(device as u32), *line, "m={microbatches} device {device}");
         }
@@ -182,7 +182,7 @@ fn every_schedule_validates_and_runs_with_communication() {
         for microbatches in 1..=14u32 {
             for chunks in 1..=3u32 {
                 for name in ["interleaved-1f1b", "looped-bfs"] {
-                    let p = ScheduleParams::new(devices, microbatches).with_chunks(chunks).with_costs(costs);
+                    let p = ScheduleParams::new(devices, microbatches).with_chunks(chunks).with_costs(costs.clone());
                     let Ok(schedule) = generate(name, &p) else { continue };
                     let errors: Vec<_> =
                         validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();

@@ -112,12 +112,12 @@ fn every_size_validates_and_simulates() {
     let costs = Costs { comm: 0.5, ..Costs::fbw(3.0, 4.0, 2.0) };
     for devices in 1..=8 {
         for microbatches in 1..=20 {
-            let a = run_ok("1f1b-v", &ScheduleParams::new(devices, microbatches).with_costs(costs));
+            let a = run_ok("1f1b-v", &ScheduleParams::new(devices, microbatches).with_costs(costs.clone()));
             assert_eq!(a.schedule.pass_count(), 4 * (devices * microbatches) as usize);
         }
     }
     for (devices, microbatches) in [(12, 5), (16, 40), (24, 7), (32, 64), (33, 100)] {
-        run_ok("1f1b-v", &ScheduleParams::new(devices, microbatches).with_costs(costs));
+        run_ok("1f1b-v", &ScheduleParams::new(devices, microbatches).with_costs(costs.clone()));
     }
 }
 

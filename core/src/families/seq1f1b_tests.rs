@@ -15,14 +15,14 @@ fn one_split_is_exactly_one_f_one_b() {
     let costs = Costs { comm: 1.0, ..Costs::fbw(5.0, 6.0, 4.0) };
     for devices in 1..=6 {
         for microbatches in 1..=10 {
-            let ours = run("seq1f1b", &with_splits(devices, microbatches, 1).with_costs(costs)).unwrap();
-            let reference = run("1f1b", &ScheduleParams::new(devices, microbatches).with_costs(costs)).unwrap();
+            let ours = run("seq1f1b", &with_splits(devices, microbatches, 1).with_costs(costs.clone())).unwrap();
+            let reference = run("1f1b", &ScheduleParams::new(devices, microbatches).with_costs(costs.clone())).unwrap();
             assert_eq!(ours.schedule.orders, reference.schedule.orders, "P={devices} M={microbatches}");
             assert_eq!(ours.stats, reference.stats);
         }
     }
     // zero-bubble.md §9.2: 1F1B p=4 m=12, F,B,W = 5,6,4, comm 1 → 247.
-    let a = run("seq1f1b", &with_splits(4, 12, 1).with_costs(costs)).unwrap();
+    let a = run("seq1f1b", &with_splits(4, 12, 1).with_costs(costs.clone())).unwrap();
     assert_eq!(a.stats.cost, 247.0);
 }
 

@@ -12,7 +12,7 @@ fn chunk_costs(f: f64, b: f64, w: f64) -> Costs {
 }
 
 fn params(devices: u32, microbatches: u32, costs: Costs, limit: Option<f64>) -> ScheduleParams {
-    let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs);
+    let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
     params.mem_limit = limit;
     params
 }
@@ -84,7 +84,7 @@ fn every_size_validates_simulates_and_keeps_the_limit() {
     for p in 1..=8 {
         for m in 1..=24 {
             for limit in [None, Some(f64::from(p) * 0.75), Some(f64::from(p) / 3.0 + 1.0)] {
-                let params = params(p, m, costs, limit);
+                let params = params(p, m, costs.clone(), limit);
                 match run("v-auto", &params) {
                     Ok(a) => {
                         assert_eq!(a.schedule.pass_count(), (6 * p * m) as usize, "p={p} m={m} limit {limit:?}");

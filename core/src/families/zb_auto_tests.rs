@@ -37,7 +37,7 @@ fn model_1_5b(microbatches: u32) -> ScheduleParams {
         mem_w: Some(32.0 * h),
         ..Costs::fbw(18522.0, 18086.0, 9337.0)
     };
-    ScheduleParams::new(8, microbatches).with_costs(costs)
+    ScheduleParams::new(8, microbatches).with_costs(costs.clone())
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn heuristic_times_match_the_authors_code() {
     // our cost) for ZB-1p and ZB-2p with Table 6's times.
     let model = |p: u32, m: u32, f: f64, b: f64, w: f64, comm: f64, h: f64, a: f64| {
         let costs = Costs { comm, mem_f: 34.0 * h + 5.0 * a * 1024.0, mem_w: Some(32.0 * h), ..Costs::fbw(f, b, w) };
-        ScheduleParams::new(p, m).with_costs(costs)
+        ScheduleParams::new(p, m).with_costs(costs.clone())
     };
     let cases = [
         (model_1_5b(24), 1310405.0, 1152599.0),
@@ -108,10 +108,10 @@ fn skipping_repeated_and_hopeless_runs_changes_nothing() {
     let mut checked = 0;
     for p in 1..=5 {
         for m in 1..=10 {
-            for c in costs {
+            for c in costs.clone() {
                 let pf = f64::from(p);
                 for limit in [1.0, 0.5 * pf + 0.5, pf, 1.5 * pf, 2.0 * pf, 3.0 * f64::from(m)] {
-                    let params = ScheduleParams::new(p, m).with_costs(c).with_mem_limit(limit);
+                    let params = ScheduleParams::new(p, m).with_costs(c.clone()).with_mem_limit(limit);
                     let expected = all_eight_runs(&params, limit);
                     assert_eq!(generate("zb-auto", &params).unwrap(), expected, "p={p} m={m} {c:?} limit {limit}");
                     checked += 1;
@@ -129,7 +129,7 @@ fn never_exceeds_the_memory_limit() {
             for c in [Costs::fbw(1.0, 1.0, 1.0), Costs { comm: 1.0, ..Costs::fbw(5.0, 6.0, 4.0) }] {
                 for k in 2..=4 * p {
                     let limit = 0.5 * f64::from(k);
-                    let params = ScheduleParams::new(p, m).with_costs(c).with_mem_limit(limit);
+                    let params = ScheduleParams::new(p, m).with_costs(c.clone()).with_mem_limit(limit);
                     let stats = run("zb-auto", &params).unwrap().stats;
                     assert!(stats.peak_memory <= limit, "p={p} m={m} {c:?} limit {limit}: {}", stats.peak_memory);
                 }

@@ -100,7 +100,7 @@ fn the_heuristic_scores_with_the_simulator_s_times() {
         (5, 9, Costs { comm: 1.5, ..Costs::fbw(3.0, 5.0, 1.0) }),
         (3, 2, Costs::fbw(1.0, 2.0, 3.0)),
     ] {
-        let params = ScheduleParams::new(devices, microbatches).with_costs(costs);
+        let params = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
         let outcome = Heuristic::new(&params, capacity(&params)).best().unwrap_or_else(|_| panic!("{params:?}"));
         let stats = run_ok("zb-v", &params).stats;
         assert_eq!(stats.cost, stats.ideal + outcome.worst, "{params:?}");
@@ -118,9 +118,9 @@ fn every_size_validates_and_simulates_within_the_limit() {
     ];
     for devices in 1..=8 {
         for microbatches in 1..=20 {
-            for c in costs {
+            for c in costs.clone() {
                 for limit in [None, Some(f64::from(devices) * 1.5)] {
-                    let mut params = ScheduleParams::new(devices, microbatches).with_costs(c);
+                    let mut params = ScheduleParams::new(devices, microbatches).with_costs(c.clone());
                     params.mem_limit = limit;
                     let a = run_ok("zb-v", &params);
                     assert_eq!(a.schedule.pass_count(), 6 * (devices * microbatches) as usize);
@@ -186,7 +186,7 @@ fn more_memory_never_hurts_and_fits_the_limit() {
 fn limits_are_counted_in_whole_chunk_activations() {
     // 1.2 / (0.3 / 2) is 7.999… in floating point: 8 chunk activations, 1F1B's memory for P=4.
     let costs = Costs { mem_f: 0.3, ..Costs::default() };
-    let params = ScheduleParams::new(4, 8).with_costs(costs).with_mem_limit(1.2);
+    let params = ScheduleParams::new(4, 8).with_costs(costs.clone()).with_mem_limit(1.2);
     assert_eq!(capacity(&params), 8);
     assert!(run("zb-v", &params).is_ok());
     assert_eq!(capacity(&ScheduleParams::new(4, 8).with_costs(Costs { mem_f: 0.0, ..Costs::default() })), u64::MAX);
@@ -224,7 +224,7 @@ fn peak_prediction_holds_at_1f1b_memory() {
     let mut predicted_cases = 0;
     for devices in 1..=8 {
         for microbatches in 1..=20 {
-            for c in costs {
+            for c in costs.clone() {
                 let params =
                     ScheduleParams::new(devices, microbatches).with_costs(held_until_w(Costs { mem_f: 2.0, ..c }));
                 if let Some(predicted) = predict(&params).and_then(|p| p.peak_memory) {

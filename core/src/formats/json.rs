@@ -117,6 +117,7 @@ impl From<CostsJson> for Costs {
             overlap: c.overlap.map(|n| n.0),
             mem_f: c.mem_f.0,
             mem_w: c.mem_w.map(|n| n.0),
+            profile: None,
         }
     }
 }
@@ -378,7 +379,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
         return Imported { schedule: None, costs, diagnostics: out.finish() };
     }
     let draft = Draft { placement, microbatches, slices, rows };
-    let checked = check::check(draft, source, &|p| pass_text(p, slices), &costs.unwrap_or_default(), &mut out);
+    let checked = check::check(draft, source, &|p| pass_text(p, slices), &costs.clone().unwrap_or_default(), &mut out);
     Imported { schedule: Some(checked.schedule), costs, diagnostics: out.finish() }
 }
 

@@ -36,6 +36,7 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
                         overlap: overlap.map(f64::from),
                         mem_f: 2.0,
                         mem_w: mem_w.map(|m| f64::from(m) / 2.0 * 2.0),
+                        profile: None,
                     },
                     mem_limit: limit.map(|l| f64::from(l) / 2.0 * f64::from(devices)),
                 }
