@@ -28,7 +28,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
             })
         })
         .collect();
-    let prediction = family.and_then(|f| (f.predict)(params)).map(|p| {
+    let prediction = family.and_then(|f| f.prediction(params)).map(|p| {
         json!({
             "bubble": p.bubble,
             "bubble_formula": p.bubble_formula,
@@ -95,7 +95,7 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     for (label, value, note) in rows {
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
     }
-    if let Some(p) = family.and_then(|f| (f.predict)(params)) {
+    if let Some(p) = family.and_then(|f| f.prediction(params)) {
         if let Some(b) = p.bubble {
             let q = p.bubble_quantity;
             let _ = writeln!(

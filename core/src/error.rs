@@ -40,6 +40,28 @@ pub enum Field {
     MemW,
     /// Per-device memory limit (`--mem-limit`).
     MemLimit,
+    /// Transformer layers of the model (`--layers`).
+    Layers,
+    /// Hidden size (`--hidden`).
+    Hidden,
+    /// Attention heads (`--heads`).
+    Heads,
+    /// Sequence length (`--seq`).
+    Seq,
+    /// Sequences per microbatch (`--micro-batch`).
+    MicroBatch,
+    /// Vocabulary size (`--vocab`).
+    Vocab,
+    /// MLP width (`--ffn`).
+    Ffn,
+    /// Achieved TFLOP/s per device (`--tflops`).
+    Tflops,
+    /// Link bandwidth between neighbouring devices, GB/s (`--bandwidth`).
+    Bandwidth,
+    /// Latency of one hop, µs (`--latency`).
+    Latency,
+    /// How layers are cut into stages (`--layout`).
+    Layout,
 }
 
 impl Field {
@@ -61,6 +83,17 @@ impl Field {
             Field::MemF => "mem-f",
             Field::MemW => "mem-w",
             Field::MemLimit => "mem-limit",
+            Field::Layers => "layers",
+            Field::Hidden => "hidden",
+            Field::Heads => "heads",
+            Field::Seq => "seq",
+            Field::MicroBatch => "micro-batch",
+            Field::Vocab => "vocab",
+            Field::Ffn => "ffn",
+            Field::Tflops => "tflops",
+            Field::Bandwidth => "bandwidth",
+            Field::Latency => "latency",
+            Field::Layout => "layout",
         }
     }
 }

@@ -16,6 +16,7 @@
 pub mod error;
 pub mod families;
 pub mod formats;
+pub mod model;
 pub mod params;
 pub mod permalink;
 pub mod presets;
@@ -27,7 +28,7 @@ pub mod validate;
 
 pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
 pub use families::{family, generate, BubbleQuantity, Family, FamilyGroup, Prediction, FAMILIES};
-pub use params::{Costs, ScheduleParams, StageCosts};
+pub use params::{CostProfile, Costs, ScheduleParams, StageCosts};
 pub use schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 pub use sim::{simulate, Timeline};
 pub use stats::{stats, BubbleMeasure, DeviceStats, Stats};

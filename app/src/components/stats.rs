@@ -39,7 +39,7 @@ pub fn StatTiles() -> impl IntoView {
     let prediction = move || {
         outcome.with(|o| {
             let f = family(&o.main.name)?;
-            let p = (f.predict)(&o.params)?;
+            let p = f.prediction(&o.params)?;
             let a = o.main.result.as_ref().ok()?;
             Some((p.bubble_formula, p.bubble, p.bubble_quantity.of(&a.stats), p.bubble_quantity.label()))
         })
@@ -142,7 +142,7 @@ pub fn DeviceTable() -> impl IntoView {
         state.outcome.with(|o| {
             let a = o.main.result.as_ref().ok()?;
             let limit = o.params.mem_limit;
-            let predicted = family(&o.main.name).and_then(|f| (f.predict)(&o.params)).and_then(|p| p.peak_memory);
+            let predicted = family(&o.main.name).and_then(|f| f.prediction(&o.params)).and_then(|p| p.peak_memory);
             Some(
                 a.stats
                     .per_device
@@ -172,7 +172,7 @@ pub fn DeviceTable() -> impl IntoView {
         })
     };
     let formula = move || {
-        state.outcome.with(|o| family(&o.main.name).and_then(|f| (f.predict)(&o.params)).map(|p| p.memory_formula))
+        state.outcome.with(|o| family(&o.main.name).and_then(|f| f.prediction(&o.params)).map(|p| p.memory_formula))
     };
     view! {
         <section class="card" aria-label="Per-device numbers">

@@ -164,6 +164,15 @@ impl Family {
         p
     }
 
+    /// The closed-form prediction for `params`, or `None` when the family has none there — in
+    /// particular when stages cost different amounts, where no published formula applies.
+    pub fn prediction(&self, params: &ScheduleParams) -> Option<Prediction> {
+        if !params.costs.is_uniform() {
+            return None;
+        }
+        (self.predict)(params)
+    }
+
     /// A heading for a schedule of this family: its title and the sizes that shape it.
     pub fn label(&self, params: &ScheduleParams) -> String {
         let mut out = format!(

@@ -1,0 +1,294 @@
+//! How a model's layers are cut into pipeline stages.
+//!
+//! Two spellings are accepted:
+//!
+//! * Megatron-Core's `--pipeline-model-parallel-layout`: `E` the embedding, `t` a transformer
+//!   layer, `m` a multi-token-prediction layer (counted as a transformer layer), `L` the loss
+//!   and LM head, `|` between stages, `X*N` repeats the atom before it (a letter or a
+//!   parenthesised group) `N` times; commas and spaces are ignored. Stages are given in pipeline
+//!   order, `P × chunks` of them: `Et*3|(tt|)*29,m|L`.
+//! * A plain list of transformer layers per device share, `4,4,4,4`: the embedding goes with the
+//!   first share and the LM head with the last.
+//!
+//! Without a layout, layers are split as evenly as possible, earlier shares taking the extra
+//! layer ([`Layout::even`]).
+
+use crate::error::{Field, ParamError};
+
+/// The largest number of stages a layout may describe.
+pub const MAX_LAYOUT_STAGES: usize = 65_536;
+
+/// What one piece (stage) of the model holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Piece {
+    /// Whether it holds the embedding.
+    pub embedding: bool,
+    /// Transformer layers (MTP layers count here too).
+    pub layers: u32,
+    /// Whether it holds the LM head and the loss.
+    pub loss: bool,
+}
+
+/// The pieces of a model in pipeline order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// One entry per stage, in pipeline order.
+    pub pieces: Vec<Piece>,
+}
+
+impl Layout {
+    /// `layers` split over `devices` shares as evenly as possible, earlier shares taking the
+    /// extra layer; the embedding on the first share, the LM head on the last.
+    pub fn even(layers: u32, devices: u32) -> Layout {
+        let devices = devices.max(1);
+        let (base, extra) = (layers / devices, layers % devices);
+        let mut pieces: Vec<Piece> =
+            (0..devices).map(|k| Piece { layers: base + u32::from(k < extra), ..Piece::default() }).collect();
+        mark_ends(&mut pieces);
+        Layout { pieces }
+    }
+
+    /// Reads `spec` (a Megatron layout or a list of layer counts) for a model of `layers`
+    /// transformer layers on `devices` devices.
+    ///
+    /// # Errors
+    /// A [`ParamError`] on [`Field::Layout`] when the syntax is wrong, the stage count is not a
+    /// multiple of `devices`, or the layers do not add up to `layers`.
+    pub fn parse(spec: &str, layers: u32, devices: u32) -> Result<Layout, ParamError> {
+        let spec = spec.trim();
+        if spec.is_empty() {
+            return Err(err("the layout is empty").hint("write e.g. `Et*4|t*4|t*4|t*4L` or `4,4,4,4`"));
+        }
+        let plain = spec.chars().all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace());
+        let layout = if plain { parse_counts(spec)? } else { parse_megatron(spec)? };
+        layout.check(layers, devices)?;
+        Ok(layout)
+    }
+
+    /// Number of stages.
+    pub fn stages(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// Transformer layers in all pieces.
+    pub fn layers(&self) -> u64 {
+        self.pieces.iter().map(|p| u64::from(p.layers)).sum()
+    }
+
+    /// Whether layers split evenly: every share of `devices` holds the same number.
+    pub fn is_even(&self, devices: u32) -> bool {
+        let shares = self.share_layers(devices);
+        shares.windows(2).all(|w| w[0] == w[1])
+    }
+
+    /// Transformer layers of each device share (`stages / devices` consecutive pieces).
+    pub fn share_layers(&self, devices: u32) -> Vec<u32> {
+        let per = (self.stages() / devices.max(1) as usize).max(1);
+        self.pieces.chunks(per).map(|c| c.iter().map(|p| p.layers).sum()).collect()
+    }
+
+    /// The layout in Megatron's syntax, stages joined by `|`.
+    pub fn to_megatron(&self) -> String {
+        let stage = |p: &Piece| {
+            let mut s = String::new();
+            if p.embedding {
+                s.push('E');
+            }
+            match p.layers {
+                0 => {}
+                1 => s.push('t'),
+                n => s.push_str(&format!("t*{n}")),
+            }
+            if p.loss {
+                s.push('L');
+            }
+            s
+        };
+        self.pieces.iter().map(stage).collect::<Vec<_>>().join("|")
+    }
+
+    fn check(&self, layers: u32, devices: u32) -> Result<(), ParamError> {
+        let n = self.stages();
+        if n == 0 || n % devices.max(1) as usize != 0 {
+            return Err(err(format!("the layout has {n} stages, expected a multiple of the {devices} devices"))
+                .hint("give one stage per device, or chunks × devices stages in pipeline order"));
+        }
+        if self.layers() != u64::from(layers) {
+            return Err(err(format!("the layout holds {} transformer layers, expected --layers {layers}", self.layers()))
+                .hint("make the `t`s (or the counts) add up to --layers"));
+        }
+        let embeddings = self.pieces.iter().filter(|p| p.embedding).count();
+        let losses = self.pieces.iter().filter(|p| p.loss).count();
+        if embeddings != 1 || losses != 1 {
+            return Err(err(format!(
+                "the layout has {embeddings} embeddings (E) and {losses} LM heads (L), expected one of each"
+            ))
+            .hint("put `E` in the first stage and `L` in the last"));
+        }
+        Ok(())
+    }
+}
+
+fn err(message: impl Into<String>) -> ParamError {
+    ParamError::new(Field::Layout, message)
+}
+
+fn mark_ends(pieces: &mut [Piece]) {
+    if let Some(first) = pieces.first_mut() {
+        first.embedding = true;
+    }
+    if let Some(last) = pieces.last_mut() {
+        last.loss = true;
+    }
+}
+
+fn parse_counts(spec: &str) -> Result<Layout, ParamError> {
+    let mut pieces = Vec::new();
+    for (i, item) in spec.split(',').enumerate() {
+        let item = item.trim();
+        let layers = item.parse::<u32>().map_err(|_| {
+            err(format!("item {} of the layout is `{item}`, expected a number of layers", i + 1))
+                .hint("write one whole number per device share, e.g. `5,6,6,5`")
+        })?;
+        pieces.push(Piece { layers, ..Piece::default() });
+        if pieces.len() > MAX_LAYOUT_STAGES {
+            return Err(err(format!("the layout has more than {MAX_LAYOUT_STAGES} stages")));
+        }
+    }
+    mark_ends(&mut pieces);
+    Ok(Layout { pieces })
+}
+
+/// Expands repetitions and groups into a flat token string, then cuts it at `|`.
+fn parse_megatron(spec: &str) -> Result<Layout, ParamError> {
+    let chars: Vec<char> = spec.chars().filter(|c| !c.is_whitespace() && *c != ',').collect();
+    let mut pos = 0;
+    let tokens = parse_sequence(&chars, &mut pos, 0)?;
+    if pos < chars.len() {
+        return Err(err(format!("unexpected `{}` at position {} of the layout", chars[pos], pos + 1))
+            .hint("parentheses must be balanced"));
+    }
+    let mut pieces = vec![Piece::default()];
+    for t in tokens {
+        let Some(piece) = pieces.last_mut() else { break };
+        match t {
+            'E' => piece.embedding = true,
+            't' | 'm' => piece.layers += 1,
+            'L' => piece.loss = true,
+            _ => pieces.push(Piece::default()),
+        }
+    }
+    Ok(Layout { pieces })
+}
+
+/// The largest expanded layout, in tokens.
+const MAX_TOKENS: usize = 4_000_000;
+
+fn parse_sequence(chars: &[char], pos: &mut usize, depth: usize) -> Result<Vec<char>, ParamError> {
+    if depth > 32 {
+        return Err(err("the layout nests parentheses more than 32 deep"));
+    }
+    let mut out: Vec<char> = Vec::new();
+    while let Some(&c) = chars.get(*pos) {
+        let atom: Vec<char> = match c {
+            'E' | 't' | 'm' | 'L' | '|' => {
+                *pos += 1;
+                vec![c]
+            }
+            '(' => {
+                *pos += 1;
+                let inner = parse_sequence(chars, pos, depth + 1)?;
+                if chars.get(*pos) != Some(&')') {
+                    return Err(err("a `(` in the layout is never closed").hint("close every group with `)`"));
+                }
+                *pos += 1;
+                inner
+            }
+            ')' => return Ok(out),
+            other => {
+                return Err(err(format!("unexpected `{other}` at position {} of the layout", *pos + 1))
+                    .hint("use E (embedding), t (layer), m (MTP layer), L (loss), | (next stage), *N, parentheses"));
+            }
+        };
+        let times = parse_repeat(chars, pos)?;
+        if out.len() + atom.len().saturating_mul(times) > MAX_TOKENS {
+            return Err(err(format!("the layout expands to more than {MAX_TOKENS} tokens")));
+        }
+        for _ in 0..times {
+            out.extend_from_slice(&atom);
+        }
+    }
+    Ok(out)
+}
+
+fn parse_repeat(chars: &[char], pos: &mut usize) -> Result<usize, ParamError> {
+    if chars.get(*pos) != Some(&'*') {
+        return Ok(1);
+    }
+    *pos += 1;
+    let start = *pos;
+    while chars.get(*pos).is_some_and(char::is_ascii_digit) {
+        *pos += 1;
+    }
+    let digits: String = chars[start..*pos].iter().collect();
+    digits.parse::<usize>().map_err(|_| {
+        err(format!("`*` at position {start} of the layout must be followed by a count")).hint("write e.g. `t*4`")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layers(l: &Layout) -> Vec<u32> {
+        l.pieces.iter().map(|p| p.layers).collect()
+    }
+
+    #[test]
+    fn even_split_gives_earlier_shares_the_extra_layer() {
+        let l = Layout::even(46, 16);
+        assert_eq!(layers(&l), [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2]);
+        assert!(l.pieces[0].embedding && l.pieces[15].loss);
+        assert!(!l.is_even(16));
+        assert!(Layout::even(32, 8).is_even(8));
+    }
+
+    #[test]
+    fn megatron_syntax_expands_groups_and_repetitions() {
+        let l = Layout::parse("Et*3|(tt|)*2,mL", 8, 4).unwrap();
+        assert_eq!(layers(&l), [3, 2, 2, 1]);
+        assert_eq!((l.pieces[0].embedding, l.pieces[3].loss), (true, true));
+        assert_eq!(l.to_megatron(), "Et*3|t*2|t*2|tL");
+        let again = Layout::parse(&l.to_megatron(), 8, 4).unwrap();
+        assert_eq!(again, l);
+    }
+
+    #[test]
+    fn plain_counts_put_the_embedding_first_and_the_head_last() {
+        let l = Layout::parse("5, 6,6,5", 22, 4).unwrap();
+        assert_eq!(layers(&l), [5, 6, 6, 5]);
+        assert!(l.pieces[0].embedding && l.pieces[3].loss && !l.pieces[1].embedding);
+    }
+
+    #[test]
+    fn interleaved_layouts_have_chunks_times_devices_stages() {
+        let l = Layout::parse("Et|t|t|t|t|t|t|tL", 8, 4).unwrap();
+        assert_eq!(l.stages(), 8);
+        assert_eq!(l.share_layers(4), [2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn bad_layouts_say_what_is_wrong() {
+        let msg = |s: &str, layers, p| Layout::parse(s, layers, p).unwrap_err().to_string();
+        assert!(msg("Et*3|t*3", 6, 4).contains("2 stages, expected a multiple of the 4 devices"));
+        assert!(msg("Et*3|t*3L", 8, 2).contains("holds 6 transformer layers, expected --layers 8"));
+        assert!(msg("Et*3|t*x|L", 3, 3).contains("must be followed by a count"));
+        assert!(msg("E(t*3|t*3L", 6, 2).contains("never closed"));
+        assert!(msg("Et*3)|t*3L", 6, 2).contains("unexpected `)`"));
+        assert!(msg("Ex|tL", 1, 2).contains("unexpected `x`"));
+        assert!(msg("4,,4", 8, 2).contains("item 2 of the layout is ``"));
+        assert!(msg("t*3|t*3", 6, 2).contains("0 embeddings (E) and 0 LM heads"));
+        assert!(msg("(((t*100000)*100000)*100000)", 1, 1).contains("expands to more than"));
+        assert!(msg("", 1, 1).contains("empty"));
+    }
+}

@@ -1,0 +1,348 @@
+//! Costs from a transformer config and a GPU: what a real pipeline's stages cost.
+//!
+//! Per transformer layer and microbatch of `B` sequences of `S` tokens, hidden size `H`,
+//! `A` heads, MLP width `FFN` (the Zero Bubble paper's Table 1, generalised to any FFN):
+//!
+//! | pass | FLOPs |
+//! |---|---|
+//! | F | `B·S·H·(8H + 4·FFN + 4S)` (= `B·S·H·(24H + 4S)` at FFN = 4H) |
+//! | B | `B·S·H·(8H + 4·FFN + 8S)` (= `B·S·H·(24H + 8S)`) |
+//! | W | `B·S·H·(8H + 4·FFN)` (= `24·B·S·H²`) |
+//!
+//! The `8H` is attention's four H×H projections, `4·FFN` the MLP's two H×FFN matmuls (16H of
+//! the paper's 24H at FFN = 4H: that part scales with FFN/4H), the `S` terms attention's scores,
+//! which have no weights and so no W.
+//!
+//! Activations in bytes (Korthikanti et al., 16-bit, no recompute), per layer:
+//! `mem-f = B·S·H·(18 + 4·FFN/H + 5·A·S/H)` (the paper's `34 + 5AS/H` at FFN = 4H, the MLP's
+//! 16 of the 34 scaling with FFN/4H), of which `mem-w = B·S·H·(16 + 4·FFN/H)` (the paper's 32:
+//! every matmul's input) stays after B until W.
+//!
+//! The LM head (vocabulary `V`) on the last stage: `2·B·S·H·V` FLOPs for each of F, B and W;
+//! it holds its input, `2·B·S·H` bytes, until W, and the loss's fp32 logits, `4·B·S·V` bytes,
+//! until B. The embedding on the first stage: no FLOPs (a lookup), and `B·S·H` bytes (its
+//! dropout mask) until B.
+//!
+//! Time is FLOPs / (T · 10¹²) seconds, `T` the achieved TFLOP/s per device (default 400, an
+//! H100 at about 40% of its dense BF16 peak), reported in µs. A hop between devices sends one
+//! microbatch's activation, `2·B·S·H` bytes, at the link bandwidth (default 50 GB/s, one
+//! 400 Gb/s InfiniBand link) plus a latency (default 5 µs).
+//!
+//! Parameters (for static memory): per layer `4H² + 2·H·FFN` weights and `9H + FFN` biases and
+//! layer norms (`12H² + 13H` at FFN = 4H), `V·H` for the embedding and `V·H` for the LM head
+//! (untied). Grouped-query attention is not modelled: K and V count as full projections.
+
+mod layout;
+pub mod presets;
+mod units;
+
+pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
+pub use units::{format_bytes, parse_bytes};
+
+use crate::error::{Field, ParamError};
+use crate::params::{CostProfile, Costs};
+
+/// Default achieved TFLOP/s per device.
+pub const DEFAULT_TFLOPS: f64 = 400.0;
+/// Default link bandwidth between neighbouring devices, GB/s.
+pub const DEFAULT_BANDWIDTH_GBPS: f64 = 50.0;
+/// Default latency of one hop, µs.
+pub const DEFAULT_LATENCY_US: f64 = 5.0;
+
+/// A transformer and the hardware it runs on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    /// Transformer layers `L`.
+    pub layers: u32,
+    /// Hidden size `H`.
+    pub hidden: u32,
+    /// Attention heads `A`.
+    pub heads: u32,
+    /// Sequence length `S`.
+    pub seq: u32,
+    /// Sequences per microbatch `B`.
+    pub micro_batch: u32,
+    /// Vocabulary size `V`.
+    pub vocab: u32,
+    /// MLP width; `None` means `4H`.
+    pub ffn: Option<u32>,
+    /// Achieved TFLOP/s per device.
+    pub tflops: f64,
+    /// Link bandwidth, GB/s.
+    pub bandwidth: f64,
+    /// Hop latency, µs.
+    pub latency: f64,
+    /// How layers are cut into stages; `None` splits them evenly.
+    pub layout: Option<String>,
+}
+
+impl Model {
+    /// A model with the default hardware figures and an even split.
+    pub fn new(layers: u32, hidden: u32, heads: u32, seq: u32, micro_batch: u32, vocab: u32) -> Model {
+        Model {
+            layers,
+            hidden,
+            heads,
+            seq,
+            micro_batch,
+            vocab,
+            ffn: None,
+            tflops: DEFAULT_TFLOPS,
+            bandwidth: DEFAULT_BANDWIDTH_GBPS,
+            latency: DEFAULT_LATENCY_US,
+            layout: None,
+        }
+    }
+
+    /// The MLP width (default `4H`).
+    pub fn ffn(&self) -> u32 {
+        self.ffn.unwrap_or(self.hidden.saturating_mul(4))
+    }
+
+    /// Checks every size is positive and every rate finite and positive.
+    pub fn check(&self) -> Result<(), ParamError> {
+        let sizes = [
+            (Field::Layers, self.layers),
+            (Field::Hidden, self.hidden),
+            (Field::Heads, self.heads),
+            (Field::Seq, self.seq),
+            (Field::MicroBatch, self.micro_batch),
+            (Field::Vocab, self.vocab),
+            (Field::Ffn, self.ffn()),
+        ];
+        for (field, v) in sizes {
+            if v == 0 {
+                return Err(ParamError::new(field, format!("{} must be at least 1, found 0", field.name())));
+            }
+        }
+        if self.layers > 100_000 {
+            return Err(ParamError::new(Field::Layers, format!("layers must be at most 100000, found {}", self.layers)));
+        }
+        let rates = [(Field::Tflops, self.tflops), (Field::Bandwidth, self.bandwidth)];
+        for (field, v) in rates {
+            if !v.is_finite() || v <= 0.0 || v > 1e9 {
+                return Err(ParamError::new(
+                    field,
+                    format!("{} must be a positive number up to 1e9, found {}", field.name(), crate::render::format_number(v, 6)),
+                ));
+            }
+        }
+        if !self.latency.is_finite() || self.latency < 0.0 || self.latency > 1e9 {
+            return Err(ParamError::new(
+                Field::Latency,
+                format!("latency must be between 0 and 1e9 µs, found {}", crate::render::format_number(self.latency, 6)),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `B·S·H` as a float.
+    fn tokens_hidden(&self) -> f64 {
+        f64::from(self.micro_batch) * f64::from(self.seq) * f64::from(self.hidden)
+    }
+
+    /// FLOPs of one transformer layer's F, B and W for one microbatch.
+    pub fn layer_flops(&self) -> [f64; 3] {
+        let (h, s, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.ffn()));
+        let bsh = self.tokens_hidden();
+        let weights = 8.0 * h + 4.0 * ffn;
+        [bsh * (weights + 4.0 * s), bsh * (weights + 8.0 * s), bsh * weights]
+    }
+
+    /// Activation bytes one layer's forward stores, and what W still needs after B.
+    pub fn layer_memory(&self) -> [f64; 2] {
+        let (h, s, a, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
+        let bsh = self.tokens_hidden();
+        [bsh * (18.0 + 4.0 * ffn / h + 5.0 * a * s / h), bsh * (16.0 + 4.0 * ffn / h)]
+    }
+
+    /// FLOPs of the LM head's F (and of its B, and of its W).
+    pub fn head_flops(&self) -> f64 {
+        2.0 * self.tokens_hidden() * f64::from(self.vocab)
+    }
+
+    /// Bytes the LM head and loss store in F, and what W still needs after B.
+    pub fn head_memory(&self) -> [f64; 2] {
+        let tokens = f64::from(self.micro_batch) * f64::from(self.seq);
+        let input = 2.0 * self.tokens_hidden();
+        [input + 4.0 * tokens * f64::from(self.vocab), input]
+    }
+
+    /// Bytes the embedding stores in F (freed by B).
+    pub fn embedding_memory(&self) -> f64 {
+        self.tokens_hidden()
+    }
+
+    /// Parameters of one transformer layer.
+    pub fn layer_params(&self) -> f64 {
+        let (h, ffn) = (f64::from(self.hidden), f64::from(self.ffn()));
+        4.0 * h * h + 2.0 * h * ffn + 4.0 * h + ffn + h + 4.0 * h
+    }
+
+    /// µs for `flops` at the device's achieved rate.
+    fn micros(&self, flops: f64) -> f64 {
+        flops / (self.tflops * 1e12) * 1e6
+    }
+
+    /// µs to send one microbatch's activation to the next device.
+    pub fn comm(&self) -> f64 {
+        2.0 * self.tokens_hidden() / (self.bandwidth * 1e9) * 1e6 + self.latency
+    }
+
+    /// The layout: parsed from `layout`, or the even split.
+    pub fn layout(&self, devices: u32) -> Result<Layout, ParamError> {
+        match &self.layout {
+            Some(spec) => Layout::parse(spec, self.layers, devices),
+            None => Ok(Layout::even(self.layers, devices)),
+        }
+    }
+
+    /// Every piece's costs on `devices` devices.
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the model setting or the layout that is wrong.
+    pub fn derive(&self, devices: u32) -> Result<Derived, ParamError> {
+        self.check()?;
+        if devices == 0 {
+            return Err(ParamError::new(Field::Devices, "devices must be at least 1, found 0"));
+        }
+        let layout = self.layout(devices)?;
+        let [lf, lb, lw] = self.layer_flops();
+        let [lmf, lmw] = self.layer_memory();
+        let [hmf, hmw] = self.head_memory();
+        let head = self.head_flops();
+        let pieces = layout
+            .pieces
+            .iter()
+            .map(|p| {
+                let n = f64::from(p.layers);
+                let h = if p.loss { head } else { 0.0 };
+                let mem_f = n * lmf + if p.loss { hmf } else { 0.0 } + if p.embedding { self.embedding_memory() } else { 0.0 };
+                let mem_w = n * lmw + if p.loss { hmw } else { 0.0 };
+                let vh = f64::from(self.vocab) * f64::from(self.hidden);
+                let params = n * self.layer_params() + if p.embedding { vh } else { 0.0 } + if p.loss { vh } else { 0.0 };
+                PieceCosts {
+                    piece: *p,
+                    f: self.micros(n * lf + h),
+                    b: self.micros(n * lb + h),
+                    w: self.micros(n * lw + h),
+                    mem_f,
+                    mem_w,
+                    params,
+                }
+            })
+            .collect();
+        let mut notes = Vec::new();
+        if self.layout.is_none() && self.layers % devices != 0 {
+            notes.push(format!(
+                "{} layers do not divide over {devices} devices: the first {} shares hold one layer more",
+                self.layers,
+                self.layers % devices
+            ));
+        }
+        Ok(Derived { devices, layout, pieces, comm: self.comm(), notes })
+    }
+}
+
+/// One piece's costs, per microbatch: µs and bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PieceCosts {
+    /// What it holds.
+    pub piece: Piece,
+    /// Forward µs.
+    pub f: f64,
+    /// Input-gradient µs.
+    pub b: f64,
+    /// Weight-gradient µs.
+    pub w: f64,
+    /// Activation bytes a forward stores.
+    pub mem_f: f64,
+    /// Of those, bytes W still needs after B.
+    pub mem_w: f64,
+    /// Parameters it holds.
+    pub params: f64,
+}
+
+/// A model's costs on a pipeline: its pieces, the communication per hop and notes for the user.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derived {
+    /// Devices.
+    pub devices: u32,
+    /// How the layers are cut.
+    pub layout: Layout,
+    /// Costs of each piece, in pipeline order.
+    pub pieces: Vec<PieceCosts>,
+    /// µs per hop.
+    pub comm: f64,
+    /// Things to tell the user (uneven splits).
+    pub notes: Vec<String>,
+}
+
+/// One device share's costs (the pieces a device holds under plain 1F1B), summed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Share {
+    /// Share index (the device under plain 1F1B).
+    pub share: u32,
+    /// Transformer layers.
+    pub layers: u32,
+    /// Whether it holds the embedding.
+    pub embedding: bool,
+    /// Whether it holds the LM head.
+    pub loss: bool,
+    /// Forward µs.
+    pub f: f64,
+    /// Input-gradient µs.
+    pub b: f64,
+    /// Weight-gradient µs.
+    pub w: f64,
+    /// Activation bytes a forward stores.
+    pub mem_f: f64,
+    /// Of those, bytes W still needs after B.
+    pub mem_w: f64,
+    /// Parameters.
+    pub params: f64,
+}
+
+impl Derived {
+    /// The per-piece cost profile the simulator reads.
+    pub fn profile(&self) -> CostProfile {
+        let list = |g: fn(&PieceCosts) -> f64| self.pieces.iter().map(g).collect();
+        CostProfile {
+            f: list(|p| p.f),
+            b: list(|p| p.b),
+            w: list(|p| p.w),
+            mem_f: list(|p| p.mem_f),
+            mem_w: list(|p| p.mem_w),
+        }
+    }
+
+    /// Costs for the schedule families: the profile, the communication time, and the mean
+    /// share's scalars.
+    pub fn costs(&self) -> Costs {
+        Costs { comm: self.comm, ..Costs::default() }.with_profile(self.profile(), self.devices)
+    }
+
+    /// The device shares, summed over their pieces.
+    pub fn shares(&self) -> Vec<Share> {
+        let per = (self.pieces.len() / self.devices.max(1) as usize).max(1);
+        self.pieces
+            .chunks(per)
+            .enumerate()
+            .map(|(k, c)| Share {
+                share: k as u32,
+                layers: c.iter().map(|p| p.piece.layers).sum(),
+                embedding: c.iter().any(|p| p.piece.embedding),
+                loss: c.iter().any(|p| p.piece.loss),
+                f: c.iter().map(|p| p.f).sum(),
+                b: c.iter().map(|p| p.b).sum(),
+                w: c.iter().map(|p| p.w).sum(),
+                mem_f: c.iter().map(|p| p.mem_f).sum(),
+                mem_w: c.iter().map(|p| p.mem_w).sum(),
+                params: c.iter().map(|p| p.params).sum(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

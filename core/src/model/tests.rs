@@ -1,0 +1,99 @@
+use super::*;
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1e-300)
+}
+
+#[test]
+fn layer_flops_are_the_zero_bubble_papers_table_1_at_ffn_4h() {
+    for (b, s, h) in [(1u32, 1024u32, 2304u32), (6, 1024, 2304), (2, 4096, 8192), (3, 128, 64)] {
+        let m = Model::new(8, h, 16, s, b, 50_000);
+        let (b, s, h) = (f64::from(b), f64::from(s), f64::from(h));
+        let [f, bw, w] = m.layer_flops();
+        assert!(rel(f, b * s * h * (24.0 * h + 4.0 * s)) < 1e-12);
+        assert!(rel(bw, b * s * h * (24.0 * h + 8.0 * s)) < 1e-12);
+        assert!(rel(w, 24.0 * b * s * h * h) < 1e-12);
+        let [mf, mw] = m.layer_memory();
+        assert!(rel(mf, b * s * h * (34.0 + 5.0 * 16.0 * s / h)) < 1e-12);
+        assert!(rel(mw, 32.0 * b * s * h) < 1e-12);
+        assert!(rel(m.layer_params(), 12.0 * h * h + 13.0 * h) < 1e-12);
+    }
+}
+
+#[test]
+fn a_wider_mlp_scales_only_the_mlp_terms() {
+    let base = Model::new(8, 1024, 16, 2048, 1, 32_000);
+    let wide = Model { ffn: Some(8192), ..base.clone() };
+    let (bsh, h) = (1024.0 * 2048.0, 1024.0);
+    // The MLP is 16H of the 24H; doubling FFN adds another 16H.
+    assert!(rel(wide.layer_flops()[2] - base.layer_flops()[2], 16.0 * bsh * h) < 1e-12);
+    assert!(rel(wide.layer_flops()[0] - base.layer_flops()[0], 16.0 * bsh * h) < 1e-12);
+    assert!(rel(wide.layer_memory()[0] - base.layer_memory()[0], 16.0 * bsh) < 1e-12);
+}
+
+#[test]
+fn the_last_share_carries_the_head_and_the_first_the_embedding() {
+    let m = Model { tflops: 100.0, ..Model::new(8, 1024, 16, 1024, 2, 128_000) };
+    let d = m.derive(4).unwrap();
+    let shares = d.shares();
+    assert_eq!(shares.iter().map(|s| s.layers).collect::<Vec<_>>(), [2, 2, 2, 2]);
+    let [lf, lb, lw] = m.layer_flops();
+    let us = |flops: f64| flops / 100e12 * 1e6;
+    let head = 2.0 * 2.0 * 1024.0 * 1024.0 * 128_000.0;
+    assert!(rel(shares[1].f, us(2.0 * lf)) < 1e-12);
+    assert!(rel(shares[3].f, us(2.0 * lf + head)) < 1e-12);
+    assert!(rel(shares[3].b, us(2.0 * lb + head)) < 1e-12);
+    assert!(rel(shares[3].w, us(2.0 * lw + head)) < 1e-12);
+    assert_eq!(shares[0].f, shares[1].f, "the embedding has no FLOPs");
+    assert!(shares[0].mem_f > shares[1].mem_f && shares[3].mem_f > shares[0].mem_f);
+    assert!(rel(d.comm, 2.0 * 2.0 * 1024.0 * 1024.0 / 50e9 * 1e6 + 5.0) < 1e-12);
+    assert!(d.notes.is_empty());
+}
+
+#[test]
+fn uneven_splits_are_noted_and_costed_per_share() {
+    let d = Model::new(46, 1024, 16, 1024, 1, 32_000).derive(16).unwrap();
+    assert_eq!(d.notes.len(), 1);
+    assert!(d.notes[0].contains("46 layers do not divide over 16 devices"), "{}", d.notes[0]);
+    let shares = d.shares();
+    assert!(shares[13].f > shares[14].f, "3 layers cost more than 2");
+}
+
+#[test]
+fn a_derived_profile_runs_in_every_family_and_keeps_its_total_work() {
+    let m = Model::new(16, 1024, 16, 1024, 1, 128_000);
+    let d = m.derive(4).unwrap();
+    let costs = d.costs();
+    assert!(!costs.is_uniform());
+    let total: f64 = d.shares().iter().map(|s| s.f + s.b + s.w).sum();
+    for family in crate::FAMILIES {
+        let params = crate::ScheduleParams::new(4, 8).with_costs(costs.clone());
+        let Ok(analysis) = crate::run(family.name, &params) else { continue };
+        let work: f64 = analysis.stats.per_device.iter().map(|s| s.work).sum();
+        let pipelines = f64::from(analysis.schedule.placement.pipelines().max(1));
+        assert!(rel(work, 8.0 * total) < 1e-9 || pipelines > 1.0, "{}: work {work} vs {}", family.name, 8.0 * total);
+        assert!(analysis.stats.cost >= analysis.stats.ideal - 1e-9, "{}", family.name);
+    }
+}
+
+#[test]
+fn bad_models_name_the_setting() {
+    let m = Model::new(8, 1024, 16, 1024, 1, 32_000);
+    assert_eq!(Model { hidden: 0, ..m.clone() }.derive(4).unwrap_err().field, crate::Field::Hidden);
+    assert_eq!(Model { tflops: -1.0, ..m.clone() }.derive(4).unwrap_err().field, crate::Field::Tflops);
+    assert_eq!(Model { layout: Some("Et|tL".into()), ..m.clone() }.derive(4).unwrap_err().field, crate::Field::Layout);
+    assert!(m.derive(0).is_err());
+}
+
+#[test]
+fn presets_derive() {
+    for p in presets::model_presets() {
+        let d = p.model.derive(p.devices).unwrap_or_else(|e| panic!("{}: {e}", p.key));
+        assert_eq!(d.shares().len(), p.devices as usize);
+    }
+    // The 1B Llama's last share does far more work than the mean: the LM head.
+    let p = presets::model_preset("llama-3.2-1b").unwrap();
+    let shares = p.model.derive(p.devices).unwrap().shares();
+    let mean = shares.iter().map(|s| s.f).sum::<f64>() / shares.len() as f64;
+    assert!(shares[7].f > 1.9 * mean, "{} vs mean {mean}", shares[7].f);
+}
