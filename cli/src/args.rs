@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use bubblescope::{Costs, ScheduleParams};
+use anyhow::{bail, Result};
+use bubblescope::model::{self, Model};
+use bubblescope::{CostProfile, Costs, Field, ScheduleParams};
 use clap::{Args, Parser, Subcommand};
 
 /// Pipeline-parallel training schedules: exact bubble and memory, as JSON and SVG figures.
@@ -23,6 +25,8 @@ pub enum Command {
     Convert(ConvertArgs),
     /// List every schedule family: name, summary, parameters and constraints.
     List(ListArgs),
+    /// Derive per-device costs (F, B, W in µs, memory in bytes) from a transformer config.
+    Costs(CostsArgs),
 }
 
 /// Which family, at which sizes.
@@ -53,47 +57,288 @@ pub struct FamilyArgs {
 
 /// Times and memory, for one microbatch through 1/P of the model. Unset values come from the
 /// schedule file (JSON stores costs), or the defaults.
+///
+/// `--f`, `--b`, `--w`, `--mem-f` and `--mem-w` take one number, or a comma-separated list of
+/// exactly P numbers: the costs of each device's share of the model in pipeline order.
 #[derive(Debug, Args, Clone, Default)]
 pub struct CostArgs {
-    /// Forward time [default: 1].
-    #[arg(long = "f", value_name = "F")]
-    pub f: Option<f64>,
+    /// Forward time, or one per device share: `4` or `4,4,4,6` [default: 1].
+    #[arg(long = "f", value_name = "F", value_parser = parse_list)]
+    pub f: Option<CostList>,
     /// Input-gradient backward time; a fused backward takes B+W [default: 1].
-    #[arg(long = "b", value_name = "B")]
-    pub b: Option<f64>,
+    #[arg(long = "b", value_name = "B", value_parser = parse_list)]
+    pub b: Option<CostList>,
     /// Weight-gradient backward time [default: 1].
-    #[arg(long = "w", value_name = "W")]
-    pub w: Option<f64>,
+    #[arg(long = "w", value_name = "W", value_parser = parse_list)]
+    pub w: Option<CostList>,
     /// Communication time per hop between devices [default: 0].
     #[arg(long, value_name = "C")]
     pub comm: Option<f64>,
     /// Time of an overlapped F&B pair [default: the sum of its passes, no gain].
     #[arg(long, value_name = "FB")]
     pub overlap: Option<f64>,
-    /// Activation memory one forward leaves on 1/P of the model [default: 1].
-    #[arg(long = "mem-f", value_name = "X")]
-    pub mem_f: Option<f64>,
-    /// Memory the weight gradient still needs after B [default: mem-f/2].
-    #[arg(long = "mem-w", value_name = "Y")]
-    pub mem_w: Option<f64>,
-    /// Per-device activation memory limit, in mem-f's unit [default: none].
+    /// Activation memory one forward leaves on 1/P of the model, or one per share [default: 1].
+    #[arg(long = "mem-f", value_name = "X", value_parser = parse_list)]
+    pub mem_f: Option<CostList>,
+    /// Memory the weight gradient still needs after B, or one per share [default: mem-f/2].
+    #[arg(long = "mem-w", value_name = "Y", value_parser = parse_list)]
+    pub mem_w: Option<CostList>,
+    /// Per-device activation memory limit, in mem-f's unit; with model flags also `80GiB`,
+    /// `512MiB` [default: none].
     #[arg(long = "mem-limit", value_name = "L")]
-    pub mem_limit: Option<f64>,
+    pub mem_limit: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// A cost flag's value: one number, or one per device share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostList(pub Vec<f64>);
+
+/// Reads `4` or `4,4.5,5,6`: every item a number.
+fn parse_list(text: &str) -> Result<CostList, String> {
+    let mut out = Vec::new();
+    for (i, item) in text.split(',').enumerate() {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(format!("item {} of the list is empty, expected a number (write e.g. 4,4,4,6)", i + 1));
+        }
+        let v: f64 = item.parse().map_err(|_| format!("`{item}` is not a number"))?;
+        out.push(v);
+    }
+    Ok(CostList(out))
+}
+
+/// A transformer config and its hardware, in place of --f --b --w --comm --mem-f --mem-w.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ModelArgs {
+    /// Start from a model preset (see `bubblescope costs --list`); other model flags override it.
+    #[arg(long, value_name = "PRESET")]
+    pub model: Option<String>,
+    /// Transformer layers.
+    #[arg(long, value_name = "L")]
+    pub layers: Option<u32>,
+    /// Hidden size.
+    #[arg(long, value_name = "H")]
+    pub hidden: Option<u32>,
+    /// Attention heads.
+    #[arg(long, value_name = "A")]
+    pub heads: Option<u32>,
+    /// Sequence length in tokens.
+    #[arg(long, value_name = "S")]
+    pub seq: Option<u32>,
+    /// Sequences per microbatch.
+    #[arg(long = "micro-batch", value_name = "B")]
+    pub micro_batch: Option<u32>,
+    /// Vocabulary size.
+    #[arg(long, value_name = "V")]
+    pub vocab: Option<u32>,
+    /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
+    #[arg(long, value_name = "FFN")]
+    pub ffn: Option<u32>,
+    /// Achieved TFLOP/s per device [default: 400].
+    #[arg(long, value_name = "T")]
+    pub tflops: Option<f64>,
+    /// Link bandwidth between neighbouring devices, GB/s [default: 50].
+    #[arg(long, value_name = "GBPS")]
+    pub bandwidth: Option<f64>,
+    /// Latency of one hop, µs [default: 5].
+    #[arg(long, value_name = "US")]
+    pub latency: Option<f64>,
+    /// Stages: Megatron's layout (`Et*3|t*4|t*4|t*3L`) or layers per share (`3,4,4,3`)
+    /// [default: as even as possible, earlier shares taking the extra layer].
+    #[arg(long, value_name = "SPEC")]
+    pub layout: Option<String>,
+}
+
+impl ModelArgs {
+    /// Whether any model flag is given.
+    pub fn given(&self) -> bool {
+        self.model.is_some()
+            || self.layers.is_some()
+            || self.hidden.is_some()
+            || self.heads.is_some()
+            || self.seq.is_some()
+            || self.micro_batch.is_some()
+            || self.vocab.is_some()
+            || self.ffn.is_some()
+            || self.tflops.is_some()
+            || self.bandwidth.is_some()
+            || self.latency.is_some()
+            || self.layout.is_some()
+    }
+
+    /// The model the flags describe: a preset's, then each flag over it.
+    pub fn model(&self) -> Result<Model> {
+        let base = match &self.model {
+            Some(key) => match model::presets::model_preset(key) {
+                Some(p) => Some(p.model),
+                None => {
+                    let keys: Vec<&str> = model::presets::model_presets().iter().map(|p| p.key).collect();
+                    bail!(
+                        "unknown model preset `{}`\n  hint: expected one of: {}",
+                        bubblescope::formats::sanitize(key),
+                        keys.join(", ")
+                    );
+                }
+            },
+            None => None,
+        };
+        let required = |flag: &str, value: Option<u32>, preset: Option<u32>| -> Result<u32> {
+            match value.or(preset) {
+                Some(v) => Ok(v),
+                None => bail!(
+                    "--{flag} is required to derive costs from a model\n  hint: give --layers --hidden --heads --seq --micro-batch --vocab, or --model PRESET (`bubblescope costs --list`)"
+                ),
+            }
+        };
+        let b = base.as_ref();
+        let mut m = Model::new(
+            required("layers", self.layers, b.map(|m| m.layers))?,
+            required("hidden", self.hidden, b.map(|m| m.hidden))?,
+            required("heads", self.heads, b.map(|m| m.heads))?,
+            required("seq", self.seq, b.map(|m| m.seq))?,
+            required("micro-batch", self.micro_batch, b.map(|m| m.micro_batch))?,
+            required("vocab", self.vocab, b.map(|m| m.vocab))?,
+        );
+        if let Some(base) = b {
+            m.ffn = base.ffn;
+            m.tflops = base.tflops;
+            m.bandwidth = base.bandwidth;
+            m.latency = base.latency;
+            m.layout = base.layout.clone();
+        }
+        m.ffn = self.ffn.or(m.ffn);
+        m.tflops = self.tflops.unwrap_or(m.tflops);
+        m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
+        m.latency = self.latency.unwrap_or(m.latency);
+        m.layout = self.layout.clone().or(m.layout);
+        Ok(m)
+    }
 }
 
 impl CostArgs {
-    /// The costs: flags first, then `base` (from a file), then the defaults.
-    pub fn costs(&self, base: Option<&Costs>) -> Costs {
-        let d = base.copied().unwrap_or_default();
+    /// The hand-set cost flags that were given, by name.
+    fn hand_set(&self) -> Vec<&'static str> {
+        let given = [
+            ("--f", self.f.is_some()),
+            ("--b", self.b.is_some()),
+            ("--w", self.w.is_some()),
+            ("--comm", self.comm.is_some()),
+            ("--mem-f", self.mem_f.is_some()),
+            ("--mem-w", self.mem_w.is_some()),
+        ];
+        given.into_iter().filter(|(_, g)| *g).map(|(n, _)| n).collect()
+    }
+
+    /// The model these flags derive costs from, if any model flag is given.
+    ///
+    /// # Errors
+    /// When model flags are mixed with hand-set costs, or the model is incomplete.
+    pub fn model(&self) -> Result<Option<Model>> {
+        if !self.model.given() {
+            return Ok(None);
+        }
+        let hand = self.hand_set();
+        if !hand.is_empty() {
+            bail!(
+                "{} cannot be combined with model flags (--model, --layers, --hidden, …)\n  hint: give either a model, from which F, B, W, comm and memory are derived, or the costs by hand",
+                hand.join(", ")
+            );
+        }
+        self.model.model().map(Some)
+    }
+
+    /// The costs: model flags, or hand-set flags over `base` (from a file) over the defaults.
+    /// Lists must have one number per device (`devices`).
+    pub fn costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
+        if let Some(m) = self.model()? {
+            let derived = m.derive(devices).map_err(|e| anyhow::anyhow!("{e}"))?;
+            for note in &derived.notes {
+                eprintln!("note: {note}");
+            }
+            let mut costs = derived.costs();
+            costs.overlap = self.overlap;
+            return Ok(costs);
+        }
+        let d = base.cloned().unwrap_or_default();
+        let lists = [
+            (Field::F, &self.f),
+            (Field::B, &self.b),
+            (Field::W, &self.w),
+            (Field::MemF, &self.mem_f),
+            (Field::MemW, &self.mem_w),
+        ];
+        let mut profile: Option<CostProfile> = None;
+        for (field, list) in lists {
+            let Some(CostList(values)) = list else { continue };
+            if values.len() > 1 && values.len() != devices as usize {
+                bail!(
+                    "--{} lists {} numbers, expected {devices} (one per device) or a single number\n  hint: give each device's share of the model in pipeline order, e.g. --{} {}",
+                    field.name(),
+                    values.len(),
+                    field.name(),
+                    vec!["1"; devices.clamp(1, 8) as usize].join(",")
+                );
+            }
+            if values.len() > 1 {
+                profile.get_or_insert_with(|| CostProfile::uniform(&self.scalars(&d), devices as usize));
+            }
+        }
+        let scalars = self.scalars(&d);
+        let Some(mut p) = profile else { return Ok(scalars) };
+        let fill = |target: &mut Vec<f64>, list: &Option<CostList>| {
+            if let Some(CostList(v)) = list {
+                *target = if v.len() == 1 { vec![v[0]; devices as usize] } else { v.clone() };
+            }
+        };
+        fill(&mut p.f, &self.f);
+        fill(&mut p.b, &self.b);
+        fill(&mut p.w, &self.w);
+        fill(&mut p.mem_f, &self.mem_f);
+        if self.mem_w.is_some() {
+            fill(&mut p.mem_w, &self.mem_w);
+        } else if d.mem_w.is_none() {
+            p.mem_w = p.mem_f.iter().map(|m| m / 2.0).collect();
+        }
+        for (field, list) in p.lists() {
+            for &v in list {
+                if v < 0.0 || !v.is_finite() {
+                    bail!("--{} must list finite, non-negative numbers, found {}", field.name(), bubblescope::render::format_number(v, 6));
+                }
+            }
+        }
+        Ok(scalars.with_profile(p, devices))
+    }
+
+    /// The single-number costs: the first value of each list, over `d`.
+    fn scalars(&self, d: &Costs) -> Costs {
+        let first = |l: &Option<CostList>| l.as_ref().and_then(|l| l.0.first().copied());
         Costs {
-            f: self.f.unwrap_or(d.f),
-            b: self.b.unwrap_or(d.b),
-            w: self.w.unwrap_or(d.w),
+            f: first(&self.f).unwrap_or(d.f),
+            b: first(&self.b).unwrap_or(d.b),
+            w: first(&self.w).unwrap_or(d.w),
             comm: self.comm.unwrap_or(d.comm),
             overlap: self.overlap.or(d.overlap),
-            mem_f: self.mem_f.unwrap_or(d.mem_f),
-            mem_w: self.mem_w.or(d.mem_w),
+            mem_f: first(&self.mem_f).unwrap_or(d.mem_f),
+            mem_w: first(&self.mem_w).or(d.mem_w),
+            profile: d.profile.clone(),
         }
+    }
+
+    /// The memory limit: a number in mem-f's unit, or with model flags a size with a unit.
+    pub fn mem_limit(&self) -> Result<Option<f64>> {
+        let Some(text) = &self.mem_limit else { return Ok(None) };
+        if let Ok(v) = text.trim().parse::<f64>() {
+            return Ok(Some(v));
+        }
+        if !self.model.given() {
+            bail!(
+                "--mem-limit must be a number in mem-f's unit, found `{}`\n  hint: sizes with units (80GiB, 512MiB) need costs from a model (--model or --layers …), where memory is in bytes",
+                bubblescope::formats::sanitize(text)
+            );
+        }
+        model::parse_bytes(text, Field::MemLimit).map(Some).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }
 
@@ -117,17 +362,17 @@ pub struct FileArgs {
 }
 
 /// Builds the parameters of a family from flags.
-pub fn params(family: &FamilyArgs, costs: &CostArgs) -> ScheduleParams {
-    ScheduleParams {
+pub fn params(family: &FamilyArgs, costs: &CostArgs) -> Result<ScheduleParams> {
+    Ok(ScheduleParams {
         devices: family.devices,
         microbatches: family.microbatches,
         chunks: family.chunks,
         group: family.group,
         waves: family.waves,
         seq_splits: family.seq_splits,
-        costs: costs.costs(None),
-        mem_limit: costs.mem_limit,
-    }
+        costs: costs.costs(None, family.devices)?,
+        mem_limit: costs.mem_limit()?,
+    })
 }
 
 #[derive(Debug, Args)]
@@ -200,6 +445,23 @@ pub struct ConvertArgs {
     pub merge_bw: bool,
     #[command(flatten)]
     pub costs: CostArgs,
+}
+
+/// `bubblescope costs`: a model's per-share costs.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct CostsArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Number of devices (pipeline ranks), P.
+    #[arg(long, short = 'p', value_name = "P", default_value_t = 4)]
+    pub devices: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// List the model presets instead.
+    #[arg(long)]
+    pub list: bool,
 }
 
 #[derive(Debug, Args)]

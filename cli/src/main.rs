@@ -1,6 +1,7 @@
 //! `bubblescope`: the same schedules and stats as the playground, as JSON and SVG figures.
 
 mod args;
+mod costs;
 mod report;
 
 use std::io::Write as _;
@@ -33,6 +34,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Render(args) => render(&args),
         Command::Convert(args) => convert(&args),
         Command::List(args) => list(&args),
+        Command::Costs(args) => costs::run(&args),
     }
 }
 
@@ -50,7 +52,7 @@ struct Subject {
 }
 
 fn generated(name: &str, fam: &FamilyArgs, costs: &CostArgs) -> Result<Subject> {
-    let params = args::params(fam, costs);
+    let params = args::params(fam, costs)?;
     let analysis = bubblescope::run(name, &params).map_err(|e| anyhow::anyhow!("{e}"))?;
     let family = family(name);
     let label = family.map_or_else(|| name.to_string(), |f| f.label(&params));
@@ -123,10 +125,11 @@ fn import(
 
 fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
     let (schedule, file_costs) = import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
-    let costs_value = costs.costs(file_costs.as_ref());
+    let costs_value = costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs_value.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut params = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(costs_value);
-    params.mem_limit = costs.mem_limit;
+    params.mem_limit = costs.mem_limit()?;
+    params.check_common().map_err(|e| anyhow::anyhow!("{e}"))?;
     let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let label = schedule.file_label(&formats::sanitize(&name));
     let analysis = analyze(schedule, &params.costs).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -198,7 +201,7 @@ fn render(args: &RenderArgs) -> Result<()> {
         width: args.width,
         row_height: args.row_height,
         memory: args.memory,
-        mem_limit: args.costs.mem_limit,
+        mem_limit: args.costs.mem_limit()?,
         theme,
         time_range: None,
     };
@@ -217,7 +220,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
             )
         })?,
     };
-    let costs = args.costs.costs(file_costs.as_ref());
+    let costs = args.costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     let options = ExportOptions { dialect: dialect(args.to_dialect.as_deref())?.unwrap_or_default() };
     let text = formats::export(&schedule, Some(&costs), to, &options).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use bubblescope::render::format_number;
-use bubblescope::{Analysis, Family, ScheduleParams, FAMILIES};
+use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
 
 /// The `simulate --json` object. Numbers are exact (no rounding). `name` is the family, or the
@@ -24,6 +24,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
                 "idle": d.idle,
                 "bubble_rate": d.bubble_rate,
                 "peak_memory": d.peak_memory,
+                "work": d.work,
                 "over_limit": limit.is_some_and(|l| d.peak_memory > l + 1e-9),
             })
         })
@@ -39,6 +40,19 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         })
     });
     let c = &params.costs;
+    let table = StageCosts::for_schedule(c, &a.schedule);
+    let per_stage: Vec<Value> = (0..a.schedule.placement.stages())
+        .map(|g| {
+            let i = g as usize;
+            json!({
+                "stage": g,
+                "device": a.schedule.placement.device_of(g),
+                "f": table.f[i], "b": table.b[i], "w": table.w[i],
+                "mem_f": table.mem_f[i], "mem_w": table.mem_w[i],
+            })
+        })
+        .collect();
+    let prediction_note = (!c.is_uniform()).then_some("closed forms assume equal stages: none applies to these costs");
     json!({
         "schedule": name,
         "devices": a.schedule.devices(),
@@ -60,7 +74,10 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "idle_over_makespan": s.idle_over_makespan,
         "peak_memory": s.peak_memory,
         "per_device": per_device,
+        "per_stage": per_stage,
+        "uniform_stages": c.is_uniform(),
         "prediction": prediction,
+        "prediction_note": prediction_note,
     })
 }
 
@@ -86,7 +103,7 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     let rows: [(&str, f64, &str); 7] = [
         ("cost", s.cost, "longest device span"),
         ("makespan", s.makespan, "first start to last end"),
-        ("ideal", s.ideal, "M·(F+B+W)"),
+        ("ideal", s.ideal, "busiest device's work (M·(F+B+W) with equal stages; F&B pairs at their overlap time)"),
         ("bubble rate", s.bubble_rate, "(cost − ideal) / cost"),
         ("", s.bubble_over_ideal, "(cost − ideal) / ideal"),
         ("", s.idle_over_makespan, "idle / (devices × makespan)"),
@@ -94,6 +111,17 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     ];
     for (label, value, note) in rows {
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
+    }
+    if !c.is_uniform() {
+        let _ = writeln!(out, "{:<12} {:<12} does not apply: stages cost different amounts", "closed form", "—");
+    }
+    if let Some(b) = s.bottleneck() {
+        let _ = writeln!(
+            out,
+            "bottleneck   device {} does {}% more work than the mean",
+            b.device,
+            format_number(100.0 * b.excess(), 1)
+        );
     }
     if let Some(p) = family.and_then(|f| f.prediction(params)) {
         if let Some(b) = p.bubble {
@@ -112,17 +140,18 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}",
-        "device", "start", "end", "busy", "idle", "bubble", "peak mem"
+        "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}",
+        "device", "start", "end", "work", "busy", "idle", "bubble", "peak mem"
     );
     for d in &s.per_device {
         let flag = if params.mem_limit.is_some_and(|l| d.peak_memory > l + 1e-9) { "  over limit" } else { "" };
         let _ = writeln!(
             out,
-            "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}{flag}",
+            "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}{flag}",
             d.device,
             n(d.start),
             n(d.end),
+            n(d.work),
             n(d.busy),
             n(d.idle),
             format_number(d.bubble_rate, 4),

@@ -146,6 +146,38 @@ pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
     }
 }
 
+/// The device with the most work and how far above the mean it is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bottleneck {
+    /// The busiest device.
+    pub device: u32,
+    /// Its work.
+    pub work: f64,
+    /// The mean work over all devices.
+    pub mean: f64,
+}
+
+impl Bottleneck {
+    /// How much more work than the mean, as a fraction (0.23 for 23%).
+    pub fn excess(&self) -> f64 {
+        ratio(self.work - self.mean, self.mean)
+    }
+}
+
+impl Stats {
+    /// The busiest device, when it does measurably (more than 0.5%) more work than the mean.
+    pub fn bottleneck(&self) -> Option<Bottleneck> {
+        let n = self.per_device.len();
+        if n < 2 {
+            return None;
+        }
+        let mean = self.per_device.iter().map(|d| d.work).sum::<f64>() / n as f64;
+        let busiest = self.per_device.iter().max_by(|a, b| a.work.total_cmp(&b.work))?;
+        let b = Bottleneck { device: busiest.device, work: busiest.work, mean };
+        (b.excess() > 0.005).then_some(b)
+    }
+}
+
 /// Each device's work under `costs`: the sum of its ops' times as the simulator runs them.
 pub fn device_work(schedule: &Schedule, costs: &Costs) -> Vec<f64> {
     let stage_costs = StageCosts::for_schedule(costs, schedule);

@@ -3,3 +3,4 @@
 mod formats;
 mod golden;
 mod properties;
+mod stages;

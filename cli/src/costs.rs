@@ -1,0 +1,127 @@
+//! `bubblescope costs`: a transformer config's per-share costs, as a table or JSON.
+
+use std::io::Write as _;
+
+use anyhow::{Context as _, Result};
+use bubblescope::model::{self, format_bytes, Derived, Model};
+use bubblescope::render::format_number;
+use serde_json::{json, Value};
+
+use crate::args::CostsArgs;
+
+/// Runs `bubblescope costs`.
+pub fn run(args: &CostsArgs) -> Result<()> {
+    let out = if args.list {
+        presets_text()
+    } else {
+        let m = args.model.model()?;
+        let derived = m.derive(args.devices).map_err(|e| anyhow::anyhow!("{e}"))?;
+        for note in &derived.notes {
+            eprintln!("note: {note}");
+        }
+        if args.json {
+            let mut s = serde_json::to_string_pretty(&json_report(&m, &derived))?;
+            s.push('\n');
+            s
+        } else {
+            table(&m, &derived)
+        }
+    };
+    std::io::stdout().write_all(out.as_bytes()).context("writing to standard output")
+}
+
+fn presets_text() -> String {
+    let mut out = String::new();
+    for p in model::presets::model_presets() {
+        out.push_str(&format!("{:<14} {}\n{:<14} {} · {} devices, {} microbatches\n", p.key, p.title, "", p.source, p.devices, p.microbatches));
+    }
+    out
+}
+
+/// What was assumed beyond the formulas, said in every report.
+const ASSUMPTIONS: [&str; 4] = [
+    "F, B, W per layer: the Zero Bubble paper's Table 1 FLOPs (MLP terms scaled by ffn/4h); time = FLOPs / achieved TFLOP/s",
+    "LM head (last share): 2·b·s·h·v FLOPs each for F, B and W; holds its input (2·b·s·h bytes) until W and fp32 logits (4·b·s·v bytes) until B",
+    "embedding (first share): no FLOPs; holds its dropout mask (b·s·h bytes) until B",
+    "activations: 16-bit, no recompute, no tensor or sequence parallelism (Korthikanti et al.)",
+];
+
+fn json_report(m: &Model, d: &Derived) -> Value {
+    let shares: Vec<Value> = d
+        .shares()
+        .iter()
+        .map(|s| {
+            json!({
+                "share": s.share, "layers": s.layers, "embedding": s.embedding, "lm_head": s.loss,
+                "f": s.f, "b": s.b, "w": s.w, "mem_f": s.mem_f, "mem_w": s.mem_w, "params": s.params,
+            })
+        })
+        .collect();
+    let pieces: Vec<Value> = d
+        .pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| json!({"stage": i, "layers": p.piece.layers, "f": p.f, "b": p.b, "w": p.w, "mem_f": p.mem_f, "mem_w": p.mem_w}))
+        .collect();
+    json!({
+        "inputs": {
+            "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "seq": m.seq,
+            "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(), "tflops": m.tflops,
+            "bandwidth": m.bandwidth, "latency": m.latency, "devices": d.devices,
+            "layout": d.layout.to_megatron(),
+        },
+        "units": {"time": "µs", "memory": "bytes"},
+        "shares": shares,
+        "stages": pieces,
+        "comm": d.comm,
+        "notes": d.notes,
+        "assumptions": ASSUMPTIONS,
+    })
+}
+
+fn table(m: &Model, d: &Derived) -> String {
+    let n = |v: f64| format_number(v, 1);
+    let mut out = format!(
+        "{} layers · hidden {} · {} heads · ffn {} · sequence {} · microbatch {} · vocabulary {}\n{} TFLOP/s per device · {} GB/s · {} µs latency · layout {}\n\n",
+        m.layers,
+        m.hidden,
+        m.heads,
+        m.ffn(),
+        m.seq,
+        m.micro_batch,
+        m.vocab,
+        format_number(m.tflops, 2),
+        format_number(m.bandwidth, 2),
+        format_number(m.latency, 2),
+        d.layout.to_megatron()
+    );
+    out.push_str(&format!(
+        "{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  holds\n",
+        "share", "layers", "F µs", "B µs", "W µs", "mem-f", "mem-w"
+    ));
+    for s in d.shares() {
+        let mut holds = Vec::new();
+        if s.embedding {
+            holds.push("embedding");
+        }
+        if s.loss {
+            holds.push("LM head + loss");
+        }
+        out.push_str(&format!(
+            "{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {}\n",
+            s.share,
+            s.layers,
+            n(s.f),
+            n(s.b),
+            n(s.w),
+            format_bytes(s.mem_f),
+            format_bytes(s.mem_w),
+            holds.join(", ")
+        ));
+    }
+    out.push_str(&format!("\ncommunication per hop: {} µs\n", format_number(d.comm, 3)));
+    for a in ASSUMPTIONS {
+        out.push_str(&format!("assumes: {a}\n"));
+    }
+    out
+}

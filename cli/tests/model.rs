@@ -1,0 +1,143 @@
+//! Per-stage cost lists and costs derived from a model, through the binary.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bubblescope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).output().expect("the binary runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = bubblescope(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = bubblescope(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?} should fail: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stderr).expect("utf-8")
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1e-300)
+}
+
+#[test]
+fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
+    for (layers, hidden, heads, seq, mb, vocab, devices, tflops) in [
+        (24u32, 2304u32, 24u32, 1024u32, 6u32, 50_257u32, 8u32, 220.0),
+        (46, 5120, 40, 1024, 1, 50_257, 16, 400.0),
+        (32, 4096, 32, 4096, 2, 128_256, 4, 312.0),
+        (7, 512, 8, 256, 3, 1000, 3, 100.0),
+    ] {
+        let s = |v: u32| v.to_string();
+        let t = tflops.to_string();
+        let v = json(&[
+            "costs", "--layers", &s(layers), "--hidden", &s(hidden), "--heads", &s(heads), "--seq", &s(seq),
+            "--micro-batch", &s(mb), "--vocab", &s(vocab), "--devices", &s(devices), "--tflops", &t, "--json",
+        ]);
+        let (b, s_, h, a, vv) = (f64::from(mb), f64::from(seq), f64::from(hidden), f64::from(heads), f64::from(vocab));
+        let us = |flops: f64| flops / (tflops * 1e12) * 1e6;
+        let shares = v["shares"].as_array().expect("shares");
+        assert_eq!(shares.len(), devices as usize);
+        let mut total_layers = 0;
+        for (k, share) in shares.iter().enumerate() {
+            let l = share["layers"].as_u64().expect("layers") as u32;
+            total_layers += l;
+            // The default split: as even as possible, earlier shares one more.
+            let expected_layers = layers / devices + u32::from((k as u32) < layers % devices);
+            assert_eq!(l, expected_layers, "share {k}");
+            let (l, last, first) = (f64::from(l), k + 1 == devices as usize, k == 0);
+            let head = if last { 2.0 * b * s_ * h * vv } else { 0.0 };
+            let f = us(l * b * s_ * h * (24.0 * h + 4.0 * s_) + head);
+            let bw = us(l * b * s_ * h * (24.0 * h + 8.0 * s_) + head);
+            let w = us(l * 24.0 * b * s_ * h * h + head);
+            let mem_f = l * b * s_ * h * (34.0 + 5.0 * a * s_ / h)
+                + if last { 2.0 * b * s_ * h + 4.0 * b * s_ * vv } else { 0.0 }
+                + if first { b * s_ * h } else { 0.0 };
+            let mem_w = l * 32.0 * b * s_ * h + if last { 2.0 * b * s_ * h } else { 0.0 };
+            for (key, want) in [("f", f), ("b", bw), ("w", w), ("mem_f", mem_f), ("mem_w", mem_w)] {
+                let got = share[key].as_f64().expect("number");
+                assert!(rel(got, want) < 1e-9, "share {k} {key}: {got} vs {want}");
+            }
+        }
+        assert_eq!(total_layers, layers);
+        let comm = 2.0 * b * s_ * h / 50e9 * 1e6 + 5.0;
+        assert!(rel(v["comm"].as_f64().expect("comm"), comm) < 1e-9);
+        assert_eq!(v["inputs"]["layers"], layers);
+    }
+}
+
+#[test]
+fn an_equal_list_prints_exactly_what_the_single_number_prints() {
+    for family in ["1f1b", "zb-h1", "zb-2p", "zb-v", "interleaved-1f1b", "dualpipe", "seq1f1b"] {
+        let one = json(&["simulate", "-s", family, "-p", "4", "-m", "8", "--f", "3", "--b", "2.5", "--mem-f", "2", "--json"]);
+        let list = json(&[
+            "simulate", "-s", family, "-p", "4", "-m", "8", "--f", "3,3,3,3", "--b", "2.5,2.5,2.5,2.5", "--mem-f", "2,2,2,2",
+            "--json",
+        ]);
+        assert_eq!(one, list, "{family}");
+    }
+}
+
+#[test]
+fn unequal_lists_report_per_stage_costs_and_each_devices_work() {
+    let v = json(&["simulate", "-s", "zb-v", "-p", "4", "-m", "8", "--f", "1,1,1,3", "--b", "2", "--w", "1", "--json"]);
+    let stages = v["per_stage"].as_array().expect("per_stage");
+    assert_eq!(stages.len(), 8, "a V cuts the model into 2P stages");
+    // Stage 7 is the second half of share 3 (F 3), on device 0; stage 0 is half of share 0.
+    assert_eq!((stages[7]["f"].as_f64(), stages[7]["device"].as_u64()), (Some(1.5), Some(0)));
+    assert_eq!(stages[0]["f"].as_f64(), Some(0.5));
+    let work: Vec<f64> = v["per_device"].as_array().unwrap().iter().map(|d| d["work"].as_f64().unwrap()).collect();
+    let ideal = v["ideal"].as_f64().unwrap();
+    assert_eq!(ideal, work.iter().copied().fold(0.0, f64::max));
+    assert_eq!(v["uniform_stages"], false);
+    assert!(v["prediction"].is_null() && v["prediction_note"].is_string());
+}
+
+#[test]
+fn bad_lists_name_the_flag_and_the_expected_count() {
+    let e = fails(&["simulate", "-s", "1f1b", "-p", "4", "--f", "1,2,3"]);
+    assert!(e.contains("--f lists 3 numbers, expected 4"), "{e}");
+    let e = fails(&["simulate", "-s", "1f1b", "-p", "4", "--mem-w", "1,,1,1"]);
+    assert!(e.contains("--mem-w") && e.contains("item 2 of the list is empty"), "{e}");
+    let e = fails(&["simulate", "-s", "1f1b", "-p", "4", "--b", "1,-2,1,1"]);
+    assert!(e.contains("b") && e.contains("negative"), "{e}");
+    let e = fails(&["simulate", "-s", "1f1b", "-p", "2", "--f", "1,x"]);
+    assert!(e.contains("--f") && e.contains("`x` is not a number"), "{e}");
+}
+
+#[test]
+fn model_flags_replace_hand_set_costs_and_take_memory_units() {
+    let e = fails(&["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--f", "2"]);
+    assert!(e.contains("--f cannot be combined with model flags"), "{e}");
+    let e = fails(&["simulate", "-s", "1f1b", "--layers", "8"]);
+    assert!(e.contains("--hidden is required"), "{e}");
+    let e = fails(&["simulate", "-s", "1f1b", "--mem-limit", "80GiB"]);
+    assert!(e.contains("need costs from a model"), "{e}");
+    let e = fails(&["simulate", "-s", "1f1b", "--model", "gpt-17"]);
+    assert!(e.contains("unknown model preset `gpt-17`") && e.contains("llama-3-8b"), "{e}");
+    let v = json(&["simulate", "-s", "1f1b", "-p", "8", "-m", "16", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--json"]);
+    assert_eq!(v["mem_limit"].as_f64(), Some(80.0 * 1024.0 * 1024.0 * 1024.0));
+    let work: Vec<f64> = v["per_device"].as_array().unwrap().iter().map(|d| d["work"].as_f64().unwrap()).collect();
+    assert!(work[7] > 1.5 * work[3], "the LM head makes the last device the busiest: {work:?}");
+    let table = String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "8", "--model", "llama-3.2-1b"]).stdout).unwrap();
+    assert!(table.contains("bottleneck   device 7 does"), "{table}");
+}
+
+#[test]
+fn layouts_cut_the_model_where_the_user_says() {
+    let v = json(&[
+        "costs", "--model", "llama-3.2-1b", "-p", "4", "--layout", "Et*5|t*5|t*4|t*2L", "--json",
+    ]);
+    let layers: Vec<u64> = v["shares"].as_array().unwrap().iter().map(|s| s["layers"].as_u64().unwrap()).collect();
+    assert_eq!(layers, [5, 5, 4, 2]);
+    let v = json(&["costs", "--model", "llama-3.2-1b", "-p", "4", "--layout", "Et|t*3|(t*2|)*5,t*2L", "--json"]);
+    assert_eq!(v["stages"].as_array().unwrap().len(), 8, "an interleaved layout: 2 chunks × 4 devices");
+    let e = fails(&["costs", "--model", "llama-3.2-1b", "-p", "4", "--layout", "Et*5|t*5|t*4L"]);
+    assert!(e.contains("3 stages, expected a multiple of the 4 devices"), "{e}");
+    let out = bubblescope(&["costs", "--model", "zb-14.6b", "-p", "5"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("note: 48 layers do not divide over 5 devices"));
+}
