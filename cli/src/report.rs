@@ -52,6 +52,14 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
             })
         })
         .collect();
+    let attribution = bubblescope::attribution::attribute(&a.schedule, c, s).ok().map(|at| {
+        let parts = |p: &bubblescope::attribution::Parts| {
+            json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule})
+        };
+        let mut v = parts(&at.overall);
+        v["per_device"] = Value::Array(at.per_device.iter().map(parts).collect());
+        v
+    });
     let prediction_note = (!c.is_uniform()).then_some("closed forms assume equal stages: none applies to these costs");
     json!({
         "schedule": name,
@@ -75,6 +83,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "peak_memory": s.peak_memory,
         "per_device": per_device,
         "per_stage": per_stage,
+        "attribution": attribution,
         "uniform_stages": c.is_uniform(),
         "prediction": prediction,
         "prediction_note": prediction_note,
@@ -111,6 +120,18 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     ];
     for (label, value, note) in rows {
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
+    }
+    if let Ok(at) = bubblescope::attribution::attribute(&a.schedule, c, s) {
+        let p = at.overall;
+        let _ = writeln!(
+            out,
+            "{:<12} {:<12} cost − ideal = communication {} + imbalance {} + schedule {}",
+            "bubble",
+            n(p.total()),
+            n(p.communication),
+            n(p.imbalance),
+            n(p.schedule)
+        );
     }
     if !c.is_uniform() {
         let _ = writeln!(out, "{:<12} {:<12} does not apply: stages cost different amounts", "closed form", "—");

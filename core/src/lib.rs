@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod families;
+pub mod attribution;
 pub mod formats;
 pub mod model;
 pub mod params;

@@ -125,3 +125,29 @@ fn evaluate(orders: &[Vec<Op>], f: &[f64], b: &[f64], w: f64, comm: f64, microba
     assert!((0..p).all(|d| next[d] == orders[d].len()), "the evaluation deadlocked");
     free.iter().copied().fold(0.0, f64::max)
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn attribution_parts_add_up_to_the_gap_for_every_family(
+        f in proptest::collection::vec(1u32..6, 4), b in 1u32..4, comm in 0u32..3, microbatches in 2u32..10,
+    ) {
+        let base = Costs { comm: f64::from(comm), ..Costs::fbw(1.0, f64::from(b), 1.0) };
+        let mut profile = CostProfile::uniform(&base, 4);
+        profile.f = f.iter().map(|&x| f64::from(x)).collect();
+        let costs = base.with_profile(profile, 4);
+        for family in FAMILIES {
+            let Ok(a) = run(family.name, &ScheduleParams::new(4, microbatches).with_costs(costs.clone())) else { continue };
+            let parts = bubblescope::attribution::attribute(&a.schedule, &costs, &a.stats).expect("re-simulates");
+            let gap = a.stats.cost - a.stats.ideal;
+            prop_assert!((parts.overall.total() - gap).abs() <= 1e-9 * gap.abs().max(1.0), "{}: {parts:?} vs {gap}", family.name);
+            for (p, d) in parts.per_device.iter().zip(&a.stats.per_device) {
+                prop_assert!((p.total() - d.idle).abs() <= 1e-9 * d.idle.abs().max(1.0), "{}", family.name);
+            }
+            // The communication part is the difference of two simulations of the same orders.
+            let free = bubblescope::analyze(a.schedule.clone(), &Costs { comm: 0.0, ..costs.clone() }).expect("runs");
+            prop_assert!((parts.overall.communication - (a.stats.cost - free.stats.cost)).abs() < 1e-9);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Why there is bubble: a schedule's `cost − ideal` and each device's idle time, split into
+//! named parts that add up exactly.
+//!
+//! The same pass orders are simulated three times (the simulator computes every number):
+//!
+//! 1. as given — cost `c₀`, ideal `i₀` (the busiest device's work);
+//! 2. with communication 0 — cost `c₁`;
+//! 3. with communication 0 and every stage at the mean stage's cost — cost `c₂`, ideal `i₂`.
+//!
+//! * **communication** = `c₀ − c₁`: what the orders lose to hops between devices;
+//! * **imbalance** = `(c₁ − c₂) − (i₀ − i₂)`: what unequal stages add beyond the extra work of
+//!   the busiest device (which the ideal already counts);
+//!   Measured against the busiest device's work, unequal stages can even shrink the gap (the
+//!   light devices fill the warm-up faster), so this part may be negative; per device it is the
+//!   time light devices wait for heavy ones, never negative in practice.
+//! * **schedule** = the rest, `c₂ − i₂` up to rounding: warm-up, cool-down and the waits the
+//!   order itself creates.
+//!
+//! Per device the same split applies to its idle time (span − busy): `idle₀ − idle₁`,
+//! `idle₁ − idle₂`, `idle₂`. The memory part of a memory-aware family compares two schedules
+//! (the family with and without its limit), so it is reported beside the three, not inside.
+
+use crate::params::Costs;
+use crate::schedule::Schedule;
+use crate::sim::simulate;
+use crate::stats::{stats, Stats};
+use crate::{SimError, StageCosts};
+
+/// One split of a bubble (of `cost − ideal`, or of one device's idle time).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Parts {
+    /// Lost to communication.
+    pub communication: f64,
+    /// Added by unequal stages.
+    pub imbalance: f64,
+    /// Created by the order itself.
+    pub schedule: f64,
+}
+
+impl Parts {
+    /// The sum of the parts.
+    pub fn total(&self) -> f64 {
+        self.communication + self.imbalance + self.schedule
+    }
+}
+
+/// The split of a schedule's bubble, overall and per device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attribution {
+    /// Splits `cost − ideal`.
+    pub overall: Parts,
+    /// Splits each device's idle time.
+    pub per_device: Vec<Parts>,
+}
+
+/// Splits the bubble of `schedule` (whose stats under `costs` are `measured`).
+///
+/// # Errors
+/// A [`SimError`] if a re-simulation cannot finish (it cannot when the original did: the
+/// orders and dependencies are the same).
+pub fn attribute(schedule: &Schedule, costs: &Costs, measured: &Stats) -> Result<Attribution, SimError> {
+    let no_comm = Costs { comm: 0.0, ..costs.clone() };
+    let even = Costs { comm: 0.0, profile: None, ..costs.clone() };
+    let run = |c: &Costs| -> Result<Stats, SimError> {
+        let timeline = simulate(schedule, &StageCosts::for_schedule(c, schedule))?;
+        Ok(stats(schedule, &timeline, c))
+    };
+    let s1 = if costs.comm == 0.0 { measured.clone() } else { run(&no_comm)? };
+    let s2 = if costs.is_uniform() { s1.clone() } else { run(&even)? };
+    let gap = measured.cost - measured.ideal;
+    let communication = measured.cost - s1.cost;
+    let imbalance = (s1.cost - s2.cost) - (measured.ideal - s2.ideal);
+    let overall = Parts { communication, imbalance, schedule: gap - communication - imbalance };
+    let per_device = measured
+        .per_device
+        .iter()
+        .zip(&s1.per_device)
+        .zip(&s2.per_device)
+        .map(|((d0, d1), d2)| {
+            let communication = d0.idle - d1.idle;
+            let imbalance = d1.idle - d2.idle;
+            Parts { communication, imbalance, schedule: d0.idle - communication - imbalance }
+        })
+        .collect();
+    Ok(Attribution { overall, per_device })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::CostProfile;
+    use crate::{run, ScheduleParams};
+
+    #[test]
+    fn one_f_one_b_at_equal_costs_is_all_schedule() {
+        let a = run("1f1b", &ScheduleParams::new(4, 8)).unwrap();
+        let parts = attribute(&a.schedule, &Costs::default(), &a.stats).unwrap();
+        assert_eq!(parts.overall, Parts { communication: 0.0, imbalance: 0.0, schedule: 9.0 });
+        assert_eq!(parts.per_device[0].schedule, a.stats.per_device[0].idle);
+    }
+
+    #[test]
+    fn communication_is_what_the_hops_cost() {
+        let costs = Costs { comm: 1.0, ..Costs::default() };
+        let a = run("1f1b", &ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
+        let parts = attribute(&a.schedule, &costs, &a.stats).unwrap();
+        let free = run("1f1b", &ScheduleParams::new(4, 8)).unwrap();
+        assert_eq!(parts.overall.communication, a.stats.cost - free.stats.cost);
+        assert!(parts.overall.communication > 0.0);
+    }
+
+    #[test]
+    fn a_heavy_last_stage_shows_as_imbalance() {
+        let base = Costs::default();
+        let mut profile = CostProfile::uniform(&base, 4);
+        profile.f[3] = 3.0;
+        profile.b[3] = 3.0;
+        let costs = base.with_profile(profile, 4);
+        let a = run("1f1b", &ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
+        let parts = attribute(&a.schedule, &costs, &a.stats).unwrap();
+        // The light devices wait for the heavy one: 8 microbatches × 4 of extra F+B on the
+        // last stage, less what they themselves had to spare.
+        for d in 0..3 {
+            assert!(parts.per_device[d].imbalance > 20.0, "{parts:?}");
+        }
+        assert_eq!(parts.per_device[3], Parts::default(), "the heavy device never waits");
+        // Overall: with mean stages the gap would be 12 (3 slots of 4); it is 9 here.
+        assert_eq!(parts.overall.schedule, 12.0);
+        assert_eq!(parts.overall.imbalance, -3.0);
+        assert!((parts.overall.total() - (a.stats.cost - a.stats.ideal)).abs() < 1e-12);
+    }
+}
