@@ -26,7 +26,9 @@ pub mod stats;
 pub mod validate;
 
 pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
-pub use families::{family, generate, BubbleQuantity, Family, FamilyGroup, Prediction, FAMILIES};
+pub use families::{
+    family, generate, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch, FAMILIES,
+};
 pub use params::{Costs, ScheduleParams, StageCosts};
 pub use schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 pub use sim::{simulate, Timeline};

@@ -80,7 +80,9 @@
 //! `k = P` gives `3P − 1`.
 
 use super::v_blocks::{chunk_activations, cost_below, Grid, Part, EMPTY, PERIOD};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{
+    per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
+};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
@@ -96,12 +98,32 @@ pub const FAMILY: Family = Family {
     summary: "the adaptive V scheduler: the best building block for any --mem-limit, up to V-ZB's zero bubble",
     reference: "Qi et al., Pipeline Parallelism with Controllable Memory (NeurIPS 2024), App. A",
     url: "https://arxiv.org/abs/2405.15362",
-    options: &[Field::MemLimit],
+    options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(default_limit) }],
     constraints:
         "up to 32 devices; mem-limit ≥ V-Min's memory ((P+4)//3·mem-f); P·mem-f or more gives V-ZB (default P·mem-f)",
+    passes: per_device_microbatch::<6>,
+    slow_search: Some(SlowSearch {
+        what: "the adaptive V search at unequal costs",
+        size: search_size,
+        live_limit: 6144,
+        unit: "devices × microbatches",
+        hint: "use fewer microbatches (past 2 × devices the steady state only repeats), or equal F, B and W",
+    }),
     generate,
     predict,
 };
+
+/// The default memory limit: 1F1B's, `P·mem-f` (V-ZB's memory).
+fn default_limit(params: &ScheduleParams) -> f64 {
+    f64::from(params.devices) * params.costs.mem_f
+}
+
+/// The size of the search at unequal costs, `P·M`, where it simulates every near-best block
+/// (about half a second in a browser at P = 32, M = 192); with F = B = W and no communication
+/// it stops at the first block that reaches its bound and stays fast.
+fn search_size(params: &ScheduleParams) -> Option<u64> {
+    (!params.costs.balanced()).then(|| u64::from(params.devices) * u64::from(params.microbatches))
+}
 
 /// Largest device count accepted: the search grows with the cube of the devices.
 const MAX_DEVICES: u32 = 32;
@@ -110,8 +132,6 @@ const MAX_DEVICES: u32 = 32;
 const MAX_SLOTS: u64 = 1 << 18;
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, "v-auto", &[Field::MemLimit])?;
-    params.check_size(6)?;
     let (devices, microbatches) = (params.devices, params.microbatches);
     if devices > MAX_DEVICES {
         return Err(ParamError::new(
