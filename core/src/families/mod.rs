@@ -333,6 +333,9 @@ pub static FAMILIES: &[Family] = &[
     seq1f1b::FAMILY,
 ];
 
+/// The family other schedules are measured against (speedup): 1F1B.
+pub static BASELINE: &Family = &one_f_one_b::FAMILY;
+
 /// The family called `name`, if any.
 pub fn family(name: &str) -> Option<&'static Family> {
     FAMILIES.iter().find(|f| f.name == name)
