@@ -126,17 +126,17 @@ fn search_size(params: &ScheduleParams) -> Option<u64> {
 }
 
 /// Largest device count accepted: the search grows with the cube of the devices.
-const MAX_DEVICES: u32 = 32;
+const MAX_SEARCH_DEVICES: u32 = 32;
 
 /// Largest `P·(M + 4P)` accepted: every evaluated block is laid out over that many slots.
 const MAX_SLOTS: u64 = 1 << 18;
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     let (devices, microbatches) = (params.devices, params.microbatches);
-    if devices > MAX_DEVICES {
+    if devices > MAX_SEARCH_DEVICES {
         return Err(ParamError::new(
             Field::Devices,
-            format!("v-auto supports at most {MAX_DEVICES} devices, found {devices}"),
+            format!("v-auto supports at most {MAX_SEARCH_DEVICES} devices, found {devices}"),
         )
         .hint("its building-block search grows with the cube of the devices")
         .hint("use v-half, v-min or zb-v for larger pipelines"));
@@ -1268,7 +1268,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let (p, m) = (params.devices, params.microbatches);
     let k = chunk_limit(params);
     let balanced = c.balanced();
-    let in_range = k >= least_peak(p) && m >= 2 * p && p <= MAX_DEVICES;
+    let in_range = k >= least_peak(p) && m >= 2 * p && p <= MAX_SEARCH_DEVICES;
     Some(Prediction {
         bubble: (balanced && in_range).then(|| closed_form_bubble(p, k) as f64 * c.f / 2.0),
         bubble_formula: "(3P − 1 − 3k + max(3P, P + 1 + 2⌊(k+1)/2⌋))·F/2 for k = ⌊2·limit/mem-f⌋ chunk-activations, F = B = W, M ≥ 2P",

@@ -76,7 +76,7 @@ pub const V_MIN: Family = Family {
 
 /// Largest device count accepted: the size the greedy reordering is measured at (about 30 ms for
 /// 256 devices and 16 microbatches).
-const MAX_DEVICES: u32 = 256;
+const MAX_MEASURED_DEVICES: u32 = 256;
 
 /// Which of the two fixed building blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,10 +121,10 @@ fn generate_v_min(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 }
 
 fn generate(params: &ScheduleParams, setup: Setup) -> Result<Schedule, ParamError> {
-    if params.devices > MAX_DEVICES {
+    if params.devices > MAX_MEASURED_DEVICES {
         return Err(ParamError::new(
             Field::Devices,
-            format!("{} supports at most {MAX_DEVICES} devices, found {}", setup.name(), params.devices),
+            format!("{} supports at most {MAX_MEASURED_DEVICES} devices, found {}", setup.name(), params.devices),
         )
         .hint("its greedy reordering of warm-up and cool-down is measured up to 256 devices")
         .hint("use fewer devices"));
