@@ -256,14 +256,19 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>) -> Outcome {
         }
         None => {
             let main = compute_one(&settings.schedule, &settings.params);
-            let compare =
-                settings.compare.iter().filter(|n| **n != settings.schedule).map(|n| compute_one(n, &settings.params)).collect();
+            let compare = settings
+                .compare
+                .iter()
+                .filter(|n| **n != settings.schedule)
+                .map(|n| compute_one(n, &settings.params))
+                .collect();
             let baseline = if settings.schedule == BASELINE.name {
                 main.result.as_ref().ok().cloned()
             } else {
                 compute_one(BASELINE.name, &settings.params).result.ok()
             };
-            let params = family(&settings.schedule).map_or_else(|| settings.params.clone(), |f| f.own_params(&settings.params));
+            let params =
+                family(&settings.schedule).map_or_else(|| settings.params.clone(), |f| f.own_params(&settings.params));
             (main, params, compare, baseline)
         }
     };

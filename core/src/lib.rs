@@ -27,8 +27,8 @@ pub mod validate;
 
 pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
 pub use families::{
-    family, generate, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch, BASELINE,
-    FAMILIES,
+    family, generate, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
+    BASELINE, FAMILIES,
 };
 pub use params::{Costs, ScheduleParams, StageCosts};
 pub use schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};

@@ -181,9 +181,8 @@ fn set_option(link: &mut Permalink, field: Field, value: Option<f64>) {
 /// (or the family's default) from the settings.
 fn option_control(state: AppState, option: FamilyOption) -> AnyView {
     let field = option.field;
-    let value = Signal::derive(move || {
-        state.link.with(|l| option_value(l, field).or_else(|| option.default_value(&l.params)))
-    });
+    let value =
+        Signal::derive(move || state.link.with(|l| option_value(l, field).or_else(|| option.default_value(&l.params))));
     let on_change = Callback::new(move |v: Option<f64>| state.update(|l| set_option(l, field, v)));
     let error = error_signal(state, field);
     let id = field.name();

@@ -52,13 +52,8 @@ pub fn StatTiles() -> impl IntoView {
         outcome.with(|o| {
             let limit = o.params.mem_limit?;
             let a = o.main.result.as_ref().ok()?;
-            let over: Vec<String> = a
-                .stats
-                .per_device
-                .iter()
-                .filter(|d| d.over_limit(Some(limit)))
-                .map(|d| d.device.to_string())
-                .collect();
+            let over: Vec<String> =
+                a.stats.per_device.iter().filter(|d| d.over_limit(Some(limit))).map(|d| d.device.to_string()).collect();
             (!over.is_empty()).then(|| format!("above the limit {} on device {}", n(limit), over.join(", ")))
         })
     };
