@@ -167,7 +167,7 @@ pub fn draw_scene(canvas: &HtmlCanvasElement, scene: &Scene, css_width: f64, css
     let _ = style.set_property("width", &format!("{css_width}px"));
     let _ = style.set_property("height", &format!("{css_height}px"));
     let backend = FastCanvas::new(canvas).ok_or("the canvas has no 2d context")?;
-    draw(&backend.into_drawing_area(), scene, 1.0)
+    draw(&backend.into_drawing_area(), scene, 1.0).map_err(|e| e.to_string())
 }
 
 /// The content width of the element behind `node`, kept up to date with a ResizeObserver.
@@ -184,7 +184,8 @@ where
         let callback = Closure::<dyn FnMut(js_sys::Array)>::new(move |entries: js_sys::Array| {
             if let Some(entry) = entries.get(0).dyn_ref::<web_sys::ResizeObserverEntry>() {
                 let w = entry.content_rect().width();
-                if (w - width.get_untracked()).abs() >= 1.0 {
+                // After the component is gone its signal is disposed: nothing to resize.
+                if width.try_get_untracked().is_some_and(|old| (w - old).abs() >= 1.0) {
                     set_width.set(w);
                 }
             }

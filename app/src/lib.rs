@@ -34,7 +34,7 @@ pub fn App() -> impl IntoView {
         return view! { <EmbedView/> }.into_any();
     }
     view! {
-        <div class="app">
+        <div class="app" data-computations=move || state.outcome.with(|o| o.id.to_string())>
             <Header/>
             <div class="layout">
                 <aside class="sidebar" aria-label="Schedule settings">

@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bubblescope::permalink::Permalink;
+use bubblescope::permalink::{Permalink, Settings};
 use bubblescope::{
-    analyze, family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Family, Field, Schedule, ScheduleParams,
+    analyze, family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Field, Schedule, ScheduleParams, BASELINE,
 };
 use leptos::prelude::*;
 
@@ -15,15 +15,11 @@ use leptos::prelude::*;
 /// of a frozen tab.
 pub const MAX_LIVE_PASSES: u64 = 1_500_000;
 
-/// The largest devices × microbatches the adaptive V search (`v-auto`) runs live at unequal
-/// costs, where it simulates every near-best block: about half a second in the browser at
-/// this size (P = 32, M = 192), and it grows with both.
-pub const MAX_LIVE_V_AUTO_SIZE: u32 = 6144;
-
-/// Slider ranges (number boxes accept the same).
-pub const MAX_DEVICES: u32 = 64;
-/// Largest microbatch count the sliders offer.
-pub const MAX_MICROBATCHES: u32 = 512;
+/// The most devices the app draws live (the slider's range; the engine's own bound is
+/// [`bubblescope::params::MAX_DEVICES`]).
+pub const MAX_LIVE_DEVICES: u32 = 64;
+/// The most microbatches the app draws live (the slider's range).
+pub const MAX_LIVE_MICROBATCHES: u32 = 512;
 
 /// An error shown in the page, next to the control that causes it.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +54,8 @@ pub struct Computed {
 /// What the settings compute to.
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    id: u64,
+    /// Which computation this is: computations are numbered from 1 in the order they run.
+    pub id: u64,
     /// The main schedule.
     pub main: Computed,
     /// Schedules stacked below for comparison.
@@ -127,8 +124,12 @@ pub struct LoadedFile {
 /// Everything components share, provided once as context.
 #[derive(Clone, Copy)]
 pub struct AppState {
-    /// The settings: schedule, sizes, costs, comparison (and view keys in `extra`).
+    /// The permalink: the settings (schedule, sizes, costs, comparison) and the view keys in
+    /// `extra` (theme, measure, embed), all in the URL.
     pub link: RwSignal<Permalink>,
+    /// The part of the permalink that changes the schedule; the only input of `outcome`, so
+    /// view preferences never re-run a schedule.
+    pub settings: Memo<Settings>,
     /// An opened schedule file, shown instead of the family while set.
     pub file: RwSignal<Option<LoadedFile>>,
     /// What they compute to.
@@ -147,37 +148,32 @@ pub struct AppState {
     pub embed: bool,
 }
 
+/// The URL key of the theme (`theme=dark`).
+pub const THEME_KEY: &str = "theme";
+/// The URL key of the bubble measure (`measure=ideal`, see [`BubbleMeasure::key`]).
+pub const MEASURE_KEY: &str = "measure";
+
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// An upper bound on the passes `family` generates for `params` (F, B and W for every stage and
-/// microbatch), to refuse sizes that would freeze the tab before any work is done.
-fn estimated_passes(family: &Family, params: &ScheduleParams) -> u64 {
-    use bubblescope::FamilyGroup;
-    let chunks = if family.options.contains(&Field::Chunks) {
-        u64::from(params.chunks.unwrap_or(2))
-    } else if family.options.contains(&Field::Waves) {
-        2 * u64::from(params.waves.unwrap_or(2))
-    } else if matches!(family.group, FamilyGroup::VShape | FamilyGroup::TwoDirectional) {
-        2
-    } else {
-        1
-    };
-    let slices =
-        u64::from(params.seq_splits.unwrap_or(2).max(1)) * u64::from(family.options.contains(&Field::SeqSplits));
-    u64::from(params.devices) * u64::from(params.microbatches) * 3 * chunks * slices.max(1)
-}
-
-/// Refuses searches too slow to run live: `v-auto` at unequal costs beyond
-/// [`MAX_LIVE_V_AUTO_SIZE`] (with F = B = W and no communication it stops at the first block
-/// that reaches its bound, and stays fast).
-fn slow_search(name: &str, params: &ScheduleParams) -> Option<UiError> {
-    let size = params.devices.saturating_mul(params.microbatches);
-    if name != "v-auto" || params.costs.balanced() || size <= MAX_LIVE_V_AUTO_SIZE {
+/// Refuses searches too slow to run live: the family's [`bubblescope::SlowSearch`] beyond its
+/// live limit.
+fn slow_search(family: &bubblescope::Family, params: &ScheduleParams) -> Option<UiError> {
+    let search = family.slow_search?;
+    let size = (search.size)(params)?;
+    if size <= search.live_limit {
         return None;
     }
     let message = format!(
-        "the adaptive V search at unequal costs runs live up to devices × microbatches = {MAX_LIVE_V_AUTO_SIZE}, found {} × {} = {size}\n  hint: use fewer microbatches (past 2 × devices the steady state only repeats), equal F, B and W, or the CLI: bubblescope simulate -s v-auto -p {} -m {}",
-        params.devices, params.microbatches, params.devices, params.microbatches
+        "{} runs live up to {} = {}, found {} × {} = {size}\n  hint: {}, or the CLI: bubblescope simulate -s {} -p {} -m {}",
+        search.what,
+        search.unit,
+        search.live_limit,
+        params.devices,
+        params.microbatches,
+        search.hint,
+        family.name,
+        params.devices,
+        params.microbatches
     );
     Some(UiError { field: Some(Field::Microbatches), message })
 }
@@ -194,24 +190,24 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
     };
     let p = fam.own_params(params);
     let label = fam.label(&p);
-    if p.devices > MAX_DEVICES || p.microbatches > MAX_MICROBATCHES {
-        let (field, message) = if p.devices > MAX_DEVICES {
+    if p.devices > MAX_LIVE_DEVICES || p.microbatches > MAX_LIVE_MICROBATCHES {
+        let (field, message) = if p.devices > MAX_LIVE_DEVICES {
             (
                 Field::Devices,
                 format!(
-                    "the playground draws up to {MAX_DEVICES} devices, found {}\n  hint: use the CLI for bigger runs",
+                    "the playground draws up to {MAX_LIVE_DEVICES} devices, found {}\n  hint: use the CLI for bigger runs",
                     p.devices
                 ),
             )
         } else {
-            (Field::Microbatches, format!("the playground draws up to {MAX_MICROBATCHES} microbatches, found {}\n  hint: use the CLI for bigger runs", p.microbatches))
+            (Field::Microbatches, format!("the playground draws up to {MAX_LIVE_MICROBATCHES} microbatches, found {}\n  hint: use the CLI for bigger runs", p.microbatches))
         };
         return Computed { name: name.to_string(), label, result: Err(UiError { field: Some(field), message }) };
     }
-    let passes = estimated_passes(fam, &p);
+    let passes = fam.pass_count(&p);
     if passes > MAX_LIVE_PASSES {
         let message = format!(
-            "this would be about {passes} passes, more than the {MAX_LIVE_PASSES} the playground draws live\n  hint: use fewer devices, microbatches, chunks or sequence splits, or the CLI"
+            "this would be {passes} passes, more than the {MAX_LIVE_PASSES} the playground draws live\n  hint: use fewer devices, microbatches, chunks or sequence splits, or the CLI"
         );
         return Computed {
             name: name.to_string(),
@@ -219,7 +215,7 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
             result: Err(UiError { field: Some(Field::Microbatches), message }),
         };
     }
-    if let Some(error) = slow_search(name, &p) {
+    if let Some(error) = slow_search(fam, &p) {
         return Computed { name: name.to_string(), label, result: Err(error) };
     }
     let result = bubblescope::run(name, &p).map(Arc::new).map_err(UiError::from_analyze);
@@ -248,26 +244,31 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
 }
 
 /// Computes everything the settings ask for: an opened file or the chosen family, the
-/// compared families and the 1F1B baseline, all at the same settings.
-pub fn compute(link: &Permalink, file: Option<&LoadedFile>) -> Outcome {
+/// compared families and the baseline (1F1B), all at the same settings.
+pub fn compute(settings: &Settings, file: Option<&LoadedFile>) -> Outcome {
     let start = now_ms();
     let (main, params, compare, baseline) = match file {
         Some(file) => {
-            let (main, params) = compute_file(file, &link.params);
-            let compare = link.compare.iter().map(|n| compute_one(n, &params)).collect();
-            let baseline = compute_one("1f1b", &params).result.ok();
+            let (main, params) = compute_file(file, &settings.params);
+            let compare = settings.compare.iter().map(|n| compute_one(n, &params)).collect();
+            let baseline = compute_one(BASELINE.name, &params).result.ok();
             (main, params, compare, baseline)
         }
         None => {
-            let main = compute_one(&link.schedule, &link.params);
-            let compare =
-                link.compare.iter().filter(|n| **n != link.schedule).map(|n| compute_one(n, &link.params)).collect();
-            let baseline = if link.schedule == "1f1b" {
+            let main = compute_one(&settings.schedule, &settings.params);
+            let compare = settings
+                .compare
+                .iter()
+                .filter(|n| **n != settings.schedule)
+                .map(|n| compute_one(n, &settings.params))
+                .collect();
+            let baseline = if settings.schedule == BASELINE.name {
                 main.result.as_ref().ok().cloned()
             } else {
-                compute_one("1f1b", &link.params).result.ok()
+                compute_one(BASELINE.name, &settings.params).result.ok()
             };
-            let params = family(&link.schedule).map_or_else(|| link.params.clone(), |f| f.own_params(&link.params));
+            let params =
+                family(&settings.schedule).map_or_else(|| settings.params.clone(), |f| f.own_params(&settings.params));
             (main, params, compare, baseline)
         }
     };
@@ -296,18 +297,15 @@ pub fn now_ms() -> f64 {
 impl AppState {
     /// Creates the state from a permalink.
     pub fn new(link: Permalink, warnings: Vec<String>, embed: bool) -> AppState {
-        let theme = match link.extra("theme") {
+        let theme = match link.extra(THEME_KEY) {
             Some("dark") => ThemeChoice::Dark,
             _ => ThemeChoice::Light,
         };
-        let measure = match link.extra("measure") {
-            Some("ideal") => BubbleMeasure::OverIdeal,
-            Some("idle") => BubbleMeasure::IdleOverMakespan,
-            _ => BubbleMeasure::OverCost,
-        };
+        let measure = link.extra(MEASURE_KEY).and_then(BubbleMeasure::from_key).unwrap_or(BubbleMeasure::OverCost);
         let link = RwSignal::new(link);
+        let settings = Memo::new(move |_| link.with(Permalink::settings));
         let file = RwSignal::new(None::<LoadedFile>);
-        let outcome = Memo::new(move |_| compute(&link.get(), file.get().as_ref()));
+        let outcome = Memo::new(move |_| compute(&settings.get(), file.get().as_ref()));
         let last_good = RwSignal::new(None);
         Effect::new(move |_| {
             let o = outcome.get();
@@ -317,6 +315,7 @@ impl AppState {
         });
         AppState {
             link,
+            settings,
             file,
             outcome,
             last_good,
@@ -326,6 +325,20 @@ impl AppState {
             url_warnings: RwSignal::new(warnings),
             embed,
         }
+    }
+
+    /// Shows bubble rates under `measure` and keeps it in the URL (a view preference: no
+    /// schedule is recomputed).
+    pub fn set_measure(&self, measure: BubbleMeasure) {
+        self.measure.set(measure);
+        let key = (measure != BubbleMeasure::OverCost).then(|| measure.key().to_string());
+        self.link.update(|l| l.set_extra(MEASURE_KEY, key));
+    }
+
+    /// Switches to `theme` and keeps it in the URL (a view preference).
+    pub fn set_theme(&self, theme: ThemeChoice) {
+        self.theme.set(theme);
+        self.link.update(|l| l.set_extra(THEME_KEY, (theme == ThemeChoice::Dark).then(|| theme.name().to_string())));
     }
 
     /// Changes the settings with `f`; resets zoom when the schedule's shape changes.

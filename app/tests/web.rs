@@ -44,7 +44,10 @@ fn input(el: &HtmlInputElement, value: &str) {
     el.dispatch_event(&Event::new_with_event_init_dict("input", &init).unwrap()).unwrap();
 }
 
+/// Mounts the app at the default settings, whatever earlier tests left in the address bar.
 async fn mount() -> leptos::mount::UnmountHandle<impl leptos::tachys::view::Mountable> {
+    let history = web_sys::window().unwrap().history().unwrap();
+    history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some("?")).unwrap();
     let host = document().create_element("div").unwrap();
     host.set_attribute("style", "width: 1200px").unwrap();
     document().body().unwrap().append_child(&host).unwrap();
@@ -87,4 +90,53 @@ async fn an_invalid_value_shows_an_error_and_keeps_the_last_chart() {
     assert!(message.contains("even number of devices"), "no devices error: {message:?}");
     assert!(!error.has_attribute("hidden"));
     assert_eq!(canvas_digest(&canvas), good, "the last good chart must stay");
+}
+
+/// How many computations (generate, validate, simulate) have run, from the page.
+fn computations() -> u64 {
+    document()
+        .query_selector(".app")
+        .unwrap()
+        .expect("the app is mounted")
+        .get_attribute("data-computations")
+        .and_then(|v| v.parse().ok())
+        .expect("the app exposes data-computations")
+}
+
+fn change(el: &web_sys::HtmlElement) {
+    let init = EventInit::new();
+    init.set_bubbles(true);
+    el.dispatch_event(&Event::new_with_event_init_dict("change", &init).unwrap()).unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn theme_and_bubble_measure_change_the_view_without_recomputing() {
+    let _app = mount().await;
+    let before = computations();
+    by_testid::<HtmlElement>("theme-toggle").click();
+    settle(100).await;
+    let measure: web_sys::HtmlSelectElement = by_testid("bubble-measure");
+    measure.set_value("ideal");
+    change(&measure);
+    settle(100).await;
+    assert_eq!(text("stat-bubble-rate"), "0.375", "1F1B P=4 M=8 over ideal: 9/24");
+    assert_eq!(computations(), before, "a view preference re-ran the schedules");
+    input(&by_testid::<HtmlInputElement>("devices-slider"), "6");
+    settle(200).await;
+    assert!(computations() > before, "a setting change must recompute");
+}
+
+#[wasm_bindgen_test]
+async fn family_option_controls_show_the_familys_defaults() {
+    let _app = mount().await;
+    let select: web_sys::HtmlSelectElement = by_testid("schedule-select");
+    select.set_value("hanayo");
+    change(&select);
+    settle(200).await;
+    assert_eq!(by_testid::<HtmlInputElement>("waves-input").value(), "2", "Hanayo's default is 2 waves");
+    select.set_value("interleaved-1f1b");
+    change(&select);
+    settle(200).await;
+    assert_eq!(by_testid::<HtmlInputElement>("chunks-input").value(), "2");
+    assert_eq!(by_testid::<HtmlInputElement>("group-input").value(), "4", "group defaults to the devices");
 }

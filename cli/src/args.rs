@@ -356,8 +356,8 @@ pub struct FileArgs {
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,
     /// Merge an I directly followed by its W into one full backward, as PyTorch does before
-    /// running a compute-only file.
-    #[arg(long = "merge-bw")]
+    /// running a compute-only file. Only with --from: a generated schedule has no file to merge.
+    #[arg(long = "merge-bw", requires = "from", conflicts_with = "schedule")]
     pub merge_bw: bool,
 }
 

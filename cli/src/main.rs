@@ -203,7 +203,7 @@ fn render(args: &RenderArgs) -> Result<()> {
         memory: args.memory,
         mem_limit: args.costs.mem_limit()?,
         theme,
-        time_range: None,
+        ..FigureOptions::default()
     };
     write_output(&args.output, figure_svg(&items, &opts).as_bytes())
 }

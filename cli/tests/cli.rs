@@ -214,3 +214,14 @@ fn a_broken_file_is_reported_like_a_compiler() {
     let e = fails(dir.path(), &["simulate", "--from", "deadlock.csv"]);
     assert!(e.contains("row 1"), "the stuck device is not named: {e}");
 }
+
+#[test]
+fn flags_a_family_does_not_read_are_errors_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let e = fails(d, &["simulate", "-s", "1f1b", "--overlap", "3"]);
+    assert!(e.starts_with("error: 1f1b does not take --overlap"), "{e}");
+    let e = fails(d, &["simulate", "-s", "1f1b", "--merge-bw"]);
+    assert!(e.contains("--merge-bw"), "{e}");
+    ok(d, &["simulate", "-s", "dualpipe", "-p", "4", "-m", "8", "--overlap", "3"]);
+}

@@ -28,7 +28,10 @@ pub mod stats;
 pub mod validate;
 
 pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
-pub use families::{family, generate, BubbleQuantity, Family, FamilyGroup, Prediction, FAMILIES};
+pub use families::{
+    family, generate, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
+    BASELINE, FAMILIES,
+};
 pub use params::{CostProfile, Costs, ScheduleParams, StageCosts};
 pub use schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 pub use sim::{simulate, Timeline};

@@ -364,14 +364,13 @@ impl ScheduleParams {
         Ok(())
     }
 
-    /// Checks that a schedule of `passes_per_device_microbatch` passes per device and
-    /// microbatch stays within [`MAX_PASSES`].
-    pub fn check_size(&self, passes_per_device_microbatch: u64) -> Result<(), ParamError> {
-        let total = u64::from(self.devices) * u64::from(self.microbatches) * passes_per_device_microbatch;
-        if total > MAX_PASSES {
+    /// Checks that a schedule of `passes` passes (a family's exact count, see
+    /// [`crate::Family::passes`]) stays within [`MAX_PASSES`].
+    pub fn check_passes(&self, passes: u64) -> Result<(), ParamError> {
+        if passes > MAX_PASSES {
             return Err(ParamError::new(
                 Field::Microbatches,
-                format!("this schedule would have {total} passes, more than the {MAX_PASSES} supported"),
+                format!("this schedule would have {passes} passes, more than the {MAX_PASSES} supported"),
             )
             .hint("use fewer devices, microbatches, chunks or sequence splits"));
         }

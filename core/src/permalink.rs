@@ -30,7 +30,7 @@ pub struct Permalink {
 impl Default for Permalink {
     fn default() -> Self {
         Permalink {
-            schedule: "1f1b".to_string(),
+            schedule: crate::BASELINE.name.to_string(),
             params: ScheduleParams::new(4, 8),
             compare: Vec::new(),
             extra: Vec::new(),
@@ -38,7 +38,25 @@ impl Default for Permalink {
     }
 }
 
+/// The part of a permalink that changes the schedule: what the computation reads. View
+/// preferences (theme, bubble measure, embed) live beside it in [`Permalink::extra`] and
+/// never feed the computation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The family name.
+    pub schedule: String,
+    /// Sizes, options, costs and memory limit.
+    pub params: ScheduleParams,
+    /// Families stacked below for comparison.
+    pub compare: Vec<String>,
+}
+
 impl Permalink {
+    /// What changes the schedule: everything but the view keys.
+    pub fn settings(&self) -> Settings {
+        Settings { schedule: self.schedule.clone(), params: self.params.clone(), compare: self.compare.clone() }
+    }
+
     /// The value of an extra key.
     pub fn extra(&self, key: &str) -> Option<&str> {
         self.extra.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())

@@ -102,6 +102,36 @@ impl BubbleMeasure {
     }
 }
 
+impl BubbleMeasure {
+    /// The measure's key in permalinks and the app (`measure=ideal`): `cost`, `ideal` or `idle`.
+    pub fn key(self) -> &'static str {
+        match self {
+            BubbleMeasure::OverCost => "cost",
+            BubbleMeasure::OverIdeal => "ideal",
+            BubbleMeasure::IdleOverMakespan => "idle",
+        }
+    }
+
+    /// The measure with key `key`, if any (the inverse of [`BubbleMeasure::key`]).
+    pub fn from_key(key: &str) -> Option<BubbleMeasure> {
+        BubbleMeasure::ALL.into_iter().find(|m| m.key() == key)
+    }
+}
+
+impl DeviceStats {
+    /// Whether the device's peak memory exceeds `limit` (beyond rounding); never without a limit.
+    pub fn over_limit(&self, limit: Option<f64>) -> bool {
+        limit.is_some_and(|l| self.peak_memory > l + 1e-9)
+    }
+}
+
+impl Stats {
+    /// How many times faster than `baseline` (the ratio of costs); `None` when this cost is 0.
+    pub fn speedup_over(&self, baseline: &Stats) -> Option<f64> {
+        (self.cost > 0.0).then(|| baseline.cost / self.cost)
+    }
+}
+
 /// Computes the stats of `schedule` as simulated in `timeline` under `costs`.
 pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
     let work = device_work(schedule, costs);
@@ -204,5 +234,19 @@ fn ratio(num: f64, den: f64) -> f64 {
         num / den
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    #[test]
+    fn measure_keys_round_trip() {
+        for m in BubbleMeasure::ALL {
+            assert_eq!(BubbleMeasure::from_key(m.key()), Some(m));
+        }
+        assert_eq!(BubbleMeasure::from_key("ideal"), Some(BubbleMeasure::OverIdeal));
+        assert_eq!(BubbleMeasure::from_key("nope"), None);
     }
 }

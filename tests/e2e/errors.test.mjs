@@ -42,7 +42,7 @@ export const tests = {
     await open(page, base, 'schedule=interleaved-1f1b&devices=64&microbatches=256&chunks=2');
     const started = Date.now();
     await setValue(page, 'microbatches-input', 512);
-    await setValue(page, 'chunks-input', 16);
+    await setValue(page, 'chunks-input', 24);  // 64 × 512 × 24 chunks × (F, BW) = 1572864 passes
     await page.waitForSelector('#microbatches-error:not([hidden])');
     const message = await page.locator('#microbatches-error').textContent();
     assert(message.includes('more than the 1500000 the playground draws live'), message);

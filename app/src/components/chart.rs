@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use bubblescope::render::{
-    format_number, gantt, gutter_width, memory_chart, GanttGeometry, GanttOptions, GanttPanel, MemoryOptions,
-};
+use bubblescope::render::{figure, format_number, FigureItem, FigureOptions, GanttGeometry, MEMORY_HEIGHT};
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
@@ -90,15 +88,8 @@ pub fn ChartCard(
             return;
         }
         let dpr = device_pixel_ratio();
-        let gp: Vec<GanttPanel<'_>> = panels
-            .iter()
-            .map(|s| GanttPanel {
-                title: Some(s.label.as_str()),
-                note: None,
-                schedule: &s.analysis.schedule,
-                timeline: &s.analysis.timeline,
-            })
-            .collect();
+        let items: Vec<FigureItem<'_>> =
+            panels.iter().map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis }).collect();
         let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
         let row_height = if devices <= 16 {
             24.0
@@ -107,45 +98,36 @@ pub fn ChartCard(
         } else {
             9.0
         };
-        let opts = GanttOptions {
+        // The same figure the SVG export draws, at this width and pixel ratio.
+        let opts = FigureOptions {
             width: w,
             scale: dpr,
             row_height,
+            memory: with_memory,
+            memory_height: MEMORY_HEIGHT,
+            mem_limit: state.outcome.with(|o| o.params.mem_limit),
+            theme,
             time_range: view.range,
             highlight: view.highlight,
-            legend: true,
-            axis_label: "time (cost units)".to_string(),
         };
         let t0 = now_ms();
-        let (scene, geo) = gantt(&gp, &opts, &theme);
+        let fig = figure(&items, &opts);
         let t1 = now_ms();
-        let result = draw_scene(&canvas, &scene, w, geo.height);
+        let result = draw_scene(&canvas, &fig.gantt, w, fig.geometry.height);
         let t2 = now_ms();
+        let scene = &fig.gantt;
         let _ = canvas.set_attribute("data-drawn", &scene.counts.drawn.to_string());
         let _ = canvas.set_attribute("data-merged", &scene.counts.merged.to_string());
         let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
         draw_error.set(result.err());
-        let range = (geo.axis.t0, geo.axis.t1);
-        geometry.set_value(Some(geo));
-
-        if let (true, Some(mem_canvas)) = (with_memory, memory_ref.get()) {
-            if let Some(first) = panels.first() {
-                let mopts = MemoryOptions {
-                    width: w,
-                    height: 210.0,
-                    scale: dpr,
-                    time_range: Some(range),
-                    limit: state.outcome.with(|o| o.params.mem_limit),
-                    gutter: Some(gutter_width(panels.iter().map(|s| s.analysis.schedule.devices()).max().unwrap_or(1))),
-                    highlight_device: None,
-                    title: format!("Activation memory per device — {} (unit of mem-f)", first.label),
-                };
-                let mscene = memory_chart(&first.analysis.timeline, &mopts, &theme);
-                if let Err(e) = draw_scene(&mem_canvas, &mscene, w, 210.0) {
-                    draw_error.set(Some(e));
-                }
+        if let (Some(memory), Some(mem_canvas)) = (&fig.memory, memory_ref.get()) {
+            let css_height = MEMORY_HEIGHT * items.len() as f64;
+            if let Err(e) = draw_scene(&mem_canvas, memory, w, css_height) {
+                draw_error.set(Some(e));
             }
         }
+        let items_drawn = scene.items.len();
+        geometry.set_value(Some(fig.geometry));
         let t3 = now_ms();
         // Timings for the browser benchmark: layout, canvas drawing, memory chart (ms).
         let _ = canvas.set_attribute(
@@ -155,7 +137,7 @@ pub fn ChartCard(
                 t1 - t0,
                 t2 - t1,
                 t3 - t2,
-                scene.items.len(),
+                items_drawn,
                 effect_start,
                 t0 - effect_start
             ),

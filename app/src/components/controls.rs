@@ -1,11 +1,11 @@
 //! The settings sidebar: family picker, sizes, family options, costs, memory, comparison.
 
 use bubblescope::permalink::Permalink;
-use bubblescope::{family, FamilyGroup, Field, FAMILIES};
+use bubblescope::{family, FamilyGroup, FamilyOption, Field, FAMILIES};
 use leptos::prelude::*;
 
 use super::inputs::{NumberField, NumberKind};
-use crate::state::{AppState, MAX_DEVICES, MAX_MICROBATCHES};
+use crate::state::{AppState, MAX_LIVE_DEVICES, MAX_LIVE_MICROBATCHES};
 
 /// The whole sidebar. While a file is open, the family settings give way to it.
 #[component]
@@ -110,7 +110,7 @@ pub fn Sizes() -> impl IntoView {
             id="devices"
             value=devices
             kind=NumberKind::Count
-            slider=Signal::derive(|| (1.0, f64::from(MAX_DEVICES), 1.0))
+            slider=Signal::derive(|| (1.0, f64::from(MAX_LIVE_DEVICES), 1.0))
             on_change=set(state, |l, v| l.params.devices = v as u32)
             error=error_signal(state, Field::Devices)
         />
@@ -119,7 +119,7 @@ pub fn Sizes() -> impl IntoView {
             id="microbatches"
             value=microbatches
             kind=NumberKind::Count
-            slider=Signal::derive(|| (1.0, f64::from(MAX_MICROBATCHES), 1.0))
+            slider=Signal::derive(|| (1.0, f64::from(MAX_LIVE_MICROBATCHES), 1.0))
             on_change=set(state, |l, v| l.params.microbatches = v as u32)
             error=error_signal(state, Field::Microbatches)
         />
@@ -127,85 +127,101 @@ pub fn Sizes() -> impl IntoView {
     section("Pipeline", body)
 }
 
-/// Chunks, group, waves and sequence splits, shown only for the families that read them.
+/// The options the current family reads (chunks, group, waves, sequence splits, F&B time),
+/// one control each, in its registry entry's order; a control shows the family's default
+/// while the option is not set. The memory limit has its own section.
 #[component]
 pub fn FamilyOptions() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let uses = move |field: Field| state.link.with(|l| family(&l.schedule).is_some_and(|f| f.options.contains(&field)));
-    let any =
-        move || [Field::Chunks, Field::Group, Field::Waves, Field::SeqSplits, Field::Overlap].into_iter().any(uses);
-    let get = move |f: fn(&Permalink) -> Option<u32>, default: u32| {
-        Signal::derive(move || Some(f64::from(state.link.with(|l| f(l).unwrap_or(default)))))
+    // Only a change of family rebuilds the controls, not every slider step.
+    let current = Memo::new(move |_| state.link.with(|l| family(&l.schedule).map(|f| f.name)));
+    move || {
+        let fam = current.get().and_then(family)?;
+        let controls: Vec<AnyView> =
+            fam.options.iter().filter(|o| o.field != Field::MemLimit).map(|o| option_control(state, *o)).collect();
+        (!controls.is_empty()).then(|| {
+            view! {
+                <section class="panel">
+                    <h2 class="panel-title">"Family options"</h2>
+                    {controls}
+                </section>
+            }
+        })
+    }
+}
+
+/// The value of option `field` in `link`, if set.
+fn option_value(link: &Permalink, field: Field) -> Option<f64> {
+    let p = &link.params;
+    match field {
+        Field::Chunks => p.chunks.map(f64::from),
+        Field::Group => p.group.map(f64::from),
+        Field::Waves => p.waves.map(f64::from),
+        Field::SeqSplits => p.seq_splits.map(f64::from),
+        Field::Overlap => p.costs.overlap,
+        _ => None,
+    }
+}
+
+/// Sets option `field` in `link` (`None` unsets it).
+fn set_option(link: &mut Permalink, field: Field, value: Option<f64>) {
+    let p = &mut link.params;
+    let count = value.map(|v| v as u32);
+    match field {
+        Field::Chunks => p.chunks = count,
+        Field::Group => p.group = count,
+        Field::Waves => p.waves = count,
+        Field::SeqSplits => p.seq_splits = count,
+        Field::Overlap => p.costs.overlap = value,
+        _ => {}
+    }
+}
+
+/// The control of one family option: its label, slider range and help by setting, its value
+/// (or the family's default) from the settings.
+fn option_control(state: AppState, option: FamilyOption) -> AnyView {
+    let field = option.field;
+    let value =
+        Signal::derive(move || state.link.with(|l| option_value(l, field).or_else(|| option.default_value(&l.params))));
+    let on_change = Callback::new(move |v: Option<f64>| state.update(|l| set_option(l, field, v)));
+    let error = error_signal(state, field);
+    let id = field.name();
+    let count = |label: &'static str, max: Signal<f64>, help: &'static str| {
+        let slider = Signal::derive(move || (1.0, max.get(), 1.0));
+        view! {
+            <NumberField label=label id=id value=value kind=NumberKind::Count slider=slider help=help
+                on_change=on_change error=error/>
+        }
+        .into_any()
     };
-    let devices = move || state.link.with(|l| l.params.devices);
-    view! {
-        <Show when=any>
-            <section class="panel">
-                <h2 class="panel-title">"Family options"</h2>
-                <Show when=move || uses(Field::Chunks)>
-                    <NumberField
-                        label="Chunks per device (V)"
-                        id="chunks"
-                        value=get(|l| l.params.chunks, 2)
-                        kind=NumberKind::Count
-                        slider=Signal::derive(|| (1.0, 8.0, 1.0))
-                        on_change=set(state, |l, v| l.params.chunks = Some(v as u32))
-                        error=error_signal(state, Field::Chunks)
-                    />
-                </Show>
-                <Show when=move || uses(Field::Group)>
-                    <NumberField
-                        label="Microbatch group (G)"
-                        id="group"
-                        value=Signal::derive(move || Some(f64::from(state.link.with(|l| l.params.group.unwrap_or(l.params.devices)))))
-                        kind=NumberKind::Count
-                        slider=Signal::derive(move || (1.0, f64::from(state.link.with(|l| l.params.microbatches.max(devices()))), 1.0))
-                        help="Microbatches per chunk round: P is Megatron's default, M is breadth-first."
-                        on_change=set(state, |l, v| l.params.group = Some(v as u32))
-                        error=error_signal(state, Field::Group)
-                    />
-                </Show>
-                <Show when=move || uses(Field::Waves)>
-                    <NumberField
-                        label="Waves (W)"
-                        id="waves"
-                        value=get(|l| l.params.waves, 1)
-                        kind=NumberKind::Count
-                        slider=Signal::derive(|| (1.0, 4.0, 1.0))
-                        on_change=set(state, |l, v| l.params.waves = Some(v as u32))
-                        error=error_signal(state, Field::Waves)
-                    />
-                </Show>
-                <Show when=move || uses(Field::SeqSplits)>
-                    <NumberField
-                        label="Sequence splits (K)"
-                        id="seq-splits"
-                        value=get(|l| l.params.seq_splits, 2)
-                        kind=NumberKind::Count
-                        slider=Signal::derive(|| (1.0, 8.0, 1.0))
-                        on_change=set(state, |l, v| l.params.seq_splits = Some(v as u32))
-                        error=error_signal(state, Field::SeqSplits)
-                    />
-                </Show>
-                <Show when=move || uses(Field::Overlap)>
-                    <NumberField
-                        label="F&B pair time"
-                        id="overlap"
-                        value=Signal::derive(move || state.link.with(|l| l.params.costs.overlap))
-                        kind=NumberKind::Amount
-                        optional=true
-                        placeholder="F+B+W (no gain)"
-                        slider=Signal::derive(move || {
-                            let sum = state.link.with(|l| l.params.costs.f + l.params.costs.b + l.params.costs.w).max(1e-9);
-                            (0.0, sum, sum / 100.0)
-                        })
-                        help="Time of one overlapped forward + backward pair (DeepSeek's F&B)."
-                        on_change=Callback::new(move |v| state.update(|l| l.params.costs.overlap = v))
-                        error=error_signal(state, Field::Overlap)
-                    />
-                </Show>
-            </section>
-        </Show>
+    let fixed = |max: f64| Signal::derive(move || max);
+    match field {
+        Field::Chunks => count("Chunks per device (V)", fixed(8.0), ""),
+        Field::Group => count(
+            "Microbatch group (G)",
+            Signal::derive(move || state.link.with(|l| f64::from(l.params.microbatches.max(l.params.devices)))),
+            "Microbatches per chunk round: P is Megatron's default, M is breadth-first.",
+        ),
+        Field::Waves => count("Waves (W)", fixed(4.0), ""),
+        Field::SeqSplits => count("Sequence splits (K)", fixed(8.0), ""),
+        _ => view! {
+            <NumberField
+                label="F&B pair time"
+                id=id
+                value=value
+                kind=NumberKind::Amount
+                optional=true
+                placeholder="F+B+W (no gain)"
+                slider=Signal::derive(move || {
+                    let sum = state.link.with(|l| l.params.costs.f + l.params.costs.b + l.params.costs.w).max(1e-9);
+                    (0.0, sum, sum / 100.0)
+                })
+                help="Time of one overlapped forward + backward pair (DeepSeek's F&B)."
+                on_change=on_change
+                error=error
+            />
+        }
+        .into_any(),
     }
 }
 
@@ -256,7 +272,7 @@ pub fn CostInputs() -> impl IntoView {
 #[component]
 pub fn MemoryInputs() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let drives = move || state.link.with(|l| family(&l.schedule).is_some_and(|f| f.options.contains(&Field::MemLimit)));
+    let drives = move || state.link.with(|l| family(&l.schedule).is_some_and(|f| f.uses(Field::MemLimit)));
     let limit_help = move || {
         if drives() {
             "This family schedules to fit the limit."

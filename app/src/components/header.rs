@@ -31,8 +31,7 @@ pub fn Header() -> impl IntoView {
             ThemeChoice::Light => ThemeChoice::Dark,
             ThemeChoice::Dark => ThemeChoice::Light,
         };
-        state.theme.set(next);
-        state.link.update(|l| l.set_extra("theme", (next == ThemeChoice::Dark).then(|| "dark".to_string())));
+        state.set_theme(next);
     };
     view! {
         <header class="header">

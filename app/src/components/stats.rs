@@ -11,14 +11,6 @@ fn n(v: f64) -> String {
     format_number(v, 4)
 }
 
-fn measure_key(m: BubbleMeasure) -> &'static str {
-    match m {
-        BubbleMeasure::OverCost => "cost",
-        BubbleMeasure::OverIdeal => "ideal",
-        BubbleMeasure::IdleOverMakespan => "idle",
-    }
-}
-
 /// The headline numbers of the main schedule.
 #[component]
 pub fn StatTiles() -> impl IntoView {
@@ -32,7 +24,7 @@ pub fn StatTiles() -> impl IntoView {
     };
     let speedup = move || {
         outcome.with(|o| match (&o.main.result, &o.baseline) {
-            (Ok(a), Some(base)) if a.stats.cost > 0.0 => Some(base.stats.cost / a.stats.cost),
+            (Ok(a), Some(base)) => a.stats.speedup_over(&base.stats),
             _ => None,
         })
     };
@@ -60,13 +52,8 @@ pub fn StatTiles() -> impl IntoView {
         outcome.with(|o| {
             let limit = o.params.mem_limit?;
             let a = o.main.result.as_ref().ok()?;
-            let over: Vec<String> = a
-                .stats
-                .per_device
-                .iter()
-                .filter(|d| d.peak_memory > limit + 1e-9)
-                .map(|d| d.device.to_string())
-                .collect();
+            let over: Vec<String> =
+                a.stats.per_device.iter().filter(|d| d.over_limit(Some(limit))).map(|d| d.device.to_string()).collect();
             (!over.is_empty()).then(|| format!("above the limit {} on device {}", n(limit), over.join(", ")))
         })
     };
@@ -82,17 +69,12 @@ pub fn StatTiles() -> impl IntoView {
                     "Bubble rate"
                     <select class="measure" aria-label="Bubble normalisation" data-testid="bubble-measure"
                         on:change=move |ev| {
-                            let m = match event_target_value(&ev).as_str() {
-                                "ideal" => BubbleMeasure::OverIdeal,
-                                "idle" => BubbleMeasure::IdleOverMakespan,
-                                _ => BubbleMeasure::OverCost,
-                            };
-                            state.measure.set(m);
-                            state.link.update(|l| l.set_extra("measure", (m != BubbleMeasure::OverCost).then(|| measure_key(m).to_string())));
+                            let m = BubbleMeasure::from_key(&event_target_value(&ev)).unwrap_or(BubbleMeasure::OverCost);
+                            state.set_measure(m);
                         }>
                         {BubbleMeasure::ALL.iter().map(|m| {
                             let m = *m;
-                            view! { <option value=measure_key(m) selected=move || state.measure.get() == m>{m.label()}</option> }
+                            view! { <option value=m.key() selected=move || state.measure.get() == m>{m.label()}</option> }
                         }).collect_view()}
                     </select>
                 </div>
@@ -148,7 +130,7 @@ pub fn DeviceTable() -> impl IntoView {
                     .per_device
                     .iter()
                     .map(|d| {
-                        let over = limit.is_some_and(|l| d.peak_memory > l + 1e-9);
+                        let over = d.over_limit(limit);
                         let expected = predicted
                             .as_ref()
                             .and_then(|p| p.get(d.device as usize))
@@ -203,13 +185,13 @@ pub fn CompareTable() -> impl IntoView {
     let any = move || state.outcome.with(|o| !o.compare.is_empty());
     let rows = move || {
         state.outcome.with(|o| {
-            let base = o.baseline.as_ref().map(|b| b.stats.cost);
+            let base = o.baseline.as_ref().map(|b| &b.stats);
             std::iter::once(&o.main)
                 .chain(o.compare.iter())
                 .map(|c| match &c.result {
                     Ok(a) => {
                         let s = &a.stats;
-                        let speed = base.filter(|_| s.cost > 0.0).map(|b| format!("{}×", format_number(b / s.cost, 3))).unwrap_or_default();
+                        let speed = base.and_then(|b| s.speedup_over(b)).map(|x| format!("{}×", format_number(x, 3))).unwrap_or_default();
                         view! {
                             <tr>
                                 <td class="name">{c.label.clone()}</td>

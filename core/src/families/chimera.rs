@@ -46,7 +46,7 @@
 //! `min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))`: between the paper's
 //! `D/2 + 1` (end devices) and `D` (middle devices).
 
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -61,14 +61,14 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2107.06925",
     options: &[],
     constraints: "devices even; microbatches even; two replicas of the weights",
+    passes: per_device_microbatch::<2>,
+    slow_search: None,
     generate,
     predict,
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, FAMILY.name, &[])?;
     check_even(params)?;
-    params.check_size(2)?;
     Ok(chimera(params.devices, params.microbatches))
 }
 

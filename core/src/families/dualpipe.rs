@@ -33,7 +33,7 @@
 //! rank), and every later pair frees one activation as it allocates one.
 
 use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};
@@ -46,11 +46,21 @@ pub const FAMILY: Family = Family {
     summary: "DeepSeek's bidirectional pipeline: two model replicas, overlapped F&B pairs",
     reference: "DeepSeek-AI, DeepSeek-V3 Technical Report (2024); deepseek-ai/DualPipe",
     url: "https://github.com/deepseek-ai/DualPipe",
-    options: &[Field::Overlap],
+    options: &[FamilyOption { field: Field::Overlap, default: OptionDefault::Unset }],
     constraints: "devices even; microbatches even and ≥ 2·devices",
+    passes,
+    slow_search: None,
     generate,
     predict,
 };
+
+/// The exact passes: DeepSeek's recipe runs some backwards whole and splits others into B and W.
+fn passes(params: &ScheduleParams) -> u64 {
+    // A forward and a backward per stage for each pipeline's half of the microbatches, plus a
+    // W for every backward the recipe splits: h(3h − 1) with h = P/2 half ranks.
+    let h = u64::from(params.devices / 2);
+    per_device_microbatch::<2>(params).saturating_add(h * (3 * h).saturating_sub(1))
+}
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     check(params)?;
@@ -59,7 +69,6 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 
 /// Checks the reference's rules: devices even, microbatches at least `2·devices` and even.
 fn check(params: &ScheduleParams) -> Result<(), ParamError> {
-    reject_unused(params, "dualpipe", &[Field::Overlap])?;
     let (devices, microbatches) = (params.devices, params.microbatches);
     if devices % 2 != 0 {
         let (fewer, more) = (u64::from(devices) - 1, u64::from(devices) + 1);
@@ -94,7 +103,7 @@ fn check(params: &ScheduleParams) -> Result<(), ParamError> {
             u64::from(microbatches) + 1
         )));
     }
-    params.check_size(3)
+    Ok(())
 }
 
 /// The DualPipe orders, for `devices` even and `microbatches` even and at least `2·devices`.

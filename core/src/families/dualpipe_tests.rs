@@ -250,7 +250,7 @@ fn rejects_parameters_the_reference_asserts_against() {
         message(4, 9),
         "dualpipe needs an even number of microbatches, found 9\n  hint: each direction runs half of them: use 8 or 10 microbatches"
     );
-    let err = generate(&ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
+    let err = crate::generate(FAMILY.name, &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
     assert_eq!(err.field, Field::Chunks);
     assert!(err.to_string().starts_with("dualpipe does not take --chunks"), "{err}");
     assert_eq!(generate(&ScheduleParams::new(5, 20)).unwrap_err().field, Field::Devices);

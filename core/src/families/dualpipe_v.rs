@@ -26,7 +26,7 @@
 //! device on the same `P` devices.
 
 use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};
@@ -39,11 +39,21 @@ pub const FAMILY: Family = Family {
     summary: "DualPipe cut in half: V placement on P devices, overlapped F&B pairs",
     reference: "Sea AI Lab, Cut-in-half DualPipe (2025); deepseek-ai/DualPipe",
     url: "https://github.com/deepseek-ai/DualPipe",
-    options: &[Field::Overlap],
+    options: &[FamilyOption { field: Field::Overlap, default: OptionDefault::Unset }],
     constraints: "microbatches ≥ 2·devices",
+    passes,
+    slow_search: None,
     generate,
     predict,
 };
+
+/// The exact passes: DeepSeek's recipe runs some backwards whole and splits others into B and W.
+fn passes(params: &ScheduleParams) -> u64 {
+    // A forward and a backward per chunk and microbatch, plus a W for every backward the
+    // recipe splits: P(3P − 1)/2.
+    let p = u64::from(params.devices);
+    per_device_microbatch::<4>(params).saturating_add(p * (3 * p).saturating_sub(1) / 2)
+}
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     check(params)?;
@@ -52,7 +62,6 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 
 /// Checks the reference's rule: at least `2·devices` microbatches.
 fn check(params: &ScheduleParams) -> Result<(), ParamError> {
-    reject_unused(params, "dualpipe-v", &[Field::Overlap])?;
     let (devices, microbatches) = (params.devices, params.microbatches);
     let least = 2 * u64::from(devices);
     if u64::from(microbatches) < least {
@@ -67,7 +76,7 @@ fn check(params: &ScheduleParams) -> Result<(), ParamError> {
         )
         .hint(hint));
     }
-    params.check_size(6)
+    Ok(())
 }
 
 /// The DualPipeV orders, for `microbatches` at least `2·devices`.

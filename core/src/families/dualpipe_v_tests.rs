@@ -295,7 +295,7 @@ fn rejects_too_few_microbatches_and_unused_options() {
         message(1, 1),
         "dualpipe-v needs at least 2·devices = 2 microbatches, found 1\n  hint: use 2 or more microbatches"
     );
-    let err = generate(&ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
+    let err = crate::generate(FAMILY.name, &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
     assert_eq!(err.field, Field::Chunks);
     assert!(err.to_string().starts_with("dualpipe-v does not take --chunks"), "{err}");
     assert_eq!(generate(&ScheduleParams::new(4, 7)).unwrap_err().field, Field::Microbatches);

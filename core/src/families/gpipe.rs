@@ -1,6 +1,6 @@
 //! GPipe: every forward, then every backward (fill and drain).
 
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -15,13 +15,13 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/1811.06965",
     options: &[],
     constraints: "any devices and microbatches",
+    passes: per_device_microbatch::<2>,
+    slow_search: None,
     generate,
     predict,
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, "gpipe", &[])?;
-    params.check_size(2)?;
     let (devices, microbatches) = (params.devices, params.microbatches);
     let mut schedule = Schedule::new(Placement::linear(devices), microbatches);
     for d in 0..devices {

@@ -58,7 +58,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Placement, Schedule};
@@ -72,8 +72,10 @@ pub const FAMILY: Family = Family {
     summary: "wave-like placement: the V folded --waves times, one model copy",
     reference: "Liu et al., Hanayo: Harnessing Wave-like Pipeline Parallelism (SC 2023)",
     url: "https://arxiv.org/abs/2308.15762",
-    options: &[Field::Waves],
+    options: &[FamilyOption::count(Field::Waves, DEFAULT_WAVES)],
     constraints: "waves ≥ 1 (default 2; 1 is the V placement); at most 2P microbatches in flight",
+    passes,
+    slow_search: None,
     generate,
     predict,
 };
@@ -81,22 +83,18 @@ pub const FAMILY: Family = Family {
 /// Waves when `--waves` is not given.
 pub const DEFAULT_WAVES: u32 = 2;
 
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, FAMILY.name, &[Field::Waves])?;
-    let waves = checked_waves(params)?;
-    Ok(hanayo(params, waves))
+/// 2W chunks per device, a forward and a backward each.
+fn passes(params: &ScheduleParams) -> u64 {
+    per_chunk(params, params.waves.unwrap_or(DEFAULT_WAVES).saturating_mul(2), 2)
 }
 
-/// `--waves`, defaulted and checked, with the schedule's size bounded.
-fn checked_waves(params: &ScheduleParams) -> Result<u32, ParamError> {
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     let waves = params.waves.unwrap_or(DEFAULT_WAVES);
     if waves == 0 {
         return Err(ParamError::new(Field::Waves, "waves must be at least 1, found 0")
             .hint("--waves 1 is the V placement (2 chunks per device); each further wave adds 2 chunks"));
     }
-    // 2W chunks per device, a forward and a backward each.
-    params.check_size(4 * u64::from(waves))?;
-    Ok(waves)
+    Ok(hanayo(params, waves))
 }
 
 /// The Hanayo orders for `params` with `waves` waves (checked sizes).

@@ -56,7 +56,7 @@
 //! any backward (GPipe per chunk, peak `M·mem-f`), which the 1F1B steady state of the last
 //! chunk avoids here.
 
-use super::{one_f_one_b, reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{one_f_one_b, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -69,9 +69,14 @@ pub const FAMILY: Family = Family {
     summary: "Megatron's virtual pipeline: V chunks per device cut the bubble by V at more communication",
     reference: "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters (SC 2021)",
     url: "https://arxiv.org/abs/2104.04473",
-    options: &[Field::Chunks, Field::Group],
+    options: &[
+        FamilyOption::count(Field::Chunks, DEFAULT_CHUNKS),
+        FamilyOption { field: Field::Group, default: OptionDefault::Devices },
+    ],
     constraints: "chunks ≥ 1 (default 2; 1 is plain 1F1B); devices ≤ group ≤ microbatches (default group = devices); \
                   microbatches mod group is 0 or ≥ devices",
+    passes,
+    slow_search: None,
     generate,
     predict,
 };
@@ -85,8 +90,10 @@ pub const LOOPED_BFS: Family = Family {
         "breadth-first looping: each chunk runs every microbatch before the next chunk (interleaved with group = M)",
     reference: "Lamy-Poirier, Breadth-First Pipeline Parallelism (MLSys 2023)",
     url: "https://arxiv.org/abs/2211.05953",
-    options: &[Field::Chunks],
+    options: &[FamilyOption::count(Field::Chunks, DEFAULT_CHUNKS)],
     constraints: "chunks ≥ 1 (default 2; 1 is plain 1F1B); microbatches ≥ devices when chunks ≥ 2",
+    passes,
+    slow_search: None,
     generate: generate_looped_bfs,
     predict: predict_looped_bfs,
 };
@@ -94,13 +101,16 @@ pub const LOOPED_BFS: Family = Family {
 /// Chunks per device when `--chunks` is not given.
 pub const DEFAULT_CHUNKS: u32 = 2;
 
+/// A forward and a full backward per chunk (both families).
+fn passes(params: &ScheduleParams) -> u64 {
+    per_chunk(params, params.chunks.unwrap_or(DEFAULT_CHUNKS), 2)
+}
+
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, FAMILY.name, &[Field::Chunks, Field::Group])?;
     Ok(VirtualPipeline::interleaved(params)?.schedule())
 }
 
 fn generate_looped_bfs(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, LOOPED_BFS.name, &[Field::Chunks])?;
     Ok(VirtualPipeline::looped_bfs(params)?.schedule())
 }
 
@@ -263,14 +273,13 @@ impl VirtualPipeline {
     }
 }
 
-/// `--chunks`, defaulted and checked, with the schedule's size bounded.
+/// `--chunks`, defaulted and checked.
 fn checked_chunks(params: &ScheduleParams) -> Result<u32, ParamError> {
     let chunks = params.chunks.unwrap_or(DEFAULT_CHUNKS);
     if chunks == 0 {
         return Err(ParamError::new(Field::Chunks, "chunks must be at least 1, found 0")
             .hint("--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B"));
     }
-    params.check_size(2 * u64::from(chunks))?;
     Ok(chunks)
 }
 

@@ -114,7 +114,71 @@ pub struct Prediction {
     pub memory_formula: &'static str,
 }
 
-/// A schedule family: its names, documentation and generator.
+/// What an option is when it is not given.
+#[derive(Clone, Copy, Debug)]
+pub enum OptionDefault {
+    /// A fixed count (chunks, waves, sequence splits).
+    Count(u32),
+    /// The number of devices (interleaved 1F1B's group).
+    Devices,
+    /// Computed from the other parameters (a family's default memory limit).
+    Derived(fn(&ScheduleParams) -> f64),
+    /// No value: leaving the option unset has its own meaning (no overlap gain).
+    Unset,
+}
+
+/// A setting a family reads beyond devices, microbatches, costs and memory, with the value its
+/// generator uses when the setting is not given.
+#[derive(Clone, Copy, Debug)]
+pub struct FamilyOption {
+    /// The setting.
+    pub field: Field,
+    /// Its value when not given.
+    pub default: OptionDefault,
+}
+
+impl FamilyOption {
+    /// A count option with a fixed default.
+    pub const fn count(field: Field, default: u32) -> FamilyOption {
+        FamilyOption { field, default: OptionDefault::Count(default) }
+    }
+
+    /// The setting's name (CLI flag without `--`, URL key).
+    pub fn name(&self) -> &'static str {
+        self.field.name()
+    }
+
+    /// The value the generator uses for `params` when the option is not given (`None`: unset
+    /// has its own meaning).
+    pub fn default_value(&self, params: &ScheduleParams) -> Option<f64> {
+        match self.default {
+            OptionDefault::Count(n) => Some(f64::from(n)),
+            OptionDefault::Devices => Some(f64::from(params.devices)),
+            OptionDefault::Derived(f) => Some(f(params)),
+            OptionDefault::Unset => None,
+        }
+    }
+}
+
+/// A search that grows faster than the passes it outputs, so a live view should refuse it
+/// beyond a size (the passes bound is not enough).
+#[derive(Clone, Copy, Debug)]
+pub struct SlowSearch {
+    /// What runs slowly, for messages ("the adaptive V search at unequal costs").
+    pub what: &'static str,
+    /// The search's size for these parameters, in the unit of `live_limit`; `None` when it
+    /// stays fast whatever the size.
+    pub size: fn(&ScheduleParams) -> Option<u64>,
+    /// The size that takes about half a second in a browser.
+    pub live_limit: u64,
+    /// What the size counts, for messages ("devices × microbatches").
+    pub unit: &'static str,
+    /// How to stay under the limit.
+    pub hint: &'static str,
+}
+
+/// A schedule family: its names, documentation, options, size and generator. The only place
+/// a family's facts live: the CLI, the app and the tests read them from here.
 #[derive(Clone, Copy, Debug)]
 pub struct Family {
     /// The name used by the CLI (`--schedule`) and the URL (`schedule=`).
@@ -129,11 +193,19 @@ pub struct Family {
     pub reference: &'static str,
     /// A link to that reference.
     pub url: &'static str,
-    /// The settings this family reads beyond devices, microbatches, costs and memory.
-    pub options: &'static [Field],
+    /// The settings this family reads beyond devices, microbatches, costs and memory, with
+    /// their defaults.
+    pub options: &'static [FamilyOption],
     /// The constraints on its parameters, in words.
     pub constraints: &'static str,
-    /// Generates the per-device orders.
+    /// The exact number of passes the family generates for these parameters (options not
+    /// given take their defaults); saturates instead of overflowing. Bounds the size before
+    /// any work is done.
+    pub passes: fn(&ScheduleParams) -> u64,
+    /// A search that needs a tighter live bound than its passes, if any.
+    pub slow_search: Option<SlowSearch>,
+    /// Generates the per-device orders from parameters already checked by [`generate`]
+    /// (common checks, unused options, size).
     pub generate: fn(&ScheduleParams) -> Result<Schedule, ParamError>,
     /// The closed-form prediction, when the family has one for these parameters.
     pub predict: fn(&ScheduleParams) -> Option<Prediction>,
@@ -145,7 +217,7 @@ impl Family {
     /// playground's sliders, a permalink — never trip [`reject_unused`].
     pub fn own_params(&self, params: &ScheduleParams) -> ScheduleParams {
         let mut p = params.clone();
-        let keep = |f: Field| self.options.contains(&f);
+        let keep = |f: Field| self.uses(f);
         if !keep(Field::Chunks) {
             p.chunks = None;
         }
@@ -173,6 +245,53 @@ impl Family {
         (self.predict)(params)
     }
 
+    /// Whether the family reads `field`.
+    pub fn uses(&self, field: Field) -> bool {
+        self.options.iter().any(|o| o.field == field)
+    }
+
+    /// The option for `field`, if the family reads it.
+    pub fn option(&self, field: Field) -> Option<&'static FamilyOption> {
+        self.options.iter().find(|o| o.field == field)
+    }
+
+    /// `params` with every option the family reads and that is not given set to its default
+    /// (options with no default value stay unset): the parameters the generator really uses.
+    pub fn with_defaults(&self, params: &ScheduleParams) -> ScheduleParams {
+        let mut p = params.clone();
+        for option in self.options {
+            let Some(value) = option.default_value(params) else { continue };
+            let count = value as u32;
+            match option.field {
+                Field::Chunks => p.chunks = p.chunks.or(Some(count)),
+                Field::Group => p.group = p.group.or(Some(count)),
+                Field::Waves => p.waves = p.waves.or(Some(count)),
+                Field::SeqSplits => p.seq_splits = p.seq_splits.or(Some(count)),
+                Field::Overlap => p.costs.overlap = p.costs.overlap.or(Some(value)),
+                Field::MemLimit => p.mem_limit = p.mem_limit.or(Some(value)),
+                _ => {}
+            }
+        }
+        p
+    }
+
+    /// The exact number of passes of this family's schedule for `params`.
+    pub fn pass_count(&self, params: &ScheduleParams) -> u64 {
+        (self.passes)(params)
+    }
+
+    /// Checks and generates: the common checks, options the family does not read, the size
+    /// (from [`Family::passes`], before any work), then the generator.
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the setting to change.
+    pub fn generate(&self, params: &ScheduleParams) -> Result<Schedule, ParamError> {
+        params.check_common()?;
+        reject_unused(params, self)?;
+        params.check_passes(self.pass_count(params))?;
+        (self.generate)(params)
+    }
+
     /// A heading for a schedule of this family: its title and the sizes that shape it.
     pub fn label(&self, params: &ScheduleParams) -> String {
         let mut out = format!(
@@ -188,11 +307,11 @@ impl Family {
             (Field::SeqSplits, params.seq_splits, "sequence split", "sequence splits"),
         ];
         for (field, value, one, many) in options {
-            if let (true, Some(v)) = (self.options.contains(&field), value) {
+            if let (true, Some(v)) = (self.uses(field), value) {
                 out.push_str(&format!(" · {}", counted(v, one, many)));
             }
         }
-        if let (true, Some(limit)) = (self.options.contains(&Field::MemLimit), params.mem_limit) {
+        if let (true, Some(limit)) = (self.uses(Field::MemLimit), params.mem_limit) {
             out.push_str(&format!(" · limit {}", crate::render::format_number(limit, 3)));
         }
         out
@@ -223,6 +342,9 @@ pub static FAMILIES: &[Family] = &[
     seq1f1b::FAMILY,
 ];
 
+/// The family other schedules are measured against (speedup): 1F1B.
+pub static BASELINE: &Family = &one_f_one_b::FAMILY;
+
 /// The family called `name`, if any.
 pub fn family(name: &str) -> Option<&'static Family> {
     FAMILIES.iter().find(|f| f.name == name)
@@ -234,9 +356,7 @@ pub fn family(name: &str) -> Option<&'static Family> {
 /// A [`ParamError`] naming the setting to change when the family is unknown or cannot take
 /// these parameters.
 pub fn generate(name: &str, params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let family = family(name).ok_or_else(|| unknown_family(name))?;
-    params.check_common()?;
-    (family.generate)(params)
+    family(name).ok_or_else(|| unknown_family(name))?.generate(params)
 }
 
 /// The error for a family name that does not exist, with the closest name as a hint.
@@ -271,18 +391,30 @@ pub(crate) fn no_prediction(_: &ScheduleParams) -> Option<Prediction> {
     None
 }
 
-/// Rejects `chunks`, `group`, `waves` and `seq-splits` when a family does not read them, so a
-/// user who sets one learns it has no effect.
-pub(crate) fn reject_unused(params: &ScheduleParams, family: &str, used: &[Field]) -> Result<(), ParamError> {
+/// Passes of a family with `K` passes per device and microbatch (`P·M·K`).
+pub(crate) fn per_device_microbatch<const K: u64>(params: &ScheduleParams) -> u64 {
+    u64::from(params.devices).saturating_mul(u64::from(params.microbatches)).saturating_mul(K)
+}
+
+/// Passes of a family with `per_chunk` passes per device, microbatch and one of `chunks` chunks
+/// per device (`P·M·chunks·per_chunk`).
+pub(crate) fn per_chunk(params: &ScheduleParams, chunks: u32, per_chunk: u64) -> u64 {
+    per_device_microbatch::<1>(params).saturating_mul(u64::from(chunks)).saturating_mul(per_chunk)
+}
+
+/// Rejects the options (`chunks`, `group`, `waves`, `seq-splits`, `overlap`) a family does not
+/// read, so a user who sets one learns it has no effect.
+fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamError> {
     let given = [
         (Field::Chunks, params.chunks.is_some()),
         (Field::Group, params.group.is_some()),
         (Field::Waves, params.waves.is_some()),
         (Field::SeqSplits, params.seq_splits.is_some()),
+        (Field::Overlap, params.costs.overlap.is_some()),
     ];
     for (field, set) in given {
-        if set && !used.contains(&field) {
-            return Err(ParamError::new(field, format!("{family} does not take --{}", field.name()))
+        if set && !family.uses(field) {
+            return Err(ParamError::new(field, format!("{} does not take --{}", family.name, field.name()))
                 .hint(format!("remove --{}, or pick a family that uses it (see `bubblescope list`)", field.name())));
         }
     }

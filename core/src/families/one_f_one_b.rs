@@ -3,7 +3,7 @@
 //! Device `d` runs `min(P-1-d, M)` warm-up forwards, then alternates one forward and one fused
 //! backward, then drains the remaining backwards. At most `P-d` microbatches are in flight.
 
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -18,13 +18,13 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2006.09503",
     options: &[],
     constraints: "any devices and microbatches",
+    passes: per_device_microbatch::<2>,
+    slow_search: None,
     generate,
     predict,
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, "1f1b", &[])?;
-    params.check_size(2)?;
     Ok(one_f_one_b(params.devices, params.microbatches))
 }
 

@@ -45,7 +45,7 @@
 //! ([`Occupancy`]).
 
 use super::v_common::{Chunk, VPass};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
@@ -60,13 +60,13 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2405.15362",
     options: &[],
     constraints: "any devices and microbatches",
+    passes: per_device_microbatch::<4>,
+    slow_search: None,
     generate,
     predict,
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, "1f1b-v", &[])?;
-    params.check_size(4)?;
     Ok(one_f_one_b_v(params.devices, params.microbatches))
 }
 

@@ -25,7 +25,7 @@
 //! * peak activation memory on device `d`: `min(P−d−1+K, M·K)` slices of `mem-f/K`, so
 //!   `(P+K−1)/K·mem-f` on device 0 once `M·K ≥ P+K−1` (1F1B holds `P·mem-f`).
 
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -38,8 +38,10 @@ pub const FAMILY: Family = Family {
     summary: "1F1B over --seq-splits sequence slices per microbatch: forwards in order, backwards in reverse",
     reference: "Sun et al., Seq1F1B (NAACL 2025)",
     url: "https://arxiv.org/abs/2406.03488",
-    options: &[Field::SeqSplits],
+    options: &[FamilyOption::count(Field::SeqSplits, DEFAULT_SEQ_SPLITS)],
     constraints: "seq-splits ≥ 1 (default 2; 1 is plain 1F1B); slices split costs uniformly",
+    passes,
+    slow_search: None,
     generate,
     predict,
 };
@@ -47,21 +49,18 @@ pub const FAMILY: Family = Family {
 /// Sequence slices per microbatch when `--seq-splits` is not given.
 pub const DEFAULT_SEQ_SPLITS: u32 = 2;
 
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, FAMILY.name, &[Field::SeqSplits])?;
-    let slices = checked_slices(params)?;
-    Ok(seq1f1b(params.devices, params.microbatches, slices))
+/// A forward and a full backward per slice.
+fn passes(params: &ScheduleParams) -> u64 {
+    per_chunk(params, params.seq_splits.unwrap_or(DEFAULT_SEQ_SPLITS), 2)
 }
 
-/// `--seq-splits`, defaulted and checked, with the schedule's size bounded.
-fn checked_slices(params: &ScheduleParams) -> Result<u32, ParamError> {
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     let slices = params.seq_splits.unwrap_or(DEFAULT_SEQ_SPLITS);
     if slices == 0 {
         return Err(ParamError::new(Field::SeqSplits, "seq-splits must be at least 1, found 0")
             .hint("--seq-splits 1 is plain 1F1B; 2 or 4 cut every microbatch's sequence in halves or quarters"));
     }
-    params.check_size(2 * u64::from(slices))?;
-    Ok(slices)
+    Ok(seq1f1b(params.devices, params.microbatches, slices))
 }
 
 /// Forward slices device `device` runs before its first backward slice.

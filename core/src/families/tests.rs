@@ -58,3 +58,85 @@ fn labels_count_in_the_right_number() {
     let interleaved = super::family("interleaved-1f1b").unwrap();
     assert!(interleaved.label(&ScheduleParams::new(2, 4).with_chunks(1)).ends_with(" · 1 chunk"));
 }
+
+#[test]
+fn overlap_is_rejected_by_name_like_any_unused_option() {
+    let mut p = ScheduleParams::new(4, 8);
+    p.costs.overlap = Some(3.0);
+    let err = generate("1f1b", &p).unwrap_err();
+    assert_eq!(err.field, Field::Overlap);
+    assert!(err.to_string().starts_with("1f1b does not take --overlap"), "{err}");
+    assert!(generate("dualpipe", &p).is_ok());
+}
+
+/// Sizes, options and costs every registry fact is checked over.
+fn grid() -> Vec<ScheduleParams> {
+    let mut out = Vec::new();
+    for devices in 1..=6u32 {
+        for microbatches in [1, 2, 3, 5, 8, 12, 13] {
+            for costs in [Costs::default(), Costs { comm: 0.5, ..Costs::fbw(1.0, 2.0, 1.5) }] {
+                for option in [None, Some(1), Some(3)] {
+                    let mut p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
+                    p.chunks = option;
+                    p.waves = option;
+                    p.seq_splits = option;
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn pass_counts_equal_the_generated_schedules() {
+    let mut checked = 0;
+    for family in FAMILIES {
+        for params in grid() {
+            let p = family.own_params(&params);
+            if let Ok(schedule) = generate(family.name, &p) {
+                assert_eq!(family.pass_count(&p), schedule.pass_count() as u64, "{} {p:?}", family.name);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1500, "only {checked} schedules generated");
+}
+
+#[test]
+fn defaults_are_what_the_generators_use() {
+    for family in FAMILIES {
+        for params in grid() {
+            let mut p = family.own_params(&params);
+            p.chunks = None;
+            p.waves = None;
+            p.seq_splits = None;
+            let explicit = family.with_defaults(&p);
+            let (a, b) = (generate(family.name, &p), generate(family.name, &explicit));
+            assert_eq!(a.is_ok(), b.is_ok(), "{} {p:?}: {a:?} vs {b:?}", family.name);
+            if let (Ok(a), Ok(b)) = (a, b) {
+                assert_eq!(a, b, "{} {p:?}", family.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn hanayo_defaults_to_two_waves() {
+    let hanayo = super::family("hanayo").unwrap();
+    let waves = hanayo.option(Field::Waves).unwrap();
+    assert_eq!(waves.default_value(&ScheduleParams::new(4, 8)), Some(2.0));
+    let p = ScheduleParams::new(4, 8);
+    assert_eq!(generate("hanayo", &p).unwrap().placement.chunks_per_device(), 4);
+}
+
+#[test]
+fn sizes_are_refused_from_the_pass_count_before_any_work() {
+    for family in FAMILIES {
+        let p = ScheduleParams::new(1024, 65_536);
+        let err = generate(family.name, &p).unwrap_err();
+        let passes = family.pass_count(&p);
+        assert!(passes > crate::params::MAX_PASSES, "{}", family.name);
+        assert!(err.to_string().contains(&format!("would have {passes} passes")), "{}: {err}", family.name);
+    }
+}

@@ -80,7 +80,9 @@
 //! `k = P` gives `3P − 1`.
 
 use super::v_blocks::{chunk_activations, cost_below, Grid, Part, EMPTY, PERIOD};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{
+    per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
+};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
@@ -96,27 +98,45 @@ pub const FAMILY: Family = Family {
     summary: "the adaptive V scheduler: the best building block for any --mem-limit, up to V-ZB's zero bubble",
     reference: "Qi et al., Pipeline Parallelism with Controllable Memory (NeurIPS 2024), App. A",
     url: "https://arxiv.org/abs/2405.15362",
-    options: &[Field::MemLimit],
+    options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(default_limit) }],
     constraints:
         "up to 32 devices; mem-limit ≥ V-Min's memory ((P+4)//3·mem-f); P·mem-f or more gives V-ZB (default P·mem-f)",
+    passes: per_device_microbatch::<6>,
+    slow_search: Some(SlowSearch {
+        what: "the adaptive V search at unequal costs",
+        size: search_size,
+        live_limit: 6144,
+        unit: "devices × microbatches",
+        hint: "use fewer microbatches (past 2 × devices the steady state only repeats), or equal F, B and W",
+    }),
     generate,
     predict,
 };
 
+/// The default memory limit: 1F1B's, `P·mem-f` (V-ZB's memory).
+fn default_limit(params: &ScheduleParams) -> f64 {
+    f64::from(params.devices) * params.costs.mem_f
+}
+
+/// The size of the search at unequal costs, `P·M`, where it simulates every near-best block
+/// (about half a second in a browser at P = 32, M = 192); with F = B = W and no communication
+/// it stops at the first block that reaches its bound and stays fast.
+fn search_size(params: &ScheduleParams) -> Option<u64> {
+    (!params.costs.balanced()).then(|| u64::from(params.devices) * u64::from(params.microbatches))
+}
+
 /// Largest device count accepted: the search grows with the cube of the devices.
-const MAX_DEVICES: u32 = 32;
+const MAX_SEARCH_DEVICES: u32 = 32;
 
 /// Largest `P·(M + 4P)` accepted: every evaluated block is laid out over that many slots.
 const MAX_SLOTS: u64 = 1 << 18;
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, "v-auto", &[Field::MemLimit])?;
-    params.check_size(6)?;
     let (devices, microbatches) = (params.devices, params.microbatches);
-    if devices > MAX_DEVICES {
+    if devices > MAX_SEARCH_DEVICES {
         return Err(ParamError::new(
             Field::Devices,
-            format!("v-auto supports at most {MAX_DEVICES} devices, found {devices}"),
+            format!("v-auto supports at most {MAX_SEARCH_DEVICES} devices, found {devices}"),
         )
         .hint("its building-block search grows with the cube of the devices")
         .hint("use v-half, v-min or zb-v for larger pipelines"));
@@ -1248,7 +1268,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let (p, m) = (params.devices, params.microbatches);
     let k = chunk_limit(params);
     let balanced = c.balanced();
-    let in_range = k >= least_peak(p) && m >= 2 * p && p <= MAX_DEVICES;
+    let in_range = k >= least_peak(p) && m >= 2 * p && p <= MAX_SEARCH_DEVICES;
     Some(Prediction {
         bubble: (balanced && in_range).then(|| closed_form_bubble(p, k) as f64 * c.f / 2.0),
         bubble_formula: "(3P − 1 − 3k + max(3P, P + 1 + 2⌊(k+1)/2⌋))·F/2 for k = ⌊2·limit/mem-f⌋ chunk-activations, F = B = W, M ≥ 2P",

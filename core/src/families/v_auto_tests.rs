@@ -441,7 +441,7 @@ fn order_based_warm_up_matches_the_laid_out_one() {
 #[test]
 #[ignore]
 fn order_based_warm_up_matches_the_laid_out_one_up_to_32_devices() {
-    for p in 13..=MAX_DEVICES {
+    for p in 13..=MAX_SEARCH_DEVICES {
         check_warm_up_facts(p);
     }
 }
@@ -477,7 +477,7 @@ fn few_microbatch_bound_holds_for_every_block() {
 #[test]
 #[ignore]
 fn few_microbatch_bound_holds_for_every_block_up_to_32_devices() {
-    for p in 9..=MAX_DEVICES {
+    for p in 9..=MAX_SEARCH_DEVICES {
         check_few_microbatch_bound(p);
     }
 }

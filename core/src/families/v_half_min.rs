@@ -35,7 +35,7 @@
 //! (zero-bubble.md Appendix A; tests below).
 
 use super::v_blocks::{Grid, Part, EMPTY, PERIOD};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Placement, Schedule};
@@ -52,6 +52,8 @@ pub const V_HALF: Family = Family {
     url: "https://arxiv.org/abs/2405.15362",
     options: &[],
     constraints: "any devices (up to 256) and microbatches",
+    passes: per_device_microbatch::<6>,
+    slow_search: None,
     generate: generate_v_half,
     predict: predict_v_half,
 };
@@ -66,13 +68,15 @@ pub const V_MIN: Family = Family {
     url: "https://arxiv.org/abs/2405.15362",
     options: &[],
     constraints: "any devices (up to 256) and microbatches",
+    passes: per_device_microbatch::<6>,
+    slow_search: None,
     generate: generate_v_min,
     predict: predict_v_min,
 };
 
 /// Largest device count accepted: the size the greedy reordering is measured at (about 30 ms for
 /// 256 devices and 16 microbatches).
-const MAX_DEVICES: u32 = 256;
+const MAX_MEASURED_DEVICES: u32 = 256;
 
 /// Which of the two fixed building blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,12 +121,10 @@ fn generate_v_min(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 }
 
 fn generate(params: &ScheduleParams, setup: Setup) -> Result<Schedule, ParamError> {
-    reject_unused(params, setup.name(), &[])?;
-    params.check_size(6)?;
-    if params.devices > MAX_DEVICES {
+    if params.devices > MAX_MEASURED_DEVICES {
         return Err(ParamError::new(
             Field::Devices,
-            format!("{} supports at most {MAX_DEVICES} devices, found {}", setup.name(), params.devices),
+            format!("{} supports at most {MAX_MEASURED_DEVICES} devices, found {}", setup.name(), params.devices),
         )
         .hint("its greedy reordering of warm-up and cool-down is measured up to 256 devices")
         .hint("use fewer devices"));

@@ -60,7 +60,7 @@
 //! for pass under four cost settings, the 1.5B row of the paper's Table 5 (bubble rates 0.1585
 //! and 0.0433), and the heuristic's `best_time` for p = 8, 16, 32.
 
-use super::{no_prediction, reject_unused, Family, FamilyGroup};
+use super::{no_prediction, per_device_microbatch, Family, FamilyGroup, FamilyOption, OptionDefault};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
@@ -74,8 +74,10 @@ pub const FAMILY: Family = Family {
     summary: "the Zero Bubble paper's automatic scheduling heuristic: least bubble under --mem-limit",
     reference: "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024), §3.1",
     url: "https://arxiv.org/abs/2401.10241",
-    options: &[Field::MemLimit],
+    options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(default_limit) }],
     constraints: "mem-limit ≥ mem-f (default 3·M·mem-f, no limit)",
+    passes: per_device_microbatch::<3>,
+    slow_search: None,
     generate: generate_auto,
     predict: no_prediction,
 };
@@ -90,6 +92,8 @@ pub const ZB_1P: Family = Family {
     url: "https://arxiv.org/abs/2401.10241",
     options: &[],
     constraints: "any devices and microbatches",
+    passes: per_device_microbatch::<3>,
+    slow_search: None,
     generate: generate_1p,
     predict: no_prediction,
 };
@@ -104,33 +108,35 @@ pub const ZB_2P: Family = Family {
     url: "https://arxiv.org/abs/2401.10241",
     options: &[],
     constraints: "any devices and microbatches",
+    passes: per_device_microbatch::<3>,
+    slow_search: None,
     generate: generate_2p,
     predict: no_prediction,
 };
 
 fn generate_auto(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, FAMILY.name, &[Field::MemLimit])?;
-    params.check_size(3)?;
-    let limit = params.mem_limit.unwrap_or(3.0 * f64::from(params.microbatches) * params.costs.mem_f);
-    zero_bubble_auto(params, limit)
+    zero_bubble_auto(params, params.mem_limit.unwrap_or_else(|| default_limit(params)))
+}
+
+/// zb-auto's default limit, `3·M·mem-f`: more than any schedule holds, so no limit.
+fn default_limit(params: &ScheduleParams) -> f64 {
+    3.0 * f64::from(params.microbatches) * params.costs.mem_f
 }
 
 fn generate_1p(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    generate_at_multiple(params, &ZB_1P, 1)
+    generate_at_multiple(params, 1)
 }
 
 fn generate_2p(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    generate_at_multiple(params, &ZB_2P, 2)
+    generate_at_multiple(params, 2)
 }
 
 /// ZB-1p / ZB-2p: the heuristic with the limit at `multiple·P·mem-f`. These families fix
 /// their limit: like every family that does not schedule to `--mem-limit`, they treat a given
 /// one as a cap to check the result against (the CLI and the app flag devices above it), not
 /// as an input — use `zb-auto --mem-limit L` to schedule to another limit.
-fn generate_at_multiple(params: &ScheduleParams, family: &Family, multiple: u32) -> Result<Schedule, ParamError> {
-    reject_unused(params, family.name, &[])?;
+fn generate_at_multiple(params: &ScheduleParams, multiple: u32) -> Result<Schedule, ParamError> {
     let limit = f64::from(multiple) * f64::from(params.devices) * params.costs.mem_f;
-    params.check_size(3)?;
     zero_bubble_auto(params, limit)
 }
 

@@ -23,7 +23,7 @@
 //! The authors' script asserts `M ≥ 2P`; the construction itself is valid whenever the warm-up
 //! fits, `M ≥ P−1`, which is what this family accepts.
 
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -38,14 +38,14 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2401.10241",
     options: &[],
     constraints: "microbatches ≥ devices − 1",
+    passes: per_device_microbatch::<3>,
+    slow_search: None,
     generate,
     predict,
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, FAMILY.name, &[])?;
     check_warm_up(params, FAMILY.name, 1)?;
-    params.check_size(3)?;
     Ok(handcrafted(params.devices, params.microbatches, 1))
 }
 

@@ -23,7 +23,7 @@
 //! last device ends last, so the makespan is longer than the cost.
 
 use super::zb_h1::{check_warm_up, handcrafted, handcrafted_peak};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
@@ -38,14 +38,14 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2401.10241",
     options: &[],
     constraints: "microbatches ≥ 2(devices − 1)",
+    passes: per_device_microbatch::<3>,
+    slow_search: None,
     generate,
     predict,
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, FAMILY.name, &[])?;
     check_warm_up(params, FAMILY.name, 2)?;
-    params.check_size(3)?;
     Ok(handcrafted(params.devices, params.microbatches, 2))
 }
 

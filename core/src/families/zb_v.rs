@@ -80,7 +80,7 @@
 use std::collections::VecDeque;
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Schedule};
@@ -95,8 +95,10 @@ pub const FAMILY: Family = Family {
         "Zero Bubble V: two chunks per device in a V, cost-aware heuristic under --mem-limit (default 1F1B's memory)",
     reference: "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2, §6)",
     url: "https://arxiv.org/abs/2401.10241",
-    options: &[Field::MemLimit],
+    options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(default_limit) }],
     constraints: "mem-limit ≥ P·mem-f, 1F1B's memory (the default); less fits only when M < P",
+    passes: per_device_microbatch::<6>,
+    slow_search: None,
     generate,
     predict,
 };
@@ -105,8 +107,6 @@ pub const FAMILY: Family = Family {
 pub const MAX_REFINEMENTS: usize = 64;
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, "zb-v", &[])?;
-    params.check_size(6)?;
     let heuristic = Heuristic::new(params, capacity(params));
     match heuristic.best() {
         Ok(outcome) => Ok(outcome.schedule),

@@ -28,7 +28,7 @@
 //! simulation over ranges of sizes in the tests.
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{reject_unused, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
@@ -43,13 +43,13 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2401.10241",
     options: &[],
     constraints: "any devices and microbatches (zero bubble needs F = B = W and M ≥ 2P − 1)",
+    passes: per_device_microbatch::<6>,
+    slow_search: None,
     generate,
     predict,
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    reject_unused(params, "zb-v-handcrafted", &[])?;
-    params.check_size(6)?;
     Ok(zb_v_handcrafted(params.devices, params.microbatches))
 }
 

@@ -15,13 +15,34 @@ use super::theme::Rgb;
 /// factor so text comes out the same size in both.
 pub const SVG_FONT_FACTOR: f64 = 1.24;
 
+/// Why a scene could not be drawn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DrawError {
+    /// The backend (canvas, SVG writer) refused an operation; its own description.
+    Backend(String),
+}
+
+impl std::fmt::Display for DrawError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DrawError::Backend(e) => write!(f, "drawing failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DrawError {}
+
 /// Draws `scene` onto `area`, scaling every font size by `font_factor` (1 for pixel backends,
 /// [`SVG_FONT_FACTOR`] for SVG).
 ///
 /// # Errors
-/// The backend's error, as text.
-pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, scene: &Scene, font_factor: f64) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("drawing failed: {e:?}");
+/// [`DrawError::Backend`] when the backend fails.
+pub fn draw<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    scene: &Scene,
+    font_factor: f64,
+) -> Result<(), DrawError> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| DrawError::Backend(format!("{e:?}"));
     area.fill(&color(scene.background)).map_err(err)?;
     for item in &scene.items {
         match item {
@@ -67,8 +88,8 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, scene: &Scene, fo
 /// Draws `scene` as an SVG document.
 ///
 /// # Errors
-/// Never in practice (the SVG backend writes to a string); the error type is the backend's.
-pub fn to_svg(scene: &Scene) -> Result<String, String> {
+/// Never in practice (the SVG backend writes to a string); [`DrawError`] otherwise.
+pub fn to_svg(scene: &Scene) -> Result<String, DrawError> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (scene.width.max(1), scene.height.max(1))).into_drawing_area();

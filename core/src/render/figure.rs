@@ -2,7 +2,7 @@
 //! `render` and the app's SVG export share, so both produce the same bytes.
 
 use super::axis::format_number;
-use super::gantt::{gantt, gutter_width, GanttOptions, GanttPanel};
+use super::gantt::{gantt, gutter_width, GanttGeometry, GanttOptions, GanttPanel};
 use super::memory::{memory_chart, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
@@ -17,32 +17,68 @@ pub struct FigureItem<'a> {
     pub analysis: &'a Analysis,
 }
 
-/// Figure settings.
+/// Figure settings: everything the CLI's `render`, the app's export and the app's canvas
+/// choose. Lengths are CSS pixels; `scale` turns them into device pixels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FigureOptions {
     /// Width in pixels.
     pub width: f64,
+    /// Device pixels per CSS pixel (the canvas' device pixel ratio; 1 for SVG).
+    pub scale: f64,
     /// Height of a device row.
     pub row_height: f64,
     /// Add a memory chart under the Gantt chart (one per schedule).
     pub memory: bool,
+    /// Height of each memory chart.
+    pub memory_height: f64,
     /// Memory limit to draw in the memory chart.
     pub mem_limit: Option<f64>,
     /// Colours.
     pub theme: Theme,
     /// Visible time range; `None` shows everything.
     pub time_range: Option<(f64, f64)>,
+    /// A microbatch whose passes are outlined while the others fade.
+    pub highlight: Option<u32>,
 }
+
+/// Height of a memory chart in figures.
+pub const MEMORY_HEIGHT: f64 = 200.0;
 
 impl Default for FigureOptions {
     fn default() -> Self {
         FigureOptions {
             width: 960.0,
+            scale: 1.0,
             row_height: 22.0,
             memory: false,
+            memory_height: MEMORY_HEIGHT,
             mem_limit: None,
             theme: Theme::light(),
             time_range: None,
+            highlight: None,
+        }
+    }
+}
+
+/// A laid-out figure: the Gantt chart (headings with their summary notes), the memory charts
+/// stacked below it when asked, and where the Gantt rows are. The canvas draws the two parts
+/// on its two canvases, the SVG export stacks them: one figure for every output.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// The Gantt chart of every schedule on one time axis.
+    pub gantt: Scene,
+    /// One memory chart per schedule, stacked, when [`FigureOptions::memory`] is set.
+    pub memory: Option<Scene>,
+    /// Where the Gantt chart's rows and time axis are (CSS pixels).
+    pub geometry: GanttGeometry,
+}
+
+impl Figure {
+    /// The whole figure as one scene: the Gantt chart with the memory charts below.
+    pub fn scene(self) -> Scene {
+        match self.memory {
+            Some(memory) => self.gantt.stack(memory),
+            None => self.gantt,
         }
     }
 }
@@ -59,7 +95,7 @@ pub fn summary_line(analysis: &Analysis) -> String {
 }
 
 /// Lays out a figure: all schedules on one time axis, then their memory charts if asked.
-pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Scene {
+pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
     let notes: Vec<String> = items.iter().map(|i| summary_line(i.analysis)).collect();
     let panels: Vec<GanttPanel<'_>> = items
         .iter()
@@ -73,41 +109,50 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Scene {
         .collect();
     let gantt_opts = GanttOptions {
         width: opts.width,
-        scale: 1.0,
+        scale: opts.scale,
         row_height: opts.row_height,
         time_range: opts.time_range,
-        highlight: None,
+        highlight: opts.highlight,
         legend: true,
         axis_label: "time (cost units)".to_string(),
     };
-    let (mut scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);
-    if opts.memory {
-        let devices = items.iter().map(|i| i.analysis.schedule.devices()).max().unwrap_or(1);
-        let time_range = Some((geometry.axis.t0, geometry.axis.t1));
-        for item in items {
-            let title = if items.len() > 1 {
-                format!("Activation memory per device — {} (unit of mem-f)", item.label)
-            } else {
-                "Activation memory per device (unit of mem-f)".to_string()
-            };
-            let memory = MemoryOptions {
-                width: opts.width,
-                height: 200.0,
-                scale: 1.0,
-                time_range,
-                limit: opts.mem_limit,
-                gutter: Some(gutter_width(devices)),
-                highlight_device: None,
-                title,
-            };
-            scene = scene.stack(memory_chart(&item.analysis.timeline, &memory, &opts.theme));
-        }
+    let (gantt_scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);
+    let memory = opts.memory.then(|| memory_charts(items, opts, (geometry.axis.t0, geometry.axis.t1)));
+    Figure { gantt: gantt_scene, memory, geometry }
+}
+
+/// One memory chart per schedule over `time_range`, stacked, their axes aligned with the
+/// Gantt chart's.
+fn memory_charts(items: &[FigureItem<'_>], opts: &FigureOptions, time_range: (f64, f64)) -> Scene {
+    let devices = items.iter().map(|i| i.analysis.schedule.devices()).max().unwrap_or(1);
+    let mut stacked: Option<Scene> = None;
+    for item in items {
+        let title = if items.len() > 1 {
+            format!("Activation memory per device — {} (unit of mem-f)", item.label)
+        } else {
+            "Activation memory per device (unit of mem-f)".to_string()
+        };
+        let memory = MemoryOptions {
+            width: opts.width,
+            height: opts.memory_height,
+            scale: opts.scale,
+            time_range: Some(time_range),
+            limit: opts.mem_limit,
+            gutter: Some(gutter_width(devices)),
+            highlight_device: None,
+            title,
+        };
+        let chart = memory_chart(&item.analysis.timeline, &memory, &opts.theme);
+        stacked = Some(match stacked {
+            Some(above) => above.stack(chart),
+            None => chart,
+        });
     }
-    scene
+    stacked.unwrap_or_else(|| Scene::new(0, 0, opts.theme.background, opts.theme.font))
 }
 
 /// The figure as an SVG document.
 pub fn figure_svg(items: &[FigureItem<'_>], opts: &FigureOptions) -> String {
-    // The SVG backend writes into a String and cannot fail.
-    super::to_svg(&figure(items, opts)).unwrap_or_default()
+    // The SVG backend writes into a String: it has no error to report.
+    super::to_svg(&figure(items, opts).scene()).unwrap_or_default()
 }

@@ -11,8 +11,8 @@ mod scene;
 mod theme;
 
 pub use axis::{format_number, format_tick, ticks, TimeAxis};
-pub use draw::{draw, to_svg, SVG_FONT_FACTOR};
-pub use figure::{figure, figure_svg, summary_line, FigureItem, FigureOptions};
+pub use draw::{draw, to_svg, DrawError, SVG_FONT_FACTOR};
+pub use figure::{figure, figure_svg, summary_line, Figure, FigureItem, FigureOptions, MEMORY_HEIGHT};
 pub use gantt::{gantt, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry};
 pub use memory::{memory_chart, MemoryOptions};
 pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};

@@ -50,6 +50,8 @@ fn check_family(family: &bubblescope::Family, params: &ScheduleParams) -> Result
         // A ParamError is a fine answer; the property is that it is not a panic.
         return Ok(());
     };
+    // The registry's pass count (the size check) is exact.
+    prop_assert_eq!(family.pass_count(params), schedule.pass_count() as u64, "{} pass count", name);
     // Same input, same output.
     prop_assert_eq!(&generate(name, params).unwrap(), &schedule, "{} is not deterministic", name);
 
@@ -124,7 +126,7 @@ fn check_family(family: &bubblescope::Family, params: &ScheduleParams) -> Result
     }
 
     // Memory-aware families keep their limit.
-    if let (true, Some(limit)) = (family.options.contains(&bubblescope::Field::MemLimit), params.mem_limit) {
+    if let (true, Some(limit)) = (family.uses(bubblescope::Field::MemLimit), params.mem_limit) {
         prop_assert!(s.peak_memory <= limit + 1e-9, "{name}: peak {} above the limit {limit}", s.peak_memory);
     }
 
