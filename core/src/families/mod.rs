@@ -258,20 +258,21 @@ pub fn generate(name: &str, params: &ScheduleParams) -> Result<Schedule, ParamEr
 }
 
 /// The error for a family name that does not exist, with the closest name as a hint. Names
-/// are compared in [`normal`] form; a name that contains what was typed (or is contained in
-/// it) is preferred, the shortest such, then the closest by edit distance (at most 3).
+/// are compared in [`normal`] form; a name that contains what was typed is preferred (the
+/// shortest such), then one that what was typed starts with or contains (the longest), then
+/// the closest by edit distance (at most 3).
 pub fn unknown_family(name: &str) -> ParamError {
     let names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
     let mut err = ParamError::new(Field::Schedule, format!("unknown schedule `{name}`"));
     let typed = normal(name);
-    let containing = names
-        .iter()
-        .filter(|n| typed.len() >= 2 && (normal(n).contains(&typed) || typed.contains(&normal(n))))
-        .min_by_key(|n| normal(n).len().abs_diff(typed.len()));
+    // Names that contain what was typed (the shortest), then names typed with more after
+    // them (the longest), then the closest by edit distance.
+    let containing = names.iter().filter(|n| typed.len() >= 2 && normal(n).contains(&typed)).min_by_key(|n| n.len());
+    let contained = || names.iter().filter(|n| typed.contains(&normal(n))).max_by_key(|n| n.len());
     let closest = || {
         names.iter().map(|n| (edit_distance(&typed, &normal(n)), n)).filter(|(d, _)| *d <= 3).min_by_key(|(d, _)| *d)
     };
-    if let Some(best) = containing.or_else(|| closest().map(|(_, n)| n)) {
+    if let Some(best) = containing.or_else(contained).or_else(|| closest().map(|(_, n)| n)) {
         err = err.hint(format!("did you mean `{best}`?"));
     }
     err.hint(format!("expected one of: {}", names.join(", ")))

@@ -87,5 +87,6 @@ fn papers_and_pytorch_spellings_resolve_and_typos_suggest_the_containing_name() 
     assert_eq!(hint("dualpipevv"), "did you mean `dualpipe-v`?");
     assert_eq!(hint("hanay"), "did you mean `hanayo`?");
     assert_eq!(hint("1f1v"), "did you mean `1f1b`?");
+    assert_eq!(hint("zb-v-hand"), "did you mean `zb-v-handcrafted`?");
     assert!(hint("zzzzzzzz").starts_with("expected one of"));
 }
