@@ -204,6 +204,25 @@ impl Format {
         }
     }
 
+    /// The name a download of `stem` gets in this format: `stem.json`, `stem.csv`,
+    /// `stem-comms.csv`, `stem.trace.json`.
+    pub fn file_name(self, stem: &str) -> String {
+        match self {
+            Format::PytorchCsv => format!("{stem}.csv"),
+            Format::PytorchCsvComms => format!("{stem}-comms.csv"),
+            Format::Json => format!("{stem}.json"),
+            Format::Perfetto => format!("{stem}.trace.json"),
+        }
+    }
+
+    /// The media (MIME) type of a file in this format.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Format::PytorchCsv | Format::PytorchCsvComms => "text/csv",
+            Format::Json | Format::Perfetto => "application/json",
+        }
+    }
+
     /// Whether schedules can be read from this format (all but Perfetto).
     pub fn can_import(self) -> bool {
         self != Format::Perfetto
@@ -413,5 +432,23 @@ pub fn export(
                 .map_err(|e| FormatError::new(format!("cannot time the schedule for a trace: {e}")))?;
             export_perfetto(schedule, &timeline)
         }
+    }
+}
+
+/// Writes an analysed schedule as `format`: like [`export`], but a Perfetto trace uses the
+/// timeline the analysis already has instead of simulating again. What the app's export menu
+/// and the CLI's `convert` share.
+///
+/// # Errors
+/// As [`export`].
+pub fn export_analysis(
+    analysis: &crate::Analysis,
+    costs: &Costs,
+    format: Format,
+    options: &ExportOptions,
+) -> Result<String, FormatError> {
+    match format {
+        Format::Perfetto => export_perfetto(&analysis.schedule, &analysis.timeline),
+        _ => export(&analysis.schedule, Some(costs), format, options),
     }
 }

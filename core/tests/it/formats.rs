@@ -783,6 +783,21 @@ fn a_file_is_analysed_at_its_own_sizes_and_its_costs_are_checked() {
     assert_eq!(negative_limit.analysis.unwrap_err().to_string(), "mem-limit must not be negative, found -1");
 }
 
+#[test]
+fn an_analysis_exports_by_format_name_with_its_file_name_and_type() {
+    let params = ScheduleParams::new(3, 4);
+    let a = bubblescope::run("zb-h1", &params).unwrap();
+    for format in Format::ALL {
+        let by_name = Format::from_name(format.name()).unwrap();
+        let text = formats::export_analysis(&a, &params.costs, by_name, &ExportOptions::default()).unwrap();
+        assert_eq!(Ok(text), export(&a.schedule, Some(&params.costs), format, &ExportOptions::default()), "{format}");
+        assert!(format.file_name("zb").ends_with(format.extension()), "{format}");
+    }
+    assert_eq!(Format::PytorchCsvComms.file_name("zb"), "zb-comms.csv");
+    assert_eq!(Format::Perfetto.file_name("zb"), "zb.trace.json");
+    assert_eq!(Format::PytorchCsv.media_type(), "text/csv");
+}
+
 // -------------------------------------------------------------------------------------------
 // Perfetto
 
