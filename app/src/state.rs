@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bubblescope::permalink::{Permalink, Settings};
 use bubblescope::{
-    analyze, family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Field, Schedule, ScheduleParams, BASELINE,
+    family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Field, Schedule, ScheduleParams, BASELINE,
 };
 use leptos::prelude::*;
 
@@ -230,17 +230,9 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
             Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
         return (computed, params.clone());
     };
-    let mut p = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(params.costs);
-    p.mem_limit = params.mem_limit;
-    let label = schedule.file_label(&file.name);
-    let result = p
-        .costs
-        .check()
-        .map_err(AnalyzeError::Param)
-        .and_then(|()| analyze((**schedule).clone(), &p.costs))
-        .map(Arc::new)
-        .map_err(UiError::from_analyze);
-    (Computed { name: "file".into(), label, result }, p)
+    let run = bubblescope::formats::analyze_file(&file.name, (**schedule).clone(), params.costs.clone(), params.mem_limit);
+    let result = run.analysis.map(Arc::new).map_err(UiError::from_analyze);
+    (Computed { name: "file".into(), label: run.label, result }, run.params)
 }
 
 /// Computes everything the settings ask for: an opened file or the chosen family, the

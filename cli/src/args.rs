@@ -36,22 +36,22 @@ pub struct FamilyArgs {
     #[arg(long, short = 's', value_name = "NAME")]
     pub schedule: Option<String>,
     /// Number of devices (pipeline ranks), P.
-    #[arg(long, short = 'p', value_name = "P", default_value_t = 4)]
+    #[arg(long, short = 'p', value_name = "P", default_value_t = 4, value_parser = devices)]
     pub devices: u32,
     /// Number of microbatches per training step, M.
-    #[arg(long, short = 'm', value_name = "M", default_value_t = 8)]
+    #[arg(long, short = 'm', value_name = "M", default_value_t = 8, value_parser = microbatches)]
     pub microbatches: u32,
     /// Model chunks per device (interleaved families).
-    #[arg(long, value_name = "V")]
+    #[arg(long, value_name = "V", value_parser = positive)]
     pub chunks: Option<u32>,
     /// Microbatches per chunk round (interleaved 1F1B; default P).
-    #[arg(long, value_name = "G")]
+    #[arg(long, value_name = "G", value_parser = positive)]
     pub group: Option<u32>,
     /// Waves (Hanayo).
-    #[arg(long, value_name = "W")]
+    #[arg(long, value_name = "W", value_parser = positive)]
     pub waves: Option<u32>,
     /// Sequence slices per microbatch (Seq1F1B).
-    #[arg(long = "seq-splits", value_name = "K")]
+    #[arg(long = "seq-splits", value_name = "K", value_parser = positive)]
     pub seq_splits: Option<u32>,
 }
 
@@ -63,29 +63,29 @@ pub struct FamilyArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct CostArgs {
     /// Forward time, or one per device share: `4` or `4,4,4,6` [default: 1].
-    #[arg(long = "f", value_name = "F", value_parser = parse_list)]
+    #[arg(long = "f", value_name = "F", value_parser = parse_list, allow_hyphen_values = true)]
     pub f: Option<CostList>,
     /// Input-gradient backward time; a fused backward takes B+W [default: 1].
-    #[arg(long = "b", value_name = "B", value_parser = parse_list)]
+    #[arg(long = "b", value_name = "B", value_parser = parse_list, allow_hyphen_values = true)]
     pub b: Option<CostList>,
     /// Weight-gradient backward time [default: 1].
-    #[arg(long = "w", value_name = "W", value_parser = parse_list)]
+    #[arg(long = "w", value_name = "W", value_parser = parse_list, allow_hyphen_values = true)]
     pub w: Option<CostList>,
     /// Communication time per hop between devices [default: 0].
-    #[arg(long, value_name = "C")]
+    #[arg(long, value_name = "C", allow_hyphen_values = true)]
     pub comm: Option<f64>,
     /// Time of an overlapped F&B pair [default: the sum of its passes, no gain].
-    #[arg(long, value_name = "FB")]
+    #[arg(long, value_name = "FB", allow_hyphen_values = true)]
     pub overlap: Option<f64>,
     /// Activation memory one forward leaves on 1/P of the model, or one per share [default: 1].
-    #[arg(long = "mem-f", value_name = "X", value_parser = parse_list)]
+    #[arg(long = "mem-f", value_name = "X", value_parser = parse_list, allow_hyphen_values = true)]
     pub mem_f: Option<CostList>,
     /// Memory the weight gradient still needs after B, or one per share [default: mem-f/2].
-    #[arg(long = "mem-w", value_name = "Y", value_parser = parse_list)]
+    #[arg(long = "mem-w", value_name = "Y", value_parser = parse_list, allow_hyphen_values = true)]
     pub mem_w: Option<CostList>,
     /// Per-device activation memory limit, in mem-f's unit; with model flags also `80GiB`,
     /// `512MiB` [default: none].
-    #[arg(long = "mem-limit", value_name = "L")]
+    #[arg(long = "mem-limit", value_name = "L", allow_hyphen_values = true)]
     pub mem_limit: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
@@ -345,7 +345,8 @@ impl CostArgs {
 /// Reading a schedule from a file instead of generating one.
 #[derive(Debug, Args, Clone, Default)]
 pub struct FileArgs {
-    /// Read the schedule from FILE (PyTorch CSV or Bubblescope JSON) instead of --schedule.
+    /// Read the schedule from FILE (PyTorch CSV or Bubblescope JSON; `-` for standard input)
+    /// instead of --schedule. The file sets the devices and microbatches.
     #[arg(long, value_name = "FILE", conflicts_with = "schedule")]
     pub from: Option<PathBuf>,
     /// Format of --from: pytorch-csv, pytorch-csv-comms or json [default: from the extension].
@@ -398,10 +399,12 @@ pub struct RenderArgs {
     pub costs: CostArgs,
     #[command(flatten)]
     pub file: FileArgs,
-    /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v` (after --from's file).
+    /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v` (after --from's file,
+    /// at the file's devices and microbatches).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "schedule")]
     pub compare: Vec<String>,
-    /// Where to write the SVG (`-` for standard output).
+    /// Where to write the SVG (`-` for standard output); the name ends in .svg or has no
+    /// extension.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,
     /// Add the activation-memory chart below the Gantt chart.
@@ -421,7 +424,7 @@ pub struct RenderArgs {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct ConvertArgs {
-    /// The schedule to read.
+    /// The schedule to read (`-` for standard input).
     #[arg(value_name = "IN")]
     pub input: PathBuf,
     /// Where to write (`-` for standard output).
@@ -469,4 +472,33 @@ pub struct ListArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A `--devices` value: a whole number between 1 and core's limit (read signed, so `-1` gets
+/// the real range).
+fn devices(text: &str) -> Result<u32, String> {
+    count(text, "devices", bubblescope::params::MAX_DEVICES)
+}
+
+/// A `--microbatches` value, as [`devices`].
+fn microbatches(text: &str) -> Result<u32, String> {
+    count(text, "microbatches", bubblescope::params::MAX_MICROBATCHES)
+}
+
+/// A count with no limit of its own (chunks, group, waves, sequence splits): at least 1; the
+/// families and the pass cap bound it.
+fn positive(text: &str) -> Result<u32, String> {
+    count(text, "a count", u32::MAX)
+}
+
+fn count(text: &str, what: &str, max: u32) -> Result<u32, String> {
+    let value: i64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number, found `{}`", bubblescope::formats::sanitize(text)))?;
+    match u32::try_from(value) {
+        Ok(v) if (1..=max).contains(&v) => Ok(v),
+        _ if max == u32::MAX => Err(format!("{what} must be at least 1, found {value}")),
+        _ => Err(format!("{what} must be between 1 and {max}, found {value}")),
+    }
 }

@@ -4,21 +4,26 @@ mod args;
 mod costs;
 mod report;
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
+use bubblescope::error::{short_number, with_hints};
 use bubblescope::formats::{self, Dialect, ExportOptions, Format, ImportOptions};
+use bubblescope::params::MAX_PASSES;
 use bubblescope::render::{figure_svg, format_number, FigureItem, FigureOptions, Theme};
-use bubblescope::{analyze, family, Analysis, Costs, ScheduleParams, FAMILIES};
-use clap::Parser as _;
+use bubblescope::{analyze, family, generate, Analysis, Costs, ScheduleParams, FAMILIES};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
 
 use args::{Cli, Command, ConvertArgs, CostArgs, FamilyArgs, FileArgs, ListArgs, RenderArgs, SimulateArgs};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let sub = matches.subcommand().map(|(_, m)| m);
+    match run(cli, sub) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // Bad input of any kind: a message, hints on their own lines, exit status 2.
@@ -28,10 +33,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// An error with `hint:` lines, formatted by core's one formatter.
+fn user_error<H: AsRef<str>>(message: &str, hints: &[H]) -> anyhow::Error {
+    anyhow::anyhow!(with_hints(message, hints))
+}
+
+fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
     match cli.command {
-        Command::Simulate(args) => simulate(&args),
-        Command::Render(args) => render(&args),
+        Command::Simulate(args) => simulate(&args, matches),
+        Command::Render(args) => render(&args, matches),
         Command::Convert(args) => convert(&args),
         Command::List(args) => list(&args),
         Command::Costs(args) => costs::run(&args),
@@ -51,43 +61,49 @@ struct Subject {
     analysis: Analysis,
 }
 
-fn generated(name: &str, fam: &FamilyArgs, costs: &CostArgs) -> Result<Subject> {
-    let params = args::params(fam, costs)?;
-    let analysis = bubblescope::run(name, &params).map_err(|e| anyhow::anyhow!("{e}"))?;
+/// Generates family `name` (any spelling [`family`] accepts) at `params`.
+fn generated(name: &str, params: ScheduleParams) -> Result<Subject> {
+    let schedule = generate(name, &params).map_err(|e| anyhow::anyhow!("{e}"))?;
+    analyzed(name, schedule, params)
+}
+
+fn analyzed(name: &str, schedule: bubblescope::Schedule, params: ScheduleParams) -> Result<Subject> {
+    let analysis = analyze(schedule, &params.costs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let family = family(name);
     let label = family.map_or_else(|| name.to_string(), |f| f.label(&params));
-    Ok(Subject { name: name.to_string(), label, params, family, analysis })
+    let name = family.map_or(name, |f| f.name).to_string();
+    Ok(Subject { name, label, params, family, analysis })
 }
 
-fn read_file(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() > formats::MAX_FILE_BYTES {
-        bail!(
-            "{} has {} bytes, more than the {} an import reads\n  hint: cut the schedule into smaller files",
-            path.display(),
-            bytes.len(),
-            formats::MAX_FILE_BYTES
-        );
+/// Whether `path` means standard input or output.
+fn is_std(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Reads a schedule file, or standard input for `-`: at most [`formats::MAX_FILE_BYTES`] plus
+/// one byte from any source (a pipe or a device never ends), then refuses.
+fn read_input(path: &Path) -> Result<String> {
+    let cap = formats::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    let read = if is_std(path) {
+        std::io::stdin().lock().take(cap as u64 + 1).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(cap as u64 + 1).read_to_end(&mut bytes))
+    };
+    let shown = if is_std(path) { "standard input".to_string() } else { path.display().to_string() };
+    read.with_context(|| format!("reading {shown}"))?;
+    if bytes.len() > cap {
+        return Err(user_error(
+            &format!("{shown} has more than the {cap} bytes ({} MiB) an import reads", cap >> 20),
+            &["cut the schedule into smaller files"],
+        ));
     }
     String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{} is not UTF-8 text (byte {} is invalid)\n  hint: schedule files are PyTorch CSV or Bubblescope JSON",
-            path.display(),
-            e.utf8_error().valid_up_to()
+        user_error(
+            &format!("{shown} is not UTF-8 text (byte {} is invalid)", e.utf8_error().valid_up_to()),
+            &["schedule files are PyTorch CSV or Bubblescope JSON"],
         )
     })
-}
-
-fn input_format(path: &Path, forced: Option<&str>) -> Result<Format> {
-    match forced {
-        Some(name) => Format::from_name(name).map_err(|e| anyhow::anyhow!("{e}")),
-        None => Format::from_extension(&path.to_string_lossy()).with_context(|| {
-            format!(
-                "cannot tell the format of {} from its extension\n  hint: name it .csv or .json, or pass --from-format pytorch-csv|pytorch-csv-comms|json",
-                path.display()
-            )
-        }),
-    }
 }
 
 fn dialect(name: Option<&str>) -> Result<Option<Dialect>> {
@@ -95,10 +111,10 @@ fn dialect(name: Option<&str>) -> Result<Option<Dialect>> {
         None => Ok(None),
         Some("current") => Ok(Some(Dialect::Current)),
         Some("legacy") => Ok(Some(Dialect::Legacy)),
-        Some(other) => bail!(
-            "unknown dialect `{}`\n  hint: use current (I = input grad, B = full backward) or legacy (B = input grad, BW = full backward)",
-            formats::sanitize(other)
-        ),
+        Some(other) => Err(user_error(
+            &format!("unknown dialect `{}`", formats::sanitize(other)),
+            &["use current (I = input grad, B = full backward) or legacy (B = input grad, BW = full backward)"],
+        )),
     }
 }
 
@@ -109,44 +125,114 @@ fn import(
     dialect_name: Option<&str>,
     merge_bw: bool,
 ) -> Result<(bubblescope::Schedule, Option<Costs>)> {
-    let text = read_file(path)?;
-    let format = input_format(path, format)?;
-    let options = ImportOptions { dialect: dialect(dialect_name)?, merge_bw, source: Some(path.display().to_string()) };
+    let text = read_input(path)?;
+    let name = path.display().to_string();
+    let format = formats::detect(&name, &text, format).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let options = ImportOptions { dialect: dialect(dialect_name)?, merge_bw, source: Some(name.clone()) };
     let imported = formats::import(&text, format, &options);
     if imported.has_errors() {
-        bail!("{} cannot be used:\n{}", path.display(), imported.report());
+        return Err(anyhow::anyhow!("{} cannot be used:\n{}", formats::sanitize(&name), imported.report()));
     }
     if !imported.diagnostics.is_empty() {
         let _ = writeln!(std::io::stderr(), "{}", imported.report());
     }
-    let schedule = imported.schedule.with_context(|| format!("{} holds no schedule", path.display()))?;
+    let schedule = imported.schedule.with_context(|| format!("{} holds no schedule", formats::sanitize(&name)))?;
     Ok((schedule, imported.costs))
 }
 
 fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
     let (schedule, file_costs) = import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
-    let costs_value = costs.costs(file_costs.as_ref(), schedule.devices())?;
-    costs_value.check().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut params = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(costs_value);
-    params.mem_limit = costs.mem_limit()?;
-    params.check_common().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let label = schedule.file_label(&formats::sanitize(&name));
-    let analysis = analyze(schedule, &params.costs).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok(Subject { name: path.display().to_string(), label, params, family: None, analysis })
+    let name = match path.file_name() {
+        _ if is_std(path) => "standard input".to_string(),
+        Some(n) => n.to_string_lossy().into_owned(),
+        None => path.display().to_string(),
+    };
+    let devices = schedule.devices();
+    let run = formats::analyze_file(&name, schedule, costs.costs(file_costs.as_ref(), devices)?, costs.mem_limit()?);
+    let analysis = run.analysis.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(Subject { name: path.display().to_string(), label: run.label, params: run.params, family: None, analysis })
+}
+
+/// With `--from`, the family flags that the file decides must not be given: `--devices` and
+/// `--microbatches` always, the options unless compared families (`comparing`) use them.
+fn reject_family_flags(matches: Option<&ArgMatches>, comparing: bool) -> Result<()> {
+    let Some(matches) = matches else { return Ok(()) };
+    let flags = [
+        ("devices", "devices", true),
+        ("microbatches", "microbatches", true),
+        ("chunks", "chunks", false),
+        ("group", "group", false),
+        ("waves", "waves", false),
+        ("seq_splits", "seq-splits", false),
+    ];
+    for (id, flag, sized_by_file) in flags {
+        let given = matches.value_source(id) == Some(ValueSource::CommandLine);
+        if !given || (comparing && !sized_by_file) {
+            continue;
+        }
+        let hint = if sized_by_file {
+            format!("remove --{flag}: the file sets the {flag} of its schedule (and of any --compare)")
+        } else {
+            format!("remove --{flag}; it shapes generated families only (e.g. with --compare)")
+        };
+        return Err(user_error(&format!("--{flag} does not apply to a schedule read with --from"), &[hint]));
+    }
+    Ok(())
 }
 
 fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
     match fam.schedule.as_deref() {
         Some(name) => Ok(name),
-        None => bail!("--schedule (or --from FILE) is required\n  hint: pick one of the families `bubblescope list` prints, e.g. --schedule 1f1b"),
+        None => Err(user_error(
+            "--schedule (or --from FILE) is required",
+            &["pick one of the families `bubblescope list` prints, e.g. --schedule 1f1b"],
+        )),
     }
 }
 
-fn simulate(args: &SimulateArgs) -> Result<()> {
+/// Refuses to write `output` when it is the file `input` (also through links): the write
+/// would destroy the schedule it reads.
+fn refuse_overwrite(input: &Path, output: &Path) -> Result<()> {
+    if is_std(input) || is_std(output) || !same_file(input, output) {
+        return Ok(());
+    }
+    Err(user_error(
+        &format!(
+            "the output {} is the input file {}: writing it would destroy the schedule",
+            output.display(),
+            input.display()
+        ),
+        &["write to another file, or to `-` for standard output"],
+    ))
+}
+
+/// Whether `a` and `b` name the same existing file (same device and inode on Unix, the same
+/// canonical path elsewhere).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        }
+    }
+}
+
+fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     let subject = match &args.file.from {
-        Some(path) => from_file(&args.file, path, &args.costs)?,
-        None => generated(required_schedule(&args.family)?, &args.family, &args.costs)?,
+        Some(path) => {
+            reject_family_flags(matches, false)?;
+            from_file(&args.file, path, &args.costs)?
+        }
+        None => generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?)?,
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit);
     let out = if args.json {
@@ -161,36 +247,100 @@ fn simulate(args: &SimulateArgs) -> Result<()> {
     Ok(())
 }
 
-fn render(args: &RenderArgs) -> Result<()> {
-    let theme = Theme::named(&args.theme)
-        .with_context(|| format!("unknown theme `{}`\n  hint: use light or dark", formats::sanitize(&args.theme)))?;
-    if !(args.width.is_finite() && (240.0..=20_000.0).contains(&args.width)) {
-        bail!("--width must be between 240 and 20000 pixels, found {}", args.width);
+/// Refuses an output name that asks for a raster or PDF image: `render` writes SVG only.
+fn check_svg_output(path: &Path) -> Result<()> {
+    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some(ext @ ("png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp" | "tif" | "tiff" | "pdf")) => Err(user_error(
+            &format!("render writes SVG, but {} asks for {}", path.display(), ext.to_ascii_uppercase()),
+            &[
+                format!("name the output .svg, then convert it, e.g. `rsvg-convert -o figure.{ext} figure.svg`"),
+                "or open the schedule in the app, whose export saves the figure".to_string(),
+            ],
+        )),
+        _ => Ok(()),
     }
-    if !(args.row_height.is_finite() && (4.0..=80.0).contains(&args.row_height)) {
-        bail!("--row-height must be between 4 and 80 pixels, found {}", args.row_height);
-    }
-    let mut subjects = Vec::new();
-    if let Some(path) = &args.file.from {
-        subjects.push(from_file(&args.file, path, &args.costs)?);
-    }
-    let names: Vec<String> = if args.compare.is_empty() {
-        match (&args.family.schedule, subjects.is_empty()) {
+}
+
+/// The families `--compare` (or `--schedule`) names, each once, by registry name.
+fn compared_names(args: &RenderArgs, have_file: bool) -> Result<Vec<String>> {
+    let typed: Vec<String> = if args.compare.is_empty() {
+        match (&args.family.schedule, have_file) {
             (Some(name), _) => vec![name.clone()],
-            (None, true) => vec![required_schedule(&args.family)?.to_string()],
-            (None, false) => vec![],
+            (None, true) => vec![],
+            (None, false) => vec![required_schedule(&args.family)?.to_string()],
         }
     } else {
         args.compare.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
     };
+    let mut names: Vec<String> = Vec::new();
+    for name in typed {
+        let name = family(&name).map_or(name, |f| f.name.to_string());
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// The error for compared schedules over [`MAX_PASSES`] in total.
+fn too_many_passes(total: u64) -> anyhow::Error {
+    user_error(
+        &format!(
+            "the compared schedules would have at least {total} passes in total, more than the {MAX_PASSES} supported"
+        ),
+        &["compare fewer families, or use fewer devices or microbatches"],
+    )
+}
+
+fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
+    let theme = Theme::named(&args.theme).ok_or_else(|| {
+        user_error(&format!("unknown theme `{}`", formats::sanitize(&args.theme)), &["use light or dark"])
+    })?;
+    if !(args.width.is_finite() && (240.0..=20_000.0).contains(&args.width)) {
+        return Err(user_error(
+            &format!("--width must be between 240 and 20000 pixels, found {}", short_number(args.width)),
+            &[] as &[&str],
+        ));
+    }
+    if !(args.row_height.is_finite() && (4.0..=80.0).contains(&args.row_height)) {
+        return Err(user_error(
+            &format!("--row-height must be between 4 and 80 pixels, found {}", short_number(args.row_height)),
+            &[] as &[&str],
+        ));
+    }
+    check_svg_output(&args.output)?;
+    let mut subjects = Vec::new();
+    let mut family_args = args.family.clone();
+    if let Some(path) = &args.file.from {
+        reject_family_flags(matches, !args.compare.is_empty())?;
+        refuse_overwrite(path, &args.output)?;
+        let file = from_file(&args.file, path, &args.costs)?;
+        // Compared families run at the file's sizes.
+        family_args.devices = file.params.devices;
+        family_args.microbatches = file.params.microbatches;
+        subjects.push(file);
+    }
+    let params = args::params(&family_args, &args.costs)?;
+    let names = compared_names(args, !subjects.is_empty())?;
+    // The pass cap holds for everything drawn: every family's exact pass count comes from
+    // the registry, so the total is checked before anything is generated.
+    let planned: u64 = names
+        .iter()
+        .filter_map(|n| family(n))
+        .map(|f| f.pass_count(&f.with_defaults(&f.own_params(&params))))
+        .sum();
+    let total: u64 = subjects.iter().map(|s| s.analysis.schedule.pass_count() as u64).sum();
+    if total + planned > MAX_PASSES {
+        return Err(too_many_passes(total + planned));
+    }
     for name in &names {
-        subjects.push(
-            generated(name, &args.family, &args.costs)
-                .with_context(|| format!("schedule `{}`", formats::sanitize(name)))?,
-        );
+        let in_context = |e: anyhow::Error| e.context(format!("schedule `{}`", formats::sanitize(name)));
+        let schedule = generate(name, &params).map_err(|e| in_context(anyhow::anyhow!("{e}")))?;
+        subjects.push(analyzed(name, schedule, params.clone()).map_err(in_context)?);
     }
     if subjects.is_empty() {
-        bail!("nothing to draw\n  hint: pass --schedule NAME, --compare A,B or --from FILE");
+        return Err(user_error("nothing to draw", &["pass --schedule NAME, --compare A,B or --from FILE"]));
     }
     for s in &subjects {
         warn_over_limit(&s.analysis, s.params.mem_limit);
@@ -209,14 +359,15 @@ fn render(args: &RenderArgs) -> Result<()> {
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {
+    refuse_overwrite(&args.input, &args.output)?;
     let (schedule, file_costs) =
         import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?;
     let to = match args.to_format.as_deref() {
         Some(name) => Format::from_name(name).map_err(|e| anyhow::anyhow!("{e}"))?,
-        None => Format::from_extension(&args.output.to_string_lossy()).with_context(|| {
-            format!(
-                "cannot tell the output format of {} from its extension\n  hint: name it .csv or .json, or pass --to-format pytorch-csv|pytorch-csv-comms|json|perfetto",
-                args.output.display()
+        None => Format::from_extension(&args.output.to_string_lossy()).ok_or_else(|| {
+            user_error(
+                &format!("cannot tell the output format of {} from its extension", args.output.display()),
+                &["name it .csv or .json, or pass --to-format pytorch-csv|pytorch-csv-comms|json|perfetto"],
             )
         })?,
     };
@@ -228,7 +379,7 @@ fn convert(args: &ConvertArgs) -> Result<()> {
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
-    if path.as_os_str() == "-" {
+    if is_std(path) {
         std::io::stdout().write_all(bytes).context("writing to standard output")?;
         return Ok(());
     }
@@ -249,16 +400,14 @@ fn list(args: &ListArgs) -> Result<()> {
 
 /// Says on stderr when a device's peak activation memory is above `--mem-limit`.
 fn warn_over_limit(analysis: &Analysis, limit: Option<f64>) {
-    let Some(limit) = limit else { return };
-    for d in &analysis.stats.per_device {
-        if d.peak_memory > limit + 1e-9 {
-            let _ = writeln!(
-                std::io::stderr(),
-                "warning: device {} peaks at {} activation memory, above the limit {}",
-                d.device,
-                format_number(d.peak_memory, 4),
-                format_number(limit, 4)
-            );
-        }
+    let Some(shown) = limit else { return };
+    for d in analysis.stats.per_device.iter().filter(|d| d.over(limit)) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: device {} peaks at {} activation memory, above the limit {}",
+            d.device,
+            format_number(d.peak_memory, 4),
+            format_number(shown, 4)
+        );
     }
 }

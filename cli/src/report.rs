@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use bubblescope::error::short_number;
 use bubblescope::render::format_number;
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
@@ -25,7 +26,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
                 "bubble_rate": d.bubble_rate,
                 "peak_memory": d.peak_memory,
                 "work": d.work,
-                "over_limit": limit.is_some_and(|l| d.peak_memory > l + 1e-9),
+                "over_limit": d.over(limit),
             })
         })
         .collect();
@@ -95,18 +96,20 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
     let s = &a.stats;
     let c = &params.costs;
     let n = |v: f64| format_number(v, 4);
+    // A cost too small for 4 decimals prints in exponent form, never as 0.
+    let cn = |v: f64| if v != 0.0 && v.abs() < 1e-4 { short_number(v) } else { n(v) };
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
     let _ = writeln!(
         out,
         "costs: F {} · B {} · W {} · comm {}{} · mem-f {} · mem-w {}",
-        n(c.f),
-        n(c.b),
-        n(c.w),
-        n(c.comm),
-        c.overlap.map(|o| format!(" · F&B {}", n(o))).unwrap_or_default(),
-        n(c.mem_f),
-        n(c.mem_w())
+        cn(c.f),
+        cn(c.b),
+        cn(c.w),
+        cn(c.comm),
+        c.overlap.map(|o| format!(" · F&B {}", cn(o))).unwrap_or_default(),
+        cn(c.mem_f),
+        cn(c.mem_w())
     );
     let _ = writeln!(out);
     let rows: [(&str, f64, &str); 7] = [
@@ -165,7 +168,7 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
         "device", "start", "end", "work", "busy", "idle", "bubble", "peak mem"
     );
     for d in &s.per_device {
-        let flag = if params.mem_limit.is_some_and(|l| d.peak_memory > l + 1e-9) { "  over limit" } else { "" };
+        let flag = if d.over(params.mem_limit) { "  over limit" } else { "" };
         let _ = writeln!(
             out,
             "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}{flag}",

@@ -225,3 +225,239 @@ fn flags_a_family_does_not_read_are_errors_naming_them() {
     assert!(e.contains("--merge-bw"), "{e}");
     ok(d, &["simulate", "-s", "dualpipe", "-p", "4", "-m", "8", "--overlap", "3"]);
 }
+
+/// A two-device, two-microbatch schedule in PyTorch's CSV.
+const TINY_CSV: &str = "0F0,0F1,0I0,0W0,0I1,0W1\n,1F0,1I0,1F1,1I1,1W0,1W1\n";
+
+/// Runs with `stdin` piped in.
+fn with_stdin(dir: &Path, args: &[&str], stdin: std::process::Stdio) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bubblescope"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(stdin)
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn an_output_that_is_the_input_is_refused_also_through_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("s.csv"), TINY_CSV).unwrap();
+    std::fs::hard_link(d.join("s.csv"), d.join("hard.csv")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("s.csv", d.join("soft.csv")).unwrap();
+    for args in [
+        &["render", "--from", "s.csv", "-o", "s.csv"][..],
+        &["convert", "s.csv", "s.csv"],
+        &["convert", "s.csv", "./s.csv"],
+        &["convert", "s.csv", "hard.csv"],
+        #[cfg(unix)]
+        &["convert", "s.csv", "soft.csv"],
+    ] {
+        let e = fails(d, args);
+        assert!(
+            e.contains("is the input file s.csv: writing it would destroy the schedule\n  hint: "),
+            "{args:?}: {e}"
+        );
+        assert_eq!(std::fs::read_to_string(d.join("s.csv")).unwrap(), TINY_CSV, "{args:?} touched the input");
+    }
+    ok(d, &["convert", "s.csv", "other.csv"]);
+    ok(d, &["convert", "s.csv", "-", "--to-format", "json"]);
+}
+
+#[test]
+fn render_compare_caps_the_total_passes_and_draws_a_repeated_name_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Each alone is under the 8,000,000-pass cap; together they are not. Refused before any
+    // is generated (this returns at once instead of building gigabytes).
+    let started = std::time::Instant::now();
+    let e = fails(d, &["render", "--compare", "1f1b,gpipe", "-p", "1024", "-m", "3906", "-o", "x.svg"]);
+    assert!(e.starts_with("error: the compared schedules would have at least 15998976 passes in total, more than the 8000000 supported\n  hint: "), "{e}");
+    assert!(started.elapsed().as_secs() < 10, "the cap was checked after generating");
+    let twenty = vec!["1f1b"; 20].join(",");
+    let svg = ok(d, &["render", "--compare", &twenty, "-o", "-"]);
+    assert_eq!(svg.matches("1F1B · 4 devices · 8 microbatches").count(), 1, "a repeated name is drawn once");
+    let svg = ok(d, &["render", "--compare", "1f1b,1F1B,zb_h1,zb-h1", "-o", "-"]);
+    assert_eq!(svg.matches("1F1B · 4 devices").count() + svg.matches("ZB-H1 · 4 devices").count(), 2);
+}
+
+#[test]
+fn imports_read_at_most_the_cap_from_pipes_and_devices_and_take_dash_for_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cap_error = "more than the 16777216 bytes (16 MiB) an import reads";
+    #[cfg(unix)]
+    {
+        let e = fails(d, &["simulate", "--from", "/dev/zero", "--from-format", "pytorch-csv"]);
+        assert!(e.starts_with("error: /dev/zero has ") && e.contains(cap_error), "{e}");
+        // An endless pipe on standard input.
+        let zero = std::fs::File::open("/dev/zero").unwrap();
+        let out = with_stdin(d, &["simulate", "--from", "-", "--from-format", "json"], zero.into());
+        assert_eq!(out.status.code(), Some(2));
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.starts_with("error: standard input has ") && e.contains(cap_error), "{e}");
+    }
+    // `-` reads standard input, in simulate, render and convert; the content tells the format.
+    std::fs::write(d.join("s.csv"), TINY_CSV).unwrap();
+    let stdin = || std::fs::File::open(d.join("s.csv")).unwrap().into();
+    let out = with_stdin(d, &["simulate", "--from", "-", "--json"], stdin());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["devices"].as_u64(), v["microbatches"].as_u64()), (Some(2), Some(2)));
+    let out = with_stdin(d, &["convert", "-", "back.json"], stdin());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = with_stdin(d, &["simulate"], stdin());
+    assert_eq!(out.status.code(), Some(2));
+    // A regular file just over the cap.
+    let over = "\n".repeat(16 * 1024 * 1024 + 1);
+    std::fs::write(d.join("big.csv"), &over).unwrap();
+    assert!(fails(d, &["simulate", "--from", "big.csv"]).contains(cap_error));
+}
+
+#[test]
+fn family_flags_with_a_file_are_errors_and_compared_families_take_its_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("s.csv"), TINY_CSV).unwrap();
+    for (flag, value) in [("-p", "7"), ("--devices", "4"), ("-m", "3"), ("--microbatches", "8")] {
+        let e = fails(d, &["simulate", "--from", "s.csv", flag, value]);
+        let long = if flag == "-p" {
+            "devices"
+        } else if flag == "-m" {
+            "microbatches"
+        } else {
+            &flag[2..]
+        };
+        assert!(
+            e.starts_with(&format!("error: --{long} does not apply to a schedule read with --from\n  hint: ")),
+            "{e}"
+        );
+        fails(d, &["render", "--from", "s.csv", "--compare", "1f1b", flag, value, "-o", "x.svg"]);
+    }
+    for flag in ["--chunks", "--group", "--waves", "--seq-splits"] {
+        let e = fails(d, &["simulate", "--from", "s.csv", flag, "2"]);
+        assert!(e.starts_with(&format!("error: {flag} does not apply to a schedule read with --from")), "{e}");
+    }
+    // Costs apply to a file.
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(d, &["simulate", "--from", "s.csv", "--f", "2", "--json"])).unwrap();
+    assert_eq!(v["costs"]["f"], 2.0);
+    // The compared family runs at the file's 2 devices and 2 microbatches, not the defaults.
+    let svg = ok(d, &["render", "--from", "s.csv", "--compare", "1f1b,zb-h1", "-o", "-"]);
+    assert!(svg.contains("1F1B · 2 devices · 2 microbatches"), "compared family not at the file's sizes");
+    assert!(!svg.contains("8 microbatches"));
+}
+
+#[test]
+fn the_papers_and_pytorch_spellings_are_accepted_and_typos_suggest_the_containing_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let name = |args: &[&str]| {
+        let v: serde_json::Value = serde_json::from_str(&ok(d, args)).unwrap();
+        v["schedule"].as_str().unwrap().to_string()
+    };
+    for (typed, canonical, p, m) in [
+        ("dualpipev", "dualpipe-v", "4", "10"),
+        ("DualPipeV", "dualpipe-v", "4", "10"),
+        ("ZBV", "zb-v", "4", "8"),
+        ("v-zb", "zb-v", "4", "8"),
+        ("ZBVZeroBubble", "zb-v", "4", "8"),
+        ("interleaved", "interleaved-1f1b", "4", "8"),
+        ("Interleaved1F1B", "interleaved-1f1b", "4", "8"),
+        ("1f1bv", "1f1b-v", "4", "8"),
+    ] {
+        assert_eq!(name(&["simulate", "-s", typed, "-p", p, "-m", m, "--json"]), canonical, "{typed}");
+    }
+    let e = fails(d, &["simulate", "-s", "dualpipevv"]);
+    assert!(e.starts_with("error: unknown schedule `dualpipevv`\n  hint: did you mean `dualpipe-v`?"), "{e}");
+    let e = fails(d, &["simulate", "-s", "zb-v-hand"]);
+    assert!(e.starts_with("error: unknown schedule `zb-v-hand`\n  hint: did you mean `zb-v-handcrafted`?"), "{e}");
+}
+
+#[test]
+fn messages_print_numbers_short_and_state_the_real_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let e = fails(d, &["simulate", "-s", "1f1b", "--f", "1e308"]);
+    assert!(e.starts_with("error: f must be at most 1e12, found 1e308\n"), "{e}");
+    assert!(e.len() < 200, "{e}");
+    assert_eq!(
+        fails(d, &["simulate", "-s", "1f1b", "--f", "-inf"]).trim_end(),
+        "error: f must be a finite number, found -inf"
+    );
+    assert_eq!(
+        fails(d, &["simulate", "-s", "1f1b", "--comm", "-0.5"]).trim_end(),
+        "error: comm must not be negative, found -0.5"
+    );
+    let e = fails(d, &["simulate", "-s", "1f1b", "-p", "-1"]);
+    assert!(e.contains("devices must be between 1 and 1024, found -1"), "{e}");
+    let e = fails(d, &["simulate", "-s", "1f1b", "-m", "70000"]);
+    assert!(e.contains("microbatches must be between 1 and 65536, found 70000"), "{e}");
+    let e = fails(d, &["simulate", "-s", "interleaved-1f1b", "--chunks", "-2"]);
+    assert!(e.contains("must be at least 1, found -2"), "{e}");
+    let e = fails(d, &["render", "-s", "1f1b", "--width", "1e300", "-o", "x.svg"]);
+    assert!(e.starts_with("error: --width must be between 240 and 20000 pixels, found 1e300"), "{e}");
+    // A cost that would print as 0 is refused, with the rule.
+    let e = fails(d, &["simulate", "-s", "1f1b", "--f", "1e-300"]);
+    assert!(e.starts_with("error: f must be 0 or at least 1e-9, found 1e-300\n  hint: "), "{e}");
+    let out = ok(d, &["simulate", "-s", "1f1b", "--f", "0.00001"]);
+    assert!(out.contains("costs: F 1e-5 · B 1"), "{out}");
+    // PNG is not written as SVG bytes.
+    let e = fails(d, &["render", "-s", "1f1b", "-o", "x.png"]);
+    assert!(e.starts_with("error: render writes SVG, but x.png asks for PNG\n  hint: name the output .svg"), "{e}");
+    assert!(!d.join("x.png").exists());
+    // A CSV named .json, and JSON named .csv, say what they look like.
+    std::fs::write(d.join("s.json"), TINY_CSV).unwrap();
+    let e = fails(d, &["simulate", "--from", "s.json"]);
+    assert!(e.contains("hint: the content looks like a PyTorch CSV: read it with --from-format pytorch-csv"), "{e}");
+    std::fs::write(d.join("t.csv"), TINY_CSV).unwrap();
+    let json = ok(d, &["convert", "t.csv", "-", "--to-format", "json"]);
+    std::fs::write(d.join("j.csv"), &json).unwrap();
+    let e = fails(d, &["simulate", "--from", "j.csv"]);
+    assert!(e.contains("hint: the content looks like Bubblescope JSON: read it with --from-format json"), "{e}");
+    // JSON with a byte-order mark reads, as CSV with one does.
+    std::fs::write(d.join("bom.json"), format!("\u{feff}{json}")).unwrap();
+    std::fs::write(d.join("bom.csv"), format!("\u{feff}{TINY_CSV}")).unwrap();
+    ok(d, &["simulate", "--from", "bom.json"]);
+    ok(d, &["simulate", "--from", "bom.csv"]);
+}
+
+#[test]
+fn a_perfetto_trace_is_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A 1F1B CSV on 8 devices with 256 microbatches, written by the tool itself.
+    let csv = {
+        let (p, m) = (8u32, 256u32);
+        let mut rows = Vec::new();
+        for r in 0..p {
+            let warm = (p - 1 - r).min(m);
+            let mut cells: Vec<String> = (0..warm).map(|i| format!("{r}F{i}")).collect();
+            let (mut f, mut b) = (warm, 0);
+            while f < m {
+                cells.push(format!("{r}F{f}"));
+                cells.push(format!("{r}B{b}"));
+                f += 1;
+                b += 1;
+            }
+            while b < m {
+                cells.push(format!("{r}B{b}"));
+                b += 1;
+            }
+            rows.push(cells.join(","));
+        }
+        rows.join("\n") + "\n"
+    };
+    std::fs::write(d.join("big.csv"), &csv).unwrap();
+    ok(d, &["convert", "big.csv", "trace.json", "--to-format", "perfetto"]);
+    let trace = std::fs::read_to_string(d.join("trace.json")).unwrap();
+    let ratio = trace.len() as f64 / csv.len() as f64;
+    // 54 times before the compact form; 35 now at this size (29 on a 6 MB CSV).
+    assert!(ratio < 40.0, "the trace is {ratio:.1} times the CSV");
+    let v: serde_json::Value = serde_json::from_str(&trace).unwrap();
+    let slices: Vec<_> = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), 2 * 8 * 256, "one event per op");
+    assert!(slices.iter().all(|e| e.get("args").is_none() && e["ts"].is_u64() && e["dur"].is_u64()));
+}

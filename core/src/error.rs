@@ -7,6 +7,42 @@ use std::fmt;
 
 use crate::schedule::Pass;
 
+/// Writes `message` followed by one `  hint: …` line per hint: the one place hints are
+/// formatted, for every error type of the crate and for the CLI's own errors.
+///
+/// # Errors
+/// Only when `out` fails.
+pub fn write_with_hints<H: AsRef<str>>(out: &mut dyn fmt::Write, message: &str, hints: &[H]) -> fmt::Result {
+    out.write_str(message)?;
+    for hint in hints {
+        write!(out, "\n  hint: {}", hint.as_ref())?;
+    }
+    Ok(())
+}
+
+/// `message` with its `hint:` lines, as [`write_with_hints`] writes them.
+pub fn with_hints<H: AsRef<str>>(message: &str, hints: &[H]) -> String {
+    let mut out = String::new();
+    let _ = write_with_hints(&mut out, message, hints);
+    out
+}
+
+/// A number as messages print it: as short as it reads back exactly, never hundreds of
+/// digits. Whole numbers below 10^15 print plainly (`8000000`), other numbers below 10^15 and
+/// at least 10^-4 in Rust's shortest form (`0.1`, `-2.5`), everything else in exponent form
+/// (`1e308`, `1e-300`, `1.5e20`); `inf`, `-inf` and `NaN` as Rust names them.
+pub fn short_number(value: f64) -> String {
+    let magnitude = value.abs();
+    if !value.is_finite() || value == 0.0 {
+        return if value == 0.0 { "0".to_string() } else { value.to_string() };
+    }
+    if (1e-4..1e15).contains(&magnitude) {
+        value.to_string()
+    } else {
+        format!("{value:e}")
+    }
+}
+
 /// A user-facing setting: the CLI flag, URL parameter and app control share these names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Field {
@@ -124,11 +160,7 @@ impl ParamError {
 
 impl fmt::Display for ParamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        for hint in &self.hints {
-            write!(f, "\n  hint: {hint}")?;
-        }
-        Ok(())
+        write_with_hints(f, &self.message, &self.hints)
     }
 }
 
@@ -174,9 +206,11 @@ impl fmt::Display for SimError {
                         None => f.write_str(", which no device runs")?,
                     }
                 }
-                f.write_str(
-                    "\n  hint: a pass can only start after the pass it depends on; \
-                     reorder the devices' passes so every dependency comes first",
+                write_with_hints(
+                    f,
+                    "",
+                    &["a pass can only start after the pass it depends on; \
+                       reorder the devices' passes so every dependency comes first"],
                 )
             }
             SimError::Malformed(msg) => f.write_str(msg),
@@ -246,10 +280,7 @@ impl fmt::Display for Diagnostic {
             (Some(d), None, false) => write!(f, "\n  at: device {d}")?,
             _ => {}
         }
-        for hint in &self.hints {
-            write!(f, "\n  hint: {hint}")?;
-        }
-        Ok(())
+        write_with_hints(f, "", &self.hints)
     }
 }
 
@@ -262,6 +293,22 @@ mod tests {
         let e = ParamError::new(Field::Devices, "dualpipe needs an even number of devices, found 5")
             .hint("use 4 or 6 devices");
         assert_eq!(e.to_string(), "dualpipe needs an even number of devices, found 5\n  hint: use 4 or 6 devices");
+    }
+
+    #[test]
+    fn numbers_in_messages_are_short() {
+        assert_eq!(short_number(1e308), "1e308");
+        assert_eq!(short_number(-1e-300), "-1e-300");
+        assert_eq!(short_number(8_000_000.0), "8000000");
+        assert_eq!(short_number(0.1), "0.1");
+        assert_eq!(short_number(1.5e20), "1.5e20");
+        assert_eq!(short_number(f64::NEG_INFINITY), "-inf");
+        assert_eq!(short_number(-0.0), "0");
+        for v in [1e308, 3.3e-7, 123.456, 1e15, 0.000_123_4] {
+            let s = short_number(v);
+            assert!(s.len() <= 24, "{s}");
+            assert_eq!(s.parse::<f64>().unwrap(), v, "{s} reads back");
+        }
     }
 
     #[test]

@@ -24,6 +24,12 @@ pub const MAX_MICROBATCHES: u32 = 65_536;
 /// Largest number of passes a generated schedule may have (a bound on memory and time).
 pub const MAX_PASSES: u64 = 8_000_000;
 
+/// Largest time or memory a cost may take.
+pub const MAX_COST: f64 = 1e12;
+/// Smallest positive time or memory a cost may take (0 itself is allowed): with at most 1e12
+/// beside it, a smaller one would be below f64's precision and print as 0.
+pub const MIN_POSITIVE_COST: f64 = 1e-9;
+
 /// Pass times and memory, per microbatch on `1/P` of the model.
 ///
 /// With a [`CostProfile`] the scalar `f`, `b`, `w`, `mem_f` and `mem_w` hold the mean share's
@@ -249,7 +255,11 @@ impl Costs {
             if w > self.mem_f {
                 return Err(ParamError::new(
                     Field::MemW,
-                    format!("mem-w must be at most mem-f, found mem-w {w} > mem-f {}", self.mem_f),
+                    format!(
+                        "mem-w must be at most mem-f, found mem-w {} > mem-f {}",
+                        crate::error::short_number(w),
+                        crate::error::short_number(self.mem_f)
+                    ),
                 )
                 .hint("mem-w is the part of a forward's activations the weight gradient still needs"));
             }
@@ -266,17 +276,30 @@ impl Costs {
 }
 
 fn check_number(field: Field, value: f64) -> Result<(), ParamError> {
+    let (name, shown) = (field.name(), crate::error::short_number(value));
     if !value.is_finite() {
-        return Err(ParamError::new(field, format!("{} must be a finite number, found {value}", field.name())));
+        return Err(ParamError::new(field, format!("{name} must be a finite number, found {shown}")));
     }
     if value < 0.0 {
-        return Err(ParamError::new(field, format!("{} must not be negative, found {value}", field.name())));
+        return Err(ParamError::new(field, format!("{name} must not be negative, found {shown}")));
     }
-    if value > 1e12 {
-        return Err(ParamError::new(field, format!("{} must be at most 1e12, found {value}", field.name()))
+    if value > MAX_COST {
+        return Err(ParamError::new(field, format!("{name} must be at most 1e12, found {shown}"))
             .hint("use a coarser unit, e.g. milliseconds instead of nanoseconds"));
     }
+    if value > 0.0 && value < MIN_POSITIVE_COST {
+        return Err(ParamError::new(field, format!("{name} must be 0 or at least 1e-9, found {shown}"))
+            .hint("a smaller value prints as 0 and is lost next to the other costs; use a finer unit, e.g. microseconds instead of seconds"));
+    }
     Ok(())
+}
+
+/// Checks a per-device memory limit is a finite number in the range every cost has.
+///
+/// # Errors
+/// A [`ParamError`] on `mem-limit` otherwise.
+pub fn check_mem_limit(limit: f64) -> Result<(), ParamError> {
+    check_number(Field::MemLimit, limit)
 }
 
 /// Everything a family is generated from.
@@ -358,10 +381,7 @@ impl ScheduleParams {
                 .hint("give one number per device (its share of the model), or change --devices"));
             }
         }
-        if let Some(limit) = self.mem_limit {
-            check_number(Field::MemLimit, limit)?;
-        }
-        Ok(())
+        self.mem_limit.map_or(Ok(()), check_mem_limit)
     }
 
     /// Checks that a schedule of `passes` passes (a family's exact count, see

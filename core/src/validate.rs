@@ -88,7 +88,7 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
                         .hint("every pass of a stage must run on the stage's device"),
                     );
                 }
-                let slot = &mut seen[kind_index(pass.kind)][index(pass)];
+                let slot = &mut seen[pass.kind.index()][index(pass)];
                 match slot {
                     Some((d, p)) => out.push(Diagnostic::error(
                         Some(device),
@@ -165,15 +165,6 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
         }
     }
     out.finish()
-}
-
-fn kind_index(kind: PassKind) -> usize {
-    match kind {
-        PassKind::F => 0,
-        PassKind::B => 1,
-        PassKind::W => 2,
-        PassKind::BW => 3,
-    }
 }
 
 #[derive(Default)]

@@ -13,11 +13,8 @@ use crate::state::{AppState, LoadedFile};
 /// Reads `text` named `name` as a schedule file; also returns the costs a JSON file stores.
 pub fn load(name: &str, text: &str) -> (LoadedFile, Option<bubblescope::Costs>) {
     let name = formats::sanitize(name);
-    let format = Format::from_extension(&name).unwrap_or(if text.trim_start().starts_with('{') {
-        Format::Json
-    } else {
-        Format::PytorchCsv
-    });
+    // The name, else the content; a file that tells neither is read as CSV, whose errors say why.
+    let format = formats::detect(&name, text, None).unwrap_or(Format::PytorchCsv);
     let imported =
         formats::import(text, format, &ImportOptions { dialect: None, merge_bw: false, source: Some(name.clone()) });
     let file = LoadedFile { name, schedule: imported.schedule.map(Arc::new), diagnostics: imported.diagnostics };

@@ -345,9 +345,36 @@ pub static FAMILIES: &[Family] = &[
 /// The family other schedules are measured against (speedup): 1F1B.
 pub static BASELINE: &Family = &one_f_one_b::FAMILY;
 
-/// The family called `name`, if any.
+/// The family called `name`, if any: its registry name, or the same name in other case or
+/// with other separators (`ZB-V`, `zbv`, `dualpipe_v`, `DualPipeV`), PyTorch's class name
+/// (`ScheduleInterleaved1F1B`, `ScheduleZBVZeroBubble`), or an alias from [`ALIASES`].
 pub fn family(name: &str) -> Option<&'static Family> {
-    FAMILIES.iter().find(|f| f.name == name)
+    if let Some(f) = FAMILIES.iter().find(|f| f.name == name) {
+        return Some(f);
+    }
+    let typed = normal(name);
+    let typed = typed.strip_prefix("schedule").filter(|rest| !rest.is_empty()).unwrap_or(&typed);
+    FAMILIES.iter().find(|f| normal(f.name) == typed).or_else(|| {
+        let (_, canonical) = ALIASES.iter().find(|(alias, _)| *alias == typed)?;
+        FAMILIES.iter().find(|f| f.name == *canonical)
+    })
+}
+
+/// Other names of families, as papers and PyTorch write them, in [`normal`] form: `(alias,
+/// registry name)`. Spellings that differ from a registry name only in case or separators
+/// need no entry.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("interleaved", "interleaved-1f1b"),
+    ("1f1binterleaved", "interleaved-1f1b"),
+    ("vzb", "zb-v"),
+    ("zbvzerobubble", "zb-v"),
+    ("zerobubblev", "zb-v"),
+];
+
+/// `name` lower-cased without separators (`-`, `_`, `.`, spaces): the form names are
+/// compared in.
+fn normal(name: &str) -> String {
+    name.chars().filter(|c| !matches!(c, '-' | '_' | '.' | ' ')).flat_map(char::to_lowercase).collect()
 }
 
 /// Generates the schedule of family `name` for `params`.
@@ -359,14 +386,23 @@ pub fn generate(name: &str, params: &ScheduleParams) -> Result<Schedule, ParamEr
     family(name).ok_or_else(|| unknown_family(name))?.generate(params)
 }
 
-/// The error for a family name that does not exist, with the closest name as a hint.
+/// The error for a family name that does not exist, with the closest name as a hint. Names
+/// are compared in [`normal`] form; a name that contains what was typed is preferred (the
+/// shortest such), then one that what was typed starts with or contains (the longest), then
+/// the closest by edit distance (at most 3).
 pub fn unknown_family(name: &str) -> ParamError {
     let names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
     let mut err = ParamError::new(Field::Schedule, format!("unknown schedule `{name}`"));
-    if let Some(best) = names.iter().min_by_key(|n| edit_distance(&name.to_lowercase(), n)) {
-        if edit_distance(&name.to_lowercase(), best) <= 3 {
-            err = err.hint(format!("did you mean `{best}`?"));
-        }
+    let typed = normal(name);
+    // Names that contain what was typed (the shortest), then names typed with more after
+    // them (the longest), then the closest by edit distance.
+    let containing = names.iter().filter(|n| typed.len() >= 2 && normal(n).contains(&typed)).min_by_key(|n| n.len());
+    let contained = || names.iter().filter(|n| typed.contains(&normal(n))).max_by_key(|n| n.len());
+    let closest = || {
+        names.iter().map(|n| (edit_distance(&typed, &normal(n)), n)).filter(|(d, _)| *d <= 3).min_by_key(|(d, _)| *d)
+    };
+    if let Some(best) = containing.or_else(contained).or_else(|| closest().map(|(_, n)| n)) {
+        err = err.hint(format!("did you mean `{best}`?"));
     }
     err.hint(format!("expected one of: {}", names.join(", ")))
 }

@@ -140,3 +140,35 @@ fn sizes_are_refused_from_the_pass_count_before_any_work() {
         assert!(err.to_string().contains(&format!("would have {passes} passes")), "{}: {err}", family.name);
     }
 }
+
+#[test]
+fn papers_and_pytorch_spellings_resolve_and_typos_suggest_the_containing_name() {
+    let resolves = |typed: &str, name: &str| assert_eq!(family(typed).map(|f| f.name), Some(name), "{typed}");
+    for (typed, name) in [
+        ("dualpipev", "dualpipe-v"),
+        ("DualPipeV", "dualpipe-v"),
+        ("ScheduleDualPipeV", "dualpipe-v"),
+        ("ZBV", "zb-v"),
+        ("v-zb", "zb-v"),
+        ("ZBVZeroBubble", "zb-v"),
+        ("ScheduleZBVZeroBubble", "zb-v"),
+        ("interleaved", "interleaved-1f1b"),
+        ("Interleaved1F1B", "interleaved-1f1b"),
+        ("1f1bv", "1f1b-v"),
+        ("ScheduleGPipe", "gpipe"),
+        ("LoopedBFS", "looped-bfs"),
+        ("zb_h1", "zb-h1"),
+    ] {
+        resolves(typed, name);
+    }
+    // Normal forms do not collide, and no alias shadows a registry name.
+    let normals: std::collections::HashSet<String> = FAMILIES.iter().map(|f| normal(f.name)).collect();
+    assert_eq!(normals.len(), FAMILIES.len());
+    assert!(ALIASES.iter().all(|(alias, _)| !normals.contains(*alias)));
+    let hint = |typed: &str| unknown_family(typed).hints[0].clone();
+    assert_eq!(hint("dualpipevv"), "did you mean `dualpipe-v`?");
+    assert_eq!(hint("hanay"), "did you mean `hanayo`?");
+    assert_eq!(hint("1f1v"), "did you mean `1f1b`?");
+    assert_eq!(hint("zb-v-hand"), "did you mean `zb-v-handcrafted`?");
+    assert!(hint("zzzzzzzz").starts_with("expected one of"));
+}

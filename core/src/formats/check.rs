@@ -131,7 +131,7 @@ impl Kept {
             );
             return false;
         }
-        let first = self.seen[self.key(pass)][kind_index(pass.kind)];
+        let first = self.seen[self.key(pass)][pass.kind.index()];
         if first != NONE {
             let at = self.places[first as usize];
             let first_column = self.columns[at.device as usize][at.position as usize];
@@ -157,7 +157,7 @@ impl Kept {
         self.columns[device as usize].push(column);
         for pass in op.passes() {
             let k = self.key(pass);
-            self.seen[k][kind_index(pass.kind)] = self.places.len() as u32;
+            self.seen[k][pass.kind.index()] = self.places.len() as u32;
         }
         self.places.push(at);
     }
@@ -419,14 +419,5 @@ fn report_deadlock(checked: &Checked, stuck: &[Stuck], source: &Source, name: Na
             });
         }
         out.push(d);
-    }
-}
-
-fn kind_index(kind: PassKind) -> usize {
-    match kind {
-        PassKind::F => 0,
-        PassKind::B => 1,
-        PassKind::W => 2,
-        PassKind::BW => 3,
     }
 }

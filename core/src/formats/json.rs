@@ -165,7 +165,7 @@ fn json<T: Serialize + ?Sized>(value: &T) -> String {
 }
 
 /// An op in the JSON grammar: `0F1`, `3BW2`, `0F1.2` (slice 2), `(3F1;3BW0)`.
-fn op_text(op: &Op, slices: u32) -> String {
+pub(super) fn op_text(op: &Op, slices: u32) -> String {
     match op {
         Op::One(p) => pass_text(*p, slices),
         Op::Pair(f, b) => format!("({};{})", pass_text(*f, slices), pass_text(*b, slices)),
@@ -245,6 +245,8 @@ fn parse_pass(text: &str) -> Result<Pass, String> {
 pub(super) fn import(text: &str, source: &Source) -> Imported {
     let mut out = Diagnostics::default();
     let fail = |out: Diagnostics| Imported { schedule: None, costs: None, diagnostics: out.finish() };
+    // A UTF-8 byte-order mark is allowed, as in CSV files (editors on Windows write one).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {

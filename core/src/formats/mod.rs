@@ -116,13 +116,15 @@
 //! The [Trace Event Format](https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU)
 //! JSON that Perfetto and `chrome://tracing` open: one process (`pid` 0) named after the
 //! schedule, one thread track per device (`tid` = device, named `device d` by `thread_name`
-//! metadata and sorted by `thread_sort_index`), one complete slice (`ph: "X"`) per pass with
-//! `kind`, `stage`, `microbatch`, `slice`, `start` and `end` in `args` (the two passes of an
-//! overlapped pair are two slices over the same interval, so Perfetto nests them), a flow
-//! arrow (`ph: "s"` at the producer, `ph: "f"` with `bp: "e"` at the consumer, one `id` each)
-//! for every dependency that crosses devices, and a counter track (`ph: "C"`) of each device's
-//! activation memory. Times come from a [`crate::Timeline`]; **one Bubblescope time unit is
-//! one microsecond** in the trace (`ts`, `dur`), since the format has no unit of its own.
+//! metadata and sorted by `thread_sort_index`), one complete slice (`ph: "X"`) per op named as
+//! the JSON format writes it (`2F0`, `(3F1;3BW0)` for an overlapped pair), with no `args`, a
+//! flow arrow (`ph: "s"` at the producer, `ph: "f"` with `bp: "e"` at the consumer, named
+//! `dep`, one `id` each) for every dependency that crosses devices, and a counter track
+//! (`ph: "C"`, `memory d`) of each device's activation memory, one point per change. Times
+//! come from a [`crate::Timeline`]; **one Bubblescope time unit is one microsecond** in the
+//! trace (`ts`, `dur`), since the format has no unit of its own; whole times are written as
+//! integers. A trace larger than [`MAX_TRACE_BYTES`] (512 MiB) is refused. A trace is about
+//! 29 times the size of the compute-only CSV of the same schedule.
 //!
 //! # Checks and bad input
 //!
@@ -145,6 +147,7 @@
 
 mod check;
 mod csv;
+mod file;
 mod json;
 mod perfetto;
 mod pytorch;
@@ -156,8 +159,9 @@ use crate::error::{Diagnostic, Severity};
 use crate::params::Costs;
 use crate::schedule::Schedule;
 
+pub use file::{analyze_file, detect, sniff, FileAnalysis};
 pub use json::{export_json, JSON_FORMAT, JSON_VERSION};
-pub use perfetto::export_perfetto;
+pub use perfetto::{export_perfetto, MAX_TRACE_BYTES};
 pub use pytorch::{export_pytorch_csv, CsvForm};
 pub use text::{sanitize, MAX_QUOTED_CHARS};
 
@@ -197,6 +201,25 @@ impl Format {
         match self {
             Format::PytorchCsv | Format::PytorchCsvComms => "csv",
             Format::Json | Format::Perfetto => "json",
+        }
+    }
+
+    /// The name a download of `stem` gets in this format: `stem.json`, `stem.csv`,
+    /// `stem-comms.csv`, `stem.trace.json`.
+    pub fn file_name(self, stem: &str) -> String {
+        match self {
+            Format::PytorchCsv => format!("{stem}.csv"),
+            Format::PytorchCsvComms => format!("{stem}-comms.csv"),
+            Format::Json => format!("{stem}.json"),
+            Format::Perfetto => format!("{stem}.trace.json"),
+        }
+    }
+
+    /// The media (MIME) type of a file in this format.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Format::PytorchCsv | Format::PytorchCsvComms => "text/csv",
+            Format::Json | Format::Perfetto => "application/json",
         }
     }
 
@@ -336,11 +359,7 @@ impl FormatError {
 
 impl fmt::Display for FormatError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        for hint in &self.hints {
-            write!(f, "\n  hint: {hint}")?;
-        }
-        Ok(())
+        crate::error::write_with_hints(f, &self.message, &self.hints)
     }
 }
 
@@ -365,7 +384,7 @@ pub fn import(text: &str, format: Format, options: &ImportOptions) -> Imported {
                 .hint("a schedule this large is beyond what Bubblescope simulates; cut it into smaller files"),
         );
     }
-    match format {
+    let mut imported = match format {
         Format::PytorchCsv => pytorch::import(text, false, options, &source(text::Grid::Csv)),
         Format::PytorchCsvComms => pytorch::import(text, true, options, &source(text::Grid::Csv)),
         Format::Json => json::import(text, &source(text::Grid::Json)),
@@ -374,7 +393,14 @@ pub fn import(text: &str, format: Format, options: &ImportOptions) -> Imported {
                 .error("perfetto traces can be written but not read: a trace holds times, not a schedule")
                 .hint("import the schedule's JSON (--from-format json) or PyTorch CSV instead"),
         ),
+    };
+    // A file named for one format that holds another: say so on the first error.
+    if let (Some(hint), Some(first)) =
+        (file::mismatch_hint(text, format), imported.diagnostics.iter_mut().find(|d| d.severity == Severity::Error))
+    {
+        first.hints.push(hint);
     }
+    imported
 }
 
 /// Writes `schedule` as `format`.
@@ -406,5 +432,23 @@ pub fn export(
                 .map_err(|e| FormatError::new(format!("cannot time the schedule for a trace: {e}")))?;
             export_perfetto(schedule, &timeline)
         }
+    }
+}
+
+/// Writes an analysed schedule as `format`: like [`export`], but a Perfetto trace uses the
+/// timeline the analysis already has instead of simulating again. What the app's export menu
+/// and the CLI's `convert` share.
+///
+/// # Errors
+/// As [`export`].
+pub fn export_analysis(
+    analysis: &crate::Analysis,
+    costs: &Costs,
+    format: Format,
+    options: &ExportOptions,
+) -> Result<String, FormatError> {
+    match format {
+        Format::Perfetto => export_perfetto(&analysis.schedule, &analysis.timeline),
+        _ => export(&analysis.schedule, Some(costs), format, options),
     }
 }

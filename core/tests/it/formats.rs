@@ -1,7 +1,7 @@
 //! Import and export: PyTorch CSV (PyTorch's own files and our own), Bubblescope JSON, Perfetto.
 
 use bubblescope::formats::{
-    export, export_json, export_perfetto, export_pytorch_csv, import, CsvForm, Dialect, ExportOptions, Format,
+    self, export, export_json, export_perfetto, export_pytorch_csv, import, CsvForm, Dialect, ExportOptions, Format,
     ImportOptions, Imported, MAX_FILE_BYTES,
 };
 use bubblescope::params::MAX_DEVICES;
@@ -729,6 +729,76 @@ fn format_names_and_extensions_are_the_cli_contract() {
     assert!(!Format::Perfetto.can_import());
 }
 
+#[test]
+fn json_with_a_byte_order_mark_is_accepted_like_csv() {
+    let s = sequential(Placement::linear(2), 2, 1, true);
+    let text = format!("\u{feff}{}", export_json(&s, Some(&Costs::default())));
+    assert_eq!(clean(read(&text, Format::Json)), s);
+}
+
+#[test]
+fn a_file_read_as_the_wrong_format_says_what_it_looks_like() {
+    let csv_text = "0F0,0F1,0I0,0W0,0I1,0W1\n,1F0,1I0,1F1,1I1,1W0,1W1\n";
+    let as_json = read(csv_text, Format::Json);
+    assert!(as_json.has_errors());
+    assert_eq!(
+        as_json.diagnostics[0].hints,
+        ["the content looks like a PyTorch CSV: read it with --from-format pytorch-csv (or name it .csv)"]
+    );
+    let json_text = export_json(&sequential(Placement::linear(2), 1, 1, true), None);
+    let as_csv = read(&json_text, Format::PytorchCsv);
+    assert!(as_csv.has_errors());
+    assert!(
+        as_csv.diagnostics[0].hints.iter().any(|h| h
+            == "the content looks like Bubblescope JSON: read it with --from-format json (or name it .json)"),
+        "{}",
+        as_csv.report()
+    );
+    // A file of the right format that is merely broken gets no such hint.
+    assert!(read("0F0,0Q1\n", Format::PytorchCsv)
+        .diagnostics
+        .iter()
+        .all(|d| !d.hints.iter().any(|h| h.contains("looks like"))));
+    // Neither the name nor the content tells: an error with the way out.
+    let err = formats::detect("notes.txt", "hello", None).unwrap_err();
+    assert_eq!(err.message, "cannot tell the format of `notes.txt` from its name or its content");
+    assert_eq!(formats::detect("-", csv_text, None), Ok(Format::PytorchCsv));
+    assert_eq!(formats::detect("-", &json_text, None), Ok(Format::Json));
+}
+
+#[test]
+fn a_file_is_analysed_at_its_own_sizes_and_its_costs_are_checked() {
+    let s = sequential(Placement::linear(3), 4, 1, true);
+    let costs = Costs::fbw(2.0, 1.0, 1.0);
+    let run = formats::analyze_file("zb\u{202e}.csv", s.clone(), costs.clone(), Some(10.0));
+    assert_eq!(run.label, "zb\\u{202e}.csv · 3 devices · 4 microbatches · 3 stages");
+    assert_eq!((run.params.devices, run.params.microbatches, run.params.mem_limit), (3, 4, Some(10.0)));
+    let expected = analyze(s.clone(), &costs).unwrap();
+    assert_eq!(run.analysis.unwrap().stats, expected.stats);
+    let tiny = formats::analyze_file("a.csv", s.clone(), Costs::fbw(1e-300, 1.0, 1.0), None);
+    assert_eq!(
+        tiny.analysis.unwrap_err().to_string().lines().next(),
+        Some("f must be 0 or at least 1e-9, found 1e-300")
+    );
+    let negative_limit = formats::analyze_file("a.csv", s, costs, Some(-1.0));
+    assert_eq!(negative_limit.analysis.unwrap_err().to_string(), "mem-limit must not be negative, found -1");
+}
+
+#[test]
+fn an_analysis_exports_by_format_name_with_its_file_name_and_type() {
+    let params = ScheduleParams::new(3, 4);
+    let a = bubblescope::run("zb-h1", &params).unwrap();
+    for format in Format::ALL {
+        let by_name = Format::from_name(format.name()).unwrap();
+        let text = formats::export_analysis(&a, &params.costs, by_name, &ExportOptions::default()).unwrap();
+        assert_eq!(Ok(text), export(&a.schedule, Some(&params.costs), format, &ExportOptions::default()), "{format}");
+        assert!(format.file_name("zb").ends_with(format.extension()), "{format}");
+    }
+    assert_eq!(Format::PytorchCsvComms.file_name("zb"), "zb-comms.csv");
+    assert_eq!(Format::Perfetto.file_name("zb"), "zb.trace.json");
+    assert_eq!(Format::PytorchCsv.media_type(), "text/csv");
+}
+
 // -------------------------------------------------------------------------------------------
 // Perfetto
 
@@ -751,24 +821,21 @@ fn perfetto_trace_has_a_track_per_device_slices_flows_and_memory() {
     assert_eq!(names, [("thread_name", 0, "device 0"), ("thread_name", 1, "device 1")]);
     assert!(of("M").iter().any(|e| e["name"] == "process_name"));
 
-    // One complete slice per pass, at the simulated times (1 time unit = 1 µs).
+    // One complete slice per op, in each device's order, at the simulated times (1 time unit
+    // = 1 µs), named as the JSON format writes the op; no args.
     let slices = of("X");
-    assert_eq!(slices.len(), schedule.pass_count());
+    assert_eq!(slices.len(), schedule.orders.iter().map(Vec::len).sum::<usize>());
     for (device, (order, times)) in schedule.orders.iter().zip(&timeline.devices).enumerate() {
-        for (position, t) in times.ops.iter().enumerate() {
-            let e =
-                slices.iter().find(|e| e["tid"] == device as u64 && e["args"]["position"] == position as u64).unwrap();
-            let pass = order[position].first();
+        let on_device: Vec<_> = slices.iter().filter(|e| e["tid"] == device as u64).collect();
+        assert_eq!(on_device.len(), order.len());
+        for ((e, op), t) in on_device.iter().zip(order).zip(&times.ops) {
             assert_eq!((e["ts"].as_f64(), e["dur"].as_f64()), (Some(t.start), Some(t.end - t.start)));
-            assert_eq!(e["args"]["kind"], pass.kind.name());
-            assert_eq!(
-                (e["args"]["stage"].as_u64(), e["args"]["microbatch"].as_u64()),
-                (Some(pass.stage.into()), Some(pass.microbatch.into()))
-            );
-            assert_eq!((e["args"]["start"].as_f64(), e["args"]["end"].as_f64()), (Some(t.start), Some(t.end)));
+            let name = e["name"].as_str().unwrap();
+            let pass = op.first();
+            assert!(name.starts_with(&format!("{}{}{}", pass.stage, pass.kind.name(), pass.microbatch)), "{name}");
+            assert!(e.get("args").is_none() && e.get("cat").is_none(), "{e}");
         }
     }
-
     // A flow per dependency between devices: on a V with two devices, every F and input
     // gradient except at the V's tip (stages 1→2 share device 1) and the ends.
     let (starts, finishes) = (of("s"), of("f"));
@@ -780,7 +847,19 @@ fn perfetto_trace_has_a_track_per_device_slices_flows_and_memory() {
         assert_ne!(s["tid"], f["tid"]);
         assert!(s["ts"].as_f64() < f["ts"].as_f64());
     }
-    assert!(!of("C").is_empty(), "memory counters");
+    // Memory: one point per change, the value after everything at that time.
+    let counters = of("C");
+    assert!(!counters.is_empty(), "memory counters");
+    for (device, times) in timeline.devices.iter().enumerate() {
+        let points: Vec<(f64, f64)> = counters
+            .iter()
+            .filter(|e| e["name"] == format!("memory {device}"))
+            .map(|e| (e["ts"].as_f64().unwrap(), e["args"]["activation"].as_f64().unwrap()))
+            .collect();
+        assert!(points.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 != w[1].1), "{points:?}");
+        let peak = points.iter().map(|p| p.1).fold(0.0, f64::max);
+        assert_eq!(peak, times.peak_memory);
+    }
 
     let other = sequential(Placement::linear(2), 1, 1, false);
     assert!(export_perfetto(&other, &timeline).is_err());

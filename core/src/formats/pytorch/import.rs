@@ -1,0 +1,324 @@
+//! Reading a PyTorch CSV: cells to actions in the file's dialect, then the checked schedule.
+
+use crate::params::{Costs, MAX_DEVICES, MAX_PASSES};
+use crate::schedule::{Op, Pass, PassKind, Placement};
+
+use super::super::check::{self, Draft};
+use super::super::csv::{self, TooBig};
+use super::super::text::{count, quote, Diagnostics, Source};
+use super::super::{Dialect, ImportOptions, Imported};
+use super::comms::{check_comms, needs_comms};
+use super::grammar::{parse_cell, pass_kind, pass_text, Comm, RawPass, Token, Word, GRAMMAR_HINT};
+use super::placement::infer_placement;
+
+/// Where the dialect was decided: the first `I` and the first `BW` cell, if any.
+pub(super) struct DialectEvidence {
+    pub(super) i: Option<(u32, usize)>,
+    pub(super) bw: Option<(u32, usize)>,
+    pub(super) w: bool,
+}
+
+impl DialectEvidence {
+    pub(super) fn dialect(&self) -> Dialect {
+        match (self.i, self.bw) {
+            (Some(_), _) => Dialect::Current,
+            (None, Some(_)) => Dialect::Legacy,
+            (None, None) if self.w => Dialect::Legacy,
+            (None, None) => Dialect::Current,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Import
+
+/// A cell read from the file, located.
+pub(super) struct Cell {
+    pub(super) row: u32,
+    pub(super) column: usize,
+    pub(super) token: Token,
+}
+
+/// The compute and communication actions of a file, read in its dialect.
+#[derive(Default)]
+pub(super) struct Actions {
+    /// Compute ops with their (row, column).
+    pub(super) ops: Vec<(u32, usize, Op)>,
+    /// SEND/RECV actions with their (row, column).
+    pub(super) comms: Vec<(u32, usize, Comm)>,
+    /// The first UNSHARD/RESHARD/REDUCE_GRAD cell and how many there are.
+    pub(super) ignored: Option<(u32, usize, usize)>,
+}
+
+/// Reads a PyTorch CSV. `expect_comms`: the caller asked for the compute+comms form.
+pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &ImportOptions, source: &Source) -> Imported {
+    let mut out = Diagnostics::default();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let table = match csv::read(text, MAX_DEVICES as usize, MAX_PASSES as usize) {
+        Ok(table) => table,
+        Err(TooBig::Rows) => {
+            return Imported::failed(
+                source
+                    .error(format!("the file has more than {MAX_DEVICES} rows, but one row is one device and at most {MAX_DEVICES} are supported"))
+                    .hint("is this a schedule file? PyTorch writes one row per rank"),
+            )
+        }
+        Err(TooBig::Cells) => {
+            return Imported::failed(
+                source
+                    .error(format!("the file has more than {MAX_PASSES} cells, more than the engine simulates"))
+                    .hint("use fewer ranks or microbatches"),
+            )
+        }
+    };
+    if table.rows.iter().all(Vec::is_empty) {
+        return Imported::failed(
+            source
+                .error("the file has no actions")
+                .hint("PyTorch's schedule CSV has one row per rank, e.g. `0F0,0F1,0B0,0B1`"),
+        );
+    }
+    if let Some((row, column)) = table.unterminated {
+        out.push(
+            source
+                .error_at(row as u32, column, "a quoted cell is never closed: it runs to the end of the file")
+                .hint("close it with `\"`"),
+        );
+    }
+    let rows = table.rows.len();
+
+    let (cells, evidence) = tokenize(&table, source, &mut out);
+    let dialect = options.dialect.unwrap_or_else(|| evidence.dialect());
+    let mut actions = read_actions(&cells, dialect, options.dialect.is_some(), &evidence, &table, source, &mut out);
+    drop(cells);
+    if options.merge_bw {
+        merge_bw(&mut actions.ops);
+    }
+    if actions.ops.is_empty() {
+        out.push(
+            source
+                .error("the file has no compute actions (F, I, W, B, BW)")
+                .hint("PyTorch's schedule CSV has one row per rank, e.g. `0F0,0F1,0B0,0B1`"),
+        );
+        return Imported { schedule: None, costs: None, diagnostics: out.finish() };
+    }
+
+    // The placement and sizes the cells imply.
+    let namer = move |p: Pass| pass_text(p, dialect);
+    let Some(placement) = infer_placement(&mut actions.ops, rows as u32, source, &namer, &mut out) else {
+        return Imported { schedule: None, costs: None, diagnostics: out.finish() };
+    };
+    let Some(microbatches) = count_microbatches(&actions.ops, &placement, source, &mut out) else {
+        return Imported { schedule: None, costs: None, diagnostics: out.finish() };
+    };
+
+    // The schedule, checked in the file's terms.
+    let mut draft_rows: Vec<Vec<(Op, usize)>> = vec![Vec::new(); rows];
+    for (row, column, op) in actions.ops {
+        draft_rows[row as usize].push((op, column));
+    }
+    let draft = Draft { placement, microbatches, slices: 1, rows: draft_rows };
+    let checked = check::check(draft, source, &namer, &Costs::default(), &mut out);
+
+    if !actions.comms.is_empty() {
+        check_comms(&checked, &actions.comms, source, &namer, &mut out);
+    } else if expect_comms && needs_comms(&checked.schedule) {
+        out.push(
+            source
+                .error("the file has no SEND or RECV actions, but the compute+comms form needs them wherever data crosses rows")
+                .hint("read it as pytorch-csv (compute only)"),
+        );
+    }
+    if let Some((row, column, n)) = actions.ignored {
+        let first = quote(table.cell(row, column));
+        let what = match n {
+            1 => format!("{first} is ignored"),
+            n => format!("{first} and {} are ignored", count(n - 1, "more UNSHARD/RESHARD/REDUCE_GRAD action")),
+        };
+        out.push(source.warning_at(
+            row,
+            column,
+            format!("{what}: FSDP and gradient-reduction actions are not modelled"),
+        ));
+    }
+    Imported { schedule: Some(checked.schedule), costs: None, diagnostics: out.finish() }
+}
+
+/// Every non-empty cell as a token, and what the cells say about the dialect. Unreadable
+/// cells are reported and left out.
+pub(super) fn tokenize(table: &csv::Table, source: &Source, out: &mut Diagnostics) -> (Vec<Cell>, DialectEvidence) {
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut evidence = DialectEvidence { i: None, bw: None, w: false };
+    for (row, texts) in table.rows.iter().enumerate() {
+        let row = row as u32;
+        for (column, text) in texts.iter().enumerate() {
+            let token = parse_cell(text);
+            let mut note = |raw: &RawPass| match raw.word {
+                Word::I => {
+                    evidence.i.get_or_insert((row, column));
+                }
+                Word::Bw => {
+                    evidence.bw.get_or_insert((row, column));
+                }
+                Word::W => evidence.w = true,
+                Word::F | Word::B => {}
+            };
+            match &token {
+                Token::Idle => continue,
+                Token::Compute(p) => note(p),
+                Token::Pair(a, b) => {
+                    note(a);
+                    note(b);
+                }
+                Token::Bad(bad) => {
+                    let (reason, hint) = &**bad;
+                    let mut d = source
+                        .error_at(row, column, format!("cannot read cell {}: {reason}", quote(text)))
+                        .hint(GRAMMAR_HINT);
+                    if hint != GRAMMAR_HINT {
+                        d = d.hint(hint.clone());
+                    }
+                    out.push(d.hint("the cell is skipped"));
+                    continue;
+                }
+                Token::Comms(_) | Token::Ignored => {}
+            }
+            cells.push(Cell { row, column, token });
+        }
+    }
+    (cells, evidence)
+}
+
+/// The tokens as passes, ops and communication in `dialect`. Cells the dialect cannot read are
+/// reported and left out.
+pub(super) fn read_actions(
+    cells: &[Cell],
+    dialect: Dialect,
+    forced: bool,
+    evidence: &DialectEvidence,
+    table: &csv::Table,
+    source: &Source,
+    out: &mut Diagnostics,
+) -> Actions {
+    let because = match (forced, evidence.i, evidence.bw) {
+        (true, ..) => "as chosen".to_string(),
+        (false, Some(at), _) => format!("because of the `I` at {}", source.short(at.0, at.1)),
+        (false, None, Some(at)) => format!("because of the `BW` at {}", source.short(at.0, at.1)),
+        (false, None, None) => "by default".to_string(),
+    };
+    let mut actions = Actions::default();
+    for &Cell { row, column, ref token } in cells {
+        let to_pass = |raw: RawPass, out: &mut Diagnostics| match pass_kind(raw.word, dialect) {
+            Ok(kind) => Some(Pass::new(kind, raw.stage, raw.microbatch)),
+            Err(why) => {
+                let hint = if forced {
+                    "the file seems to use the other dialect; read it with that one"
+                } else {
+                    "a file uses one dialect throughout; choose the dialect explicitly if the guess is wrong"
+                };
+                out.push(
+                    source
+                        .error_at(
+                            row,
+                            column,
+                            format!("cannot read cell {}: {why} ({because})", quote(table.cell(row, column))),
+                        )
+                        .hint(hint)
+                        .hint("the cell is skipped"),
+                );
+                None
+            }
+        };
+        match *token {
+            Token::Compute(raw) => {
+                if let Some(p) = to_pass(raw, out) {
+                    actions.ops.push((row, column, Op::One(p)));
+                }
+            }
+            Token::Pair(a, b) => {
+                let (Some(a), Some(b)) = (to_pass(a, out), to_pass(b, out)) else { continue };
+                let (f, back) = if a.kind == PassKind::F { (a, b) } else { (b, a) };
+                if f.kind == PassKind::F && back.kind.is_input_grad() {
+                    actions.ops.push((row, column, Op::Pair(f, back)));
+                } else {
+                    out.push(
+                        source
+                            .error_at(
+                                row,
+                                column,
+                                format!(
+                                "cell {} overlaps `{}` with `{}`, but an overlapped pair is a forward and a backward",
+                                quote(table.cell(row, column)),
+                                pass_text(a, dialect),
+                                pass_text(b, dialect)
+                            ),
+                            )
+                            .hint("the two actions are read as if they were not overlapped"),
+                    );
+                    actions.ops.push((row, column, Op::One(a)));
+                    actions.ops.push((row, column, Op::One(b)));
+                }
+            }
+            Token::Comms(ref list) => actions.comms.extend(list.iter().map(|c| (row, column, *c))),
+            Token::Ignored => actions.ignored.get_or_insert((row, column, 0)).2 += 1,
+            Token::Idle | Token::Bad(..) => {}
+        }
+    }
+    actions
+}
+
+/// The number of microbatches (the largest microbatch number plus one), if the file is not
+/// too sparse for it: with fewer actions than (stage, microbatch) pairs it cannot be a
+/// schedule, and its tables would be needlessly large.
+pub(super) fn count_microbatches(
+    ops: &[(u32, usize, Op)],
+    placement: &Placement,
+    source: &Source,
+    out: &mut Diagnostics,
+) -> Option<u32> {
+    let microbatches = ops.iter().flat_map(|(_, _, op)| op.passes()).map(|p| p.microbatch).max().map_or(0, |m| m + 1);
+    let passes = ops.iter().map(|(_, _, op)| op.passes().count()).sum::<usize>();
+    let keys = u64::from(placement.stages()) * u64::from(microbatches);
+    if keys <= passes as u64 {
+        return Some(microbatches);
+    }
+    // Stages are bounded already (see `infer_placement`), so a microbatch number is too large.
+    let message = format!(
+        "the file names stages 0 to {} and microbatches 0 to {}, which needs at least {} actions, but it has {passes}",
+        placement.stages().saturating_sub(1),
+        microbatches - 1,
+        2 * keys
+    );
+    let culprit = ops.iter().max_by_key(|(_, _, op)| op.passes().map(|p| p.microbatch).max());
+    let d = match culprit {
+        Some(&(row, column, _)) => source.error_at(row, column, message),
+        None => source.error(message),
+    };
+    out.push(d.hint("check this cell's microbatch number: microbatches are numbered from 0 without gaps"));
+    None
+}
+
+/// PyTorch's `_merge_bw`: an input-gradient action directly followed (on its row, other cells
+/// aside) by the weight-gradient action of the same stage and microbatch becomes one full
+/// backward.
+pub(super) fn merge_bw(ops: &mut Vec<(u32, usize, Op)>) {
+    let mut merged: Vec<(u32, usize, Op)> = Vec::with_capacity(ops.len());
+    let mut i = 0;
+    while i < ops.len() {
+        let (row, column, op) = ops[i];
+        if let (Op::One(b), Some((next_row, _, Op::One(w)))) = (op, ops.get(i + 1)) {
+            if b.kind == PassKind::B
+                && w.kind == PassKind::W
+                && *next_row == row
+                && (b.stage, b.microbatch) == (w.stage, w.microbatch)
+            {
+                merged.push((row, column, Op::One(Pass { kind: PassKind::BW, ..b })));
+                i += 2;
+                continue;
+            }
+        }
+        merged.push((row, column, op));
+        i += 1;
+    }
+    *ops = merged;
+}
