@@ -39,20 +39,24 @@
 //!
 //! # Memory
 //!
-//! The heuristic counts memory per chunk in *chunk activations*: a chunk's forward stores
-//! `mem-f / 2` (each chunk is half of a device's 1F1B share, `stage_scale` 1/2), held until that
-//! chunk's W. In the code's terms: `f_mem = mem-f/2`, `b_mem = 0`, `w_mem = −mem-f/2`, and
-//! `max_mem = --mem-limit` (default `P·mem-f`, 1F1B's memory = the code's default `2P·f_mem`);
-//! we work with the whole number of chunk activations that fit, `⌊mem-limit / (mem-f/2)⌋`
-//! (within 1e-9, so 1.2/0.15 is 8). This is the convention of the §9.2 peaks (`mem-w = mem-f`).
-//! With a smaller `--mem-w` the B releases part of the memory early, so the simulated peak can
-//! only be lower than what the heuristic planned: the limit always holds. `mem-w` itself is
-//! not read by the heuristic.
+//! The heuristic counts memory per chunk as the code does (`f_mem`, `b_mem`, `w_mem`): a
+//! chunk's forward adds `mem-f/2` (each chunk is half of a device's 1F1B share, `stage_scale`
+//! 1/2), its B releases what the W does not need, `−(mem-f − mem-w)/2`, and its W the rest,
+//! `−mem-w/2`. The running sum is checked against `max_mem = --mem-limit` (default `P·mem-f`,
+//! 1F1B's memory = the code's default `2P·f_mem`): a forward that would exceed it first runs
+//! pending Ws (step 4) or fails, and step 2's room for `2 + 2d` more forwards is
+//! `(2 + 2d)·mem-f/2` in the same units. The checks allow a relative slack of 1e-9 for
+//! rounding (8 · 0.15 fits in 1.2). These are the simulator's own deltas (F allocates as it
+//! starts, B and W release as they end), so the simulated peak is the planned one and the limit
+//! always holds. With `mem-w = mem-f` (B frees nothing) this is the count of chunk activations
+//! held until W, the convention of the §9.2 peaks. (The code's check before each backward
+//! never acts here: with `mem-w ≤ mem-f` a B never adds memory.)
 //!
 //! The heuristic cannot hold less than 1F1B's memory: running it shows its warm-up (steps 2–3)
 //! needs room for `2P` chunk activations whenever `M ≥ P` (fewer for small `M`). When no attempt
 //! succeeds and a larger limit would, generation fails with a [`ParamError`] on `--mem-limit`
-//! starting `cannot fit memory: ` and naming the smallest limit that fits. (Too little memory
+//! starting `cannot fit memory: ` and naming the smallest limit, in whole chunk activations of
+//! `mem-f/2`, that fits. (Too little memory
 //! shows in the code either as its memory assertion or, when the warm-up had to skip
 //! forwards, as a dependency assertion a step later; both are this error.)
 //!
@@ -107,7 +111,7 @@ pub const MAX_REFINEMENTS: usize = 64;
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     reject_unused(params, "zb-v", &[])?;
     params.check_size(6)?;
-    let heuristic = Heuristic::new(params, capacity(params));
+    let heuristic = Heuristic::new(params, limit(params));
     match heuristic.best() {
         Ok(outcome) => Ok(outcome.schedule),
         Err(failure) => Err(failure.into_error(params, &heuristic)),
@@ -124,16 +128,22 @@ fn chunk_memory(params: &ScheduleParams) -> f64 {
     params.costs.mem_f / 2.0
 }
 
-/// How many chunk activations fit in the memory limit on one device (see the module docs);
-/// unlimited when forwards store nothing.
-fn capacity(params: &ScheduleParams) -> u64 {
-    let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
-    let chunk = chunk_memory(params);
+/// The memory limit of one device: `--mem-limit`, or 1F1B's memory.
+fn limit(params: &ScheduleParams) -> f64 {
+    params.mem_limit.unwrap_or_else(|| default_limit(params))
+}
+
+/// Relative slack of the limit checks, for rounding in sums and quotients.
+const LIMIT_SLACK: f64 = 1e-9;
+
+/// How many chunk activations of `chunk` fit in `limit`; unlimited when forwards store
+/// nothing.
+fn whole_chunks(limit: f64, chunk: f64) -> u64 {
     if chunk <= 0.0 {
         return u64::MAX;
     }
     // `as` saturates; the slack absorbs rounding in the division (1.2 / 0.15 = 7.999…).
-    (limit / chunk + 1e-9).floor() as u64
+    (limit / chunk + LIMIT_SLACK).floor() as u64
 }
 
 /// The direction a pass travels across the devices (the code's chunk index).
@@ -177,7 +187,8 @@ impl Failure {
     /// The user-facing error. A failure that a larger limit (up to 1F1B's) avoids is a memory
     /// error, with the smallest limit that fits.
     fn into_error(self, params: &ScheduleParams, heuristic: &Heuristic) -> ParamError {
-        let fits = heuristic.smallest_capacity_that_fits();
+        let chunk = chunk_memory(params);
+        let fits = heuristic.smallest_capacity_that_fits(chunk);
         match (self, fits) {
             (Failure::Stuck(why), None) => ParamError::new(
                 Field::Schedule,
@@ -188,14 +199,13 @@ impl Failure {
             )
             .hint("try zb-v-handcrafted, or other sizes"),
             (_, fits) => {
-                let chunk = chunk_memory(params);
-                let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
+                let limit = heuristic.limit;
                 let mut err = ParamError::new(
                     Field::MemLimit,
                     format!(
                         "cannot fit memory: zb-v needs more than mem-limit {limit} (room for {} chunk activations \
                          of mem-f/2 = {chunk} per device)",
-                        heuristic.capacity
+                        whole_chunks(limit, chunk)
                     ),
                 );
                 if let Some(fits) = fits {
@@ -217,8 +227,8 @@ struct Heuristic {
     v: VPass,
     microbatches: u32,
     costs: StageCosts,
-    /// Chunk activations that fit on one device.
-    capacity: u64,
+    /// The memory limit of one device, in the units of `mem-f`.
+    limit: f64,
 }
 
 /// One attempt's result.
@@ -242,15 +252,16 @@ struct Settings<'a> {
 }
 
 impl Heuristic {
-    /// The heuristic for `params` with room for `capacity` chunk activations per device.
-    fn new(params: &ScheduleParams, capacity: u64) -> Heuristic {
+    /// The heuristic for `params` under the memory limit `limit` per device.
+    fn new(params: &ScheduleParams, limit: f64) -> Heuristic {
         let v = VPass { devices: params.devices };
-        Heuristic {
-            v,
-            microbatches: params.microbatches,
-            costs: StageCosts::new(&params.costs, &v.placement()),
-            capacity,
-        }
+        Heuristic { v, microbatches: params.microbatches, costs: StageCosts::new(&params.costs, &v.placement()), limit }
+    }
+
+    /// Whether a device holding `memory` stays within the limit (up to rounding: the slack
+    /// absorbs sums like 8 · 0.15 = 1.2000000000000002).
+    fn fits(&self, memory: f64) -> bool {
+        memory <= self.limit + LIMIT_SLACK * self.limit.abs()
     }
 
     /// The best attempt over the four fill settings, each refined. A schedule without bubble
@@ -300,16 +311,20 @@ impl Heuristic {
         Ok(run.finish())
     }
 
-    /// The smallest capacity above the current one at which an attempt succeeds, searched up
-    /// to 1F1B's `2P` (bisection: success is monotone in the capacity in every case we tried;
-    /// the value returned always succeeds).
-    fn smallest_capacity_that_fits(&self) -> Option<u64> {
+    /// The smallest number of chunk activations of `chunk` = `mem-f/2` above what the limit
+    /// holds at which an attempt succeeds, searched up to 1F1B's `2P` (bisection: success is
+    /// monotone in the limit in every case we tried; the value returned always succeeds).
+    fn smallest_capacity_that_fits(&self, chunk: f64) -> Option<u64> {
+        if chunk <= 0.0 {
+            return None;
+        }
         let fits = |capacity: u64| {
-            let h = Heuristic { capacity, costs: self.costs.clone(), ..*self };
+            let h = Heuristic { limit: capacity as f64 * chunk, costs: self.costs.clone(), ..*self };
             h.best().is_ok()
         };
         let one_f_one_b = 2 * u64::from(self.v.devices);
-        let (mut lo, mut hi) = (self.capacity, one_f_one_b.max(self.capacity.saturating_add(1)));
+        let capacity = whole_chunks(self.limit, chunk);
+        let (mut lo, mut hi) = (capacity, one_f_one_b.max(capacity.saturating_add(1)));
         if lo == u64::MAX || !fits(hi) {
             return None;
         }
@@ -332,8 +347,9 @@ struct Attempt<'a> {
     builder: Builder,
     /// `count[device][kind][lane]`: passes placed so far.
     count: Vec<[[u32; 2]; 3]>,
-    /// Chunk activations each device holds (forwards minus Ws).
-    held: Vec<u64>,
+    /// Memory each device holds in the code's count: F `+mem-f/2`, B `−(mem-f − mem-w)/2`,
+    /// W `−mem-w/2`.
+    held: Vec<f64>,
     /// Ws waiting on each device, oldest first, by lane.
     pending_w: Vec<VecDeque<Lane>>,
     /// The largest idle time of any device so far.
@@ -353,7 +369,7 @@ impl<'a> Attempt<'a> {
             settings,
             builder,
             count: vec![[[0; 2]; 3]; devices],
-            held: vec![0; devices],
+            held: vec![0.0; devices],
             pending_w: vec![VecDeque::new(); devices],
             worst_idle: 0.0,
             max_approved,
@@ -407,7 +423,9 @@ impl<'a> Attempt<'a> {
     fn put(&mut self, device: u32, kind: PassKind, lane: Lane) -> Result<(), Failure> {
         let pass = self.next_pass(device, kind, lane)?;
         let d = device as usize;
-        if kind == PassKind::F && self.held[d] >= self.heuristic.capacity {
+        let costs = self.builder.costs();
+        let delta = costs.alloc(pass) - costs.release(pass);
+        if kind == PassKind::F && !self.heuristic.fits(self.held[d] + delta) {
             return Err(Failure::Memory);
         }
         if kind != PassKind::W && self.builder.ready_at(device, pass).is_none() {
@@ -416,10 +434,9 @@ impl<'a> Attempt<'a> {
         self.builder.push(device, pass);
         self.worst_idle = self.worst_idle.max(self.builder.idle(device));
         self.count[d][fbw_index(kind)][lane as usize] += 1;
-        match kind {
-            PassKind::F => self.held[d] += 1,
-            PassKind::W => self.held[d] -= 1,
-            _ => self.pending_w[d].push_back(lane),
+        self.held[d] += delta;
+        if kind == PassKind::B {
+            self.pending_w[d].push_back(lane);
         }
         Ok(())
     }
@@ -475,9 +492,9 @@ impl<'a> Attempt<'a> {
                     .builder
                     .ready_at(device, first_up)
                     .ok_or_else(|| Failure::Stuck("the first chunk-1 forward is missing".into()))?;
-                let reserve = 2 + 2 * u64::from(device);
+                let reserve = f64::from(2 + 2 * device) * self.builder.costs().alloc(Pass::f(device, 0));
                 let f_cost = self.builder.cost(Pass::f(device, 0));
-                while self.held[device as usize] + reserve <= self.heuristic.capacity
+                while self.heuristic.fits(self.held[device as usize] + reserve)
                     && self.builder.free_at(device) + f_cost <= arrival
                     && self.count(device, PassKind::F, Lane::Down) < m
                 {
@@ -568,7 +585,7 @@ impl<'a> Attempt<'a> {
             } else {
                 continue;
             };
-            while self.held[device as usize] >= self.heuristic.capacity {
+            while !self.heuristic.fits(self.held[device as usize] + self.builder.costs().alloc(Pass::f(device, 0))) {
                 if !self.put_w(device)? {
                     return Err(Failure::Memory);
                 }
@@ -599,7 +616,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let c = &params.costs;
     let (p, m) = (params.devices, params.microbatches);
     let one_f_one_b = 2 * u64::from(p);
-    let capacity = capacity(params);
+    let capacity = whole_chunks(limit(params), chunk_memory(params));
     let balanced = c.balanced();
     Some(Prediction {
         bubble: (balanced && m >= 2 * p - 1 && capacity >= one_f_one_b).then_some(0.0),
