@@ -33,6 +33,12 @@
 //! minus its own before a W is forced), as long as the worst bubble strictly drops. The best
 //! attempt (strictly smallest worst bubble, first one on ties) is the schedule.
 //!
+//! No attempt is run twice in effect: the settings act only at the extra-W tests, so each
+//! attempt records those tests (the wait, the device's idle time, the worst so far, the
+//! answer), and settings that would answer every one of them alike run exactly as that attempt
+//! did; its result stands for them. (At the paper's costs with P = 32, M = 256: three runs
+//! instead of eight.)
+//!
 //! All timing comes from a [`Builder`]: the heuristic's `put` is an incremental ASAP push with
 //! exactly the simulator's rules, so the times it decides on are the ones
 //! [`crate::simulate`] reports.
@@ -251,6 +257,82 @@ struct Settings<'a> {
     approved: Option<&'a [f64]>,
 }
 
+impl Settings<'_> {
+    /// The largest approved budget (0 without budgets).
+    fn max_approved(&self) -> f64 {
+        self.approved.map_or(0.0, |a| a.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    }
+
+    /// The worst bubble `device` is measured against when the worst so far is `worst_idle`:
+    /// that, or its budget gap when refining.
+    fn allowance(&self, max_approved: f64, worst_idle: f64, device: u32) -> f64 {
+        match self.approved {
+            Some(approved) => worst_idle.max(max_approved - approved[device as usize]),
+            None => worst_idle,
+        }
+    }
+
+    /// Whether the extra W is allowed before a pass of `gate`.
+    fn extra(&self, gate: Gate) -> bool {
+        match gate {
+            Gate::Always => true,
+            Gate::FillB => self.fill_b,
+            Gate::FillF => self.fill_f,
+        }
+    }
+}
+
+/// What allows the extra W before a pass.
+#[derive(Clone, Copy)]
+enum Gate {
+    /// Always (an up-lane B).
+    Always,
+    /// *fill-B* (a down-lane B).
+    FillB,
+    /// *fill-F* (a forward).
+    FillF,
+}
+
+/// One point where the settings decide (the extra-W test with a W pending), with what it
+/// was decided on. Replaying these tells whether other settings would run the same.
+struct Decision {
+    device: u32,
+    gate: Gate,
+    /// The wait for the remote input after the Ws that fit.
+    wait: f64,
+    /// The device's idle time then.
+    idle: f64,
+    /// The worst idle time of any device then.
+    worst_idle: f64,
+    /// Whether the extra W was run.
+    taken: bool,
+}
+
+impl Decision {
+    /// The rule: an extra W goes in when allowed and the wait would exceed the allowance.
+    fn takes(extra: bool, wait: f64, allowance: f64, idle: f64) -> bool {
+        extra && wait > allowance - idle
+    }
+}
+
+/// A finished attempt and the decisions its settings made.
+struct Done {
+    outcome: Outcome,
+    decisions: Vec<Decision>,
+}
+
+impl Done {
+    /// Whether an attempt with `settings` would decide every point as this one did, and so
+    /// (everything else being the same) run exactly as this one.
+    fn decides_alike(&self, settings: Settings<'_>) -> bool {
+        let max_approved = settings.max_approved();
+        self.decisions.iter().all(|d| {
+            let allowance = settings.allowance(max_approved, d.worst_idle, d.device);
+            Decision::takes(settings.extra(d.gate), d.wait, allowance, d.idle) == d.taken
+        })
+    }
+}
+
 impl Heuristic {
     /// The heuristic for `params` under the memory limit `limit` per device.
     fn new(params: &ScheduleParams, limit: f64) -> Heuristic {
@@ -267,33 +349,40 @@ impl Heuristic {
     /// The best attempt over the four fill settings, each refined. A schedule without bubble
     /// ends the search: later attempts must be strictly better to count.
     fn best(&self) -> Result<Outcome, Failure> {
-        let mut best: Option<Outcome> = None;
+        let mut done = Vec::new();
+        let mut best: Option<usize> = None;
         let mut first_failure = None;
         let settings = [(true, true), (true, false), (false, true), (false, false)];
         for (fill_b, fill_f) in settings {
-            if best.as_ref().is_some_and(|b| b.worst <= 0.0) {
+            let worst = |i: usize, done: &[Done]| done[i].outcome.worst;
+            if best.is_some_and(|b| worst(b, &done) <= 0.0) {
                 break;
             }
-            match self.refined(fill_b, fill_f) {
-                Ok(outcome) if best.as_ref().is_none_or(|b| outcome.worst < b.worst) => best = Some(outcome),
+            match self.refined(fill_b, fill_f, &mut done) {
+                Ok(i) if best.is_none_or(|b| worst(i, &done) < worst(b, &done)) => best = Some(i),
                 Ok(_) => {}
                 Err(failure) => {
                     first_failure.get_or_insert(failure);
                 }
             }
         }
-        best.ok_or_else(|| first_failure.unwrap_or_else(|| Failure::Stuck("no attempt ran".into())))
+        match best {
+            Some(i) => Ok(done.swap_remove(i).outcome),
+            None => Err(first_failure.unwrap_or_else(|| Failure::Stuck("no attempt ran".into()))),
+        }
     }
 
-    /// An attempt, re-run with its own bubbles as budgets while that strictly helps.
-    fn refined(&self, fill_b: bool, fill_f: bool) -> Result<Outcome, Failure> {
-        let mut best = self.attempt(Settings { fill_b, fill_f, approved: None })?;
+    /// An attempt, re-run with its own bubbles as budgets while that strictly helps; the
+    /// index of the best in `done`.
+    fn refined(&self, fill_b: bool, fill_f: bool, done: &mut Vec<Done>) -> Result<usize, Failure> {
+        let mut best = self.attempt(Settings { fill_b, fill_f, approved: None }, done)?;
         for _ in 0..MAX_REFINEMENTS {
-            if best.worst <= 0.0 {
+            if done[best].outcome.worst <= 0.0 {
                 break;
             }
-            let Ok(next) = self.attempt(Settings { fill_b, fill_f, approved: Some(&best.idle) }) else { break };
-            if next.worst < best.worst {
+            let approved = done[best].outcome.idle.clone();
+            let Ok(next) = self.attempt(Settings { fill_b, fill_f, approved: Some(&approved) }, done) else { break };
+            if done[next].outcome.worst < done[best].outcome.worst {
                 best = next;
             } else {
                 break;
@@ -302,13 +391,19 @@ impl Heuristic {
         Ok(best)
     }
 
-    /// One run of the heuristic (`try_v_schedule` without its recursion).
-    fn attempt(&self, settings: Settings<'_>) -> Result<Outcome, Failure> {
+    /// One run of the heuristic (`try_v_schedule` without its recursion); its index in
+    /// `done`. Settings that would decide every point as an attempt already done run exactly
+    /// as it did: that one is the answer, without running again.
+    fn attempt(&self, settings: Settings<'_>, done: &mut Vec<Done>) -> Result<usize, Failure> {
+        if let Some(same) = done.iter().position(|d| d.decides_alike(settings)) {
+            return Ok(same);
+        }
         let mut run = Attempt::new(self, settings);
         run.warm_up()?;
         run.steady()?;
         run.flush()?;
-        Ok(run.finish())
+        done.push(run.finish());
+        Ok(done.len() - 1)
     }
 
     /// The smallest number of chunk activations of `chunk` = `mem-f/2` above what the limit
@@ -356,6 +451,8 @@ struct Attempt<'a> {
     worst_idle: f64,
     /// The largest approved budget, if any.
     max_approved: f64,
+    /// The points where the settings decided, in order.
+    decisions: Vec<Decision>,
 }
 
 impl<'a> Attempt<'a> {
@@ -363,7 +460,7 @@ impl<'a> Attempt<'a> {
         let devices = heuristic.v.devices as usize;
         let v = heuristic.v;
         let builder = Builder::new(v.placement(), heuristic.microbatches, 1, heuristic.costs.clone());
-        let max_approved = settings.approved.map_or(0.0, |a| a.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        let max_approved = settings.max_approved();
         Attempt {
             heuristic,
             settings,
@@ -373,6 +470,7 @@ impl<'a> Attempt<'a> {
             pending_w: vec![VecDeque::new(); devices],
             worst_idle: 0.0,
             max_approved,
+            decisions: Vec::new(),
         }
     }
 
@@ -408,15 +506,6 @@ impl<'a> Attempt<'a> {
     fn placed(&self, device: u32, kind: PassKind, lane: Lane, microbatch: u32) -> bool {
         microbatch < self.microbatches()
             && self.builder.end_of(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch)).is_some()
-    }
-
-    /// The worst bubble device `device` is measured against: the worst so far, or its budget
-    /// gap when refining.
-    fn bubble_allowance(&self, device: u32) -> f64 {
-        match self.settings.approved {
-            Some(approved) => self.worst_idle.max(self.max_approved - approved[device as usize]),
-            None => self.worst_idle,
-        }
     }
 
     /// Appends the next pass of `kind` on `lane` to `device` (the code's `put`).
@@ -463,16 +552,23 @@ impl<'a> Attempt<'a> {
     }
 
     /// Before `pass` on `device`: fills the wait for its remote input with pending Ws that end
-    /// in time, then one more if the wait would exceed the bubble allowance and `extra` allows.
-    fn fill_wait(&mut self, device: u32, pass: Pass, extra: bool) -> Result<(), Failure> {
+    /// in time, then one more if the wait would exceed the bubble allowance and `gate` allows.
+    fn fill_wait(&mut self, device: u32, pass: Pass, gate: Gate) -> Result<(), Failure> {
         let Some(arrival) = self.remote_arrival(device, pass) else { return Ok(()) };
         let w_cost = self.builder.cost(Pass::w(device, 0));
         let pending = |run: &Self| !run.pending_w[device as usize].is_empty();
         while pending(self) && arrival >= self.builder.free_at(device) + w_cost {
             self.put_w(device)?;
         }
+        if !pending(self) {
+            return Ok(());
+        }
         let wait = arrival - self.builder.free_at(device);
-        if extra && wait > self.bubble_allowance(device) - self.builder.idle(device) {
+        let idle = self.builder.idle(device);
+        let allowance = self.settings.allowance(self.max_approved, self.worst_idle, device);
+        let taken = Decision::takes(self.settings.extra(gate), wait, allowance, idle);
+        self.decisions.push(Decision { device, gate, wait, idle, worst_idle: self.worst_idle, taken });
+        if taken {
             self.put_w(device)?;
         }
         Ok(())
@@ -558,8 +654,8 @@ impl<'a> Attempt<'a> {
         let up = up.into_iter().rev().map(|d| (d, Lane::Up));
         for (device, lane) in up.chain(down.into_iter().map(|d| (d, Lane::Down))) {
             let pass = self.next_pass(device, PassKind::B, lane)?;
-            let extra = lane == Lane::Up || self.settings.fill_b;
-            self.fill_wait(device, pass, extra)?;
+            let gate = if lane == Lane::Up { Gate::Always } else { Gate::FillB };
+            self.fill_wait(device, pass, gate)?;
             self.put(device, PassKind::B, lane)?;
         }
         Ok(())
@@ -591,7 +687,7 @@ impl<'a> Attempt<'a> {
                 }
             }
             let pass = self.next_pass(device, PassKind::F, lane)?;
-            self.fill_wait(device, pass, self.settings.fill_f)?;
+            self.fill_wait(device, pass, Gate::FillF)?;
             self.put(device, PassKind::F, lane)?;
         }
         Ok(())
@@ -605,10 +701,10 @@ impl<'a> Attempt<'a> {
         Ok(())
     }
 
-    fn finish(self) -> Outcome {
+    fn finish(self) -> Done {
         let idle: Vec<f64> = (0..self.devices()).map(|d| self.builder.idle(d)).collect();
         let worst = idle.iter().copied().fold(0.0, f64::max);
-        Outcome { schedule: self.builder.finish(), idle, worst }
+        Done { outcome: Outcome { schedule: self.builder.finish(), idle, worst }, decisions: self.decisions }
     }
 }
 

@@ -602,3 +602,84 @@ mod reference {
         names.collect::<Vec<_>>().join(" ")
     }
 }
+
+/// The grid [`keeps_the_orders_it_had_before_the_speedup`] hashes, one entry per device count:
+/// every (M, costs, mem-w, limit) combination below, orders or error text.
+fn snapshot_digest(devices: u32) -> u64 {
+    let mut hash = Fnv::default();
+    let p = devices;
+    for microbatches in [1, p.saturating_sub(1).max(1), p + 1, 2 * p - 1, 2 * p, 3 * p + 2] {
+        for (f, b, w, comm) in [
+            (2.0, 2.0, 2.0, 0.0),
+            (10.0, 12.0, 8.0, 1.0),
+            (6.0, 2.0, 4.0, 3.0),
+            (3.0, 7.0, 1.0, 0.5),
+            (18894.0, 19288.0, 14386.0, 887.0),
+        ] {
+            for mem_w in [None, Some(0.0)] {
+                for limit in [None, Some(0.75 * f64::from(p)), Some(1.2 * f64::from(p))] {
+                    let mut params = ScheduleParams::new(devices, microbatches).with_costs(Costs {
+                        comm,
+                        mem_w,
+                        ..Costs::fbw(f, b, w)
+                    });
+                    params.mem_limit = limit;
+                    match generate("zb-v", &params) {
+                        Ok(schedule) => (0..p).for_each(|d| hash.write(schedule.notation(d).as_bytes())),
+                        Err(err) => hash.write(err.to_string().as_bytes()),
+                    }
+                    hash.write(b"\n");
+                }
+            }
+        }
+    }
+    hash.0
+}
+
+/// 64-bit FNV-1a.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+#[test]
+fn keeps_the_orders_it_had_before_the_speedup() {
+    // Taken from the heuristic before attempts were reused and the builder sped up (issue 14):
+    // the output must stay the same pass for pass.
+    for (devices, digest) in SNAPSHOT {
+        assert_eq!(snapshot_digest(devices), digest, "P = {devices}");
+    }
+}
+
+#[test]
+#[ignore = "prints the snapshot table"]
+fn print_snapshot() {
+    for devices in [1, 2, 3, 4, 5, 6, 7, 8, 12, 16] {
+        println!("    ({devices}, {:#018x}),", snapshot_digest(devices));
+    }
+}
+
+/// [`snapshot_digest`] per device count, printed by [`print_snapshot`].
+const SNAPSHOT: [(u32, u64); 10] = [
+    (1, 0x3a4b4f55a64e1a35),
+    (2, 0xb69d8f7a739ecb5d),
+    (3, 0x40e122826b04ef47),
+    (4, 0x21d01e991e7028ef),
+    (5, 0x391e3b37997e2d93),
+    (6, 0x4a2c612e6a6eee5f),
+    (7, 0x838ffdb52fa5fed9),
+    (8, 0x1c741558be697551),
+    (12, 0x6bd8f54c7e758a0d),
+    (16, 0x187cce0a3a38daa7),
+];
