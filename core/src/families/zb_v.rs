@@ -470,7 +470,7 @@ impl<'a> Attempt<'a> {
             pending_w: vec![VecDeque::new(); devices],
             worst_idle: 0.0,
             max_approved,
-            decisions: Vec::new(),
+            decisions: Vec::with_capacity(4 * devices * heuristic.microbatches as usize),
         }
     }
 
@@ -502,10 +502,39 @@ impl<'a> Attempt<'a> {
         Ok(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch))
     }
 
-    /// Whether the pass `kind`/`lane` number `microbatch` on `device` has been placed.
+    /// Whether the pass `kind`/`lane` number `microbatch` on `device` has been placed (each
+    /// device places a kind and lane in microbatch order, so counting tells).
     fn placed(&self, device: u32, kind: PassKind, lane: Lane, microbatch: u32) -> bool {
-        microbatch < self.microbatches()
-            && self.builder.end_of(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch)).is_some()
+        microbatch < self.count(device, kind, lane)
+    }
+
+    /// Whether the input of F or B number `microbatch` on `lane` comes from another device:
+    /// the down lane receives from the device before, the up lane from the one after; where
+    /// a lane turns, the input is local or there is none.
+    fn remote_input(&self, device: u32, lane: Lane) -> bool {
+        match lane {
+            Lane::Down => device > 0,
+            Lane::Up => device + 1 < self.devices(),
+        }
+    }
+
+    /// Whether the input of the pass `kind`/`lane` number `microbatch` on `device` has been
+    /// placed (a W's B always has: Ws are put from the pending list).
+    fn input_placed(&self, device: u32, kind: PassKind, lane: Lane, microbatch: u32) -> bool {
+        let last = self.devices() - 1;
+        match (kind, lane) {
+            (PassKind::W, _) => true,
+            (_, Lane::Down) if device > 0 => self.placed(device - 1, kind, lane, microbatch),
+            (_, Lane::Up) if device < last => self.placed(device + 1, kind, lane, microbatch),
+            // The first stage's forward has no input.
+            (PassKind::F, Lane::Down) => true,
+            // Stage P−1 to stage P, both on the last device.
+            (PassKind::F, Lane::Up) => self.placed(last, PassKind::F, Lane::Down, microbatch),
+            // The loss stage's backward after its forward, on device 0.
+            (_, Lane::Down) => self.placed(0, PassKind::F, Lane::Up, microbatch),
+            // Stage P's backward to stage P−1, on the last device.
+            (_, Lane::Up) => self.placed(last, PassKind::B, Lane::Down, microbatch),
+        }
     }
 
     /// Appends the next pass of `kind` on `lane` to `device` (the code's `put`).
@@ -517,7 +546,9 @@ impl<'a> Attempt<'a> {
         if kind == PassKind::F && !self.heuristic.fits(self.held[d] + delta) {
             return Err(Failure::Memory);
         }
-        if kind != PassKind::W && self.builder.ready_at(device, pass).is_none() {
+        let ready = self.input_placed(device, kind, lane, pass.microbatch);
+        debug_assert_eq!(ready, kind == PassKind::W || self.builder.ready_at(device, pass).is_some(), "{pass}");
+        if !ready {
             return Err(Failure::Stuck(format!("{pass} would run before its input")));
         }
         self.builder.push(device, pass);
@@ -538,23 +569,28 @@ impl<'a> Attempt<'a> {
         }
     }
 
-    /// When the input of `pass` arrives on `device` from another device; `None` when its input
-    /// is local or none (no wait to fill) or not placed yet.
-    fn remote_arrival(&self, device: u32, pass: Pass) -> Option<f64> {
-        let placement = self.builder.placement();
-        let dep = dependency(placement, pass)?;
-        let local = placement.device_of(dep.stage) == Some(device);
-        if local {
-            None
-        } else {
+    /// When the input of `pass` (F or B on `lane`) arrives on `device` from another device;
+    /// `None` when its input is local or none (no wait to fill) or not placed yet.
+    fn remote_arrival(&self, device: u32, pass: Pass, lane: Lane) -> Option<f64> {
+        let remote = self.remote_input(device, lane);
+        debug_assert_eq!(
+            remote,
+            dependency(self.builder.placement(), pass)
+                .is_some_and(|dep| self.builder.placement().device_of(dep.stage) != Some(device)),
+            "{pass}"
+        );
+        if remote {
             self.builder.ready_at(device, pass)
+        } else {
+            None
         }
     }
 
-    /// Before `pass` on `device`: fills the wait for its remote input with pending Ws that end
-    /// in time, then one more if the wait would exceed the bubble allowance and `gate` allows.
-    fn fill_wait(&mut self, device: u32, pass: Pass, gate: Gate) -> Result<(), Failure> {
-        let Some(arrival) = self.remote_arrival(device, pass) else { return Ok(()) };
+    /// Before `pass` (F or B on `lane`) on `device`: fills the wait for its remote input with
+    /// pending Ws that end in time, then one more if the wait would exceed the bubble
+    /// allowance and `gate` allows.
+    fn fill_wait(&mut self, device: u32, pass: Pass, lane: Lane, gate: Gate) -> Result<(), Failure> {
+        let Some(arrival) = self.remote_arrival(device, pass, lane) else { return Ok(()) };
         let w_cost = self.builder.cost(Pass::w(device, 0));
         let pending = |run: &Self| !run.pending_w[device as usize].is_empty();
         while pending(self) && arrival >= self.builder.free_at(device) + w_cost {
@@ -655,7 +691,7 @@ impl<'a> Attempt<'a> {
         for (device, lane) in up.chain(down.into_iter().map(|d| (d, Lane::Down))) {
             let pass = self.next_pass(device, PassKind::B, lane)?;
             let gate = if lane == Lane::Up { Gate::Always } else { Gate::FillB };
-            self.fill_wait(device, pass, gate)?;
+            self.fill_wait(device, pass, lane, gate)?;
             self.put(device, PassKind::B, lane)?;
         }
         Ok(())
@@ -687,7 +723,7 @@ impl<'a> Attempt<'a> {
                 }
             }
             let pass = self.next_pass(device, PassKind::F, lane)?;
-            self.fill_wait(device, pass, Gate::FillF)?;
+            self.fill_wait(device, pass, lane, Gate::FillF)?;
             self.put(device, PassKind::F, lane)?;
         }
         Ok(())
