@@ -47,6 +47,11 @@ fn zero_bubble_v(c: &mut Criterion) {
     c.bench_function("zb-v p32 m256 uneven generate", |b| {
         b.iter(|| generate("zb-v", black_box(&uneven)).map(|s| s.op_count()));
     });
+    // The paper's profiled costs (issue 14's target: at most 10 ms).
+    let paper = ScheduleParams::new(32, 256).with_costs(Costs { comm: 887.0, ..Costs::fbw(18894.0, 19288.0, 14386.0) });
+    c.bench_function("zb-v p32 m256 paper-costs generate", |b| {
+        b.iter(|| generate("zb-v", black_box(&paper)).map(|s| s.op_count()));
+    });
 }
 
 criterion_group!(benches, zero_bubble_auto, zero_bubble_handcrafted, zero_bubble_v);

@@ -33,26 +33,36 @@
 //! minus its own before a W is forced), as long as the worst bubble strictly drops. The best
 //! attempt (strictly smallest worst bubble, first one on ties) is the schedule.
 //!
+//! No attempt is run twice in effect: the settings act only at the extra-W tests, so each
+//! attempt records those tests (the wait, the device's idle time, the worst so far, the
+//! answer), and settings that would answer every one of them alike run exactly as that attempt
+//! did; its result stands for them. (At the paper's costs with P = 32, M = 256: three runs
+//! instead of eight.)
+//!
 //! All timing comes from a [`Builder`]: the heuristic's `put` is an incremental ASAP push with
 //! exactly the simulator's rules, so the times it decides on are the ones
 //! [`crate::simulate`] reports.
 //!
 //! # Memory
 //!
-//! The heuristic counts memory per chunk in *chunk activations*: a chunk's forward stores
-//! `mem-f / 2` (each chunk is half of a device's 1F1B share, `stage_scale` 1/2), held until that
-//! chunk's W. In the code's terms: `f_mem = mem-f/2`, `b_mem = 0`, `w_mem = −mem-f/2`, and
-//! `max_mem = --mem-limit` (default `P·mem-f`, 1F1B's memory = the code's default `2P·f_mem`);
-//! we work with the whole number of chunk activations that fit, `⌊mem-limit / (mem-f/2)⌋`
-//! (within 1e-9, so 1.2/0.15 is 8). This is the convention of the §9.2 peaks (`mem-w = mem-f`).
-//! With a smaller `--mem-w` the B releases part of the memory early, so the simulated peak can
-//! only be lower than what the heuristic planned: the limit always holds. `mem-w` itself is
-//! not read by the heuristic.
+//! The heuristic counts memory per chunk as the code does (`f_mem`, `b_mem`, `w_mem`): a
+//! chunk's forward adds `mem-f/2` (each chunk is half of a device's 1F1B share, `stage_scale`
+//! 1/2), its B releases what the W does not need, `−(mem-f − mem-w)/2`, and its W the rest,
+//! `−mem-w/2`. The running sum is checked against `max_mem = --mem-limit` (default `P·mem-f`,
+//! 1F1B's memory = the code's default `2P·f_mem`): a forward that would exceed it first runs
+//! pending Ws (step 4) or fails, and step 2's room for `2 + 2d` more forwards is
+//! `(2 + 2d)·mem-f/2` in the same units. The checks allow a relative slack of 1e-9 for
+//! rounding (8 · 0.15 fits in 1.2). These are the simulator's own deltas (F allocates as it
+//! starts, B and W release as they end), so the simulated peak is the planned one and the limit
+//! always holds. With `mem-w = mem-f` (B frees nothing) this is the count of chunk activations
+//! held until W, the convention of the §9.2 peaks. (The code's check before each backward
+//! never acts here: with `mem-w ≤ mem-f` a B never adds memory.)
 //!
 //! The heuristic cannot hold less than 1F1B's memory: running it shows its warm-up (steps 2–3)
 //! needs room for `2P` chunk activations whenever `M ≥ P` (fewer for small `M`). When no attempt
 //! succeeds and a larger limit would, generation fails with a [`ParamError`] on `--mem-limit`
-//! starting `cannot fit memory: ` and naming the smallest limit that fits. (Too little memory
+//! starting `cannot fit memory: ` and naming the smallest limit, in whole chunk activations of
+//! `mem-f/2`, that fits. (Too little memory
 //! shows in the code either as its memory assertion or, when the warm-up had to skip
 //! forwards, as a dependency assertion a step later; both are this error.)
 //!
@@ -107,7 +117,7 @@ pub const FAMILY: Family = Family {
 pub const MAX_REFINEMENTS: usize = 64;
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let heuristic = Heuristic::new(params, capacity(params));
+    let heuristic = Heuristic::new(params, limit(params));
     match heuristic.best() {
         Ok(outcome) => Ok(outcome.schedule),
         Err(failure) => Err(failure.into_error(params, &heuristic)),
@@ -124,16 +134,22 @@ fn chunk_memory(params: &ScheduleParams) -> f64 {
     params.costs.mem_f / 2.0
 }
 
-/// How many chunk activations fit in the memory limit on one device (see the module docs);
-/// unlimited when forwards store nothing.
-fn capacity(params: &ScheduleParams) -> u64 {
-    let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
-    let chunk = chunk_memory(params);
+/// The memory limit of one device: `--mem-limit`, or 1F1B's memory.
+fn limit(params: &ScheduleParams) -> f64 {
+    params.mem_limit.unwrap_or_else(|| default_limit(params))
+}
+
+/// Relative slack of the limit checks, for rounding in sums and quotients.
+const LIMIT_SLACK: f64 = 1e-9;
+
+/// How many chunk activations of `chunk` fit in `limit`; unlimited when forwards store
+/// nothing.
+fn whole_chunks(limit: f64, chunk: f64) -> u64 {
     if chunk <= 0.0 {
         return u64::MAX;
     }
     // `as` saturates; the slack absorbs rounding in the division (1.2 / 0.15 = 7.999…).
-    (limit / chunk + 1e-9).floor() as u64
+    (limit / chunk + LIMIT_SLACK).floor() as u64
 }
 
 /// The direction a pass travels across the devices (the code's chunk index).
@@ -177,7 +193,8 @@ impl Failure {
     /// The user-facing error. A failure that a larger limit (up to 1F1B's) avoids is a memory
     /// error, with the smallest limit that fits.
     fn into_error(self, params: &ScheduleParams, heuristic: &Heuristic) -> ParamError {
-        let fits = heuristic.smallest_capacity_that_fits();
+        let chunk = chunk_memory(params);
+        let fits = heuristic.smallest_capacity_that_fits(chunk);
         match (self, fits) {
             (Failure::Stuck(why), None) => ParamError::new(
                 Field::Schedule,
@@ -188,14 +205,13 @@ impl Failure {
             )
             .hint("try zb-v-handcrafted, or other sizes"),
             (_, fits) => {
-                let chunk = chunk_memory(params);
-                let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
+                let limit = heuristic.limit;
                 let mut err = ParamError::new(
                     Field::MemLimit,
                     format!(
                         "cannot fit memory: zb-v needs more than mem-limit {limit} (room for {} chunk activations \
                          of mem-f/2 = {chunk} per device)",
-                        heuristic.capacity
+                        whole_chunks(limit, chunk)
                     ),
                 );
                 if let Some(fits) = fits {
@@ -217,8 +233,8 @@ struct Heuristic {
     v: VPass,
     microbatches: u32,
     costs: StageCosts,
-    /// Chunk activations that fit on one device.
-    capacity: u64,
+    /// The memory limit of one device, in the units of `mem-f`.
+    limit: f64,
 }
 
 /// One attempt's result.
@@ -241,48 +257,132 @@ struct Settings<'a> {
     approved: Option<&'a [f64]>,
 }
 
-impl Heuristic {
-    /// The heuristic for `params` with room for `capacity` chunk activations per device.
-    fn new(params: &ScheduleParams, capacity: u64) -> Heuristic {
-        let v = VPass { devices: params.devices };
-        Heuristic {
-            v,
-            microbatches: params.microbatches,
-            costs: StageCosts::new(&params.costs, &v.placement()),
-            capacity,
+impl Settings<'_> {
+    /// The largest approved budget (0 without budgets).
+    fn max_approved(&self) -> f64 {
+        self.approved.map_or(0.0, |a| a.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    }
+
+    /// The worst bubble `device` is measured against when the worst so far is `worst_idle`:
+    /// that, or its budget gap when refining.
+    fn allowance(&self, max_approved: f64, worst_idle: f64, device: u32) -> f64 {
+        match self.approved {
+            Some(approved) => worst_idle.max(max_approved - approved[device as usize]),
+            None => worst_idle,
         }
+    }
+
+    /// Whether the extra W is allowed before a pass of `gate`.
+    fn extra(&self, gate: Gate) -> bool {
+        match gate {
+            Gate::Always => true,
+            Gate::FillB => self.fill_b,
+            Gate::FillF => self.fill_f,
+        }
+    }
+}
+
+/// What allows the extra W before a pass.
+#[derive(Clone, Copy)]
+enum Gate {
+    /// Always (an up-lane B).
+    Always,
+    /// *fill-B* (a down-lane B).
+    FillB,
+    /// *fill-F* (a forward).
+    FillF,
+}
+
+/// One point where the settings decide (the extra-W test with a W pending), with what it
+/// was decided on. Replaying these tells whether other settings would run the same.
+struct Decision {
+    device: u32,
+    gate: Gate,
+    /// The wait for the remote input after the Ws that fit.
+    wait: f64,
+    /// The device's idle time then.
+    idle: f64,
+    /// The worst idle time of any device then.
+    worst_idle: f64,
+    /// Whether the extra W was run.
+    taken: bool,
+}
+
+impl Decision {
+    /// The rule: an extra W goes in when allowed and the wait would exceed the allowance.
+    fn takes(extra: bool, wait: f64, allowance: f64, idle: f64) -> bool {
+        extra && wait > allowance - idle
+    }
+}
+
+/// A finished attempt and the decisions its settings made.
+struct Done {
+    outcome: Outcome,
+    decisions: Vec<Decision>,
+}
+
+impl Done {
+    /// Whether an attempt with `settings` would decide every point as this one did, and so
+    /// (everything else being the same) run exactly as this one.
+    fn decides_alike(&self, settings: Settings<'_>) -> bool {
+        let max_approved = settings.max_approved();
+        self.decisions.iter().all(|d| {
+            let allowance = settings.allowance(max_approved, d.worst_idle, d.device);
+            Decision::takes(settings.extra(d.gate), d.wait, allowance, d.idle) == d.taken
+        })
+    }
+}
+
+impl Heuristic {
+    /// The heuristic for `params` under the memory limit `limit` per device.
+    fn new(params: &ScheduleParams, limit: f64) -> Heuristic {
+        let v = VPass { devices: params.devices };
+        Heuristic { v, microbatches: params.microbatches, costs: StageCosts::new(&params.costs, &v.placement()), limit }
+    }
+
+    /// Whether a device holding `memory` stays within the limit (up to rounding: the slack
+    /// absorbs sums like 8 · 0.15 = 1.2000000000000002).
+    fn fits(&self, memory: f64) -> bool {
+        memory <= self.limit + LIMIT_SLACK * self.limit.abs()
     }
 
     /// The best attempt over the four fill settings, each refined. A schedule without bubble
     /// ends the search: later attempts must be strictly better to count.
     fn best(&self) -> Result<Outcome, Failure> {
-        let mut best: Option<Outcome> = None;
+        let mut done = Vec::new();
+        let mut best: Option<usize> = None;
         let mut first_failure = None;
         let settings = [(true, true), (true, false), (false, true), (false, false)];
         for (fill_b, fill_f) in settings {
-            if best.as_ref().is_some_and(|b| b.worst <= 0.0) {
+            let worst = |i: usize, done: &[Done]| done[i].outcome.worst;
+            if best.is_some_and(|b| worst(b, &done) <= 0.0) {
                 break;
             }
-            match self.refined(fill_b, fill_f) {
-                Ok(outcome) if best.as_ref().is_none_or(|b| outcome.worst < b.worst) => best = Some(outcome),
+            match self.refined(fill_b, fill_f, &mut done) {
+                Ok(i) if best.is_none_or(|b| worst(i, &done) < worst(b, &done)) => best = Some(i),
                 Ok(_) => {}
                 Err(failure) => {
                     first_failure.get_or_insert(failure);
                 }
             }
         }
-        best.ok_or_else(|| first_failure.unwrap_or_else(|| Failure::Stuck("no attempt ran".into())))
+        match best {
+            Some(i) => Ok(done.swap_remove(i).outcome),
+            None => Err(first_failure.unwrap_or_else(|| Failure::Stuck("no attempt ran".into()))),
+        }
     }
 
-    /// An attempt, re-run with its own bubbles as budgets while that strictly helps.
-    fn refined(&self, fill_b: bool, fill_f: bool) -> Result<Outcome, Failure> {
-        let mut best = self.attempt(Settings { fill_b, fill_f, approved: None })?;
+    /// An attempt, re-run with its own bubbles as budgets while that strictly helps; the
+    /// index of the best in `done`.
+    fn refined(&self, fill_b: bool, fill_f: bool, done: &mut Vec<Done>) -> Result<usize, Failure> {
+        let mut best = self.attempt(Settings { fill_b, fill_f, approved: None }, done)?;
         for _ in 0..MAX_REFINEMENTS {
-            if best.worst <= 0.0 {
+            if done[best].outcome.worst <= 0.0 {
                 break;
             }
-            let Ok(next) = self.attempt(Settings { fill_b, fill_f, approved: Some(&best.idle) }) else { break };
-            if next.worst < best.worst {
+            let approved = done[best].outcome.idle.clone();
+            let Ok(next) = self.attempt(Settings { fill_b, fill_f, approved: Some(&approved) }, done) else { break };
+            if done[next].outcome.worst < done[best].outcome.worst {
                 best = next;
             } else {
                 break;
@@ -291,25 +391,35 @@ impl Heuristic {
         Ok(best)
     }
 
-    /// One run of the heuristic (`try_v_schedule` without its recursion).
-    fn attempt(&self, settings: Settings<'_>) -> Result<Outcome, Failure> {
+    /// One run of the heuristic (`try_v_schedule` without its recursion); its index in
+    /// `done`. Settings that would decide every point as an attempt already done run exactly
+    /// as it did: that one is the answer, without running again.
+    fn attempt(&self, settings: Settings<'_>, done: &mut Vec<Done>) -> Result<usize, Failure> {
+        if let Some(same) = done.iter().position(|d| d.decides_alike(settings)) {
+            return Ok(same);
+        }
         let mut run = Attempt::new(self, settings);
         run.warm_up()?;
         run.steady()?;
         run.flush()?;
-        Ok(run.finish())
+        done.push(run.finish());
+        Ok(done.len() - 1)
     }
 
-    /// The smallest capacity above the current one at which an attempt succeeds, searched up
-    /// to 1F1B's `2P` (bisection: success is monotone in the capacity in every case we tried;
-    /// the value returned always succeeds).
-    fn smallest_capacity_that_fits(&self) -> Option<u64> {
+    /// The smallest number of chunk activations of `chunk` = `mem-f/2` above what the limit
+    /// holds at which an attempt succeeds, searched up to 1F1B's `2P` (bisection: success is
+    /// monotone in the limit in every case we tried; the value returned always succeeds).
+    fn smallest_capacity_that_fits(&self, chunk: f64) -> Option<u64> {
+        if chunk <= 0.0 {
+            return None;
+        }
         let fits = |capacity: u64| {
-            let h = Heuristic { capacity, costs: self.costs.clone(), ..*self };
+            let h = Heuristic { limit: capacity as f64 * chunk, costs: self.costs.clone(), ..*self };
             h.best().is_ok()
         };
         let one_f_one_b = 2 * u64::from(self.v.devices);
-        let (mut lo, mut hi) = (self.capacity, one_f_one_b.max(self.capacity.saturating_add(1)));
+        let capacity = whole_chunks(self.limit, chunk);
+        let (mut lo, mut hi) = (capacity, one_f_one_b.max(capacity.saturating_add(1)));
         if lo == u64::MAX || !fits(hi) {
             return None;
         }
@@ -332,14 +442,17 @@ struct Attempt<'a> {
     builder: Builder,
     /// `count[device][kind][lane]`: passes placed so far.
     count: Vec<[[u32; 2]; 3]>,
-    /// Chunk activations each device holds (forwards minus Ws).
-    held: Vec<u64>,
+    /// Memory each device holds in the code's count: F `+mem-f/2`, B `−(mem-f − mem-w)/2`,
+    /// W `−mem-w/2`.
+    held: Vec<f64>,
     /// Ws waiting on each device, oldest first, by lane.
     pending_w: Vec<VecDeque<Lane>>,
     /// The largest idle time of any device so far.
     worst_idle: f64,
     /// The largest approved budget, if any.
     max_approved: f64,
+    /// The points where the settings decided, in order.
+    decisions: Vec<Decision>,
 }
 
 impl<'a> Attempt<'a> {
@@ -347,16 +460,17 @@ impl<'a> Attempt<'a> {
         let devices = heuristic.v.devices as usize;
         let v = heuristic.v;
         let builder = Builder::new(v.placement(), heuristic.microbatches, 1, heuristic.costs.clone());
-        let max_approved = settings.approved.map_or(0.0, |a| a.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        let max_approved = settings.max_approved();
         Attempt {
             heuristic,
             settings,
             builder,
             count: vec![[[0; 2]; 3]; devices],
-            held: vec![0; devices],
+            held: vec![0.0; devices],
             pending_w: vec![VecDeque::new(); devices],
             worst_idle: 0.0,
             max_approved,
+            decisions: Vec::with_capacity(4 * devices * heuristic.microbatches as usize),
         }
     }
 
@@ -388,18 +502,38 @@ impl<'a> Attempt<'a> {
         Ok(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch))
     }
 
-    /// Whether the pass `kind`/`lane` number `microbatch` on `device` has been placed.
+    /// Whether the pass `kind`/`lane` number `microbatch` on `device` has been placed (each
+    /// device places a kind and lane in microbatch order, so counting tells).
     fn placed(&self, device: u32, kind: PassKind, lane: Lane, microbatch: u32) -> bool {
-        microbatch < self.microbatches()
-            && self.builder.end_of(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch)).is_some()
+        microbatch < self.count(device, kind, lane)
     }
 
-    /// The worst bubble device `device` is measured against: the worst so far, or its budget
-    /// gap when refining.
-    fn bubble_allowance(&self, device: u32) -> f64 {
-        match self.settings.approved {
-            Some(approved) => self.worst_idle.max(self.max_approved - approved[device as usize]),
-            None => self.worst_idle,
+    /// Whether the input of F or B number `microbatch` on `lane` comes from another device:
+    /// the down lane receives from the device before, the up lane from the one after; where
+    /// a lane turns, the input is local or there is none.
+    fn remote_input(&self, device: u32, lane: Lane) -> bool {
+        match lane {
+            Lane::Down => device > 0,
+            Lane::Up => device + 1 < self.devices(),
+        }
+    }
+
+    /// Whether the input of the pass `kind`/`lane` number `microbatch` on `device` has been
+    /// placed (a W's B always has: Ws are put from the pending list).
+    fn input_placed(&self, device: u32, kind: PassKind, lane: Lane, microbatch: u32) -> bool {
+        let last = self.devices() - 1;
+        match (kind, lane) {
+            (PassKind::W, _) => true,
+            (_, Lane::Down) if device > 0 => self.placed(device - 1, kind, lane, microbatch),
+            (_, Lane::Up) if device < last => self.placed(device + 1, kind, lane, microbatch),
+            // The first stage's forward has no input.
+            (PassKind::F, Lane::Down) => true,
+            // Stage P−1 to stage P, both on the last device.
+            (PassKind::F, Lane::Up) => self.placed(last, PassKind::F, Lane::Down, microbatch),
+            // The loss stage's backward after its forward, on device 0.
+            (_, Lane::Down) => self.placed(0, PassKind::F, Lane::Up, microbatch),
+            // Stage P's backward to stage P−1, on the last device.
+            (_, Lane::Up) => self.placed(last, PassKind::B, Lane::Down, microbatch),
         }
     }
 
@@ -407,19 +541,22 @@ impl<'a> Attempt<'a> {
     fn put(&mut self, device: u32, kind: PassKind, lane: Lane) -> Result<(), Failure> {
         let pass = self.next_pass(device, kind, lane)?;
         let d = device as usize;
-        if kind == PassKind::F && self.held[d] >= self.heuristic.capacity {
+        let costs = self.builder.costs();
+        let delta = costs.alloc(pass) - costs.release(pass);
+        if kind == PassKind::F && !self.heuristic.fits(self.held[d] + delta) {
             return Err(Failure::Memory);
         }
-        if kind != PassKind::W && self.builder.ready_at(device, pass).is_none() {
+        let ready = self.input_placed(device, kind, lane, pass.microbatch);
+        debug_assert_eq!(ready, kind == PassKind::W || self.builder.ready_at(device, pass).is_some(), "{pass}");
+        if !ready {
             return Err(Failure::Stuck(format!("{pass} would run before its input")));
         }
         self.builder.push(device, pass);
         self.worst_idle = self.worst_idle.max(self.builder.idle(device));
         self.count[d][fbw_index(kind)][lane as usize] += 1;
-        match kind {
-            PassKind::F => self.held[d] += 1,
-            PassKind::W => self.held[d] -= 1,
-            _ => self.pending_w[d].push_back(lane),
+        self.held[d] += delta;
+        if kind == PassKind::B {
+            self.pending_w[d].push_back(lane);
         }
         Ok(())
     }
@@ -432,30 +569,42 @@ impl<'a> Attempt<'a> {
         }
     }
 
-    /// When the input of `pass` arrives on `device` from another device; `None` when its input
-    /// is local or none (no wait to fill) or not placed yet.
-    fn remote_arrival(&self, device: u32, pass: Pass) -> Option<f64> {
-        let placement = self.builder.placement();
-        let dep = dependency(placement, pass)?;
-        let local = placement.device_of(dep.stage) == Some(device);
-        if local {
-            None
-        } else {
+    /// When the input of `pass` (F or B on `lane`) arrives on `device` from another device;
+    /// `None` when its input is local or none (no wait to fill) or not placed yet.
+    fn remote_arrival(&self, device: u32, pass: Pass, lane: Lane) -> Option<f64> {
+        let remote = self.remote_input(device, lane);
+        debug_assert_eq!(
+            remote,
+            dependency(self.builder.placement(), pass)
+                .is_some_and(|dep| self.builder.placement().device_of(dep.stage) != Some(device)),
+            "{pass}"
+        );
+        if remote {
             self.builder.ready_at(device, pass)
+        } else {
+            None
         }
     }
 
-    /// Before `pass` on `device`: fills the wait for its remote input with pending Ws that end
-    /// in time, then one more if the wait would exceed the bubble allowance and `extra` allows.
-    fn fill_wait(&mut self, device: u32, pass: Pass, extra: bool) -> Result<(), Failure> {
-        let Some(arrival) = self.remote_arrival(device, pass) else { return Ok(()) };
+    /// Before `pass` (F or B on `lane`) on `device`: fills the wait for its remote input with
+    /// pending Ws that end in time, then one more if the wait would exceed the bubble
+    /// allowance and `gate` allows.
+    fn fill_wait(&mut self, device: u32, pass: Pass, lane: Lane, gate: Gate) -> Result<(), Failure> {
+        let Some(arrival) = self.remote_arrival(device, pass, lane) else { return Ok(()) };
         let w_cost = self.builder.cost(Pass::w(device, 0));
         let pending = |run: &Self| !run.pending_w[device as usize].is_empty();
         while pending(self) && arrival >= self.builder.free_at(device) + w_cost {
             self.put_w(device)?;
         }
+        if !pending(self) {
+            return Ok(());
+        }
         let wait = arrival - self.builder.free_at(device);
-        if extra && wait > self.bubble_allowance(device) - self.builder.idle(device) {
+        let idle = self.builder.idle(device);
+        let allowance = self.settings.allowance(self.max_approved, self.worst_idle, device);
+        let taken = Decision::takes(self.settings.extra(gate), wait, allowance, idle);
+        self.decisions.push(Decision { device, gate, wait, idle, worst_idle: self.worst_idle, taken });
+        if taken {
             self.put_w(device)?;
         }
         Ok(())
@@ -475,9 +624,9 @@ impl<'a> Attempt<'a> {
                     .builder
                     .ready_at(device, first_up)
                     .ok_or_else(|| Failure::Stuck("the first chunk-1 forward is missing".into()))?;
-                let reserve = 2 + 2 * u64::from(device);
+                let reserve = f64::from(2 + 2 * device) * self.builder.costs().alloc(Pass::f(device, 0));
                 let f_cost = self.builder.cost(Pass::f(device, 0));
-                while self.held[device as usize] + reserve <= self.heuristic.capacity
+                while self.heuristic.fits(self.held[device as usize] + reserve)
                     && self.builder.free_at(device) + f_cost <= arrival
                     && self.count(device, PassKind::F, Lane::Down) < m
                 {
@@ -541,8 +690,8 @@ impl<'a> Attempt<'a> {
         let up = up.into_iter().rev().map(|d| (d, Lane::Up));
         for (device, lane) in up.chain(down.into_iter().map(|d| (d, Lane::Down))) {
             let pass = self.next_pass(device, PassKind::B, lane)?;
-            let extra = lane == Lane::Up || self.settings.fill_b;
-            self.fill_wait(device, pass, extra)?;
+            let gate = if lane == Lane::Up { Gate::Always } else { Gate::FillB };
+            self.fill_wait(device, pass, lane, gate)?;
             self.put(device, PassKind::B, lane)?;
         }
         Ok(())
@@ -568,13 +717,13 @@ impl<'a> Attempt<'a> {
             } else {
                 continue;
             };
-            while self.held[device as usize] >= self.heuristic.capacity {
+            while !self.heuristic.fits(self.held[device as usize] + self.builder.costs().alloc(Pass::f(device, 0))) {
                 if !self.put_w(device)? {
                     return Err(Failure::Memory);
                 }
             }
             let pass = self.next_pass(device, PassKind::F, lane)?;
-            self.fill_wait(device, pass, self.settings.fill_f)?;
+            self.fill_wait(device, pass, lane, Gate::FillF)?;
             self.put(device, PassKind::F, lane)?;
         }
         Ok(())
@@ -588,10 +737,10 @@ impl<'a> Attempt<'a> {
         Ok(())
     }
 
-    fn finish(self) -> Outcome {
+    fn finish(self) -> Done {
         let idle: Vec<f64> = (0..self.devices()).map(|d| self.builder.idle(d)).collect();
         let worst = idle.iter().copied().fold(0.0, f64::max);
-        Outcome { schedule: self.builder.finish(), idle, worst }
+        Done { outcome: Outcome { schedule: self.builder.finish(), idle, worst }, decisions: self.decisions }
     }
 }
 
@@ -599,7 +748,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
     let c = &params.costs;
     let (p, m) = (params.devices, params.microbatches);
     let one_f_one_b = 2 * u64::from(p);
-    let capacity = capacity(params);
+    let capacity = whole_chunks(limit(params), chunk_memory(params));
     let balanced = c.balanced();
     Some(Prediction {
         bubble: (balanced && m >= 2 * p - 1 && capacity >= one_f_one_b).then_some(0.0),
