@@ -150,6 +150,25 @@ pub struct AppState {
 
 /// The URL key of the theme (`theme=dark`).
 pub const THEME_KEY: &str = "theme";
+/// The URL key of the zoom (`zoom=t0,t1`, the visible time range).
+pub const ZOOM_KEY: &str = "zoom";
+
+/// The zoom a permalink holds: two finite times, the second after the first.
+pub fn zoom_of(link: &Permalink) -> Option<(f64, f64)> {
+    let (a, b) = link.extra(ZOOM_KEY)?.split_once(',')?;
+    let (a, b) = (a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?);
+    (a.is_finite() && b.is_finite() && a >= 0.0 && b > a).then_some((a, b))
+}
+
+/// A zoom as its URL value, to six decimals.
+fn zoom_value((a, b): (f64, f64)) -> String {
+    let short = |v: f64| {
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    format!("{},{}", short(a), short(b))
+}
+
 /// The URL key of the bubble measure (`measure=ideal`, see [`BubbleMeasure::key`]).
 pub const MEASURE_KEY: &str = "measure";
 
@@ -294,7 +313,15 @@ impl AppState {
             _ => ThemeChoice::Light,
         };
         let measure = link.extra(MEASURE_KEY).and_then(BubbleMeasure::from_key).unwrap_or(BubbleMeasure::OverCost);
+        let view = RwSignal::new(View { range: zoom_of(&link), highlight: None });
         let link = RwSignal::new(link);
+        // The zoom follows into the URL (a view preference: the settings memo ignores it).
+        Effect::new(move |_| {
+            let value = view.with(|v| v.range).map(zoom_value);
+            if link.with_untracked(|l| l.extra(ZOOM_KEY).map(str::to_string)) != value {
+                link.update(|l| l.set_extra(ZOOM_KEY, value));
+            }
+        });
         let settings = Memo::new(move |_| link.with(Permalink::settings));
         let file = RwSignal::new(None::<LoadedFile>);
         let outcome = Memo::new(move |_| compute(&settings.get(), file.get().as_ref()));
@@ -311,7 +338,7 @@ impl AppState {
             file,
             outcome,
             last_good,
-            view: RwSignal::new(View { range: None, highlight: None }),
+            view,
             theme: RwSignal::new(theme),
             measure: RwSignal::new(measure),
             url_warnings: RwSignal::new(warnings),

@@ -110,7 +110,9 @@ pub fn sync(state: AppState) {
         state.url_warnings.set(warnings);
         if state.link.with_untracked(|l| *l != link) {
             restoring.set(true);
-            state.update(|l| *l = link);
+            let zoom = crate::state::zoom_of(&link);
+            state.link.set(link);
+            state.view.update(|v| v.range = zoom);
         }
     });
     // The listener lives as long as the page.

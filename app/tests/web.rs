@@ -121,6 +121,13 @@ async fn theme_and_bubble_measure_change_the_view_without_recomputing() {
     settle(100).await;
     assert_eq!(text("stat-bubble-rate"), "0.375", "1F1B P=4 M=8 over ideal: 9/24");
     assert_eq!(computations(), before, "a view preference re-ran the schedules");
+    let zoom_in: HtmlElement =
+        document().query_selector("button[aria-label='Zoom in']").unwrap().expect("a zoom button").unchecked_into();
+    zoom_in.click();
+    settle(100).await;
+    let link = by_testid::<HtmlInputElement>("permalink").value();
+    assert!(link.contains("theme=dark") && link.contains("measure=ideal") && link.contains("zoom="), "{link}");
+    assert_eq!(computations(), before, "zooming re-ran the schedules");
     input(&by_testid::<HtmlInputElement>("devices-slider"), "6");
     settle(200).await;
     assert!(computations() > before, "a setting change must recompute");
