@@ -18,6 +18,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Generate (or read) and simulate a schedule; print its cost, bubble and memory.
+    ///
+    /// Cost is the longest device span; ideal is the busiest device's work (the sum of its
+    /// passes, an overlapped F&B pair counted at its --overlap time), so the bubble rate
+    /// (cost − ideal) / cost is never negative.
     Simulate(SimulateArgs),
     /// Draw schedules on one time axis as an SVG figure.
     Render(RenderArgs),

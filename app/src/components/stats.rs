@@ -62,7 +62,7 @@ pub fn StatTiles() -> impl IntoView {
             <div class="tile">
                 <div class="tile-label">"Cost"<span class="tile-sub" title="longest device span">" longest device span"</span></div>
                 <div class="tile-value" data-testid="stat-cost">{value(|s| s.cost)}</div>
-                <div class="tile-foot">"ideal " {value(|s| s.ideal)} " · makespan " {value(|s| s.makespan)}</div>
+                <div class="tile-foot" title="ideal: the busiest device's work — the sum of its passes, an overlapped F&B pair at its overlap time">"ideal " {value(|s| s.ideal)} " · makespan " {value(|s| s.makespan)}</div>
             </div>
             <div class="tile">
                 <div class="tile-label">
