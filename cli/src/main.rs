@@ -9,7 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 use bubblescope::formats::{self, Dialect, ExportOptions, Format, ImportOptions};
-use bubblescope::render::{figure_svg, format_number, FigureItem, FigureOptions, Theme};
+use bubblescope::render::{
+    figure_animated_svg, figure_svg, format_number, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
+};
 use bubblescope::{analyze, family, Analysis, Costs, ScheduleParams, FAMILIES};
 use clap::Parser as _;
 
@@ -167,6 +169,10 @@ fn render(args: &RenderArgs) -> Result<()> {
     if !(args.row_height.is_finite() && (4.0..=80.0).contains(&args.row_height)) {
         bail!("--row-height must be between 4 and 80 pixels, found {}", args.row_height);
     }
+    let (shortest, longest) = DURATION_RANGE;
+    if !(args.duration.is_finite() && (shortest..=longest).contains(&args.duration)) {
+        bail!("--duration must be between {shortest} and {longest} seconds, found {}", args.duration);
+    }
     let mut subjects = Vec::new();
     if let Some(path) = &args.file.from {
         subjects.push(from_file(&args.file, path, &args.costs)?);
@@ -202,7 +208,12 @@ fn render(args: &RenderArgs) -> Result<()> {
         theme,
         time_range: None,
     };
-    write_output(&args.output, figure_svg(&items, &opts).as_bytes())
+    let svg = if args.animate {
+        figure_animated_svg(&items, &opts, &AnimateOptions { duration: args.duration, looping: args.looping })
+    } else {
+        figure_svg(&items, &opts)
+    };
+    write_output(&args.output, svg.as_bytes())
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {

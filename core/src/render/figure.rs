@@ -1,9 +1,9 @@
 //! Figures: the standard composition of Gantt chart, headings and memory chart that the CLI's
 //! `render` and the app's SVG export share, so both produce the same bytes.
 
-use super::axis::format_number;
+use super::axis::{format_number, TimeAxis};
 use super::gantt::{gantt, gutter_width, GanttOptions, GanttPanel};
-use super::memory::{memory_chart, MemoryOptions};
+use super::memory::{memory_chart, plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
 use crate::Analysis;
@@ -58,8 +58,23 @@ pub fn summary_line(analysis: &Analysis) -> String {
     )
 }
 
+/// Where a figure's plots are, in pixels: what an animation over it needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureGeometry {
+    /// The shared time axis.
+    pub axis: TimeAxis,
+    /// Vertical spans (top, bottom) of every plot area: each Gantt panel's rows, then each
+    /// memory chart's plot, top to bottom.
+    pub bands: Vec<(f64, f64)>,
+}
+
 /// Lays out a figure: all schedules on one time axis, then their memory charts if asked.
 pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Scene {
+    figure_layout(items, opts).0
+}
+
+/// [`figure`] and where its plots are.
+pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, FigureGeometry) {
     let notes: Vec<String> = items.iter().map(|i| summary_line(i.analysis)).collect();
     let panels: Vec<GanttPanel<'_>> = items
         .iter()
@@ -81,6 +96,16 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Scene {
         axis_label: "time (cost units)".to_string(),
     };
     let (mut scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);
+    let mut bands: Vec<(f64, f64)> = geometry
+        .panels
+        .iter()
+        .map(|p| {
+            (
+                p.rows_top,
+                p.rows_top + f64::from(p.devices) * geometry.row_pitch - (geometry.row_pitch - geometry.row_height),
+            )
+        })
+        .collect();
     if opts.memory {
         let devices = items.iter().map(|i| i.analysis.schedule.devices()).max().unwrap_or(1);
         let time_range = Some((geometry.axis.t0, geometry.axis.t1));
@@ -100,10 +125,13 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Scene {
                 highlight_device: None,
                 title,
             };
+            let (top, bottom) = plot_band(&memory);
+            let dy = f64::from(scene.height);
+            bands.push((dy + top, dy + bottom));
             scene = scene.stack(memory_chart(&item.analysis.timeline, &memory, &opts.theme));
         }
     }
-    scene
+    (scene, FigureGeometry { axis: geometry.axis, bands })
 }
 
 /// The figure as an SVG document.

@@ -59,7 +59,8 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         _ => (0.0, if end > 0.0 { end } else { 1.0 }),
     };
     let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) }.scaled(s);
-    let (plot_top, plot_bottom) = (TOP * s, ((opts.height - BOTTOM).max(TOP + 20.0)) * s);
+    let (plot_top, plot_bottom) = plot_band(opts);
+    let (plot_top, plot_bottom) = (plot_top * s, plot_bottom * s);
 
     let peak = timeline.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max);
     let y_max = {
@@ -156,6 +157,11 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
     let title = fit_text(&opts.title, 13.0 * s, room);
     scene.bold_text(gutter * s, 14.0 * s, &title, 13.0 * s, theme.text, Anchor::Start);
     scene
+}
+
+/// The vertical span (top, bottom) of the plot area in CSS pixels.
+pub(crate) fn plot_band(opts: &MemoryOptions) -> (f64, f64) {
+    (TOP, (opts.height - BOTTOM).max(TOP + 20.0))
 }
 
 /// How much wider bold text runs than [`text_width`] estimates.

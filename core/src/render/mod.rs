@@ -2,6 +2,7 @@
 //! scene is drawn through [`draw()`] onto any plotters backend — canvas in the app, SVG in the
 //! CLI and exports. One routine serves both, so they show the same picture.
 
+mod animate;
 mod axis;
 mod draw;
 mod figure;
@@ -10,9 +11,10 @@ mod memory;
 mod scene;
 mod theme;
 
+pub use animate::{figure_animated_svg, AnimateOptions, DURATION_RANGE};
 pub use axis::{format_number, format_tick, ticks, TimeAxis};
 pub use draw::{draw, to_svg, SVG_FONT_FACTOR};
-pub use figure::{figure, figure_svg, summary_line, FigureItem, FigureOptions};
+pub use figure::{figure, figure_layout, figure_svg, summary_line, FigureGeometry, FigureItem, FigureOptions};
 pub use gantt::{gantt, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry};
 pub use memory::{memory_chart, MemoryOptions};
 pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
