@@ -10,7 +10,7 @@ pub mod url;
 
 use leptos::prelude::*;
 
-use components::{ChartCard, CompareTable, Controls, DeviceTable, EmbedView, ErrorBanner, Header, StatTiles};
+use components::{ChartCard, CompareTable, DeviceTable, EmbedView, ErrorBanner, Header, SettingsPanel, StatTiles};
 use state::AppState;
 
 /// The whole page. Reads its settings from the URL.
@@ -36,10 +36,9 @@ pub fn App() -> impl IntoView {
     view! {
         <div class="app">
             <Header/>
+            // The chart comes first in the page: phones show it (and the headline stats) before
+            // the settings; wide screens place the settings on the left (style/main.css).
             <div class="layout">
-                <aside class="sidebar" aria-label="Schedule settings">
-                    <Controls/>
-                </aside>
                 <main class="content">
                     <ErrorBanner/>
                     <StatTiles/>
@@ -47,6 +46,7 @@ pub fn App() -> impl IntoView {
                     <CompareTable/>
                     <DeviceTable/>
                 </main>
+                <SettingsPanel/>
             </div>
             <footer class="footer">
                 "Bubblescope simulates pipeline schedules exactly in your browser; nothing leaves this page. "

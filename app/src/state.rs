@@ -296,8 +296,11 @@ pub fn now_ms() -> f64 {
 impl AppState {
     /// Creates the state from a permalink.
     pub fn new(link: Permalink, warnings: Vec<String>, embed: bool) -> AppState {
+        // `theme=` overrides the system's colour scheme.
         let theme = match link.extra("theme") {
             Some("dark") => ThemeChoice::Dark,
+            Some("light") => ThemeChoice::Light,
+            _ if crate::components::prefers_dark() => ThemeChoice::Dark,
             _ => ThemeChoice::Light,
         };
         let measure = match link.extra("measure") {

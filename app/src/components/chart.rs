@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use bubblescope::render::{
-    format_number, gantt, gutter_width, memory_chart, GanttGeometry, GanttOptions, GanttPanel, MemoryOptions,
+    format_number, gantt, gutter_for, memory_chart, GanttGeometry, GanttOptions, GanttPanel, MemoryOptions,
 };
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
@@ -105,7 +105,8 @@ pub fn ChartCard(
         } else if devices <= 40 {
             14.0
         } else {
-            9.0
+            // Never below 12 px: rows stay readable on every screen.
+            12.0
         };
         let opts = GanttOptions {
             width: w,
@@ -136,7 +137,10 @@ pub fn ChartCard(
                     scale: dpr,
                     time_range: Some(range),
                     limit: state.outcome.with(|o| o.params.mem_limit),
-                    gutter: Some(gutter_width(panels.iter().map(|s| s.analysis.schedule.devices()).max().unwrap_or(1))),
+                    gutter: Some(gutter_for(
+                        panels.iter().map(|s| s.analysis.schedule.devices()).max().unwrap_or(1),
+                        w,
+                    )),
                     highlight_device: None,
                     title: format!("Activation memory per device — {} (unit of mem-f)", first.label),
                 };

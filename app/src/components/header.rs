@@ -32,7 +32,8 @@ pub fn Header() -> impl IntoView {
             ThemeChoice::Dark => ThemeChoice::Light,
         };
         state.theme.set(next);
-        state.link.update(|l| l.set_extra("theme", (next == ThemeChoice::Dark).then(|| "dark".to_string())));
+        // Remembered in the link either way: it overrides the system's colour scheme.
+        state.link.update(|l| l.set_extra("theme", Some(next.name().to_string())));
     };
     view! {
         <header class="header">

@@ -8,6 +8,7 @@ mod export;
 mod header;
 mod import;
 mod inputs;
+mod screen;
 mod stats;
 
 pub use chart::ChartCard;
@@ -18,4 +19,5 @@ pub use export::{current_svg, download, ExportMenu};
 pub use header::Header;
 pub use import::{load, ImportPanel};
 pub use inputs::{NumberField, NumberKind};
+pub use screen::{prefers_dark, split_flags, FlagText, SettingsPanel};
 pub use stats::{CompareTable, DeviceTable, StatTiles};

@@ -2,7 +2,7 @@
 //! `render` and the app's SVG export share, so both produce the same bytes.
 
 use super::axis::{format_number, TimeAxis};
-use super::gantt::{gantt, gutter_width, GanttOptions, GanttPanel};
+use super::gantt::{gantt, gutter_for, GanttOptions, GanttPanel};
 use super::memory::{memory_chart, plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
@@ -121,7 +121,7 @@ pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, 
                 scale: 1.0,
                 time_range,
                 limit: opts.mem_limit,
-                gutter: Some(gutter_width(devices)),
+                gutter: Some(gutter_for(devices, opts.width)),
                 highlight_device: None,
                 title,
             };

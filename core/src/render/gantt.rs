@@ -107,11 +107,34 @@ pub fn gutter_width(devices: u32) -> f64 {
     (text_width(&label, 12.0) + 28.0).max(64.0)
 }
 
+/// Charts narrower than this (CSS pixels: phones) label rows `D3` instead of `Device 3`.
+pub const NARROW_CHART: f64 = 600.0;
+
+/// The label of device row `device` on a chart `width` pixels wide.
+pub fn device_label(device: u32, width: f64) -> String {
+    if width < NARROW_CHART {
+        format!("D{device}")
+    } else {
+        format!("Device {device}")
+    }
+}
+
+/// Width of the device-label gutter for `devices` rows on a chart `width` pixels wide: narrow
+/// charts get abbreviated labels and a narrow gutter. Pass it to the memory chart too, so the
+/// time axes line up.
+pub fn gutter_for(devices: u32, width: f64) -> f64 {
+    if width < NARROW_CHART {
+        text_width(&device_label(devices.saturating_sub(1), width), 12.0) + 16.0
+    } else {
+        gutter_width(devices)
+    }
+}
+
 /// Lays out `panels` on one shared time axis.
 pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (Scene, GanttGeometry) {
     let s = opts.scale.max(0.1);
     let max_devices = panels.iter().map(|p| p.schedule.devices()).max().unwrap_or(1);
-    let gutter = gutter_width(max_devices);
+    let gutter = gutter_for(max_devices, opts.width);
     let row_h = opts.row_height.clamp(4.0, 80.0);
     let row_pitch = row_h + if row_h >= 10.0 { ROW_GAP } else { 1.0 };
 
@@ -166,7 +189,7 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
                 scene.text(
                     (gutter - 10.0) * s,
                     top + row_h * s / 2.0,
-                    &format!("Device {d}"),
+                    &device_label(d, opts.width),
                     label_size.min(row_h * 0.7 * s),
                     theme.muted,
                     Anchor::End,

@@ -1,7 +1,7 @@
 //! Memory chart layout: activation memory over time per device, with the limit and peaks.
 
 use super::axis::{format_number, format_tick, ticks, TimeAxis};
-use super::gantt::gutter_width;
+use super::gantt::gutter_for;
 use super::scene::{fit_text, text_width, Anchor, Item, Scene};
 use super::theme::Theme;
 use crate::sim::Timeline;
@@ -50,7 +50,7 @@ const RIGHT: f64 = 18.0;
 pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) -> Scene {
     let s = opts.scale.max(0.1);
     let devices = timeline.devices.len() as u32;
-    let gutter = opts.gutter.unwrap_or_else(|| gutter_width(devices));
+    let gutter = opts.gutter.unwrap_or_else(|| gutter_for(devices, opts.width));
     let mut scene =
         Scene::new((opts.width * s).round() as u32, (opts.height * s).round() as u32, theme.background, theme.font);
     let end = timeline.end();
