@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use bubblescope::render::{
-    format_number, gantt, gutter_for, memory_chart, GanttGeometry, GanttOptions, GanttPanel, MemoryOptions,
+    format_number, gantt, gutter_for, memory_chart, memory_plot_band, GanttGeometry, GanttOptions, GanttPanel,
+    MemoryOptions,
 };
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 
+use super::playback::{ChartFrame, Layer, Playback, PlaybackBar, PlaybackOverlay};
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
 use crate::state::{now_ms, AppState, Computed};
 
@@ -74,6 +76,7 @@ pub fn ChartCard(
     let nothing = RwSignal::new(false);
     let drag = StoredValue::new(None::<(f64, (f64, f64))>);
     let redraws = RwSignal::new(0u64);
+    let playback = Playback::provide(state);
 
     // Draw whenever the schedules, the size, the theme or the view change.
     Effect::new(move |_| {
@@ -127,6 +130,12 @@ pub fn ChartCard(
         let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
         draw_error.set(result.err());
         let range = (geo.axis.t0, geo.axis.t1);
+        let mut frame = ChartFrame {
+            geometry: geo.clone(),
+            analyses: panels.iter().map(|s| s.analysis.clone()).collect(),
+            width: w,
+            memory: None,
+        };
         geometry.set_value(Some(geo));
 
         if let (true, Some(mem_canvas)) = (with_memory, memory_ref.get()) {
@@ -144,12 +153,15 @@ pub fn ChartCard(
                     highlight_device: None,
                     title: format!("Activation memory per device — {} (unit of mem-f)", first.label),
                 };
+                let (top, bottom) = memory_plot_band(&mopts);
+                frame.memory = Some((top, bottom, mopts.height));
                 let mscene = memory_chart(&first.analysis.timeline, &mopts, &theme);
                 if let Err(e) = draw_scene(&mem_canvas, &mscene, w, 210.0) {
                     draw_error.set(Some(e));
                 }
             }
         }
+        playback.frame.set(Some(frame));
         let t3 = now_ms();
         // Timings for the browser benchmark: layout, canvas drawing, memory chart (ms).
         let _ = canvas.set_attribute(
@@ -300,6 +312,7 @@ pub fn ChartCard(
                 <Show when=move || nothing.get()>
                     <div class="stale-note" role="status" data-testid="nothing-note">"Nothing to draw yet — fix the highlighted setting."</div>
                 </Show>
+                <div class="layer">
                 <canvas
                     class="gantt"
                     node_ref=gantt_ref
@@ -318,6 +331,8 @@ pub fn ChartCard(
                     on:dblclick=move |_| state.view.update(|v| v.range = None)
                     on:keydown=on_key
                 ></canvas>
+                <PlaybackOverlay layer=Layer::Gantt/>
+                </div>
                 {move || tip.get().map(|t| {
                     let left = format!("{}px", t.x + 14.0);
                     let top = format!("{}px", t.y + 14.0);
@@ -328,9 +343,13 @@ pub fn ChartCard(
                         </div>
                     }
                 })}
+                <PlaybackBar/>
                 <Show when=move || show_memory.get()>
+                    <div class="layer">
                     <canvas class="memory" node_ref=memory_ref data-testid="memory-chart" role="img"
                         aria-label="Activation memory over time per device"></canvas>
+                    <PlaybackOverlay layer=Layer::Memory/>
+                    </div>
                 </Show>
                 <Show when=move || draw_error.get().is_some()>
                     <p class="field-error" role="alert">{move || draw_error.get()}</p>

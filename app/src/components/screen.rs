@@ -38,9 +38,8 @@ pub fn split_flags(text: &str) -> Vec<(&str, bool)> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(i) = rest.find("--") {
-        let end = rest[i + 2..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .map_or(rest.len(), |j| i + 2 + j);
+        let end =
+            rest[i + 2..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).map_or(rest.len(), |j| i + 2 + j);
         if i > 0 {
             out.push((&rest[..i], false));
         }

@@ -3,7 +3,7 @@
 
 use super::axis::{format_number, TimeAxis};
 use super::gantt::{gantt, gutter_for, GanttOptions, GanttPanel};
-use super::memory::{memory_chart, plot_band, MemoryOptions};
+use super::memory::{memory_chart, memory_plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
 use crate::Analysis;
@@ -125,7 +125,7 @@ pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, 
                 highlight_device: None,
                 title,
             };
-            let (top, bottom) = plot_band(&memory);
+            let (top, bottom) = memory_plot_band(&memory);
             let dy = f64::from(scene.height);
             bands.push((dy + top, dy + bottom));
             scene = scene.stack(memory_chart(&item.analysis.timeline, &memory, &opts.theme));

@@ -59,7 +59,7 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         _ => (0.0, if end > 0.0 { end } else { 1.0 }),
     };
     let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) }.scaled(s);
-    let (plot_top, plot_bottom) = plot_band(opts);
+    let (plot_top, plot_bottom) = memory_plot_band(opts);
     let (plot_top, plot_bottom) = (plot_top * s, plot_bottom * s);
 
     let peak = timeline.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max);
@@ -159,8 +159,8 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
     scene
 }
 
-/// The vertical span (top, bottom) of the plot area in CSS pixels.
-pub(crate) fn plot_band(opts: &MemoryOptions) -> (f64, f64) {
+/// The vertical span (top, bottom) of the memory chart's plot area in CSS pixels.
+pub fn memory_plot_band(opts: &MemoryOptions) -> (f64, f64) {
     (TOP, (opts.height - BOTTOM).max(TOP + 20.0))
 }
 

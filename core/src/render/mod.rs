@@ -13,14 +13,14 @@ mod scene;
 mod theme;
 
 pub use animate::{figure_animated_svg, AnimateOptions, DURATION_RANGE};
-pub use cursor::{Cursor, CursorState, DeviceAt};
 pub use axis::{format_number, format_tick, ticks, TimeAxis};
+pub use cursor::{Cursor, CursorState, DeviceAt};
 pub use draw::{draw, to_svg, SVG_FONT_FACTOR};
 pub use figure::{figure, figure_layout, figure_svg, summary_line, FigureGeometry, FigureItem, FigureOptions};
 pub use gantt::{
     device_label, gantt, gutter_for, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry, NARROW_CHART,
 };
-pub use memory::{memory_chart, MemoryOptions};
+pub use memory::{memory_chart, memory_plot_band, MemoryOptions};
 pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
 pub use theme::{BarKind, Rgb, Theme};
 
