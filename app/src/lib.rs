@@ -21,6 +21,7 @@ pub fn App() -> impl IntoView {
     let state = AppState::new(link, warnings, embed);
     provide_context(state);
     url::sync(state);
+    components::follow_system_theme(state);
 
     // The theme follows the state on the root element, for the CSS.
     Effect::new(move |_| {

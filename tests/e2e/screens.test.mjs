@@ -69,6 +69,20 @@ export const tests = {
     await context.close();
   },
 
+  async 'a change of the system preference is followed until the toggle overrides it'({ page, base }) {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await open(page, base, 'schedule=1f1b');
+    await page.waitForFunction(() => document.documentElement.getAttribute('data-theme') === 'light');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction(() => document.documentElement.getAttribute('data-theme') === 'dark');
+    await page.locator('[data-testid=theme-toggle]').click();
+    await page.waitForFunction(() => document.documentElement.getAttribute('data-theme') === 'light');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForTimeout(200);
+    assertEq(await page.evaluate(() => document.documentElement.getAttribute('data-theme')), 'light', 'the toggle wins over the system');
+  },
+
   async 'the light system preference stays light'({ browser, base }) {
     const context = await browser.newContext({ colorScheme: 'light' });
     const page = await context.newPage();

@@ -21,5 +21,5 @@ pub use header::Header;
 pub use import::{load, ImportPanel};
 pub use inputs::{NumberField, NumberKind};
 pub use playback::{ChartFrame, Playback, BASE_SECONDS};
-pub use screen::{prefers_dark, split_flags, FlagText, SettingsPanel};
+pub use screen::{follow_system_theme, prefers_dark, split_flags, FlagText, SettingsPanel};
 pub use stats::{CompareTable, DeviceTable, StatTiles};

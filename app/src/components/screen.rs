@@ -32,6 +32,26 @@ pub fn prefers_dark() -> bool {
         .is_some_and(|m| m.matches())
 }
 
+/// Follows changes of the system's colour scheme while the link has no `theme=` override.
+pub fn follow_system_theme(state: crate::state::AppState) {
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::JsCast as _;
+
+    use crate::state::ThemeChoice;
+    let Some(query) = web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+    else {
+        return;
+    };
+    let on_change = Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
+        if state.link.with_untracked(|l| l.extra("theme").is_none()) {
+            state.theme.set(if prefers_dark() { ThemeChoice::Dark } else { ThemeChoice::Light });
+        }
+    });
+    let _ = query.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref());
+    // The listener lives as long as the page.
+    on_change.forget();
+}
+
 /// `text` split into plain runs and command-line flags (`--mem-limit`), in order; flags are
 /// `true`.
 pub fn split_flags(text: &str) -> Vec<(&str, bool)> {
