@@ -27,6 +27,8 @@ pub const BASE_SECONDS: f64 = 8.0;
 const SPEEDS: [f64; 6] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 /// Accepted `speed=` values.
 const SPEED_RANGE: (f64, f64) = (0.05, 64.0);
+/// Above this many devices the per-device memory folds behind a summary.
+const FOLD_DEVICES: usize = 16;
 /// Opacity of the veil over passes not yet started.
 const VEIL: f64 = 0.72;
 
@@ -303,6 +305,7 @@ fn cursor_view(s: &CursorState, end: f64) -> impl IntoView {
     let idle_text = match idle.len() {
         0 => "no device idle".to_string(),
         k if k == s.devices.len() => "all devices idle".to_string(),
+        k if k > 8 => format!("{k} of {} devices idle", s.devices.len()),
         _ => format!("idle: {}", idle.iter().map(|d| format!("D{d}")).collect::<Vec<_>>().join(", ")),
     };
     let memory = s
@@ -311,13 +314,35 @@ fn cursor_view(s: &CursorState, end: f64) -> impl IntoView {
         .enumerate()
         .map(|(d, a)| view! { <span class="mem-chip" class:busy=a.running.is_some()>{format!("D{d} {}", n(a.memory))}</span> })
         .collect_view();
+    // Many devices: the chips fold behind the highest value, so the bar stays short.
+    let memory = if s.devices.len() <= FOLD_DEVICES {
+        view! {
+            <span class="cursor-memory" data-testid="cursor-memory" title="Activation memory in use per device (unit of mem-f)">
+                <span class="muted">"memory "</span>{memory}
+            </span>
+        }
+        .into_any()
+    } else {
+        let (top, most) = s.devices.iter().enumerate().fold((0, f64::NEG_INFINITY), |best, (d, a)| {
+            if a.memory > best.1 {
+                (d, a.memory)
+            } else {
+                best
+            }
+        });
+        view! {
+            <details class="cursor-memory-fold" data-testid="cursor-memory">
+                <summary>{format!("memory: most on D{top}, {}", n(most))}</summary>
+                <span class="cursor-memory">{memory}</span>
+            </details>
+        }
+        .into_any()
+    };
     view! {
         <span class="cursor-time" data-testid="cursor-time">{format!("t = {} of {}", n(s.time), n(end))}</span>
         <span data-testid="cursor-done">{format!("{} of {} passes done · {} running", s.passes_done, s.passes_total, s.passes_running)}</span>
         <span data-testid="cursor-idle">{idle_text}</span>
-        <span class="cursor-memory" data-testid="cursor-memory" title="Activation memory in use per device (unit of mem-f)">
-            <span class="muted">"memory "</span>{memory}
-        </span>
+        {memory}
     }
 }
 
