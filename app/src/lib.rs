@@ -10,7 +10,7 @@ pub mod url;
 
 use leptos::prelude::*;
 
-use components::{ChartCard, CompareTable, Controls, DeviceTable, EmbedView, ErrorBanner, Header, StatTiles};
+use components::{ChartCard, CompareTable, DeviceTable, EmbedView, ErrorBanner, Header, SettingsPanel, StatTiles};
 use state::AppState;
 
 /// The whole page. Reads its settings from the URL.
@@ -21,6 +21,7 @@ pub fn App() -> impl IntoView {
     let state = AppState::new(link, warnings, embed);
     provide_context(state);
     url::sync(state);
+    components::follow_system_theme(state);
 
     // The theme follows the state on the root element, for the CSS.
     Effect::new(move |_| {
@@ -36,10 +37,9 @@ pub fn App() -> impl IntoView {
     view! {
         <div class="app" data-computations=move || state.outcome.with(|o| o.id.to_string())>
             <Header/>
+            // The chart comes first in the page: phones show it (and the headline stats) before
+            // the settings; wide screens place the settings on the left (style/main.css).
             <div class="layout">
-                <aside class="sidebar" aria-label="Schedule settings">
-                    <Controls/>
-                </aside>
                 <main class="content">
                     <ErrorBanner/>
                     <StatTiles/>
@@ -47,6 +47,7 @@ pub fn App() -> impl IntoView {
                     <CompareTable/>
                     <DeviceTable/>
                 </main>
+                <SettingsPanel/>
             </div>
             <footer class="footer">
                 "Bubblescope simulates pipeline schedules exactly in your browser; nothing leaves this page. "

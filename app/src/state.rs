@@ -308,8 +308,11 @@ pub fn now_ms() -> f64 {
 impl AppState {
     /// Creates the state from a permalink.
     pub fn new(link: Permalink, warnings: Vec<String>, embed: bool) -> AppState {
+        // `theme=` overrides the system's colour scheme.
         let theme = match link.extra(THEME_KEY) {
             Some("dark") => ThemeChoice::Dark,
+            Some("light") => ThemeChoice::Light,
+            _ if crate::components::prefers_dark() => ThemeChoice::Dark,
             _ => ThemeChoice::Light,
         };
         let measure = link.extra(MEASURE_KEY).and_then(BubbleMeasure::from_key).unwrap_or(BubbleMeasure::OverCost);
@@ -357,7 +360,8 @@ impl AppState {
     /// Switches to `theme` and keeps it in the URL (a view preference).
     pub fn set_theme(&self, theme: ThemeChoice) {
         self.theme.set(theme);
-        self.link.update(|l| l.set_extra(THEME_KEY, (theme == ThemeChoice::Dark).then(|| theme.name().to_string())));
+        // Remembered in the link either way: it overrides the system's colour scheme.
+        self.link.update(|l| l.set_extra(THEME_KEY, Some(theme.name().to_string())));
     }
 
     /// Changes the settings with `f`; resets zoom when the schedule's shape changes.

@@ -423,6 +423,16 @@ pub struct RenderArgs {
     /// Colour theme: light or dark.
     #[arg(long, value_name = "THEME", default_value = "light")]
     pub theme: String,
+    /// Write an animated SVG that plays the schedule filling and draining (CSS, no script);
+    /// its last frame is the still figure.
+    #[arg(long)]
+    pub animate: bool,
+    /// Seconds the animation takes from the first pass to the last (0.5 to 600).
+    #[arg(long, value_name = "SECONDS", default_value_t = 6.0, requires = "animate")]
+    pub duration: f64,
+    /// Play the animation in a loop instead of once.
+    #[arg(long = "loop", requires = "animate")]
+    pub looping: bool,
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,9 @@ use anyhow::{Context as _, Result};
 use bubblescope::error::{short_number, with_hints};
 use bubblescope::formats::{self, Dialect, ExportOptions, Format, ImportOptions};
 use bubblescope::params::MAX_PASSES;
-use bubblescope::render::{figure_svg, format_number, FigureItem, FigureOptions, Theme};
+use bubblescope::render::{
+    figure_animated_svg, figure_svg, format_number, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
+};
 use bubblescope::{analyze, family, generate, Analysis, Costs, ScheduleParams, FAMILIES};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
@@ -309,6 +311,13 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
             &[] as &[&str],
         ));
     }
+    let (shortest, longest) = DURATION_RANGE;
+    if !(args.duration.is_finite() && (shortest..=longest).contains(&args.duration)) {
+        return Err(user_error(
+            &format!("--duration must be between {shortest} and {longest} seconds, found {}", short_number(args.duration)),
+            &[] as &[&str],
+        ));
+    }
     check_svg_output(&args.output)?;
     let mut subjects = Vec::new();
     let mut family_args = args.family.clone();
@@ -355,7 +364,12 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         theme,
         ..FigureOptions::default()
     };
-    write_output(&args.output, figure_svg(&items, &opts).as_bytes())
+    let svg = if args.animate {
+        figure_animated_svg(&items, &opts, &AnimateOptions { duration: args.duration, looping: args.looping })
+    } else {
+        figure_svg(&items, &opts)
+    };
+    write_output(&args.output, svg.as_bytes())
 }
 
 fn convert(args: &ConvertArgs) -> Result<()> {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use bubblescope::render::{figure_svg, FigureItem, FigureOptions};
+use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions};
 use bubblescope::{family, run, ScheduleParams};
 
 /// Runs the binary with `args` in `dir` and returns its output.
@@ -129,6 +129,29 @@ fn render_writes_the_same_svg_as_the_core_figure() {
     // Deterministic across runs.
     ok(dir.path(), &["render", "--schedule", "1f1b", "-o", "again.svg"]);
     assert_eq!(std::fs::read_to_string(dir.path().join("again.svg")).unwrap(), svg);
+}
+
+#[test]
+fn render_animate_writes_the_core_s_animated_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["render", "-s", "zb-h1", "--animate", "--duration", "4", "--loop", "-o", "fill-and-drain.svg"];
+    ok(dir.path(), &args);
+    let svg = std::fs::read_to_string(dir.path().join("fill-and-drain.svg")).unwrap();
+    let params = ScheduleParams::new(4, 8);
+    let analysis = run("zb-h1", &params).unwrap();
+    let label = family("zb-h1").unwrap().label(&params);
+    let anim = AnimateOptions { duration: 4.0, looping: true };
+    let item = [FigureItem { label: &label, analysis: &analysis }];
+    assert_eq!(svg, figure_animated_svg(&item, &FigureOptions::default(), &anim));
+    assert!(svg.contains("infinite"));
+    // Once by default, for 6 seconds.
+    let once = ok(dir.path(), &["render", "-s", "zb-h1", "--animate", "-o", "-"]);
+    assert!(once.contains("bs-veil 6s linear 0s 1 both"), "{once}");
+    // Bad durations, and animation flags without --animate, are refused.
+    let e = fails(dir.path(), &["render", "-s", "zb-h1", "--animate", "--duration", "0", "-o", "x.svg"]);
+    assert!(e.contains("--duration must be between 0.5 and 600 seconds, found 0"), "{e}");
+    let e = fails(dir.path(), &["render", "-s", "zb-h1", "--loop", "-o", "x.svg"]);
+    assert!(e.contains("--animate"), "{e}");
 }
 
 #[test]

@@ -1,9 +1,12 @@
 // Browser benchmark of the release playground. Reports numbers; it is not a pass/fail test.
-// usage: node tests/e2e/bench.mjs [dist dir]
+// usage: node tests/e2e/bench.mjs [dist dir] (BENCH_ONLY=text runs only the benches whose name has it)
 //
 // * initial load: navigation start to the first drawn chart, on localhost;
 // * slider move to redrawn chart: an `input` event on the microbatches slider until the Gantt
 //   canvas has been redrawn (median and 95th percentile of 30 moves);
+// * playback of a 400,000-pass schedule: the interval between animation frames while playing
+//   (median and 95th percentile over 3 s) and the time each frame spends on the cursor
+//   overlay and the numbers at the cursor;
 // * release .wasm size, raw and gzipped (level 9).
 
 import fs from 'node:fs';
@@ -15,6 +18,12 @@ const dist = path.resolve(process.argv[2] ?? 'dist');
 const server = await serve(dist);
 const browser = await launch();
 const results = {};
+const only = process.env.BENCH_ONLY ?? '';
+/** Runs `fn` and records its result under `name`, unless BENCH_ONLY leaves it out. */
+async function bench(name, fn) {
+  if (!name.includes(only)) return;
+  results[name] = await fn();
+}
 
 function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
@@ -68,14 +77,54 @@ async function sliderMoves(query, a, b, moves = 30) {
   return { ...stats(samples), note: `${computed.trim()}; last redraw: layout ${layout} ms, canvas ${draw} ms (${items} items), memory chart ${memory} ms` };
 }
 
-const loads = [];
-for (let i = 0; i < 5; i++) loads.push(await firstChart('schedule=1f1b&devices=4&microbatches=8'));
-results['initial load to first chart (ms)'] = stats(loads);
-results['zb-auto P=16 M=64→65: slider to redrawn chart (ms)'] = await sliderMoves('schedule=zb-auto&devices=16&microbatches=64', 64, 65);
-results['zb-auto P=64 M=512→511: slider to redrawn chart (ms)'] = await sliderMoves('schedule=zb-auto&devices=64&microbatches=512', 512, 511, 15);
-results['v-auto P=16 M=20→21 (few microbatches): slider to redrawn chart (ms)'] = await sliderMoves('schedule=v-auto&devices=16&microbatches=20', 20, 21, 10);
-results['v-auto P=32 M=128→127, uneven costs: slider to redrawn chart (ms)'] = await sliderMoves('schedule=v-auto&devices=32&microbatches=128&f=10&b=12&w=8', 128, 127, 6);
-results['1f1b P=4 M=8→9: slider to redrawn chart (ms)'] = await sliderMoves('schedule=1f1b&devices=4&microbatches=8', 8, 9);
+/** Plays `query` for three seconds; frame intervals and per-frame overlay work. */
+async function playbackFrames(query) {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+  await page.goto(`${server.url}?${query}&play=1&speed=0.25`);
+  await page.waitForFunction(() => Number(document.querySelector('.chart-wrap')?.getAttribute('data-redraws') ?? 0) > 0, null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=play-button]')?.getAttribute('aria-label') === 'Pause', null, { timeout: 60000 });
+  const { intervals, work, passes, moved } = await page.evaluate(async () => {
+    const overlay = document.querySelector('[data-testid=gantt-overlay]');
+    const scrubber = document.querySelector('[data-testid=time-scrubber]');
+    const work = [];
+    const obs = new MutationObserver(() => work.push(Number(overlay.getAttribute('data-frame-ms'))));
+    obs.observe(overlay, { attributes: true, attributeFilter: ['data-frame-ms'] });
+    const intervals = [];
+    const t0 = Number(scrubber.value);
+    let last = performance.now();
+    const start = last;
+    await new Promise((resolve) => {
+      const frame = (now) => {
+        intervals.push(now - last);
+        last = now;
+        if (now - start < 3000) requestAnimationFrame(frame); else resolve();
+      };
+      requestAnimationFrame(frame);
+    });
+    obs.disconnect();
+    const c = document.querySelector('[data-testid=gantt-canvas]');
+    const passes = ['data-drawn', 'data-merged', 'data-culled'].reduce((n, k) => n + Number(c.getAttribute(k)), 0);
+    return { intervals: intervals.slice(1), work, passes, moved: Number(scrubber.value) - t0 };
+  });
+  await page.close();
+  if (!(moved > 0)) throw new Error(`playback did not advance (${moved})`);
+  const w = stats(work);
+  return { ...stats(intervals), note: `${passes} passes; cursor overlay drawn per frame in: median ${w.median.toFixed(2)} ms, p95 ${w.p95.toFixed(2)} ms over ${w.n} frames` };
+}
+
+await bench('initial load to first chart (ms)', async () => {
+  const loads = [];
+  for (let i = 0; i < 5; i++) loads.push(await firstChart('schedule=1f1b&devices=4&microbatches=8'));
+  return stats(loads);
+});
+await bench('zb-auto P=16 M=64→65: slider to redrawn chart (ms)', () => sliderMoves('schedule=zb-auto&devices=16&microbatches=64', 64, 65));
+await bench('zb-auto P=64 M=512→511: slider to redrawn chart (ms)', () => sliderMoves('schedule=zb-auto&devices=64&microbatches=512', 512, 511, 15));
+await bench('v-auto P=16 M=20→21 (few microbatches): slider to redrawn chart (ms)', () => sliderMoves('schedule=v-auto&devices=16&microbatches=20', 20, 21, 10));
+await bench('v-auto P=32 M=128→127, uneven costs: slider to redrawn chart (ms)', () => sliderMoves('schedule=v-auto&devices=32&microbatches=128&f=10&b=12&w=8', 128, 127, 6));
+await bench('1f1b P=4 M=8→9: slider to redrawn chart (ms)', () => sliderMoves('schedule=1f1b&devices=4&microbatches=8', 8, 9));
+
+await bench('1f1b P=4 M=8 (64 passes): playback frame interval (ms)', () => playbackFrames('schedule=1f1b&devices=4&microbatches=8'));
+await bench('interleaved-1f1b P=64 M=512 V=6 (393,216 passes): playback frame interval (ms)', () => playbackFrames('schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'));
 
 const wasm = fs.readdirSync(dist).find((f) => f.endsWith('.wasm'));
 const bytes = fs.readFileSync(path.join(dist, wasm));

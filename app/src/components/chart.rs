@@ -2,11 +2,14 @@
 
 use std::sync::Arc;
 
-use bubblescope::render::{figure, format_number, FigureItem, FigureOptions, GanttGeometry, MEMORY_HEIGHT};
+use bubblescope::render::{
+    figure, format_number, memory_plot_band, FigureItem, FigureOptions, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
+};
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 
+use super::playback::{ChartFrame, Layer, Playback, PlaybackBar, PlaybackOverlay};
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
 use crate::state::{now_ms, AppState, Computed};
 
@@ -72,6 +75,7 @@ pub fn ChartCard(
     let nothing = RwSignal::new(false);
     let drag = StoredValue::new(None::<(f64, (f64, f64))>);
     let redraws = RwSignal::new(0u64);
+    let playback = Playback::provide(state);
 
     // Draw whenever the schedules, the size, the theme or the view change.
     Effect::new(move |_| {
@@ -96,7 +100,8 @@ pub fn ChartCard(
         } else if devices <= 40 {
             14.0
         } else {
-            9.0
+            // Never below 12 px: rows stay readable on every screen.
+            12.0
         };
         // The same figure the SVG export draws, at this width and pixel ratio.
         let opts = FigureOptions {
@@ -120,14 +125,24 @@ pub fn ChartCard(
         let _ = canvas.set_attribute("data-merged", &scene.counts.merged.to_string());
         let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
         draw_error.set(result.err());
+        let mut frame = ChartFrame {
+            geometry: fig.geometry.clone(),
+            analyses: panels.iter().map(|s| s.analysis.clone()).collect(),
+            width: w,
+            memory: None,
+        };
         if let (Some(memory), Some(mem_canvas)) = (&fig.memory, memory_ref.get()) {
             let css_height = MEMORY_HEIGHT * items.len() as f64;
+            // The cursor runs over the first schedule's memory chart, the top of the stack.
+            let (top, bottom) = memory_plot_band(&MemoryOptions { height: MEMORY_HEIGHT, ..MemoryOptions::default() });
+            frame.memory = Some((top, bottom, css_height));
             if let Err(e) = draw_scene(&mem_canvas, memory, w, css_height) {
                 draw_error.set(Some(e));
             }
         }
         let items_drawn = scene.items.len();
         geometry.set_value(Some(fig.geometry));
+        playback.frame.set(Some(frame));
         let t3 = now_ms();
         // Timings for the browser benchmark: layout, canvas drawing, memory chart (ms).
         let _ = canvas.set_attribute(
@@ -278,6 +293,7 @@ pub fn ChartCard(
                 <Show when=move || nothing.get()>
                     <div class="stale-note" role="status" data-testid="nothing-note">"Nothing to draw yet — fix the highlighted setting."</div>
                 </Show>
+                <div class="layer">
                 <canvas
                     class="gantt"
                     node_ref=gantt_ref
@@ -296,6 +312,8 @@ pub fn ChartCard(
                     on:dblclick=move |_| state.view.update(|v| v.range = None)
                     on:keydown=on_key
                 ></canvas>
+                <PlaybackOverlay layer=Layer::Gantt/>
+                </div>
                 {move || tip.get().map(|t| {
                     let left = format!("{}px", t.x + 14.0);
                     let top = format!("{}px", t.y + 14.0);
@@ -306,9 +324,13 @@ pub fn ChartCard(
                         </div>
                     }
                 })}
+                <PlaybackBar/>
                 <Show when=move || show_memory.get()>
+                    <div class="layer">
                     <canvas class="memory" node_ref=memory_ref data-testid="memory-chart" role="img"
                         aria-label="Activation memory over time per device"></canvas>
+                    <PlaybackOverlay layer=Layer::Memory/>
+                    </div>
                 </Show>
                 <Show when=move || draw_error.get().is_some()>
                     <p class="field-error" role="alert">{move || draw_error.get()}</p>

@@ -74,11 +74,11 @@ pub fn SchedulePicker() -> impl IntoView {
                 {groups.collect_view()}
             </select>
             {move || info().map(|f| view! {
-                <p class="family-summary" data-testid="family-summary">{f.summary}</p>
+                <p class="family-summary" data-testid="family-summary"><super::FlagText text=f.summary/></p>
                 <p class="family-ref">
                     <a href=f.url target="_blank" rel="noopener noreferrer">{f.reference}</a>
                 </p>
-                <p class="help">"Constraints: " {f.constraints}</p>
+                <p class="help">"Constraints: " <super::FlagText text=f.constraints/></p>
             })}
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || error().is_none()>{error}</p>
         </div>
@@ -211,12 +211,12 @@ fn option_control(state: AppState, option: FamilyOption) -> AnyView {
                 value=value
                 kind=NumberKind::Amount
                 optional=true
-                placeholder="F+B+W (no gain)"
+                placeholder="F+B+W"
                 slider=Signal::derive(move || {
                     let sum = state.link.with(|l| l.params.costs.f + l.params.costs.b + l.params.costs.w).max(1e-9);
                     (0.0, sum, sum / 100.0)
                 })
-                help="Time of one overlapped forward + backward pair (DeepSeek's F&B)."
+                help="Time of one overlapped forward + backward pair (DeepSeek's F&B); empty: F+B+W, no gain."
                 on_change=on_change
                 error=error
             />

@@ -1,7 +1,7 @@
 //! Export: SVG (the CLI's `render`, byte for byte), PNG, and the embed snippet.
 
 use bubblescope::formats::{self, CsvForm, Dialect};
-use bubblescope::render::{figure_svg, FigureItem, FigureOptions};
+use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
 
@@ -44,6 +44,22 @@ fn download_url(document: &web_sys::Document, filename: &str, url: &str) -> Resu
 /// The SVG figure of the current settings: what `bubblescope render` writes for the same
 /// flags (`--compare` for the stacked schedules, `--memory` when asked, `--theme`).
 pub fn current_svg(state: AppState, memory: bool) -> Option<String> {
+    with_figure(state, memory, figure_svg)
+}
+
+/// The animated SVG figure of the current settings, with its memory chart, looping: what
+/// `bubblescope render --memory --animate --loop` writes.
+pub fn current_animated_svg(state: AppState) -> Option<String> {
+    let anim = AnimateOptions { looping: true, ..AnimateOptions::default() };
+    with_figure(state, true, |items, opts| figure_animated_svg(items, opts, &anim))
+}
+
+/// Draws the current schedules with `draw`, under the current figure options.
+fn with_figure(
+    state: AppState,
+    memory: bool,
+    draw: impl FnOnce(&[FigureItem<'_>], &FigureOptions) -> String,
+) -> Option<String> {
     let o = state.outcome.get_untracked();
     let mut analyses = Vec::new();
     for c in std::iter::once(&o.main).chain(o.compare.iter()) {
@@ -61,7 +77,7 @@ pub fn current_svg(state: AppState, memory: bool) -> Option<String> {
         theme: state.theme.get_untracked().theme(),
         ..FigureOptions::default()
     };
-    Some(figure_svg(&items, &opts))
+    Some(draw(&items, &opts))
 }
 
 /// Writes the main schedule in a data format.
@@ -169,6 +185,14 @@ pub fn ExportMenu() -> impl IntoView {
                 </button>
                 <button type="button" role="menuitem" class="menu-item" data-testid="export-svg-memory" on:click=move |_| svg(true)>
                     "SVG with memory chart" <span class="muted">" … --memory"</span>
+                </button>
+                <button type="button" role="menuitem" class="menu-item" data-testid="export-svg-animated" on:click=move |_| {
+                    match current_animated_svg(state) {
+                        Some(s) => message.set(download(&format!("{}-animated.svg", file_stem(state)), "image/svg+xml", &s).err()),
+                        None => message.set(Some("nothing to export: the settings are invalid".into())),
+                    }
+                }>
+                    "Animated SVG" <span class="muted">" fills and drains, loops; … --animate --loop"</span>
                 </button>
                 <button type="button" role="menuitem" class="menu-item" data-testid="export-png" on:click=png>
                     "PNG image" <span class="muted">" the chart as shown"</span>

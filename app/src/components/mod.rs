@@ -8,6 +8,8 @@ mod export;
 mod header;
 mod import;
 mod inputs;
+mod playback;
+mod screen;
 mod stats;
 
 pub use chart::ChartCard;
@@ -18,4 +20,6 @@ pub use export::{current_svg, download, ExportMenu};
 pub use header::Header;
 pub use import::{load, ImportPanel};
 pub use inputs::{NumberField, NumberKind};
+pub use playback::{ChartFrame, Playback, BASE_SECONDS};
+pub use screen::{follow_system_theme, prefers_dark, split_flags, FlagText, SettingsPanel};
 pub use stats::{CompareTable, DeviceTable, StatTiles};

@@ -1,9 +1,9 @@
 //! Figures: the standard composition of Gantt chart, headings and memory chart that the CLI's
 //! `render` and the app's SVG export share, so both produce the same bytes.
 
-use super::axis::format_number;
-use super::gantt::{gantt, gutter_width, GanttGeometry, GanttOptions, GanttPanel};
-use super::memory::{memory_chart, MemoryOptions};
+use super::axis::{format_number, TimeAxis};
+use super::gantt::{gantt, gutter_for, GanttGeometry, GanttOptions, GanttPanel};
+use super::memory::{memory_chart, memory_plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
 use crate::Analysis;
@@ -94,6 +94,16 @@ pub fn summary_line(analysis: &Analysis) -> String {
     )
 }
 
+/// Where a figure's plots are, in pixels: what an animation over it needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureGeometry {
+    /// The shared time axis.
+    pub axis: TimeAxis,
+    /// Vertical spans (top, bottom) of every plot area: each Gantt panel's rows, then each
+    /// memory chart's plot, top to bottom.
+    pub bands: Vec<(f64, f64)>,
+}
+
 /// Lays out a figure: all schedules on one time axis, then their memory charts if asked.
 pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
     let notes: Vec<String> = items.iter().map(|i| summary_line(i.analysis)).collect();
@@ -117,38 +127,66 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
         axis_label: "time (cost units)".to_string(),
     };
     let (gantt_scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);
-    let memory = opts.memory.then(|| memory_charts(items, opts, (geometry.axis.t0, geometry.axis.t1)));
+    let memory = opts.memory.then(|| memory_charts(items, opts, (geometry.axis.t0, geometry.axis.t1)).0);
     Figure { gantt: gantt_scene, memory, geometry }
 }
 
-/// One memory chart per schedule over `time_range`, stacked, their axes aligned with the
-/// Gantt chart's.
-fn memory_charts(items: &[FigureItem<'_>], opts: &FigureOptions, time_range: (f64, f64)) -> Scene {
+/// [`figure`] as one scene, and where its plots are (for animations over it).
+pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, FigureGeometry) {
+    let fig = figure(items, opts);
+    let g = &fig.geometry;
+    let mut bands: Vec<(f64, f64)> = g
+        .panels
+        .iter()
+        .map(|p| (p.rows_top, p.rows_top + f64::from(p.devices) * g.row_pitch - (g.row_pitch - g.row_height)))
+        .collect();
+    let axis = g.axis.clone();
+    if opts.memory {
+        let dy = f64::from(fig.gantt.height) / opts.scale.max(1e-9);
+        let (_, memory_bands) = memory_charts(items, opts, (axis.t0, axis.t1));
+        bands.extend(memory_bands.into_iter().map(|(top, bottom)| (dy + top, dy + bottom)));
+    }
+    (fig.scene(), FigureGeometry { axis, bands })
+}
+
+/// The options of schedule `item`'s memory chart in a figure.
+fn memory_options(items: &[FigureItem<'_>], item: &FigureItem<'_>, opts: &FigureOptions, time_range: (f64, f64)) -> MemoryOptions {
     let devices = items.iter().map(|i| i.analysis.schedule.devices()).max().unwrap_or(1);
+    let title = if items.len() > 1 {
+        format!("Activation memory per device — {} (unit of mem-f)", item.label)
+    } else {
+        "Activation memory per device (unit of mem-f)".to_string()
+    };
+    MemoryOptions {
+        width: opts.width,
+        height: opts.memory_height,
+        scale: opts.scale,
+        time_range: Some(time_range),
+        limit: opts.mem_limit,
+        gutter: Some(gutter_for(devices, opts.width)),
+        highlight_device: None,
+        title,
+    }
+}
+
+/// One memory chart per schedule over `time_range`, stacked, their axes aligned with the
+/// Gantt chart's; with each chart's plot band (CSS pixels from the top of the stack).
+fn memory_charts(items: &[FigureItem<'_>], opts: &FigureOptions, time_range: (f64, f64)) -> (Scene, Vec<(f64, f64)>) {
     let mut stacked: Option<Scene> = None;
+    let mut bands = Vec::new();
+    let mut offset = 0.0;
     for item in items {
-        let title = if items.len() > 1 {
-            format!("Activation memory per device — {} (unit of mem-f)", item.label)
-        } else {
-            "Activation memory per device (unit of mem-f)".to_string()
-        };
-        let memory = MemoryOptions {
-            width: opts.width,
-            height: opts.memory_height,
-            scale: opts.scale,
-            time_range: Some(time_range),
-            limit: opts.mem_limit,
-            gutter: Some(gutter_width(devices)),
-            highlight_device: None,
-            title,
-        };
+        let memory = memory_options(items, item, opts, time_range);
+        let (top, bottom) = memory_plot_band(&memory);
+        bands.push((offset + top, offset + bottom));
+        offset += memory.height;
         let chart = memory_chart(&item.analysis.timeline, &memory, &opts.theme);
         stacked = Some(match stacked {
             Some(above) => above.stack(chart),
             None => chart,
         });
     }
-    stacked.unwrap_or_else(|| Scene::new(0, 0, opts.theme.background, opts.theme.font))
+    (stacked.unwrap_or_else(|| Scene::new(0, 0, opts.theme.background, opts.theme.font)), bands)
 }
 
 /// The figure as an SVG document.

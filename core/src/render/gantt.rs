@@ -107,11 +107,34 @@ pub fn gutter_width(devices: u32) -> f64 {
     (text_width(&label, 12.0) + 28.0).max(64.0)
 }
 
+/// Charts narrower than this (CSS pixels: phones) label rows `D3` instead of `Device 3`.
+pub const NARROW_CHART: f64 = 600.0;
+
+/// The label of device row `device` on a chart `width` pixels wide.
+pub fn device_label(device: u32, width: f64) -> String {
+    if width < NARROW_CHART {
+        format!("D{device}")
+    } else {
+        format!("Device {device}")
+    }
+}
+
+/// Width of the device-label gutter for `devices` rows on a chart `width` pixels wide: narrow
+/// charts get abbreviated labels and a narrow gutter. Pass it to the memory chart too, so the
+/// time axes line up.
+pub fn gutter_for(devices: u32, width: f64) -> f64 {
+    if width < NARROW_CHART {
+        text_width(&device_label(devices.saturating_sub(1), width), 12.0) + 16.0
+    } else {
+        gutter_width(devices)
+    }
+}
+
 /// Lays out `panels` on one shared time axis.
 pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (Scene, GanttGeometry) {
     let s = opts.scale.max(0.1);
     let max_devices = panels.iter().map(|p| p.schedule.devices()).max().unwrap_or(1);
-    let gutter = gutter_width(max_devices);
+    let gutter = gutter_for(max_devices, opts.width);
     let row_h = opts.row_height.clamp(4.0, 80.0);
     let row_pitch = row_h + if row_h >= 10.0 { ROW_GAP } else { 1.0 };
 
@@ -144,7 +167,7 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     let dev_axis = axis.scaled(s);
 
     if opts.legend {
-        legend(&mut scene, panels, theme, s, gutter);
+        legend(&mut scene, panels, theme, s, gutter, opts.width < NARROW_CHART);
     }
 
     // Tracks, device labels, titles.
@@ -166,7 +189,7 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
                 scene.text(
                     (gutter - 10.0) * s,
                     top + row_h * s / 2.0,
-                    &format!("Device {d}"),
+                    &device_label(d, opts.width),
                     label_size.min(row_h * 0.7 * s),
                     theme.muted,
                     Anchor::End,
@@ -370,14 +393,18 @@ fn bar(
     } else {
         pass.microbatch.to_string()
     };
-    if font >= 6.0 && text_width(&label, font) + 4.0 * opts.scale <= x1 - x0 && y1 - y0 >= font * 1.05 {
+    // Fit the label as if every digit were as wide as the widest, so bars of one width are all
+    // labelled or none is (a narrow `1` would otherwise fit where `2` does not).
+    let widest = label.replace('1', "0");
+    if font >= 6.0 && text_width(&widest, font) + 4.0 * opts.scale <= x1 - x0 && y1 - y0 >= font * 1.05 {
         let color = if faded { theme.muted } else { theme.label_on(fill) };
         scene.text((x0 + x1) / 2.0, (y0 + y1) / 2.0, &label, font, color, Anchor::Middle);
         scene.counts.labelled += 1;
     }
 }
 
-fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, left: f64) {
+/// The legend of pass kinds; `short` (narrow charts) names them by letter only.
+fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, left: f64, short: bool) {
     let mut kinds = [false; 4];
     let mut pairs = false;
     let mut chunks = 1;
@@ -398,11 +425,12 @@ fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, l
         if !kinds[i] {
             continue;
         }
-        let label = match kind {
-            PassKind::F => "F forward",
-            PassKind::B => "B input grad",
-            PassKind::W => "W weight grad",
-            PassKind::BW => "BW full backward",
+        let label = match (kind, short) {
+            (_, true) => kind.name(),
+            (PassKind::F, _) => "F forward",
+            (PassKind::B, _) => "B input grad",
+            (PassKind::W, _) => "W weight grad",
+            (PassKind::BW, _) => "BW full backward",
         };
         for c in 0..chunks.min(2) {
             scene.rect(x, y - sw / 2.0, x + sw, y + sw / 2.0, theme.pass_color(*kind, c));
@@ -425,10 +453,11 @@ fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, l
             stroke: Some((theme.outline, s)),
         });
         x += sw + 6.0 * s;
-        scene.text(x, y, "F&B overlapped", size, theme.text, Anchor::Start);
-        x += text_width("F&B overlapped", size) + 18.0 * s;
+        let label = if short { "F&B" } else { "F&B overlapped" };
+        scene.text(x, y, label, size, theme.text, Anchor::Start);
+        x += text_width(label, size) + 18.0 * s;
     }
-    if chunks > 1 {
+    if chunks > 1 && !short {
         let note = if chunks == 2 {
             "left swatch chunk 0, right chunk 1".to_string()
         } else {

@@ -1,7 +1,7 @@
 //! Memory chart layout: activation memory over time per device, with the limit and peaks.
 
 use super::axis::{format_number, format_tick, ticks, TimeAxis};
-use super::gantt::gutter_width;
+use super::gantt::gutter_for;
 use super::scene::{fit_text, text_width, Anchor, Item, Scene};
 use super::theme::Theme;
 use crate::sim::Timeline;
@@ -50,7 +50,7 @@ const RIGHT: f64 = 18.0;
 pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) -> Scene {
     let s = opts.scale.max(0.1);
     let devices = timeline.devices.len() as u32;
-    let gutter = opts.gutter.unwrap_or_else(|| gutter_width(devices));
+    let gutter = opts.gutter.unwrap_or_else(|| gutter_for(devices, opts.width));
     let mut scene =
         Scene::new((opts.width * s).round() as u32, (opts.height * s).round() as u32, theme.background, theme.font);
     let end = timeline.end();
@@ -59,7 +59,8 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         _ => (0.0, if end > 0.0 { end } else { 1.0 }),
     };
     let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) }.scaled(s);
-    let (plot_top, plot_bottom) = (TOP * s, ((opts.height - BOTTOM).max(TOP + 20.0)) * s);
+    let (plot_top, plot_bottom) = memory_plot_band(opts);
+    let (plot_top, plot_bottom) = (plot_top * s, plot_bottom * s);
 
     let peak = timeline.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max);
     let y_max = {
@@ -156,6 +157,11 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
     let title = fit_text(&opts.title, 13.0 * s, room);
     scene.bold_text(gutter * s, 14.0 * s, &title, 13.0 * s, theme.text, Anchor::Start);
     scene
+}
+
+/// The vertical span (top, bottom) of the memory chart's plot area in CSS pixels.
+pub fn memory_plot_band(opts: &MemoryOptions) -> (f64, f64) {
+    (TOP, (opts.height - BOTTOM).max(TOP + 20.0))
 }
 
 /// How much wider bold text runs than [`text_width`] estimates.

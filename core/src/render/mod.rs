@@ -2,7 +2,9 @@
 //! scene is drawn through [`draw()`] onto any plotters backend — canvas in the app, SVG in the
 //! CLI and exports. One routine serves both, so they show the same picture.
 
+mod animate;
 mod axis;
+mod cursor;
 mod draw;
 mod figure;
 mod gantt;
@@ -10,11 +12,17 @@ mod memory;
 mod scene;
 mod theme;
 
+pub use animate::{figure_animated_svg, AnimateOptions, DURATION_RANGE};
 pub use axis::{format_number, format_tick, ticks, TimeAxis};
+pub use cursor::{Cursor, CursorState, DeviceAt};
 pub use draw::{draw, to_svg, DrawError, SVG_FONT_FACTOR};
-pub use figure::{figure, figure_svg, summary_line, Figure, FigureItem, FigureOptions, MEMORY_HEIGHT};
-pub use gantt::{gantt, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry};
-pub use memory::{memory_chart, MemoryOptions};
+pub use figure::{
+    figure, figure_layout, figure_svg, summary_line, Figure, FigureGeometry, FigureItem, FigureOptions, MEMORY_HEIGHT,
+};
+pub use gantt::{
+    device_label, gantt, gutter_for, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry, NARROW_CHART,
+};
+pub use memory::{memory_chart, memory_plot_band, MemoryOptions};
 pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
 pub use theme::{BarKind, Rgb, Theme};
 

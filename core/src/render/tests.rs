@@ -142,3 +142,33 @@ fn memory_title_stops_before_the_legend() {
         }
     }
 }
+
+#[test]
+fn narrow_charts_abbreviate_device_labels_and_keep_the_plot_wide() {
+    let a = one_f_one_b(8, 16);
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let texts = |scene: &Scene| -> Vec<String> {
+        scene
+            .items
+            .iter()
+            .filter_map(|i| if let Item::Text { text, .. } = i { Some(text.clone()) } else { None })
+            .collect()
+    };
+    let (phone, geo) =
+        gantt(&[panel], &GanttOptions { width: 340.0, row_height: 12.0, ..GanttOptions::default() }, &Theme::light());
+    let labels = texts(&phone);
+    assert!(labels.iter().any(|t| t == "D7") && !labels.iter().any(|t| t.starts_with("Device")), "{labels:?}");
+    assert!(geo.axis.x0 <= 40.0, "gutter {} px on a phone", geo.axis.x0);
+    assert!(geo.row_height >= 12.0);
+    let (wide, geo) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
+    assert!(texts(&wide).iter().any(|t| t == "Device 7"));
+    assert_eq!(geo.axis.x0, gutter_width(8));
+    // The memory chart lines up with the Gantt chart at either width.
+    assert_eq!(gutter_for(8, 340.0), device_label_gutter(8, 340.0));
+}
+
+fn device_label_gutter(devices: u32, width: f64) -> f64 {
+    let a = one_f_one_b(devices, 4);
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light()).1.axis.x0
+}

@@ -22,7 +22,31 @@ impl Rgb {
     pub fn luminance(self) -> f64 {
         (0.2126 * f64::from(self.0) + 0.7152 * f64::from(self.1) + 0.0722 * f64::from(self.2)) / 255.0
     }
+
+    /// Relative luminance as WCAG 2 defines it (linearised sRGB).
+    pub fn wcag_luminance(self) -> f64 {
+        let lin = |c: u8| {
+            let c = f64::from(c) / 255.0;
+            if c <= 0.04045 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * lin(self.0) + 0.7152 * lin(self.1) + 0.0722 * lin(self.2)
+    }
+
+    /// WCAG 2 contrast ratio between two colours, `1..=21` (AA asks 4.5 for text).
+    pub fn contrast(self, other: Rgb) -> f64 {
+        let (a, b) = (self.wcag_luminance(), other.wcag_luminance());
+        (a.max(b) + 0.05) / (a.min(b) + 0.05)
+    }
 }
+
+/// Label colours on pass bars: black or white, whichever contrasts more. One of the two always
+/// reaches 4.58:1, above WCAG AA's 4.5 for text.
+const LABEL_DARK: Rgb = Rgb(0, 0, 0);
+const LABEL_LIGHT: Rgb = Rgb(255, 255, 255);
 
 /// What a bar shows, for colours and the legend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -70,7 +94,7 @@ impl Theme {
             text: Rgb(17, 24, 39),
             muted: Rgb(100, 110, 125),
             grid: Rgb(226, 229, 235),
-            alert: Rgb(220, 38, 38),
+            alert: Rgb(185, 28, 28),
             outline: Rgb(17, 24, 39),
             kinds: [Rgb(59, 130, 246), Rgb(20, 184, 166), Rgb(132, 204, 22), Rgb(245, 158, 11)],
             merged: Rgb(148, 163, 184),
@@ -121,12 +145,12 @@ impl Theme {
         }
     }
 
-    /// A readable label colour on `fill`.
+    /// A readable label colour on `fill`: black or white, whichever contrasts more (WCAG AA).
     pub fn label_on(&self, fill: Rgb) -> Rgb {
-        if fill.luminance() > 0.6 {
-            Rgb(17, 24, 39)
+        if fill.contrast(LABEL_DARK) >= fill.contrast(LABEL_LIGHT) {
+            LABEL_DARK
         } else {
-            Rgb(255, 255, 255)
+            LABEL_LIGHT
         }
     }
 
@@ -169,7 +193,90 @@ mod tests {
     #[test]
     fn labels_contrast_with_their_fill() {
         let t = Theme::light();
-        assert_eq!(t.label_on(Rgb(255, 255, 255)), Rgb(17, 24, 39));
-        assert_eq!(t.label_on(Rgb(30, 64, 175)), Rgb(255, 255, 255));
+        assert_eq!(t.label_on(Rgb(255, 255, 255)), LABEL_DARK);
+        assert_eq!(t.label_on(Rgb(30, 64, 175)), LABEL_LIGHT);
+    }
+
+    #[test]
+    fn contrast_ratios_match_wcag_examples() {
+        // Reference values from the WCAG definition: black on white 21:1, equal colours 1:1,
+        // #767676 on white 4.54:1 (the lightest grey that passes AA).
+        assert!((Rgb(0, 0, 0).contrast(Rgb(255, 255, 255)) - 21.0).abs() < 1e-9);
+        assert!((Rgb(9, 9, 9).contrast(Rgb(9, 9, 9)) - 1.0).abs() < 1e-12);
+        assert!((Rgb(118, 118, 118).contrast(Rgb(255, 255, 255)) - 4.54).abs() < 0.01);
+    }
+
+    /// WCAG AA for normal-size text.
+    const AA: f64 = 4.5;
+
+    #[test]
+    fn both_themes_meet_wcag_aa_for_text_and_pass_labels() {
+        for t in [Theme::light(), Theme::dark()] {
+            for (what, fg) in [("text", t.text), ("muted", t.muted), ("alert", t.alert)] {
+                for (on, bg) in [("background", t.background), ("track", t.track)] {
+                    let c = fg.contrast(bg);
+                    assert!(c >= AA, "{}: {what} on {on} is {c:.2}:1, below {AA}:1", t.name);
+                }
+            }
+            // Every pass colour, every chunk shade, and merged runs carry readable labels.
+            for kind in PassKind::ALL {
+                for chunk in 0..6 {
+                    let fill = t.pass_color(kind, chunk);
+                    let c = t.label_on(fill).contrast(fill);
+                    assert!(c >= AA, "{}: label on {kind:?} chunk {chunk} ({}) is {c:.2}:1", t.name, fill.hex());
+                }
+            }
+            let c = t.label_on(t.merged).contrast(t.merged);
+            assert!(c >= AA, "{}: label on merged runs is {c:.2}:1", t.name);
+        }
+    }
+
+    /// The app's CSS colours: `--name: #rrggbb;` inside the block that starts with `selector`.
+    fn css_colors(css: &str, selector: &str) -> Vec<(String, Rgb)> {
+        let start = css.find(selector).expect("selector in main.css");
+        let block = &css[start..start + css[start..].find('}').expect("closed block")];
+        block
+            .lines()
+            .filter_map(|l| {
+                let (name, value) = l.trim().strip_prefix("--")?.split_once(':')?;
+                let hex = value.trim().strip_prefix('#')?.strip_suffix(';')?;
+                let n = u32::from_str_radix(hex, 16).ok().filter(|_| hex.len() == 6)?;
+                Some((name.to_string(), Rgb((n >> 16) as u8, (n >> 8) as u8, n as u8)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_app_css_meets_wcag_aa_in_both_themes() {
+        const CSS: &str = include_str!("../../../style/main.css");
+        let light = css_colors(CSS, ":root {");
+        let mut dark = light.clone();
+        for (name, c) in css_colors(CSS, ":root[data-theme=\"dark\"] {") {
+            match dark.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = c,
+                None => dark.push((name, c)),
+            }
+        }
+        for (theme, vars) in [("light", &light), ("dark", &dark)] {
+            let get = |n: &str| vars.iter().find(|(v, _)| v == n).map(|(_, c)| *c).unwrap_or_else(|| panic!("--{n}"));
+            let pairs = [
+                ("text", "bg"),
+                ("text", "surface"),
+                ("text", "surface-2"),
+                ("muted", "bg"),
+                ("muted", "surface"),
+                ("muted", "surface-2"),
+                ("accent", "surface"),
+                ("accent-ink", "accent"),
+                ("alert", "alert-soft"),
+                ("alert", "surface"),
+                ("warn", "warn-soft"),
+                ("text", "accent-soft"),
+            ];
+            for (fg, bg) in pairs {
+                let c = get(fg).contrast(get(bg));
+                assert!(c >= AA, "{theme}: --{fg} on --{bg} is {c:.2}:1, below {AA}:1");
+            }
+        }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use bubblescope::render::{figure_svg, FigureItem, FigureOptions, Theme};
+use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme};
 use bubblescope::{family, run, Costs, ScheduleParams};
 
 /// Largest reference file, to keep the repository small.
@@ -58,7 +58,26 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn render(case: &Case) -> String {
+/// Animated figures: a case of [`cases`] by name, and how it plays.
+fn animated_cases() -> Vec<(&'static str, &'static str, AnimateOptions)> {
+    vec![
+        ("zb-h1-p4-m8-animated", "zb-h1-p4-m8", AnimateOptions { duration: 6.0, looping: false }),
+        ("zb-2p-p4-m8-memory-animated-loop", "zb-2p-p4-m8-memory", AnimateOptions { duration: 4.5, looping: true }),
+    ]
+}
+
+/// Every golden figure: its name and its bytes.
+fn outputs() -> Vec<(String, String)> {
+    let cases = cases();
+    let mut out: Vec<(String, String)> = cases.iter().map(|c| (c.name.to_string(), render(c, None))).collect();
+    for (name, base, anim) in animated_cases() {
+        let case = cases.iter().find(|c| c.name == base).expect("animated case names a still case");
+        out.push((name.to_string(), render(case, Some(&anim))));
+    }
+    out
+}
+
+fn render(case: &Case, anim: Option<&AnimateOptions>) -> String {
     let analyses: Vec<(String, bubblescope::Analysis)> = case
         .families
         .iter()
@@ -66,7 +85,11 @@ fn render(case: &Case) -> String {
         .collect();
     let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a }).collect();
     let theme = if case.dark { Theme::dark() } else { Theme::light() };
-    figure_svg(&items, &FigureOptions { memory: case.memory, theme, ..FigureOptions::default() })
+    let opts = FigureOptions { memory: case.memory, theme, ..FigureOptions::default() };
+    match anim {
+        Some(anim) => figure_animated_svg(&items, &opts, anim),
+        None => figure_svg(&items, &opts),
+    }
 }
 
 #[test]
@@ -74,12 +97,12 @@ fn golden_svg_figures() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut failures = Vec::new();
-    for case in cases() {
-        let svg = render(&case);
-        assert_eq!(svg, render(&case), "{}: rendering is not deterministic", case.name);
-        assert!(svg.len() <= MAX_BYTES, "{}: {} bytes, over the {MAX_BYTES}-byte cap", case.name, svg.len());
-        let reference = dir.join(format!("{}.svg", case.name));
-        let fresh = dir.join(format!("{}.new.svg", case.name));
+    let again = outputs();
+    for (i, (name, svg)) in outputs().into_iter().enumerate() {
+        assert_eq!(svg, again[i].1, "{name}: rendering is not deterministic");
+        assert!(svg.len() <= MAX_BYTES, "{name}: {} bytes, over the {MAX_BYTES}-byte cap", svg.len());
+        let reference = dir.join(format!("{name}.svg"));
+        let fresh = dir.join(format!("{name}.new.svg"));
         if update {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(&reference, &svg).unwrap();

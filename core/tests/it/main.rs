@@ -1,5 +1,6 @@
 //! Integration tests of the public API.
 
+mod animate;
 mod formats;
 mod golden;
 mod properties;
