@@ -476,13 +476,15 @@ impl Search<'_> {
         for i in order {
             let c = &candidates[i];
             let index = c.candidate.index;
-            if let Some((cost, _, _)) = &best {
+            if let Some((cost, at, _)) = &best {
                 // Rounding in either simulation must not hide a candidate: keep a small slack.
                 let slack = 1e-9 * cost.abs().max(1.0);
+                // An earlier candidate may tie the best, a later one must beat it.
+                let reach = if index < *at { cost + slack } else { *cost };
                 let reaches = match bounds.get(&*c.candidate.grid) {
-                    Some(bound) => *bound <= cost + slack,
+                    Some(bound) => *bound < reach || index < *at && *bound <= reach,
                     None => {
-                        let beat = cost - extra(c) + 2.0 * slack;
+                        let beat = reach - extra(c) + if index < *at { slack } else { 0.0 };
                         cost_below(&c.candidate.grid, c.microbatches, self.costs, beat).is_some()
                     }
                 };
