@@ -31,6 +31,8 @@ fn v_auto(c: &mut Criterion) {
         ("P32-M33-unbalanced", params(32, 33, unbalanced, None)),
         ("P32-M63-unbalanced", params(32, 63, unbalanced, None)),
         ("P32-M256-unbalanced", params(32, 256, unbalanced, None)),
+        // Many microbatches at unequal costs: blocks are screened at 2P microbatches.
+        ("P32-M512-unbalanced", params(32, 512, unbalanced, None)),
     ];
     for (name, params) in &cases {
         group.bench_with_input(BenchmarkId::from_parameter(name), params, |b, params| {

@@ -49,13 +49,22 @@
 //!   at that peak bounds its slot bubble from below (every block, P = 2..8 in the tests and up
 //!   to 12 when this was written). Blocks run from the highest peak down and the search stops
 //!   once the bound exceeds the least slot bubble plus the screen's margin.
+//! * *Steady state* (`M ≥ 2P`): every step keeps a block's steady state, so its peak, whether
+//!   it works and its slot bubble are the same at `2P` microbatches as at `M` (every block,
+//!   `M` = 2P..4P+2, P ≤ 8, tests): blocks are screened at `2P` (more for the few blocks of
+//!   one or two devices that spread wider). A candidate costing `c₀` there costs at least
+//!   `c₀ + (M − 2P)·w` at `M` (`w`: a device's least work per microbatch; every block and
+//!   cost mix of the tests): only the candidates whose bound reaches the best cost found are
+//!   laid out and simulated at `M`, usually one. The result is the exhaustive search's
+//!   schedule (compared over P = 2..8, M up to 4P + 2, every limit, seven cost mixes).
 //! * With `M < 2P` the padded microbatches are trimmed after the warm-up, so a block's final
 //!   peak is only known after most steps: every block runs (only the simulations are
 //!   screened). This is the slow case: about 0.3 s at P = 16, M = 24.
 //!
 //! Measured (CPU time, `--profile bench`, see `benches/v_auto.rs`): P = 8, M = 32: 3 ms at the
 //! default limit, 13 ms with costs 10, 12, 8 and limit 5; P = 16, M = 64: 11 ms at the default
-//! limit, 69 ms with costs 10, 12, 8 and limit 12.
+//! limit, 69 ms with costs 10, 12, 8 and limit 12. P = 32, M = 512, costs 10, 12, 8: 0.14 s
+//! of CPU for the whole CLI run (0.75 s before the steady-state screen).
 //!
 //! **Units.** `--mem-limit` is in mem-f per device; a chunk's forward holds `mem_f/2`, so the
 //! scheduler may hold `⌊2·limit/mem_f⌋` chunk-activations (capped at `2P`, V-ZB's need: more
@@ -79,7 +88,7 @@
 //! `3P − 1 − 3k + max(3P, P − 1 + 2(1 + ⌊(k+1)/2⌋))` chunk passes; `k = 2P` gives 0 (V-ZB),
 //! `k = P` gives `3P − 1`.
 
-use super::v_blocks::{chunk_activations, cost_below, Grid, Part, EMPTY, PERIOD};
+use super::v_blocks::{chunk_activations, cost_below, microbatch_work, Grid, Part, EMPTY, PERIOD};
 use super::{
     per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
 };
@@ -89,6 +98,7 @@ use crate::schedule::Schedule;
 use crate::Costs;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use steps::{cool_down, fill_and_check, repeated_peak, schedule_block, trimmed_rows};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -195,6 +205,26 @@ const OFFSETS: [[i32; 4]; 5] = [[1, -1, 1, -1], [2, -1, 2, -1], [3, -1, 3, -1], 
 /// How far above the least slot bubble a schedule is still simulated in the screened search.
 const SCREEN_MARGIN: i64 = 1;
 
+/// With `M ≥ 2P`, blocks are screened at `STEADY_SCREEN·P` microbatches (or a few more, see
+/// [`steady_microbatches`]), whatever `M` is.
+const STEADY_SCREEN: u32 = 2;
+
+/// The microbatches a block is screened with when `M ≥ 2P`: `2P`, or as many periods as its
+/// rows' first passes spread over when that is more (every part must have started before the
+/// first one stops for the rows to reach their steady state; only blocks of very few devices
+/// spread that far), and never more than `M`.
+fn steady_microbatches(starts: &[[u32; 6]], devices: u32, microbatches: u32) -> u32 {
+    let spread = starts
+        .iter()
+        .map(|row| {
+            let (first, last) = (row.iter().min().copied().unwrap_or(0), row.iter().max().copied().unwrap_or(0));
+            last / PERIOD - first / PERIOD + 1
+        })
+        .max()
+        .unwrap_or(1);
+    (STEADY_SCREEN * devices).max(spread).min(microbatches)
+}
+
 /// The building-block search for one size and cost table.
 struct Search<'a> {
     devices: u32,
@@ -219,7 +249,19 @@ struct FewBlock {
 /// Steps 7–8 for one cooled-down grid: its slot bubble and rows, or `None` when it fails.
 type Finished = Option<(i64, Rc<Grid>)>;
 
+/// A candidate of the `M ≥ 2P` search: its rows at `2P` microbatches and its first slots, to
+/// lay it out at `M` when it is simulated there.
+struct SteadyCandidate {
+    /// The candidate, with rows at `2P` microbatches.
+    candidate: Candidate,
+    /// Its first slots ([`first_slots`]).
+    starts: Vec<[u32; 6]>,
+    /// The microbatches its rows run ([`steady_microbatches`]).
+    microbatches: u32,
+}
+
 /// A block that survived the repeat–squeeze–reorder steps.
+#[derive(Clone)]
 struct Candidate {
     /// Position in the enumeration (ties go to the first).
     index: usize,
@@ -233,7 +275,7 @@ impl Search<'_> {
     /// The best schedule under a limit of `limit` chunk-activations, if any block fits.
     fn run(&self, limit: u32) -> Option<Schedule> {
         if self.microbatches >= 2 * self.devices {
-            self.cheapest(self.screened(limit), self.balanced())
+            self.steady_cheapest(self.screened(limit), limit)
         } else {
             self.cheapest(self.few_microbatches(limit), false)
         }
@@ -338,13 +380,6 @@ impl Search<'_> {
         self.screen(candidates)
     }
 
-    /// Every block through every step, as the authors' search; only the screened candidates
-    /// are simulated. The reference [`Search::few_microbatches`] is tested against.
-    #[cfg(test)]
-    fn exhaustive(&self, limit: u32) -> Vec<Candidate> {
-        self.screen(self.every_block(limit))
-    }
-
     /// Every block that works under the limit, in the authors' order and with their stop
     /// along `len₀`.
     #[cfg(test)]
@@ -377,20 +412,27 @@ impl Search<'_> {
         candidates
     }
 
-    /// The screened search for `M ≥ 2P`. A block's peak is known before any step, and the §4.9
-    /// closed form at that peak is a lower bound of its slot bubble (checked for every block
-    /// up to P = 12, tests). Blocks run through the steps from the highest peak down until
-    /// the bound exceeds the least slot bubble found by more than [`SCREEN_MARGIN`]; only
-    /// schedules within that margin are simulated (only the least with `F = B = W` and no
-    /// communication, where the slot bubble is the real one). The screen keeps every winner of
-    /// the exhaustive search over the sizes and costs the tests compare.
-    fn screened(&self, limit: u32) -> Vec<Candidate> {
+    /// The screened search for `M ≥ 2P`, laid out at [`steady_microbatches`] (`2P` but for
+    /// blocks of very few devices) whatever `M` is: every step keeps the steady state of a block that runs `2P`
+    /// microbatches or more, so its peak, whether it works and its slot bubble do not change
+    /// with `M` (checked block by block for `M` from `2P` to `4P + 2`, tests). Returns the
+    /// candidates with their rows at `2P` microbatches and their first slots.
+    ///
+    /// A block's peak is known before any step, and the §4.9 closed form at that peak is a
+    /// lower bound of its slot bubble (checked for every block up to P = 12, tests). Blocks run
+    /// through the steps from the highest peak down until the bound exceeds the least slot
+    /// bubble found by more than [`SCREEN_MARGIN`]; only schedules within that margin are
+    /// simulated (only the least with `F = B = W` and no communication, where the slot bubble
+    /// is the real one). The screen keeps every winner of the exhaustive search over the sizes
+    /// and costs the tests compare.
+    fn screened(&self, limit: u32) -> Vec<SteadyCandidate> {
         let margin = if self.balanced() { 0 } else { SCREEN_MARGIN };
-        let (p, m) = (self.devices, self.microbatches);
+        let p = self.devices;
+        let m = self.microbatches;
         let mut seen = std::collections::HashSet::new();
         let mut blocks: Vec<(i32, usize, Vec<[u32; 6]>)> = Vec::new();
         self.for_each_block(|index, starts| {
-            let peak = repeated_peak(starts, m);
+            let peak = repeated_peak(starts, steady_microbatches(starts, p, m));
             if peak > limit as i32 {
                 return true;
             }
@@ -401,16 +443,18 @@ impl Search<'_> {
         });
         blocks.sort_by_key(|&(peak, index, _)| (std::cmp::Reverse(peak), index));
         let mut least: Option<i64> = None;
-        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut candidates: Vec<SteadyCandidate> = Vec::new();
         for (peak, index, starts) in blocks {
             let bound = closed_form_bubble(p, peak.max(0) as u32);
             if least.is_some_and(|l| bound > l + margin) {
                 break;
             }
-            if let (_, Some(grid)) = schedule_block(&starts, p, m, limit) {
+            let m0 = steady_microbatches(&starts, p, m);
+            if let (_, Some(grid)) = schedule_block(&starts, p, m0, limit) {
                 let bubble = slot_bubble(&grid);
                 least = Some(least.map_or(bubble, |l| l.min(bubble)));
-                candidates.push(Candidate { index, grid: Rc::new(grid), bubble });
+                let candidate = Candidate { index, grid: Rc::new(grid), bubble };
+                candidates.push(SteadyCandidate { candidate, starts, microbatches: m0 });
                 // Balanced: the first block of its peak to reach the bound wins; later blocks
                 // of that peak can only tie it (and come later), lower peaks have a higher bound.
                 if margin == 0 && bubble == bound && least == Some(bound) {
@@ -418,7 +462,87 @@ impl Search<'_> {
                 }
             }
         }
-        self.screen(candidates)
+        if let Some(least) = least {
+            candidates.retain(|c| c.candidate.bubble <= least + margin);
+        }
+        candidates.sort_by_key(|c| c.candidate.index);
+        candidates
+    }
+
+    /// The candidate of the `M ≥ 2P` search ([`Search::screened`]) with the shortest simulated
+    /// cost at `M` microbatches, the first on ties: the schedule [`Search::cheapest`] picks
+    /// from the same candidates laid out at `M`, without laying out or simulating most of them
+    /// at `M`.
+    ///
+    /// A candidate costing `c₀` at its screening size `M₀` ([`steady_microbatches`]) costs at least `c₀ + (M − M₀)·w` at
+    /// `M`, `w` the least work a device does per microbatch (the steady state repeats; checked
+    /// for every block, `M` up to `4P + 2` and cost mix of
+    /// `tests::steady_bound_never_exceeds_the_simulated_cost`). So the cheapest
+    /// candidate at `M₀` is laid out and simulated at `M` first, then every other one is
+    /// simulated at `M₀` only as far as it may still reach that bound below the best cost
+    /// found, and at `M` only if it does.
+    fn steady_cheapest(&self, candidates: Vec<SteadyCandidate>, limit: u32) -> Option<Schedule> {
+        let (p, m) = (self.devices, self.microbatches);
+        let work = microbatch_work(p, self.costs);
+        // What a candidate adds at M to its cost at its screening size, at least.
+        let extra = |c: &SteadyCandidate| f64::from(m - c.microbatches) * work;
+        // Bounds of the rows already simulated at their screening size (equal rows, equal bounds).
+        let mut bounds: HashMap<&Grid, f64> = HashMap::with_capacity(candidates.len());
+        let mut first: Option<(f64, usize)> = None;
+        for (i, c) in candidates.iter().enumerate() {
+            let beat = first.map_or(f64::INFINITY, |(b, _)| b) - extra(c);
+            if let Some((cost, _)) = cost_below(&c.candidate.grid, c.microbatches, self.costs, beat) {
+                bounds.insert(&c.candidate.grid, cost + extra(c));
+                first = Some((cost + extra(c), i));
+            }
+        }
+        let (_, first) = first?;
+        // Best so far: (cost at M, index, schedule).
+        let mut best: Option<(f64, usize, Schedule)> = None;
+        let mut order: Vec<usize> = (0..candidates.len()).collect();
+        order.swap(0, first);
+        order[1..].sort_unstable();
+        for i in order {
+            let c = &candidates[i];
+            let index = c.candidate.index;
+            if let Some((cost, at, _)) = &best {
+                // Rounding in either simulation must not hide a candidate: keep a small slack.
+                let slack = 1e-9 * cost.abs().max(1.0);
+                // An earlier candidate may tie the best, a later one must beat it.
+                let reach = if index < *at { cost + slack } else { *cost };
+                let reaches = match bounds.get(&*c.candidate.grid) {
+                    Some(bound) => *bound < reach || index < *at && *bound <= reach,
+                    None => {
+                        let beat = reach - extra(c) + if index < *at { slack } else { 0.0 };
+                        cost_below(&c.candidate.grid, c.microbatches, self.costs, beat).is_some()
+                    }
+                };
+                if !reaches {
+                    continue;
+                }
+            }
+            let grid = if m == c.microbatches {
+                (*c.candidate.grid).clone()
+            } else {
+                match schedule_block(&c.starts, p, m, limit) {
+                    (_, Some(grid)) => grid,
+                    (_, None) => continue,
+                }
+            };
+            // A later candidate must beat the best; an earlier one may tie it.
+            let beat = match &best {
+                None => f64::INFINITY,
+                Some((cost, at, _)) if index < *at => cost.next_up(),
+                Some((cost, _, _)) => *cost,
+            };
+            if let Some((cost, schedule)) = cost_below(&grid, m, self.costs, beat) {
+                let wins = best.as_ref().is_none_or(|(b, at, _)| cost < *b || (cost == *b && index < *at));
+                if wins {
+                    best = Some((cost, index, schedule));
+                }
+            }
+        }
+        best.map(|(_, _, schedule)| schedule)
     }
 
     /// Whether every chunk pass takes the same time and nothing is spent communicating: then a
@@ -473,65 +597,6 @@ fn slot_bubble(grid: &Grid) -> i64 {
         })
         .max()
         .unwrap_or(0)
-}
-
-/// The peak lifespan count of the block repeated `microbatches` times, without building the
-/// rows (see [`repeated_row_peak`]).
-fn repeated_peak(starts: &[[u32; 6]], microbatches: u32) -> i32 {
-    starts.iter().map(|row| repeated_row_peak(row, microbatches)).max().unwrap_or(0)
-}
-
-/// The peak lifespan count of one device's row repeated `microbatches` times, period by
-/// period: part `x`, first at slot `6aₓ + rₓ`, runs once in each period `q` with
-/// `aₓ ≤ q < aₓ + M`. Between two periods where a part starts or stops, the same parts run in
-/// every period, so the count at the start of a period grows linearly and peaks at an end of
-/// that range, and the rise within a period is the same in each.
-fn repeated_row_peak(row: &[u32; 6], microbatches: u32) -> i32 {
-    let m = i64::from(microbatches);
-    let first: [i64; 6] = row.map(|s| i64::from(s / PERIOD));
-    let memory = Part::ALL.map(Part::memory).map(i64::from);
-    // The parts in slot order within a period.
-    let mut order: [usize; 6] = [0, 1, 2, 3, 4, 5];
-    order.sort_by_key(|&x| row[x] % PERIOD);
-    // Count at the start of period q.
-    let base = |q: i64| (0..6).map(|x| memory[x] * (q - first[x]).clamp(0, m)).sum::<i64>();
-    let mut cuts = [0i64; 12];
-    for (x, &a) in first.iter().enumerate() {
-        cuts[2 * x] = a;
-        cuts[2 * x + 1] = a + m;
-    }
-    cuts.sort_unstable();
-    let mut peak = 0i64;
-    for pair in cuts.windows(2).filter(|pair| pair[0] < pair[1]) {
-        let (lo, hi) = (pair[0], pair[1] - 1);
-        let (mut rise, mut highest) = (0i64, 0i64);
-        for &x in &order {
-            if first[x] <= lo && lo < first[x] + m {
-                rise += memory[x];
-                highest = highest.max(rise);
-            }
-        }
-        peak = peak.max(base(lo) + highest).max(base(hi) + highest);
-    }
-    peak as i32
-}
-
-/// The passes of one device's row of a block repeated `microbatches` times (microbatch `k` of
-/// part `x` at slot `row[x] + 6k`), in slot order from slot `from` on: `(slot, part, k)`.
-fn repeated_row(row: &[u32; 6], microbatches: u32, from: u32) -> impl Iterator<Item = (u32, Part, u32)> {
-    // The six parts sit at distinct residues: per residue, the part and its first period.
-    let mut by_residue = [(Part::F0, 0u32); PERIOD as usize];
-    for (part, &start) in Part::ALL.iter().zip(row) {
-        by_residue[(start % PERIOD) as usize] = (*part, start / PERIOD);
-    }
-    let end = row.iter().copied().max().unwrap_or(0) + PERIOD * microbatches.saturating_sub(1);
-    (from / PERIOD..=end / PERIOD).flat_map(move |period| {
-        by_residue.into_iter().enumerate().filter_map(move |(residue, (part, first))| {
-            let slot = period * PERIOD + residue as u32;
-            let k = period.checked_sub(first)?;
-            (slot >= from && k < microbatches).then_some((slot, part, k))
-        })
-    })
 }
 
 /// Device 0's 60 starting blocks: `F` at 0, `f B b` at distinct slots in 1..5, each W at the
@@ -635,580 +700,6 @@ fn order_key(starts: &[[u32; 6]]) -> Vec<u16> {
     key
 }
 
-/// Runs repeat–squeeze–reorder on one block for `microbatches` under a limit of `limit`
-/// chunk-activations. Returns the peak the search compares with the limit and, if the block
-/// works, its rows.
-fn schedule_block(starts: &[[u32; 6]], devices: u32, microbatches: u32, limit: u32) -> (i32, Option<Grid>) {
-    let p = devices;
-    let m = microbatches;
-    let padded = m.max(2 * p);
-    let cap = limit.min(2 * p) as i32;
-    let grid = repeat(starts, padded);
-    let mut peak = grid.peak();
-    if (m == padded && peak > cap) || peak > 2 * p as i32 {
-        return (peak, None);
-    }
-    let initial = peak;
-    let Some(grid) = grid.squeeze(padded) else { return (initial, None) };
-    let Some(grid) = rewrite_warm_up(grid, padded).and_then(|g| g.squeeze(padded)) else { return (initial, None) };
-    let mut reference = initial;
-    let warm_peak = grid.peak();
-    if warm_peak > initial {
-        return (initial, None);
-    }
-    let (mut grid, mut grid_peak) = (grid, warm_peak);
-    if m < padded {
-        let mut trimmed = keep_microbatches(grid, m);
-        if m <= p && 2 * m as i32 <= cap {
-            trimmed = release_early_weights(trimmed, warm_peak.min(2 * p as i32));
-        }
-        let Some(squeezed) = trimmed.squeeze(m) else { return (initial, None) };
-        peak = squeezed.peak();
-        reference = peak;
-        if peak > cap {
-            return (peak, None);
-        }
-        (grid, grid_peak) = (squeezed, peak);
-    }
-    finish_block(grid, grid_peak, p, m, reference)
-}
-
-/// Steps 2–5 for `M < 2P` (the padded block runs `2P` microbatches), read off the block
-/// instead of laid out slot by slot: the squeezed, trimmed rows [`schedule_block`] reaches, or
-/// `None` where it gives up before them (it then returns the initial peak `initial`).
-///
-/// Every step between the repeat and the squeeze after trimming keeps the order of each row
-/// and nothing else matters to that squeeze, so the rows are built as orders:
-/// * the first squeeze keeps each row's order (that of the repeated block, whose slots already
-///   satisfy every dependency, so it never fails);
-/// * the warm-up rewrite replaces the passes before the first `b` by [`warm_up_steps`] and
-///   leaves the rest of the row in place, so the row becomes that rewrite followed by the
-///   block's own passes from its first `b` on. This holds because the rewrite ends before the
-///   first `b`'s squeezed slot, and because the squeeze after it never fails: both are
-///   checked for every block the search visits with `P ≤ 32` (the family's limit; the padded
-///   rows do not depend on `M` below `2P`), in
-///   `tests::order_based_warm_up_matches_the_laid_out_one`;
-/// * trimming keeps the first `M` occurrences of each part, and moving early W to the end
-///   only reorders;
-/// * the peak the warm-up check compares is that of the whole padded rows: the rewritten
-///   warm-up's running count, then the block's own from its first `b` on, which is periodic
-///   and cannot rise one period after the row's last start (see [`repeated_peak`]).
-fn trimmed_rows(starts: &[[u32; 6]], devices: u32, microbatches: u32, initial: i32, cap: i32) -> Option<Grid> {
-    let padded = 2 * devices;
-    let (p, m) = (devices as usize, microbatches as usize);
-    let peak = initial.clamp(0, 2 * devices as i32) as usize;
-    let mut rows = Vec::with_capacity(p);
-    let mut warm_peak = 0;
-    for (i, row) in starts.iter().enumerate() {
-        let first_b = row[Part::B0.index()];
-        // Occurrences of a part before the first `b` (never a `w`: it follows its `b`).
-        let before = |part: Part| {
-            let start = row[part.index()];
-            if start >= first_b {
-                0
-            } else {
-                (first_b - start).div_ceil(PERIOD).min(padded) as usize
-            }
-        };
-        let counts =
-            WarmUpCounts { f0: before(Part::F0), f1: before(Part::F1), b1: before(Part::B1), w1: before(Part::W1) };
-        let warm_up = warm_up_steps(i, p, peak, padded as usize, counts)?;
-        let mut order = Vec::with_capacity(6 * m);
-        let mut kept = [0usize; 6];
-        let (mut count, mut highest) = (0, 0);
-        for part in warm_up.into_iter().flatten() {
-            count += part.memory();
-            highest = highest.max(count);
-            if kept[part.index()] < m {
-                kept[part.index()] += 1;
-                order.push(part as u8);
-            }
-        }
-        // The block's own passes from the first `b` on: the running count continues from the
-        // same value (the warm-up holds the same passes), the order keeps microbatches below `M`.
-        let count_until = row.iter().copied().max().unwrap_or(0).max(first_b) + PERIOD;
-        for (slot, part, k) in repeated_row(row, padded, first_b) {
-            if slot < count_until {
-                count += part.memory();
-                highest = highest.max(count);
-            } else if kept.iter().all(|&c| c >= m) {
-                break;
-            }
-            if (k as usize) < m {
-                kept[part.index()] += 1;
-                order.push(part as u8);
-            }
-        }
-        warm_peak = warm_peak.max(highest);
-        rows.push(order);
-    }
-    if warm_peak > initial {
-        return None;
-    }
-    let mut grid = Grid { rows };
-    grid.pad();
-    if m <= p && 2 * microbatches as i32 <= cap {
-        grid = release_early_weights(grid, warm_peak.min(2 * devices as i32));
-    }
-    Some(grid)
-}
-
-/// Steps 6–8 on squeezed rows of `microbatches` microbatches (peaking at `peak`) under a
-/// reference peak of `reference`: rewrites the cool-down, fills the bubbles, gives the W back
-/// and checks the result. Returns the peak the search compares with the limit and, if the
-/// block works, its rows.
-fn finish_block(grid: Grid, peak: i32, devices: u32, microbatches: u32, reference: i32) -> (i32, Option<Grid>) {
-    match cool_down(grid, peak, devices, microbatches) {
-        Some(grid) => fill_and_check(grid, microbatches, reference),
-        None => (reference, None),
-    }
-}
-
-/// Step 6 on rows peaking at `peak`, and the squeeze after it.
-fn cool_down(grid: Grid, peak: i32, devices: u32, microbatches: u32) -> Option<Grid> {
-    rewrite_cool_down(grid, peak, devices, microbatches)?.squeeze(microbatches)
-}
-
-/// Steps 7–8 on the squeezed rows after the cool-down, as [`finish_block`] returns them.
-fn fill_and_check(mut grid: Grid, microbatches: u32, reference: i32) -> (i32, Option<Grid>) {
-    let m = microbatches;
-    // Relabelling W keeps every count (both kinds free one chunk-activation).
-    let peak = fill_bubbles(&mut grid, m);
-    if !relabel_weights(&mut grid, m) {
-        return (reference, None);
-    }
-    if peak > reference {
-        return (reference, None);
-    }
-    if !has_authors_order(&grid, m) {
-        return (peak, None);
-    }
-    (peak, Some(grid))
-}
-
-/// The block repeated for `microbatches` microbatches: pass `x` of microbatch `k` on device
-/// `d` at `starts[d][x] + 6k`.
-fn repeat(starts: &[[u32; 6]], microbatches: u32) -> Grid {
-    let len = starts.iter().flatten().max().map_or(0, |&s| s + PERIOD * (microbatches - 1) + 1);
-    let mut grid = Grid::empty(starts.len() as u32, len as usize);
-    for (row, first) in grid.rows.iter_mut().zip(starts) {
-        for part in Part::ALL {
-            for k in 0..microbatches {
-                row[(first[part.index()] + PERIOD * k) as usize] = part as u8;
-            }
-        }
-    }
-    grid
-}
-
-/// Step 4: rewrites every device's warm-up (its passes before its first chunk-0 input
-/// gradient `b`) as [`warm_up_steps`] lays it out from slot `i` on. `None` where the authors'
-/// code would stop (a W of chunk 0 in the warm-up, more `f` than `F`, or a rewrite longer than
-/// the row).
-fn rewrite_warm_up(mut grid: Grid, microbatches: u32) -> Option<Grid> {
-    let p = grid.devices() as usize;
-    let peak = grid.peak().min(2 * p as i32).max(0) as usize;
-    for (i, row) in grid.rows.iter_mut().enumerate() {
-        let mut counts = WarmUpCounts::default();
-        for cell in row.iter_mut() {
-            match Part::from_index(*cell) {
-                Some(Part::B0) => break,
-                Some(Part::W0) => return None,
-                Some(part) => counts.add(part),
-                None => {}
-            }
-            *cell = EMPTY;
-        }
-        for (at, step) in warm_up_steps(i, p, peak, microbatches as usize, counts)?.into_iter().enumerate() {
-            if let Some(part) = step {
-                *row.get_mut(i + at)? = part as u8;
-            }
-        }
-    }
-    Some(grid)
-}
-
-/// How many `F`, `f`, `B` and `W` a device's warm-up holds (its passes before its first `b`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct WarmUpCounts {
-    f0: usize,
-    f1: usize,
-    b1: usize,
-    w1: usize,
-}
-
-impl WarmUpCounts {
-    /// Counts one more `part` (not `b` or `w`, which a warm-up never holds).
-    fn add(&mut self, part: Part) {
-        match part {
-            Part::F0 => self.f0 += 1,
-            Part::F1 => self.f1 += 1,
-            Part::B1 => self.b1 += 1,
-            Part::W1 => self.w1 += 1,
-            Part::B0 | Part::W0 => {}
-        }
-    }
-}
-
-/// The rewritten warm-up of device `i` (step 4), one entry per slot from slot `i` on, `None`
-/// for a slot left empty: `2(P−1−i)` chunk-0 forwards `F`, `i+1` pairs `F f` (at most
-/// `⌊peak/2⌋` of them `f`, at most `peak` passes holding memory), then rounds `B W f|F` until
-/// the warm-up's passes are all placed. `None` where the authors' code stops: a round would
-/// place an `f` with no `F` left before it.
-fn warm_up_steps(
-    i: usize,
-    devices: usize,
-    peak: usize,
-    microbatches: usize,
-    counts: WarmUpCounts,
-) -> Option<Vec<Option<Part>>> {
-    let WarmUpCounts { f0, f1, b1, w1 } = counts;
-    let pairs_f1 = (i + 1).min(peak / 2).min(microbatches);
-    let most_f0 = (peak - pairs_f1).min(microbatches);
-    let mut steps = Vec::with_capacity(2 * devices + f0 + f1 + 3 * (b1 + w1));
-    let (mut u_f0, mut u_f1, mut u_b1, mut u_w1) = (0usize, 0usize, 0usize, 0usize);
-    let mut put = |write: bool, part: Part, used: &mut usize| {
-        steps.push(write.then_some(part));
-        *used += usize::from(write);
-    };
-    for _ in 0..2 * (devices - 1 - i) {
-        put(u_f0 < most_f0 && u_f0 < f0, Part::F0, &mut u_f0);
-    }
-    for _ in 0..=i {
-        put(u_f0 < most_f0 && u_f0 < f0, Part::F0, &mut u_f0);
-        put(u_f1 < pairs_f1 && u_f1 < f1, Part::F1, &mut u_f1);
-    }
-    while u_f0 < f0 || u_f1 < f1 || u_b1 < b1 || u_w1 < w1 {
-        put(u_b1 < b1, Part::B1, &mut u_b1);
-        put(u_w1 < w1, Part::W1, &mut u_w1);
-        if u_f1 < f1 {
-            if u_f1 >= u_f0 {
-                return None;
-            }
-            put(true, Part::F1, &mut u_f1);
-        } else {
-            put(u_f0 < f0, Part::F0, &mut u_f0);
-        }
-    }
-    Some(steps)
-}
-
-/// Step 5: keeps the first `microbatches` occurrences of each part in every row.
-fn keep_microbatches(mut grid: Grid, microbatches: u32) -> Grid {
-    for row in &mut grid.rows {
-        let mut counts = [0u32; 6];
-        for cell in row.iter_mut() {
-            if let Some(part) = Part::from_index(*cell) {
-                if counts[part.index()] >= microbatches {
-                    *cell = EMPTY;
-                } else {
-                    counts[part.index()] += 1;
-                }
-            }
-        }
-    }
-    grid
-}
-
-/// Step 5, few microbatches: moves each device's first W to the end of its row until its peak
-/// reaches `peak`, so the warm-up uses the memory the limit leaves.
-fn release_early_weights(mut grid: Grid, peak: i32) -> Grid {
-    let peaks = grid.peaks();
-    let least = peaks.iter().copied().min().unwrap_or(0);
-    let pad = (peak - least).max(0) as usize;
-    for (row, &own) in grid.rows.iter_mut().zip(&peaks) {
-        let mut moved = Vec::with_capacity(pad);
-        for cell in row.iter_mut() {
-            if own + moved.len() as i32 >= peak {
-                break;
-            }
-            if Part::from_index(*cell).is_some_and(Part::is_weight) {
-                moved.push(*cell);
-                *cell = EMPTY;
-            }
-        }
-        moved.resize(pad, EMPTY);
-        row.extend(moved);
-    }
-    grid
-}
-
-/// Step 6: rewrites the cool-down. Device `i`'s last `⌈peak/2⌉` chunk-0 input gradients `b`
-/// and last `min(i+1, peak − ⌈peak/2⌉)` chunk-1 input gradients `B` move to a staircase after
-/// device 0's last `f` (`b` at `s − i + 2P − 2k`, `B` at `s + 1 + i − 2k`); W from the tail are
-/// dropped until they cover the moved passes and the peak, then re-added in the free slots
-/// after the last remaining W (chunk 1 first). `peak` is the rows' peak. `None` where the
-/// authors' code would stop.
-fn rewrite_cool_down(mut grid: Grid, peak: i32, devices: u32, microbatches: u32) -> Option<Grid> {
-    let p = devices as i64;
-    let m = microbatches as i64;
-    let peak = i64::from(peak);
-    if peak > 2 * p {
-        return None;
-    }
-    let most_b0 = ((peak + 1) / 2).min(m);
-    let most_b1 = (peak - most_b0).min(m);
-    let mut start = None;
-    for (i, row) in grid.rows.iter_mut().enumerate() {
-        let i = i as i64;
-        let (mut b1, mut b0, mut w1, mut w0) = (0i64, 0i64, 0i64, 0i64);
-        let mut last_f1 = None;
-        for (j, cell) in row.iter_mut().enumerate().rev() {
-            match Part::from_index(*cell) {
-                Some(Part::F1) if last_f1.is_none() => last_f1 = Some(j as i64),
-                Some(Part::B1) if b1 < i + 1 && b1 < most_b1 => {
-                    *cell = EMPTY;
-                    b1 += 1;
-                }
-                Some(Part::B0) if b0 < most_b0 => {
-                    *cell = EMPTY;
-                    b0 += 1;
-                }
-                _ => {}
-            }
-        }
-        for cell in row.iter_mut().rev() {
-            if w1 >= b1 && w0 >= b0 && w1 + w0 >= peak {
-                break;
-            }
-            match Part::from_index(*cell) {
-                Some(Part::W1) => {
-                    *cell = EMPTY;
-                    w1 += 1;
-                }
-                Some(Part::W0) => {
-                    *cell = EMPTY;
-                    w0 += 1;
-                }
-                _ => {}
-            }
-        }
-        if i == 0 {
-            start = last_f1;
-        }
-        let s = start?;
-        let len = row.len() as i64;
-        for k in 0..b0 {
-            let at = s - i + 2 * p - 2 * k;
-            if at < 0 || at >= len || row[at as usize] != EMPTY {
-                return None;
-            }
-            row[at as usize] = Part::B0 as u8;
-        }
-        for k in 0..b1 {
-            let at = s + 1 + i - 2 * k;
-            if at < 0 || at >= len {
-                return None;
-            }
-            row[at as usize] = Part::B1 as u8;
-        }
-    }
-    for row in &mut grid.rows {
-        let last_w = row.iter().rposition(|&c| Part::from_index(c).is_some_and(Part::is_weight));
-        let (mut w1, mut w0) = (0i64, 0i64);
-        for (j, cell) in row.iter_mut().enumerate() {
-            match Part::from_index(*cell) {
-                Some(Part::B1) => w1 += 1,
-                Some(Part::B0) => w0 += 1,
-                Some(Part::W1) => w1 -= 1,
-                Some(Part::W0) => w0 -= 1,
-                Some(_) => {}
-                None if last_w.is_none_or(|l| j > l) => {
-                    if w1 > 0 {
-                        *cell = Part::W1 as u8;
-                        w1 -= 1;
-                    } else if w0 > 0 {
-                        *cell = Part::W0 as u8;
-                        w0 -= 1;
-                    }
-                }
-                None => {}
-            }
-        }
-        row.extend(std::iter::repeat_n(Part::W1 as u8, w1.max(0) as usize));
-        row.extend(std::iter::repeat_n(Part::W0 as u8, w0.max(0) as usize));
-    }
-    grid.pad();
-    Some(grid)
-}
-
-/// Step 7: fills every empty slot, left to right and device by device, with the first later
-/// pass of its row that may move there: one of each part is looked at (the first after the
-/// slot), a forward only if it does not raise the peak, any pass only if what it depends on
-/// is in an earlier slot.
-///
-/// The next pass of each part is found through the part's list of slots (a pass only ever
-/// moves to the slot being filled, so the lists stay in order); the row is read only up to a
-/// forward that is looked at, for the highest count it would run under. Returns the peak of
-/// the filled rows.
-fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
-    let p = grid.rows.len();
-    let m = microbatches as usize;
-    let len = grid.len();
-    // Slots of the occurrences of (row, part), in order, and the rows' peak.
-    let mut occurrences: Vec<Vec<u32>> = vec![Vec::with_capacity(m); 6 * p];
-    let mut peak = 0;
-    for (i, row) in grid.rows.iter().enumerate() {
-        let mut count = 0;
-        for (j, &cell) in row.iter().enumerate() {
-            if let Some(part) = Part::from_index(cell) {
-                occurrences[6 * i + part.index()].push(j as u32);
-                count += part.memory();
-                peak = peak.max(count);
-            }
-        }
-    }
-    let mut filled_peak = 0;
-    let mut memory = vec![0i32; p];
-    let mut counts = vec![[0usize; 6]; p];
-    // Slot of (part, row, microbatch) once reached by the sweep.
-    let mut slot_of = vec![usize::MAX; 6 * p * m];
-    let index = |part: usize, row: usize, mb: usize| (part * p + row) * m + mb;
-    for j in 0..len {
-        for i in 0..p {
-            if let Some(part) = Part::from_index(grid.rows[i][j]) {
-                let mb = counts[i][part.index()];
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
-                filled_peak = filled_peak.max(memory[i]);
-                continue;
-            }
-            // The next pass of each part that may move here (what it depends on is in an
-            // earlier slot), by slot.
-            let reached = |dep: Part, row: usize, mb: usize| mb < m && slot_of[index(dep.index(), row, mb)] < j;
-            let mut next: [(usize, Part); 6] = [(usize::MAX, Part::F0); 6];
-            let mut found = 0;
-            for x in Part::ALL {
-                let mb = counts[i][x.index()];
-                let Some(&at) = occurrences[6 * i + x.index()].get(mb) else { continue };
-                let ready = match x {
-                    Part::F0 | Part::B1 if i > 0 => reached(x, i - 1, mb),
-                    Part::F0 => true,
-                    Part::B1 => counts[i][Part::F1.index()] > mb,
-                    Part::F1 | Part::B0 if i + 1 < p => reached(x, i + 1, mb),
-                    Part::F1 => counts[i][Part::F0.index()] > mb,
-                    Part::B0 => counts[i][Part::B1.index()] > mb,
-                    Part::W1 => counts[i][Part::B1.index()] > mb,
-                    Part::W0 => counts[i][Part::B0.index()] > mb,
-                };
-                if ready {
-                    next[found] = (at as usize, x);
-                    found += 1;
-                }
-            }
-            let next = &mut next[..found];
-            next.sort_unstable_by_key(|&(at, _)| at);
-            // The highest count change over the slots after `j` read so far, up to `read`.
-            let (mut read, mut delta, mut highest) = (j + 1, 0i32, 0i32);
-            for &(at, part) in next.iter() {
-                if part.is_forward() {
-                    for &cell in &grid.rows[i][read..at] {
-                        if let Some(between) = Part::from_index(cell) {
-                            delta += between.memory();
-                            highest = highest.max(delta);
-                        }
-                    }
-                    read = at;
-                    if memory[i] + highest >= peak {
-                        continue;
-                    }
-                }
-                let mb = counts[i][part.index()];
-                grid.rows[i][j] = part as u8;
-                grid.rows[i][at] = EMPTY;
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                occurrences[6 * i + part.index()][mb] = j as u32;
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
-                filled_peak = filled_peak.max(memory[i]);
-                break;
-            }
-        }
-    }
-    filled_peak
-}
-
-/// Step 8: gives every W to the oldest input gradient of its row not yet followed by one
-/// (chunk 1's `B` gets `W`, chunk 0's `b` gets `w`). `false` if a row's counts do not match.
-fn relabel_weights(grid: &mut Grid, microbatches: u32) -> bool {
-    for row in &mut grid.rows {
-        let mut counts = [0u32; 6];
-        for part in row.iter().filter_map(|&c| Part::from_index(c)) {
-            counts[part.index()] += 1;
-        }
-        if counts.iter().any(|&c| c != microbatches) {
-            return false;
-        }
-        let mut queue = std::collections::VecDeque::with_capacity(2 * microbatches as usize);
-        for cell in row.iter_mut() {
-            match Part::from_index(*cell) {
-                Some(part) if part.is_input_grad() => queue.extend(part.weight()),
-                Some(part) if part.is_weight() => match queue.pop_front() {
-                    Some(w) => *cell = w as u8,
-                    None => return false,
-                },
-                _ => {}
-            }
-        }
-        if !queue.is_empty() {
-            return false;
-        }
-    }
-    true
-}
-
-/// The authors' final check: every part `microbatches` times per row, each W after its B, and
-/// the dependency order at slot level (device 0: `f` before `B`; the last device: `F` before
-/// `f`, `B` before `b`; the others: their neighbours' passes first). The simulator then checks
-/// the orders run.
-fn has_authors_order(grid: &Grid, microbatches: u32) -> bool {
-    let p = grid.rows.len();
-    let m = microbatches as usize;
-    let mut slot = vec![0usize; 6 * p * m];
-    let at = |part: Part, row: usize, mb: usize| (part.index() * p + row) * m + mb;
-    for (i, row) in grid.rows.iter().enumerate() {
-        let mut counts = [0usize; 6];
-        for (j, &cell) in row.iter().enumerate() {
-            if let Some(part) = Part::from_index(cell) {
-                if counts[part.index()] >= m {
-                    return false;
-                }
-                slot[at(part, i, counts[part.index()])] = j;
-                counts[part.index()] += 1;
-            }
-        }
-        if counts.iter().any(|&c| c != m) {
-            return false;
-        }
-    }
-    let before = |a: (Part, usize), b: (Part, usize), mb: usize| slot[at(a.0, a.1, mb)] < slot[at(b.0, b.1, mb)];
-    for i in 0..p {
-        for mb in 0..m {
-            let ok = before((Part::B1, i), (Part::W1, i), mb)
-                && before((Part::B0, i), (Part::W0, i), mb)
-                && if i == 0 {
-                    before((Part::F1, i), (Part::B1, i), mb)
-                } else if i == p - 1 {
-                    before((Part::F0, i), (Part::F1, i), mb) && before((Part::B1, i), (Part::B0, i), mb)
-                } else {
-                    before((Part::F0, i - 1), (Part::F0, i), mb)
-                        && before((Part::B1, i - 1), (Part::B1, i), mb)
-                        && before((Part::F1, i + 1), (Part::F1, i), mb)
-                        && before((Part::B0, i + 1), (Part::B0, i), mb)
-                };
-            if !ok {
-                return false;
-            }
-        }
-    }
-    true
-}
-
 /// The §4.9 closed form: the least per-device bubble, in chunk passes, of a block holding
 /// `peak` chunk-activations (`P ≤ peak ≤ 2P`, `F = B = W`, no communication).
 fn closed_form_bubble(devices: u32, peak: u32) -> i64 {
@@ -1277,6 +768,9 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
         memory_formula: "at most ⌊2·limit/mem-f⌋ chunk-activations of mem-f/2 (≤ mem-limit)",
     })
 }
+
+#[path = "v_auto_steps.rs"]
+mod steps;
 
 #[cfg(test)]
 #[path = "v_auto_tests.rs"]

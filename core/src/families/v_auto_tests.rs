@@ -2,6 +2,7 @@
 //! Appendices B and C).
 
 use super::super::v_blocks::simulated_cost;
+use super::steps::*;
 use super::*;
 use crate::{generate, run, AnalyzeError};
 
@@ -204,29 +205,6 @@ fn closed_form_bounds_every_blocks_slot_bubble() {
             assert_eq!(best, Some(closed_form_bubble(p, k as u32)), "p={p} peak {k}");
         }
         assert!(blocks.iter().all(|b| b.0 >= least_peak), "p={p}: a block below V-Min's peak");
-    }
-}
-
-#[test]
-fn screened_search_finds_the_exhaustive_optimum() {
-    let cost_sets =
-        [(5.0, 6.0, 4.0, 0.0), (3.0, 4.0, 2.0, 0.0), (1.0, 1.0, 2.0, 0.0), (4.0, 1.0, 1.0, 0.0), (5.0, 6.0, 4.0, 1.0)];
-    for p in [3u32, 4, 5] {
-        for m in [2 * p, 2 * p + 3] {
-            for limit in 2 * ((p + 4) / 3)..=2 * p {
-                for (f, b, w, comm) in cost_sets {
-                    let costs = Costs { comm, ..chunk_costs(f, b, w) };
-                    let search = Search { devices: p, microbatches: m, costs: &costs };
-                    let cost = |c: Vec<Candidate>| {
-                        let schedule = search.cheapest(c, false).unwrap();
-                        simulated_cost(&schedule, &costs).unwrap()
-                    };
-                    let exhaustive = cost(search.every_block(limit));
-                    let screened = cost(search.screened(limit));
-                    assert_eq!(screened, exhaustive, "p={p} m={m} limit {limit} costs {f},{b},{w} comm {comm}");
-                }
-            }
-        }
     }
 }
 
@@ -482,46 +460,112 @@ fn few_microbatch_bound_holds_for_every_block_up_to_32_devices() {
     }
 }
 
+/// The cost mixes the fast searches are compared with the exhaustive one under (chunk
+/// `F, B, W` and communication).
+const COST_SETS: [(f64, f64, f64, f64); 7] = [
+    (1.0, 1.0, 1.0, 0.0),
+    (5.0, 6.0, 4.0, 0.0),
+    (3.0, 4.0, 2.0, 0.0),
+    (1.0, 1.0, 2.0, 0.0),
+    (4.0, 1.0, 1.0, 0.0),
+    (5.0, 6.0, 4.0, 1.0),
+    (2.0, 3.0, 1.0, 2.5),
+];
+
+/// The limits the fast searches are compared at: those that change what a block does with
+/// few microbatches, every limit from V-Min's peak to `2P` with more.
+fn compared_limits(devices: u32, microbatches: u32) -> Vec<u32> {
+    if microbatches < 2 * devices {
+        few_microbatch_limits(devices, microbatches)
+    } else {
+        (least_peak(devices)..=2 * devices).collect()
+    }
+}
+
 #[test]
 fn fast_search_keeps_the_exhaustive_candidates_and_winner() {
-    let cost_sets = [
-        (1.0, 1.0, 1.0, 0.0),
-        (5.0, 6.0, 4.0, 0.0),
-        (3.0, 4.0, 2.0, 0.0),
-        (1.0, 1.0, 2.0, 0.0),
-        (4.0, 1.0, 1.0, 0.0),
-        (5.0, 6.0, 4.0, 1.0),
-    ];
     for p in 2..=8 {
-        for m in 1..=2 * p + 2 {
-            for limit in few_microbatch_limits(p, m) {
-                for (f, b, w, comm) in cost_sets {
+        for m in 1..=4 * p + 2 {
+            for limit in compared_limits(p, m) {
+                // Every block through every step at M: the same for every cost mix.
+                let every = Search { devices: p, microbatches: m, costs: &Costs::default() }.every_block(limit);
+                for (f, b, w, comm) in COST_SETS {
                     let costs = Costs { comm, ..chunk_costs(f, b, w) };
                     let search = Search { devices: p, microbatches: m, costs: &costs };
                     let what = format!("p={p} m={m} limit {limit} costs {f},{b},{w} comm {comm}");
+                    let exhaustive = search.screen(every.clone());
+                    let key = |c: &[Candidate]| c.iter().map(|c| (c.index, c.bubble)).collect::<Vec<_>>();
                     if m < 2 * p {
                         let fast = search.few_microbatches(limit);
-                        let slow = search.exhaustive(limit);
-                        let key = |c: &Vec<Candidate>| {
-                            c.iter().map(|c| (c.index, c.bubble, c.grid.clone())).collect::<Vec<_>>()
-                        };
-                        assert_eq!(key(&fast), key(&slow), "{what}");
+                        let grids = |c: &[Candidate]| c.iter().map(|c| c.grid.clone()).collect::<Vec<_>>();
+                        assert_eq!(key(&fast), key(&exhaustive), "{what}");
+                        assert_eq!(grids(&fast), grids(&exhaustive), "{what}");
+                    } else if !search.balanced() {
+                        // Balanced costs stop the screen at the first block reaching the bound.
+                        let fast: Vec<Candidate> = search.screened(limit).into_iter().map(|c| c.candidate).collect();
+                        assert_eq!(key(&fast), key(&exhaustive), "{what}");
                     }
-                    let slow = search.cheapest(search.exhaustive(limit), m >= 2 * p && search.balanced());
+                    let slow = search.cheapest(exhaustive, m >= 2 * p && search.balanced());
                     let fast = search.run(limit);
-                    match (&fast, &slow) {
-                        (Some(fast), Some(slow)) => {
-                            assert_eq!(simulated_cost(fast, &costs), simulated_cost(slow, &costs), "{what}");
-                            if m < 2 * p {
-                                assert_eq!(fast, slow, "{what}");
-                            }
-                        }
-                        (None, None) => {}
-                        _ => panic!("{what}: fast {} slow {}", fast.is_some(), slow.is_some()),
-                    }
+                    assert_eq!(fast, slow, "{what}");
                 }
             }
         }
+    }
+}
+
+/// Runs `check(starts, m)` on every block the search visits for `devices`, for `M` from `2P`
+/// to `4P + 2`.
+fn for_every_steady_block(devices: u32, mut check: impl FnMut(&[[u32; 6]], u32)) {
+    for_every_block(devices, |starts| {
+        for m in 2 * devices..=4 * devices + 2 {
+            check(starts, m);
+        }
+    });
+}
+
+#[test]
+fn steady_screen_sees_every_block_as_at_full_size() {
+    // What the screen reads off a block at M₀ (2P, more for few devices) is what it would read at M: the peak, the
+    // limit it fails, whether it works and its slot bubble.
+    for p in 1..=8 {
+        for_every_steady_block(p, |starts, m| {
+            let m0 = steady_microbatches(starts, p, m);
+            assert_eq!(repeated_peak(starts, m), repeated_peak(starts, m0), "p={p} m={m} block {starts:?}");
+            let read = |m| {
+                let (peak, grid) = schedule_block(starts, p, m, 2 * p);
+                (peak, grid.map(|g| slot_bubble(&g)))
+            };
+            assert_eq!(read(m), read(m0), "p={p} m={m} block {starts:?}");
+        });
+    }
+}
+
+#[test]
+fn steady_bound_never_exceeds_the_simulated_cost() {
+    // The bound `steady_cheapest` screens with: a block's rows cost at least their cost at
+    // their screening size M₀ plus the least per-microbatch work of a device for every further microbatch.
+    for p in 1..=7 {
+        for_every_steady_block(p, |starts, m| {
+            let m0 = steady_microbatches(starts, p, m);
+            if m == m0 {
+                return;
+            }
+            let (_, Some(small)) = schedule_block(starts, p, m0, 2 * p) else { return };
+            let (_, Some(large)) = schedule_block(starts, p, m, 2 * p) else {
+                panic!("p={p} m={m}: works at M₀ only: {starts:?}")
+            };
+            for (f, b, w, comm) in COST_SETS {
+                let costs = Costs { comm, ..chunk_costs(f, b, w) };
+                let (Some(c0), Some(c)) =
+                    (simulated_cost(&small.to_schedule(m0), &costs), simulated_cost(&large.to_schedule(m), &costs))
+                else {
+                    panic!("p={p} m={m}: deadlock {starts:?}")
+                };
+                let bound = c0 + f64::from(m - m0) * microbatch_work(p, &costs);
+                assert!(bound <= c + 1e-9, "p={p} m={m} costs {f},{b},{w} comm {comm}: {bound} > {c}: {starts:?}");
+            }
+        });
     }
 }
 

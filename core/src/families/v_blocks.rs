@@ -378,6 +378,17 @@ pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f6
     (cost < beat).then(|| (cost, builder.finish()))
 }
 
+/// The least time any device of a V placement over `devices` spends on one microbatch's six
+/// passes under `costs`: what every further microbatch adds to a device's span at least.
+pub(super) fn microbatch_work(devices: u32, costs: &Costs) -> f64 {
+    let placement = Placement::v_shape(devices);
+    let stage_costs = StageCosts::new(costs, &placement);
+    let builder = Builder::new(placement, 1, 1, stage_costs);
+    (0..devices)
+        .map(|d| Part::ALL.iter().map(|part| builder.cost(part.pass(d, 0, devices))).sum::<f64>())
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// The most chunk-activations a device may hold under `--mem-limit`.
 ///
 /// The schedulers count in chunk-activations: a chunk's forward holds `mem_f / 2` (a V
