@@ -20,6 +20,11 @@ pub struct GanttPanel<'a> {
     pub timeline: &'a Timeline,
 }
 
+/// How much wider bold titles run than the width estimate.
+const TITLE_BOLDNESS: f64 = 1.1;
+/// Least space between a panel's title and its note.
+const NOTE_GAP: f64 = 16.0;
+
 /// Layout settings. Lengths are CSS pixels; `scale` turns them into device pixels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GanttOptions {
@@ -175,10 +180,16 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     for (p, g) in panels.iter().zip(&geometry.panels) {
         if p.title.is_some() || p.note.is_some() {
             let ty = (g.rows_top - TITLE_H / 2.0 - 2.0) * s;
+            // The note goes right of the title only where both fit (narrow charts drop it);
+            // the title is cut with "…" rather than run past the plot.
+            let room = axis.x1 - gutter;
+            let title_width = p.title.map_or(0.0, |t| super::scene::text_width(t, 13.0) * TITLE_BOLDNESS);
+            let note = p.note.filter(|n| title_width + NOTE_GAP + super::scene::text_width(n, 12.0) <= room);
             if let Some(title) = p.title {
-                scene.bold_text(gutter * s, ty, title, 13.0 * s, theme.text, Anchor::Start);
+                let title = super::scene::fit_text(title, 13.0, room / TITLE_BOLDNESS);
+                scene.bold_text(gutter * s, ty, &title, 13.0 * s, theme.text, Anchor::Start);
             }
-            if let Some(note) = p.note {
+            if let Some(note) = note {
                 scene.text(axis.x1 * s, ty, note, 12.0 * s, theme.muted, Anchor::End);
             }
         }

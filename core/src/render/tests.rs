@@ -172,3 +172,26 @@ fn device_label_gutter(devices: u32, width: f64) -> f64 {
     let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
     gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light()).1.axis.x0
 }
+
+proptest::proptest! {
+    #[test]
+    fn a_panel_title_and_its_note_never_overlap(width in 240.0f64..1400.0) {
+        let a = one_f_one_b(4, 8);
+        let note = "cost 27 · bubble rate 11.11% · peak memory 4";
+        let panel = GanttPanel { title: Some("ZB-H1 · 4 devices · 8 microbatches"), note: Some(note), schedule: &a.schedule, timeline: &a.timeline };
+        let (scene, _) = gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light());
+        let texts: Vec<(f64, &str, f64, bool)> = scene.items.iter().filter_map(|i| match i {
+            scene::Item::Text { x, text, size, bold, .. } => Some((*x, text.as_str(), *size, *bold)),
+            _ => None,
+        }).collect();
+        let title = texts.iter().find(|t| t.3 && t.1.starts_with("ZB-H1")).copied();
+        let drawn_note = texts.iter().find(|t| t.1 == note).copied();
+        if let (Some((tx, tt, ts, _)), Some((nx, nt, ns, _))) = (title, drawn_note) {
+            // The title runs right from its anchor, the note left from its own.
+            let title_end = tx + scene::text_width(tt, ts) * 1.1;
+            let note_start = nx - scene::text_width(nt, ns);
+            proptest::prop_assert!(title_end <= note_start, "width {width}: title ends at {title_end}, note starts at {note_start}");
+        }
+        proptest::prop_assert!(width < 700.0 || drawn_note.is_some(), "a wide chart keeps its note");
+    }
+}
