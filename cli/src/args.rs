@@ -308,7 +308,12 @@ impl CostArgs {
         for (field, list) in p.lists() {
             for &v in list {
                 if v < 0.0 || !v.is_finite() {
-                    bail!("--{} must list finite, non-negative numbers, found {}", field.name(), bubblescope::render::format_number(v, 6));
+                    bail!(
+                        "--{} must list finite, non-negative numbers, found {}\n  hint: give each device's share of the model in pipeline order, e.g. --{} 4,4,4,6",
+                        field.name(),
+                        bubblescope::render::format_number(v, 6),
+                        field.name()
+                    );
                 }
             }
         }

@@ -50,9 +50,10 @@ fn json_report(m: &Model, d: &Derived) -> Value {
     let shares: Vec<Value> = d
         .shares()
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(k, s)| {
             json!({
-                "share": s.share, "layers": s.layers, "embedding": s.embedding, "lm_head": s.loss,
+                "share": k, "layers": s.piece.layers, "embedding": s.piece.embedding, "lm_head": s.piece.loss,
                 "f": s.f, "b": s.b, "w": s.w, "mem_f": s.mem_f, "mem_w": s.mem_w, "params": s.params,
             })
         })
@@ -99,18 +100,18 @@ fn table(m: &Model, d: &Derived) -> String {
         "{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  holds\n",
         "share", "layers", "F µs", "B µs", "W µs", "mem-f", "mem-w"
     ));
-    for s in d.shares() {
+    for (k, s) in d.shares().iter().enumerate() {
         let mut holds = Vec::new();
-        if s.embedding {
+        if s.piece.embedding {
             holds.push("embedding");
         }
-        if s.loss {
+        if s.piece.loss {
             holds.push("LM head + loss");
         }
         out.push_str(&format!(
             "{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {}\n",
-            s.share,
-            s.layers,
+            k,
+            s.piece.layers,
             n(s.f),
             n(s.b),
             n(s.w),

@@ -141,3 +141,30 @@ fn layouts_cut_the_model_where_the_user_says() {
     let out = bubblescope(&["costs", "--model", "zb-14.6b", "-p", "5"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("note: 48 layers do not divide over 5 devices"));
 }
+
+#[test]
+fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
+    let cases: &[&[&str]] = &[
+        &["costs"],
+        &["costs", "--layers", "0", "--hidden", "8", "--heads", "1", "--seq", "8", "--micro-batch", "1", "--vocab", "8"],
+        &["costs", "--model", "llama-3-8b", "--hidden", "4000000000"],
+        &["costs", "--model", "llama-3-8b", "--tflops", "NaN"],
+        &["costs", "--model", "llama-3-8b", "--tflops", "-5"],
+        &["costs", "--model", "llama-3-8b", "--bandwidth", "0"],
+        &["costs", "--model", "llama-3-8b", "--latency", "-1"],
+        &["costs", "--model", "llama-3-8b", "-p", "0"],
+        &["costs", "--model", "llama-3-8b", "--layout", ""],
+        &["costs", "--model", "llama-3-8b", "--layout", "Et*99999999999999999999|L"],
+        &["simulate", "-s", "1f1b", "--f", "NaN,1,1,1"],
+        &["simulate", "-s", "1f1b", "--f", "1e300,1,1,1"],
+        &["simulate", "-s", "1f1b", "--f", "1,2"],
+        &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--mem-limit", "80parsecs"],
+        &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--mem-limit", "-1GiB"],
+        &["simulate", "-s", "1f1b", "--mem-limit", "80GiB"],
+    ];
+    for args in cases {
+        let e = fails(args);
+        assert!(e.starts_with("error: ") && e.contains("hint: "), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+    }
+}

@@ -232,6 +232,10 @@ impl Costs {
 
     /// Checks every number is finite and in range.
     pub fn check(&self) -> Result<(), ParamError> {
+        // Per-piece values first: an error names the number the user wrote, not a mean.
+        if let Some(profile) = &self.profile {
+            profile.check()?;
+        }
         let non_negative = [
             (Field::F, self.f),
             (Field::B, self.b),
@@ -263,9 +267,6 @@ impl Costs {
                 )
                 .hint("mem-w is the part of a forward's activations the weight gradient still needs"));
             }
-        }
-        if let Some(profile) = &self.profile {
-            profile.check()?;
         }
         if self.f + self.b + self.w <= 0.0 {
             return Err(ParamError::new(Field::F, "f, b and w are all 0: there is no work to schedule")

@@ -231,8 +231,12 @@ fn parse_repeat(chars: &[char], pos: &mut usize) -> Result<usize, ParamError> {
         *pos += 1;
     }
     let digits: String = chars[start..*pos].iter().collect();
-    digits.parse::<usize>().map_err(|_| {
-        err(format!("`*` at position {start} of the layout must be followed by a count")).hint("write e.g. `t*4`")
+    if digits.is_empty() {
+        return Err(err(format!("`*` at position {start} of the layout must be followed by a count")).hint("write e.g. `t*4`"));
+    }
+    digits.parse::<usize>().ok().filter(|&n| n <= MAX_TOKENS).ok_or_else(|| {
+        err(format!("the repetition `*{digits}` in the layout is too large, at most {MAX_TOKENS}"))
+            .hint("a layout lists stages and layers: counts are in the hundreds at most")
     })
 }
 
@@ -289,6 +293,7 @@ mod tests {
         assert!(msg("4,,4", 8, 2).contains("item 2 of the layout is ``"));
         assert!(msg("t*3|t*3", 6, 2).contains("0 embeddings (E) and 0 LM heads"));
         assert!(msg("(((t*100000)*100000)*100000)", 1, 1).contains("expands to more than"));
+        assert!(msg("Et*99999999999999999999|L", 1, 1).contains("`*99999999999999999999` in the layout is too large"));
         assert!(msg("", 1, 1).contains("empty"));
     }
 }

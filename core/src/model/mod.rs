@@ -49,6 +49,17 @@ pub const DEFAULT_BANDWIDTH_GBPS: f64 = 50.0;
 /// Default latency of one hop, µs.
 pub const DEFAULT_LATENCY_US: f64 = 5.0;
 
+/// The largest value a model size may take: far above any real model, low enough that every
+/// derived number stays finite and meaningful.
+fn model_size_limit(field: Field) -> u32 {
+    match field {
+        Field::Layers | Field::Heads => 100_000,
+        Field::Hidden | Field::MicroBatch => 1_000_000,
+        Field::Ffn => 10_000_000,
+        _ => 100_000_000,
+    }
+}
+
 /// A transformer and the hardware it runs on.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model {
@@ -111,12 +122,11 @@ impl Model {
             (Field::Ffn, self.ffn()),
         ];
         for (field, v) in sizes {
-            if v == 0 {
-                return Err(ParamError::new(field, format!("{} must be at least 1, found 0", field.name())));
+            let max = model_size_limit(field);
+            if v == 0 || v > max {
+                return Err(ParamError::new(field, format!("{} must be between 1 and {max}, found {v}", field.name()))
+                    .hint("give the model's real shape, or start from a preset: --model (see `bubblescope costs --list`)"));
             }
-        }
-        if self.layers > 100_000 {
-            return Err(ParamError::new(Field::Layers, format!("layers must be at most 100000, found {}", self.layers)));
         }
         let rates = [(Field::Tflops, self.tflops), (Field::Bandwidth, self.bandwidth)];
         for (field, v) in rates {
@@ -124,14 +134,16 @@ impl Model {
                 return Err(ParamError::new(
                     field,
                     format!("{} must be a positive number up to 1e9, found {}", field.name(), crate::render::format_number(v, 6)),
-                ));
+                )
+                .hint("--tflops is the achieved TFLOP/s per device (default 400), --bandwidth the link's GB/s (default 50)"));
             }
         }
         if !self.latency.is_finite() || self.latency < 0.0 || self.latency > 1e9 {
             return Err(ParamError::new(
                 Field::Latency,
                 format!("latency must be between 0 and 1e9 µs, found {}", crate::render::format_number(self.latency, 6)),
-            ));
+            )
+            .hint("--latency is the time of one hop in µs (default 5)"));
         }
         Ok(())
     }
@@ -204,7 +216,8 @@ impl Model {
     pub fn derive(&self, devices: u32) -> Result<Derived, ParamError> {
         self.check()?;
         if devices == 0 {
-            return Err(ParamError::new(Field::Devices, "devices must be at least 1, found 0"));
+            return Err(ParamError::new(Field::Devices, "devices must be at least 1, found 0")
+                .hint("--devices is the number of pipeline ranks"));
         }
         let layout = self.layout(devices)?;
         let [lf, lb, lw] = self.layer_flops();
@@ -278,31 +291,6 @@ pub struct Derived {
     pub notes: Vec<String>,
 }
 
-/// One device share's costs (the pieces a device holds under plain 1F1B), summed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Share {
-    /// Share index (the device under plain 1F1B).
-    pub share: u32,
-    /// Transformer layers.
-    pub layers: u32,
-    /// Whether it holds the embedding.
-    pub embedding: bool,
-    /// Whether it holds the LM head.
-    pub loss: bool,
-    /// Forward µs.
-    pub f: f64,
-    /// Input-gradient µs.
-    pub b: f64,
-    /// Weight-gradient µs.
-    pub w: f64,
-    /// Activation bytes a forward stores.
-    pub mem_f: f64,
-    /// Of those, bytes W still needs after B.
-    pub mem_w: f64,
-    /// Parameters.
-    pub params: f64,
-}
-
 impl Derived {
     /// The per-piece cost profile the simulator reads.
     pub fn profile(&self) -> CostProfile {
@@ -322,25 +310,32 @@ impl Derived {
         Costs { comm: self.comm, ..Costs::default() }.with_profile(self.profile(), self.devices)
     }
 
-    /// The device shares, summed over their pieces.
-    pub fn shares(&self) -> Vec<Share> {
+    /// The device shares (the pieces a device holds under plain 1F1B), each summed into one
+    /// piece: share `k` is entry `k`.
+    pub fn shares(&self) -> Vec<PieceCosts> {
         let per = (self.pieces.len() / self.devices.max(1) as usize).max(1);
-        self.pieces
-            .chunks(per)
-            .enumerate()
-            .map(|(k, c)| Share {
-                share: k as u32,
-                layers: c.iter().map(|p| p.piece.layers).sum(),
-                embedding: c.iter().any(|p| p.piece.embedding),
-                loss: c.iter().any(|p| p.piece.loss),
-                f: c.iter().map(|p| p.f).sum(),
-                b: c.iter().map(|p| p.b).sum(),
-                w: c.iter().map(|p| p.w).sum(),
-                mem_f: c.iter().map(|p| p.mem_f).sum(),
-                mem_w: c.iter().map(|p| p.mem_w).sum(),
-                params: c.iter().map(|p| p.params).sum(),
-            })
-            .collect()
+        self.pieces.chunks(per).map(PieceCosts::sum).collect()
+    }
+}
+
+impl PieceCosts {
+    /// Consecutive pieces as one: their layers and costs added, holding the embedding or the
+    /// LM head if any of them does.
+    pub fn sum(pieces: &[PieceCosts]) -> PieceCosts {
+        let add = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).sum();
+        PieceCosts {
+            piece: Piece {
+                embedding: pieces.iter().any(|p| p.piece.embedding),
+                layers: pieces.iter().map(|p| p.piece.layers).sum(),
+                loss: pieces.iter().any(|p| p.piece.loss),
+            },
+            f: add(|p| p.f),
+            b: add(|p| p.b),
+            w: add(|p| p.w),
+            mem_f: add(|p| p.mem_f),
+            mem_w: add(|p| p.mem_w),
+            params: add(|p| p.params),
+        }
     }
 }
 

@@ -36,7 +36,7 @@ fn the_last_share_carries_the_head_and_the_first_the_embedding() {
     let m = Model { tflops: 100.0, ..Model::new(8, 1024, 16, 1024, 2, 128_000) };
     let d = m.derive(4).unwrap();
     let shares = d.shares();
-    assert_eq!(shares.iter().map(|s| s.layers).collect::<Vec<_>>(), [2, 2, 2, 2]);
+    assert_eq!(shares.iter().map(|s| s.piece.layers).collect::<Vec<_>>(), [2, 2, 2, 2]);
     let [lf, lb, lw] = m.layer_flops();
     let us = |flops: f64| flops / 100e12 * 1e6;
     let head = 2.0 * 2.0 * 1024.0 * 1024.0 * 128_000.0;

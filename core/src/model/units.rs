@@ -34,7 +34,8 @@ pub fn parse_bytes(text: &str, field: Field) -> Result<f64, ParamError> {
     })?;
     let bytes = value * factor;
     if !bytes.is_finite() || bytes < 0.0 {
-        return Err(ParamError::new(field, format!("{} must be a non-negative size, found `{t}`", field.name())));
+        return Err(ParamError::new(field, format!("{} must be a non-negative size, found `{t}`", field.name()))
+            .hint("write e.g. 80GiB for an 80 GB GPU's memory"));
     }
     Ok(bytes)
 }
