@@ -408,7 +408,7 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
     assert!(e.len() < 200, "{e}");
     assert_eq!(
         fails(d, &["simulate", "-s", "1f1b", "--f", "-inf"]).trim_end(),
-        "error: f must be a finite number, found -inf"
+        "error: f must be a finite number, found -inf\n  hint: give a time or size in the cost unit, e.g. 1 or 2.5"
     );
     assert_eq!(
         fails(d, &["simulate", "-s", "1f1b", "--comm", "-0.5"]).trim_end(),

@@ -156,6 +156,7 @@ fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
         &["costs", "--model", "llama-3-8b", "--layout", ""],
         &["costs", "--model", "llama-3-8b", "--layout", "Et*99999999999999999999|L"],
         &["simulate", "-s", "1f1b", "--f", "NaN,1,1,1"],
+        &["simulate", "-s", "1f1b", "--f", "-inf"],
         &["simulate", "-s", "1f1b", "--f", "1e300,1,1,1"],
         &["simulate", "-s", "1f1b", "--f", "1,2"],
         &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--mem-limit", "80parsecs"],
