@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use bubblescope::model::{self, Model};
-use bubblescope::{CostProfile, Costs, Field, ScheduleParams};
+use bubblescope::model::{self, Model, ModelSpec};
+use bubblescope::{CostLists, Costs, Field, ScheduleParams};
 use clap::{Args, Parser, Subcommand};
 
 /// Pipeline-parallel training schedules: exact bubble and memory, as JSON and SVG figures.
@@ -67,13 +67,13 @@ pub struct FamilyArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct CostArgs {
     /// Forward time, or one per device share: `4` or `4,4,4,6` [default: 1].
-    #[arg(long = "f", value_name = "F", value_parser = parse_list, allow_hyphen_values = true)]
+    #[arg(long = "f", value_parser = |t: &str| parse_list(t, Field::F), value_name = "F", allow_hyphen_values = true)]
     pub f: Option<CostList>,
     /// Input-gradient backward time; a fused backward takes B+W [default: 1].
-    #[arg(long = "b", value_name = "B", value_parser = parse_list, allow_hyphen_values = true)]
+    #[arg(long = "b", value_parser = |t: &str| parse_list(t, Field::B), value_name = "B", allow_hyphen_values = true)]
     pub b: Option<CostList>,
     /// Weight-gradient backward time [default: 1].
-    #[arg(long = "w", value_name = "W", value_parser = parse_list, allow_hyphen_values = true)]
+    #[arg(long = "w", value_parser = |t: &str| parse_list(t, Field::W), value_name = "W", allow_hyphen_values = true)]
     pub w: Option<CostList>,
     /// Communication time per hop between devices [default: 0].
     #[arg(long, value_name = "C", allow_hyphen_values = true)]
@@ -82,10 +82,10 @@ pub struct CostArgs {
     #[arg(long, value_name = "FB", allow_hyphen_values = true)]
     pub overlap: Option<f64>,
     /// Activation memory one forward leaves on 1/P of the model, or one per share [default: 1].
-    #[arg(long = "mem-f", value_name = "X", value_parser = parse_list, allow_hyphen_values = true)]
+    #[arg(long = "mem-f", value_parser = |t: &str| parse_list(t, Field::MemF), value_name = "X", allow_hyphen_values = true)]
     pub mem_f: Option<CostList>,
     /// Memory the weight gradient still needs after B, or one per share [default: mem-f/2].
-    #[arg(long = "mem-w", value_name = "Y", value_parser = parse_list, allow_hyphen_values = true)]
+    #[arg(long = "mem-w", value_parser = |t: &str| parse_list(t, Field::MemW), value_name = "Y", allow_hyphen_values = true)]
     pub mem_w: Option<CostList>,
     /// Per-device activation memory limit, in mem-f's unit; with model flags also `80GiB`,
     /// `512MiB` [default: none].
@@ -99,18 +99,19 @@ pub struct CostArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostList(pub Vec<f64>);
 
-/// Reads `4` or `4,4.5,5,6`: every item a number.
-fn parse_list(text: &str) -> Result<CostList, String> {
-    let mut out = Vec::new();
-    for (i, item) in text.split(',').enumerate() {
-        let item = item.trim();
-        if item.is_empty() {
-            return Err(format!("item {} of the list is empty, expected a number (write e.g. 4,4,4,6)", i + 1));
-        }
-        let v: f64 = item.parse().map_err(|_| format!("`{item}` is not a number"))?;
-        out.push(v);
+/// A core error as the CLI says it: a message that opens with the setting's name opens with
+/// its flag (`f lists 3 numbers` → `--f lists 3 numbers`).
+fn flag_error(mut e: bubblescope::ParamError) -> anyhow::Error {
+    if e.message.starts_with(&format!("{} ", e.field.name())) {
+        e.message = format!("--{}", e.message);
     }
-    Ok(CostList(out))
+    anyhow::anyhow!("{e}")
+}
+
+/// Reads `4` or `4,4.5,5,6` for `field`: every item a number (the core's reader; clap prints
+/// the message and its hint).
+fn parse_list(text: &str, field: Field) -> Result<CostList, String> {
+    bubblescope::cost_lists::parse_list(text, field).map(CostList).map_err(|e| e.to_string())
 }
 
 /// A transformer config and its hardware, in place of --f --b --w --comm --mem-f --mem-w.
@@ -172,52 +173,27 @@ impl ModelArgs {
             || self.layout.is_some()
     }
 
+    /// The flags as a model spec (the same type the permalink reads).
+    pub fn spec(&self) -> ModelSpec {
+        ModelSpec {
+            preset: self.model.clone(),
+            layers: self.layers,
+            hidden: self.hidden,
+            heads: self.heads,
+            seq: self.seq,
+            micro_batch: self.micro_batch,
+            vocab: self.vocab,
+            ffn: self.ffn,
+            tflops: self.tflops,
+            bandwidth: self.bandwidth,
+            latency: self.latency,
+            layout: self.layout.clone(),
+        }
+    }
+
     /// The model the flags describe: a preset's, then each flag over it.
     pub fn model(&self) -> Result<Model> {
-        let base = match &self.model {
-            Some(key) => match model::presets::model_preset(key) {
-                Some(p) => Some(p.model),
-                None => {
-                    let keys: Vec<&str> = model::presets::model_presets().iter().map(|p| p.key).collect();
-                    bail!(
-                        "unknown model preset `{}`\n  hint: expected one of: {}",
-                        bubblescope::formats::sanitize(key),
-                        keys.join(", ")
-                    );
-                }
-            },
-            None => None,
-        };
-        let required = |flag: &str, value: Option<u32>, preset: Option<u32>| -> Result<u32> {
-            match value.or(preset) {
-                Some(v) => Ok(v),
-                None => bail!(
-                    "--{flag} is required to derive costs from a model\n  hint: give --layers --hidden --heads --seq --micro-batch --vocab, or --model PRESET (`bubblescope costs --list`)"
-                ),
-            }
-        };
-        let b = base.as_ref();
-        let mut m = Model::new(
-            required("layers", self.layers, b.map(|m| m.layers))?,
-            required("hidden", self.hidden, b.map(|m| m.hidden))?,
-            required("heads", self.heads, b.map(|m| m.heads))?,
-            required("seq", self.seq, b.map(|m| m.seq))?,
-            required("micro-batch", self.micro_batch, b.map(|m| m.micro_batch))?,
-            required("vocab", self.vocab, b.map(|m| m.vocab))?,
-        );
-        if let Some(base) = b {
-            m.ffn = base.ffn;
-            m.tflops = base.tflops;
-            m.bandwidth = base.bandwidth;
-            m.latency = base.latency;
-            m.layout = base.layout.clone();
-        }
-        m.ffn = self.ffn.or(m.ffn);
-        m.tflops = self.tflops.unwrap_or(m.tflops);
-        m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
-        m.latency = self.latency.unwrap_or(m.latency);
-        m.layout = self.layout.clone().or(m.layout);
-        Ok(m)
+        self.spec().resolve().map_err(flag_error)
     }
 }
 
@@ -265,74 +241,18 @@ impl CostArgs {
             costs.overlap = self.overlap;
             return Ok(costs);
         }
-        let d = base.cloned().unwrap_or_default();
-        let lists = [
-            (Field::F, &self.f),
-            (Field::B, &self.b),
-            (Field::W, &self.w),
-            (Field::MemF, &self.mem_f),
-            (Field::MemW, &self.mem_w),
-        ];
-        let mut profile: Option<CostProfile> = None;
-        for (field, list) in lists {
-            let Some(CostList(values)) = list else { continue };
-            if values.len() > 1 && values.len() != devices as usize {
-                bail!(
-                    "--{} lists {} numbers, expected {devices} (one per device) or a single number\n  hint: give each device's share of the model in pipeline order, e.g. --{} {}",
-                    field.name(),
-                    values.len(),
-                    field.name(),
-                    vec!["1"; devices.clamp(1, 8) as usize].join(",")
-                );
-            }
-            if values.len() > 1 {
-                profile.get_or_insert_with(|| CostProfile::uniform(&self.scalars(&d), devices as usize));
-            }
-        }
-        let scalars = self.scalars(&d);
-        let Some(mut p) = profile else { return Ok(scalars) };
-        let fill = |target: &mut Vec<f64>, list: &Option<CostList>| {
-            if let Some(CostList(v)) = list {
-                *target = if v.len() == 1 { vec![v[0]; devices as usize] } else { v.clone() };
-            }
+        let mut d = base.cloned().unwrap_or_default();
+        d.comm = self.comm.unwrap_or(d.comm);
+        d.overlap = self.overlap.or(d.overlap);
+        let list = |l: &Option<CostList>| l.as_ref().map(|l| l.0.clone());
+        let lists = CostLists {
+            f: list(&self.f),
+            b: list(&self.b),
+            w: list(&self.w),
+            mem_f: list(&self.mem_f),
+            mem_w: list(&self.mem_w),
         };
-        fill(&mut p.f, &self.f);
-        fill(&mut p.b, &self.b);
-        fill(&mut p.w, &self.w);
-        fill(&mut p.mem_f, &self.mem_f);
-        if self.mem_w.is_some() {
-            fill(&mut p.mem_w, &self.mem_w);
-        } else if d.mem_w.is_none() {
-            p.mem_w = p.mem_f.iter().map(|m| m / 2.0).collect();
-        }
-        for (field, list) in p.lists() {
-            for &v in list {
-                if v < 0.0 || !v.is_finite() {
-                    bail!(
-                        "--{} must list finite, non-negative numbers, found {}\n  hint: give each device's share of the model in pipeline order, e.g. --{} 4,4,4,6",
-                        field.name(),
-                        bubblescope::render::format_number(v, 6),
-                        field.name()
-                    );
-                }
-            }
-        }
-        Ok(scalars.with_profile(p, devices))
-    }
-
-    /// The single-number costs: the first value of each list, over `d`.
-    fn scalars(&self, d: &Costs) -> Costs {
-        let first = |l: &Option<CostList>| l.as_ref().and_then(|l| l.0.first().copied());
-        Costs {
-            f: first(&self.f).unwrap_or(d.f),
-            b: first(&self.b).unwrap_or(d.b),
-            w: first(&self.w).unwrap_or(d.w),
-            comm: self.comm.unwrap_or(d.comm),
-            overlap: self.overlap.or(d.overlap),
-            mem_f: first(&self.mem_f).unwrap_or(d.mem_f),
-            mem_w: first(&self.mem_w).or(d.mem_w),
-            profile: d.profile.clone(),
-        }
+        lists.apply(&d, devices).map_err(flag_error)
     }
 
     /// The memory limit: a number in mem-f's unit, or with model flags a size with a unit.

@@ -102,11 +102,11 @@ fn bad_lists_name_the_flag_and_the_expected_count() {
     let e = fails(&["simulate", "-s", "1f1b", "-p", "4", "--f", "1,2,3"]);
     assert!(e.contains("--f lists 3 numbers, expected 4"), "{e}");
     let e = fails(&["simulate", "-s", "1f1b", "-p", "4", "--mem-w", "1,,1,1"]);
-    assert!(e.contains("--mem-w") && e.contains("item 2 of the list is empty"), "{e}");
+    assert!(e.contains("--mem-w") && e.contains("item 2 of the mem-w list is empty") && e.contains("hint:"), "{e}");
     let e = fails(&["simulate", "-s", "1f1b", "-p", "4", "--b", "1,-2,1,1"]);
     assert!(e.contains("b") && e.contains("negative"), "{e}");
     let e = fails(&["simulate", "-s", "1f1b", "-p", "2", "--f", "1,x"]);
-    assert!(e.contains("--f") && e.contains("`x` is not a number"), "{e}");
+    assert!(e.contains("--f") && e.contains("`x` in the f list is not a number"), "{e}");
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn model_flags_replace_hand_set_costs_and_take_memory_units() {
     let e = fails(&["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--f", "2"]);
     assert!(e.contains("--f cannot be combined with model flags"), "{e}");
     let e = fails(&["simulate", "-s", "1f1b", "--layers", "8"]);
-    assert!(e.contains("--hidden is required"), "{e}");
+    assert!(e.contains("--hidden is required to derive costs"), "{e}");
     let e = fails(&["simulate", "-s", "1f1b", "--mem-limit", "80GiB"]);
     assert!(e.contains("need costs from a model"), "{e}");
     let e = fails(&["simulate", "-s", "1f1b", "--model", "gpt-17"]);

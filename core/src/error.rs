@@ -76,6 +76,8 @@ pub enum Field {
     MemW,
     /// Per-device memory limit (`--mem-limit`).
     MemLimit,
+    /// A model preset (`--model`).
+    Model,
     /// Transformer layers of the model (`--layers`).
     Layers,
     /// Hidden size (`--hidden`).
@@ -119,6 +121,7 @@ impl Field {
             Field::MemF => "mem-f",
             Field::MemW => "mem-w",
             Field::MemLimit => "mem-limit",
+            Field::Model => "model",
             Field::Layers => "layers",
             Field::Hidden => "hidden",
             Field::Heads => "heads",

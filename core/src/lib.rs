@@ -16,6 +16,7 @@
 pub mod error;
 pub mod families;
 pub mod attribution;
+pub mod cost_lists;
 pub mod formats;
 pub mod model;
 pub mod params;
@@ -32,6 +33,7 @@ pub use families::{
     family, generate, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
     BASELINE, FAMILIES,
 };
+pub use cost_lists::CostLists;
 pub use params::{CostProfile, Costs, ScheduleParams, StageCosts};
 pub use schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 pub use sim::{simulate, Timeline};

@@ -2,13 +2,20 @@
 //!
 //! The keys are the CLI's flag names (`schedule`, `devices`, `microbatches`, `chunks`, `group`,
 //! `waves`, `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`) plus
-//! `compare` (comma-separated family names) and `v`, the format version. Once links are
+//! the model's (`model`, `layers`, `hidden`, `heads`, `seq`, `micro-batch`, `vocab`, `ffn`,
+//! `tflops`, `bandwidth`, `latency`, `layout`: costs then come from the model, while the
+//! hand-set ones stay in the link) plus `compare` (comma-separated family names) and `v`, the
+//! format version. `f`, `b`, `w`, `mem-f` and `mem-w` take one number or one per device, as
+//! in the CLI; `mem-limit` takes a size with a unit (`80GiB`) when a model is given. Once links are
 //! shared this format is stable: new keys may be added, none renamed. Keys the engine does
 //! not know (the app's view settings such as `theme` or `embed`) are kept in `extra` in
 //! their order.
 
 use std::fmt::Write as _;
 
+use crate::cost_lists::{format_list, parse_list, CostLists, LIST_FIELDS};
+use crate::error::{Field, ParamError};
+use crate::model::{model_field, Derived, ModelSpec};
 use crate::params::{Costs, ScheduleParams};
 
 /// The current permalink format version.
@@ -23,6 +30,8 @@ pub struct Permalink {
     pub params: ScheduleParams,
     /// Families stacked below for comparison.
     pub compare: Vec<String>,
+    /// The model the costs come from; empty: `params.costs` as set by hand.
+    pub model: ModelSpec,
     /// Other keys, in order (view settings of the app).
     pub extra: Vec<(String, String)>,
 }
@@ -33,6 +42,7 @@ impl Default for Permalink {
             schedule: crate::BASELINE.name.to_string(),
             params: ScheduleParams::new(4, 8),
             compare: Vec::new(),
+            model: ModelSpec::default(),
             extra: Vec::new(),
         }
     }
@@ -49,12 +59,45 @@ pub struct Settings {
     pub params: ScheduleParams,
     /// Families stacked below for comparison.
     pub compare: Vec<String>,
+    /// The model the costs come from, if any.
+    pub model: ModelSpec,
+}
+
+impl Settings {
+    /// The model's costs on these settings' devices, when costs come from a model.
+    pub fn derived(&self) -> Option<Result<Derived, ParamError>> {
+        self.model.given().then(|| self.model.resolve().and_then(|m| m.derive(self.params.devices)))
+    }
+
+    /// The parameters the schedule is computed from: the settings', with the costs derived
+    /// from the model when one is given (the hand-set costs stay in the settings, so
+    /// switching back restores them; the overlap time is kept).
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the model setting that is wrong.
+    pub fn effective_params(&self) -> Result<ScheduleParams, ParamError> {
+        match self.derived() {
+            None => Ok(self.params.clone()),
+            Some(derived) => {
+                let mut params = self.params.clone();
+                let overlap = params.costs.overlap;
+                params.costs = derived?.costs();
+                params.costs.overlap = overlap;
+                Ok(params)
+            }
+        }
+    }
 }
 
 impl Permalink {
     /// What changes the schedule: everything but the view keys.
     pub fn settings(&self) -> Settings {
-        Settings { schedule: self.schedule.clone(), params: self.params.clone(), compare: self.compare.clone() }
+        Settings {
+            schedule: self.schedule.clone(),
+            params: self.params.clone(),
+            compare: self.compare.clone(),
+            model: self.model.clone(),
+        }
     }
 
     /// The value of an extra key.
@@ -78,6 +121,8 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
     let mut link = Permalink::default();
     let mut warnings = Vec::new();
     let query = query.strip_prefix('?').unwrap_or(query);
+    let mut lists = CostLists::default();
+    let mut sized_limit: Option<String> = None;
     for pair in query.split('&').filter(|p| !p.is_empty()).take(200) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let (key, value) = (decode(key), decode(value));
@@ -86,7 +131,7 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
         let mut bad = |expected: &str| {
             warnings.push(format!(
                 "ignored {key}={}: expected {expected}",
-                crate::render::clean_text(&value).chars().take(40).collect::<String>()
+                short(&value)
             ));
         };
         match key.as_str() {
@@ -102,14 +147,27 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             "group" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.group = Some(v)),
             "waves" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.waves = Some(v)),
             "seq-splits" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.seq_splits = Some(v)),
-            "f" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.f = v),
-            "b" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.b = v),
-            "w" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.w = v),
             "comm" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.comm = v),
             "overlap" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.overlap = Some(v)),
-            "mem-f" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.mem_f = v),
-            "mem-w" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.mem_w = Some(v)),
-            "mem-limit" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| p.mem_limit = Some(v)),
+            "f" | "b" | "w" | "mem-f" | "mem-w" => {
+                let field = LIST_FIELDS.into_iter().find(|f| f.name() == key).unwrap_or(Field::F);
+                match parse_list(&value, field) {
+                    Ok(v) if v.iter().all(|x| x.is_finite() && *x >= 0.0) => lists.set(field, Some(v)),
+                    _ => bad("a number ≥ 0, or one per device (4,4,4,6)"),
+                }
+            }
+            "mem-limit" => match num(&value) {
+                Some(v) => p.mem_limit = Some(v),
+                None if crate::model::parse_bytes(&value, Field::MemLimit).is_ok() => sized_limit = Some(value.clone()),
+                None => bad("a number ≥ 0, or a size like 80GiB with a model"),
+            },
+            _ if model_field(&key).is_some() => {
+                if let Some(field) = model_field(&key) {
+                    if let Err(e) = link.model.set(field, &value) {
+                        warnings.push(format!("ignored {key}={}: {}", short(&value), e.message));
+                    }
+                }
+            }
             "compare" => {
                 link.compare = value
                     .split(',')
@@ -123,7 +181,25 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             _ => {}
         }
     }
+    match lists.apply(&link.params.costs, link.params.devices) {
+        Ok(costs) => link.params.costs = costs,
+        Err(e) => warnings.push(format!("ignored the cost lists: {}", e.message)),
+    }
+    if let Some(text) = sized_limit {
+        match crate::model::parse_bytes(&text, Field::MemLimit) {
+            Ok(bytes) if link.model.given() => link.params.mem_limit = Some(bytes),
+            _ => warnings.push(format!(
+                "ignored mem-limit={}: sizes with units need a model (model=…), where memory is in bytes",
+                short(&text)
+            )),
+        }
+    }
     (link, warnings)
+}
+
+/// A value as shown in a warning: cleaned and cut.
+fn short(value: &str) -> String {
+    crate::render::clean_text(value).chars().take(40).collect()
 }
 
 /// Writes a permalink as a query string (without `?`). Only values that differ from the
@@ -140,6 +216,7 @@ pub fn to_query(link: &Permalink) -> String {
         }
     }
     let c = &p.costs;
+    let lists = CostLists::of(c, p.devices);
     let nums = [
         ("f", Some(c.f), d.f),
         ("b", Some(c.b), d.b),
@@ -151,11 +228,17 @@ pub fn to_query(link: &Permalink) -> String {
         ("mem-limit", p.mem_limit, f64::NAN),
     ];
     for (key, value, default) in nums {
-        if let Some(v) = value {
+        let list = LIST_FIELDS.iter().find(|f| f.name() == key).and_then(|f| lists.get(*f));
+        if let Some(list) = list {
+            let _ = write!(out, "&{key}={}", format_list(list));
+        } else if let Some(v) = value {
             if v != default {
                 let _ = write!(out, "&{key}={v}");
             }
         }
+    }
+    for (key, value) in link.model.query_pairs() {
+        let _ = write!(out, "&{key}={}", encode(&value));
     }
     if !link.compare.is_empty() {
         let names: Vec<String> = link.compare.iter().map(|n| encode(n)).collect();
@@ -266,11 +349,49 @@ mod tests {
             vec![
                 "ignored devices=0: expected a positive integer",
                 "ignored microbatches=lots: expected a positive integer",
-                "ignored f=-1: expected a number ≥ 0",
-                "ignored mem-limit=NaN: expected a number ≥ 0",
+                "ignored f=-1: expected a number ≥ 0, or one per device (4,4,4,6)",
+                "ignored mem-limit=NaN: expected a number ≥ 0, or a size like 80GiB with a model",
                 "ignored v=99: expected a format version up to 1",
             ]
         );
+    }
+
+    #[test]
+    fn cost_lists_and_model_keys_round_trip_and_drive_the_costs() {
+        let (link, warnings) = parse("schedule=1f1b&devices=4&f=1,1,1,3&mem-f=2&comm=0.5");
+        assert_eq!(warnings, Vec::<String>::new());
+        let profile = link.params.costs.profile.clone().unwrap();
+        assert_eq!(profile.f, vec![1.0, 1.0, 1.0, 3.0]);
+        assert_eq!(profile.mem_w, vec![1.0; 4]);
+        let (back, _) = parse(&to_query(&link));
+        assert_eq!(back, link);
+
+        let q = "devices=8&model=llama-3-8b&seq=4096&layout=Et*3%7Ct*4%7Ct*4%7Ct*4%7Ct*4%7Ct*4%7Ct*4%7Ct*5L&mem-limit=80GiB";
+        let (link, warnings) = parse(q);
+        assert_eq!(warnings, Vec::<String>::new());
+        assert_eq!(link.model.seq, Some(4096));
+        assert_eq!(link.params.mem_limit, Some(80.0 * 1_073_741_824.0));
+        let (back, _) = parse(&to_query(&link));
+        assert_eq!(back, link);
+        // The model drives the costs; the hand-set ones stay in the link.
+        let settings = link.settings();
+        let derived = settings.model.resolve().unwrap().derive(8).unwrap();
+        assert_eq!(settings.effective_params().unwrap().costs, derived.costs());
+        assert_eq!(settings.params.costs, Costs::default());
+    }
+
+    #[test]
+    fn bad_lists_and_model_values_warn_and_keep_the_rest() {
+        let (link, warnings) = parse("devices=4&f=1,2,3&layers=0&model=gpt-17&mem-limit=80GiB&w=1,,2");
+        assert_eq!(link.params.costs, Costs::default());
+        assert!(!link.model.given());
+        assert_eq!(link.params.mem_limit, None);
+        assert_eq!(warnings.len(), 5, "{warnings:?}");
+        assert!(warnings[0].starts_with("ignored layers=0"), "{warnings:?}");
+        assert!(warnings[1].contains("unknown model preset"), "{warnings:?}");
+        assert!(warnings[2].starts_with("ignored w=1,,2"), "{warnings:?}");
+        assert!(warnings[3].contains("f lists 3 numbers, expected 4"), "{warnings:?}");
+        assert!(warnings[4].contains("sizes with units need a model"), "{warnings:?}");
     }
 
     #[test]

@@ -34,9 +34,11 @@
 
 mod layout;
 pub mod presets;
+mod spec;
 mod units;
 
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
+pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
 pub use units::{format_bytes, parse_bytes};
 
 use crate::error::{Field, ParamError};

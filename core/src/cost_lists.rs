@@ -1,0 +1,224 @@
+//! Hand-set costs as the user writes them: `--f 4,4,4,6` in the CLI, `f=4,4,4,6` in a
+//! permalink. Each of F, B, W, mem-f and mem-w is one number or one per device share, in
+//! pipeline order; this module turns them into [`Costs`] (a [`CostProfile`] when shares
+//! differ) in one place for every edge.
+
+use crate::error::{short_number, Field, ParamError};
+use crate::params::{CostProfile, Costs};
+
+/// The fields that take a list.
+pub const LIST_FIELDS: [Field; 5] = [Field::F, Field::B, Field::W, Field::MemF, Field::MemW];
+
+/// The longest list read (a list is one number per device).
+const MAX_ITEMS: usize = crate::params::MAX_DEVICES as usize;
+
+/// Per-share cost lists; `None` leaves a cost at its base value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CostLists {
+    /// Forward time per share.
+    pub f: Option<Vec<f64>>,
+    /// Input-gradient time per share.
+    pub b: Option<Vec<f64>>,
+    /// Weight-gradient time per share.
+    pub w: Option<Vec<f64>>,
+    /// Activation memory per share.
+    pub mem_f: Option<Vec<f64>>,
+    /// Memory W still needs after B, per share.
+    pub mem_w: Option<Vec<f64>>,
+}
+
+/// Reads `4` or `4,4.5,5,6` for `field`: every item a number (range checks come later, with
+/// the costs).
+///
+/// # Errors
+/// A [`ParamError`] on `field` naming the empty or unreadable item.
+pub fn parse_list(text: &str, field: Field) -> Result<Vec<f64>, ParamError> {
+    let hint = || "give one number, or one per device in pipeline order, e.g. 4,4,4,6".to_string();
+    let mut out = Vec::new();
+    for (i, item) in text.split(',').enumerate() {
+        if i >= MAX_ITEMS {
+            return Err(ParamError::new(field, format!("{} lists more than {MAX_ITEMS} numbers", field.name()))
+                .hint("give one number per device"));
+        }
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(ParamError::new(
+                field,
+                format!("item {} of the {} list is empty, expected a number", i + 1, field.name()),
+            )
+            .hint(hint()));
+        }
+        let v: f64 = item.parse().map_err(|_| {
+            let shown: String = crate::render::clean_text(item).chars().take(24).collect();
+            ParamError::new(field, format!("`{shown}` in the {} list is not a number", field.name())).hint(hint())
+        })?;
+        out.push(v);
+    }
+    Ok(out)
+}
+
+impl CostLists {
+    /// The list of `field`, if set.
+    pub fn get(&self, field: Field) -> Option<&Vec<f64>> {
+        match field {
+            Field::F => self.f.as_ref(),
+            Field::B => self.b.as_ref(),
+            Field::W => self.w.as_ref(),
+            Field::MemF => self.mem_f.as_ref(),
+            Field::MemW => self.mem_w.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Sets the list of `field` (other fields are ignored).
+    pub fn set(&mut self, field: Field, values: Option<Vec<f64>>) {
+        match field {
+            Field::F => self.f = values,
+            Field::B => self.b = values,
+            Field::W => self.w = values,
+            Field::MemF => self.mem_f = values,
+            Field::MemW => self.mem_w = values,
+            _ => {}
+        }
+    }
+
+    /// Whether any list has more than one number.
+    pub fn has_lists(&self) -> bool {
+        LIST_FIELDS.iter().any(|f| self.get(*f).is_some_and(|v| v.len() > 1))
+    }
+
+    /// `base` with these lists over it on `devices` devices: single numbers replace the
+    /// scalar, lists of `devices` numbers make a [`CostProfile`] (a uniform one collapses to
+    /// the scalar, so `4,4,4,4` gives exactly what `4` gives). mem-w defaults to half of each
+    /// share's mem-f when lists are given and no mem-w is.
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the list whose length is not 1 or `devices`, or that holds a
+    /// negative or non-finite number.
+    pub fn apply(&self, base: &Costs, devices: u32) -> Result<Costs, ParamError> {
+        let mut scalars = base.clone();
+        for field in LIST_FIELDS {
+            let Some(values) = self.get(field) else { continue };
+            if values.is_empty() || (values.len() > 1 && values.len() != devices as usize) {
+                return Err(ParamError::new(
+                    field,
+                    format!(
+                        "{} lists {} numbers, expected {devices} (one per device) or a single number",
+                        field.name(),
+                        values.len()
+                    ),
+                )
+                .hint(format!(
+                    "give {devices} numbers, each device's share of the model in pipeline order{}",
+                    if devices <= 8 { format!(", e.g. {}", vec!["1"; devices.max(1) as usize].join(",")) } else { String::new() }
+                )));
+            }
+            // A single number is checked with the costs, by the same rule as any scalar.
+            for &v in values.iter().filter(|_| values.len() > 1) {
+                if v < 0.0 || !v.is_finite() {
+                    return Err(ParamError::new(
+                        field,
+                        format!("{} must list finite, non-negative numbers, found {}", field.name(), short_number(v)),
+                    )
+                    .hint("give each device's share of the model in pipeline order, e.g. 4,4,4,6"));
+                }
+            }
+            let first = values[0];
+            match field {
+                Field::F => scalars.f = first,
+                Field::B => scalars.b = first,
+                Field::W => scalars.w = first,
+                Field::MemF => scalars.mem_f = first,
+                _ => scalars.mem_w = Some(first),
+            }
+        }
+        if !self.has_lists() {
+            return Ok(scalars);
+        }
+        let mut p = CostProfile::uniform(&Costs { profile: None, ..scalars.clone() }, devices as usize);
+        let fill = |target: &mut Vec<f64>, list: Option<&Vec<f64>>| {
+            if let Some(v) = list {
+                *target = if v.len() == 1 { vec![v[0]; devices as usize] } else { v.clone() };
+            }
+        };
+        fill(&mut p.f, self.f.as_ref());
+        fill(&mut p.b, self.b.as_ref());
+        fill(&mut p.w, self.w.as_ref());
+        fill(&mut p.mem_f, self.mem_f.as_ref());
+        if self.mem_w.is_some() {
+            fill(&mut p.mem_w, self.mem_w.as_ref());
+        } else if base.mem_w.is_none() {
+            p.mem_w = p.mem_f.iter().map(|m| m / 2.0).collect();
+        }
+        Ok(Costs { profile: None, ..scalars }.with_profile(p, devices))
+    }
+
+    /// The lists that give `costs` back through [`CostLists::apply`] on `costs`' scalars: one
+    /// per field whose shares differ, read from the profile (empty without one).
+    pub fn of(costs: &Costs, devices: u32) -> CostLists {
+        let mut lists = CostLists::default();
+        let Some(profile) = &costs.profile else { return lists };
+        if profile.pieces() != devices as usize {
+            return lists;
+        }
+        for (field, values) in profile.lists() {
+            lists.set(field, Some(values.to_vec()));
+        }
+        lists
+    }
+}
+
+/// A list as text: `4,4,4,6`, or one number when all are equal.
+pub fn format_list(values: &[f64]) -> String {
+    match values.first() {
+        Some(first) if values.iter().all(|v| v == first) => first.to_string(),
+        _ => values.iter().map(f64::to_string).collect::<Vec<_>>().join(","),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_lists_give_the_scalar_and_unequal_ones_a_profile() {
+        let base = Costs::default();
+        let one = CostLists { f: Some(vec![2.0]), ..CostLists::default() }.apply(&base, 4).unwrap();
+        let same = CostLists { f: Some(vec![2.0; 4]), ..CostLists::default() }.apply(&base, 4).unwrap();
+        assert_eq!(one.f, 2.0);
+        assert_eq!(same.profile, None);
+        assert_eq!((same.f, same.b, same.mem_f), (one.f, one.b, one.mem_f));
+        let uneven = CostLists { f: Some(vec![1.0, 1.0, 1.0, 3.0]), ..CostLists::default() }.apply(&base, 4).unwrap();
+        let p = uneven.profile.as_ref().unwrap();
+        assert_eq!(p.f, vec![1.0, 1.0, 1.0, 3.0]);
+        assert_eq!(p.mem_w, vec![0.5; 4]);
+        assert_eq!(uneven.f, 1.5);
+    }
+
+    #[test]
+    fn lists_round_trip_through_of() {
+        let base = Costs { comm: 0.25, ..Costs::default() };
+        let lists = CostLists { f: Some(vec![1.0, 2.0, 3.0]), mem_f: Some(vec![4.0, 4.0, 8.0]), ..CostLists::default() };
+        let costs = lists.apply(&base, 3).unwrap();
+        let back = CostLists::of(&costs, 3).apply(&Costs { profile: None, ..costs.clone() }, 3).unwrap();
+        assert_eq!(back, costs);
+    }
+
+    #[test]
+    fn bad_lists_name_the_field_and_the_count() {
+        let e = CostLists { b: Some(vec![1.0, 2.0, 3.0]), ..CostLists::default() }.apply(&Costs::default(), 4).unwrap_err();
+        assert_eq!(e.field, Field::B);
+        assert!(e.to_string().contains("b lists 3 numbers, expected 4"), "{e}");
+        let e = CostLists { w: Some(vec![1.0, -2.0]), ..CostLists::default() }.apply(&Costs::default(), 2).unwrap_err();
+        assert!(e.to_string().contains("non-negative"), "{e}");
+        assert!(parse_list("1,,2", Field::F).unwrap_err().to_string().contains("item 2"));
+        assert!(parse_list("1,x", Field::F).unwrap_err().to_string().contains("`x`"));
+        assert_eq!(parse_list(" 1, 2.5 ", Field::F).unwrap(), vec![1.0, 2.5]);
+    }
+
+    #[test]
+    fn format_list_writes_one_number_for_equal_values() {
+        assert_eq!(format_list(&[2.0, 2.0]), "2");
+        assert_eq!(format_list(&[1.0, 2.5]), "1,2.5");
+    }
+}

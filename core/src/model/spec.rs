@@ -1,0 +1,291 @@
+//! A model as the user writes it: a preset and settings over it, each optional — the CLI's
+//! model flags and the permalink's model keys read into this one type, and it resolves to a
+//! [`Model`] in one place.
+
+use std::fmt::Write as _;
+
+use super::presets::{model_preset, model_presets};
+use super::Model;
+use crate::error::{Field, ParamError};
+
+/// The longest layout text a spec keeps (a layout of many stages is long, but not unbounded).
+pub const MAX_LAYOUT_TEXT: usize = 4096;
+
+/// The model settings the user gave: a preset and any setting over it. Empty means the costs
+/// are set by hand.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelSpec {
+    /// Start from this preset (`--model`); the other settings override it.
+    pub preset: Option<String>,
+    /// Transformer layers (`--layers`).
+    pub layers: Option<u32>,
+    /// Hidden size (`--hidden`).
+    pub hidden: Option<u32>,
+    /// Attention heads (`--heads`).
+    pub heads: Option<u32>,
+    /// Sequence length (`--seq`).
+    pub seq: Option<u32>,
+    /// Sequences per microbatch (`--micro-batch`).
+    pub micro_batch: Option<u32>,
+    /// Vocabulary size (`--vocab`).
+    pub vocab: Option<u32>,
+    /// MLP width (`--ffn`).
+    pub ffn: Option<u32>,
+    /// Achieved TFLOP/s per device (`--tflops`).
+    pub tflops: Option<f64>,
+    /// Link bandwidth, GB/s (`--bandwidth`).
+    pub bandwidth: Option<f64>,
+    /// Hop latency, µs (`--latency`).
+    pub latency: Option<f64>,
+    /// Megatron layout or layers per share (`--layout`).
+    pub layout: Option<String>,
+}
+
+/// The settings a spec holds, as fields: their names are the CLI flags and URL keys.
+pub const MODEL_FIELDS: [Field; 12] = [
+    Field::Model,
+    Field::Layers,
+    Field::Hidden,
+    Field::Heads,
+    Field::Seq,
+    Field::MicroBatch,
+    Field::Vocab,
+    Field::Ffn,
+    Field::Tflops,
+    Field::Bandwidth,
+    Field::Latency,
+    Field::Layout,
+];
+
+impl ModelSpec {
+    /// The spec of preset `key`, with nothing overridden.
+    pub fn preset(key: &str) -> ModelSpec {
+        ModelSpec { preset: Some(key.to_string()), ..ModelSpec::default() }
+    }
+
+    /// Whether any model setting is given (then costs come from the model).
+    pub fn given(&self) -> bool {
+        *self != ModelSpec::default()
+    }
+
+    /// The value of `field` as text (the URL value and the form's), if set.
+    pub fn get(&self, field: Field) -> Option<String> {
+        let n = |v: Option<u32>| v.map(|v| v.to_string());
+        let x = |v: Option<f64>| v.map(|v| v.to_string());
+        match field {
+            Field::Model => self.preset.clone(),
+            Field::Layers => n(self.layers),
+            Field::Hidden => n(self.hidden),
+            Field::Heads => n(self.heads),
+            Field::Seq => n(self.seq),
+            Field::MicroBatch => n(self.micro_batch),
+            Field::Vocab => n(self.vocab),
+            Field::Ffn => n(self.ffn),
+            Field::Tflops => x(self.tflops),
+            Field::Bandwidth => x(self.bandwidth),
+            Field::Latency => x(self.latency),
+            Field::Layout => self.layout.clone(),
+            _ => None,
+        }
+    }
+
+    /// Sets `field` from text (`""` unsets it).
+    ///
+    /// # Errors
+    /// A [`ParamError`] on `field` when the text is not what the setting takes; the spec is
+    /// left as it was.
+    pub fn set(&mut self, field: Field, text: &str) -> Result<(), ParamError> {
+        let t = text.trim();
+        let count = |t: &str| -> Result<Option<u32>, ParamError> {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            t.parse::<u32>().ok().filter(|v| *v > 0).map(Some).ok_or_else(|| {
+                ParamError::new(field, format!("{} must be a positive integer, found `{}`", field.name(), short(t)))
+                    .hint(field_hint(field))
+            })
+        };
+        let rate = |t: &str| -> Result<Option<f64>, ParamError> {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).map(Some).ok_or_else(|| {
+                ParamError::new(field, format!("{} must be a non-negative number, found `{}`", field.name(), short(t)))
+                    .hint(field_hint(field))
+            })
+        };
+        let text_value = |t: &str| (!t.is_empty()).then(|| t.to_string());
+        match field {
+            Field::Model => {
+                if !t.is_empty() && model_preset(t).is_none() {
+                    return Err(unknown_preset(t));
+                }
+                self.preset = text_value(t);
+            }
+            Field::Layers => self.layers = count(t)?,
+            Field::Hidden => self.hidden = count(t)?,
+            Field::Heads => self.heads = count(t)?,
+            Field::Seq => self.seq = count(t)?,
+            Field::MicroBatch => self.micro_batch = count(t)?,
+            Field::Vocab => self.vocab = count(t)?,
+            Field::Ffn => self.ffn = count(t)?,
+            Field::Tflops => self.tflops = rate(t)?,
+            Field::Bandwidth => self.bandwidth = rate(t)?,
+            Field::Latency => self.latency = rate(t)?,
+            Field::Layout => {
+                if t.len() > MAX_LAYOUT_TEXT {
+                    return Err(ParamError::new(
+                        field,
+                        format!("layout is {} characters long, at most {MAX_LAYOUT_TEXT} are read", t.len()),
+                    )
+                    .hint("use repetition: `Et*3|(t*4|)*6t*3L`"));
+                }
+                self.layout = text_value(t);
+            }
+            _ => {
+                return Err(ParamError::new(field, format!("{} is not a model setting", field.name()))
+                    .hint(format!("model settings: {}", field_names())));
+            }
+        }
+        Ok(())
+    }
+
+    /// The model: the preset's, then every given setting over it.
+    ///
+    /// # Errors
+    /// A [`ParamError`] for an unknown preset or a size that neither the preset nor the
+    /// settings give. The model's own checks run in [`Model::derive`].
+    pub fn resolve(&self) -> Result<Model, ParamError> {
+        let base = match &self.preset {
+            Some(key) => Some(model_preset(key).ok_or_else(|| unknown_preset(key))?.model),
+            None => None,
+        };
+        let b = base.as_ref();
+        let required = |field: Field, value: Option<u32>, preset: Option<u32>| {
+            value.or(preset).ok_or_else(|| {
+                ParamError::new(field, format!("{} is required to derive costs from a model", field.name()))
+                    .hint("give layers, hidden, heads, seq, micro-batch and vocab, or start from a preset (`bubblescope costs --list`)")
+            })
+        };
+        let mut m = Model::new(
+            required(Field::Layers, self.layers, b.map(|m| m.layers))?,
+            required(Field::Hidden, self.hidden, b.map(|m| m.hidden))?,
+            required(Field::Heads, self.heads, b.map(|m| m.heads))?,
+            required(Field::Seq, self.seq, b.map(|m| m.seq))?,
+            required(Field::MicroBatch, self.micro_batch, b.map(|m| m.micro_batch))?,
+            required(Field::Vocab, self.vocab, b.map(|m| m.vocab))?,
+        );
+        if let Some(base) = b {
+            m.ffn = base.ffn;
+            m.tflops = base.tflops;
+            m.bandwidth = base.bandwidth;
+            m.latency = base.latency;
+            m.layout.clone_from(&base.layout);
+        }
+        m.ffn = self.ffn.or(m.ffn);
+        m.tflops = self.tflops.unwrap_or(m.tflops);
+        m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
+        m.latency = self.latency.unwrap_or(m.latency);
+        if self.layout.is_some() {
+            m.layout.clone_from(&self.layout);
+        }
+        Ok(m)
+    }
+
+    /// The spec as URL pairs (`key=value`, in [`MODEL_FIELDS`] order, set values only).
+    pub fn query_pairs(&self) -> Vec<(&'static str, String)> {
+        MODEL_FIELDS.iter().filter_map(|f| self.get(*f).map(|v| (f.name(), v))).collect()
+    }
+
+    /// The spec as CLI flags, for "the same in the CLI" lines.
+    pub fn cli_flags(&self) -> String {
+        let mut out = String::new();
+        for (key, value) in self.query_pairs() {
+            let quoted = if value.contains(['|', '*', '(', ')', ' ']) { format!("'{value}'") } else { value };
+            let _ = write!(out, " --{key} {quoted}");
+        }
+        out.trim_start().to_string()
+    }
+}
+
+/// The model field called `name` (a CLI flag without `--`, a URL key).
+pub fn model_field(name: &str) -> Option<Field> {
+    MODEL_FIELDS.iter().copied().find(|f| f.name() == name)
+}
+
+fn field_names() -> String {
+    MODEL_FIELDS.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn field_hint(field: Field) -> &'static str {
+    match field {
+        Field::Tflops => "tflops is the achieved TFLOP/s per device (default 400)",
+        Field::Bandwidth => "bandwidth is the link's GB/s between neighbouring devices (default 50)",
+        Field::Latency => "latency is one hop's µs (default 5)",
+        Field::Ffn => "ffn is the MLP width (default 4 × hidden; SwiGLU: 1.5 × the intermediate size)",
+        _ => "give the model's real shape, or start from a preset (`bubblescope costs --list`)",
+    }
+}
+
+fn short(t: &str) -> String {
+    crate::render::clean_text(t).chars().take(40).collect()
+}
+
+/// The error for a preset key that does not exist, listing those that do.
+pub fn unknown_preset(key: &str) -> ParamError {
+    let keys: Vec<&str> = model_presets().iter().map(|p| p.key).collect();
+    ParamError::new(Field::Model, format!("unknown model preset `{}`", short(key)))
+        .hint(format!("expected one of: {}", keys.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_preset_resolves_to_its_model_and_settings_override_it() {
+        for p in model_presets() {
+            assert_eq!(ModelSpec::preset(p.key).resolve().unwrap(), p.model, "{}", p.key);
+        }
+        let spec = ModelSpec { seq: Some(2048), layout: Some("2,2".into()), ..ModelSpec::preset("llama-3-8b") };
+        let m = spec.resolve().unwrap();
+        assert_eq!((m.seq, m.layers, m.layout.as_deref()), (2048, 32, Some("2,2")));
+    }
+
+    #[test]
+    fn missing_sizes_and_unknown_presets_name_the_setting() {
+        let e = ModelSpec { layers: Some(4), ..ModelSpec::default() }.resolve().unwrap_err();
+        assert_eq!(e.field, Field::Hidden);
+        assert!(e.to_string().contains("hidden is required"), "{e}");
+        let e = ModelSpec::preset("gpt-17").resolve().unwrap_err();
+        assert_eq!(e.field, Field::Model);
+        assert!(e.to_string().contains("llama-3-8b"), "{e}");
+    }
+
+    #[test]
+    fn set_and_get_round_trip_every_field_and_bad_text_changes_nothing() {
+        let mut spec = ModelSpec::default();
+        let values = ["llama-3-8b", "32", "4096", "32", "8192", "1", "128256", "21504", "400", "50", "5", "Et*3|t*4|t*4|t*3L"];
+        for (field, v) in MODEL_FIELDS.iter().zip(values) {
+            spec.set(*field, v).unwrap();
+            assert_eq!(spec.get(*field).as_deref(), Some(v));
+        }
+        let before = spec.clone();
+        for (field, bad) in [(Field::Layers, "0"), (Field::Hidden, "-1"), (Field::Tflops, "NaN"), (Field::Model, "x")] {
+            let e = spec.set(field, bad).unwrap_err();
+            assert_eq!(e.field, field);
+            assert!(!e.hints.is_empty(), "{e}");
+        }
+        assert!(spec.set(Field::F, "1").is_err());
+        assert_eq!(spec, before);
+        spec.set(Field::Layers, "").unwrap();
+        assert_eq!(spec.layers, None);
+        assert!(!ModelSpec::default().given() && spec.given());
+    }
+
+    #[test]
+    fn cli_flags_quote_layouts() {
+        let spec = ModelSpec { layout: Some("Et|tL".into()), ..ModelSpec::preset("zb-1.5b") };
+        assert_eq!(spec.cli_flags(), "--model zb-1.5b --layout 'Et|tL'");
+    }
+}
