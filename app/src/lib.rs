@@ -10,7 +10,10 @@ pub mod url;
 
 use leptos::prelude::*;
 
-use components::{ChartCard, CompareTable, DeviceTable, EmbedView, ErrorBanner, Header, SettingsPanel, StatTiles};
+use components::{
+    BottleneckVerdict, ChartCard, CompareTable, DerivedTable, DeviceTable, EmbedView, ErrorBanner, Header,
+    SettingsPanel, StatTiles,
+};
 use state::AppState;
 
 /// The whole page. Reads its settings from the URL.
@@ -43,8 +46,10 @@ pub fn App() -> impl IntoView {
                 <main class="content">
                     <ErrorBanner/>
                     <StatTiles/>
+                    <BottleneckVerdict/>
                     <ChartCard/>
                     <CompareTable/>
+                    <DerivedTable/>
                     <DeviceTable/>
                 </main>
                 <SettingsPanel/>

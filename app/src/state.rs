@@ -249,7 +249,8 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
             Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
         return (computed, params.clone());
     };
-    let run = bubblescope::formats::analyze_file(&file.name, (**schedule).clone(), params.costs.clone(), params.mem_limit);
+    let run =
+        bubblescope::formats::analyze_file(&file.name, (**schedule).clone(), params.costs.clone(), params.mem_limit);
     let result = run.analysis.map(Arc::new).map_err(UiError::from_analyze);
     (Computed { name: "file".into(), label: run.label, result }, run.params)
 }
@@ -258,6 +259,12 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
 /// compared families and the baseline (1F1B), all at the same settings.
 pub fn compute(settings: &Settings, file: Option<&LoadedFile>) -> Outcome {
     let start = now_ms();
+    // Costs from the model, when one is given; its errors stop every schedule.
+    let effective = match settings.effective_params() {
+        Ok(p) => p,
+        Err(e) => return model_error(settings, e, start),
+    };
+    let settings = &Settings { params: effective, ..settings.clone() };
     let (main, params, compare, baseline) = match file {
         Some(file) => {
             let (main, params) = compute_file(file, &settings.params);
@@ -289,6 +296,20 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>) -> Outcome {
         compare,
         baseline,
         params,
+        elapsed_ms: now_ms() - start,
+    }
+}
+
+/// The outcome when the model the costs come from is wrong: the error at the model setting.
+fn model_error(settings: &Settings, e: bubblescope::ParamError, start: f64) -> Outcome {
+    let error = UiError { field: Some(e.field), message: e.to_string() };
+    let label = family(&settings.schedule).map_or_else(|| settings.schedule.clone(), |f| f.title.to_string());
+    Outcome {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        main: Computed { name: settings.schedule.clone(), label, result: Err(error) },
+        compare: Vec::new(),
+        baseline: None,
+        params: settings.params.clone(),
         elapsed_ms: now_ms() - start,
     }
 }
@@ -368,6 +389,24 @@ impl AppState {
     pub fn update(&self, f: impl FnOnce(&mut Permalink)) {
         self.link.update(f);
         self.view.update(|v| v.range = None);
+    }
+
+    /// What the numbers mean: µs and bytes when the costs come from a model.
+    pub fn units(&self) -> bubblescope::render::Units {
+        if self.link.with(|l| l.model.given()) {
+            bubblescope::render::Units::Model
+        } else {
+            bubblescope::render::Units::Cost
+        }
+    }
+
+    /// [`AppState::units`] outside a reactive context.
+    pub fn units_untracked(&self) -> bubblescope::render::Units {
+        if self.link.with_untracked(|l| l.model.given()) {
+            bubblescope::render::Units::Model
+        } else {
+            bubblescope::render::Units::Cost
+        }
     }
 
     /// The error for `field` in the current outcome, if any.

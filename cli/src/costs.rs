@@ -33,7 +33,10 @@ pub fn run(args: &CostsArgs) -> Result<()> {
 fn presets_text() -> String {
     let mut out = String::new();
     for p in model::presets::model_presets() {
-        out.push_str(&format!("{:<14} {}\n{:<14} {} · {} devices, {} microbatches\n", p.key, p.title, "", p.source, p.devices, p.microbatches));
+        out.push_str(&format!(
+            "{:<14} {}\n{:<14} {} · {} devices, {} microbatches\n",
+            p.key, p.title, "", p.source, p.devices, p.microbatches
+        ));
     }
     out
 }

@@ -13,7 +13,8 @@ use bubblescope::error::{short_number, with_hints};
 use bubblescope::formats::{self, Dialect, ExportOptions, Format, ImportOptions};
 use bubblescope::params::MAX_PASSES;
 use bubblescope::render::{
-    figure_animated_svg, figure_svg, format_number, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
+    figure_animated_svg, figure_svg, format_number, AnimateOptions, FigureItem, FigureOptions, Theme, Units,
+    DURATION_RANGE,
 };
 use bubblescope::{analyze, family, generate, Analysis, Costs, ScheduleParams, FAMILIES};
 use clap::parser::ValueSource;
@@ -314,7 +315,10 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     let (shortest, longest) = DURATION_RANGE;
     if !(args.duration.is_finite() && (shortest..=longest).contains(&args.duration)) {
         return Err(user_error(
-            &format!("--duration must be between {shortest} and {longest} seconds, found {}", short_number(args.duration)),
+            &format!(
+                "--duration must be between {shortest} and {longest} seconds, found {}",
+                short_number(args.duration)
+            ),
             &[] as &[&str],
         ));
     }
@@ -334,11 +338,8 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     let names = compared_names(args, !subjects.is_empty())?;
     // The pass cap holds for everything drawn: every family's exact pass count comes from
     // the registry, so the total is checked before anything is generated.
-    let planned: u64 = names
-        .iter()
-        .filter_map(|n| family(n))
-        .map(|f| f.pass_count(&f.with_defaults(&f.own_params(&params))))
-        .sum();
+    let planned: u64 =
+        names.iter().filter_map(|n| family(n)).map(|f| f.pass_count(&f.with_defaults(&f.own_params(&params)))).sum();
     let total: u64 = subjects.iter().map(|s| s.analysis.schedule.pass_count() as u64).sum();
     if total + planned > MAX_PASSES {
         return Err(too_many_passes(total + planned));
@@ -362,6 +363,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         memory: args.memory,
         mem_limit: args.costs.mem_limit()?,
         theme,
+        units: if args.costs.model.given() { Units::Model } else { Units::Cost },
         ..FigureOptions::default()
     };
     let svg = if args.animate {

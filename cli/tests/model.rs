@@ -14,6 +14,11 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
+fn run(args: &[&str]) {
+    let out = bubblescope(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 fn fails(args: &[&str]) -> String {
     let out = bubblescope(args);
     assert_eq!(out.status.code(), Some(2), "{args:?} should fail: {}", String::from_utf8_lossy(&out.stdout));
@@ -35,8 +40,24 @@ fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
         let s = |v: u32| v.to_string();
         let t = tflops.to_string();
         let v = json(&[
-            "costs", "--layers", &s(layers), "--hidden", &s(hidden), "--heads", &s(heads), "--seq", &s(seq),
-            "--micro-batch", &s(mb), "--vocab", &s(vocab), "--devices", &s(devices), "--tflops", &t, "--json",
+            "costs",
+            "--layers",
+            &s(layers),
+            "--hidden",
+            &s(hidden),
+            "--heads",
+            &s(heads),
+            "--seq",
+            &s(seq),
+            "--micro-batch",
+            &s(mb),
+            "--vocab",
+            &s(vocab),
+            "--devices",
+            &s(devices),
+            "--tflops",
+            &t,
+            "--json",
         ]);
         let (b, s_, h, a, vv) = (f64::from(mb), f64::from(seq), f64::from(hidden), f64::from(heads), f64::from(vocab));
         let us = |flops: f64| flops / (tflops * 1e12) * 1e6;
@@ -73,9 +94,22 @@ fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
 #[test]
 fn an_equal_list_prints_exactly_what_the_single_number_prints() {
     for family in ["1f1b", "zb-h1", "zb-2p", "zb-v", "interleaved-1f1b", "dualpipe", "seq1f1b"] {
-        let one = json(&["simulate", "-s", family, "-p", "4", "-m", "8", "--f", "3", "--b", "2.5", "--mem-f", "2", "--json"]);
+        let one =
+            json(&["simulate", "-s", family, "-p", "4", "-m", "8", "--f", "3", "--b", "2.5", "--mem-f", "2", "--json"]);
         let list = json(&[
-            "simulate", "-s", family, "-p", "4", "-m", "8", "--f", "3,3,3,3", "--b", "2.5,2.5,2.5,2.5", "--mem-f", "2,2,2,2",
+            "simulate",
+            "-s",
+            family,
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--f",
+            "3,3,3,3",
+            "--b",
+            "2.5,2.5,2.5,2.5",
+            "--mem-f",
+            "2,2,2,2",
             "--json",
         ]);
         assert_eq!(one, list, "{family}");
@@ -119,19 +153,32 @@ fn model_flags_replace_hand_set_costs_and_take_memory_units() {
     assert!(e.contains("need costs from a model"), "{e}");
     let e = fails(&["simulate", "-s", "1f1b", "--model", "gpt-17"]);
     assert!(e.contains("unknown model preset `gpt-17`") && e.contains("llama-3-8b"), "{e}");
-    let v = json(&["simulate", "-s", "1f1b", "-p", "8", "-m", "16", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--json"]);
+    let v = json(&[
+        "simulate",
+        "-s",
+        "1f1b",
+        "-p",
+        "8",
+        "-m",
+        "16",
+        "--model",
+        "llama-3.2-1b",
+        "--mem-limit",
+        "80GiB",
+        "--json",
+    ]);
     assert_eq!(v["mem_limit"].as_f64(), Some(80.0 * 1024.0 * 1024.0 * 1024.0));
     let work: Vec<f64> = v["per_device"].as_array().unwrap().iter().map(|d| d["work"].as_f64().unwrap()).collect();
     assert!(work[7] > 1.5 * work[3], "the LM head makes the last device the busiest: {work:?}");
-    let table = String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "8", "--model", "llama-3.2-1b"]).stdout).unwrap();
+    let table =
+        String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "8", "--model", "llama-3.2-1b"]).stdout)
+            .unwrap();
     assert!(table.contains("bottleneck   device 7 does"), "{table}");
 }
 
 #[test]
 fn layouts_cut_the_model_where_the_user_says() {
-    let v = json(&[
-        "costs", "--model", "llama-3.2-1b", "-p", "4", "--layout", "Et*5|t*5|t*4|t*2L", "--json",
-    ]);
+    let v = json(&["costs", "--model", "llama-3.2-1b", "-p", "4", "--layout", "Et*5|t*5|t*4|t*2L", "--json"]);
     let layers: Vec<u64> = v["shares"].as_array().unwrap().iter().map(|s| s["layers"].as_u64().unwrap()).collect();
     assert_eq!(layers, [5, 5, 4, 2]);
     let v = json(&["costs", "--model", "llama-3.2-1b", "-p", "4", "--layout", "Et|t*3|(t*2|)*5,t*2L", "--json"]);
@@ -146,7 +193,21 @@ fn layouts_cut_the_model_where_the_user_says() {
 fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
     let cases: &[&[&str]] = &[
         &["costs"],
-        &["costs", "--layers", "0", "--hidden", "8", "--heads", "1", "--seq", "8", "--micro-batch", "1", "--vocab", "8"],
+        &[
+            "costs",
+            "--layers",
+            "0",
+            "--hidden",
+            "8",
+            "--heads",
+            "1",
+            "--seq",
+            "8",
+            "--micro-batch",
+            "1",
+            "--vocab",
+            "8",
+        ],
         &["costs", "--model", "llama-3-8b", "--hidden", "4000000000"],
         &["costs", "--model", "llama-3-8b", "--tflops", "NaN"],
         &["costs", "--model", "llama-3-8b", "--tflops", "-5"],
@@ -168,4 +229,18 @@ fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
         assert!(e.starts_with("error: ") && e.contains("hint: "), "{args:?}: {e}");
         assert!(!e.contains("panicked"), "{args:?}: {e}");
     }
+}
+
+#[test]
+fn figures_from_a_model_read_in_microseconds_and_gib() {
+    let dir = std::env::temp_dir().join(format!("bubblescope-units-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("llama.svg");
+    let path = out.to_str().unwrap();
+    run(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3.2-1b", "--memory", "-o", path]);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("time (µs)") && svg.contains("(bytes)") && svg.contains(" GiB"), "units missing");
+    run(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--memory", "-o", path]);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("time (cost units)") && !svg.contains(" GiB"), "hand-set costs keep cost units");
 }

@@ -110,7 +110,11 @@ impl CostLists {
                 )
                 .hint(format!(
                     "give {devices} numbers, each device's share of the model in pipeline order{}",
-                    if devices <= 8 { format!(", e.g. {}", vec!["1"; devices.max(1) as usize].join(",")) } else { String::new() }
+                    if devices <= 8 {
+                        format!(", e.g. {}", vec!["1"; devices.max(1) as usize].join(","))
+                    } else {
+                        String::new()
+                    }
                 )));
             }
             // A single number is checked with the costs, by the same rule as any scalar.
@@ -198,7 +202,8 @@ mod tests {
     #[test]
     fn lists_round_trip_through_of() {
         let base = Costs { comm: 0.25, ..Costs::default() };
-        let lists = CostLists { f: Some(vec![1.0, 2.0, 3.0]), mem_f: Some(vec![4.0, 4.0, 8.0]), ..CostLists::default() };
+        let lists =
+            CostLists { f: Some(vec![1.0, 2.0, 3.0]), mem_f: Some(vec![4.0, 4.0, 8.0]), ..CostLists::default() };
         let costs = lists.apply(&base, 3).unwrap();
         let back = CostLists::of(&costs, 3).apply(&Costs { profile: None, ..costs.clone() }, 3).unwrap();
         assert_eq!(back, costs);
@@ -206,7 +211,8 @@ mod tests {
 
     #[test]
     fn bad_lists_name_the_field_and_the_count() {
-        let e = CostLists { b: Some(vec![1.0, 2.0, 3.0]), ..CostLists::default() }.apply(&Costs::default(), 4).unwrap_err();
+        let e =
+            CostLists { b: Some(vec![1.0, 2.0, 3.0]), ..CostLists::default() }.apply(&Costs::default(), 4).unwrap_err();
         assert_eq!(e.field, Field::B);
         assert!(e.to_string().contains("b lists 3 numbers, expected 4"), "{e}");
         let e = CostLists { w: Some(vec![1.0, -2.0]), ..CostLists::default() }.apply(&Costs::default(), 2).unwrap_err();

@@ -13,10 +13,10 @@
 //!
 //! This crate does no IO: formats read `&str` and write `String`.
 
-pub mod error;
-pub mod families;
 pub mod attribution;
 pub mod cost_lists;
+pub mod error;
+pub mod families;
 pub mod formats;
 pub mod model;
 pub mod params;
@@ -28,12 +28,12 @@ pub mod sim;
 pub mod stats;
 pub mod validate;
 
+pub use cost_lists::CostLists;
 pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
 pub use families::{
     family, generate, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
     BASELINE, FAMILIES,
 };
-pub use cost_lists::CostLists;
 pub use params::{CostProfile, Costs, ScheduleParams, StageCosts};
 pub use schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 pub use sim::{simulate, Timeline};

@@ -129,10 +129,7 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
         let p = &mut link.params;
         let c = &mut p.costs;
         let mut bad = |expected: &str| {
-            warnings.push(format!(
-                "ignored {key}={}: expected {expected}",
-                short(&value)
-            ));
+            warnings.push(format!("ignored {key}={}: expected {expected}", short(&value)));
         };
         match key.as_str() {
             "v" => match value.parse::<u32>() {

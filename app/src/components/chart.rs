@@ -114,6 +114,7 @@ pub fn ChartCard(
             theme,
             time_range: view.range,
             highlight: view.highlight,
+            units: state.units(),
         };
         let t0 = now_ms();
         let fig = figure(&items, &opts);

@@ -21,7 +21,7 @@ pub fn Controls() -> impl IntoView {
         <Show when=move || !no_file()>
             <super::ImportPanel/>
         </Show>
-        <CostInputs/>
+        <super::ModelPanel/>
         <MemoryInputs/>
         <CompareInputs/>
         <Show when=no_file>
@@ -225,6 +225,38 @@ fn option_control(state: AppState, option: FamilyOption) -> AnyView {
     }
 }
 
+/// Sets one hand-set cost to `v` on every device: a per-device list from the link gives way
+/// to the single number, the other lists stay.
+fn set_cost(link: &mut Permalink, field: Field, v: f64) {
+    let p = &mut link.params;
+    let mut lists = bubblescope::CostLists::of(&p.costs, p.devices);
+    lists.set(field, Some(vec![v]));
+    let base = bubblescope::Costs { profile: None, ..p.costs.clone() };
+    match lists.apply(&base, p.devices) {
+        Ok(costs) => p.costs = costs,
+        Err(_) => match field {
+            Field::F => p.costs.f = v,
+            Field::B => p.costs.b = v,
+            Field::W => p.costs.w = v,
+            _ => p.costs.mem_f = v,
+        },
+    }
+}
+
+/// Sets mem-w (`None`: half of mem-f) on every device.
+fn set_mem_w(link: &mut Permalink, v: Option<f64>) {
+    match v {
+        Some(v) => set_cost(link, Field::MemW, v),
+        None => {
+            let p = &mut link.params;
+            let mut lists = bubblescope::CostLists::of(&p.costs, p.devices);
+            lists.set(Field::MemW, None);
+            let base = bubblescope::Costs { profile: None, mem_w: None, ..p.costs.clone() };
+            p.costs = lists.apply(&base, p.devices).unwrap_or(base);
+        }
+    }
+}
+
 /// The smallest of 10, 20, 50, 100, 200, 500, … at or above `value`.
 fn nice_ceiling(value: f64) -> f64 {
     let mut max = 10.0f64;
@@ -245,27 +277,47 @@ fn cost_range(state: AppState) -> Signal<(f64, f64, f64)> {
     })
 }
 
-/// F, B, W and communication.
+/// F, B, W and communication, set by hand (inside the "Costs" panel).
 #[component]
 pub fn CostInputs() -> impl IntoView {
     let state = expect_context::<AppState>();
     let costs =
         move |f: fn(&bubblescope::Costs) -> f64| Signal::derive(move || Some(state.link.with(|l| f(&l.params.costs))));
     let range = cost_range(state);
-    let body = view! {
+    let lists = move || {
+        state.link.with(|l| {
+            let lists = bubblescope::CostLists::of(&l.params.costs, l.params.devices);
+            let shown: Vec<String> = bubblescope::cost_lists::LIST_FIELDS
+                .iter()
+                .filter_map(|f| {
+                    lists
+                        .get(*f)
+                        .filter(|v| v.windows(2).any(|w| w[0] != w[1]))
+                        .map(|v| format!("{} = {}", f.name(), bubblescope::cost_lists::format_list(v)))
+                })
+                .collect();
+            (!shown.is_empty()).then(|| {
+                format!(
+                    "Per device from the link: {} (the boxes show the mean; editing one sets every device).",
+                    shown.join(" · ")
+                )
+            })
+        })
+    };
+    view! {
         <p class="help">"Times of one microbatch on 1/P of the model. Finer schedules run each piece at its fraction."</p>
+        {move || lists().map(|t| view! { <p class="help" data-testid="cost-lists">{t}</p> })}
         <div class="grid-1">
             <NumberField label="F · forward" id="f" value=costs(|c| c.f) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| l.params.costs.f = v) error=error_signal(state, Field::F)/>
+                on_change=set(state, |l, v| set_cost(l, Field::F, v)) error=error_signal(state, Field::F)/>
             <NumberField label="B · input gradient" id="b" value=costs(|c| c.b) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| l.params.costs.b = v) error=error_signal(state, Field::B)/>
+                on_change=set(state, |l, v| set_cost(l, Field::B, v)) error=error_signal(state, Field::B)/>
             <NumberField label="W · weight gradient" id="w" value=costs(|c| c.w) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| l.params.costs.w = v) error=error_signal(state, Field::W)/>
+                on_change=set(state, |l, v| set_cost(l, Field::W, v)) error=error_signal(state, Field::W)/>
             <NumberField label="Communication per hop" id="comm" value=costs(|c| c.comm) kind=NumberKind::Amount slider=range
                 on_change=set(state, |l, v| l.params.costs.comm = v) error=error_signal(state, Field::Comm)/>
         </div>
-    };
-    section("Costs", body)
+    }
 }
 
 /// mem-f, mem-w and the memory limit.
@@ -286,33 +338,42 @@ pub fn MemoryInputs() -> impl IntoView {
             p.mem_limit = Some(k * f64::from(p.devices) * p.costs.mem_f);
         });
     };
+    let from_model = move || state.link.with(|l| l.model.given());
+    let by_hand = move || {
+        view! {
+            <div class="grid-2">
+                <NumberField label="mem-f" id="mem-f" value=Signal::derive(move || Some(state.link.with(|l| l.params.costs.mem_f)))
+                    kind=NumberKind::Amount help="activations one forward leaves"
+                    slider=Signal::derive(move || { let m = nice_ceiling(state.link.with(|l| l.params.costs.mem_f) * 1.5); (0.0, m, m / 100.0) })
+                    on_change=set(state, |l, v| set_cost(l, Field::MemF, v)) error=error_signal(state, Field::MemF)/>
+                <NumberField label="mem-w" id="mem-w" value=Signal::derive(move || state.link.with(|l| l.params.costs.mem_w))
+                    kind=NumberKind::Amount optional=true placeholder="auto" help="kept after B until W; auto: mem-f/2"
+                    slider=Signal::derive(move || { let m = state.link.with(|l| l.params.costs.mem_f).max(1e-9); (0.0, m, m / 20.0) })
+                    on_change=Callback::new(move |v| state.update(|l| set_mem_w(l, v))) error=error_signal(state, Field::MemW)/>
+            </div>
+            <NumberField label="Memory limit per device" id="mem-limit"
+                value=Signal::derive(move || state.link.with(|l| l.params.mem_limit))
+                kind=NumberKind::Amount optional=true placeholder="none"
+                slider=Signal::derive(move || {
+                    let (p, mf) = state.link.with(|l| (f64::from(l.params.devices), l.params.costs.mem_f.max(1e-9)));
+                    (0.0, 3.0 * p * mf, mf / 4.0)
+                })
+                on_change=Callback::new(move |v| state.update(|l| l.params.mem_limit = v))
+                error=error_signal(state, Field::MemLimit)/>
+            <p class="help">{limit_help}</p>
+            <div class="chips">
+                <button type="button" class="chip" on:click=move |_| set_limit(1.0) title="P · mem-f: what 1F1B holds on device 0">"1F1B (P·mem-f)"</button>
+                <button type="button" class="chip" on:click=move |_| set_limit(2.0) title="2P · mem-f">"2× 1F1B"</button>
+                <button type="button" class="chip" on:click=move |_| set_limit(0.5) title="P/2 · mem-f">"½× 1F1B"</button>
+                <button type="button" class="chip" on:click=move |_| state.update(|l| l.params.mem_limit = None)>"none"</button>
+            </div>
+        }
+    };
     let body = view! {
-        <div class="grid-2">
-            <NumberField label="mem-f" id="mem-f" value=Signal::derive(move || Some(state.link.with(|l| l.params.costs.mem_f)))
-                kind=NumberKind::Amount help="activations one forward leaves"
-                slider=Signal::derive(move || { let m = nice_ceiling(state.link.with(|l| l.params.costs.mem_f) * 1.5); (0.0, m, m / 100.0) })
-                on_change=set(state, |l, v| l.params.costs.mem_f = v) error=error_signal(state, Field::MemF)/>
-            <NumberField label="mem-w" id="mem-w" value=Signal::derive(move || state.link.with(|l| l.params.costs.mem_w))
-                kind=NumberKind::Amount optional=true placeholder="auto" help="kept after B until W; auto: mem-f/2"
-                slider=Signal::derive(move || { let m = state.link.with(|l| l.params.costs.mem_f).max(1e-9); (0.0, m, m / 20.0) })
-                on_change=Callback::new(move |v| state.update(|l| l.params.costs.mem_w = v)) error=error_signal(state, Field::MemW)/>
-        </div>
-        <NumberField label="Memory limit per device" id="mem-limit"
-            value=Signal::derive(move || state.link.with(|l| l.params.mem_limit))
-            kind=NumberKind::Amount optional=true placeholder="none"
-            slider=Signal::derive(move || {
-                let (p, mf) = state.link.with(|l| (f64::from(l.params.devices), l.params.costs.mem_f.max(1e-9)));
-                (0.0, 3.0 * p * mf, mf / 4.0)
-            })
-            on_change=Callback::new(move |v| state.update(|l| l.params.mem_limit = v))
-            error=error_signal(state, Field::MemLimit)/>
-        <p class="help">{limit_help}</p>
-        <div class="chips">
-            <button type="button" class="chip" on:click=move |_| set_limit(1.0) title="P · mem-f: what 1F1B holds on device 0">"1F1B (P·mem-f)"</button>
-            <button type="button" class="chip" on:click=move |_| set_limit(2.0) title="2P · mem-f">"2× 1F1B"</button>
-            <button type="button" class="chip" on:click=move |_| set_limit(0.5) title="P/2 · mem-f">"½× 1F1B"</button>
-            <button type="button" class="chip" on:click=move |_| state.update(|l| l.params.mem_limit = None)>"none"</button>
-        </div>
+        <Show when=from_model fallback=by_hand>
+            <super::SizeLimitField/>
+            <p class="help">{limit_help}</p>
+        </Show>
     };
     section("Memory", body)
 }

@@ -75,6 +75,7 @@ fn with_figure(
         memory,
         mem_limit: o.params.mem_limit,
         theme: state.theme.get_untracked().theme(),
+        units: state.units_untracked(),
         ..FigureOptions::default()
     };
     Some(draw(&items, &opts))

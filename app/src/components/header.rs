@@ -22,6 +22,7 @@ pub fn Header() -> impl IntoView {
                 schedule: p.schedule.to_string(),
                 params: p.params.clone(),
                 compare: p.compare.iter().map(|s| s.to_string()).collect(),
+                model: Default::default(),
                 extra,
             };
         });

@@ -1,10 +1,55 @@
 //! Stats: headline tiles, the per-device table and the comparison table.
 
-use bubblescope::render::format_number;
-use bubblescope::{family, BubbleMeasure, Stats};
+use bubblescope::model::{format_bytes, verdict, Holding};
+use bubblescope::render::{format_micros, format_number, Units};
+use bubblescope::{family, BubbleMeasure};
 use leptos::prelude::*;
 
 use crate::state::AppState;
+
+/// What each device of the main schedule holds of the model, when costs come from one.
+fn holdings(state: AppState) -> Memo<Option<Vec<Holding>>> {
+    let derived = Memo::new(move |_| state.settings.with(|s| s.derived().and_then(Result::ok)));
+    Memo::new(move |_| {
+        let d = derived.get()?;
+        state.outcome.with(|o| o.main.result.as_ref().ok().map(|a| d.holdings(&a.schedule.placement)))
+    })
+}
+
+/// Times and memory in the model's units (µs, bytes) when costs come from a model, else as
+/// the CLI prints them.
+fn time_text(state: AppState, v: f64) -> String {
+    match state.units() {
+        Units::Model => format_micros(v),
+        Units::Cost => n(v),
+    }
+}
+
+fn memory_text(state: AppState, v: f64) -> String {
+    match state.units() {
+        Units::Model => format_bytes(v),
+        Units::Cost => n(v),
+    }
+}
+
+/// One line naming the busiest device and why: "device 7 does 23% more work than the mean:
+/// the LM head".
+#[component]
+pub fn BottleneckVerdict() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let holdings = holdings(state);
+    let line = move || {
+        let b = state.outcome.with(|o| o.main.result.as_ref().ok().and_then(|a| a.stats.bottleneck()))?;
+        Some(holdings.with(|h| verdict(&b, h.as_deref())))
+    };
+    view! {
+        {move || line().map(|l| view! {
+            <p class="verdict" data-testid="bottleneck-verdict" role="status">
+                <span class="verdict-tag">"Bottleneck"</span>{l}
+            </p>
+        })}
+    }
+}
 
 /// The number as the CLI prints it.
 fn n(v: f64) -> String {
@@ -17,7 +62,6 @@ pub fn StatTiles() -> impl IntoView {
     let state = expect_context::<AppState>();
     let outcome = state.outcome;
     let stats = move || outcome.with(|o| o.main.result.as_ref().ok().map(|a| a.stats.clone()));
-    let value = move |f: fn(&Stats) -> f64| move || stats().map(|s| n(f(&s))).unwrap_or_else(|| "—".to_string());
     let bubble = move || {
         let m = state.measure.get();
         stats().map(|s| m.of(&s))
@@ -54,15 +98,16 @@ pub fn StatTiles() -> impl IntoView {
             let a = o.main.result.as_ref().ok()?;
             let over: Vec<String> =
                 a.stats.per_device.iter().filter(|d| d.over_limit(Some(limit))).map(|d| d.device.to_string()).collect();
-            (!over.is_empty()).then(|| format!("above the limit {} on device {}", n(limit), over.join(", ")))
+            (!over.is_empty())
+                .then(|| format!("above the limit {} on device {}", memory_text(state, limit), over.join(", ")))
         })
     };
     view! {
         <section class="tiles" aria-label="Key numbers">
             <div class="tile">
                 <div class="tile-label">"Cost"<span class="tile-sub" title="longest device span">" longest device span"</span></div>
-                <div class="tile-value" data-testid="stat-cost">{value(|s| s.cost)}</div>
-                <div class="tile-foot" title="ideal: the busiest device's work — the sum of its passes, an overlapped F&B pair at its overlap time">"ideal " {value(|s| s.ideal)} " · makespan " {value(|s| s.makespan)}</div>
+                <div class="tile-value" data-testid="stat-cost">{move || stats().map(|s| time_text(state, s.cost)).unwrap_or_else(|| "—".into())}</div>
+                <div class="tile-foot" title="ideal: the busiest device's work — the sum of its passes, an overlapped F&B pair at its overlap time">"ideal " {move || stats().map(|s| time_text(state, s.ideal)).unwrap_or_default()} " · makespan " {move || stats().map(|s| time_text(state, s.makespan)).unwrap_or_default()}</div>
             </div>
             <div class="tile">
                 <div class="tile-label">
@@ -85,8 +130,8 @@ pub fn StatTiles() -> impl IntoView {
                 </div>
             </div>
             <div class="tile" class:alert=move || over_limit().is_some()>
-                <div class="tile-label">"Peak memory"<span class="tile-sub" title="worst device, unit of mem-f">" worst device, unit of mem-f"</span></div>
-                <div class="tile-value" data-testid="stat-peak-memory">{value(|s| s.peak_memory)}</div>
+                <div class="tile-label">"Peak memory"<span class="tile-sub">{move || if state.link.with(|l| l.model.given()) { " worst device, activations" } else { " worst device, unit of mem-f" }}</span></div>
+                <div class="tile-value" data-testid="stat-peak-memory">{move || stats().map(|s| memory_text(state, s.peak_memory)).unwrap_or_else(|| "—".into())}</div>
                 <div class="tile-foot">{move || over_limit().unwrap_or_else(peak_in_forwards)}</div>
             </div>
             <div class="tile">
@@ -120,10 +165,13 @@ pub fn StatTiles() -> impl IntoView {
 #[component]
 pub fn DeviceTable() -> impl IntoView {
     let state = expect_context::<AppState>();
+    let holdings = holdings(state);
     let rows = move || {
         state.outcome.with(|o| {
             let a = o.main.result.as_ref().ok()?;
             let limit = o.params.mem_limit;
+            let slowest = a.stats.per_device.iter().map(|d| d.work).fold(0.0, f64::max);
+            let layers = holdings.get();
             let predicted = family(&o.main.name).and_then(|f| f.prediction(&o.params)).and_then(|p| p.peak_memory);
             Some(
                 a.stats
@@ -136,15 +184,23 @@ pub fn DeviceTable() -> impl IntoView {
                             .and_then(|p| p.get(d.device as usize))
                             .map(|v| n(*v))
                             .unwrap_or_else(|| "—".into());
+                        let held = layers
+                            .as_ref()
+                            .and_then(|h| h.get(d.device as usize))
+                            .map_or_else(|| "—".to_string(), |h| format_number(h.layers, 2));
+                        let share = if slowest > 0.0 { d.work / slowest } else { 0.0 };
+                        let slowest_row = slowest > 0.0 && d.work == slowest;
                         view! {
-                            <tr class:over=over>
+                            <tr class:over=over class:slowest=slowest_row>
                                 <td>{d.device}</td>
-                                <td>{n(d.start)}</td>
-                                <td>{n(d.end)}</td>
-                                <td>{n(d.busy)}</td>
-                                <td>{n(d.idle)}</td>
+                                <td>{time_text(state, d.start)}</td>
+                                <td>{time_text(state, d.end)}</td>
+                                <td>{time_text(state, d.work)}</td>
+                                <td>{held}</td>
+                                <td>{format!("{}%", format_number(share * 100.0, 1))}</td>
+                                <td>{time_text(state, d.idle)}</td>
                                 <td>{format!("{}%", format_number(d.bubble_rate * 100.0, 2))}</td>
-                                <td>{n(d.peak_memory)}{over.then_some(" ⚠")}</td>
+                                <td>{memory_text(state, d.peak_memory)}{over.then_some(" ⚠")}</td>
                                 <td class="muted">{expected}</td>
                             </tr>
                         }
@@ -164,7 +220,11 @@ pub fn DeviceTable() -> impl IntoView {
                     <table class="table" data-testid="device-table">
                         <thead>
                             <tr>
-                                <th>"device"</th><th>"start"</th><th>"end"</th><th>"busy"</th><th>"idle"</th>
+                                <th>"device"</th><th>"start"</th><th>"end"</th>
+                                <th title="the sum of its passes">"work"</th>
+                                <th title="transformer layers it holds (costs from a model)">"layers"</th>
+                                <th title="its work as a share of the slowest device's">"of slowest"</th>
+                                <th>"idle"</th>
                                 <th title="idle / span">"bubble"</th><th>"peak memory"</th>
                                 <th title=move || formula().unwrap_or("")>"formula"</th>
                             </tr>

@@ -265,7 +265,8 @@ mod tests {
     #[test]
     fn set_and_get_round_trip_every_field_and_bad_text_changes_nothing() {
         let mut spec = ModelSpec::default();
-        let values = ["llama-3-8b", "32", "4096", "32", "8192", "1", "128256", "21504", "400", "50", "5", "Et*3|t*4|t*4|t*3L"];
+        let values =
+            ["llama-3-8b", "32", "4096", "32", "8192", "1", "128256", "21504", "400", "50", "5", "Et*3|t*4|t*4|t*3L"];
         for (field, v) in MODEL_FIELDS.iter().zip(values) {
             spec.set(*field, v).unwrap();
             assert_eq!(spec.get(*field).as_deref(), Some(v));

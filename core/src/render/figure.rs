@@ -6,6 +6,7 @@ use super::gantt::{gantt, gutter_for, GanttGeometry, GanttOptions, GanttPanel};
 use super::memory::{memory_chart, memory_plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
+use super::units::Units;
 use crate::Analysis;
 
 /// One schedule in a figure.
@@ -39,6 +40,8 @@ pub struct FigureOptions {
     pub time_range: Option<(f64, f64)>,
     /// A microbatch whose passes are outlined while the others fade.
     pub highlight: Option<u32>,
+    /// What the numbers mean: cost units, or µs and bytes from a model.
+    pub units: Units,
 }
 
 /// Height of a memory chart in figures.
@@ -56,6 +59,7 @@ impl Default for FigureOptions {
             theme: Theme::light(),
             time_range: None,
             highlight: None,
+            units: Units::Cost,
         }
     }
 }
@@ -84,13 +88,13 @@ impl Figure {
 }
 
 /// The one-line summary shown next to a panel's heading.
-pub fn summary_line(analysis: &Analysis) -> String {
+pub fn summary_line(analysis: &Analysis, units: Units) -> String {
     let s = &analysis.stats;
     format!(
         "cost {} · bubble rate {}% · peak memory {}",
-        format_number(s.cost, 3),
+        units.time(s.cost),
         format_number(s.bubble_rate * 100.0, 2),
-        format_number(s.peak_memory, 3)
+        units.memory(s.peak_memory)
     )
 }
 
@@ -106,7 +110,7 @@ pub struct FigureGeometry {
 
 /// Lays out a figure: all schedules on one time axis, then their memory charts if asked.
 pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
-    let notes: Vec<String> = items.iter().map(|i| summary_line(i.analysis)).collect();
+    let notes: Vec<String> = items.iter().map(|i| summary_line(i.analysis, opts.units)).collect();
     let panels: Vec<GanttPanel<'_>> = items
         .iter()
         .zip(&notes)
@@ -124,7 +128,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
         time_range: opts.time_range,
         highlight: opts.highlight,
         legend: true,
-        axis_label: "time (cost units)".to_string(),
+        axis_label: opts.units.time_axis().to_string(),
     };
     let (gantt_scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);
     let memory = opts.memory.then(|| memory_charts(items, opts, (geometry.axis.t0, geometry.axis.t1)).0);
@@ -150,12 +154,18 @@ pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, 
 }
 
 /// The options of schedule `item`'s memory chart in a figure.
-fn memory_options(items: &[FigureItem<'_>], item: &FigureItem<'_>, opts: &FigureOptions, time_range: (f64, f64)) -> MemoryOptions {
+fn memory_options(
+    items: &[FigureItem<'_>],
+    item: &FigureItem<'_>,
+    opts: &FigureOptions,
+    time_range: (f64, f64),
+) -> MemoryOptions {
     let devices = items.iter().map(|i| i.analysis.schedule.devices()).max().unwrap_or(1);
+    let unit = opts.units.memory_unit();
     let title = if items.len() > 1 {
-        format!("Activation memory per device — {} (unit of mem-f)", item.label)
+        format!("Activation memory per device — {} ({unit})", item.label)
     } else {
-        "Activation memory per device (unit of mem-f)".to_string()
+        format!("Activation memory per device ({unit})")
     };
     MemoryOptions {
         width: opts.width,
@@ -166,6 +176,7 @@ fn memory_options(items: &[FigureItem<'_>], item: &FigureItem<'_>, opts: &Figure
         gutter: Some(gutter_for(devices, opts.width)),
         highlight_device: None,
         title,
+        units: opts.units,
     }
 }
 

@@ -1,9 +1,10 @@
 //! Memory chart layout: activation memory over time per device, with the limit and peaks.
 
-use super::axis::{format_number, format_tick, ticks, TimeAxis};
+use super::axis::{format_tick, ticks, TimeAxis};
 use super::gantt::gutter_for;
 use super::scene::{fit_text, text_width, Anchor, Item, Scene};
 use super::theme::Theme;
+use super::units::Units;
 use crate::sim::Timeline;
 
 /// Layout settings. Lengths are CSS pixels; `scale` turns them into device pixels.
@@ -25,6 +26,8 @@ pub struct MemoryOptions {
     pub highlight_device: Option<u32>,
     /// Title above the plot.
     pub title: String,
+    /// What the numbers mean (ticks in GiB for bytes).
+    pub units: Units,
 }
 
 impl Default for MemoryOptions {
@@ -38,6 +41,7 @@ impl Default for MemoryOptions {
             gutter: None,
             highlight_device: None,
             title: "Activation memory per device (unit of mem-f)".to_string(),
+            units: Units::Cost,
         }
     }
 }
@@ -71,11 +75,13 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
 
     // Background and y grid.
     scene.rect(axis.x0, plot_top, axis.x1, plot_bottom, theme.track);
-    let (ys, ystep) = ticks(0.0, y_max, 4);
+    let (unit, suffix) = opts.units.memory_ticks(y_max);
+    let (ys, ystep) = ticks(0.0, y_max / unit, 4);
     for &v in &ys {
-        let y = y_of(v);
+        let y = y_of(v * unit);
         scene.line((axis.x0, y), (axis.x1, y), theme.grid, s);
-        scene.text(axis.x0 - 8.0 * s, y, &format_tick(v, ystep), 11.0 * s, theme.muted, Anchor::End);
+        let label = format!("{}{suffix}", format_tick(v, ystep));
+        scene.text(axis.x0 - 8.0 * s, y, &label, 11.0 * s, theme.muted, Anchor::End);
     }
     let (ts, tstep) = ticks(t0, t1, ((opts.width - gutter) / 90.0).max(2.0) as usize);
     for &t in &ts {
@@ -97,7 +103,7 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
             stroke: None,
         });
         scene.dashed_line((axis.x0, y), (axis.x1, y), theme.alert, 1.5 * s, 6.0 * s);
-        let label = format!("limit {}", format_number(limit, 3));
+        let label = format!("limit {}", opts.units.memory(limit));
         scene.text(axis.x1 - 4.0 * s, y - 8.0 * s, &label, 11.0 * s, theme.alert, Anchor::End);
     }
 

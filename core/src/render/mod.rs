@@ -11,6 +11,7 @@ mod gantt;
 mod memory;
 mod scene;
 mod theme;
+mod units;
 
 pub use animate::{figure_animated_svg, AnimateOptions, DURATION_RANGE};
 pub use axis::{format_number, format_tick, ticks, TimeAxis};
@@ -25,6 +26,7 @@ pub use gantt::{
 pub use memory::{memory_chart, memory_plot_band, MemoryOptions};
 pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
 pub use theme::{BarKind, Rgb, Theme};
+pub use units::{format_micros, Units};
 
 impl Scene {
     /// Appends `other` below this scene (widths are expected to match), for figures that

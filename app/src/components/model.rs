@@ -1,0 +1,322 @@
+//! The "Model" panel: costs by hand, or derived from a transformer config and a GPU.
+//!
+//! A model in the link (any of the CLI's model keys) drives the costs; the hand-set costs stay
+//! in the link meanwhile, so switching back restores them. Every number comes from
+//! `bubblescope::model`.
+
+use bubblescope::model::presets::{model_preset, model_presets};
+use bubblescope::model::{format_bytes, parse_bytes, Derived, ModelSpec, PieceCosts};
+use bubblescope::render::format_micros;
+use bubblescope::Field;
+use leptos::prelude::*;
+
+use super::inputs::{NumberField, NumberKind};
+use crate::state::AppState;
+
+/// The preset a fresh switch to "From a model" starts from.
+const FIRST_PRESET: &str = "llama-3-8b";
+
+/// What a share holds, in words: `E + 4 layers`, `3 layers + LM head`.
+fn holds(p: &PieceCosts) -> String {
+    let mut parts = Vec::new();
+    if p.piece.embedding {
+        parts.push("E".to_string());
+    }
+    parts.push(format!("{} layer{}", p.piece.layers, if p.piece.layers == 1 { "" } else { "s" }));
+    if p.piece.loss {
+        parts.push("LM head".to_string());
+    }
+    parts.join(" + ")
+}
+
+/// Costs by hand or from a model, and the model's settings and derived costs.
+#[component]
+pub fn ModelPanel() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let given = Memo::new(move |_| state.link.with(|l| l.model.given()));
+    // What the other mode had, so switching back and forth loses nothing.
+    let stashed_model = StoredValue::new(ModelSpec::default());
+    let stashed_limit = StoredValue::new(None::<f64>);
+    let switch = move |to_model: bool| {
+        if to_model == given.get_untracked() {
+            return;
+        }
+        state.update(|l| {
+            let other_limit = stashed_limit.get_value();
+            stashed_limit.set_value(l.params.mem_limit);
+            l.params.mem_limit = other_limit;
+            if to_model {
+                let spec = stashed_model.get_value();
+                l.model = if spec.given() { spec } else { ModelSpec::preset(FIRST_PRESET) };
+            } else {
+                stashed_model.set_value(std::mem::take(&mut l.model));
+            }
+        });
+    };
+    view! {
+        <section class="panel" data-testid="model-panel">
+            <h2 class="panel-title">"Costs"</h2>
+            <div class="segmented" role="group" aria-label="Where the costs come from">
+                <button type="button" class="seg" data-testid="costs-by-hand" aria-pressed=move || (!given.get()).to_string()
+                    on:click=move |_| switch(false)>"By hand"</button>
+                <button type="button" class="seg" data-testid="costs-from-model" aria-pressed=move || given.get().to_string()
+                    on:click=move |_| switch(true)>"From a model"</button>
+            </div>
+            <Show when=move || given.get() fallback=|| view! { <super::controls::CostInputs/> }>
+                <ModelForm/>
+            </Show>
+        </section>
+    }
+}
+
+/// The preset menu and every model setting.
+#[component]
+fn ModelForm() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let spec = Memo::new(move |_| state.link.with(|l| l.model.clone()));
+    // The model the settings resolve to (the preset under the overrides), for the boxes.
+    let resolved = Memo::new(move |_| spec.with(|s| s.resolve().ok()));
+    let preset = move || spec.with(|s| s.preset.clone().unwrap_or_default());
+    let pick = move |key: String| {
+        state.update(|l| {
+            if key.is_empty() {
+                // Custom: the current model's values, written out, so nothing changes yet.
+                if let Ok(m) = l.model.resolve() {
+                    l.model = ModelSpec {
+                        preset: None,
+                        layers: Some(m.layers),
+                        hidden: Some(m.hidden),
+                        heads: Some(m.heads),
+                        seq: Some(m.seq),
+                        micro_batch: Some(m.micro_batch),
+                        vocab: Some(m.vocab),
+                        ffn: m.ffn,
+                        tflops: Some(m.tflops),
+                        bandwidth: Some(m.bandwidth),
+                        latency: Some(m.latency),
+                        layout: m.layout,
+                    };
+                } else {
+                    l.model.preset = None;
+                }
+            } else {
+                l.model = ModelSpec::preset(&key);
+            }
+        });
+    };
+    let source = move || spec.with(|s| s.preset.as_deref().and_then(model_preset).map(|p| p.source));
+    let field = move |label: &'static str, field: Field, kind: NumberKind, help: &'static str| {
+        let value = Signal::derive(move || {
+            spec.with(|s| s.get(field)).and_then(|t| t.parse::<f64>().ok()).or_else(|| {
+                resolved.with(|m| {
+                    m.as_ref().map(|m| match field {
+                        Field::Layers => f64::from(m.layers),
+                        Field::Hidden => f64::from(m.hidden),
+                        Field::Heads => f64::from(m.heads),
+                        Field::Seq => f64::from(m.seq),
+                        Field::MicroBatch => f64::from(m.micro_batch),
+                        Field::Vocab => f64::from(m.vocab),
+                        Field::Ffn => f64::from(m.ffn()),
+                        Field::Tflops => m.tflops,
+                        Field::Bandwidth => m.bandwidth,
+                        _ => m.latency,
+                    })
+                })
+            })
+        });
+        let on_change = Callback::new(move |v: Option<f64>| {
+            let text = v.map(|v| v.to_string()).unwrap_or_default();
+            state.update(|l| {
+                // A value the box accepts is always one the spec takes; keep the link if not.
+                let mut next = l.model.clone();
+                if next.set(field, &text).is_ok() {
+                    l.model = next;
+                }
+            });
+        });
+        let error = Signal::derive(move || state.error_for(field));
+        view! {
+            <NumberField label=label id=field.name() value=value kind=kind help=help on_change=on_change error=error/>
+        }
+    };
+    let layout_error = move || state.error_for(Field::Layout);
+    let model_error = move || state.error_for(Field::Model);
+    view! {
+        <div class="field">
+            <label for="model">"Model"</label>
+            <select id="model" class="select" data-testid="model-preset" prop:value=preset
+                on:change=move |ev| pick(event_target_value(&ev))>
+                {model_presets().into_iter().map(|p| {
+                    let key = p.key;
+                    view! { <option value=key selected=move || preset() == key>{p.title}</option> }
+                }).collect_view()}
+                <option value="" selected=move || preset().is_empty()>"Custom"</option>
+            </select>
+            {move || source().map(|s| view! { <p class="help">{s}</p> })}
+            <p class="field-error" role="alert" data-testid="error-message" hidden=move || model_error().is_none()>{model_error}</p>
+        </div>
+        <div class="model-grid">
+            {field("Layers", Field::Layers, NumberKind::Count, "")}
+            {field("Hidden size", Field::Hidden, NumberKind::Count, "")}
+            {field("Heads", Field::Heads, NumberKind::Count, "")}
+            {field("MLP width", Field::Ffn, NumberKind::Count, "")}
+            {field("Sequence", Field::Seq, NumberKind::Count, "tokens")}
+            {field("Microbatch", Field::MicroBatch, NumberKind::Count, "sequences")}
+            {field("Vocabulary", Field::Vocab, NumberKind::Count, "")}
+            {field("TFLOP/s", Field::Tflops, NumberKind::Amount, "achieved, per device")}
+            {field("Bandwidth", Field::Bandwidth, NumberKind::Amount, "GB/s per hop")}
+            {field("Latency", Field::Latency, NumberKind::Amount, "µs per hop")}
+        </div>
+        <div class="field" class:invalid=move || layout_error().is_some()>
+            <label for="layout">"Layout"</label>
+            <input id="layout" class="num text" type="text" spellcheck="false" autocomplete="off"
+                data-testid="layout-input" placeholder="even split · Et*3|t*4|t*4|t*3L · 3,4,4,3"
+                prop:value=move || spec.with(|s| s.layout.clone().unwrap_or_default())
+                on:change=move |ev| {
+                    let text = event_target_value(&ev);
+                    state.update(|l| { let _ = l.model.set(Field::Layout, &text); });
+                }/>
+            <p class="help">"Megatron's --pipeline-model-parallel-layout (E embedding, t layer, L LM head, | between stages) or layers per device."</p>
+            <p class="field-error" role="alert" data-testid="error-message" hidden=move || layout_error().is_none()>{layout_error}</p>
+        </div>
+    }
+}
+
+/// The derived per-share costs, the communication per hop and the same run in the CLI (a
+/// card beside the per-device table while costs come from a model).
+#[component]
+pub fn DerivedTable() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let derived = Memo::new(move |_| state.settings.with(|s| s.derived().and_then(Result::ok)));
+    let rows = move || {
+        derived.with(|d| {
+            let d: &Derived = d.as_ref()?;
+            let shares = d.shares();
+            Some(
+                shares
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| {
+                        view! {
+                            <tr>
+                                <td>{k}</td>
+                                <td class="name">{holds(p)}</td>
+                                <td>{format_micros(p.f)}</td>
+                                <td>{format_micros(p.b)}</td>
+                                <td>{format_micros(p.w)}</td>
+                                <td>{format_bytes(p.mem_f)}</td>
+                                <td>{format_bytes(p.mem_w)}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view(),
+            )
+        })
+    };
+    let foot = move || {
+        derived.with(|d| {
+            d.as_ref().map(|d| {
+                let mut s = format!("Communication {} per hop.", format_micros(d.comm));
+                for note in &d.notes {
+                    s.push(' ');
+                    s.push_str(&capitalise(note));
+                    s.push('.');
+                }
+                s
+            })
+        })
+    };
+    let cli = move || {
+        state.settings.with(|s| {
+            format!(
+                "bubblescope simulate -s {} -p {} -m {} {}",
+                s.schedule,
+                s.params.devices,
+                s.params.microbatches,
+                s.model.cli_flags()
+            )
+        })
+    };
+    view! {
+        <Show when=move || derived.with(Option::is_some)>
+            <section class="card" aria-label="Costs from the model">
+            <h2 class="card-title">"From the model: each device's share, per microbatch"</h2>
+            <div class="table-wrap">
+                <table class="table" data-testid="derived-costs">
+                    <thead><tr>
+                        <th>"share"</th><th>"holds"</th><th title="forward">"F"</th><th title="input gradient">"B"</th>
+                        <th title="weight gradient">"W"</th><th title="activations one forward stores">"mem-f"</th>
+                        <th title="of those, kept after B until W">"mem-w"</th>
+                    </tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+            <p class="help">{foot}</p>
+            <p class="help">"Same in the CLI: " <code class="cli" data-testid="model-cli">{cli}</code></p>
+            </section>
+        </Show>
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
+/// The memory limit as a size (`80GiB`) when costs come from a model, where memory is in
+/// bytes.
+#[component]
+pub fn SizeLimitField() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let text = RwSignal::new(String::new());
+    let local_error = RwSignal::new(None::<String>);
+    // Follow the link unless the box already says the same size.
+    Effect::new(move |_| {
+        let limit = state.link.with(|l| l.params.mem_limit);
+        let current = text.get_untracked();
+        let same = match (limit, parse_bytes(&current, Field::MemLimit)) {
+            (Some(v), Ok(t)) => (v - t).abs() <= 1e-9 * v.abs().max(1.0),
+            (None, _) => current.trim().is_empty(),
+            _ => false,
+        };
+        if !same {
+            text.set(limit.map(format_bytes).unwrap_or_default().replace(' ', ""));
+            local_error.set(None);
+        }
+    });
+    let commit = move |raw: String| {
+        text.set(raw.clone());
+        if raw.trim().is_empty() {
+            local_error.set(None);
+            state.update(|l| l.params.mem_limit = None);
+            return;
+        }
+        match parse_bytes(&raw, Field::MemLimit) {
+            Ok(bytes) => {
+                local_error.set(None);
+                state.update(|l| l.params.mem_limit = Some(bytes));
+            }
+            Err(e) => local_error.set(Some(e.to_string())),
+        }
+    };
+    let error = move || local_error.get().or_else(|| state.error_for(Field::MemLimit));
+    let set = move |gib: Option<f64>| state.update(|l| l.params.mem_limit = gib.map(|g| g * 1_073_741_824.0));
+    view! {
+        <div class="field" class:invalid=move || error().is_some()>
+            <div class="field-head">
+                <label for="mem-limit">"Memory limit per device"</label>
+                <input id="mem-limit" class="num" type="text" inputmode="decimal" placeholder="none"
+                    data-testid="mem-limit-input" prop:value=move || text.get()
+                    on:input=move |ev| commit(event_target_value(&ev))/>
+            </div>
+            <p class="help">"Activations only (e.g. 80GiB, 512MiB); weights and optimizer state are not counted."</p>
+            <p class="field-error" role="alert" data-testid="error-message" hidden=move || error().is_none()>{error}</p>
+        </div>
+        <div class="chips">
+            <button type="button" class="chip" on:click=move |_| set(Some(40.0))>"40 GiB"</button>
+            <button type="button" class="chip" on:click=move |_| set(Some(64.0))>"64 GiB"</button>
+            <button type="button" class="chip" on:click=move |_| set(Some(80.0))>"80 GiB"</button>
+            <button type="button" class="chip" on:click=move |_| set(None)>"none"</button>
+        </div>
+    }
+}

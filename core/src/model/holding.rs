@@ -1,0 +1,121 @@
+//! What each device holds of a model under a schedule's placement, and why the busiest device
+//! is the busiest: the playground's verdict line and the CLI's bottleneck line.
+
+use super::Derived;
+use crate::params::{CostProfile, Costs, StageCosts};
+use crate::schedule::Placement;
+use crate::stats::Bottleneck;
+
+/// One device's part of the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Holding {
+    /// Transformer layers it holds; fractional when a family's stages cut a layer.
+    pub layers: f64,
+    /// Whether it holds the embedding.
+    pub embedding: bool,
+    /// Whether it holds the LM head and the loss.
+    pub loss: bool,
+}
+
+impl Derived {
+    /// Each device's part of the model under `placement`: its stages' layers, cut from the
+    /// pieces exactly as the simulator cuts their costs (stage `j` of `S` takes the model
+    /// from `j/S` to `(j+1)/S`), and whether it holds the first or the last stage.
+    pub fn holdings(&self, placement: &Placement) -> Vec<Holding> {
+        let layers: Vec<f64> = self.pieces.iter().map(|p| f64::from(p.piece.layers)).collect();
+        let profile = CostProfile {
+            f: layers.clone(),
+            b: vec![0.0; layers.len()],
+            w: vec![0.0; layers.len()],
+            mem_f: vec![0.0; layers.len()],
+            mem_w: vec![0.0; layers.len()],
+        };
+        let costs = Costs::default().with_profile(profile, self.devices);
+        let table = StageCosts::new(&costs, placement);
+        let last = placement.stages_per_pipeline().saturating_sub(1);
+        let embedding = self.pieces.first().is_some_and(|p| p.piece.embedding);
+        let loss = self.pieces.last().is_some_and(|p| p.piece.loss);
+        let mut out = vec![Holding { layers: 0.0, embedding: false, loss: false }; placement.devices() as usize];
+        for g in 0..placement.stages() {
+            let Some(h) = placement.device_of(g).and_then(|d| out.get_mut(d as usize)) else { continue };
+            h.layers += table.f.get(g as usize).copied().unwrap_or(0.0);
+            let local = placement.local_stage(g);
+            h.embedding |= embedding && local == 0;
+            h.loss |= loss && local == last;
+        }
+        out
+    }
+}
+
+/// The bottleneck in one line: "device 7 does 23% more work than the mean: the LM head".
+/// With what the devices hold, it says why: the LM head, the embedding, or more layers than
+/// the mean.
+pub fn verdict(bottleneck: &Bottleneck, holdings: Option<&[Holding]>) -> String {
+    let head = format!(
+        "device {} does {}% more work than the mean",
+        bottleneck.device,
+        crate::render::format_number(100.0 * bottleneck.excess(), 1)
+    );
+    let Some(holdings) = holdings.filter(|h| !h.is_empty()) else { return head };
+    let Some(h) = holdings.get(bottleneck.device as usize) else { return head };
+    let mean = holdings.iter().map(|h| h.layers).sum::<f64>() / holdings.len() as f64;
+    let layers = |v: f64| crate::render::format_number(v, 2);
+    let mut why = Vec::new();
+    if h.loss {
+        why.push("the LM head".to_string());
+    }
+    if h.layers > mean * (1.0 + 1e-9) {
+        why.push(format!("{} layers against a mean of {}", layers(h.layers), layers(mean)));
+    }
+    if why.is_empty() && h.embedding {
+        why.push("the embedding".to_string());
+    }
+    if why.is_empty() {
+        return head;
+    }
+    format!("{head}: {}", why.join(" and "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+
+    fn placement(name: &str, devices: u32) -> Placement {
+        let p = crate::ScheduleParams::new(devices, 2 * devices);
+        crate::families::generate(name, &p).unwrap().placement
+    }
+
+    #[test]
+    fn holdings_add_up_to_the_model_and_place_the_head() {
+        let m = Model::new(30, 1024, 16, 1024, 1, 32_000);
+        for name in ["1f1b", "interleaved-1f1b", "zb-v", "chimera", "hanayo"] {
+            let d = m.derive(4).unwrap();
+            let placement = placement(name, 4);
+            let h = d.holdings(&placement);
+            let total: f64 = h.iter().map(|h| h.layers).sum();
+            let pipelines = f64::from(placement.stages() / placement.stages_per_pipeline().max(1));
+            assert!((total - 30.0 * pipelines).abs() < 1e-9, "{name}: {total}");
+            let device_of_last = placement.device_of(placement.stages_per_pipeline() - 1).unwrap();
+            assert!(h[device_of_last as usize].loss, "{name}");
+            assert!(h[placement.device_of(0).unwrap() as usize].embedding, "{name}");
+        }
+        // 30 layers on 4 devices: the first two shares hold 8.
+        let h = m.derive(4).unwrap().holdings(&placement("1f1b", 4));
+        assert_eq!(h.iter().map(|h| h.layers).collect::<Vec<_>>(), vec![8.0, 8.0, 7.0, 7.0]);
+    }
+
+    #[test]
+    fn the_verdict_names_the_lm_head_and_extra_layers() {
+        let h = |layers: f64, loss: bool| Holding { layers, embedding: false, loss };
+        let b = Bottleneck { device: 3, work: 1.23, mean: 1.0 };
+        let holdings = [h(4.0, false), h(4.0, false), h(4.0, false), h(4.0, true)];
+        assert_eq!(verdict(&b, Some(&holdings)), "device 3 does 23% more work than the mean: the LM head");
+        let holdings = [h(4.0, false), h(4.0, false), h(4.0, false), h(5.0, true)];
+        assert_eq!(
+            verdict(&b, Some(&holdings)),
+            "device 3 does 23% more work than the mean: the LM head and 5 layers against a mean of 4.25"
+        );
+        assert_eq!(verdict(&b, None), "device 3 does 23% more work than the mean");
+    }
+}

@@ -1,0 +1,89 @@
+//! What a figure's numbers mean: abstract cost units (the papers' figures), or µs and bytes
+//! when the costs come from a model. Labels, summaries and memory ticks read it.
+
+use super::axis::format_number;
+
+/// The units of a figure's times and memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Units {
+    /// Times in cost units, memory in mem-f's unit.
+    #[default]
+    Cost,
+    /// Times in µs, memory in bytes (costs derived from a model).
+    Model,
+}
+
+const GIB: f64 = 1_073_741_824.0;
+const MIB: f64 = 1_048_576.0;
+
+/// A time in µs as people read it: `850 µs`, `12.4 ms`, `1.2 s`.
+pub fn format_micros(us: f64) -> String {
+    if us.abs() >= 1e6 {
+        format!("{} s", format_number(us / 1e6, 2))
+    } else if us.abs() >= 1e3 {
+        format!("{} ms", format_number(us / 1e3, 2))
+    } else {
+        format!("{} µs", format_number(us, 1))
+    }
+}
+
+impl Units {
+    /// A time in these units.
+    pub fn time(self, v: f64) -> String {
+        match self {
+            Units::Cost => format_number(v, 3),
+            Units::Model => format_micros(v),
+        }
+    }
+
+    /// A memory amount in these units.
+    pub fn memory(self, v: f64) -> String {
+        match self {
+            Units::Cost => format_number(v, 3),
+            Units::Model => crate::model::format_bytes(v),
+        }
+    }
+
+    /// The time axis' label.
+    pub fn time_axis(self) -> &'static str {
+        match self {
+            Units::Cost => "time (cost units)",
+            Units::Model => "time (µs)",
+        }
+    }
+
+    /// What the memory chart's title says the unit is.
+    pub fn memory_unit(self) -> &'static str {
+        match self {
+            Units::Cost => "unit of mem-f",
+            Units::Model => "bytes",
+        }
+    }
+
+    /// The scale memory ticks are counted in for a chart reaching `max`, and its suffix:
+    /// GiB or MiB for bytes, the plain number otherwise.
+    pub fn memory_ticks(self, max: f64) -> (f64, &'static str) {
+        match self {
+            Units::Model if max >= GIB => (GIB, " GiB"),
+            Units::Model if max >= MIB => (MIB, " MiB"),
+            _ => (1.0, ""),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_units_read_as_people_write_them() {
+        assert_eq!(Units::Model.time(850.0), "850 µs");
+        assert_eq!(Units::Model.time(12_400.0), "12.4 ms");
+        assert_eq!(Units::Model.time(2_090_634.0), "2.09 s");
+        assert_eq!(Units::Model.memory(80.0 * GIB), "80 GiB");
+        assert_eq!(Units::Cost.time(2.5), "2.5");
+        assert_eq!(Units::Model.memory_ticks(3.0 * GIB), (GIB, " GiB"));
+        assert_eq!(Units::Model.memory_ticks(3.0 * MIB), (MIB, " MiB"));
+        assert_eq!(Units::Cost.memory_ticks(3.0 * GIB), (1.0, ""));
+    }
+}

@@ -1,0 +1,90 @@
+// The "Costs" panel: costs from a model (URL keys = the CLI's flags), the derived per-share
+// table, the bottleneck verdict, and switching back to the hand-set costs.
+
+import { assert, assertEq, cli, inkRatio, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
+
+async function click(page, testid) {
+  const before = await redraws(page);
+  await page.locator(`[data-testid=${testid}]`).click();
+  await waitForRedraw(page, before);
+}
+
+async function change(page, testid, value) {
+  const before = await redraws(page);
+  await setValue(page, testid, value);
+  await waitForRedraw(page, before);
+}
+
+const query = (page) => new URL(page.url()).searchParams;
+
+/** Waits until the address bar holds `key=value` (the URL follows a gesture shortly after). */
+async function urlHas(page, key, value) {
+  await page.waitForFunction(([k, v]) => new URL(location.href).searchParams.get(k) === v, [key, value], { timeout: 5000 })
+    .catch(() => {});
+  assertEq(query(page).get(key), value, `${key} in the URL`);
+}
+
+/** The CLI's bubble rate, as the app prints it. */
+function cliBubble(args) {
+  const j = JSON.parse(cli(['simulate', '--json', ...args]));
+  return String(Number(j.bubble_rate.toFixed(4)));
+}
+
+export const tests = {
+  async 'a model drives the costs live, and switching back keeps the hand-set ones'({ page, base, shot }) {
+    await open(page, base, 'schedule=1f1b&devices=8&microbatches=16&f=2');
+    const handBubble = await text(page, 'stat-bubble-rate');
+    assertEq(handBubble, cliBubble(['-s', '1f1b', '-p', '8', '-m', '16', '--f', '2']), 'hand-set bubble');
+
+    await click(page, 'costs-from-model');
+    await urlHas(page, 'model', 'llama-3-8b');
+    assertEq(await page.locator('[data-testid=derived-costs] tbody tr').count(), 8, 'one derived row per device share');
+    const args = ['-s', '1f1b', '-p', '8', '-m', '16', '--model', 'llama-3-8b'];
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble(args), 'bubble rate from the model equals the CLI');
+    const cost = await text(page, 'stat-cost');
+    assert(/ (ms|s)$/.test(cost), `the cost is a time with a unit: ${cost}`);
+    const verdict = await text(page, 'bottleneck-verdict');
+    assert(verdict.includes('device 7') && verdict.includes('the LM head'), `verdict: ${verdict}`);
+    const cliLine = await text(page, 'model-cli');
+    assert(cliLine.includes('--model llama-3-8b'), `CLI line: ${cliLine}`);
+
+    // The derived costs follow the model; the URL carries the override.
+    const table = await page.locator('[data-testid=derived-costs]').textContent();
+    await change(page, 'seq-input', 4096);
+    await urlHas(page, 'seq', '4096');
+    assert((await page.locator('[data-testid=derived-costs]').textContent()) !== table, 'the derived table changed');
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble([...args, '--seq', '4096']), 'bubble rate after a change');
+
+    // Per-device table: work, layers and share of the slowest device.
+    const head = await page.locator('[data-testid=device-table] thead').textContent();
+    for (const col of ['work', 'layers', 'of slowest']) assert(head.includes(col), `column ${col}: ${head}`);
+    const lastRow = await page.locator('[data-testid=device-table] tbody tr').last().textContent();
+    assert(lastRow.includes('100%'), `the LM-head device is the slowest: ${lastRow}`);
+    await shot('model-llama-3-8b');
+
+    // Back to the hand-set costs: F is 2 again, the model keys are gone.
+    await click(page, 'costs-by-hand');
+    await urlHas(page, 'model', null);
+    assertEq(await page.locator('[data-testid=f-input]').inputValue(), '2', 'hand-set F kept');
+    assertEq(await text(page, 'stat-bubble-rate'), handBubble, 'hand-set stats back');
+    // And forward again: the model as it was.
+    await click(page, 'costs-from-model');
+    await urlHas(page, 'seq', '4096');
+  },
+
+  async 'a bad model setting says why at the control and keeps the last chart'({ page, base }) {
+    await open(page, base, 'schedule=1f1b&devices=4&microbatches=8&model=zb-1.5b');
+    await page.locator('[data-testid=layout-input]').fill('Et|tL');
+    await page.locator('[data-testid=layout-input]').dispatchEvent('change');
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=error-message]')].some((e) => !e.hidden && e.textContent.includes('layout')));
+    assert((await inkRatio(page)) > 0.01, 'the last good chart stays');
+    assertEq(new URL(page.url()).searchParams.get('layout') ?? 'Et|tL', 'Et|tL', 'the bad layout is kept to fix');
+  },
+
+  async 'a permalink with a model and a sized memory limit opens as the CLI runs it'({ page, base }) {
+    await open(page, base, 'schedule=zb-auto&devices=8&microbatches=16&model=llama-3-8b&seq=2048&mem-limit=20GiB');
+    assertEq(await page.locator('[data-testid=mem-limit-input]').inputValue(), '20GiB', 'the limit shows with its unit');
+    const args = ['-s', 'zb-auto', '-p', '8', '-m', '16', '--model', 'llama-3-8b', '--seq', '2048', '--mem-limit', '20GiB'];
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble(args), 'bubble rate equals the CLI');
+  },
+};
