@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use bubblescope::render::{format_number, Cursor, CursorState, GanttGeometry, Theme};
+use bubblescope::render::{format_number, Cursor, CursorState, GanttGeometry, Theme, Units};
 use bubblescope::Analysis;
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -216,6 +216,7 @@ fn tick(pb: Playback, generation: u64, last: f64) {
 #[component]
 pub fn PlaybackBar() -> impl IntoView {
     let pb = expect_context::<Playback>();
+    let app = expect_context::<AppState>();
     let end = move || pb.end();
     let shown_time = move || if pb.active.get() { pb.time.get() } else { end() };
     let state_at = Memo::new(move |_| {
@@ -286,7 +287,7 @@ pub fn PlaybackBar() -> impl IntoView {
                 </select>
             </div>
             <div class="cursor-stats" data-testid="cursor-stats">
-                {move || state_at.get().map(|s| cursor_view(&s, end()))}
+                {move || state_at.get().map(|s| cursor_view(&s, end(), app.units()))}
             </div>
         </div>
     }
@@ -299,8 +300,9 @@ fn is_scrubber(ev: &web_sys::KeyboardEvent) -> bool {
 }
 
 /// The numbers at the cursor.
-fn cursor_view(s: &CursorState, end: f64) -> impl IntoView {
-    let n = |v: f64| format_number(v, 3);
+fn cursor_view(s: &CursorState, end: f64, units: Units) -> impl IntoView {
+    let n = |v: f64| units.time(v);
+    let m = |v: f64| units.memory(v);
     let idle = s.idle_devices();
     let idle_text = match idle.len() {
         0 => "no device idle".to_string(),
@@ -312,12 +314,12 @@ fn cursor_view(s: &CursorState, end: f64) -> impl IntoView {
         .devices
         .iter()
         .enumerate()
-        .map(|(d, a)| view! { <span class="mem-chip" class:busy=a.running.is_some()>{format!("D{d} {}", n(a.memory))}</span> })
+        .map(|(d, a)| view! { <span class="mem-chip" class:busy=a.running.is_some()>{format!("D{d} {}", m(a.memory))}</span> })
         .collect_view();
     // Many devices: the chips fold behind the highest value, so the bar stays short.
     let memory = if s.devices.len() <= FOLD_DEVICES {
         view! {
-            <span class="cursor-memory" data-testid="cursor-memory" title="Activation memory in use per device (unit of mem-f)">
+            <span class="cursor-memory" data-testid="cursor-memory" title=format!("Activation memory in use per device ({})", units.memory_unit())>
                 <span class="muted">"memory "</span>{memory}
             </span>
         }
@@ -332,7 +334,7 @@ fn cursor_view(s: &CursorState, end: f64) -> impl IntoView {
         });
         view! {
             <details class="cursor-memory-fold" data-testid="cursor-memory">
-                <summary>{format!("memory: most on D{top}, {}", n(most))}</summary>
+                <summary>{format!("memory: most on D{top}, {}", m(most))}</summary>
                 <span class="cursor-memory">{memory}</span>
             </details>
         }
