@@ -154,6 +154,10 @@ pub struct ModelArgs {
     /// [default: as even as possible, earlier shares taking the extra layer].
     #[arg(long, value_name = "SPEC")]
     pub layout: Option<String>,
+    /// FlashAttention: no attention score matrices kept, scores recomputed in B
+    /// [default: on for the Llama presets, off otherwise].
+    #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub flash_attention: Option<bool>,
 }
 
 impl ModelArgs {
@@ -171,6 +175,7 @@ impl ModelArgs {
             || self.bandwidth.is_some()
             || self.latency.is_some()
             || self.layout.is_some()
+            || self.flash_attention.is_some()
     }
 
     /// The flags as a model spec (the same type the permalink reads).
@@ -188,6 +193,7 @@ impl ModelArgs {
             bandwidth: self.bandwidth,
             latency: self.latency,
             layout: self.layout.clone(),
+            flash_attention: self.flash_attention,
         }
     }
 

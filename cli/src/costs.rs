@@ -46,7 +46,7 @@ const ASSUMPTIONS: [&str; 4] = [
     "F, B, W per layer: the Zero Bubble paper's Table 1 FLOPs (MLP terms scaled by ffn/4h); time = FLOPs / achieved TFLOP/s",
     "LM head (last share): 2·b·s·h·v FLOPs each for F, B and W; holds its input (2·b·s·h bytes) until W and fp32 logits (4·b·s·v bytes) until B",
     "embedding (first share): no FLOPs; holds its dropout mask (b·s·h bytes) until B",
-    "activations: 16-bit, no recompute, no tensor or sequence parallelism (Korthikanti et al.)",
+    "activations: 16-bit, no recompute, no tensor or sequence parallelism (Korthikanti et al.); with FlashAttention no score matrices (no 5·a·s/h term) and B recomputes the scores (+4·b·s²·h FLOPs)",
 ];
 
 fn json_report(m: &Model, d: &Derived) -> Value {
@@ -72,7 +72,7 @@ fn json_report(m: &Model, d: &Derived) -> Value {
             "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "seq": m.seq,
             "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(), "tflops": m.tflops,
             "bandwidth": m.bandwidth, "latency": m.latency, "devices": d.devices,
-            "layout": d.layout.to_megatron(),
+            "layout": d.layout.to_megatron(), "flash_attention": m.flash_attention,
         },
         "units": {"time": "µs", "memory": "bytes"},
         "shares": shares,

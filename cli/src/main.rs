@@ -244,7 +244,12 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         s.push('\n');
         s
     } else {
-        report::table(&subject.label, subject.family, &subject.params, &subject.analysis)
+        // With costs from a model: figures in µs and bytes, and why the bottleneck is one.
+        let derived = match args.costs.model.given() {
+            true => Some(args.costs.model.model()?.derive(subject.params.devices).map_err(|e| anyhow::anyhow!("{e}"))?),
+            false => None,
+        };
+        report::table(&subject.label, subject.family, &subject.params, &subject.analysis, derived.as_ref())
     };
     std::io::stdout().write_all(out.as_bytes()).context("writing to standard output")?;
     Ok(())

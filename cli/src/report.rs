@@ -92,7 +92,13 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
 }
 
 /// The readable `simulate` output, headed by `title`.
-pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> String {
+pub fn table(
+    title: &str,
+    family: Option<&Family>,
+    params: &ScheduleParams,
+    a: &Analysis,
+    derived: Option<&bubblescope::model::Derived>,
+) -> String {
     let s = &a.stats;
     let c = &params.costs;
     let n = |v: f64| format_number(v, 4);
@@ -122,6 +128,14 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
         ("peak memory", s.peak_memory, "unit of mem-f, worst device"),
     ];
     for (label, value, note) in rows {
+        // From a model: times in µs, memory in bytes, each also as people read it.
+        let note = match (derived, label) {
+            (Some(_), "peak memory") => format!("bytes ({}), worst device", bubblescope::model::format_bytes(value)),
+            (Some(_), "cost" | "makespan" | "ideal") => {
+                format!("µs ({}): {note}", bubblescope::render::format_micros(value))
+            }
+            _ => note.to_string(),
+        };
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
     }
     if let Ok(at) = bubblescope::attribution::attribute(&a.schedule, c, s) {
@@ -140,12 +154,8 @@ pub fn table(title: &str, family: Option<&Family>, params: &ScheduleParams, a: &
         let _ = writeln!(out, "{:<12} {:<12} does not apply: stages cost different amounts", "closed form", "—");
     }
     if let Some(b) = s.bottleneck() {
-        let _ = writeln!(
-            out,
-            "bottleneck   device {} does {}% more work than the mean",
-            b.device,
-            format_number(100.0 * b.excess(), 1)
-        );
+        let holdings = derived.map(|d| d.holdings(&a.schedule.placement));
+        let _ = writeln!(out, "bottleneck   {}", bubblescope::model::verdict(&b, holdings.as_deref()));
     }
     if let Some(p) = family.and_then(|f| f.prediction(params)) {
         if let Some(b) = p.bubble {

@@ -100,6 +100,8 @@ pub enum Field {
     Latency,
     /// How layers are cut into stages (`--layout`).
     Layout,
+    /// FlashAttention on or off (`--flash-attention`).
+    FlashAttention,
 }
 
 impl Field {
@@ -133,6 +135,7 @@ impl Field {
             Field::Bandwidth => "bandwidth",
             Field::Latency => "latency",
             Field::Layout => "layout",
+            Field::FlashAttention => "flash-attention",
         }
     }
 }

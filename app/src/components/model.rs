@@ -95,6 +95,7 @@ fn ModelForm() -> impl IntoView {
                         bandwidth: Some(m.bandwidth),
                         latency: Some(m.latency),
                         layout: m.layout,
+                        flash_attention: Some(m.flash_attention),
                     };
                 } else {
                     l.model.preset = None;
@@ -139,6 +140,8 @@ fn ModelForm() -> impl IntoView {
             <NumberField label=label id=field.name() value=value kind=kind help=help on_change=on_change error=error/>
         }
     };
+    let flash = move || resolved.with(|m| m.as_ref().is_some_and(|m| m.flash_attention));
+    let set_flash = move |on: bool| state.update(|l| l.model.flash_attention = Some(on));
     let layout_error = move || state.error_for(Field::Layout);
     let model_error = move || state.error_for(Field::Model);
     view! {
@@ -167,6 +170,12 @@ fn ModelForm() -> impl IntoView {
             {field("Bandwidth", Field::Bandwidth, NumberKind::Amount, "GB/s per hop")}
             {field("Latency", Field::Latency, NumberKind::Amount, "µs per hop")}
         </div>
+        <label class="check">
+            <input type="checkbox" data-testid="flash-attention" prop:checked=flash
+                on:change=move |ev| set_flash(event_target_checked(&ev))/>
+            "FlashAttention"
+            <span class="help">" no score matrices kept; B recomputes them"</span>
+        </label>
         <div class="field" class:invalid=move || layout_error().is_some()>
             <label for="layout">"Layout"</label>
             <input id="layout" class="num text" type="text" spellcheck="false" autocomplete="off"

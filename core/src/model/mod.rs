@@ -18,6 +18,11 @@
 //! 16 of the 34 scaling with FFN/4H), of which `mem-w = B·S·H·(16 + 4·FFN/H)` (the paper's 32:
 //! every matmul's input) stays after B until W.
 //!
+//! With FlashAttention (`flash_attention`, on for the Llama presets) the forward keeps no
+//! `A·S×S` score matrices: the `5·A·S/H` term of mem-f is gone, and B recomputes the scores,
+//! adding the forward's `4·B·S²·H` attention FLOPs to B (Dao et al.; Megatron's selective
+//! recompute has the same effect on both numbers).
+//!
 //! The LM head (vocabulary `V`) on the last stage: `2·B·S·H·V` FLOPs for each of F, B and W;
 //! it holds its input, `2·B·S·H` bytes, until W, and the loss's fp32 logits, `4·B·S·V` bytes,
 //! until B. The embedding on the first stage: no FLOPs (a lookup), and `B·S·H` bytes (its
@@ -89,6 +94,8 @@ pub struct Model {
     pub latency: f64,
     /// How layers are cut into stages; `None` splits them evenly.
     pub layout: Option<String>,
+    /// FlashAttention: no score matrices kept, scores recomputed in B.
+    pub flash_attention: bool,
 }
 
 impl Model {
@@ -106,6 +113,7 @@ impl Model {
             bandwidth: DEFAULT_BANDWIDTH_GBPS,
             latency: DEFAULT_LATENCY_US,
             layout: None,
+            flash_attention: false,
         }
     }
 
@@ -167,7 +175,8 @@ impl Model {
         let (h, s, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.ffn()));
         let bsh = self.tokens_hidden();
         let weights = 8.0 * h + 4.0 * ffn;
-        [bsh * (weights + 4.0 * s), bsh * (weights + 8.0 * s), bsh * weights]
+        let recompute = if self.flash_attention { 4.0 * s } else { 0.0 };
+        [bsh * (weights + 4.0 * s), bsh * (weights + 8.0 * s + recompute), bsh * weights]
     }
 
     /// Activation bytes one layer's forward stores, and what W still needs after B.
@@ -175,7 +184,8 @@ impl Model {
         let (h, s, a, ffn) =
             (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
         let bsh = self.tokens_hidden();
-        [bsh * (18.0 + 4.0 * ffn / h + 5.0 * a * s / h), bsh * (16.0 + 4.0 * ffn / h)]
+        let scores = if self.flash_attention { 0.0 } else { 5.0 * a * s / h };
+        [bsh * (18.0 + 4.0 * ffn / h + scores), bsh * (16.0 + 4.0 * ffn / h)]
     }
 
     /// FLOPs of the LM head's F (and of its B, and of its W).

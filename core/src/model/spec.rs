@@ -39,10 +39,12 @@ pub struct ModelSpec {
     pub latency: Option<f64>,
     /// Megatron layout or layers per share (`--layout`).
     pub layout: Option<String>,
+    /// FlashAttention (`--flash-attention`); `None` keeps the preset's (off without one).
+    pub flash_attention: Option<bool>,
 }
 
 /// The settings a spec holds, as fields: their names are the CLI flags and URL keys.
-pub const MODEL_FIELDS: [Field; 12] = [
+pub const MODEL_FIELDS: [Field; 13] = [
     Field::Model,
     Field::Layers,
     Field::Hidden,
@@ -55,6 +57,7 @@ pub const MODEL_FIELDS: [Field; 12] = [
     Field::Bandwidth,
     Field::Latency,
     Field::Layout,
+    Field::FlashAttention,
 ];
 
 impl ModelSpec {
@@ -85,6 +88,7 @@ impl ModelSpec {
             Field::Bandwidth => x(self.bandwidth),
             Field::Latency => x(self.latency),
             Field::Layout => self.layout.clone(),
+            Field::FlashAttention => self.flash_attention.map(|on| if on { "1" } else { "0" }.to_string()),
             _ => None,
         }
     }
@@ -142,6 +146,20 @@ impl ModelSpec {
                 }
                 self.layout = text_value(t);
             }
+            Field::FlashAttention => {
+                self.flash_attention = match t.to_ascii_lowercase().as_str() {
+                    "" => None,
+                    "1" | "true" | "on" | "yes" => Some(true),
+                    "0" | "false" | "off" | "no" => Some(false),
+                    _ => {
+                        return Err(ParamError::new(
+                            field,
+                            format!("flash-attention must be on or off, found `{}`", short(t)),
+                        )
+                        .hint("write 1 or 0 (true or false)"));
+                    }
+                };
+            }
             _ => {
                 return Err(ParamError::new(field, format!("{} is not a model setting", field.name()))
                     .hint(format!("model settings: {}", field_names())));
@@ -181,7 +199,9 @@ impl ModelSpec {
             m.bandwidth = base.bandwidth;
             m.latency = base.latency;
             m.layout.clone_from(&base.layout);
+            m.flash_attention = base.flash_attention;
         }
+        m.flash_attention = self.flash_attention.unwrap_or(m.flash_attention);
         m.ffn = self.ffn.or(m.ffn);
         m.tflops = self.tflops.unwrap_or(m.tflops);
         m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
@@ -201,6 +221,10 @@ impl ModelSpec {
     pub fn cli_flags(&self) -> String {
         let mut out = String::new();
         for (key, value) in self.query_pairs() {
+            if key == Field::FlashAttention.name() {
+                let _ = write!(out, " --{key} {}", if value == "1" { "true" } else { "false" });
+                continue;
+            }
             let quoted = if value.contains(['|', '*', '(', ')', ' ']) { format!("'{value}'") } else { value };
             let _ = write!(out, " --{key} {quoted}");
         }
@@ -282,6 +306,18 @@ mod tests {
         spec.set(Field::Layers, "").unwrap();
         assert_eq!(spec.layers, None);
         assert!(!ModelSpec::default().given() && spec.given());
+    }
+
+    #[test]
+    fn flash_attention_follows_the_preset_unless_set() {
+        assert!(ModelSpec::preset("llama-3-8b").resolve().unwrap().flash_attention);
+        assert!(!ModelSpec::preset("zb-1.5b").resolve().unwrap().flash_attention);
+        let off = ModelSpec { flash_attention: Some(false), ..ModelSpec::preset("llama-3-8b") };
+        assert!(!off.resolve().unwrap().flash_attention);
+        let mut spec = ModelSpec::default();
+        spec.set(Field::FlashAttention, "true").unwrap();
+        assert_eq!(spec.get(Field::FlashAttention).as_deref(), Some("1"));
+        assert!(spec.set(Field::FlashAttention, "maybe").is_err());
     }
 
     #[test]

@@ -97,3 +97,18 @@ fn presets_derive() {
     let mean = shares.iter().map(|s| s.f).sum::<f64>() / shares.len() as f64;
     assert!(shares[7].f > 1.9 * mean, "{} vs mean {mean}", shares[7].f);
 }
+
+#[test]
+fn flash_attention_drops_the_score_matrices_and_recomputes_them_in_b() {
+    let base = Model::new(8, 4096, 32, 8192, 2, 128_256);
+    let flash = Model { flash_attention: true, ..base.clone() };
+    let (b, s, h, a) = (2.0, 8192.0, 4096.0, 32.0);
+    let [mf0, mw0] = base.layer_memory();
+    let [mf1, mw1] = flash.layer_memory();
+    assert!(rel(mf0 - mf1, 5.0 * a * s * s * b) < 1e-12, "the 5·A·S²·B score bytes go");
+    assert_eq!(mw0, mw1);
+    let [f0, b0, w0] = base.layer_flops();
+    let [f1, b1, w1] = flash.layer_flops();
+    assert_eq!((f0, w0), (f1, w1));
+    assert!(rel(b1 - b0, 4.0 * b * s * s * h) < 1e-12, "B recomputes the forward's score FLOPs");
+}
