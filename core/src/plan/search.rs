@@ -1,0 +1,1 @@
+//! Plans under a memory limit (filled in below).
