@@ -155,7 +155,8 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// `sweep --csv`: the runs, then the invalid combinations (numbers empty, `error` set).
+/// `sweep --csv`: the runs, then the invalid combinations (numbers empty, `error` set on one
+/// line, its hints after ` — hint: `).
 pub fn csv(sweep: &Sweep) -> String {
     let mut out = String::from(
         "schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,\
@@ -189,7 +190,7 @@ pub fn csv(sweep: &Sweep) -> String {
             i.spec.params.microbatches,
             opt(i.spec.chunks()),
             opt(i.spec.params.mem_limit),
-            field(&i.error)
+            field(&i.error.replace("\n  hint: ", " — hint: "))
         );
     }
     out
