@@ -156,7 +156,7 @@ fn padded(lo: f64, hi: f64, from_zero: bool) -> (f64, f64) {
 }
 
 const MARGIN_LEFT: f64 = 76.0;
-const MARGIN_TOP: f64 = 40.0;
+const MARGIN_TOP: f64 = 54.0;
 const MARGIN_BOTTOM: f64 = 52.0;
 const LEGEND_WIDTH: f64 = 170.0;
 const FONT: f64 = 12.0;
