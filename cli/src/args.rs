@@ -39,6 +39,17 @@ pub enum Command {
     /// limit; for the others a limit is a check, and runs above it are listed as invalid with
     /// the reason, like every combination a family cannot take.
     Sweep(SweepArgs),
+    /// Search families × microbatch counts × chunks × layouts for the fastest plans whose
+    /// memory (activations plus static memory) fits --mem-limit on every device.
+    ///
+    /// With --global-batch N, microbatch counts M divide N (micro-batch size N / M, so a
+    /// model's costs change with M); without it, M is P, 2P, 4P and 8P at the model's
+    /// micro-batch. A model without --layout also tries layers moved off the last share (the LM
+    /// head) and the first (the embedding). Static memory defaults, with a model, to 18 bytes
+    /// per parameter of each device's share (mixed-precision Adam: 16-bit weights 2, fp32
+    /// gradients 4, fp32 master weights 4, Adam's two fp32 moments 8, as Megatron-Core counts
+    /// without a distributed optimizer), and to 0 without one.
+    Plan(PlanArgs),
 }
 
 /// Which family, at which sizes.
@@ -548,6 +559,34 @@ pub struct SweepArgs {
     /// Colour theme of the chart: light or dark.
     #[arg(long, value_name = "THEME", default_value = "light")]
     pub theme: String,
+}
+
+/// `bubblescope plan`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct PlanArgs {
+    /// Number of devices (pipeline ranks), P.
+    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
+    pub devices: u32,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    /// Samples per training step; microbatch counts that divide it are tried (needs a model).
+    #[arg(long = "global-batch", value_name = "N", value_parser = positive)]
+    pub global_batch: Option<u32>,
+    /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
+    /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
+    /// [default: auto with a model, else 0].
+    #[arg(long = "static-memory", value_name = "BYTES|auto")]
+    pub static_memory: Option<String>,
+    /// Write the best plan's schedule as a PyTorch schedule CSV.
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// How many plans to print.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive)]
+    pub top: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

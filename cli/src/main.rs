@@ -2,6 +2,7 @@
 
 mod args;
 mod costs;
+mod plan;
 mod report;
 mod sweep;
 
@@ -49,6 +50,7 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::List(args) => list(&args),
         Command::Costs(args) => costs::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Plan(args) => plan::run(&args),
     }
 }
 

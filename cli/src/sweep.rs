@@ -15,10 +15,10 @@ use crate::args::SweepArgs;
 
 /// Runs `specs` on every core (each thread takes the next run until none is left) and returns
 /// the outcomes in the order of `specs`.
-pub fn run_parallel<T: Send, F: Fn(RunSpec) -> T + Sync>(specs: Vec<RunSpec>, run: F) -> Vec<T> {
+pub fn run_parallel<S: Send, T: Send, F: Fn(S) -> T + Sync>(specs: Vec<S>, run: F) -> Vec<T> {
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(specs.len()).max(1);
     let next = AtomicUsize::new(0);
-    let specs: Vec<std::sync::Mutex<Option<RunSpec>>> = specs.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
+    let specs: Vec<std::sync::Mutex<Option<S>>> = specs.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
     let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
