@@ -36,12 +36,16 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let model = costs.model()?;
     let static_memory = match args.static_memory.as_deref().map(str::trim) {
         Some("auto") => StaticMemory::FromModel,
-        Some(text) if model.is_some() => {
-            StaticMemory::Fixed(parse_bytes(text, Field::MemLimit).map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?)
-        }
+        Some(text) if model.is_some() => StaticMemory::Fixed(
+            parse_bytes(text, Field::MemLimit)
+                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?,
+        ),
         Some(text) => StaticMemory::Fixed(text.parse().map_err(|_| {
             crate::user_error(
-                &format!("--static-memory must be a number in mem-f's unit or auto, found `{}`", formats::sanitize(text)),
+                &format!(
+                    "--static-memory must be a number in mem-f's unit or auto, found `{}`",
+                    formats::sanitize(text)
+                ),
                 &["sizes with units (20GiB) and auto need costs from a model (--model or --layers …)"],
             )
         })?),
@@ -161,7 +165,7 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
     let memory = |v: f64| if bytes { format_bytes(v) } else { format_number(v, 4) };
     let time = |v: f64| if bytes { format!("{} ms", format_number(v / 1e3, 2)) } else { format_number(v, 4) };
     let statics = match spec.static_memory {
-        StaticMemory::FromModel => format!("{} bytes per parameter of each device's share", BYTES_PER_PARAMETER),
+        StaticMemory::FromModel => format!("{BYTES_PER_PARAMETER} bytes per parameter of each device's share"),
         StaticMemory::Fixed(v) => format!("{} per device", memory(v)),
     };
     let mut out = String::new();
@@ -184,7 +188,9 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
         let _ = write!(head, " · layout {}", c.layout.as_deref().unwrap_or("default"));
         let _ = writeln!(out, "{head}");
         let speed = match (c.micro_batch, p.tokens_per_second) {
-            (Some(_), Some(t)) => format!("{} samples/s, {} tokens/s", format_number(p.throughput, 2), format_number(t, 0)),
+            (Some(_), Some(t)) => {
+                format!("{} samples/s, {} tokens/s", format_number(p.throughput, 2), format_number(t, 0))
+            }
             (Some(_), None) => format!("{} samples/s", format_number(p.throughput, 2)),
             _ => format!("{} microbatches per unit time", format_number(p.throughput, 4)),
         };

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Result;
 use bubblescope::model::format_bytes;
-use bubblescope::plan::{parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec};
+use bubblescope::plan::{
+    parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
+};
 use bubblescope::render::{format_number, pareto_svg, AxisUnit, ParetoOptions, ParetoPoint, Theme};
 use bubblescope::Field;
 use serde_json::{json, Value};
@@ -45,7 +47,10 @@ pub fn run_parallel<S: Send, T: Send, F: Fn(S) -> T + Sync>(specs: Vec<S>, run: 
 
 pub fn run(args: &SweepArgs) -> Result<()> {
     let theme = Theme::named(&args.theme).ok_or_else(|| {
-        crate::user_error(&format!("unknown theme `{}`", bubblescope::formats::sanitize(&args.theme)), &["use light or dark"])
+        crate::user_error(
+            &format!("unknown theme `{}`", bubblescope::formats::sanitize(&args.theme)),
+            &["use light or dark"],
+        )
     })?;
     if let Some(path) = &args.output {
         crate::check_svg_output(path, "sweep")?;
@@ -121,9 +126,10 @@ fn run_json(r: &SweepRun) -> Value {
     v["cost"] = json!(r.stats.cost);
     v["bubble_rate"] = json!(r.stats.bubble_rate);
     v["peak_memory"] = json!(r.stats.peak_memory);
-    v["attribution"] = r.attribution.map_or(Value::Null, |p| {
-        json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule})
-    });
+    v["attribution"] = r.attribution.map_or(
+        Value::Null,
+        |p| json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule}),
+    );
     v["pareto"] = json!(r.pareto);
     v
 }
@@ -210,8 +216,8 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<1} {:<18} {:>6} {:>6} {:>12} {:>14} {:>8} {:>12}  {}",
-        "", "schedule", "M", "chunks", "mem limit", "cost", "bubble", "peak memory", "bubble = comm + imbalance + schedule"
+        "{:<1} {:<18} {:>6} {:>6} {:>12} {:>14} {:>8} {:>12}  bubble = comm + imbalance + schedule",
+        "", "schedule", "M", "chunks", "mem limit", "cost", "bubble", "peak memory"
     );
     for r in rows {
         let parts = r.attribution.map_or_else(String::new, |p| {

@@ -23,8 +23,7 @@ fn fails(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
-const MODEL: [&str; 10] =
-    ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000"];
+const MODEL: [&str; 10] = ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000"];
 
 /// `simulate` flags that reproduce plan `p` (its model at its micro-batch and layout).
 fn simulate_args(p: &Value, model: bool) -> Vec<String> {
@@ -52,7 +51,8 @@ fn simulate_args(p: &Value, model: bool) -> Vec<String> {
 #[test]
 fn every_printed_plan_fits_the_limit_when_simulated_again() {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "16", "--top", "12", "--json"];
+    let mut args =
+        vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "16", "--top", "12", "--json"];
     args.extend(MODEL);
     let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
     let limit = v["mem_limit"].as_f64().unwrap();
@@ -92,7 +92,8 @@ fn the_winner_exports_and_imports_back() {
     let dir = tempfile::tempdir().unwrap();
     // Hand-set costs: the imported file runs with the same ones.
     let costs = ["--f", "1", "--b", "1.5", "--w", "0.5", "--comm", "0.1"];
-    let mut args = vec!["plan", "--devices", "4", "--mem-limit", "5", "--static-memory", "0.5", "--export", "plan.csv", "--json"];
+    let mut args =
+        vec!["plan", "--devices", "4", "--mem-limit", "5", "--static-memory", "0.5", "--export", "plan.csv", "--json"];
     args.extend(costs);
     let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
     let best = &v["plans"][0];
@@ -108,7 +109,8 @@ fn the_winner_exports_and_imports_back() {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("plan.json")).unwrap()).unwrap();
     assert!(json.is_object());
     // With a model: the export, read back at the plan's micro-batch and layout, costs the same.
-    let mut args = vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "8", "--export", "m.csv", "--json"];
+    let mut args =
+        vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "8", "--export", "m.csv", "--json"];
     args.extend(MODEL);
     let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
     let best = &v["plans"][0];

@@ -60,7 +60,8 @@ fn rows_equal_simulate(costs: &[&str], limit: Option<&str>) {
         }
         sim.extend_from_slice(costs);
         let single: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
-        for key in ["schedule", "devices", "microbatches", "chunks", "mem_limit", "cost", "bubble_rate", "peak_memory"] {
+        for key in ["schedule", "devices", "microbatches", "chunks", "mem_limit", "cost", "bubble_rate", "peak_memory"]
+        {
             assert_eq!(row[key], single[key], "{key} of {name} M {m}: sweep {row} vs simulate");
         }
         for part in ["communication", "imbalance", "schedule"] {
@@ -85,7 +86,18 @@ fn invalid_combinations_are_listed_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let out = ok(
         dir.path(),
-        &["sweep", "--schedules", "1f1b,dualpipe,gpipe", "--devices", "3", "--microbatches", "6", "--mem-limit", "4", "--json"],
+        &[
+            "sweep",
+            "--schedules",
+            "1f1b,dualpipe,gpipe",
+            "--devices",
+            "3",
+            "--microbatches",
+            "6",
+            "--mem-limit",
+            "4",
+            "--json",
+        ],
     );
     let v: Value = serde_json::from_str(&out).unwrap();
     let runs: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["schedule"].as_str().unwrap()).collect();
@@ -148,7 +160,22 @@ fn bad_lists_exit_2_with_hints() {
 #[test]
 fn the_chart_is_written_as_svg() {
     let dir = tempfile::tempdir().unwrap();
-    ok(dir.path(), &["sweep", "--schedules", "1f1b,zb-h1,zb-h2,zb-v", "-p", "4", "-m", "8,16", "--mem-limit", "6", "-o", "pareto.svg"]);
+    ok(
+        dir.path(),
+        &[
+            "sweep",
+            "--schedules",
+            "1f1b,zb-h1,zb-h2,zb-v",
+            "-p",
+            "4",
+            "-m",
+            "8,16",
+            "--mem-limit",
+            "6",
+            "-o",
+            "pareto.svg",
+        ],
+    );
     let svg = std::fs::read_to_string(dir.path().join("pareto.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
     assert!(svg.contains("limit 6"));

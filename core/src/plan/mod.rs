@@ -7,11 +7,11 @@ pub mod search;
 pub mod sweep;
 
 pub use pareto::{dominates, front};
-pub use sweep::{
-    parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
-    MAX_SWEEP_PASSES, MAX_SWEEP_RUNS,
-};
 pub use search::{
     all_families, attribute_plan, device_params, evaluate, layout_candidates, microbatch_candidates, plan, Candidate,
     CostSource, Outcome, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
+};
+pub use sweep::{
+    parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
+    MAX_SWEEP_PASSES, MAX_SWEEP_RUNS,
 };

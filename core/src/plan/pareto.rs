@@ -37,10 +37,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn brute_force(points: &[(f64, f64)]) -> Vec<bool> {
-        points
-            .iter()
-            .map(|&p| !p.0.is_nan() && !p.1.is_nan() && !points.iter().any(|&q| dominates(q, p)))
-            .collect()
+        points.iter().map(|&p| !p.0.is_nan() && !p.1.is_nan() && !points.iter().any(|&q| dominates(q, p))).collect()
     }
 
     #[test]

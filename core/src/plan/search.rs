@@ -269,8 +269,11 @@ impl PlanSpec {
                     StaticMemory::FromModel => (0.0, piece_params),
                 };
                 for &family in &self.families {
-                    let chunks: Vec<Option<u32>> =
-                        if family.uses(Field::Chunks) { PLAN_CHUNKS.iter().copied().map(Some).collect() } else { vec![None] };
+                    let chunks: Vec<Option<u32>> = if family.uses(Field::Chunks) {
+                        PLAN_CHUNKS.iter().copied().map(Some).collect()
+                    } else {
+                        vec![None]
+                    };
                     for c in chunks {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(costs.clone());
                         params.chunks = c;

@@ -253,6 +253,8 @@ impl SweepSpec {
 /// # Errors
 /// An [`InvalidRun`] with the reason when the family cannot take the parameters, the schedule
 /// cannot run, or its peak memory is above the run's limit.
+// Both outcomes are kept whole (a sweep lists them), so the error is as large as the run.
+#[allow(clippy::result_large_err)]
 pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     let analysis = match crate::run(spec.family.name, &spec.params) {
         Ok(a) => a,
@@ -361,7 +363,10 @@ mod tests {
         let runs = s.expand().unwrap();
         // 1f1b: 2 microbatch counts × 2 limits; interleaved: × 2 chunks as well.
         assert_eq!(runs.len(), 4 + 8);
-        assert!(runs.iter().filter(|r| r.family.name == "1f1b").all(|r| r.params.chunks.is_none() && r.chunks().is_none()));
+        assert!(runs
+            .iter()
+            .filter(|r| r.family.name == "1f1b")
+            .all(|r| r.params.chunks.is_none() && r.chunks().is_none()));
         let chunked: Vec<Option<u32>> =
             runs.iter().filter(|r| r.family.name == "interleaved-1f1b").map(RunSpec::chunks).collect();
         assert_eq!(chunked.iter().filter(|c| **c == Some(3)).count(), 4);
@@ -374,7 +379,10 @@ mod tests {
     #[test]
     fn shared_settings_and_size_are_checked_before_any_run() {
         assert_eq!(SweepSpec { devices: 0, ..spec("1f1b", &[8]) }.expand().unwrap_err().field, Field::Devices);
-        assert_eq!(SweepSpec { mem_limits: vec![-1.0], ..spec("1f1b", &[8]) }.expand().unwrap_err().field, Field::MemLimit);
+        assert_eq!(
+            SweepSpec { mem_limits: vec![-1.0], ..spec("1f1b", &[8]) }.expand().unwrap_err().field,
+            Field::MemLimit
+        );
         let big = SweepSpec { devices: 64, ..spec("all", &[16384, 32768]) };
         assert!(big.expand().err().is_some_and(|e| e.message.contains("passes together")));
         assert!(spec("1f1b", &[]).expand().is_err());

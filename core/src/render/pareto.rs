@@ -227,7 +227,8 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
     for &limit in &limits {
         let x = xm.at(limit / mem_div);
         scene.dashed_line((px(x), px(plot.1)), (px(x), px(plot.3)), t.alert, px(1.5), px(5.0));
-        let label = format!("limit {}{}", super::format_number(limit / mem_div, 2), unit(mem_unit).replace(['(', ')'], ""));
+        let label =
+            format!("limit {}{}", super::format_number(limit / mem_div, 2), unit(mem_unit).replace(['(', ')'], ""));
         let anchor = if x + text_width(&label, FONT - 1.0) + 4.0 > plot.2 { Anchor::End } else { Anchor::Start };
         let lx = if anchor == Anchor::End { x - 4.0 } else { x + 4.0 };
         scene.text(px(lx), px(plot.1 + 10.0), &label, px(FONT - 1.0), t.alert, anchor);
@@ -254,7 +255,11 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
     front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
     front.dedup();
     if front.len() > 1 {
-        scene.items.push(Item::Line { points: front.iter().map(|&(x, y)| (px(x), px(y))).collect(), color: t.text, width: px(1.5) });
+        scene.items.push(Item::Line {
+            points: front.iter().map(|&(x, y)| (px(x), px(y))).collect(),
+            color: t.text,
+            width: px(1.5),
+        });
     }
 
     // Markers: dominated runs first, the front on top with a ring.

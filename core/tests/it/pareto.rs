@@ -21,7 +21,12 @@ fn spec() -> SweepSpec {
 fn points(s: &bubblescope::plan::Sweep) -> Vec<ParetoPoint<'static>> {
     s.runs
         .iter()
-        .map(|r| ParetoPoint { family: r.spec.family.name, peak_memory: r.stats.peak_memory, cost: r.stats.cost, pareto: r.pareto })
+        .map(|r| ParetoPoint {
+            family: r.spec.family.name,
+            peak_memory: r.stats.peak_memory,
+            cost: r.stats.cost,
+            pareto: r.pareto,
+        })
         .collect()
 }
 
@@ -104,8 +109,19 @@ fn the_svg_has_one_marker_per_run_and_the_front_joined() {
         .collect();
     let joined = lines.iter().find(|l| l.len() >= 3).expect("the front's polyline");
     assert!(joined.windows(2).all(|w| w[0].0 <= w[1].0), "{joined:?}");
-    let texts: Vec<String> = doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text().map(|t| t.trim().to_string())).collect();
-    for label in ["peak activation memory per device (unit of mem-f)", "time per iteration (cost units)", "limit 6", "Pareto front", "memory limit", "zb-v"] {
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect();
+    for label in [
+        "peak activation memory per device (unit of mem-f)",
+        "time per iteration (cost units)",
+        "limit 6",
+        "Pareto front",
+        "memory limit",
+        "zb-v",
+    ] {
         assert!(texts.iter().any(|t| t == label), "missing {label}: {texts:?}");
     }
 }
@@ -126,7 +142,8 @@ fn model_numbers_get_readable_units() {
     };
     let svg = pareto_svg(&pts, &opts);
     let doc = roxmltree::Document::parse(&svg).unwrap();
-    let texts: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text().map(str::trim)).collect();
+    let texts: Vec<&str> =
+        doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text().map(str::trim)).collect();
     assert!(texts.contains(&"peak activation memory per device (GiB)"), "{texts:?}");
     assert!(texts.contains(&"time per iteration (s)"), "{texts:?}");
     assert!(texts.contains(&"limit 80 GiB"), "{texts:?}");
