@@ -66,6 +66,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         },
         mem_limits: args.costs.mem_limits()?,
         costs: args.costs.costs(None, args.devices)?,
+        bytes: args.costs.model.given(),
     };
     let specs = spec.expand().map_err(err)?;
     let sweep = Sweep::collect(run_parallel(specs, run_one));

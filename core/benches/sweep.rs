@@ -15,6 +15,7 @@ fn spec() -> SweepSpec {
         chunks: vec![],
         mem_limits: vec![],
         costs: Costs { comm: 0.1, ..Costs::fbw(1.0, 1.2, 0.8) },
+        bytes: false,
     }
 }
 

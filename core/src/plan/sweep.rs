@@ -38,6 +38,9 @@ pub struct SweepSpec {
     pub mem_limits: Vec<f64>,
     /// Pass costs, shared by every run.
     pub costs: Costs,
+    /// Whether memory is in bytes (costs derived from a model): messages then show sizes in
+    /// KiB to TiB.
+    pub bytes: bool,
 }
 
 /// One run of a sweep: a family and the parameters it runs with (only the options it reads).
@@ -47,6 +50,8 @@ pub struct RunSpec {
     pub family: &'static Family,
     /// Its parameters, as `simulate` would get them from the same flags.
     pub params: ScheduleParams,
+    /// Whether memory is in bytes (see [`SweepSpec::bytes`]).
+    pub bytes: bool,
 }
 
 impl RunSpec {
@@ -220,7 +225,7 @@ impl SweepSpec {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(self.costs.clone());
                         params.chunks = c;
                         params.mem_limit = limit;
-                        let run = RunSpec { family: f, params };
+                        let run = RunSpec { family: f, params, bytes: self.bytes };
                         let n = run.passes();
                         // A run over the per-run cap is refused by its generator before any work.
                         passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
@@ -263,12 +268,19 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     if let Some(limit) = spec.params.mem_limit {
         if let Some(d) = analysis.stats.per_device.iter().find(|d| d.over(Some(limit))) {
             let aware: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::MemLimit)).map(|f| f.name).collect();
+            let size = |v: f64| {
+                if spec.bytes {
+                    crate::model::format_bytes(v)
+                } else {
+                    crate::error::short_number(v)
+                }
+            };
             let error = crate::error::with_hints(
                 &format!(
                     "peak memory {} on device {} is above the memory limit {}",
-                    crate::error::short_number(d.peak_memory),
+                    size(d.peak_memory),
                     d.device,
-                    crate::error::short_number(limit)
+                    size(limit)
                 ),
                 &[format!("raise the limit, or use a family that plans under it ({})", aware.join(", "))],
             );
@@ -354,6 +366,7 @@ mod tests {
             chunks: vec![],
             mem_limits: vec![],
             costs: Costs::default(),
+            bytes: false,
         }
     }
 
@@ -398,6 +411,12 @@ mod tests {
         assert!(reason("gpipe").unwrap().contains("peak memory 6 on device 0 is above the memory limit 3"));
         assert!(reason("1f1b").is_none());
         assert!(sweep.runs.iter().all(|r| r.stats.peak_memory <= 3.0));
+        // With a model's bytes, sizes read in binary units.
+        let gib = 1_073_741_824.0;
+        let costs = Costs { mem_f: gib, ..Costs::default() };
+        let s = SweepSpec { devices: 3, mem_limits: vec![3.0 * gib], costs, bytes: true, ..spec("gpipe", &[6]) };
+        let err = &super::sweep(&s).unwrap().invalid[0].error;
+        assert!(err.starts_with("peak memory 6 GiB on device 0 is above the memory limit 3 GiB"), "{err}");
     }
 
     #[test]

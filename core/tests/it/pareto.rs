@@ -15,6 +15,7 @@ fn spec() -> SweepSpec {
         chunks: vec![2, 3],
         mem_limits: vec![6.0],
         costs: Costs { comm: 0.1, ..Costs::default() },
+        bytes: false,
     }
 }
 
