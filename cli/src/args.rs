@@ -578,7 +578,8 @@ pub struct PlanArgs {
     /// [default: auto with a model, else 0].
     #[arg(long = "static-memory", value_name = "BYTES|auto")]
     pub static_memory: Option<String>,
-    /// Write the best plan's schedule as a PyTorch schedule CSV.
+    /// Write the best plan's schedule as a PyTorch schedule CSV (`-`: to standard output,
+    /// instead of the plans).
     #[arg(long, value_name = "FILE")]
     pub export: Option<PathBuf>,
     /// How many plans to print.

@@ -93,6 +93,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         let text = formats::export(&schedule, Some(&c.params.costs), Format::PytorchCsv, &ExportOptions::default())
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         crate::write_output(path, text.as_bytes())?;
+        if crate::is_std(path) {
+            // Standard output holds the CSV alone, so it can be piped.
+            return Ok(());
+        }
     }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&json(&spec, &found, searched))?;

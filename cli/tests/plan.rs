@@ -106,6 +106,10 @@ fn the_winner_exports_and_imports_back() {
     assert_eq!(imported["cost"], best["cost"], "{best}");
     assert_eq!(imported["peak_memory"], best["peak_memory"]);
     ok(dir.path(), &["convert", "plan.csv", "plan.json"]);
+    // `--export -` writes the CSV alone to standard output, the same bytes.
+    let mut piped = vec!["plan", "--devices", "4", "--mem-limit", "5", "--static-memory", "0.5", "--export", "-"];
+    piped.extend(costs);
+    assert_eq!(ok(dir.path(), &piped), std::fs::read_to_string(dir.path().join("plan.csv")).unwrap());
     let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("plan.json")).unwrap()).unwrap();
     assert!(json.is_object());
     // With a model: the export, read back at the plan's micro-batch and layout, costs the same.
