@@ -31,6 +31,25 @@ pub enum Command {
     List(ListArgs),
     /// Derive per-device costs (F, B, W in µs, memory in bytes) from a transformer config.
     Costs(CostsArgs),
+    /// Run every combination of schedules, microbatch counts, chunks and memory limits (on
+    /// all cores); print one row per run with the memory/time Pareto front marked.
+    ///
+    /// Lists are comma-separated; --microbatches also takes inclusive ranges, `8..64` (every
+    /// value) or `8..64:8` (a step of 8). A family that reads --mem-limit plans under each
+    /// limit; for the others a limit is a check, and runs above it are listed as invalid with
+    /// the reason, like every combination a family cannot take.
+    Sweep(SweepArgs),
+    /// Search families × microbatch counts × chunks × layouts for the fastest plans whose
+    /// memory (activations plus static memory) fits --mem-limit on every device.
+    ///
+    /// With --global-batch N, microbatch counts M divide N (micro-batch size N / M, so a
+    /// model's costs change with M); without it, M is P, 2P, 4P and 8P at the model's
+    /// micro-batch. A model without --layout also tries layers moved off the last share (the LM
+    /// head) and the first (the embedding). Static memory defaults, with a model, to 18 bytes
+    /// per parameter of each device's share (mixed-precision Adam: 16-bit weights 2, fp32
+    /// gradients 4, fp32 master weights 4, Adam's two fp32 moments 8, as Megatron-Core counts
+    /// without a distributed optimizer), and to 0 without one.
+    Plan(PlanArgs),
 }
 
 /// Which family, at which sizes.
@@ -264,8 +283,31 @@ impl CostArgs {
     /// The memory limit: a number in mem-f's unit, or with model flags a size with a unit.
     pub fn mem_limit(&self) -> Result<Option<f64>> {
         let Some(text) = &self.mem_limit else { return Ok(None) };
+        self.limit(text).map(Some)
+    }
+
+    /// `--mem-limit` as a comma-separated list of limits, each read as [`CostArgs::mem_limit`]
+    /// reads one (empty when not given).
+    pub fn mem_limits(&self) -> Result<Vec<f64>> {
+        let Some(text) = &self.mem_limit else { return Ok(Vec::new()) };
+        text.split(',')
+            .enumerate()
+            .map(|(i, item)| {
+                if item.trim().is_empty() {
+                    bail!(
+                        "item {} of --mem-limit is empty, expected a limit\n  hint: write e.g. --mem-limit 4,8 (or 40GiB,80GiB with a model)",
+                        i + 1
+                    );
+                }
+                self.limit(item)
+            })
+            .collect()
+    }
+
+    /// One limit: a number, or with model flags a size with a unit.
+    fn limit(&self, text: &str) -> Result<f64> {
         if let Ok(v) = text.trim().parse::<f64>() {
-            return Ok(Some(v));
+            return Ok(v);
         }
         if !self.model.given() {
             bail!(
@@ -273,7 +315,7 @@ impl CostArgs {
                 bubblescope::formats::sanitize(text)
             );
         }
-        model::parse_bytes(text, Field::MemLimit).map(Some).map_err(|e| anyhow::anyhow!("{e}"))
+        model::parse_bytes(text, Field::MemLimit).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }
 
@@ -410,6 +452,68 @@ pub struct CostsArgs {
     /// List the model presets instead.
     #[arg(long)]
     pub list: bool,
+}
+
+/// `bubblescope sweep`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct SweepArgs {
+    /// Families to compare: `all`, or a list such as `1f1b,zb-h1,zb-v`.
+    #[arg(long, value_name = "LIST|all")]
+    pub schedules: String,
+    /// Number of devices (pipeline ranks), P.
+    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
+    pub devices: u32,
+    /// Microbatch counts: a list (`8,16,32`) or an inclusive range (`8..64`, `8..64:8`).
+    #[arg(long, short = 'm', value_name = "LIST|RANGE")]
+    pub microbatches: String,
+    /// Chunks per device for the families that read --chunks (a list or range like
+    /// --microbatches) [default: each family's own].
+    #[arg(long, value_name = "LIST")]
+    pub chunks: Option<String>,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    /// Print one JSON object (`runs` and `invalid`) instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (one row per run, then the invalid combinations) instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write the Pareto chart (peak memory against time per iteration) as SVG.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Colour theme of the chart: light or dark.
+    #[arg(long, value_name = "THEME", default_value = "light")]
+    pub theme: String,
+}
+
+/// `bubblescope plan`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct PlanArgs {
+    /// Number of devices (pipeline ranks), P.
+    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
+    pub devices: u32,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    /// Samples per training step; microbatch counts that divide it are tried (needs a model).
+    #[arg(long = "global-batch", value_name = "N", value_parser = positive)]
+    pub global_batch: Option<u32>,
+    /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
+    /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
+    /// [default: auto with a model, else 0].
+    #[arg(long = "static-memory", value_name = "BYTES|auto")]
+    pub static_memory: Option<String>,
+    /// Write the best plan's schedule as a PyTorch schedule CSV (`-`: to standard output,
+    /// instead of the plans).
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// How many plans to print.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive)]
+    pub top: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

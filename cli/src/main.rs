@@ -2,7 +2,9 @@
 
 mod args;
 mod costs;
+mod plan;
 mod report;
+mod sweep;
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
@@ -48,6 +50,8 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::Convert(args) => convert(&args),
         Command::List(args) => list(&args),
         Command::Costs(args) => costs::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Plan(args) => plan::run(&args),
     }
 }
 
@@ -255,12 +259,13 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     Ok(())
 }
 
-/// Refuses an output name that asks for a raster or PDF image: `render` writes SVG only.
-fn check_svg_output(path: &Path) -> Result<()> {
+/// Refuses an output name that asks for a raster or PDF image: `command` (render, sweep)
+/// writes SVG only.
+fn check_svg_output(path: &Path, command: &str) -> Result<()> {
     let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
         Some(ext @ ("png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp" | "tif" | "tiff" | "pdf")) => Err(user_error(
-            &format!("render writes SVG, but {} asks for {}", path.display(), ext.to_ascii_uppercase()),
+            &format!("{command} writes SVG, but {} asks for {}", path.display(), ext.to_ascii_uppercase()),
             &[
                 format!("name the output .svg, then convert it, e.g. `rsvg-convert -o figure.{ext} figure.svg`"),
                 "or open the schedule in the app, whose export saves the figure".to_string(),
@@ -327,7 +332,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
             &[] as &[&str],
         ));
     }
-    check_svg_output(&args.output)?;
+    check_svg_output(&args.output, "render")?;
     let mut subjects = Vec::new();
     let mut family_args = args.family.clone();
     if let Some(path) = &args.file.from {
@@ -397,6 +402,11 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     let options = ExportOptions { dialect: dialect(args.to_dialect.as_deref())?.unwrap_or_default() };
     let text = formats::export(&schedule, Some(&costs), to, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
     write_output(&args.output, text.as_bytes())
+}
+
+/// Writes `text` to standard output.
+fn print(text: &str) -> Result<()> {
+    std::io::stdout().write_all(text.as_bytes()).context("writing to standard output")
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {

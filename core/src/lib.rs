@@ -21,6 +21,7 @@ pub mod formats;
 pub mod model;
 pub mod params;
 pub mod permalink;
+pub mod plan;
 pub mod presets;
 pub mod render;
 pub mod schedule;

@@ -102,7 +102,8 @@ pub fn format_number(value: f64, max_decimals: usize) -> String {
         return format!("{value:.0}");
     }
     let s = format!("{value:.max_decimals$}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
+    // Only a fraction's zeros go: 8500.6 at no decimals is 8501, never 851.
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s.as_str() };
     if s == "-0" {
         "0".to_string()
     } else {
@@ -134,6 +135,10 @@ mod tests {
         assert_eq!(format_tick(20_000.0, 5_000.0), "20k");
         assert_eq!(format_number(0.27272727, 4), "0.2727");
         assert_eq!(format_number(33.0, 4), "33");
+        // Regression: rounding to no decimals kept the integer's own zeros.
+        assert_eq!(format_number(8500.4, 0), "8500");
+        assert_eq!(format_number(99.7, 0), "100");
+        assert_eq!(format_number(1.50, 2), "1.5");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod draw;
 mod figure;
 mod gantt;
 mod memory;
+mod pareto;
 mod scene;
 mod theme;
 mod units;
@@ -24,6 +25,7 @@ pub use gantt::{
     device_label, gantt, gutter_for, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry, NARROW_CHART,
 };
 pub use memory::{memory_chart, memory_plot_band, MemoryOptions};
+pub use pareto::{pareto_chart, pareto_svg, AxisUnit, ParetoGeometry, ParetoMarker, ParetoOptions, ParetoPoint};
 pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
 pub use theme::{BarKind, Rgb, Theme};
 pub use units::{format_micros, Units};

@@ -3,5 +3,6 @@
 mod animate;
 mod formats;
 mod golden;
+mod pareto;
 mod properties;
 mod stages;

@@ -1,0 +1,234 @@
+//! `bubblescope plan`: the fastest plans under a memory limit, and the winner as a PyTorch
+//! schedule CSV.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use bubblescope::formats::{self, ExportOptions, Format};
+use bubblescope::model::{format_bytes, parse_bytes};
+use bubblescope::plan::{
+    all_families, attribute_plan, evaluate, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
+};
+use bubblescope::render::format_number;
+use bubblescope::Field;
+use serde_json::{json, Value};
+
+use crate::args::PlanArgs;
+
+pub fn run(args: &PlanArgs) -> Result<()> {
+    let Some(limit) = args.costs.mem_limit()? else {
+        return Err(crate::user_error(
+            "--mem-limit is required: plans are searched under a per-device memory limit",
+            &["give e.g. --mem-limit 80GiB with a model, or a number in mem-f's unit"],
+        ));
+    };
+    if let Some(path) = &args.export {
+        check_csv(path)?;
+    }
+    // With a global batch the micro-batch size follows from each microbatch count, unless the
+    // user fixes it.
+    let mut costs = args.costs.clone();
+    let keep_micro_batch = args.global_batch.is_some() && costs.model.micro_batch.is_some();
+    if args.global_batch.is_some() && costs.model.given() {
+        costs.model.micro_batch.get_or_insert(1);
+    }
+    let model = costs.model()?;
+    let static_memory = match args.static_memory.as_deref().map(str::trim) {
+        Some("auto") => StaticMemory::FromModel,
+        Some(text) if model.is_some() => StaticMemory::Fixed(
+            parse_bytes(text, Field::MemLimit)
+                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?,
+        ),
+        Some(text) => StaticMemory::Fixed(text.parse().map_err(|_| {
+            crate::user_error(
+                &format!(
+                    "--static-memory must be a number in mem-f's unit or auto, found `{}`",
+                    formats::sanitize(text)
+                ),
+                &["sizes with units (20GiB) and auto need costs from a model (--model or --layers …)"],
+            )
+        })?),
+        None if model.is_some() => StaticMemory::FromModel,
+        None => StaticMemory::Fixed(0.0),
+    };
+    let source = match &model {
+        Some(m) => CostSource::Model(m.clone()),
+        None => CostSource::Costs(args.costs.costs(None, args.devices)?),
+    };
+    let spec = PlanSpec {
+        devices: args.devices,
+        mem_limit: limit,
+        source,
+        global_batch: args.global_batch,
+        keep_micro_batch,
+        static_memory,
+        families: all_families(),
+    };
+    let candidates = spec.candidates().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let searched = candidates.len();
+    let mut found = PlanSearch::collect(crate::sweep::run_parallel(candidates, evaluate));
+    found.plans.truncate(args.top as usize);
+    for p in &mut found.plans {
+        attribute_plan(p);
+    }
+    let bytes = model.is_some();
+    let Some(best) = found.plans.first() else {
+        return Err(crate::user_error(
+            &format!(
+                "no plan fits under the limit of {} per device ({searched} candidates: {} above it, {} invalid)",
+                if bytes { format_bytes(limit) } else { format_number(limit, 4) },
+                found.over_limit,
+                found.invalid
+            ),
+            &[
+                "raise --mem-limit, or use more devices (each holds less of the model)",
+                "with a model, lower --static-memory, or a smaller --micro-batch or --global-batch",
+            ],
+        ));
+    };
+    if let Some(path) = &args.export {
+        let c = &best.candidate;
+        let schedule = bubblescope::generate(c.family.name, &c.params).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let text = formats::export(&schedule, Some(&c.params.costs), Format::PytorchCsv, &ExportOptions::default())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        crate::write_output(path, text.as_bytes())?;
+        if crate::is_std(path) {
+            // Standard output holds the CSV alone, so it can be piped.
+            return Ok(());
+        }
+    }
+    let out = if args.json {
+        let mut s = serde_json::to_string_pretty(&json(&spec, &found, searched))?;
+        s.push('\n');
+        s
+    } else {
+        table(&spec, &found, searched, bytes)
+    };
+    crate::print(&out)
+}
+
+/// Refuses an export name that is not a CSV: plans export as PyTorch schedule CSV.
+fn check_csv(path: &Path) -> Result<()> {
+    if crate::is_std(path) || Format::from_extension(&path.to_string_lossy()) == Some(Format::PytorchCsv) {
+        return Ok(());
+    }
+    Err(crate::user_error(
+        &format!("--export writes a PyTorch schedule CSV, but {} does not end in .csv", path.display()),
+        &["name it plan.csv; `bubblescope convert plan.csv plan.json` turns it into other formats"],
+    ))
+}
+
+/// The chunks of a plan's family, when it reads the option.
+fn chunks(p: &Plan) -> Option<u32> {
+    let c = &p.candidate;
+    c.family.with_defaults(&c.params).chunks.filter(|_| c.family.uses(Field::Chunks))
+}
+
+fn plan_json(p: &Plan) -> Value {
+    let c = &p.candidate;
+    json!({
+        "schedule": c.family.name,
+        "devices": c.params.devices,
+        "microbatches": c.params.microbatches,
+        "chunks": chunks(p),
+        "micro_batch": c.micro_batch,
+        "layout": c.layout,
+        "activation_limit": c.params.mem_limit,
+        "cost": p.stats.cost,
+        "bubble_rate": p.stats.bubble_rate,
+        "peak_memory": p.stats.peak_memory,
+        "static_memory": p.static_memory,
+        "memory": p.memory,
+        "samples": p.samples,
+        "throughput": p.throughput,
+        "tokens_per_second": p.tokens_per_second,
+        "attribution": p.attribution.map(|a| json!({"communication": a.communication, "imbalance": a.imbalance, "schedule": a.schedule})),
+    })
+}
+
+/// `plan --json`.
+fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize) -> Value {
+    json!({
+        "devices": spec.devices,
+        "mem_limit": spec.mem_limit,
+        "global_batch": spec.global_batch,
+        "static_memory": match spec.static_memory {
+            StaticMemory::FromModel => json!({"bytes_per_parameter": BYTES_PER_PARAMETER}),
+            StaticMemory::Fixed(v) => json!(v),
+        },
+        "searched": searched,
+        "over_limit": found.over_limit,
+        "invalid": found.invalid,
+        "plans": found.plans.iter().map(plan_json).collect::<Vec<_>>(),
+    })
+}
+
+/// The readable plans, best first.
+fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> String {
+    let memory = |v: f64| if bytes { format_bytes(v) } else { format_number(v, 4) };
+    let time = |v: f64| if bytes { format!("{} ms", format_number(v / 1e3, 2)) } else { format_number(v, 4) };
+    let statics = match spec.static_memory {
+        StaticMemory::FromModel => format!("{BYTES_PER_PARAMETER} bytes per parameter of each device's share"),
+        StaticMemory::Fixed(v) => format!("{} per device", memory(v)),
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "best plans on {} devices under {} per device (activations + static memory: {statics})",
+        spec.devices,
+        memory(spec.mem_limit)
+    );
+    let _ = writeln!(out);
+    for (i, p) in found.plans.iter().enumerate() {
+        let c = &p.candidate;
+        let mut head = format!("{}. {} · M {}", i + 1, c.family.name, c.params.microbatches);
+        if let Some(v) = chunks(p) {
+            let _ = write!(head, " · chunks {v}");
+        }
+        if let Some(b) = c.micro_batch {
+            let _ = write!(head, " · micro-batch {b}");
+        }
+        let _ = write!(head, " · layout {}", c.layout.as_deref().unwrap_or("default"));
+        let _ = writeln!(out, "{head}");
+        let speed = match (c.micro_batch, p.tokens_per_second) {
+            (Some(_), Some(t)) => {
+                format!("{} samples/s, {} tokens/s", format_number(p.throughput, 2), format_number(t, 0))
+            }
+            (Some(_), None) => format!("{} samples/s", format_number(p.throughput, 2)),
+            _ => format!("{} microbatches per unit time", format_number(p.throughput, 4)),
+        };
+        let _ = writeln!(
+            out,
+            "   throughput {speed} · {} per step of {} samples · bubble {}%",
+            time(p.stats.cost),
+            format_number(p.samples, 0),
+            format_number(p.stats.bubble_rate * 100.0, 2)
+        );
+        let most_static = p.static_memory.iter().copied().fold(0.0, f64::max);
+        let _ = writeln!(
+            out,
+            "   memory {} (activations up to {} + static up to {})",
+            memory(p.memory),
+            memory(p.stats.peak_memory),
+            memory(most_static)
+        );
+        if let Some(a) = p.attribution {
+            let _ = writeln!(
+                out,
+                "   bubble = communication {} + imbalance {} + schedule {}",
+                time(a.communication),
+                time(a.imbalance),
+                time(a.schedule)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nsearched {searched} candidates: {} fit, {} above the limit, {} invalid",
+        searched - found.over_limit - found.invalid,
+        found.over_limit,
+        found.invalid
+    );
+    out
+}

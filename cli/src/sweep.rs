@@ -1,0 +1,258 @@
+//! `bubblescope sweep`: every combination, run on all cores, as a table, JSON or CSV, and the
+//! Pareto chart as SVG.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Result;
+use bubblescope::model::format_bytes;
+use bubblescope::plan::{
+    parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
+};
+use bubblescope::render::{format_number, pareto_svg, AxisUnit, ParetoOptions, ParetoPoint, Theme};
+use bubblescope::Field;
+use serde_json::{json, Value};
+
+use crate::args::SweepArgs;
+
+/// Runs `specs` on every core (each thread takes the next run until none is left) and returns
+/// the outcomes in the order of `specs`.
+pub fn run_parallel<S: Send, T: Send, F: Fn(S) -> T + Sync>(specs: Vec<S>, run: F) -> Vec<T> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(specs.len()).max(1);
+    let next = AtomicUsize::new(0);
+    let specs: Vec<std::sync::Mutex<Option<S>>> = specs.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(slot) = specs.get(i) else { break };
+                        let spec = slot.lock().ok().and_then(|mut s| s.take());
+                        if let Some(spec) = spec {
+                            out.push((i, run(spec)));
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        // A worker panics only on a bug; its runs are then missing, never wrong.
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, t)| t).collect()
+}
+
+pub fn run(args: &SweepArgs) -> Result<()> {
+    let theme = Theme::named(&args.theme).ok_or_else(|| {
+        crate::user_error(
+            &format!("unknown theme `{}`", bubblescope::formats::sanitize(&args.theme)),
+            &["use light or dark"],
+        )
+    })?;
+    if let Some(path) = &args.output {
+        crate::check_svg_output(path, "sweep")?;
+    }
+    let err = |e: bubblescope::ParamError| anyhow::anyhow!("{e}");
+    let spec = SweepSpec {
+        families: parse_schedules(&args.schedules).map_err(err)?,
+        devices: args.devices,
+        microbatches: parse_microbatches(&args.microbatches).map_err(err)?,
+        chunks: match &args.chunks {
+            Some(text) => parse_counts(text, Field::Chunks, 1024).map_err(err)?,
+            None => Vec::new(),
+        },
+        mem_limits: args.costs.mem_limits()?,
+        costs: args.costs.costs(None, args.devices)?,
+        bytes: args.costs.model.given(),
+    };
+    let specs = spec.expand().map_err(err)?;
+    let sweep = Sweep::collect(run_parallel(specs, run_one));
+    let model = args.costs.model.given();
+    let out = if args.json {
+        let mut s = serde_json::to_string_pretty(&json(&sweep))?;
+        s.push('\n');
+        s
+    } else if args.csv {
+        csv(&sweep)
+    } else {
+        table(&sweep, model)
+    };
+    if let Some(path) = &args.output {
+        let svg = chart(&sweep, &spec.mem_limits, model, theme);
+        crate::write_output(path, svg.as_bytes())?;
+    }
+    crate::print(&out)
+}
+
+/// The Pareto chart of a sweep.
+pub fn chart(sweep: &Sweep, limits: &[f64], model: bool, theme: Theme) -> String {
+    let points: Vec<ParetoPoint<'_>> = sweep
+        .runs
+        .iter()
+        .map(|r| ParetoPoint {
+            family: r.spec.family.name,
+            peak_memory: r.stats.peak_memory,
+            cost: r.stats.cost,
+            pareto: r.pareto,
+        })
+        .collect();
+    let devices = sweep.runs.first().map_or(0, |r| r.spec.params.devices);
+    let opts = ParetoOptions {
+        theme,
+        mem_limits: limits.to_vec(),
+        memory_unit: if model { AxisUnit::Bytes } else { AxisUnit::Plain },
+        time_unit: if model { AxisUnit::Micros } else { AxisUnit::Plain },
+        title: format!("Peak memory against time per iteration · {devices} devices · {} runs", points.len()),
+        ..ParetoOptions::default()
+    };
+    pareto_svg(&points, &opts)
+}
+
+/// The fields naming a run (its schedule and options), shared by runs and invalid rows.
+fn key(spec: &RunSpec, chunks: Option<u32>) -> Value {
+    json!({
+        "schedule": spec.family.name,
+        "devices": spec.params.devices,
+        "microbatches": spec.params.microbatches,
+        "chunks": chunks,
+        "mem_limit": spec.params.mem_limit,
+    })
+}
+
+fn run_json(r: &SweepRun) -> Value {
+    let mut v = key(&r.spec, Some(r.chunks));
+    v["cost"] = json!(r.stats.cost);
+    v["bubble_rate"] = json!(r.stats.bubble_rate);
+    v["peak_memory"] = json!(r.stats.peak_memory);
+    v["attribution"] = r.attribution.map_or(
+        Value::Null,
+        |p| json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule}),
+    );
+    v["pareto"] = json!(r.pareto);
+    v
+}
+
+fn invalid_json(i: &InvalidRun) -> Value {
+    let mut v = key(&i.spec, i.spec.chunks());
+    v["error"] = json!(i.error);
+    v
+}
+
+/// `sweep --json`: `{runs: [...], invalid: [...]}`, numbers exact.
+pub fn json(sweep: &Sweep) -> Value {
+    json!({
+        "runs": sweep.runs.iter().map(run_json).collect::<Vec<_>>(),
+        "invalid": sweep.invalid.iter().map(invalid_json).collect::<Vec<_>>(),
+    })
+}
+
+/// A CSV field: quoted when it holds a comma, quote or line break.
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// `sweep --csv`: the runs, then the invalid combinations (numbers empty, `error` set on one
+/// line, its hints after ` — hint: `).
+pub fn csv(sweep: &Sweep) -> String {
+    let mut out = String::from(
+        "schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,\
+         attribution_communication,attribution_imbalance,attribution_schedule,pareto,error\n",
+    );
+    for r in &sweep.runs {
+        let a = r.attribution;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},",
+            r.spec.family.name,
+            r.spec.params.devices,
+            r.spec.params.microbatches,
+            r.chunks,
+            opt(r.spec.params.mem_limit),
+            r.stats.cost,
+            r.stats.bubble_rate,
+            r.stats.peak_memory,
+            opt(a.map(|a| a.communication)),
+            opt(a.map(|a| a.imbalance)),
+            opt(a.map(|a| a.schedule)),
+            r.pareto
+        );
+    }
+    for i in &sweep.invalid {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},,,,,,,,{}",
+            i.spec.family.name,
+            i.spec.params.devices,
+            i.spec.params.microbatches,
+            opt(i.spec.chunks()),
+            opt(i.spec.params.mem_limit),
+            field(&i.error.replace("\n  hint: ", " — hint: "))
+        );
+    }
+    out
+}
+
+/// The readable table: runs by microbatch count, fastest first, the Pareto front marked `*`;
+/// then the invalid combinations with their reasons.
+pub fn table(sweep: &Sweep, model: bool) -> String {
+    let time = |v: f64| if model { format!("{} µs", format_number(v, 1)) } else { format_number(v, 4) };
+    let memory = |v: f64| if model { format_bytes(v) } else { format_number(v, 4) };
+    let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();
+    rows.sort_by(|a, b| {
+        (a.spec.params.microbatches.cmp(&b.spec.params.microbatches))
+            .then(a.stats.cost.total_cmp(&b.stats.cost))
+            .then(a.stats.peak_memory.total_cmp(&b.stats.peak_memory))
+    });
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<1} {:<18} {:>6} {:>6} {:>12} {:>14} {:>8} {:>12}  bubble = comm + imbalance + schedule",
+        "", "schedule", "M", "chunks", "mem limit", "cost", "bubble", "peak memory"
+    );
+    for r in rows {
+        let parts = r.attribution.map_or_else(String::new, |p| {
+            format!("{} + {} + {}", time(p.communication), time(p.imbalance), time(p.schedule))
+        });
+        let _ = writeln!(
+            out,
+            "{:<1} {:<18} {:>6} {:>6} {:>12} {:>14} {:>7}% {:>12}  {}",
+            if r.pareto { "*" } else { "" },
+            r.spec.family.name,
+            r.spec.params.microbatches,
+            r.chunks,
+            r.spec.params.mem_limit.map_or_else(|| "—".to_string(), memory),
+            time(r.stats.cost),
+            format_number(r.stats.bubble_rate * 100.0, 2),
+            memory(r.stats.peak_memory),
+            parts
+        );
+    }
+    let front = sweep.runs.iter().filter(|r| r.pareto).count();
+    let _ = writeln!(out, "\n* on the memory/time Pareto front ({front} of {} runs)", sweep.runs.len());
+    if !sweep.invalid.is_empty() {
+        let _ = writeln!(out, "\ninvalid combinations ({}):", sweep.invalid.len());
+        for i in &sweep.invalid {
+            let chunks = i.spec.chunks().map(|c| format!(" chunks {c}")).unwrap_or_default();
+            let limit = i.spec.params.mem_limit.map(|l| format!(" limit {}", memory(l))).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {} M {}{chunks}{limit}: {}",
+                i.spec.family.name,
+                i.spec.params.microbatches,
+                i.error.replace('\n', "\n    ")
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,161 @@
+//! `bubblescope plan`: every printed plan fits its limit (checked by simulating it again), the
+//! winner exports as a PyTorch CSV that imports back to the same numbers, bad input exits 2.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use bubblescope::{family, Field};
+use serde_json::Value;
+
+fn bubblescope(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).current_dir(dir).output().expect("the binary runs")
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = bubblescope(dir, args);
+    assert!(out.status.success(), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let out = bubblescope(dir, args);
+    assert_eq!(out.status.code(), Some(2), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stderr).unwrap()
+}
+
+const MODEL: [&str; 10] = ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000"];
+
+/// `simulate` flags that reproduce plan `p` (its model at its micro-batch and layout).
+fn simulate_args(p: &Value, model: bool) -> Vec<String> {
+    let name = p["schedule"].as_str().unwrap();
+    let mut args: Vec<String> =
+        ["simulate", "--schedule", name, "--devices", "4", "--microbatches", &p["microbatches"].to_string(), "--json"]
+            .map(String::from)
+            .to_vec();
+    if family(name).unwrap().uses(Field::Chunks) {
+        args.extend(["--chunks".into(), p["chunks"].to_string()]);
+    }
+    if !p["activation_limit"].is_null() {
+        args.extend(["--mem-limit".into(), p["activation_limit"].to_string()]);
+    }
+    if model {
+        args.extend(MODEL.map(String::from));
+        args.extend(["--micro-batch".into(), p["micro_batch"].to_string()]);
+        if let Some(layout) = p["layout"].as_str() {
+            args.extend(["--layout".into(), layout.to_string()]);
+        }
+    }
+    args
+}
+
+#[test]
+fn every_printed_plan_fits_the_limit_when_simulated_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args =
+        vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "16", "--top", "12", "--json"];
+    args.extend(MODEL);
+    let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let limit = v["mem_limit"].as_f64().unwrap();
+    assert_eq!(limit, 2.0 * 1_073_741_824.0);
+    let plans = v["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 12);
+    assert!(v["over_limit"].as_u64().unwrap() > 0, "the limit binds");
+    let mut layouts = std::collections::BTreeSet::new();
+    for (i, p) in plans.iter().enumerate() {
+        layouts.insert(p["layout"].to_string());
+        let m = p["microbatches"].as_u64().unwrap();
+        assert_eq!(16 % m, 0, "M divides the global batch");
+        assert_eq!(m * p["micro_batch"].as_u64().unwrap(), 16);
+        let args = simulate_args(p, true);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let single: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+        assert_eq!(single["cost"], p["cost"], "plan {i}: {p}");
+        let statics = p["static_memory"].as_array().unwrap();
+        for (d, s) in single["per_device"].as_array().unwrap().iter().zip(statics) {
+            let total = d["peak_memory"].as_f64().unwrap() + s.as_f64().unwrap();
+            assert!(total <= limit, "plan {i} device {}: {total} > {limit}", d["device"]);
+        }
+        // Throughput: samples per second from the cost in µs.
+        let expected = 16.0 / (p["cost"].as_f64().unwrap() * 1e-6);
+        assert!((p["throughput"].as_f64().unwrap() - expected).abs() < 1e-6 * expected);
+        if i > 0 {
+            assert!(p["throughput"].as_f64() <= plans[i - 1]["throughput"].as_f64());
+        }
+    }
+    assert!(layouts.len() > 1, "layouts moved off the ends are searched: {layouts:?}");
+    // 18 bytes per parameter of the share: the default with a model.
+    assert_eq!(v["static_memory"]["bytes_per_parameter"], 18.0);
+}
+
+#[test]
+fn the_winner_exports_and_imports_back() {
+    let dir = tempfile::tempdir().unwrap();
+    // Hand-set costs: the imported file runs with the same ones.
+    let costs = ["--f", "1", "--b", "1.5", "--w", "0.5", "--comm", "0.1"];
+    let mut args =
+        vec!["plan", "--devices", "4", "--mem-limit", "5", "--static-memory", "0.5", "--export", "plan.csv", "--json"];
+    args.extend(costs);
+    let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let best = &v["plans"][0];
+    assert!(best["memory"].as_f64().unwrap() <= 5.0);
+    let mut sim = vec!["simulate", "--from", "plan.csv", "--json"];
+    sim.extend(costs);
+    let imported: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
+    assert_eq!(imported["devices"], 4);
+    assert_eq!(imported["microbatches"], best["microbatches"]);
+    assert_eq!(imported["cost"], best["cost"], "{best}");
+    assert_eq!(imported["peak_memory"], best["peak_memory"]);
+    ok(dir.path(), &["convert", "plan.csv", "plan.json"]);
+    // `--export -` writes the CSV alone to standard output, the same bytes.
+    let mut piped = vec!["plan", "--devices", "4", "--mem-limit", "5", "--static-memory", "0.5", "--export", "-"];
+    piped.extend(costs);
+    assert_eq!(ok(dir.path(), &piped), std::fs::read_to_string(dir.path().join("plan.csv")).unwrap());
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("plan.json")).unwrap()).unwrap();
+    assert!(json.is_object());
+    // With a model: the export, read back at the plan's micro-batch and layout, costs the same.
+    let mut args =
+        vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "8", "--export", "m.csv", "--json"];
+    args.extend(MODEL);
+    let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let best = &v["plans"][0];
+    let mut sim: Vec<String> = ["simulate", "--from", "m.csv", "--json"].map(String::from).to_vec();
+    sim.extend(MODEL.map(String::from));
+    sim.extend(["--micro-batch".into(), best["micro_batch"].to_string()]);
+    if let Some(layout) = best["layout"].as_str() {
+        sim.extend(["--layout".into(), layout.to_string()]);
+    }
+    let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
+    let imported: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
+    assert_eq!(imported["cost"], best["cost"], "{best}");
+}
+
+#[test]
+fn the_table_names_throughput_memory_and_attribution() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "16", "--top", "2"];
+    args.extend(MODEL);
+    let out = ok(dir.path(), &args);
+    assert!(out.starts_with("best plans on 4 devices under 2 GiB per device"), "{out}");
+    assert!(out.contains("samples/s") && out.contains("tokens/s"), "{out}");
+    assert!(out.contains("memory ") && out.contains("+ static up to"), "{out}");
+    assert!(out.contains("bubble = communication"), "{out}");
+    assert!(out.contains("\n2. "), "{out}");
+    assert!(!out.contains("\n3. "), "{out}");
+}
+
+#[test]
+fn bad_plan_requests_exit_2_with_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["plan", "-p", "4"], "--mem-limit is required"),
+        (&["plan", "-p", "4", "--mem-limit", "5", "--export", "plan.json"], "does not end in .csv"),
+        (&["plan", "-p", "4", "--mem-limit", "5", "--global-batch", "8"], "--global-batch needs costs from a model"),
+        (&["plan", "-p", "4", "--mem-limit", "5", "--static-memory", "auto"], "needs a model"),
+        (&["plan", "-p", "4", "--mem-limit", "0.5"], "no plan fits under the limit of 0.5 per device"),
+    ];
+    for (args, says) in cases {
+        let err = fails(dir.path(), args);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains("\n  hint: "), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,183 @@
+//! `bubblescope sweep`: rows equal individual `simulate` runs, invalid combinations listed,
+//! bad input refused, the chart written.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use bubblescope::{family, Field};
+use serde_json::Value;
+
+fn bubblescope(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).current_dir(dir).output().expect("the binary runs")
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = bubblescope(dir, args);
+    assert!(out.status.success(), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let out = bubblescope(dir, args);
+    assert_eq!(out.status.code(), Some(2), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Every sweep row, run again as its own `simulate --json`, has the same numbers; with costs
+/// that make every attribution part non-zero.
+fn rows_equal_simulate(costs: &[&str], limit: Option<&str>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "sweep",
+        "--schedules",
+        "1f1b,zb-h1,zb-2p,interleaved-1f1b,zb-v,dualpipe-v,gpipe",
+        "--devices",
+        "4",
+        "--microbatches",
+        "8..12:4",
+        "--chunks",
+        "2,3",
+        "--json",
+    ];
+    args.extend_from_slice(costs);
+    if let Some(l) = limit {
+        args.extend(["--mem-limit", l]);
+    }
+    let sweep: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let runs = sweep["runs"].as_array().unwrap();
+    assert!(runs.len() >= 10, "{sweep}");
+    for row in runs {
+        let name = row["schedule"].as_str().unwrap();
+        let (m, limit) = (row["microbatches"].to_string(), row["mem_limit"].clone());
+        let mut sim = vec!["simulate", "--schedule", name, "--devices", "4", "--microbatches", &m, "--json"];
+        let chunks = row["chunks"].to_string();
+        if family(name).unwrap().uses(Field::Chunks) {
+            sim.extend(["--chunks", &chunks]);
+        }
+        let limit_text = limit.to_string();
+        if !limit.is_null() {
+            sim.extend(["--mem-limit", &limit_text]);
+        }
+        sim.extend_from_slice(costs);
+        let single: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
+        for key in ["schedule", "devices", "microbatches", "chunks", "mem_limit", "cost", "bubble_rate", "peak_memory"]
+        {
+            assert_eq!(row[key], single[key], "{key} of {name} M {m}: sweep {row} vs simulate");
+        }
+        for part in ["communication", "imbalance", "schedule"] {
+            assert_eq!(row["attribution"][part], single["attribution"][part], "{part} of {name} M {m}");
+        }
+    }
+}
+
+#[test]
+fn sweep_rows_equal_individual_simulate_runs() {
+    rows_equal_simulate(&["--f", "1,1,1,2", "--b", "1,1,1,2.5", "--comm", "0.25"], None);
+}
+
+#[test]
+fn sweep_rows_equal_simulate_under_a_memory_limit() {
+    // Memory-aware families plan under the limit, the others are checked against it.
+    rows_equal_simulate(&["--comm", "0.5"], Some("5"));
+}
+
+#[test]
+fn invalid_combinations_are_listed_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(
+        dir.path(),
+        &[
+            "sweep",
+            "--schedules",
+            "1f1b,dualpipe,gpipe",
+            "--devices",
+            "3",
+            "--microbatches",
+            "6",
+            "--mem-limit",
+            "4",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let runs: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["schedule"].as_str().unwrap()).collect();
+    assert_eq!(runs, vec!["1f1b"]);
+    let invalid = v["invalid"].as_array().unwrap();
+    assert_eq!(invalid.len(), 2);
+    assert_eq!(invalid[0]["schedule"], "dualpipe");
+    assert!(invalid[0]["error"].as_str().unwrap().contains("even"), "{}", invalid[0]);
+    assert_eq!(invalid[1]["schedule"], "gpipe");
+    assert_eq!(invalid[1]["mem_limit"], 4.0);
+    assert!(invalid[1]["error"].as_str().unwrap().starts_with("peak memory 6 on device 0 is above the memory limit 4"));
+    // The table and the CSV list them too.
+    let table = ok(dir.path(), &["sweep", "--schedules", "1f1b,dualpipe", "-p", "3", "-m", "6"]);
+    assert!(table.contains("invalid combinations (1):\n  dualpipe M 6: "), "{table}");
+    let csv = ok(dir.path(), &["sweep", "--schedules", "1f1b,dualpipe", "-p", "3", "-m", "6", "--csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[0].starts_with("schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,"));
+    assert!(lines[1].starts_with("1f1b,3,6,1,,"));
+    assert!(lines[2].starts_with("dualpipe,3,6,,,,,,,,,,\""), "{}", lines[2]);
+}
+
+#[test]
+fn the_table_marks_the_front_and_sorts_by_speed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(dir.path(), &["sweep", "--schedules", "1f1b,zb-h1,zb-h2", "-p", "4", "-m", "8"]);
+    let rows: Vec<&str> = out.lines().skip(1).take(3).collect();
+    assert!(rows[0].starts_with("* zb-h2"), "{out}");
+    assert!(rows[1].starts_with("* zb-h1"), "{out}");
+    assert!(rows[2].starts_with("  1f1b"), "{out}");
+    assert!(out.contains("(2 of 3 runs)"));
+}
+
+#[test]
+fn bad_lists_exit_2_with_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["sweep", "--schedules", "1f1b", "-p", "4"];
+    let cases: [(&[&str], &str); 7] = [
+        (&["-m", "64..8"], "error: the range 64..8 in --microbatches is empty: its start 64 is above its end 8"),
+        (&["-m", "8..64:0"], "the step in --microbatches must be between 1 and 65536, found 0"),
+        (&["-m", "8,,16"], "item 2 of --microbatches is empty"),
+        (&["-m", "eight"], "must be a whole number, found `eight`"),
+        (&["-m", "8", "--chunks", "2"], "none of the swept schedules reads --chunks"),
+        (&["-m", "8", "--mem-limit", "4,"], "item 2 of --mem-limit is empty"),
+        (&["-m", "8", "-o", "pareto.png"], "sweep writes SVG, but pareto.png asks for PNG"),
+    ];
+    for (extra, says) in cases {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let err = fails(dir.path(), &args);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains("\n  hint: "), "{args:?}: {err}");
+    }
+    let err = fails(dir.path(), &["sweep", "--schedules", "1f1b,zbh9", "-p", "4", "-m", "8"]);
+    assert!(err.contains("unknown schedule `zbh9`"), "{err}");
+    let err = fails(dir.path(), &["sweep", "--schedules", "all", "-p", "64", "-m", "16384,32768"]);
+    assert!(err.contains("passes together"), "{err}");
+}
+
+#[test]
+fn the_chart_is_written_as_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(
+        dir.path(),
+        &[
+            "sweep",
+            "--schedules",
+            "1f1b,zb-h1,zb-h2,zb-v",
+            "-p",
+            "4",
+            "-m",
+            "8,16",
+            "--mem-limit",
+            "6",
+            "-o",
+            "pareto.svg",
+        ],
+    );
+    let svg = std::fs::read_to_string(dir.path().join("pareto.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
+    assert!(svg.contains("limit 6"));
+    assert!(svg.contains("Pareto front"));
+}

@@ -1,0 +1,34 @@
+//! A 200-run sweep at P = 8 through the core's single-threaded path (expand, run each as
+//! `simulate` does with its bubble attribution, mark the Pareto front). Target: under 1 s.
+
+use bubblescope::plan::{parse_schedules, sweep, SweepSpec};
+use bubblescope::Costs;
+use criterion::{criterion_group, criterion_main, Criterion};
+
+/// 20 families × 10 microbatch counts (8..80:8) = 200 runs at P = 8, uneven F, B, W and
+/// communication so attribution re-simulates.
+fn spec() -> SweepSpec {
+    SweepSpec {
+        families: parse_schedules("all").unwrap(),
+        devices: 8,
+        microbatches: (1..=10).map(|k| 8 * k).collect(),
+        chunks: vec![],
+        mem_limits: vec![],
+        costs: Costs { comm: 0.1, ..Costs::fbw(1.0, 1.2, 0.8) },
+        bytes: false,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let s = spec();
+    assert_eq!(s.expand().unwrap().len(), 200);
+    let done = sweep(&s).unwrap();
+    eprintln!("{} runs, {} invalid", done.runs.len(), done.invalid.len());
+    let mut group = c.benchmark_group("sweep");
+    group.sample_size(10);
+    group.bench_function("200-runs-P8", |b| b.iter(|| sweep(&s).unwrap()));
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,17 @@
+//! Planning: which schedule for a run. Sweeps over families and sizes ([`sweep`]), the
+//! memory/time Pareto front ([`pareto`]), and the search for the fastest plan under a memory
+//! limit ([`search`]). Pure: the CLI runs the pieces on its cores, the app in a worker.
+
+pub mod pareto;
+pub mod search;
+pub mod sweep;
+
+pub use pareto::{dominates, front};
+pub use search::{
+    all_families, attribute_plan, device_params, evaluate, layout_candidates, microbatch_candidates, plan, Candidate,
+    CostSource, Outcome, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
+};
+pub use sweep::{
+    parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
+    MAX_SWEEP_PASSES, MAX_SWEEP_RUNS,
+};

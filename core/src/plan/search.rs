@@ -1,0 +1,512 @@
+//! Plans: the fastest schedule for a model on `P` devices whose memory — activations plus what
+//! a device holds besides them — fits a limit.
+//!
+//! The search covers families × microbatch counts × chunks × layouts:
+//!
+//! * microbatch counts: with a global batch `G`, every `M` that divides it (the micro-batch
+//!   size is then `G / M`, so a model's costs change with `M`), up to
+//!   [`MAX_PLAN_MICROBATCHES_PER_DEVICE`] · P, or only `G / b` when the micro-batch size `b` is
+//!   kept; without one, `P`, `2P`, `4P` and `8P` at the model's micro-batch size;
+//! * chunks 2, 3 and 4 for the families that read `chunks`;
+//! * layouts, for a model without `--layout`: the even split, and splits that move one or two
+//!   layers off the last share (which also holds the LM head) and one off the first (the
+//!   embedding) onto the middle shares with the fewest layers ([`layout_candidates`]).
+//!
+//! **Static memory** is what a device holds besides activations: a fixed number of bytes, or
+//! derived from the model at [`BYTES_PER_PARAMETER`] bytes per parameter of the device's share
+//! (mixed-precision Adam: 16-bit weights 2, fp32 gradients 4, fp32 master weights 4, Adam's two
+//! fp32 moments 8 — Megatron-Core's count without a distributed optimizer). A device's share
+//! follows the schedule's placement: the stages it holds, in proportion of the model's pieces
+//! (V-shape devices hold two halves, two-directional ones two replicas).
+//!
+//! A plan fits when every device's peak activation memory plus its static memory is at most the
+//! limit; families that plan under a limit get the limit less the largest static memory.
+
+use std::sync::Arc;
+
+use crate::attribution::{attribute, Parts};
+use crate::error::{Field, ParamError};
+use crate::families::{Family, FAMILIES};
+use crate::model::{Layout, Model};
+use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts, MAX_MICROBATCHES, MAX_PASSES};
+use crate::schedule::Placement;
+use crate::stats::Stats;
+
+use super::sweep::{MAX_SWEEP_PASSES, MAX_SWEEP_RUNS};
+
+/// Bytes of static memory per parameter for mixed-precision Adam (see the module docs).
+pub const BYTES_PER_PARAMETER: f64 = 18.0;
+/// Largest microbatch count a plan tries, per device.
+pub const MAX_PLAN_MICROBATCHES_PER_DEVICE: u32 = 32;
+/// Chunk counts tried for the families that read `chunks`.
+pub const PLAN_CHUNKS: [u32; 3] = [2, 3, 4];
+
+/// Where the costs come from.
+#[derive(Clone, Debug)]
+pub enum CostSource {
+    /// A transformer config: costs in µs and bytes, re-derived per micro-batch size and layout.
+    Model(Model),
+    /// Hand-set costs, fixed.
+    Costs(Costs),
+}
+
+/// What a device holds besides activations.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StaticMemory {
+    /// The same amount on every device, in mem-f's unit (bytes with a model).
+    Fixed(f64),
+    /// [`BYTES_PER_PARAMETER`] per parameter of the device's share of the model.
+    FromModel,
+}
+
+/// What to plan.
+#[derive(Clone, Debug)]
+pub struct PlanSpec {
+    /// Devices `P`.
+    pub devices: u32,
+    /// Per-device memory limit: activations plus static memory.
+    pub mem_limit: f64,
+    /// The costs.
+    pub source: CostSource,
+    /// Samples per training step, when fixed (needs a model).
+    pub global_batch: Option<u32>,
+    /// With a global batch, keep the model's micro-batch size (one microbatch count, the
+    /// global batch over it) instead of trying every divisor.
+    pub keep_micro_batch: bool,
+    /// Static memory per device.
+    pub static_memory: StaticMemory,
+    /// The families to try (every family by default).
+    pub families: Vec<&'static Family>,
+}
+
+/// One combination to try.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The family.
+    pub family: &'static Family,
+    /// Its parameters (the limit it plans under, for the memory-aware families).
+    pub params: ScheduleParams,
+    /// Sequences per microbatch, with a model.
+    pub micro_batch: Option<u32>,
+    /// Sequence length, with a model (for tokens per second).
+    pub seq: Option<u32>,
+    /// The layout given to the model (`None`: the even split or the model's own).
+    pub layout: Option<String>,
+    /// Parameters of each piece of the cost profile, when static memory comes from the model.
+    pub piece_params: Option<Arc<Vec<f64>>>,
+    /// Fixed static memory per device, otherwise.
+    pub fixed_static: f64,
+    /// The limit on activations plus static memory.
+    pub limit: f64,
+}
+
+/// A plan that fits.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// What ran.
+    pub candidate: Candidate,
+    /// The simulated numbers.
+    pub stats: Stats,
+    /// Static memory per device.
+    pub static_memory: Vec<f64>,
+    /// The largest activation peak plus static memory of any device.
+    pub memory: f64,
+    /// Samples per step (`M` × micro-batch size; `M` without a model).
+    pub samples: f64,
+    /// Samples per second with a model (cost in µs); microbatches per cost unit otherwise.
+    pub throughput: f64,
+    /// Tokens per second, with a model.
+    pub tokens_per_second: Option<f64>,
+    /// The bubble split, for the plans shown ([`attribute_plan`]).
+    pub attribution: Option<Parts>,
+}
+
+/// The outcome of a search: fitting plans, fastest first, and what did not fit.
+#[derive(Clone, Debug, Default)]
+pub struct PlanSearch {
+    /// Every plan that fits, by throughput (then memory) from the best.
+    pub plans: Vec<Plan>,
+    /// Candidates that ran but did not fit the limit.
+    pub over_limit: usize,
+    /// Candidates the family could not take (or refused as too slow to search).
+    pub invalid: usize,
+}
+
+/// Layer counts per share to try for `model` on `devices` devices: the model's own layout if
+/// it has one (`None`), else the even split (`None`) and, with three or more devices, splits
+/// with layers moved off the last share (LM head) and the first (embedding).
+pub fn layout_candidates(model: &Model, devices: u32) -> Vec<Option<String>> {
+    if model.layout.is_some() || devices < 3 {
+        return vec![None];
+    }
+    let even: Vec<u32> = Layout::even(model.layers, devices).pieces.iter().map(|p| p.layers).collect();
+    let mut out: Vec<Option<String>> = vec![None];
+    let mut seen = vec![even.clone()];
+    for (off_last, off_first) in [(1, 0), (2, 0), (0, 1), (1, 1)] {
+        let last = even.len() - 1;
+        if even[last] <= off_last || even[0] <= off_first {
+            continue;
+        }
+        let mut counts = even.clone();
+        counts[last] -= off_last;
+        counts[0] -= off_first;
+        for _ in 0..off_last + off_first {
+            // The middle share with the fewest layers, the earliest on a tie.
+            let k = (1..last).min_by_key(|&k| (counts[k], k)).unwrap_or(1);
+            counts[k] += 1;
+        }
+        if !seen.contains(&counts) {
+            out.push(Some(counts.iter().map(u32::to_string).collect::<Vec<_>>().join(",")));
+            seen.push(counts);
+        }
+    }
+    out
+}
+
+/// The microbatch counts to try (see the module docs).
+pub fn microbatch_candidates(devices: u32, global_batch: Option<u32>) -> Vec<u32> {
+    let top = devices.saturating_mul(MAX_PLAN_MICROBATCHES_PER_DEVICE).min(MAX_MICROBATCHES);
+    match global_batch {
+        Some(g) => (1..=g.min(top)).filter(|m| g % m == 0).collect(),
+        None => [1, 2, 4, 8].iter().map(|k| devices.saturating_mul(*k)).filter(|&m| m <= MAX_MICROBATCHES).collect(),
+    }
+}
+
+/// Parameters each device holds under `placement`, from the parameters of each piece of the
+/// model: every stage takes the pieces it covers in proportion, the rule the simulator's cost
+/// table uses ([`StageCosts`]).
+pub fn device_params(piece_params: &[f64], placement: &Placement) -> Vec<f64> {
+    let zeros = vec![0.0; piece_params.len()];
+    let profile = CostProfile {
+        f: piece_params.to_vec(),
+        b: zeros.clone(),
+        w: zeros.clone(),
+        mem_f: zeros.clone(),
+        mem_w: zeros,
+    };
+    let costs = Costs { profile: Some(Arc::new(profile)), ..Costs::default() };
+    let table = StageCosts::new(&costs, placement);
+    let mut out = vec![0.0; placement.devices() as usize];
+    for (g, &p) in table.f.iter().enumerate() {
+        if let Some(slot) = placement.device_of(g as u32).and_then(|d| out.get_mut(d as usize)) {
+            *slot += p;
+        }
+    }
+    out
+}
+
+impl PlanSpec {
+    /// Every candidate of the search.
+    ///
+    /// # Errors
+    /// A [`ParamError`] when the model or limits are wrong, a global batch is given without a
+    /// model, static memory from the model is asked without one, or the search is too big.
+    pub fn candidates(&self) -> Result<Vec<Candidate>, ParamError> {
+        crate::params::check_mem_limit(self.mem_limit)?;
+        if let StaticMemory::Fixed(s) = self.static_memory {
+            if !s.is_finite() || s < 0.0 {
+                return Err(ParamError::new(
+                    Field::MemLimit,
+                    format!("static memory must be a non-negative size, found {}", crate::error::short_number(s)),
+                ));
+            }
+        }
+        let model = match &self.source {
+            CostSource::Model(m) => Some(m),
+            CostSource::Costs(_) => None,
+        };
+        if model.is_none() && self.global_batch.is_some() {
+            return Err(ParamError::new(Field::MicroBatch, "--global-batch needs costs from a model")
+                .hint("the micro-batch size is the global batch over the microbatches, and only a model's costs scale with it: give --model or --layers …"));
+        }
+        if model.is_none() && self.static_memory == StaticMemory::FromModel {
+            return Err(ParamError::new(Field::MemLimit, "static memory from the model needs a model")
+                .hint("give --model or --layers …, or the bytes per device: --static-memory 20GiB"));
+        }
+        if self.global_batch == Some(0) {
+            return Err(ParamError::new(Field::MicroBatch, "the global batch must be at least 1, found 0"));
+        }
+        let ms = match (self.global_batch, model) {
+            (Some(g), Some(md)) if self.keep_micro_batch => {
+                if md.micro_batch == 0 || g % md.micro_batch != 0 {
+                    return Err(ParamError::new(
+                        Field::MicroBatch,
+                        format!("the global batch {g} is not a multiple of the micro-batch size {}", md.micro_batch),
+                    )
+                    .hint("leave --micro-batch out to try every size that divides the global batch"));
+                }
+                vec![g / md.micro_batch]
+            }
+            _ => microbatch_candidates(self.devices, self.global_batch),
+        };
+        let mut out = Vec::new();
+        let mut passes: u64 = 0;
+        for &m in &ms {
+            let micro_batch = match (self.global_batch, model) {
+                (Some(g), _) => Some(g / m),
+                (None, Some(model)) => Some(model.micro_batch),
+                _ => None,
+            };
+            let layouts = model.map_or_else(|| vec![None], |md| layout_candidates(md, self.devices));
+            for layout in layouts {
+                let (costs, piece_params) = match &self.source {
+                    CostSource::Model(md) => {
+                        let mut md = md.clone();
+                        if let Some(b) = micro_batch {
+                            md.micro_batch = b;
+                        }
+                        if layout.is_some() {
+                            md.layout = layout.clone();
+                        }
+                        let derived = md.derive(self.devices)?;
+                        let params: Vec<f64> = derived.pieces.iter().map(|p| p.params).collect();
+                        (derived.costs(), Some(Arc::new(params)))
+                    }
+                    CostSource::Costs(c) => (c.clone(), None),
+                };
+                let (fixed_static, piece_params) = match self.static_memory {
+                    StaticMemory::Fixed(s) => (s, None),
+                    StaticMemory::FromModel => (0.0, piece_params),
+                };
+                for &family in &self.families {
+                    let chunks: Vec<Option<u32>> = if family.uses(Field::Chunks) {
+                        PLAN_CHUNKS.iter().copied().map(Some).collect()
+                    } else {
+                        vec![None]
+                    };
+                    for c in chunks {
+                        let mut params = ScheduleParams::new(self.devices, m).with_costs(costs.clone());
+                        params.chunks = c;
+                        let candidate = Candidate {
+                            family,
+                            params,
+                            micro_batch,
+                            seq: model.map(|md| md.seq),
+                            layout: layout.clone(),
+                            piece_params: piece_params.clone(),
+                            fixed_static,
+                            limit: self.mem_limit,
+                        };
+                        let n = family.pass_count(&family.with_defaults(&candidate.params));
+                        passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
+                        out.push(candidate);
+                    }
+                }
+            }
+        }
+        if out.len() > MAX_SWEEP_RUNS || passes > MAX_SWEEP_PASSES {
+            return Err(ParamError::new(
+                Field::Devices,
+                format!("the plan search has {} candidates and {passes} passes, more than the {MAX_SWEEP_RUNS} and {MAX_SWEEP_PASSES} supported", out.len()),
+            )
+            .hint("use a smaller --global-batch, or fewer devices"));
+        }
+        Ok(out)
+    }
+}
+
+/// What became of one candidate.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// It fits.
+    Fits(Box<Plan>),
+    /// It ran, but above the limit.
+    OverLimit,
+    /// The family could not take it (the reason), or its search is too slow to try.
+    Invalid(String),
+}
+
+/// Runs one candidate: the static memory its placement holds, the activation limit a
+/// memory-aware family plans under, the simulation, and the check against the limit.
+pub fn evaluate(candidate: Candidate) -> Outcome {
+    let family = candidate.family;
+    if let Some(slow) = &family.slow_search {
+        if (slow.size)(&family.with_defaults(&candidate.params)).is_some_and(|s| s > slow.live_limit) {
+            return Outcome::Invalid(format!("{} is too slow to search at this size", slow.what));
+        }
+    }
+    // The static memory depends on the placement only; a placement of the family's own shape
+    // at these sizes is what the generator will build.
+    let schedule = match crate::generate(family.name, &candidate.params) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Invalid(e.to_string()),
+    };
+    let statics = match &candidate.piece_params {
+        Some(p) => device_params(p, &schedule.placement).iter().map(|n| n * BYTES_PER_PARAMETER).collect(),
+        None => vec![candidate.fixed_static; schedule.devices() as usize],
+    };
+    let most = statics.iter().copied().fold(0.0, f64::max);
+    let mut candidate = candidate;
+    let schedule = if family.uses(Field::MemLimit) {
+        let budget = candidate.limit - most;
+        if budget <= 0.0 {
+            return Outcome::OverLimit;
+        }
+        candidate.params.mem_limit = Some(budget);
+        match crate::generate(family.name, &candidate.params) {
+            Ok(s) => s,
+            Err(_) => return Outcome::OverLimit,
+        }
+    } else {
+        schedule
+    };
+    let analysis = match crate::analyze(schedule, &candidate.params.costs) {
+        Ok(a) => a,
+        Err(e) => return Outcome::Invalid(e.to_string()),
+    };
+    let memory = analysis.stats.per_device.iter().zip(&statics).map(|(d, s)| d.peak_memory + s).fold(0.0, f64::max);
+    if memory > candidate.limit {
+        return Outcome::OverLimit;
+    }
+    let m = f64::from(candidate.params.microbatches);
+    let samples = m * f64::from(candidate.micro_batch.unwrap_or(1));
+    let cost = analysis.stats.cost;
+    let (throughput, tokens) = match candidate.micro_batch {
+        Some(_) if cost > 0.0 => {
+            let per_second = samples / (cost * 1e-6);
+            (per_second, candidate.seq.map(|s| per_second * f64::from(s)))
+        }
+        _ if cost > 0.0 => (m / cost, None),
+        _ => (0.0, None),
+    };
+    Outcome::Fits(Box::new(Plan {
+        candidate,
+        stats: analysis.stats,
+        static_memory: statics,
+        memory,
+        samples,
+        throughput,
+        tokens_per_second: tokens,
+        attribution: None,
+    }))
+}
+
+/// Splits a plan's bubble (three more simulations: done for the plans shown only).
+pub fn attribute_plan(plan: &mut Plan) {
+    let c = &plan.candidate;
+    if let Ok(schedule) = crate::generate(c.family.name, &c.params) {
+        plan.attribution = attribute(&schedule, &c.params.costs, &plan.stats).ok().map(|a| a.overall);
+    }
+}
+
+impl PlanSearch {
+    /// Gathers outcomes and ranks the plans: highest throughput first, then least memory.
+    pub fn collect(outcomes: impl IntoIterator<Item = Outcome>) -> PlanSearch {
+        let mut out = PlanSearch::default();
+        for o in outcomes {
+            match o {
+                Outcome::Fits(p) => out.plans.push(*p),
+                Outcome::OverLimit => out.over_limit += 1,
+                Outcome::Invalid(_) => out.invalid += 1,
+            }
+        }
+        out.plans.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then(a.memory.total_cmp(&b.memory)));
+        out
+    }
+}
+
+/// The whole search on one thread (the CLI spreads [`evaluate`] over its cores).
+///
+/// # Errors
+/// As [`PlanSpec::candidates`].
+pub fn plan(spec: &PlanSpec) -> Result<PlanSearch, ParamError> {
+    Ok(PlanSearch::collect(spec.candidates()?.into_iter().map(evaluate)))
+}
+
+/// Every family, for [`PlanSpec::families`].
+pub fn all_families() -> Vec<&'static Family> {
+    FAMILIES.iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> Model {
+        Model::new(32, 4096, 32, 2048, 1, 50_000)
+    }
+
+    #[test]
+    fn layouts_move_layers_off_the_ends() {
+        let l = layout_candidates(&model(), 8);
+        assert_eq!(l[0], None);
+        assert_eq!(l[1].as_deref(), Some("4,5,4,4,4,4,4,3"));
+        assert_eq!(l[2].as_deref(), Some("4,5,5,4,4,4,4,2"));
+        assert_eq!(l[3].as_deref(), Some("3,5,4,4,4,4,4,4"));
+        assert_eq!(l[4].as_deref(), Some("3,5,5,4,4,4,4,3"));
+        let given = Model { layout: Some("4,4,4,4,4,4,4,4".into()), ..model() };
+        assert_eq!(layout_candidates(&given, 8), vec![None]);
+        for spec in l.into_iter().flatten() {
+            assert_eq!(Layout::parse(&spec, 32, 8).unwrap().layers(), 32, "{spec}");
+        }
+    }
+
+    #[test]
+    fn microbatches_divide_the_global_batch() {
+        assert_eq!(microbatch_candidates(4, Some(24)), vec![1, 2, 3, 4, 6, 8, 12, 24]);
+        assert_eq!(microbatch_candidates(2, Some(1024)), vec![1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(microbatch_candidates(4, None), vec![4, 8, 16, 32]);
+    }
+
+    #[test]
+    fn device_params_follow_the_placement() {
+        let pieces = [10.0, 20.0, 30.0, 40.0];
+        assert_eq!(device_params(&pieces, &Placement::linear(4)), pieces.to_vec());
+        // V: device 0 holds the first half of share 0 and the second half of share 3.
+        assert_eq!(device_params(&pieces, &Placement::v_shape(4)), vec![25.0, 25.0, 25.0, 25.0]);
+        // Two replicas: every device holds share k and share P-1-k.
+        assert_eq!(device_params(&pieces, &Placement::two_directional(4)), vec![50.0; 4]);
+        let total: f64 = device_params(&pieces, &Placement::interleaved(4, 3)).iter().sum();
+        assert!((total - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_plan_fits_its_limit_with_static_memory() {
+        let gib = 1_073_741_824.0;
+        let spec = PlanSpec {
+            devices: 4,
+            mem_limit: 40.0 * gib,
+            source: CostSource::Model(Model::new(16, 2048, 16, 2048, 1, 32_000)),
+            global_batch: Some(32),
+            keep_micro_batch: false,
+            static_memory: StaticMemory::FromModel,
+            families: all_families(),
+        };
+        let found = plan(&spec).unwrap();
+        assert!(!found.plans.is_empty());
+        assert!(found.over_limit > 0, "the limit binds for some candidates");
+        for p in &found.plans {
+            assert!(p.memory <= spec.mem_limit);
+            assert_eq!(p.samples, 32.0);
+            // Re-simulated from scratch, the activation peak plus static memory still fits.
+            let again = crate::run(p.candidate.family.name, &p.candidate.params).unwrap();
+            for (d, s) in again.stats.per_device.iter().zip(&p.static_memory) {
+                assert!(d.peak_memory + s <= spec.mem_limit);
+            }
+        }
+        assert!(found.plans.windows(2).all(|w| w[0].throughput >= w[1].throughput));
+        // 18 bytes per parameter: the linear families' device 0 holds the embedding.
+        let model = Model::new(16, 2048, 16, 2048, 1, 32_000);
+        let d = model.derive(4).unwrap();
+        let onef = found.plans.iter().find(|p| p.candidate.family.name == "1f1b" && p.candidate.layout.is_none());
+        if let Some(p) = onef {
+            assert!((p.static_memory[0] - 18.0 * d.shares()[0].params).abs() < 1.0);
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_refused() {
+        let spec = PlanSpec {
+            devices: 4,
+            mem_limit: 10.0,
+            source: CostSource::Costs(Costs::default()),
+            global_batch: Some(8),
+            keep_micro_batch: false,
+            static_memory: StaticMemory::Fixed(0.0),
+            families: all_families(),
+        };
+        assert!(spec.candidates().unwrap_err().message.contains("--global-batch needs costs from a model"));
+        let spec = PlanSpec { global_batch: None, static_memory: StaticMemory::FromModel, ..spec };
+        assert!(spec.candidates().unwrap_err().message.contains("needs a model"));
+    }
+}

@@ -1,0 +1,359 @@
+//! The Pareto chart of a sweep: peak memory (x) against time per iteration (y), one marker per
+//! run, the memory/time front joined, families by colour, the memory limits as dashed lines.
+//!
+//! Like every figure it is laid out as a [`Scene`] and drawn by the one routine generic over
+//! plotters' backends ([`super::draw()`]): SVG from the CLI, a canvas in the app. The layout
+//! returns where each marker is ([`ParetoGeometry`]) so the app can hit-test clicks.
+
+use super::axis::{format_tick, ticks};
+use super::scene::{fit_text, text_width, Anchor, Item, Scene};
+use super::theme::{Rgb, Theme};
+
+/// One run on the chart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParetoPoint<'a> {
+    /// Its family's name (the colour and the legend entry).
+    pub family: &'a str,
+    /// Peak activation memory per device.
+    pub peak_memory: f64,
+    /// Time per iteration (the cost).
+    pub cost: f64,
+    /// Whether it is on the Pareto front.
+    pub pareto: bool,
+}
+
+/// What the numbers on an axis measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AxisUnit {
+    /// The user's own unit (mem-f's, or the cost unit).
+    Plain,
+    /// Bytes (derived from a model): shown in KiB, MiB, GiB or TiB.
+    Bytes,
+    /// Microseconds (derived from a model): shown in µs, ms or s.
+    Micros,
+}
+
+impl AxisUnit {
+    /// The divisor and its name for values up to `max`.
+    fn scale(self, max: f64) -> (f64, &'static str) {
+        match self {
+            AxisUnit::Plain => (1.0, ""),
+            AxisUnit::Bytes => {
+                const UNITS: [(f64, &str); 4] =
+                    [(1_099_511_627_776.0, "TiB"), (1_073_741_824.0, "GiB"), (1_048_576.0, "MiB"), (1024.0, "KiB")];
+                UNITS.iter().copied().find(|(size, _)| max >= *size).unwrap_or((1.0, "B"))
+            }
+            AxisUnit::Micros => {
+                if max >= 1e6 {
+                    (1e6, "s")
+                } else if max >= 1e3 {
+                    (1e3, "ms")
+                } else {
+                    (1.0, "µs")
+                }
+            }
+        }
+    }
+}
+
+/// Chart settings. Lengths are CSS pixels; `scale` turns them into device pixels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParetoOptions {
+    /// Width.
+    pub width: f64,
+    /// Height.
+    pub height: f64,
+    /// Device pixels per CSS pixel (1 for SVG).
+    pub scale: f64,
+    /// Colours.
+    pub theme: Theme,
+    /// Memory limits to draw as vertical lines.
+    pub mem_limits: Vec<f64>,
+    /// Unit of the memory axis.
+    pub memory_unit: AxisUnit,
+    /// Unit of the time axis.
+    pub time_unit: AxisUnit,
+    /// Heading.
+    pub title: String,
+}
+
+impl Default for ParetoOptions {
+    fn default() -> Self {
+        ParetoOptions {
+            width: 960.0,
+            height: 540.0,
+            scale: 1.0,
+            theme: Theme::light(),
+            mem_limits: Vec::new(),
+            memory_unit: AxisUnit::Plain,
+            time_unit: AxisUnit::Plain,
+            title: "Peak memory against time per iteration".to_string(),
+        }
+    }
+}
+
+/// Where one run's marker is, in CSS pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParetoMarker {
+    /// Index of the run in the points given.
+    pub run: usize,
+    /// Centre x.
+    pub x: f64,
+    /// Centre y.
+    pub y: f64,
+    /// Radius.
+    pub r: f64,
+}
+
+/// Where the chart put things, in CSS pixels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParetoGeometry {
+    /// The plot area: left, top, right, bottom.
+    pub plot: (f64, f64, f64, f64),
+    /// One marker per drawn run (runs with non-finite numbers are left out).
+    pub markers: Vec<ParetoMarker>,
+}
+
+impl ParetoGeometry {
+    /// The run whose marker is nearest to `(x, y)` within its radius plus 3 pixels.
+    pub fn hit(&self, x: f64, y: f64) -> Option<usize> {
+        self.markers
+            .iter()
+            .map(|m| (((m.x - x).powi(2) + (m.y - y).powi(2)).sqrt(), m))
+            .filter(|(d, m)| *d <= m.r + 3.0)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, m)| m.run)
+    }
+}
+
+/// A linear mapping from values to pixels.
+#[derive(Clone, Copy)]
+struct Map {
+    v0: f64,
+    v1: f64,
+    p0: f64,
+    p1: f64,
+}
+
+impl Map {
+    fn at(&self, v: f64) -> f64 {
+        let span = self.v1 - self.v0;
+        if span <= 0.0 {
+            return (self.p0 + self.p1) / 2.0;
+        }
+        self.p0 + (v - self.v0) / span * (self.p1 - self.p0)
+    }
+}
+
+/// A value range with a margin, never empty.
+fn padded(lo: f64, hi: f64, from_zero: bool) -> (f64, f64) {
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let lo = if from_zero { 0.0f64.min(lo) } else { lo };
+    let span = hi - lo;
+    let pad = if span > 0.0 { span * 0.08 } else { hi.abs().max(1.0) * 0.1 };
+    let lo = if from_zero && lo >= 0.0 { lo } else { lo - pad };
+    (lo, hi + pad)
+}
+
+const MARGIN_LEFT: f64 = 76.0;
+const MARGIN_TOP: f64 = 54.0;
+const MARGIN_BOTTOM: f64 = 52.0;
+const LEGEND_WIDTH: f64 = 170.0;
+const FONT: f64 = 12.0;
+const RADIUS: f64 = 4.5;
+const FRONT_RADIUS: f64 = 5.5;
+
+/// The colour of family number `i` of `n` on the chart: the theme's ordered palette.
+fn family_color(theme: &Theme, i: usize, n: usize) -> Rgb {
+    theme.device_color(i as u32, n as u32)
+}
+
+/// Lays the chart out: the scene (device pixels) and where every marker is (CSS pixels).
+pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene, ParetoGeometry) {
+    let k = opts.scale.max(1e-9);
+    let t = &opts.theme;
+    let (w, h) = (opts.width.max(240.0), opts.height.max(200.0));
+    let mut scene = Scene::new((w * k).round() as u32, (h * k).round() as u32, t.background, t.font);
+    let legend = w >= 480.0;
+    let plot = (MARGIN_LEFT, MARGIN_TOP, w - if legend { LEGEND_WIDTH } else { 16.0 }, h - MARGIN_BOTTOM);
+
+    let finite: Vec<(usize, &ParetoPoint<'_>)> =
+        points.iter().enumerate().filter(|(_, p)| p.peak_memory.is_finite() && p.cost.is_finite()).collect();
+    let limits: Vec<f64> = opts.mem_limits.iter().copied().filter(|l| l.is_finite()).collect();
+    let max_of = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
+    let min_of = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::INFINITY, f64::min);
+    let mem_hi = max_of(&mut finite.iter().map(|(_, p)| p.peak_memory).chain(limits.iter().copied()));
+    let mem_lo = min_of(&mut finite.iter().map(|(_, p)| p.peak_memory).chain(limits.iter().copied()));
+    let cost_hi = max_of(&mut finite.iter().map(|(_, p)| p.cost));
+    let cost_lo = min_of(&mut finite.iter().map(|(_, p)| p.cost));
+    let (mem_div, mem_unit) = opts.memory_unit.scale(if mem_hi.is_finite() { mem_hi } else { 0.0 });
+    let (time_div, time_unit) = opts.time_unit.scale(if cost_hi.is_finite() { cost_hi } else { 0.0 });
+    let (x0, x1) = padded(mem_lo / mem_div, mem_hi / mem_div, true);
+    let (y0, y1) = padded(cost_lo / time_div, cost_hi / time_div, false);
+    let xm = Map { v0: x0, v1: x1, p0: plot.0, p1: plot.2 };
+    let ym = Map { v0: y0, v1: y1, p0: plot.3, p1: plot.1 };
+    let px = |v: f64| v * k;
+
+    // Title, plot background, grid and ticks.
+    let title = fit_text(&opts.title, FONT + 2.0, w - 24.0);
+    scene.bold_text(px(12.0), px(18.0), &title, px(FONT + 2.0), t.text, Anchor::Start);
+    scene.rect(px(plot.0), px(plot.1), px(plot.2), px(plot.3), t.track);
+    let (xt, xstep) = ticks(x0, x1, ((plot.2 - plot.0) / 90.0).max(2.0) as usize);
+    for v in xt {
+        let x = xm.at(v);
+        scene.line((px(x), px(plot.1)), (px(x), px(plot.3)), t.grid, px(1.0));
+        scene.text(px(x), px(plot.3 + 12.0), &format_tick(v, xstep), px(FONT - 1.0), t.muted, Anchor::Middle);
+    }
+    let (yt, ystep) = ticks(y0, y1, ((plot.3 - plot.1) / 60.0).max(2.0) as usize);
+    for v in yt {
+        let y = ym.at(v);
+        scene.line((px(plot.0), px(y)), (px(plot.2), px(y)), t.grid, px(1.0));
+        scene.text(px(plot.0 - 6.0), px(y), &format_tick(v, ystep), px(FONT - 1.0), t.muted, Anchor::End);
+    }
+    let unit = |name: &str| if name.is_empty() { String::new() } else { format!(" ({name})") };
+    let x_label = match opts.memory_unit {
+        AxisUnit::Plain => "peak activation memory per device (unit of mem-f)".to_string(),
+        _ => format!("peak activation memory per device{}", unit(mem_unit)),
+    };
+    let y_label = match opts.time_unit {
+        AxisUnit::Plain => "time per iteration (cost units)".to_string(),
+        _ => format!("time per iteration{}", unit(time_unit)),
+    };
+    scene.text(px((plot.0 + plot.2) / 2.0), px(h - 16.0), &x_label, px(FONT), t.text, Anchor::Middle);
+    // No rotated text in scenes: the time label heads the axis.
+    scene.text(px(plot.0 - 6.0), px(plot.1 - 12.0), &y_label, px(FONT), t.text, Anchor::Start);
+
+    // Memory limits.
+    for &limit in &limits {
+        let x = xm.at(limit / mem_div);
+        scene.dashed_line((px(x), px(plot.1)), (px(x), px(plot.3)), t.alert, px(1.5), px(5.0));
+        let label =
+            format!("limit {}{}", super::format_number(limit / mem_div, 2), unit(mem_unit).replace(['(', ')'], ""));
+        let anchor = if x + text_width(&label, FONT - 1.0) + 4.0 > plot.2 { Anchor::End } else { Anchor::Start };
+        let lx = if anchor == Anchor::End { x - 4.0 } else { x + 4.0 };
+        scene.text(px(lx), px(plot.1 + 10.0), &label, px(FONT - 1.0), t.alert, anchor);
+    }
+
+    // Families in order of first appearance.
+    let mut families: Vec<&str> = Vec::new();
+    for (_, p) in &finite {
+        if !families.contains(&p.family) {
+            families.push(p.family);
+        }
+    }
+    let color_of = |name: &str| {
+        let i = families.iter().position(|f| *f == name).unwrap_or(0);
+        family_color(t, i, families.len())
+    };
+
+    // The front, joined in order of memory.
+    let mut front: Vec<(f64, f64)> = finite
+        .iter()
+        .filter(|(_, p)| p.pareto)
+        .map(|(_, p)| (xm.at(p.peak_memory / mem_div), ym.at(p.cost / time_div)))
+        .collect();
+    front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    front.dedup();
+    if front.len() > 1 {
+        scene.items.push(Item::Line {
+            points: front.iter().map(|&(x, y)| (px(x), px(y))).collect(),
+            color: t.text,
+            width: px(1.5),
+        });
+    }
+
+    // Markers: dominated runs first, the front on top with a ring.
+    let mut markers = Vec::new();
+    for on_front in [false, true] {
+        for (i, p) in finite.iter().filter(|(_, p)| p.pareto == on_front) {
+            let (x, y) = (xm.at(p.peak_memory / mem_div), ym.at(p.cost / time_div));
+            let r = if on_front { FRONT_RADIUS } else { RADIUS };
+            if on_front {
+                scene.items.push(Item::Dot { x: px(x), y: px(y), r: px(r + 1.5), color: t.text });
+            }
+            scene.items.push(Item::Dot { x: px(x), y: px(y), r: px(r), color: color_of(p.family) });
+            markers.push(ParetoMarker { run: *i, x, y, r });
+        }
+    }
+    markers.sort_by_key(|m| m.run);
+
+    // Legend: one entry per family, then the front and the limit.
+    if legend {
+        let lx = plot.2 + 16.0;
+        let mut y = plot.1 + 6.0;
+        let room = LEGEND_WIDTH - 36.0;
+        for name in &families {
+            if y > plot.3 {
+                break;
+            }
+            scene.items.push(Item::Dot { x: px(lx + 5.0), y: px(y), r: px(RADIUS), color: color_of(name) });
+            scene.text(px(lx + 16.0), px(y), &fit_text(name, FONT - 1.0, room), px(FONT - 1.0), t.text, Anchor::Start);
+            y += 18.0;
+        }
+        if front.len() > 1 && y <= plot.3 {
+            scene.line((px(lx), px(y)), (px(lx + 10.0), px(y)), t.text, px(1.5));
+            scene.text(px(lx + 16.0), px(y), "Pareto front", px(FONT - 1.0), t.text, Anchor::Start);
+            y += 18.0;
+        }
+        if !limits.is_empty() && y <= plot.3 {
+            scene.dashed_line((px(lx), px(y)), (px(lx + 10.0), px(y)), t.alert, px(1.5), px(3.0));
+            scene.text(px(lx + 16.0), px(y), "memory limit", px(FONT - 1.0), t.text, Anchor::Start);
+        }
+    }
+    (scene, ParetoGeometry { plot, markers })
+}
+
+/// The chart as an SVG document.
+pub fn pareto_svg(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> String {
+    // The SVG backend writes into a String: it has no error to report.
+    super::to_svg(&pareto_chart(points, opts).0).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts() -> Vec<ParetoPoint<'static>> {
+        vec![
+            ParetoPoint { family: "1f1b", peak_memory: 4.0, cost: 33.0, pareto: false },
+            ParetoPoint { family: "zb-h1", peak_memory: 4.0, cost: 27.0, pareto: true },
+            ParetoPoint { family: "zb-h2", peak_memory: 7.0, cost: 24.0, pareto: true },
+            ParetoPoint { family: "gpipe", peak_memory: f64::NAN, cost: 40.0, pareto: false },
+        ]
+    }
+
+    #[test]
+    fn markers_sit_in_the_plot_and_hit_tests_find_them() {
+        let (_, g) = pareto_chart(&pts(), &ParetoOptions::default());
+        assert_eq!(g.markers.iter().map(|m| m.run).collect::<Vec<_>>(), vec![0, 1, 2], "NaN left out");
+        let (l, top, r, b) = g.plot;
+        for m in &g.markers {
+            assert!(m.x >= l && m.x <= r && m.y >= top && m.y <= b, "{m:?}");
+            assert_eq!(g.hit(m.x + 1.0, m.y - 1.0), Some(m.run));
+        }
+        // Less memory is left, less time is down.
+        assert!(g.markers[0].x < g.markers[2].x);
+        assert!(g.markers[2].y > g.markers[1].y);
+        assert!(g.markers[0].y < g.markers[1].y);
+        assert_eq!(g.hit(0.0, 0.0), None);
+    }
+
+    #[test]
+    fn units_follow_the_size_of_the_numbers() {
+        assert_eq!(AxisUnit::Bytes.scale(80.0 * 1_073_741_824.0), (1_073_741_824.0, "GiB"));
+        assert_eq!(AxisUnit::Bytes.scale(3e8), (1_048_576.0, "MiB"));
+        assert_eq!(AxisUnit::Micros.scale(2.5e4), (1e3, "ms"));
+        assert_eq!(AxisUnit::Micros.scale(900.0), (1.0, "µs"));
+        assert_eq!(AxisUnit::Plain.scale(1e9), (1.0, ""));
+    }
+
+    #[test]
+    fn scaled_charts_keep_css_geometry() {
+        let opts = ParetoOptions { scale: 2.0, ..ParetoOptions::default() };
+        let (scene, g) = pareto_chart(&pts(), &opts);
+        let (_, g1) = pareto_chart(&pts(), &ParetoOptions::default());
+        assert_eq!(scene.width, 1920);
+        assert_eq!(g, g1);
+        assert!(pareto_chart(&[], &opts).1.markers.is_empty());
+    }
+}
