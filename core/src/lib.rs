@@ -17,6 +17,7 @@ pub mod error;
 pub mod families;
 pub mod attribution;
 pub mod formats;
+pub mod gaps;
 pub mod model;
 pub mod params;
 pub mod permalink;
