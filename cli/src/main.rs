@@ -314,7 +314,10 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     let (shortest, longest) = DURATION_RANGE;
     if !(args.duration.is_finite() && (shortest..=longest).contains(&args.duration)) {
         return Err(user_error(
-            &format!("--duration must be between {shortest} and {longest} seconds, found {}", short_number(args.duration)),
+            &format!(
+                "--duration must be between {shortest} and {longest} seconds, found {}",
+                short_number(args.duration)
+            ),
             &[] as &[&str],
         ));
     }
@@ -334,11 +337,8 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     let names = compared_names(args, !subjects.is_empty())?;
     // The pass cap holds for everything drawn: every family's exact pass count comes from
     // the registry, so the total is checked before anything is generated.
-    let planned: u64 = names
-        .iter()
-        .filter_map(|n| family(n))
-        .map(|f| f.pass_count(&f.with_defaults(&f.own_params(&params))))
-        .sum();
+    let planned: u64 =
+        names.iter().filter_map(|n| family(n)).map(|f| f.pass_count(&f.with_defaults(&f.own_params(&params)))).sum();
     let total: u64 = subjects.iter().map(|s| s.analysis.schedule.pass_count() as u64).sum();
     if total + planned > MAX_PASSES {
         return Err(too_many_passes(total + planned));
@@ -354,12 +354,25 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     for s in &subjects {
         warn_over_limit(&s.analysis, s.params.mem_limit);
     }
-    let items: Vec<FigureItem<'_>> =
-        subjects.iter().map(|s| FigureItem { label: &s.label, analysis: &s.analysis }).collect();
+    let causes = if args.causes {
+        subjects
+            .iter()
+            .map(|s| bubblescope::gaps::causes(&s.analysis, &s.params.costs).map(Some))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+    } else {
+        vec![None; subjects.len()]
+    };
+    let items: Vec<FigureItem<'_>> = subjects
+        .iter()
+        .zip(&causes)
+        .map(|(s, c)| FigureItem { label: &s.label, analysis: &s.analysis, causes: c.as_ref() })
+        .collect();
     let opts = FigureOptions {
         width: args.width,
         row_height: args.row_height,
         memory: args.memory,
+        causes: args.causes,
         mem_limit: args.costs.mem_limit()?,
         theme,
         ..FigureOptions::default()

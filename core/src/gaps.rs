@@ -184,8 +184,7 @@ fn waited(analysis: &Analysis, device: usize, position: usize, gap_start: f64) -
         Some((p, q))
     })?;
     let done = analysis.timeline.devices[r.device as usize].ops[r.position as usize].end;
-    let communication =
-        if r.device as usize == device { 0.0 } else { (timed.start - done.max(gap_start)).max(0.0) };
+    let communication = if r.device as usize == device { 0.0 } else { (timed.start - done.max(gap_start)).max(0.0) };
     Some(Waited { op: r, pass, by, communication })
 }
 

@@ -6,6 +6,7 @@ use super::gantt::{gantt, gutter_for, GanttGeometry, GanttOptions, GanttPanel};
 use super::memory::{memory_chart, memory_plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
+use crate::gaps::Causes;
 use crate::Analysis;
 
 /// One schedule in a figure.
@@ -15,6 +16,16 @@ pub struct FigureItem<'a> {
     pub label: &'a str,
     /// The analysed schedule.
     pub analysis: &'a Analysis,
+    /// Why its idle gaps are there ([`crate::gaps::causes`]); shaded when
+    /// [`FigureOptions::causes`] is set.
+    pub causes: Option<&'a Causes>,
+}
+
+impl<'a> FigureItem<'a> {
+    /// A schedule headed `label`, without gap causes.
+    pub fn new(label: &'a str, analysis: &'a Analysis) -> FigureItem<'a> {
+        FigureItem { label, analysis, causes: None }
+    }
 }
 
 /// Figure settings: everything the CLI's `render`, the app's export and the app's canvas
@@ -39,6 +50,8 @@ pub struct FigureOptions {
     pub time_range: Option<(f64, f64)>,
     /// A microbatch whose passes are outlined while the others fade.
     pub highlight: Option<u32>,
+    /// Shade idle gaps by cause (for items that carry [`FigureItem::causes`]), with a legend.
+    pub causes: bool,
 }
 
 /// Height of a memory chart in figures.
@@ -56,6 +69,7 @@ impl Default for FigureOptions {
             theme: Theme::light(),
             time_range: None,
             highlight: None,
+            causes: false,
         }
     }
 }
@@ -115,6 +129,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
             note: Some(note.as_str()),
             schedule: &i.analysis.schedule,
             timeline: &i.analysis.timeline,
+            causes: i.causes,
         })
         .collect();
     let gantt_opts = GanttOptions {
@@ -125,6 +140,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
         highlight: opts.highlight,
         legend: true,
         axis_label: "time (cost units)".to_string(),
+        causes: opts.causes,
     };
     let (gantt_scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);
     let memory = opts.memory.then(|| memory_charts(items, opts, (geometry.axis.t0, geometry.axis.t1)).0);
@@ -150,7 +166,12 @@ pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, 
 }
 
 /// The options of schedule `item`'s memory chart in a figure.
-fn memory_options(items: &[FigureItem<'_>], item: &FigureItem<'_>, opts: &FigureOptions, time_range: (f64, f64)) -> MemoryOptions {
+fn memory_options(
+    items: &[FigureItem<'_>],
+    item: &FigureItem<'_>,
+    opts: &FigureOptions,
+    time_range: (f64, f64),
+) -> MemoryOptions {
     let devices = items.iter().map(|i| i.analysis.schedule.devices()).max().unwrap_or(1);
     let title = if items.len() > 1 {
         format!("Activation memory per device — {} (unit of mem-f)", item.label)

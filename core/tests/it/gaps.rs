@@ -69,7 +69,13 @@ proptest! {
 fn clamping_is_rare() {
     let mut report = Vec::new();
     let (mut clamped, mut total) = (0, 0);
-    for (f, comm) in [(vec![1, 1, 1, 1], 0), (vec![1, 1, 1, 1], 1), (vec![1, 1, 1, 3], 0), (vec![1, 1, 1, 3], 1), (vec![2, 1, 3, 1], 1)] {
+    for (f, comm) in [
+        (vec![1, 1, 1, 1], 0),
+        (vec![1, 1, 1, 1], 1),
+        (vec![1, 1, 1, 3], 0),
+        (vec![1, 1, 1, 3], 1),
+        (vec![2, 1, 3, 1], 1),
+    ] {
         let cs = costs(&f, 2, comm);
         for family in FAMILIES {
             let Ok(a) = run(family.name, &ScheduleParams::new(4, 8).with_costs(cs.clone())) else { continue };
