@@ -4,13 +4,14 @@
 //! context. Every number and picture comes from the `bubblescope` core.
 
 pub mod canvas;
+pub mod causes;
 pub mod components;
 pub mod state;
 pub mod url;
 
 use leptos::prelude::*;
 
-use components::{ChartCard, CompareTable, DeviceTable, EmbedView, ErrorBanner, Header, SettingsPanel, StatTiles};
+use components::{AttributionBar, ChartCard, CompareTable, DeviceTable, EmbedView, ErrorBanner, Header, SettingsPanel, StatTiles};
 use state::AppState;
 
 /// The whole page. Reads its settings from the URL.
@@ -43,6 +44,7 @@ pub fn App() -> impl IntoView {
                 <main class="content">
                     <ErrorBanner/>
                     <StatTiles/>
+                    <AttributionBar/>
                     <ChartCard/>
                     <CompareTable/>
                     <DeviceTable/>

@@ -70,7 +70,7 @@ fn with_figure(
     if analyses.is_empty() {
         return None;
     }
-    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a }).collect();
+    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
     let opts = FigureOptions {
         memory,
         mem_limit: o.params.mem_limit,
