@@ -1,5 +1,6 @@
 // Bubble attribution: the bar under the stats, the "Bubble causes" shading and its hover text.
 
+import fs from 'node:fs';
 import { assert, assertEq, canvasDigest, cli, open, redraws, waitForRedraw } from './harness.mjs';
 
 // 1F1B with communication and a heavier backward. (Unequal stages need per-device cost lists,
@@ -55,7 +56,7 @@ export const tests = {
     assert(tip.includes('idle 3.9 before F0 on device 3'), `tooltip: ${tip}`);
     assert(tip.includes('waited for F0 on device 2 (0.3 communication)'), `tooltip: ${tip}`);
     assert(tip.includes('schedule 3 · imbalance 0 · communication 0.9'), `tooltip: ${tip}`);
-    await shot('causes-1f1b-unequal-comm');
+    await shot('causes-1f1b-comm');
     // Off again: the plain chart, byte for byte.
     const again = await redraws(page);
     await page.locator('[data-testid=causes-toggle]').uncheck();
@@ -69,5 +70,15 @@ export const tests = {
     const tip = await hoverGap(page, 0, 0.2, 0.5);
     assert(/waited for BW?\d+ on device 1 \(0\.3 communication\)/.test(tip), `device 0 waits for backwards from device 1: ${tip}`);
     await page.locator('.chart-card').screenshot({ path: `${shots}/causes-chart.png` });
+  },
+
+  async 'with causes on, the SVG export equals render --causes'({ page, base }) {
+    await open(page, base, `${QUERY}&compare=zb-h1&causes=1`);
+    await page.locator('[data-testid=export-menu]').click();
+    const [file] = await Promise.all([page.waitForEvent('download'), page.locator('[data-testid=export-svg]').click()]);
+    const svg = fs.readFileSync(await file.path(), 'utf8');
+    const expected = cli(['render', '--compare', '1f1b,zb-h1', ...FLAGS.slice(2), '--causes', '-o', '-']);
+    assert(svg === expected, `the app's SVG (${svg.length} bytes) differs from render --causes (${expected.length} bytes)`);
+    assert(svg.includes('idle by cause'), 'the export has the causes legend');
   },
 };
