@@ -8,7 +8,7 @@ use bubblescope::attribution::Parts;
 use bubblescope::render::{format_number, Cause};
 use leptos::prelude::*;
 
-use crate::causes::causes_of;
+use crate::causes::attribution_of;
 use crate::state::AppState;
 
 /// The split shown: which computation it belongs to, and its parts.
@@ -28,7 +28,7 @@ pub fn AttributionBar() -> impl IntoView {
     let state = expect_context::<AppState>();
     let shown = RwSignal::new(None::<Shown>);
     // Computed just after the chart is drawn (two re-simulations of the same orders), so a
-    // slider move redraws the chart first; the chart's shading reuses the same result.
+    // slider move redraws the chart first; with the shading on, from the chart's causes.
     Effect::new(move |_| {
         let o = state.outcome.get();
         let Ok(a) = o.main.result.clone() else {
@@ -43,7 +43,7 @@ pub fn AttributionBar() -> impl IntoView {
                 if state.outcome.with_untracked(|o| o.id) != id {
                     return;
                 }
-                let parts = causes_of(&a, &costs).map(|c| c.attribution.overall);
+                let parts = attribution_of(&a, &costs).map(|at| at.overall);
                 shown.set(parts.map(|parts| Shown { id, gap, parts, memory: None }));
             },
             Duration::ZERO,

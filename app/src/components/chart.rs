@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use bubblescope::gaps::Causes;
 use bubblescope::render::{
     figure, format_number, memory_plot_band, FigureItem, FigureOptions, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
 };
-use bubblescope::gaps::Causes;
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
@@ -112,11 +112,10 @@ pub fn ChartCard(
             return;
         }
         let dpr = device_pixel_ratio();
-        let items: Vec<FigureItem<'_>> =
-            panels
-                .iter()
-                .map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis, causes: s.causes.as_deref() })
-                .collect();
+        let items: Vec<FigureItem<'_>> = panels
+            .iter()
+            .map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis, causes: s.causes.as_deref() })
+            .collect();
         let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
         let row_height = if devices <= 16 {
             24.0

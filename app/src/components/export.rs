@@ -73,10 +73,8 @@ fn with_figure(
     }
     // With the "Bubble causes" view on, the figure shades gaps as `render --causes` does.
     let shade = state.link.with_untracked(|l| l.extra(crate::causes::CAUSES_KEY) == Some("1"));
-    let causes: Vec<_> = analyses
-        .iter()
-        .map(|(_, a)| shade.then(|| crate::causes::causes_of(a, &o.params.costs)).flatten())
-        .collect();
+    let causes: Vec<_> =
+        analyses.iter().map(|(_, a)| shade.then(|| crate::causes::causes_of(a, &o.params.costs)).flatten()).collect();
     let items: Vec<FigureItem<'_>> = analyses
         .iter()
         .zip(&causes)
