@@ -206,7 +206,7 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     let dev_axis = axis.scaled(s);
 
     if opts.legend {
-        legend(&mut scene, panels, theme, s, gutter, opts.width < NARROW_CHART, shade);
+        legend(&mut scene, panels, theme, s, (gutter, axis.x1), opts.width < NARROW_CHART, shade);
     }
 
     // Tracks, device labels, titles.
@@ -515,7 +515,15 @@ fn bar(
 }
 
 /// The legend of pass kinds; `short` (narrow charts) names them by letter only.
-fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, left: f64, short: bool, causes: bool) {
+fn legend(
+    scene: &mut Scene,
+    panels: &[GanttPanel<'_>],
+    theme: &Theme,
+    s: f64,
+    (left, right): (f64, f64),
+    short: bool,
+    causes: bool,
+) {
     let mut kinds = [false; 4];
     let mut pairs = false;
     let mut chunks = 1;
@@ -569,11 +577,28 @@ fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, l
         x += text_width(label, size) + 18.0 * s;
     }
     if causes {
-        // Idle tints: swatches outlined in the track's colour would vanish, so they get a
-        // hairline in the grid colour.
-        let head = if short { "idle:" } else { "idle by cause:" };
-        scene.text(x, y, head, size, theme.muted, Anchor::Start);
-        x += text_width(head, size) + 6.0 * s;
+        // Idle tints, outlined in the grid colour (they are pale); short labels when the full
+        // ones would run past the plot.
+        let label = |cause: Cause, short: bool| match (short, cause) {
+            (false, _) => cause.name(),
+            (true, Cause::Communication) => "comm",
+            (true, Cause::Imbalance) => "imbal",
+            (true, Cause::Schedule) => "sched",
+        };
+        let head = |short: bool| if short { "idle:" } else { "idle by cause:" };
+        let needed = |short: bool| {
+            text_width(head(short), size)
+                + 6.0 * s
+                + Cause::STACK.iter().map(|c| sw + 18.0 * s + text_width(label(*c, short), size)).sum::<f64>()
+        };
+        let short = short || x + needed(false) > right * s;
+        // Where not even the short legend fits (phones), the app's attribution bar, in the
+        // same tints, names the colours.
+        if x + needed(short) > right * s {
+            return;
+        }
+        scene.text(x, y, head(short), size, theme.muted, Anchor::Start);
+        x += text_width(head(short), size) + 8.0 * s;
         for cause in Cause::STACK {
             scene.items.push(Item::Rect {
                 x0: x,
@@ -585,14 +610,8 @@ fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, l
                 stroke: Some((theme.grid, s)),
             });
             x += sw + 4.0 * s;
-            let label = match (short, cause) {
-                (false, _) => cause.name(),
-                (true, Cause::Communication) => "comm",
-                (true, Cause::Imbalance) => "imbal",
-                (true, Cause::Schedule) => "sched",
-            };
-            scene.text(x, y, label, size, theme.text, Anchor::Start);
-            x += text_width(label, size) + 14.0 * s;
+            scene.text(x, y, label(cause, short), size, theme.text, Anchor::Start);
+            x += text_width(label(cause, short), size) + 14.0 * s;
         }
         x += 4.0 * s;
     }
@@ -602,6 +621,9 @@ fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, l
         } else {
             format!("shades: chunks 0–{}", chunks - 1)
         };
-        scene.text(x, y, &note, size, theme.muted, Anchor::Start);
+        // Beside the idle tints, only where it fits.
+        if !causes || x + text_width(&note, size) <= right * s {
+            scene.text(x, y, &note, size, theme.muted, Anchor::Start);
+        }
     }
 }

@@ -242,3 +242,28 @@ fn idle_gaps_are_shaded_by_cause_only_when_asked_and_reported_for_hit_testing() 
     assert!(!zoomed.gaps.is_empty() && zoomed.gaps.len() < geo.gaps.len());
     assert!(zoomed.gaps.iter().all(|r| r.x0 >= zoomed.axis.x0 && r.x1 <= zoomed.axis.x1));
 }
+
+#[test]
+fn the_cause_legend_stays_inside_the_chart() {
+    let a = crate::run("zb-v", &crate::ScheduleParams::new(4, 8)).unwrap();
+    let causes = crate::gaps::causes(&a, &crate::Costs::default()).unwrap();
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: Some(&causes) };
+    for width in [360.0, 600.0, 760.0, 960.0] {
+        let (scene, geo) =
+            gantt(&[panel], &GanttOptions { width, causes: true, ..GanttOptions::default() }, &Theme::light());
+        let legend_right = scene
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Text { x, y, text, size, .. } if *y < 30.0 => Some(x + text_width(text, *size)),
+                _ => None,
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            legend_right <= geo.axis.x1 + 1e-9,
+            "legend runs to {legend_right} past {} at width {width}",
+            geo.axis.x1
+        );
+    }
+}
