@@ -4,6 +4,7 @@
 //! context. Every number and picture comes from the `bubblescope` core.
 
 pub mod canvas;
+pub mod causes;
 pub mod components;
 pub mod state;
 pub mod url;
@@ -11,8 +12,8 @@ pub mod url;
 use leptos::prelude::*;
 
 use components::{
-    BottleneckVerdict, ChartCard, CompareTable, DerivedTable, DeviceTable, EmbedView, ErrorBanner, Header,
-    SettingsPanel, StatTiles,
+    AttributionBar, BottleneckVerdict, ChartCard, CompareTable, DerivedTable, DeviceTable, EmbedView, ErrorBanner,
+    Header, SettingsPanel, StatTiles,
 };
 use state::AppState;
 
@@ -47,6 +48,7 @@ pub fn App() -> impl IntoView {
                     <ErrorBanner/>
                     <StatTiles/>
                     <BottleneckVerdict/>
+                    <AttributionBar/>
                     <ChartCard/>
                     <CompareTable/>
                     <DerivedTable/>

@@ -387,6 +387,9 @@ pub struct RenderArgs {
     /// Add the activation-memory chart below the Gantt chart.
     #[arg(long)]
     pub memory: bool,
+    /// Shade every idle gap by its causes (communication, imbalance, schedule), with a legend.
+    #[arg(long)]
+    pub causes: bool,
     /// Figure width in pixels.
     #[arg(long, value_name = "PX", default_value_t = 960.0)]
     pub width: f64,

@@ -365,12 +365,25 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     for s in &subjects {
         warn_over_limit(&s.analysis, s.params.mem_limit);
     }
-    let items: Vec<FigureItem<'_>> =
-        subjects.iter().map(|s| FigureItem { label: &s.label, analysis: &s.analysis }).collect();
+    let causes = if args.causes {
+        subjects
+            .iter()
+            .map(|s| bubblescope::gaps::causes(&s.analysis, &s.params.costs).map(Some))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+    } else {
+        vec![None; subjects.len()]
+    };
+    let items: Vec<FigureItem<'_>> = subjects
+        .iter()
+        .zip(&causes)
+        .map(|(s, c)| FigureItem { label: &s.label, analysis: &s.analysis, causes: c.as_ref() })
+        .collect();
     let opts = FigureOptions {
         width: args.width,
         row_height: args.row_height,
         memory: args.memory,
+        causes: args.causes,
         mem_limit: args.costs.mem_limit()?,
         theme,
         units: if args.costs.model.given() { Units::Model } else { Units::Cost },

@@ -124,11 +124,28 @@ fn render_writes_the_same_svg_as_the_core_figure() {
     let params = ScheduleParams::new(4, 8);
     let analysis = run("1f1b", &params).unwrap();
     let label = family("1f1b").unwrap().label(&params);
-    let expected = figure_svg(&[FigureItem { label: &label, analysis: &analysis }], &FigureOptions::default());
+    let expected =
+        figure_svg(&[FigureItem { label: &label, analysis: &analysis, causes: None }], &FigureOptions::default());
     assert_eq!(svg, expected);
     // Deterministic across runs.
     ok(dir.path(), &["render", "--schedule", "1f1b", "-o", "again.svg"]);
     assert_eq!(std::fs::read_to_string(dir.path().join("again.svg")).unwrap(), svg);
+}
+
+#[test]
+fn render_causes_writes_the_golden_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["render", "-s", "1f1b", "-p", "4", "-m", "8", "--f", "1,1,1,3", "--comm", "0.3", "--causes", "-o", "-"];
+    let svg = ok(dir.path(), &args);
+    let golden = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/golden/one-f-one-b-p4-m8-unequal-comm-causes.svg"),
+    )
+    .unwrap();
+    assert!(svg == golden, "render --causes differs from the golden figure");
+    // Without the flag, the figure has no idle tints and no cause legend.
+    let plain = ok(dir.path(), &args[..args.len() - 3].iter().chain(&["-o", "-"]).copied().collect::<Vec<_>>());
+    assert!(svg.contains("idle by cause") && !plain.contains("idle by cause"));
 }
 
 #[test]
@@ -141,7 +158,7 @@ fn render_animate_writes_the_core_s_animated_figure() {
     let analysis = run("zb-h1", &params).unwrap();
     let label = family("zb-h1").unwrap().label(&params);
     let anim = AnimateOptions { duration: 4.0, looping: true };
-    let item = [FigureItem { label: &label, analysis: &analysis }];
+    let item = [FigureItem { label: &label, analysis: &analysis, causes: None }];
     assert_eq!(svg, figure_animated_svg(&item, &FigureOptions::default(), &anim));
     assert!(svg.contains("infinite"));
     // Once by default, for 6 seconds.

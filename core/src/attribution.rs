@@ -59,14 +59,25 @@ pub struct Attribution {
 /// A [`SimError`] if a re-simulation cannot finish (it cannot when the original did: the
 /// orders and dependencies are the same).
 pub fn attribute(schedule: &Schedule, costs: &Costs, measured: &Stats) -> Result<Attribution, SimError> {
-    let no_comm = Costs { comm: 0.0, ..costs.clone() };
-    let even = Costs { comm: 0.0, profile: None, ..costs.clone() };
+    let (no_comm, even) = variants(costs);
     let run = |c: &Costs| -> Result<Stats, SimError> {
         let timeline = simulate(schedule, &StageCosts::for_schedule(c, schedule))?;
         Ok(stats(schedule, &timeline, c))
     };
     let s1 = if costs.comm == 0.0 { measured.clone() } else { run(&no_comm)? };
     let s2 = if costs.is_uniform() { s1.clone() } else { run(&even)? };
+    Ok(split(measured, &s1, &s2))
+}
+
+/// The costs of the two re-simulations: without communication, and without communication at
+/// the mean stage's cost (every stage equal).
+pub fn variants(costs: &Costs) -> (Costs, Costs) {
+    (Costs { comm: 0.0, ..costs.clone() }, Costs { comm: 0.0, profile: None, ..costs.clone() })
+}
+
+/// The split from the stats of the three simulations: as given (`measured`), without
+/// communication (`s1`), and without communication at mean stage costs (`s2`).
+pub fn split(measured: &Stats, s1: &Stats, s2: &Stats) -> Attribution {
     let gap = measured.cost - measured.ideal;
     let communication = measured.cost - s1.cost;
     let imbalance = (s1.cost - s2.cost) - (measured.ideal - s2.ideal);
@@ -82,7 +93,7 @@ pub fn attribute(schedule: &Schedule, costs: &Costs, measured: &Stats) -> Result
             Parts { communication, imbalance, schedule: d0.idle - communication - imbalance }
         })
         .collect();
-    Ok(Attribution { overall, per_device })
+    Attribution { overall, per_device }
 }
 
 #[cfg(test)]

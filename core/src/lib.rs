@@ -18,6 +18,7 @@ pub mod cost_lists;
 pub mod error;
 pub mod families;
 pub mod formats;
+pub mod gaps;
 pub mod model;
 pub mod params;
 pub mod permalink;

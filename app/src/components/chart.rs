@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use bubblescope::gaps::Causes;
 use bubblescope::render::{
     figure, format_number, memory_plot_band, FigureItem, FigureOptions, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
 };
@@ -11,6 +12,7 @@ use leptos::prelude::*;
 
 use super::playback::{ChartFrame, Layer, Playback, PlaybackBar, PlaybackOverlay};
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
+use crate::causes::{causes_of, CAUSES_KEY};
 use crate::state::{now_ms, AppState, Computed};
 
 /// One drawn schedule.
@@ -18,6 +20,8 @@ use crate::state::{now_ms, AppState, Computed};
 struct Shown {
     label: String,
     analysis: Arc<Analysis>,
+    /// Why its idle gaps are there, while the gaps are shaded.
+    causes: Option<Arc<Causes>>,
 }
 
 /// What the pointer is over.
@@ -32,7 +36,7 @@ struct Tip {
 
 /// The schedules to draw: the main one (or the last good one while the settings are
 /// invalid), then the comparisons that computed.
-fn shown(state: AppState) -> (Vec<Shown>, bool) {
+fn shown(state: AppState, with_causes: bool) -> (Vec<Shown>, bool) {
     let outcome = state.outcome.get();
     let mut stale = false;
     let main: Option<Computed> = match &outcome.main.result {
@@ -42,16 +46,30 @@ fn shown(state: AppState) -> (Vec<Shown>, bool) {
             state.last_good.get()
         }
     };
-    let mut out: Vec<Shown> =
-        main.into_iter().filter_map(|c| c.result.ok().map(|a| Shown { label: c.label, analysis: a })).collect();
+    let mut out: Vec<Shown> = main
+        .into_iter()
+        .filter_map(|c| c.result.ok().map(|a| Shown { label: c.label, analysis: a, causes: None }))
+        .collect();
     if !stale {
         for c in &outcome.compare {
             if let Ok(a) = &c.result {
-                out.push(Shown { label: c.label.clone(), analysis: a.clone() });
+                out.push(Shown { label: c.label.clone(), analysis: a.clone(), causes: None });
+            }
+        }
+        // Gap shading: every schedule computed at the outcome's costs (the last good one
+        // shown while the settings are invalid ran at other costs, so it stays plain).
+        if with_causes {
+            for s in &mut out {
+                s.causes = causes_of(&s.analysis, &outcome.params.costs);
             }
         }
     }
     (out, stale)
+}
+
+/// Whether idle gaps are shaded by cause (`causes=1`, a view preference).
+fn causes_shown(state: AppState) -> bool {
+    state.link.with(|l| l.extra(CAUSES_KEY) == Some("1"))
 }
 
 /// The Gantt and memory charts with their toolbar.
@@ -76,11 +94,13 @@ pub fn ChartCard(
     let drag = StoredValue::new(None::<(f64, (f64, f64))>);
     let redraws = RwSignal::new(0u64);
     let playback = Playback::provide(state);
+    // Only the toggle's value, so other changes of the link (the cursor's `t=`) never redraw.
+    let with_causes = Memo::new(move |_| causes_shown(state));
 
     // Draw whenever the schedules, the size, the theme or the view change.
     Effect::new(move |_| {
         let effect_start = now_ms();
-        let (panels, is_stale) = shown(state);
+        let (panels, is_stale) = shown(state, with_causes.get());
         stale.set(is_stale && !panels.is_empty());
         nothing.set(is_stale && panels.is_empty());
         let w = width.get();
@@ -92,8 +112,10 @@ pub fn ChartCard(
             return;
         }
         let dpr = device_pixel_ratio();
-        let items: Vec<FigureItem<'_>> =
-            panels.iter().map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis }).collect();
+        let items: Vec<FigureItem<'_>> = panels
+            .iter()
+            .map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis, causes: s.causes.as_deref() })
+            .collect();
         let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
         let row_height = if devices <= 16 {
             24.0
@@ -115,6 +137,7 @@ pub fn ChartCard(
             time_range: view.range,
             highlight: view.highlight,
             units: state.units(),
+            causes: panels.iter().any(|s| s.causes.is_some()),
         };
         let t0 = now_ms();
         let fig = figure(&items, &opts);
@@ -175,7 +198,12 @@ pub fn ChartCard(
         drawn.with_value(|panels| {
             let s = panels.get(panel)?;
             let a = &s.analysis;
-            let pos = a.timeline.op_at(device, t)?;
+            let Some(pos) = a.timeline.op_at(device, t) else {
+                // An idle gap, when shaded: what it waited for and why.
+                let r = geo.gap_at(x, y)?;
+                let gap = s.causes.as_ref()?.devices.get(r.device as usize)?.get(r.index)?;
+                return Some(describe_gap(a, gap, x, y));
+            };
             let op = a.schedule.orders[device as usize][pos];
             let timed = a.timeline.devices[device as usize].ops[pos];
             Some(describe(a, device, op, timed, x, y))
@@ -282,10 +310,20 @@ pub fn ChartCard(
                         }}
                     </span>
                 </div>
+                <div class="toolbar-right">
+                <label class="toggle" title="Shade idle time by why it is there: communication, unequal stages, or the schedule itself">
+                    <input type="checkbox" data-testid="causes-toggle" prop:checked=move || with_causes.get()
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            state.link.update(|l| l.set_extra(CAUSES_KEY, on.then(|| "1".to_string())));
+                        } />
+                    " Bubble causes"
+                </label>
                 <label class="toggle">
                     <input type="checkbox" prop:checked=move || show_memory.get() on:change=move |ev| show_memory.set(event_target_checked(&ev)) />
                     " Memory chart"
                 </label>
+                </div>
             </div>
             <div class="chart-wrap" node_ref=container>
                 <Show when=move || stale.get()>
@@ -343,7 +381,7 @@ pub fn ChartCard(
 
 /// The time the whole schedule ends (the zoom bound).
 fn full_end(state: AppState) -> f64 {
-    let (panels, _) = shown(state);
+    let (panels, _) = shown(state, false);
     panels.iter().map(|s| s.analysis.timeline.end()).fold(0.0, f64::max).max(1e-9)
 }
 
@@ -352,6 +390,17 @@ fn clamp_range(a: f64, b: f64, end: f64) -> (f64, f64) {
     let width = (b - a).clamp(end * 1e-6, end);
     let start = a.clamp(0.0, (end - width).max(0.0));
     (start, start + width)
+}
+
+/// The tooltip for an idle gap: how long, before which pass, what it waited for, its split.
+fn describe_gap(a: &Analysis, gap: &bubblescope::gaps::Gap, x: f64, y: f64) -> Tip {
+    let text = gap.describe(&a.schedule, |v| format_number(v, 4));
+    // "idle … on device d — waited for …; schedule … · imbalance … · communication …"
+    let (head, split) = text.split_once("; ").unwrap_or((text.as_str(), ""));
+    let (title, waited) = head.split_once(" — ").unwrap_or((head, ""));
+    let lines = [waited, split].into_iter().filter(|l| !l.is_empty()).map(str::to_string).collect();
+    let microbatch = gap.waited.map_or(0, |w| w.pass.microbatch);
+    Tip { x, y, title: title.to_string(), lines, microbatch }
 }
 
 /// The tooltip for op `op` on `device`.

@@ -42,7 +42,8 @@ fn download_url(document: &web_sys::Document, filename: &str, url: &str) -> Resu
 }
 
 /// The SVG figure of the current settings: what `bubblescope render` writes for the same
-/// flags (`--compare` for the stacked schedules, `--memory` when asked, `--theme`).
+/// flags (`--compare` for the stacked schedules, `--memory` when asked, `--theme`, `--causes`
+/// with the "Bubble causes" view on).
 pub fn current_svg(state: AppState, memory: bool) -> Option<String> {
     with_figure(state, memory, figure_svg)
 }
@@ -70,9 +71,18 @@ fn with_figure(
     if analyses.is_empty() {
         return None;
     }
-    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a }).collect();
+    // With the "Bubble causes" view on, the figure shades gaps as `render --causes` does.
+    let shade = state.link.with_untracked(|l| l.extra(crate::causes::CAUSES_KEY) == Some("1"));
+    let causes: Vec<_> =
+        analyses.iter().map(|(_, a)| shade.then(|| crate::causes::causes_of(a, &o.params.costs)).flatten()).collect();
+    let items: Vec<FigureItem<'_>> = analyses
+        .iter()
+        .zip(&causes)
+        .map(|((label, a), c)| FigureItem { label, analysis: a, causes: c.as_deref() })
+        .collect();
     let opts = FigureOptions {
         memory,
+        causes: shade,
         mem_limit: o.params.mem_limit,
         theme: state.theme.get_untracked().theme(),
         units: state.units_untracked(),

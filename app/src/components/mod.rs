@@ -1,5 +1,6 @@
 //! Page components, one per file.
 
+mod attribution;
 mod chart;
 mod controls;
 mod embed;
@@ -13,6 +14,7 @@ mod playback;
 mod screen;
 mod stats;
 
+pub use attribution::AttributionBar;
 pub use chart::ChartCard;
 pub use controls::Controls;
 pub use embed::EmbedView;

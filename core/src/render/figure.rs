@@ -7,6 +7,7 @@ use super::memory::{memory_chart, memory_plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
 use super::units::Units;
+use crate::gaps::Causes;
 use crate::Analysis;
 
 /// One schedule in a figure.
@@ -16,6 +17,16 @@ pub struct FigureItem<'a> {
     pub label: &'a str,
     /// The analysed schedule.
     pub analysis: &'a Analysis,
+    /// Why its idle gaps are there ([`crate::gaps::causes`]); shaded when
+    /// [`FigureOptions::causes`] is set.
+    pub causes: Option<&'a Causes>,
+}
+
+impl<'a> FigureItem<'a> {
+    /// A schedule headed `label`, without gap causes.
+    pub fn new(label: &'a str, analysis: &'a Analysis) -> FigureItem<'a> {
+        FigureItem { label, analysis, causes: None }
+    }
 }
 
 /// Figure settings: everything the CLI's `render`, the app's export and the app's canvas
@@ -42,6 +53,8 @@ pub struct FigureOptions {
     pub highlight: Option<u32>,
     /// What the numbers mean: cost units, or µs and bytes from a model.
     pub units: Units,
+    /// Shade idle gaps by cause (for items that carry [`FigureItem::causes`]), with a legend.
+    pub causes: bool,
 }
 
 /// Height of a memory chart in figures.
@@ -60,6 +73,7 @@ impl Default for FigureOptions {
             time_range: None,
             highlight: None,
             units: Units::Cost,
+            causes: false,
         }
     }
 }
@@ -119,6 +133,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
             note: Some(note.as_str()),
             schedule: &i.analysis.schedule,
             timeline: &i.analysis.timeline,
+            causes: i.causes,
         })
         .collect();
     let gantt_opts = GanttOptions {
@@ -129,6 +144,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
         highlight: opts.highlight,
         legend: true,
         axis_label: opts.units.time_axis().to_string(),
+        causes: opts.causes,
     };
     let (gantt_scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);
     let memory = opts.memory.then(|| memory_charts(items, opts, (geometry.axis.t0, geometry.axis.t1)).0);

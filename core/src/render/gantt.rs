@@ -3,7 +3,8 @@
 
 use super::axis::{format_tick, ticks, TimeAxis};
 use super::scene::{text_width, Anchor, Item, Scene};
-use super::theme::Theme;
+use super::theme::{Cause, Theme};
+use crate::gaps::Causes;
 use crate::schedule::{Op, Pass, PassKind, Schedule};
 use crate::sim::Timeline;
 
@@ -18,6 +19,8 @@ pub struct GanttPanel<'a> {
     pub schedule: &'a Schedule,
     /// Their simulated times.
     pub timeline: &'a Timeline,
+    /// Why each idle gap is there; drawn when [`GanttOptions::causes`] is set.
+    pub causes: Option<&'a Causes>,
 }
 
 /// How much wider bold titles run than the width estimate.
@@ -42,6 +45,8 @@ pub struct GanttOptions {
     pub legend: bool,
     /// Label of the time axis.
     pub axis_label: String,
+    /// Shade each idle gap by its causes (of panels that carry them), with a legend.
+    pub causes: bool,
 }
 
 impl Default for GanttOptions {
@@ -54,6 +59,7 @@ impl Default for GanttOptions {
             highlight: None,
             legend: true,
             axis_label: "time (cost units)".to_string(),
+            causes: false,
         }
     }
 }
@@ -71,6 +77,27 @@ pub struct GanttGeometry {
     pub row_pitch: f64,
     /// Total height.
     pub height: f64,
+    /// The shaded idle gaps, for hit testing (empty unless gaps are shaded).
+    pub gaps: Vec<GapRect>,
+}
+
+/// Where a shaded idle gap was drawn (CSS pixels, clipped to the plot).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GapRect {
+    /// The panel.
+    pub panel: usize,
+    /// The device row.
+    pub device: u32,
+    /// The gap's index in its panel's [`Causes::devices`]`[device]`.
+    pub index: usize,
+    /// Left.
+    pub x0: f64,
+    /// Right.
+    pub x1: f64,
+    /// Top.
+    pub y0: f64,
+    /// Bottom.
+    pub y1: f64,
 }
 
 /// Rows of one panel.
@@ -96,6 +123,11 @@ impl GanttGeometry {
             }
         }
         None
+    }
+
+    /// The shaded gap at (`x`, `y`), if any.
+    pub fn gap_at(&self, x: f64, y: f64) -> Option<&GapRect> {
+        self.gaps.iter().find(|g| g.x0 <= x && x < g.x1 && g.y0 <= y && y < g.y1)
     }
 }
 
@@ -165,14 +197,16 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
         _ => (0.0, if end > 0.0 { end } else { 1.0 }),
     };
     let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) };
-    let geometry = GanttGeometry { axis, panels: geometry_panels, row_height: row_h, row_pitch, height };
+    let mut geometry =
+        GanttGeometry { axis, panels: geometry_panels, row_height: row_h, row_pitch, height, gaps: Vec::new() };
+    let shade = opts.causes && panels.iter().any(|p| p.causes.is_some());
 
     let mut scene =
         Scene::new((opts.width * s).round() as u32, (height * s).round() as u32, theme.background, theme.font);
     let dev_axis = axis.scaled(s);
 
     if opts.legend {
-        legend(&mut scene, panels, theme, s, gutter, opts.width < NARROW_CHART);
+        legend(&mut scene, panels, theme, s, (gutter, axis.x1), opts.width < NARROW_CHART, shade);
     }
 
     // Tracks, device labels, titles.
@@ -227,6 +261,26 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
         Anchor::Middle,
     );
 
+    // Idle gaps, tinted by cause, under the bars.
+    if shade {
+        for (i, p) in panels.iter().enumerate() {
+            let (Some(causes), Some(g)) = (p.causes, geometry.panels.get(i).copied()) else { continue };
+            for d in 0..g.devices {
+                let top = g.rows_top + f64::from(d) * row_pitch;
+                let rects = shade_gaps(&mut scene, causes, d, (top, top + row_h), &axis, s, theme);
+                geometry.gaps.extend(rects.map(|(index, x0, x1)| GapRect {
+                    panel: i,
+                    device: d,
+                    index,
+                    x0,
+                    x1,
+                    y0: top,
+                    y1: top + row_h,
+                }));
+            }
+        }
+    }
+
     // Bars.
     for (p, g) in panels.iter().zip(&geometry.panels) {
         let chunks = p.schedule.placement.chunk_table();
@@ -236,6 +290,52 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
         }
     }
     (scene, geometry)
+}
+
+/// Draws `device`'s idle gaps as tinted segments, one per cause in [`Cause::STACK`] order
+/// (the hop last, next to the pass it delays), over the row spanning `rows` (CSS pixels).
+/// Gaps narrower than half a CSS pixel are left out. Returns the drawn gaps: index and
+/// horizontal extent in CSS pixels.
+fn shade_gaps<'a>(
+    scene: &'a mut Scene,
+    causes: &'a Causes,
+    device: u32,
+    (top, bottom): (f64, f64),
+    axis: &'a TimeAxis,
+    s: f64,
+    theme: &'a Theme,
+) -> impl Iterator<Item = (usize, f64, f64)> + 'a {
+    let gaps = causes.devices.get(device as usize).map_or(&[][..], Vec::as_slice);
+    // Only the gaps that reach into the visible range.
+    let first = gaps.partition_point(|g| g.end <= axis.t0);
+    gaps[first..].iter().enumerate().take_while(|(_, g)| g.start < axis.t1).filter_map(move |(k, g)| {
+        let (x0, x1) = (axis.x(g.start).max(axis.x0), axis.x(g.end).min(axis.x1));
+        if x1 - x0 < 0.5 {
+            return None;
+        }
+        let mut t = g.start;
+        for cause in Cause::STACK {
+            let part = cause.of(&g.parts);
+            if part <= 0.0 {
+                continue;
+            }
+            let (a, b) = (axis.x(t).max(x0), axis.x(t + part).min(x1));
+            t += part;
+            if b > a {
+                let fill = theme.causes[cause.index()];
+                scene.items.push(Item::Rect {
+                    x0: a * s,
+                    y0: top * s,
+                    x1: b * s,
+                    y1: bottom * s,
+                    fill,
+                    alpha: 1.0,
+                    stroke: None,
+                });
+            }
+        }
+        Some((first + k, x0, x1))
+    })
 }
 
 /// A run of sub-pixel passes being merged into one bar: how much time each pass kind takes
@@ -415,7 +515,15 @@ fn bar(
 }
 
 /// The legend of pass kinds; `short` (narrow charts) names them by letter only.
-fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, left: f64, short: bool) {
+fn legend(
+    scene: &mut Scene,
+    panels: &[GanttPanel<'_>],
+    theme: &Theme,
+    s: f64,
+    (left, right): (f64, f64),
+    short: bool,
+    causes: bool,
+) {
     let mut kinds = [false; 4];
     let mut pairs = false;
     let mut chunks = 1;
@@ -468,12 +576,54 @@ fn legend(scene: &mut Scene, panels: &[GanttPanel<'_>], theme: &Theme, s: f64, l
         scene.text(x, y, label, size, theme.text, Anchor::Start);
         x += text_width(label, size) + 18.0 * s;
     }
+    if causes {
+        // Idle tints, outlined in the grid colour (they are pale); short labels when the full
+        // ones would run past the plot.
+        let label = |cause: Cause, short: bool| match (short, cause) {
+            (false, _) => cause.name(),
+            (true, Cause::Communication) => "comm",
+            (true, Cause::Imbalance) => "imbal",
+            (true, Cause::Schedule) => "sched",
+        };
+        let head = |short: bool| if short { "idle:" } else { "idle by cause:" };
+        let needed = |short: bool| {
+            text_width(head(short), size)
+                + 6.0 * s
+                + Cause::STACK.iter().map(|c| sw + 18.0 * s + text_width(label(*c, short), size)).sum::<f64>()
+        };
+        let short = short || x + needed(false) > right * s;
+        // Where not even the short legend fits (phones), the app's attribution bar, in the
+        // same tints, names the colours.
+        if x + needed(short) > right * s {
+            return;
+        }
+        scene.text(x, y, head(short), size, theme.muted, Anchor::Start);
+        x += text_width(head(short), size) + 8.0 * s;
+        for cause in Cause::STACK {
+            scene.items.push(Item::Rect {
+                x0: x,
+                y0: y - sw / 2.0,
+                x1: x + sw,
+                y1: y + sw / 2.0,
+                fill: theme.causes[cause.index()],
+                alpha: 1.0,
+                stroke: Some((theme.grid, s)),
+            });
+            x += sw + 4.0 * s;
+            scene.text(x, y, label(cause, short), size, theme.text, Anchor::Start);
+            x += text_width(label(cause, short), size) + 14.0 * s;
+        }
+        x += 4.0 * s;
+    }
     if chunks > 1 && !short {
         let note = if chunks == 2 {
             "left swatch chunk 0, right chunk 1".to_string()
         } else {
             format!("shades: chunks 0–{}", chunks - 1)
         };
-        scene.text(x, y, &note, size, theme.muted, Anchor::Start);
+        // Beside the idle tints, only where it fits.
+        if !causes || x + text_width(&note, size) <= right * s {
+            scene.text(x, y, &note, size, theme.muted, Anchor::Start);
+        }
     }
 }

@@ -22,12 +22,13 @@ pub use figure::{
     figure, figure_layout, figure_svg, summary_line, Figure, FigureGeometry, FigureItem, FigureOptions, MEMORY_HEIGHT,
 };
 pub use gantt::{
-    device_label, gantt, gutter_for, gutter_width, GanttGeometry, GanttOptions, GanttPanel, PanelGeometry, NARROW_CHART,
+    device_label, gantt, gutter_for, gutter_width, GanttGeometry, GanttOptions, GanttPanel, GapRect, PanelGeometry,
+    NARROW_CHART,
 };
 pub use memory::{memory_chart, memory_plot_band, MemoryOptions};
 pub use pareto::{pareto_chart, pareto_svg, AxisUnit, ParetoGeometry, ParetoMarker, ParetoOptions, ParetoPoint};
 pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
-pub use theme::{BarKind, Rgb, Theme};
+pub use theme::{BarKind, Cause, Rgb, Theme};
 pub use units::{format_micros, Units};
 
 impl Scene {

@@ -9,7 +9,7 @@ fn one_f_one_b(devices: u32, microbatches: u32) -> crate::Analysis {
 fn every_pass_is_drawn_merged_or_culled() {
     for (devices, mbs, width) in [(4, 8, 960.0), (8, 64, 600.0), (16, 512, 300.0)] {
         let a = one_f_one_b(devices, mbs);
-        let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+        let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
         let opts = GanttOptions { width, ..GanttOptions::default() };
         let (scene, _) = gantt(&[panel], &opts, &Theme::light());
         let c = scene.counts;
@@ -20,13 +20,13 @@ fn every_pass_is_drawn_merged_or_culled() {
 #[test]
 fn small_schedules_get_labels_and_big_ones_merge() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
     let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
     assert_eq!(scene.counts.labelled, 64);
     assert_eq!(scene.counts.merged, 0);
 
     let a = one_f_one_b(8, 2000);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
     let (scene, _) = gantt(&[panel], &GanttOptions { width: 400.0, ..GanttOptions::default() }, &Theme::light());
     assert!(scene.counts.merged > 30_000, "{:?}", scene.counts);
     assert!(scene.items.len() < 10_000, "{}", scene.items.len());
@@ -35,7 +35,7 @@ fn small_schedules_get_labels_and_big_ones_merge() {
 #[test]
 fn zooming_culls_passes_outside_the_range() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
     let opts = GanttOptions { time_range: Some((10.0, 20.0)), ..GanttOptions::default() };
     let (scene, geometry) = gantt(&[panel], &opts, &Theme::light());
     assert!(scene.counts.culled > 20);
@@ -45,7 +45,8 @@ fn zooming_culls_passes_outside_the_range() {
 #[test]
 fn geometry_finds_rows_under_the_pointer() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: Some("1F1B"), note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let panel =
+        GanttPanel { title: Some("1F1B"), note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
     let (_, g) = gantt(&[panel, panel], &GanttOptions::default(), &Theme::light());
     let top = g.panels[1].rows_top;
     assert_eq!(g.row_at(top + 1.0), Some((1, 0)));
@@ -56,8 +57,13 @@ fn geometry_finds_rows_under_the_pointer() {
 #[test]
 fn svg_is_well_formed_and_deterministic() {
     let a = one_f_one_b(4, 8);
-    let panel =
-        GanttPanel { title: Some("1F1B <p=4>"), note: Some("cost 33"), schedule: &a.schedule, timeline: &a.timeline };
+    let panel = GanttPanel {
+        title: Some("1F1B <p=4>"),
+        note: Some("cost 33"),
+        schedule: &a.schedule,
+        timeline: &a.timeline,
+        causes: None,
+    };
     let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
     let svg = to_svg(&scene).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..60]);
@@ -70,7 +76,7 @@ fn svg_is_well_formed_and_deterministic() {
 #[test]
 fn highlight_outlines_one_microbatch() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
     let opts = GanttOptions { highlight: Some(3), ..GanttOptions::default() };
     let (scene, _) = gantt(&[panel], &opts, &Theme::light());
     let outlined = scene.items.iter().filter(|i| matches!(i, Item::Rect { stroke: Some(_), .. })).count();
@@ -146,7 +152,7 @@ fn memory_title_stops_before_the_legend() {
 #[test]
 fn narrow_charts_abbreviate_device_labels_and_keep_the_plot_wide() {
     let a = one_f_one_b(8, 16);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
     let texts = |scene: &Scene| -> Vec<String> {
         scene
             .items
@@ -169,7 +175,7 @@ fn narrow_charts_abbreviate_device_labels_and_keep_the_plot_wide() {
 
 fn device_label_gutter(devices: u32, width: f64) -> f64 {
     let a = one_f_one_b(devices, 4);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline };
+    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
     gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light()).1.axis.x0
 }
 
@@ -178,7 +184,7 @@ proptest::proptest! {
     fn a_panel_title_and_its_note_never_overlap(width in 240.0f64..1400.0) {
         let a = one_f_one_b(4, 8);
         let note = "cost 27 · bubble rate 11.11% · peak memory 4";
-        let panel = GanttPanel { title: Some("ZB-H1 · 4 devices · 8 microbatches"), note: Some(note), schedule: &a.schedule, timeline: &a.timeline };
+        let panel = GanttPanel { title: Some("ZB-H1 · 4 devices · 8 microbatches"), note: Some(note), schedule: &a.schedule, timeline: &a.timeline, causes: None };
         let (scene, _) = gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light());
         let texts: Vec<(f64, &str, f64, bool)> = scene.items.iter().filter_map(|i| match i {
             scene::Item::Text { x, text, size, bold, .. } => Some((*x, text.as_str(), *size, *bold)),
@@ -193,5 +199,71 @@ proptest::proptest! {
             proptest::prop_assert!(title_end <= note_start, "width {width}: title ends at {title_end}, note starts at {note_start}");
         }
         proptest::prop_assert!(width < 700.0 || drawn_note.is_some(), "a wide chart keeps its note");
+    }
+}
+
+#[test]
+fn idle_gaps_are_shaded_by_cause_only_when_asked_and_reported_for_hit_testing() {
+    let base = crate::Costs { comm: 0.3, ..crate::Costs::default() };
+    let mut profile = crate::CostProfile::uniform(&base, 4);
+    profile.f = vec![1.0, 1.0, 1.0, 3.0];
+    let costs = base.with_profile(profile, 4);
+    let a = crate::run("1f1b", &crate::ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
+    let causes = crate::gaps::causes(&a, &costs).unwrap();
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: Some(&causes) };
+    let tints = |scene: &Scene, t: &Theme| {
+        scene.items.iter().filter(|i| matches!(i, Item::Rect { fill, .. } if t.causes.contains(fill))).count()
+    };
+    let theme = Theme::light();
+    let (plain, plain_geo) = gantt(&[panel], &GanttOptions::default(), &theme);
+    assert_eq!(tints(&plain, &theme), 0);
+    assert!(plain_geo.gaps.is_empty());
+    let (shaded, geo) = gantt(&[panel], &GanttOptions { causes: true, ..GanttOptions::default() }, &theme);
+    // Every gap is wide enough at 960 px: one rectangle each, with a tint per positive part
+    // (and three legend swatches).
+    assert_eq!(geo.gaps.len(), causes.gaps().count());
+    let parts: usize = causes
+        .gaps()
+        .map(|g| [g.parts.communication, g.parts.imbalance, g.parts.schedule].iter().filter(|p| **p > 0.0).count())
+        .sum();
+    assert_eq!(tints(&shaded, &theme), parts + 3);
+    // Hit testing: the middle of every gap rectangle finds that gap, on its row and in time.
+    for r in &geo.gaps {
+        let (x, y) = ((r.x0 + r.x1) / 2.0, (r.y0 + r.y1) / 2.0);
+        assert_eq!(geo.gap_at(x, y), Some(r));
+        assert_eq!(geo.row_at(y), Some((0, r.device)));
+        let gap = &causes.devices[r.device as usize][r.index];
+        assert_eq!(causes.gap_at(r.device, geo.axis.t(x)), Some(gap));
+    }
+    // Zoomed in, only the visible gaps are reported, clipped to the plot.
+    let opts = GanttOptions { causes: true, time_range: Some((10.0, 20.0)), ..GanttOptions::default() };
+    let (_, zoomed) = gantt(&[panel], &opts, &theme);
+    assert!(!zoomed.gaps.is_empty() && zoomed.gaps.len() < geo.gaps.len());
+    assert!(zoomed.gaps.iter().all(|r| r.x0 >= zoomed.axis.x0 && r.x1 <= zoomed.axis.x1));
+}
+
+#[test]
+fn the_cause_legend_stays_inside_the_chart() {
+    let a = crate::run("zb-v", &crate::ScheduleParams::new(4, 8)).unwrap();
+    let causes = crate::gaps::causes(&a, &crate::Costs::default()).unwrap();
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: Some(&causes) };
+    for width in [360.0, 600.0, 760.0, 960.0] {
+        let (scene, geo) =
+            gantt(&[panel], &GanttOptions { width, causes: true, ..GanttOptions::default() }, &Theme::light());
+        let legend_right = scene
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Text { x, y, text, size, .. } if *y < 30.0 => Some(x + text_width(text, *size)),
+                _ => None,
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            legend_right <= geo.axis.x1 + 1e-9,
+            "legend runs to {legend_right} past {} at width {width}",
+            geo.axis.x1
+        );
     }
 }

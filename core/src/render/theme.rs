@@ -57,6 +57,52 @@ pub enum BarKind {
     Merged,
 }
 
+/// Why a device sits idle (see [`crate::gaps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// Waiting for a hop between devices.
+    Communication,
+    /// Waiting for a heavier stage.
+    Imbalance,
+    /// Warm-up, cool-down and the waits the order itself creates.
+    Schedule,
+}
+
+impl Cause {
+    /// Every cause, in the order of [`crate::attribution::Parts`] and [`Theme::causes`].
+    pub const ALL: [Cause; 3] = [Cause::Communication, Cause::Imbalance, Cause::Schedule];
+    /// The order a gap's segments run in time: the hop comes last, right before the pass it
+    /// delays.
+    pub const STACK: [Cause; 3] = [Cause::Schedule, Cause::Imbalance, Cause::Communication];
+
+    /// Its name, lowercase (`communication`), as in labels and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Communication => "communication",
+            Cause::Imbalance => "imbalance",
+            Cause::Schedule => "schedule",
+        }
+    }
+
+    /// Its index in [`Cause::ALL`] and [`Theme::causes`].
+    pub fn index(self) -> usize {
+        match self {
+            Cause::Communication => 0,
+            Cause::Imbalance => 1,
+            Cause::Schedule => 2,
+        }
+    }
+
+    /// Its share of `parts`.
+    pub fn of(self, parts: &crate::attribution::Parts) -> f64 {
+        match self {
+            Cause::Communication => parts.communication,
+            Cause::Imbalance => parts.imbalance,
+            Cause::Schedule => parts.schedule,
+        }
+    }
+}
+
 /// A colour theme.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Theme {
@@ -80,6 +126,10 @@ pub struct Theme {
     pub kinds: [Rgb; 4],
     /// Colour of merged sub-pixel runs.
     pub merged: Rgb,
+    /// Tints of idle gaps by cause, in [`Cause::ALL`] order: communication, imbalance,
+    /// schedule. Pale next to the pass colours (the passes stay the focus); the app's CSS
+    /// holds the same values as `--cause-*`.
+    pub causes: [Rgb; 3],
     /// Font family (a CSS font stack).
     pub font: &'static str,
 }
@@ -98,6 +148,7 @@ impl Theme {
             outline: Rgb(17, 24, 39),
             kinds: [Rgb(59, 130, 246), Rgb(20, 184, 166), Rgb(132, 204, 22), Rgb(245, 158, 11)],
             merged: Rgb(148, 163, 184),
+            causes: [Rgb(218, 200, 250), Rgb(251, 207, 213), Rgb(213, 219, 228)],
             font: "Inter, ui-sans-serif, system-ui, sans-serif",
         }
     }
@@ -115,6 +166,7 @@ impl Theme {
             outline: Rgb(250, 250, 250),
             kinds: [Rgb(96, 165, 250), Rgb(45, 212, 191), Rgb(163, 230, 53), Rgb(251, 191, 36)],
             merged: Rgb(100, 116, 139),
+            causes: [Rgb(71, 54, 110), Rgb(100, 44, 58), Rgb(54, 62, 80)],
             font: "Inter, ui-sans-serif, system-ui, sans-serif",
         }
     }
@@ -228,6 +280,46 @@ mod tests {
             }
             let c = t.label_on(t.merged).contrast(t.merged);
             assert!(c >= AA, "{}: label on merged runs is {c:.2}:1", t.name);
+        }
+    }
+
+    #[test]
+    fn cause_tints_are_subtle_distinct_and_carry_text() {
+        for t in [Theme::light(), Theme::dark()] {
+            // Passes stand out more from the background than any idle tint does.
+            let weakest_pass = t.kinds.iter().map(|k| k.contrast(t.background)).fold(f64::INFINITY, f64::min);
+            for (i, tint) in t.causes.iter().enumerate() {
+                let c = tint.contrast(t.background);
+                assert!(
+                    c < weakest_pass && c < 2.0,
+                    "{}: tint {i} ({}) is {c:.2}:1 on the background",
+                    t.name,
+                    tint.hex()
+                );
+                // Text on a tint (the app's attribution bar labels) meets AA.
+                let text = t.text.contrast(*tint);
+                assert!(text >= AA, "{}: text on tint {i} is {text:.2}:1", t.name);
+                // Tints differ from the empty track and from each other.
+                assert_ne!(*tint, t.track);
+                for other in &t.causes[i + 1..] {
+                    let d = |a: u8, b: u8| (i32::from(a) - i32::from(b)).abs();
+                    let dist = d(tint.0, other.0) + d(tint.1, other.1) + d(tint.2, other.2);
+                    assert!(dist >= 40, "{}: tints {} and {} are too alike", t.name, tint.hex(), other.hex());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_app_css_holds_the_cause_tints() {
+        const CSS: &str = include_str!("../../../style/main.css");
+        for (t, selector) in [(Theme::light(), ":root {"), (Theme::dark(), ":root[data-theme=\"dark\"] {")] {
+            let vars = css_colors(CSS, selector);
+            for cause in Cause::ALL {
+                let name = format!("cause-{}", cause.name());
+                let css = vars.iter().find(|(n, _)| *n == name).map(|(_, c)| *c);
+                assert_eq!(css, Some(t.causes[cause.index()]), "{}: --{name}", t.name);
+            }
         }
     }
 

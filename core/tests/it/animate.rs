@@ -8,7 +8,8 @@ fn figures(families: &[&str], memory: bool, anim: &AnimateOptions) -> (String, S
     let params = ScheduleParams::new(4, 8);
     let analyses: Vec<(String, bubblescope::Analysis)> =
         families.iter().map(|name| (family(name).unwrap().label(&params), run(name, &params).unwrap())).collect();
-    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a }).collect();
+    let items: Vec<FigureItem<'_>> =
+        analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
     let opts = FigureOptions { memory, theme: Theme::dark(), ..FigureOptions::default() };
     (figure_svg(&items, &opts), figure_animated_svg(&items, &opts, anim))
 }

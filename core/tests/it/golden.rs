@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use bubblescope::gaps::{causes, Causes};
 use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme};
 use bubblescope::{family, run, Costs, ScheduleParams};
 
@@ -18,20 +19,52 @@ struct Case {
     params: ScheduleParams,
     memory: bool,
     dark: bool,
+    /// Shade idle gaps by cause (`render --causes`).
+    causes: bool,
+}
+
+/// F = 1, 1, 1, 3 per device share, communication 0.3: every cause of idle time at once.
+fn unequal_with_comm() -> Costs {
+    let base = Costs { comm: 0.3, ..Costs::default() };
+    let mut profile = bubblescope::CostProfile::uniform(&base, 4);
+    profile.f = vec![1.0, 1.0, 1.0, 3.0];
+    base.with_profile(profile, 4)
 }
 
 fn cases() -> Vec<Case> {
     let p48 = ScheduleParams::new(4, 8);
     vec![
-        Case { name: "one-f-one-b-p4-m8", families: &["1f1b"], params: p48.clone(), memory: false, dark: false },
-        Case { name: "zb-h1-p4-m8", families: &["zb-h1"], params: p48.clone(), memory: false, dark: false },
-        Case { name: "zb-2p-p4-m8-memory", families: &["zb-2p"], params: p48.clone(), memory: true, dark: false },
+        Case {
+            name: "one-f-one-b-p4-m8",
+            families: &["1f1b"],
+            params: p48.clone(),
+            memory: false,
+            dark: false,
+            causes: false,
+        },
+        Case {
+            name: "zb-h1-p4-m8",
+            families: &["zb-h1"],
+            params: p48.clone(),
+            memory: false,
+            dark: false,
+            causes: false,
+        },
+        Case {
+            name: "zb-2p-p4-m8-memory",
+            families: &["zb-2p"],
+            params: p48.clone(),
+            memory: true,
+            dark: false,
+            causes: false,
+        },
         Case {
             name: "zb-v-p4-m8-chunk-costs",
             families: &["zb-v"],
             params: p48.clone().with_costs(Costs::fbw(2.0, 2.0, 2.0)),
             memory: false,
             dark: false,
+            causes: false,
         },
         Case {
             name: "interleaved-1f1b-p4-m8-v2",
@@ -39,6 +72,7 @@ fn cases() -> Vec<Case> {
             params: p48.clone().with_chunks(2),
             memory: false,
             dark: false,
+            causes: false,
         },
         Case {
             name: "dualpipe-p8-m20-paper",
@@ -46,6 +80,7 @@ fn cases() -> Vec<Case> {
             params: ScheduleParams::new(8, 20).with_costs(Costs { overlap: Some(3.0), ..Costs::default() }),
             memory: false,
             dark: false,
+            causes: false,
         },
         Case {
             name: "compare-1f1b-zb-h1-v-half-p4-m8",
@@ -53,8 +88,25 @@ fn cases() -> Vec<Case> {
             params: p48.clone(),
             memory: false,
             dark: false,
+            causes: false,
         },
-        Case { name: "seq1f1b-p4-m8-dark", families: &["seq1f1b"], params: p48, memory: true, dark: true },
+        Case {
+            // `bubblescope render -s 1f1b -p 4 -m 8 --f 1,1,1,3 --comm 0.3 --causes`
+            name: "one-f-one-b-p4-m8-unequal-comm-causes",
+            families: &["1f1b"],
+            params: ScheduleParams::new(4, 8).with_costs(unequal_with_comm()),
+            memory: false,
+            dark: false,
+            causes: true,
+        },
+        Case {
+            name: "seq1f1b-p4-m8-dark",
+            families: &["seq1f1b"],
+            params: p48,
+            memory: true,
+            dark: true,
+            causes: false,
+        },
     ]
 }
 
@@ -83,9 +135,15 @@ fn render(case: &Case, anim: Option<&AnimateOptions>) -> String {
         .iter()
         .map(|name| (family(name).unwrap().label(&case.params), run(name, &case.params).unwrap()))
         .collect();
-    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a }).collect();
+    let causes: Vec<Option<Causes>> =
+        analyses.iter().map(|(_, a)| case.causes.then(|| causes(a, &case.params.costs).unwrap())).collect();
+    let items: Vec<FigureItem<'_>> = analyses
+        .iter()
+        .zip(&causes)
+        .map(|((label, a), c)| FigureItem { label, analysis: a, causes: c.as_ref() })
+        .collect();
     let theme = if case.dark { Theme::dark() } else { Theme::light() };
-    let opts = FigureOptions { memory: case.memory, theme, ..FigureOptions::default() };
+    let opts = FigureOptions { memory: case.memory, theme, causes: case.causes, ..FigureOptions::default() };
     match anim {
         Some(anim) => figure_animated_svg(&items, &opts, anim),
         None => figure_svg(&items, &opts),

@@ -2,6 +2,7 @@
 
 mod animate;
 mod formats;
+mod gaps;
 mod golden;
 mod pareto;
 mod properties;

@@ -1,0 +1,103 @@
+//! The attribution bar under the stats: `cost − ideal` of the main schedule split into
+//! communication, imbalance and schedule (the numbers `simulate --json` prints as
+//! `attribution`), with the memory part beside it when the core reports one.
+
+use std::time::Duration;
+
+use bubblescope::attribution::Parts;
+use bubblescope::render::{format_number, Cause};
+use leptos::prelude::*;
+
+use crate::causes::attribution_of;
+use crate::state::AppState;
+
+/// The split shown: which computation it belongs to, and its parts.
+#[derive(Clone, Debug, PartialEq)]
+struct Shown {
+    id: u64,
+    gap: f64,
+    parts: Parts,
+    /// The memory part (a memory-aware family against itself without a limit), reported
+    /// beside the three, not inside them; `None` until the core reports one.
+    memory: Option<f64>,
+}
+
+/// The stacked bar of `cost − ideal` by cause.
+#[component]
+pub fn AttributionBar() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let shown = RwSignal::new(None::<Shown>);
+    // Computed just after the chart is drawn (two re-simulations of the same orders), so a
+    // slider move redraws the chart first; with the shading on, from the chart's causes.
+    Effect::new(move |_| {
+        let o = state.outcome.get();
+        let Ok(a) = o.main.result.clone() else {
+            shown.set(None);
+            return;
+        };
+        let (id, costs) = (o.id, o.params.costs.clone());
+        let gap = a.stats.cost - a.stats.ideal;
+        set_timeout(
+            move || {
+                // A newer computation has superseded this one.
+                if state.outcome.with_untracked(|o| o.id) != id {
+                    return;
+                }
+                let parts = attribution_of(&a, &costs).map(|at| at.overall);
+                shown.set(parts.map(|parts| Shown { id, gap, parts, memory: None }));
+            },
+            Duration::ZERO,
+        );
+    });
+    let n = |v: f64| format_number(v, 4);
+    view! {
+        <Show when=move || shown.with(Option::is_some)>
+            {move || shown.get().map(|s| {
+                let positive: f64 = Cause::ALL.iter().map(|c| c.of(&s.parts).max(0.0)).sum();
+                let segments = Cause::STACK.iter().filter(|c| c.of(&s.parts) > 0.0).map(|c| {
+                    let v = c.of(&s.parts);
+                    let width = format!("{}%", v / positive.max(f64::MIN_POSITIVE) * 100.0);
+                    view! {
+                        <div class=format!("attr-seg cause-{}", c.name()) style:width=width
+                            title=format!("{} {}", c.name(), n(v))></div>
+                    }
+                }).collect_view();
+                let labels = Cause::STACK.iter().map(|c| {
+                    let v = c.of(&s.parts);
+                    let note = (v < 0.0).then_some(" (shortens the gap)");
+                    view! {
+                        <span class="attr-label" data-testid=format!("attribution-{}", c.name()) data-value=v.to_string()>
+                            <span class=format!("attr-swatch cause-{}", c.name())></span>
+                            {c.name()} " " <strong>{n(v)}</strong> {note}
+                        </span>
+                    }
+                }).collect_view();
+                let memory = s.memory.map(|m| view! {
+                    <span class="attr-label attr-memory" data-testid="attribution-memory" data-value=m.to_string()>
+                        "memory limit " <strong>{n(m)}</strong> " (against no limit, beside the split)"
+                    </span>
+                });
+                let summary = Cause::STACK
+                    .iter()
+                    .map(|c| format!("{} {}", c.name(), n(c.of(&s.parts))))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                view! {
+                    <section class="card attribution" data-testid="attribution-bar" data-computation=s.id.to_string()
+                        aria-label="Bubble by cause">
+                        <div class="attr-head">
+                            <span class="attr-title">"Bubble by cause"</span>
+                            <span class="muted" data-testid="attribution-total" data-value=s.gap.to_string()>
+                                "cost − ideal = " {n(s.gap)}
+                            </span>
+                        </div>
+                        <div class="attr-bar" role="img" aria-label=summary>
+                            {segments}
+                        </div>
+                        <div class="attr-labels">{labels}{memory}</div>
+                    </section>
+                }
+            })}
+        </Show>
+    }
+}

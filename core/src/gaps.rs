@@ -1,0 +1,295 @@
+//! Why each idle gap is there: every gap on every device, with the pass it waited for and its
+//! split into communication, imbalance and schedule.
+//!
+//! A gap is the idle time before a device's op: from the end of the previous op (for the
+//! device's first op, from the start of the whole run) to the op's start; the tail gap runs
+//! from the device's last op to the end of the whole run. The gaps between a device's first
+//! and last op add up to its idle time ([`crate::DeviceStats::idle`]); with the lead and the
+//! tail they add up to `makespan − busy`.
+//!
+//! The split compares the same gap — the gap before the same op on the same device — across
+//! the three simulations [`crate::attribution`] runs: as given (`g₀`), without communication
+//! (`g₁`) and without communication at mean stage costs (`g₂`):
+//!
+//! * communication = `g₀ − g₁`, imbalance = `g₁ − g₂`, schedule = `g₂`.
+//!
+//! These add up to `g₀`, but gap by gap they need not be positive: without communication a
+//! device's previous op may end earlier while the op itself cannot start earlier (its input
+//! still comes from a slow stage), so the gap grows (`g₁ > g₀`). Shares are therefore clamped:
+//! communication to `0..=g₀`, imbalance to `0..=g₀ − communication`, and schedule is what
+//! remains. Every part is then `≥ 0` and the parts sum to `g₀`; [`Causes::clamped`] counts the
+//! gaps where clamping changed a part (a gap lost to one cause is then credited to the
+//! remaining ones). Without clamping the gaps of a device sum, part by part, to its split in
+//! [`crate::attribution::Attribution::per_device`].
+//!
+//! The waited-for pass is the simulator's own record ([`crate::sim::TimedOp::waited_for`]):
+//! the dependency whose result arrived last. The communication in the wait is the part of the
+//! gap after that pass ended on its (other) device: the hop.
+
+use crate::attribution::{split, variants, Attribution, Parts};
+use crate::schedule::{Op, Pass, Schedule};
+use crate::sim::{dependency, provides, simulate, OpRef, Timeline};
+use crate::stats::stats;
+use crate::{Analysis, Costs, SimError, StageCosts};
+
+/// The pass a gap waited for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Waited {
+    /// The op that ran it: its device and position.
+    pub op: OpRef,
+    /// The awaited pass (the one in `op` that the next op depends on).
+    pub pass: Pass,
+    /// The pass of the op after the gap that depends on it.
+    pub by: Pass,
+    /// How much of the gap was the hop from the awaited pass's device (0 on the same device).
+    pub communication: f64,
+}
+
+/// One idle gap on a device.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gap {
+    /// The device.
+    pub device: u32,
+    /// Start time.
+    pub start: f64,
+    /// End time.
+    pub end: f64,
+    /// Position of the op the gap precedes in the device's order; `None` for the tail.
+    pub before: Option<u32>,
+    /// What the op after the gap waited for; `None` for the tail.
+    pub waited: Option<Waited>,
+    /// Its split: parts `≥ 0` that sum to `end − start`.
+    pub parts: Parts,
+}
+
+impl Gap {
+    /// Its length.
+    pub fn len(&self) -> f64 {
+        self.end - self.start
+    }
+
+    /// Whether it has no length.
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+
+    /// One line saying what the gap waited for and why, e.g. `idle 3.2 before B5 on device 2 —
+    /// waited for B5 on device 3 (0.9 communication); schedule 1.1 · imbalance 1.2 ·
+    /// communication 0.9`, numbers as `number` writes them.
+    pub fn describe(&self, schedule: &Schedule, number: impl Fn(f64) -> String) -> String {
+        let what = match self.before.and_then(|i| schedule.orders.get(self.device as usize)?.get(i as usize)) {
+            Some(op) => format!("before {}", op_name(op)),
+            None => "after its last pass".to_string(),
+        };
+        let mut s = format!("idle {} {what} on device {}", number(self.len()), self.device);
+        match self.waited {
+            Some(w) => {
+                s.push_str(&format!(" — waited for {} on device {}", pass_name(w.pass), w.op.device));
+                if w.communication > 0.0 {
+                    s.push_str(&format!(" ({} communication)", number(w.communication)));
+                }
+            }
+            None if self.before.is_none() => s.push_str(" — until the last device finishes"),
+            None => {}
+        }
+        let p = self.parts;
+        s.push_str(&format!(
+            "; schedule {} · imbalance {} · communication {}",
+            number(p.schedule),
+            number(p.imbalance),
+            number(p.communication)
+        ));
+        s
+    }
+}
+
+/// A pass as the chart labels it: kind and microbatch (`B5`), with the slice when split (`B5.1`).
+fn pass_name(p: Pass) -> String {
+    if p.slice > 0 {
+        format!("{}{}.{}", p.kind.name(), p.microbatch, p.slice)
+    } else {
+        format!("{}{}", p.kind.name(), p.microbatch)
+    }
+}
+
+fn op_name(op: &Op) -> String {
+    match *op {
+        Op::One(p) => pass_name(p),
+        Op::Pair(f, b) => format!("{}&{}", pass_name(f), pass_name(b)),
+    }
+}
+
+/// Every gap of a schedule with its cause, and the schedule's [`Attribution`] from the same
+/// simulations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Causes {
+    /// `cost − ideal` and each device's idle time, split (as [`crate::attribution::attribute`]).
+    pub attribution: Attribution,
+    /// Per device, its gaps of positive length in time order (lead, between ops, tail).
+    pub devices: Vec<Vec<Gap>>,
+    /// How many gaps had a part clamped (see the module docs).
+    pub clamped: usize,
+}
+
+impl Causes {
+    /// The gap on `device` at time `t`, if the device is idle then (hit testing).
+    pub fn gap_at(&self, device: u32, t: f64) -> Option<&Gap> {
+        let gaps = self.devices.get(device as usize)?;
+        let i = gaps.partition_point(|g| g.end <= t);
+        gaps.get(i).filter(|g| g.start <= t && t < g.end)
+    }
+
+    /// Every gap, device by device.
+    pub fn gaps(&self) -> impl Iterator<Item = &Gap> {
+        self.devices.iter().flatten()
+    }
+}
+
+/// The whole run's start and end: the first op's start and the last op's end.
+fn run_span(timeline: &Timeline) -> (f64, f64) {
+    let start = timeline.devices.iter().filter_map(|d| d.ops.first()).map(|o| o.start).fold(f64::INFINITY, f64::min);
+    (if start.is_finite() { start } else { 0.0 }, timeline.end())
+}
+
+/// The gap before op `i` of `device` (`i == len` is the tail), in `timeline`.
+fn gap_before(timeline: &Timeline, span: (f64, f64), device: usize, i: usize) -> f64 {
+    let ops = &timeline.devices[device].ops;
+    let from = if i == 0 { span.0 } else { ops[i - 1].end };
+    let to = ops.get(i).map_or(span.1, |o| o.start);
+    to - from
+}
+
+/// Splits `g0` from the same gap's lengths in the three simulations; whether it clamped.
+fn split_gap(g0: f64, g1: f64, g2: f64) -> (Parts, bool) {
+    let (c, i) = (g0 - g1, g1 - g2);
+    let communication = c.clamp(0.0, g0);
+    let imbalance = i.clamp(0.0, g0 - communication);
+    let parts = Parts { communication, imbalance, schedule: (g0 - communication - imbalance).max(0.0) };
+    (parts, communication != c || imbalance != i)
+}
+
+/// What op `position` on `device` waited for, from the simulator's record.
+fn waited(analysis: &Analysis, device: usize, position: usize, gap_start: f64) -> Option<Waited> {
+    let timed = analysis.timeline.devices[device].ops[position];
+    let r = timed.waited_for?;
+    let producer = analysis.schedule.orders.get(r.device as usize)?.get(r.position as usize)?;
+    let op = analysis.schedule.orders[device][position];
+    let placement = &analysis.schedule.placement;
+    let (by, pass) = op.passes().find_map(|p| {
+        let dep = dependency(placement, p)?;
+        let q = producer.passes().find(|q| {
+            provides(q.kind) == Some(dep.class)
+                && (q.stage, q.microbatch, q.slice) == (dep.stage, dep.microbatch, dep.slice)
+        })?;
+        Some((p, q))
+    })?;
+    let done = analysis.timeline.devices[r.device as usize].ops[r.position as usize].end;
+    let communication = if r.device as usize == device { 0.0 } else { (timed.start - done.max(gap_start)).max(0.0) };
+    Some(Waited { op: r, pass, by, communication })
+}
+
+/// Every idle gap of `analysis` (simulated under `costs`) with its cause, and the schedule's
+/// attribution, from two re-simulations of the same orders.
+///
+/// # Errors
+/// A [`SimError`] if a re-simulation cannot finish (it cannot when the original did).
+pub fn causes(analysis: &Analysis, costs: &Costs) -> Result<Causes, SimError> {
+    let schedule = &analysis.schedule;
+    let (no_comm, even) = variants(costs);
+    let run = |c: &Costs| simulate(schedule, &StageCosts::for_schedule(c, schedule));
+    let t1 = if costs.comm == 0.0 { None } else { Some(run(&no_comm)?) };
+    let t1r = t1.as_ref().unwrap_or(&analysis.timeline);
+    let t2 = if costs.is_uniform() { None } else { Some(run(&even)?) };
+    let t2r = t2.as_ref().unwrap_or(t1r);
+    let s1 = if t1.is_some() { stats(schedule, t1r, &no_comm) } else { analysis.stats.clone() };
+    let s2 = if t2.is_some() { stats(schedule, t2r, &even) } else { s1.clone() };
+    let attribution = split(&analysis.stats, &s1, &s2);
+
+    let spans = [run_span(&analysis.timeline), run_span(t1r), run_span(t2r)];
+    // Shorter than this is rounding, not idle time.
+    let eps = 1e-12 * (spans[0].1 - spans[0].0).abs().max(1.0);
+    let mut clamped = 0;
+    let mut devices = Vec::with_capacity(schedule.orders.len());
+    for (d, dt) in analysis.timeline.devices.iter().enumerate() {
+        let mut gaps = Vec::new();
+        for i in 0..=dt.ops.len() {
+            let g0 = gap_before(&analysis.timeline, spans[0], d, i);
+            if g0 <= eps || dt.ops.is_empty() {
+                continue;
+            }
+            let (g1, g2) = (gap_before(t1r, spans[1], d, i), gap_before(t2r, spans[2], d, i));
+            let (parts, was_clamped) = split_gap(g0, g1, g2);
+            clamped += usize::from(was_clamped);
+            let end = dt.ops.get(i).map_or(spans[0].1, |o| o.start);
+            let start = end - g0;
+            let before = (i < dt.ops.len()).then_some(i as u32);
+            let waited = before.and_then(|_| waited(analysis, d, i, start));
+            gaps.push(Gap { device: d as u32, start, end, before, waited, parts });
+        }
+        devices.push(gaps);
+    }
+    Ok(Causes { attribution, devices, clamped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::CostProfile;
+    use crate::{run, PassKind, ScheduleParams};
+
+    fn costs(f: &[f64], comm: f64) -> Costs {
+        let base = Costs { comm, ..Costs::default() };
+        let mut profile = CostProfile::uniform(&base, f.len());
+        profile.f = f.to_vec();
+        base.with_profile(profile, f.len() as u32)
+    }
+
+    #[test]
+    fn equal_stages_without_communication_are_all_schedule() {
+        let a = run("1f1b", &ScheduleParams::new(4, 8)).unwrap();
+        let c = causes(&a, &Costs::default()).unwrap();
+        assert_eq!(c.clamped, 0);
+        for g in c.gaps() {
+            assert_eq!(g.parts, Parts { communication: 0.0, imbalance: 0.0, schedule: g.len() }, "{g:?}");
+        }
+        // Device 3 waits 3 forwards before its first pass: F0 from device 2.
+        let lead = c.devices[3][0];
+        assert_eq!((lead.start, lead.end, lead.before), (0.0, 3.0, Some(0)));
+        let w = lead.waited.unwrap();
+        assert_eq!((w.op.device, w.pass.kind, w.pass.microbatch, w.by.kind), (2, PassKind::F, 0, PassKind::F));
+    }
+
+    #[test]
+    fn the_hop_shows_as_communication_and_in_the_text() {
+        let cs = costs(&[1.0, 1.0, 1.0, 3.0], 0.5);
+        let a = run("1f1b", &ScheduleParams::new(4, 8).with_costs(cs.clone())).unwrap();
+        let c = causes(&a, &cs).unwrap();
+        // Device 1's first forward waits for F0 on device 0 plus one hop.
+        let lead = c.devices[1][0];
+        assert_eq!(lead.len(), 1.5);
+        let w = lead.waited.unwrap();
+        assert_eq!((w.op.device, w.communication), (0, 0.5));
+        assert_eq!(lead.parts, Parts { communication: 0.5, imbalance: 0.0, schedule: 1.0 });
+        let text = lead.describe(&a.schedule, |v| crate::render::format_number(v, 4));
+        assert_eq!(
+            text,
+            "idle 1.5 before F0 on device 1 — waited for F0 on device 0 (0.5 communication); schedule 1 · imbalance 0 · communication 0.5"
+        );
+        // The light devices wait for the heavy last stage: imbalance, in the steady state.
+        let imbalance: f64 = c.devices[0].iter().map(|g| g.parts.imbalance).sum();
+        assert!(imbalance > 10.0, "{imbalance}");
+        let tail = c.devices[3].last().unwrap();
+        assert!(tail.before.is_none() && tail.waited.is_none());
+    }
+
+    #[test]
+    fn clamping_keeps_parts_positive_and_summing() {
+        for (g0, g1, g2) in [(1.0, 2.0, 0.5), (1.0, 0.5, 3.0), (2.0, 1.0, 0.5), (1.0, -1.0, 0.0)] {
+            let (p, _) = split_gap(g0, g1, g2);
+            assert!(p.communication >= 0.0 && p.imbalance >= 0.0 && p.schedule >= 0.0, "{p:?}");
+            assert!((p.total() - g0).abs() < 1e-12, "{p:?}");
+        }
+        assert_eq!(split_gap(2.0, 1.0, 0.5), (Parts { communication: 1.0, imbalance: 0.5, schedule: 0.5 }, false));
+        assert!(split_gap(1.0, 2.0, 0.5).1);
+    }
+}
