@@ -16,8 +16,10 @@
 pub mod error;
 pub mod families;
 pub mod attribution;
+pub mod bounds;
 pub mod formats;
 pub mod model;
+pub mod optimal;
 pub mod params;
 pub mod permalink;
 pub mod presets;
