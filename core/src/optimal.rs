@@ -190,6 +190,40 @@ pub fn optimize(
     Ok(Optimum { schedule, cost, proven, nodes, lower_bound: lb })
 }
 
+/// The best order of the problem a run of `family` at `params` solves (its `schedule`, the
+/// limit [`crate::bounds::problem_limit`] names), seeded with every registry family whose
+/// schedule at the same parameters runs the same ops (the published heuristics of that
+/// problem; zb-opt, which runs this search itself, excepted). The other families are only
+/// generated when the problem is small enough to search.
+///
+/// # Errors
+/// As [`optimize`].
+pub fn optimize_run(
+    family: Option<&crate::Family>,
+    params: &crate::ScheduleParams,
+    schedule: &Schedule,
+    limit: f64,
+    budget: Budget,
+) -> Result<Optimum, OptimalError> {
+    let mut incumbents = Vec::new();
+    if schedule.op_count() <= budget.max_ops {
+        for f in crate::FAMILIES.iter().filter(|f| f.name != "zb-opt" && family.is_none_or(|g| g.name != f.name)) {
+            let mut p = f.own_params(params);
+            if !f.uses(crate::Field::MemLimit) {
+                p.mem_limit = None;
+            } else {
+                p.mem_limit = Some(limit);
+            }
+            if let Ok(s) = f.generate(&p) {
+                if same_problem(schedule, &s) {
+                    incumbents.push(s);
+                }
+            }
+        }
+    }
+    optimize(schedule, &params.costs, Some(limit), &incumbents, budget)
+}
+
 /// One op of the problem.
 #[derive(Clone, Debug)]
 struct OpInfo {
