@@ -24,7 +24,9 @@
 //!   backward) run; each was pending when `d`'s last forward started, holding at least the
 //!   memory it releases, so the limit caps their number too;
 //! * `span_d ≥ max(chain, work + head, work + tail)`, and `work + head + tail` when the two
-//!   windows cannot overlap (`span_d ≥ L + L'`), so `min(L + L', work + head + tail)` always.
+//!   windows cannot overlap: overlapping, they would cover the whole span with only roots and
+//!   leaves, so when no pass is both and `d`'s work exceeds what the roots and leaves that fit
+//!   can hold, they are apart.
 //!
 //! Every lag is the longest dependency path between two passes, each pass at its own time
 //! (an overlapped F&B pair's passes at the pair's time when that is shorter), each hop between
@@ -185,11 +187,14 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
         let head = f.head_lag.map_or(0.0, |lag| (lag - head_cap).max(0.0));
         let tail = f.tail_lag.map_or(0.0, |lag| (lag - tail_cap).max(0.0));
         let mut value = f.chain.max(w + head).max(w + tail);
-        if let (Some(a), Some(b)) = (f.head_lag, f.tail_lag) {
-            // Overlapping windows hold only roots and leaves, so when no pass is both and the
-            // work exceeds what they can hold, the windows are apart.
+        if f.head_lag.is_some() && f.tail_lag.is_some() {
+            // When the two windows overlap they cover the span and hold only roots and
+            // leaves; so when no pass is both and the work exceeds what they can hold, the
+            // windows are apart and both fills add up.
             let apart = !f.root_leaf && w > head_cap + tail_cap + tolerance(w);
-            value = value.max(if apart { w + head + tail } else { (a + b).min(w + head + tail) });
+            if apart {
+                value = value.max(w + head + tail);
+            }
         }
         if best.as_ref().is_none_or(|b| value > b.value) {
             best = Some(LowerBound { value, device: d as u32, work: w, head, tail, chain: f.chain });

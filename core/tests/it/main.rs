@@ -3,5 +3,6 @@
 mod animate;
 mod formats;
 mod golden;
+mod optimal;
 mod properties;
 mod stages;
