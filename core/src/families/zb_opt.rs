@@ -29,18 +29,13 @@ pub const FAMILY: Family = Family {
     summary: "the best order of the Zero Bubble passes under --mem-limit that a bounded exact search finds; never worse than the published heuristics",
     reference: "branch and bound over the Zero Bubble heuristics' problem (Bubblescope)",
     url: "https://arxiv.org/abs/2401.10241",
-    options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(default_limit) }],
+    options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(zb_auto::default_limit) }],
     constraints: "mem-limit ≥ mem-f (default 3·M·mem-f, no limit); searched up to 256 passes",
     passes: per_device_microbatch::<3>,
     slow_search: None,
     generate,
     predict: no_prediction,
 };
-
-/// zb-auto's default: `3·M·mem-f`, more than any order holds.
-fn default_limit(params: &ScheduleParams) -> f64 {
-    3.0 * f64::from(params.microbatches) * params.costs.mem_f
-}
 
 /// The published orders of the same passes, the first of them zb-auto at the limit.
 fn heuristics(params: &ScheduleParams, limit: f64) -> Result<Vec<Schedule>, ParamError> {
@@ -56,7 +51,7 @@ fn heuristics(params: &ScheduleParams, limit: f64) -> Result<Vec<Schedule>, Para
 }
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
+    let limit = params.mem_limit.unwrap_or_else(|| zb_auto::default_limit(params));
     let mut published = heuristics(params, limit)?;
     let base = published.remove(0);
     match optimize(&base, &params.costs, Some(limit), &published, BUDGET) {

@@ -128,7 +128,9 @@ fn a_finished_search_proves_an_optimum_above_the_bound() {
     let costs = Costs::fbw(2.0, 3.0, 1.0);
     let params = ScheduleParams::new(3, 6).with_costs(costs.clone()).with_mem_limit(3.0);
     let a = run("zb-auto", &params).unwrap();
-    let opt = optimize(&a.schedule, &costs, Some(3.0), &[], Budget::default()).unwrap();
+    // The proof takes about 180,000 nodes, more than the default budget.
+    let budget = Budget { nodes: 400_000, ..Budget::default() };
+    let opt = optimize(&a.schedule, &costs, Some(3.0), &[], budget).unwrap();
     assert_eq!((opt.lower_bound, opt.cost, opt.proven), (42.0, 44.0, true));
 }
 
