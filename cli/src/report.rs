@@ -2,10 +2,10 @@
 
 use std::fmt::Write as _;
 
-use bubblescope::error::short_number;
-use bubblescope::render::format_number;
 use bubblescope::bounds::{lower_bound, problem_limit, LowerBound};
+use bubblescope::error::short_number;
 use bubblescope::optimal::Optimum;
+use bubblescope::render::format_number;
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
 
@@ -125,7 +125,11 @@ pub fn optimal_line(cost: f64, optimum: Option<&Optimum>) -> String {
             "{:<12} {:<12} {} ({} search nodes); this schedule is {}% above it\n",
             "optimal",
             format_number(o.cost, 4),
-            if o.proven { "proven: no order of these passes within the memory limit is cheaper" } else { "best order found, not proven optimal within the search budget" },
+            if o.proven {
+                "proven: no order of these passes within the memory limit is cheaper"
+            } else {
+                "best order found, not proven optimal within the search budget"
+            },
             o.nodes,
             format_number(100.0 * gap(cost, o.cost), 1)
         ),

@@ -21,7 +21,10 @@ fn every_run_has_a_lower_bound_and_the_table_says_how_far_above_it() {
     assert!(v.get("optimal").is_none(), "optimal only with --optimal");
     // The table says how far above it the schedule is, and what the bound is made of.
     let out = ok(&["simulate", "-s", "zb-1p", "--comm", "1"]);
-    assert!(out.contains("lower bound  33           within 24.2% of it: device 0's work 24 + forced fill 9 before"), "{out}");
+    assert!(
+        out.contains("lower bound  33           within 24.2% of it: device 0's work 24 + forced fill 9 before"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -29,7 +32,8 @@ fn memory_part_is_reported_beside_the_three_parts() {
     let v = json(&["simulate", "-s", "zb-auto", "--mem-limit", "4", "--json"]);
     let at = &v["attribution"];
     assert_eq!(at["memory"], 3.0, "27 at the limit, 24 without");
-    let three = at["communication"].as_f64().unwrap() + at["imbalance"].as_f64().unwrap() + at["schedule"].as_f64().unwrap();
+    let three =
+        at["communication"].as_f64().unwrap() + at["imbalance"].as_f64().unwrap() + at["schedule"].as_f64().unwrap();
     assert_eq!(three, v["cost"].as_f64().unwrap() - v["ideal"].as_f64().unwrap(), "memory is not inside the sum");
     // No limit set, or a family that does not schedule to one: null.
     assert!(json(&["simulate", "-s", "zb-auto", "--json"])["attribution"]["memory"].is_null());

@@ -12,7 +12,10 @@ fn optimal(c: &mut Criterion) {
     let mut group = c.benchmark_group("optimal");
     group.sample_size(10);
     let cases = [
-        ("p4 m8 comm1 limit4", ScheduleParams::new(4, 8).with_costs(Costs { comm: 1.0, ..Costs::default() }).with_mem_limit(4.0)),
+        (
+            "p4 m8 comm1 limit4",
+            ScheduleParams::new(4, 8).with_costs(Costs { comm: 1.0, ..Costs::default() }).with_mem_limit(4.0),
+        ),
         ("p4 m8 limit8", ScheduleParams::new(4, 8).with_mem_limit(8.0)),
     ];
     for (name, params) in cases {
@@ -20,7 +23,10 @@ fn optimal(c: &mut Criterion) {
         let a = run("zb-auto", &params).unwrap();
         let limit = params.mem_limit.unwrap();
         let o = optimize_run(Some(f), &params, &a.schedule, limit, Budget::default()).unwrap();
-        eprintln!("{name}: zb-auto {} bound {} optimal {} proven {} nodes {}", a.stats.cost, o.lower_bound, o.cost, o.proven, o.nodes);
+        eprintln!(
+            "{name}: zb-auto {} bound {} optimal {} proven {} nodes {}",
+            a.stats.cost, o.lower_bound, o.cost, o.proven, o.nodes
+        );
         group.bench_function(name, |b| {
             b.iter(|| optimize_run(Some(f), black_box(&params), &a.schedule, limit, Budget::default()).map(|o| o.cost))
         });

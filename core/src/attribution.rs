@@ -26,11 +26,11 @@
 //! than any device can hold), both simulated. A heuristic is not monotone in its limit, so the
 //! part can be negative: the limited schedule happened to be better.
 
+use crate::families::Family;
 use crate::params::Costs;
 use crate::schedule::Schedule;
 use crate::sim::simulate;
 use crate::stats::{stats, Stats};
-use crate::families::Family;
 use crate::{Field, ParamError, ScheduleParams, SimError, StageCosts};
 
 /// One split of a bubble (of `cost − ideal`, or of one device's idle time).
@@ -109,7 +109,9 @@ pub fn memory_part(family: &Family, params: &ScheduleParams, cost: f64) -> Optio
     Some(match crate::run(family.name, &free) {
         Ok(a) => Ok(cost - a.stats.cost),
         Err(crate::AnalyzeError::Param(e)) => Err(e),
-        Err(e) => Err(ParamError::new(Field::MemLimit, format!("{} without a memory limit cannot run: {e}", family.name))),
+        Err(e) => {
+            Err(ParamError::new(Field::MemLimit, format!("{} without a memory limit cannot run: {e}", family.name)))
+        }
     })
 }
 

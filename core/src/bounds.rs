@@ -112,13 +112,8 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
     let work = device_work(schedule, costs);
     let ideal = ideal_work(schedule, costs, &work);
     let devices = schedule.orders.len();
-    let pair_time = schedule
-        .orders
-        .iter()
-        .flatten()
-        .filter(|op| op.is_pair())
-        .map(|op| table.op(op))
-        .fold(f64::INFINITY, f64::min);
+    let pair_time =
+        schedule.orders.iter().flatten().filter(|op| op.is_pair()).map(|op| table.op(op)).fold(f64::INFINITY, f64::min);
     let dur = |p: Pass| table.pass(p).min(pair_time);
 
     // Group passes by unit (microbatch, slice); count units by shape.

@@ -96,7 +96,9 @@ impl std::fmt::Display for OptimalError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             OptimalError::Sim(e) => e.fmt(f),
-            OptimalError::NoneFits => f.write_str("no order of these passes fits the memory limit within the search budget"),
+            OptimalError::NoneFits => {
+                f.write_str("no order of these passes fits the memory limit within the search budget")
+            }
         }
     }
 }
@@ -291,7 +293,13 @@ struct Search {
 const NOT_DONE: usize = usize::MAX;
 
 impl Search {
-    fn new(schedule: &Schedule, costs: &Costs, limit: Option<f64>, best: Option<f64>, root_bound: f64) -> Option<Search> {
+    fn new(
+        schedule: &Schedule,
+        costs: &Costs,
+        limit: Option<f64>,
+        best: Option<f64>,
+        root_bound: f64,
+    ) -> Option<Search> {
         let keys = KeySpace::checked(schedule).ok()?;
         let table = StageCosts::for_schedule(costs, schedule);
         let placement = &schedule.placement;
@@ -300,7 +308,8 @@ impl Search {
         let mut ops = Vec::new();
         for (d, order) in schedule.orders.iter().enumerate() {
             for op in order {
-                let deps = op.passes().filter_map(|p| dependency(placement, p)).map(|dep| keys.dep_index(dep)).collect();
+                let deps =
+                    op.passes().filter_map(|p| dependency(placement, p)).map(|dep| keys.dep_index(dep)).collect();
                 let provides = op.passes().filter_map(|p| keys.provided_index(p)).collect();
                 let (shape, priority) = match *op {
                     Op::One(p) => (
@@ -440,7 +449,7 @@ impl Search {
     }
 
     fn eps(&self) -> f64 {
-        1e-9 * self.best.abs().min(1e12).max(1.0)
+        1e-9 * self.best.abs().clamp(1.0, 1e12)
     }
 
     /// When op `o` could start now on its device, if its dependencies are placed.
@@ -464,11 +473,8 @@ impl Search {
         self.est.iter_mut().for_each(|e| *e = 0.0);
         for d in 0..self.devices {
             if let Some(first) = self.first[d] {
-                let finish = if self.remaining[d] > 0.0 {
-                    self.free[d].max(self.now) + self.remaining[d]
-                } else {
-                    self.free[d]
-                };
+                let finish =
+                    if self.remaining[d] > 0.0 { self.free[d].max(self.now) + self.remaining[d] } else { self.free[d] };
                 lb = lb.max(finish - first);
             }
         }
@@ -593,8 +599,7 @@ impl Search {
         }
         self.nodes += 1;
         if self.placed_count == self.ops.len() {
-            let cost =
-                (0..self.devices).filter_map(|d| self.first[d].map(|f| self.free[d] - f)).fold(0.0, f64::max);
+            let cost = (0..self.devices).filter_map(|d| self.first[d].map(|f| self.free[d] - f)).fold(0.0, f64::max);
             if cost < self.best - self.eps() {
                 self.best = cost;
                 self.best_orders = Some(self.orders.clone());

@@ -12,7 +12,9 @@
 //! when the budget runs out, the answer is the best order found so far (at worst the best
 //! heuristic), which `simulate --optimal` reports as not proven.
 
-use super::{per_device_microbatch, zb_auto, zb_h1, zb_h2, no_prediction, Family, FamilyGroup, FamilyOption, OptionDefault};
+use super::{
+    no_prediction, per_device_microbatch, zb_auto, zb_h1, zb_h2, Family, FamilyGroup, FamilyOption, OptionDefault,
+};
 use crate::error::{Field, ParamError};
 use crate::optimal::{optimize, Budget, OptimalError};
 use crate::params::ScheduleParams;

@@ -202,7 +202,9 @@ fn a_proven_optimum_is_the_least_cost_over_every_order() {
             for b in &d1 {
                 let mut s = base.schedule.clone();
                 s.orders = vec![a.clone(), b.clone()];
-                let Ok(t) = bubblescope::simulate(&s, &bubblescope::StageCosts::for_schedule(&costs, &s)) else { continue };
+                let Ok(t) = bubblescope::simulate(&s, &bubblescope::StageCosts::for_schedule(&costs, &s)) else {
+                    continue;
+                };
                 let st = bubblescope::stats(&s, &t, &costs);
                 if st.peak_memory <= limit + 1e-9 {
                     least = least.min(st.cost);
