@@ -365,6 +365,10 @@ pub struct SimulateArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also search for the best order of the same passes under the same memory limit (exact
+    /// for small sizes, a bounded search beyond): adds `optimal` and `gap`.
+    #[arg(long)]
+    pub optimal: bool,
 }
 
 #[derive(Debug, Args)]

@@ -242,8 +242,13 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         None => generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?)?,
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit);
+    let optimum = args.optimal.then(|| optimum(&subject));
+    let cost = subject.analysis.stats.cost;
     let out = if args.json {
-        let value = report::json(&subject.name, subject.family, &subject.params, &subject.analysis);
+        let mut value = report::json(&subject.name, subject.family, &subject.params, &subject.analysis);
+        if let Some(o) = &optimum {
+            report::add_optimal(&mut value, cost, o.as_ref());
+        }
         let mut s = serde_json::to_string_pretty(&value)?;
         s.push('\n');
         s
@@ -253,10 +258,28 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             true => Some(args.costs.model.model()?.derive(subject.params.devices).map_err(|e| anyhow::anyhow!("{e}"))?),
             false => None,
         };
-        report::table(&subject.label, subject.family, &subject.params, &subject.analysis, derived.as_ref())
+        let mut s = report::table(&subject.label, subject.family, &subject.params, &subject.analysis, derived.as_ref());
+        if let Some(o) = &optimum {
+            // Under the summary rows, before the per-device table.
+            let line = report::optimal_line(cost, o.as_ref());
+            match s.find("\n\n").and_then(|i| s[i + 2..].find("\n\n").map(|j| i + 2 + j + 1)) {
+                Some(at) => s.insert_str(at, &line),
+                None => s.push_str(&line),
+            }
+        }
+        s
     };
     std::io::stdout().write_all(out.as_bytes()).context("writing to standard output")?;
     Ok(())
+}
+
+/// The best order of the subject's passes under its problem's memory limit (`None` when no
+/// order within the limit is known). Its cost is the simulator's: the order is re-simulated.
+fn optimum(subject: &Subject) -> Option<bubblescope::optimal::Optimum> {
+    use bubblescope::optimal::{optimize_run, Budget};
+    let a = &subject.analysis;
+    let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
+    optimize_run(subject.family, &subject.params, &a.schedule, limit, Budget::default()).ok()
 }
 
 /// Refuses an output name that asks for a raster or PDF image: `command` (render, sweep)

@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
+use bubblescope::bounds::{lower_bound, problem_limit, LowerBound};
 use bubblescope::error::short_number;
+use bubblescope::optimal::Optimum;
 use bubblescope::render::format_number;
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
@@ -59,8 +61,10 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         };
         let mut v = parts(&at.overall);
         v["per_device"] = Value::Array(at.per_device.iter().map(parts).collect());
+        v["memory"] = json!(memory_part(family, params, s.cost));
         v
     });
+    let lower_bound = lower_bound_of(family, params, a);
     let prediction_note = (!c.is_uniform()).then_some("closed forms assume equal stages: none applies to these costs");
     json!({
         "schedule": name,
@@ -85,10 +89,61 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "per_device": per_device,
         "per_stage": per_stage,
         "attribution": attribution,
+        "lower_bound": lower_bound.value,
         "uniform_stages": c.is_uniform(),
         "prediction": prediction,
         "prediction_note": prediction_note,
     })
+}
+
+/// The memory part of the attribution: the extra cost over the same family with no memory
+/// limit, for families that schedule to a limit run with one (`None` otherwise, or when the
+/// unlimited run fails).
+fn memory_part(family: Option<&Family>, params: &ScheduleParams, cost: f64) -> Option<f64> {
+    bubblescope::attribution::memory_part(family?, params, cost)?.ok()
+}
+
+/// The lower bound of the run's problem (same passes, dependencies, costs and memory limit).
+fn lower_bound_of(family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> LowerBound {
+    let limit = problem_limit(family, params, &a.stats);
+    lower_bound(&a.schedule, &params.costs, Some(limit))
+}
+
+/// `simulate --optimal`: the best order of the same passes, as `optimal` and `gap` in JSON.
+pub fn add_optimal(value: &mut Value, cost: f64, optimum: Option<&Optimum>) {
+    value["optimal"] = match optimum {
+        Some(o) => json!({"cost": o.cost, "proven": o.proven, "nodes": o.nodes}),
+        None => Value::Null,
+    };
+    value["gap"] = json!(optimum.map(|o| gap(cost, o.cost)));
+}
+
+/// `simulate --optimal` as a text line.
+pub fn optimal_line(cost: f64, optimum: Option<&Optimum>) -> String {
+    match optimum {
+        Some(o) => format!(
+            "{:<12} {:<12} {} ({} search nodes); this schedule is {}% above it\n",
+            "optimal",
+            format_number(o.cost, 4),
+            if o.proven {
+                "proven: no order of these passes within the memory limit is cheaper"
+            } else {
+                "best order found, not proven optimal within the search budget"
+            },
+            o.nodes,
+            format_number(100.0 * gap(cost, o.cost), 1)
+        ),
+        None => format!("{:<12} {:<12} no order of these passes within the memory limit was found\n", "optimal", "—"),
+    }
+}
+
+/// How far `cost` is above the optimum, as a fraction.
+fn gap(cost: f64, optimum: f64) -> f64 {
+    if optimum > 0.0 {
+        cost / optimum - 1.0
+    } else {
+        0.0
+    }
 }
 
 /// The readable `simulate` output, headed by `title`.
@@ -150,6 +205,26 @@ pub fn table(
             n(p.schedule)
         );
     }
+    if let Some(m) = memory_part(family, params, s.cost) {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<12} over the same family with no memory limit (compares two schedules; not in cost − ideal)",
+            "memory",
+            n(m)
+        );
+    }
+    let lb = lower_bound_of(family, params, a);
+    let _ = writeln!(
+        out,
+        "{:<12} {:<12} within {}% of it: device {}'s work {} + forced fill {} before, {} after (any order, same memory)",
+        "lower bound",
+        n(lb.value),
+        format_number(100.0 * lb.excess(s.cost), 1),
+        lb.device,
+        n(lb.work),
+        n(lb.head),
+        n(lb.tail)
+    );
     if !c.is_uniform() {
         let _ = writeln!(out, "{:<12} {:<12} does not apply: stages cost different amounts", "closed form", "—");
     }

@@ -17,14 +17,21 @@
 //!   order itself creates.
 //!
 //! Per device the same split applies to its idle time (span − busy): `idle₀ − idle₁`,
-//! `idle₁ − idle₂`, `idle₂`. The memory part of a memory-aware family compares two schedules
-//! (the family with and without its limit), so it is reported beside the three, not inside.
+//! `idle₁ − idle₂`, `idle₂`.
+//!
+//! **memory** ([`memory_part`]) is reported beside the three, not inside: it compares two
+//! *schedules*, not two timings of one. For a family that schedules to a memory limit (its
+//! registry entry has a `mem-limit` option) run with a limit, it is the cost of that schedule
+//! minus the cost of the same family generated with no limit (a limit of `M·P·mem-f`, more
+//! than any device can hold), both simulated. A heuristic is not monotone in its limit, so the
+//! part can be negative: the limited schedule happened to be better.
 
+use crate::families::Family;
 use crate::params::Costs;
 use crate::schedule::Schedule;
 use crate::sim::simulate;
 use crate::stats::{stats, Stats};
-use crate::{SimError, StageCosts};
+use crate::{Field, ParamError, ScheduleParams, SimError, StageCosts};
 
 /// One split of a bubble (of `cost − ideal`, or of one device's idle time).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -96,11 +103,54 @@ pub fn split(measured: &Stats, s1: &Stats, s2: &Stats) -> Attribution {
     Attribution { overall, per_device }
 }
 
+/// The memory part of a run of `family` at `params` whose simulated cost is `cost`: `cost`
+/// minus the cost of the same family with no memory limit. `None` when the family does not
+/// schedule to a limit or no limit is set.
+///
+/// # Errors
+/// The family's [`ParamError`] if it cannot run without the limit (it can whenever it can run
+/// with one), or a [`SimError`] turned into one.
+pub fn memory_part(family: &Family, params: &ScheduleParams, cost: f64) -> Option<Result<f64, ParamError>> {
+    if !family.uses(Field::MemLimit) {
+        return None;
+    }
+    params.mem_limit?;
+    let unlimited = f64::from(params.microbatches) * f64::from(params.devices) * params.costs.mem_f.max(0.0) + 1.0;
+    let free = ScheduleParams { mem_limit: Some(unlimited), ..params.clone() };
+    Some(match crate::run(family.name, &free) {
+        Ok(a) => Ok(cost - a.stats.cost),
+        Err(crate::AnalyzeError::Param(e)) => Err(e),
+        Err(e) => {
+            Err(ParamError::new(Field::MemLimit, format!("{} without a memory limit cannot run: {e}", family.name)))
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::params::CostProfile;
     use crate::{run, ScheduleParams};
+
+    #[test]
+    fn memory_part_is_the_cost_of_the_limit() {
+        // zb-auto at 1F1B's memory (ZB-1p) versus unlimited (the ZB-2p-like 24 at P = 4, M = 8).
+        let p = ScheduleParams::new(4, 8).with_mem_limit(4.0);
+        let zb = crate::family("zb-auto").unwrap();
+        let limited = run("zb-auto", &p).unwrap();
+        let free = run("zb-auto", &ScheduleParams::new(4, 8)).unwrap();
+        let part = memory_part(zb, &p, limited.stats.cost).unwrap().unwrap();
+        assert_eq!(part, limited.stats.cost - free.stats.cost);
+        assert_eq!(part, 3.0);
+        // No limit set, or a family without one: no memory part.
+        assert!(memory_part(zb, &ScheduleParams::new(4, 8), 27.0).is_none());
+        assert!(memory_part(crate::family("zb-h1").unwrap(), &p, 27.0).is_none());
+        for name in ["zb-v", "v-auto", "zb-opt"] {
+            let f = crate::family(name).unwrap();
+            let a = run(name, &p).unwrap();
+            assert!(memory_part(f, &p, a.stats.cost).unwrap().is_ok(), "{name}");
+        }
+    }
 
     #[test]
     fn one_f_one_b_at_equal_costs_is_all_schedule() {

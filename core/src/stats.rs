@@ -217,7 +217,7 @@ pub fn device_work(schedule: &Schedule, costs: &Costs) -> Vec<f64> {
 /// The busiest device's work. With equal stages, no overlapped pairs and every device doing
 /// `M` microbatches' share, that is exactly the papers' `M * (F + B + W)`, returned as written
 /// (summing pass by pass could differ in the last bit).
-fn ideal_work(schedule: &Schedule, costs: &Costs, work: &[f64]) -> f64 {
+pub(crate) fn ideal_work(schedule: &Schedule, costs: &Costs, work: &[f64]) -> f64 {
     let busiest = work.iter().copied().fold(0.0, f64::max);
     let paper = f64::from(schedule.microbatches) * (costs.f + costs.b + costs.w);
     let pairs = schedule.orders.iter().flatten().any(|op| op.is_pair());

@@ -19,6 +19,7 @@ mod v_half_min;
 mod zb_auto;
 mod zb_h1;
 mod zb_h2;
+mod zb_opt;
 mod zb_v;
 mod zb_v_handcrafted;
 
@@ -329,6 +330,7 @@ pub static FAMILIES: &[Family] = &[
     zb_auto::FAMILY,
     zb_auto::ZB_1P,
     zb_auto::ZB_2P,
+    zb_opt::FAMILY,
     zb_v::FAMILY,
     zb_v_handcrafted::FAMILY,
     v_half_min::V_HALF,

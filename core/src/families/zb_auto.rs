@@ -119,7 +119,7 @@ fn generate_auto(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 }
 
 /// zb-auto's default limit, `3·M·mem-f`: more than any schedule holds, so no limit.
-fn default_limit(params: &ScheduleParams) -> f64 {
+pub(super) fn default_limit(params: &ScheduleParams) -> f64 {
     3.0 * f64::from(params.microbatches) * params.costs.mem_f
 }
 

@@ -5,5 +5,6 @@ mod formats;
 mod gaps;
 mod golden;
 mod pareto;
+mod optimal;
 mod properties;
 mod stages;

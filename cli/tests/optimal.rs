@@ -1,0 +1,68 @@
+//! `simulate`'s lower bound, memory part and `--optimal`.
+
+use std::process::Command;
+
+/// Runs the binary with `args`, expects success, returns stdout.
+fn ok(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).output().expect("the binary runs");
+    assert!(out.status.success(), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(args)).expect("one JSON object")
+}
+
+#[test]
+fn every_run_has_a_lower_bound_and_the_table_says_how_far_above_it() {
+    // 1F1B at its own memory is optimal: its 33 is the bound.
+    let v = json(&["simulate", "-s", "1f1b", "--json"]);
+    assert_eq!((v["lower_bound"].as_f64(), v["cost"].as_f64()), (Some(33.0), Some(33.0)));
+    assert!(v.get("optimal").is_none(), "optimal only with --optimal");
+    // The table says how far above it the schedule is, and what the bound is made of.
+    let out = ok(&["simulate", "-s", "zb-1p", "--comm", "1"]);
+    assert!(
+        out.contains("lower bound  33           within 24.2% of it: device 0's work 24 + forced fill 9 before"),
+        "{out}"
+    );
+}
+
+#[test]
+fn memory_part_is_reported_beside_the_three_parts() {
+    let v = json(&["simulate", "-s", "zb-auto", "--mem-limit", "4", "--json"]);
+    let at = &v["attribution"];
+    assert_eq!(at["memory"], 3.0, "27 at the limit, 24 without");
+    let three =
+        at["communication"].as_f64().unwrap() + at["imbalance"].as_f64().unwrap() + at["schedule"].as_f64().unwrap();
+    assert_eq!(three, v["cost"].as_f64().unwrap() - v["ideal"].as_f64().unwrap(), "memory is not inside the sum");
+    // No limit set, or a family that does not schedule to one: null.
+    assert!(json(&["simulate", "-s", "zb-auto", "--json"])["attribution"]["memory"].is_null());
+    assert!(json(&["simulate", "-s", "zb-h1", "--mem-limit", "4", "--json"])["attribution"]["memory"].is_null());
+    let out = ok(&["simulate", "-s", "zb-auto", "--mem-limit", "4"]);
+    assert!(out.contains("memory       3            over the same family with no memory limit"), "{out}");
+}
+
+#[test]
+fn optimal_reports_the_best_order_and_the_gap() {
+    // P = 4, M = 8, F = B = W, limit 2P·mem-f: proven no bubble.
+    let v = json(&["simulate", "-s", "zb-h1", "--mem-limit", "8", "--json", "--optimal"]);
+    assert_eq!(v["optimal"]["cost"], 24.0);
+    assert_eq!(v["optimal"]["proven"], true);
+    assert_eq!(v["gap"], 27.0 / 24.0 - 1.0);
+    // At 1F1B's memory with communication the search beats the heuristic.
+    let v = json(&["simulate", "-s", "zb-1p", "--comm", "1", "--json", "--optimal"]);
+    let best = v["optimal"]["cost"].as_f64().unwrap();
+    assert!(best < 41.0 && best >= v["lower_bound"].as_f64().unwrap(), "{v}");
+    assert_eq!(v["gap"].as_f64().unwrap(), 41.0 / best - 1.0);
+    let out = ok(&["simulate", "-s", "zb-h1", "--mem-limit", "8", "--optimal"]);
+    assert!(out.contains("optimal      24           proven: no order of these passes"), "{out}");
+    assert!(out.contains("this schedule is 12.5% above it"), "{out}");
+}
+
+#[test]
+fn zb_opt_is_listed_and_runs() {
+    let v = json(&["simulate", "-s", "zb-opt", "--mem-limit", "4", "--comm", "1", "--json"]);
+    assert!(v["cost"].as_f64().unwrap() < 41.0);
+    assert!(v["peak_memory"].as_f64().unwrap() <= 4.0);
+    assert!(ok(&["list"]).contains("zb-opt"));
+}

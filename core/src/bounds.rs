@@ -1,0 +1,327 @@
+//! How far from optimal: a lower bound on the cost of every schedule of the same problem.
+//!
+//! **The problem** of a schedule is its passes (the same ops on the same devices), the
+//! dependency rule of [`crate::sim::dependency`], the costs, and a per-device memory limit.
+//! Any per-device order of those ops that meets the limit is a solution; its cost is the
+//! simulator's (the longest device span).
+//!
+//! **The bound.** For every device `d` it bounds `span_d` from below, and returns the largest:
+//!
+//! * **work**: `span_d ≥ work_d`, the sum of its ops' times (the busiest device gives `ideal`);
+//! * **critical path**: the passes of one microbatch on `d` form a dependency chain that
+//!   leaves `d` and comes back (through the later stages and back down, with a hop's
+//!   communication each way). From the first of them on `d` to the end of the last, at least
+//!   the chain's length passes, so `span_d` is at least the longest such chain;
+//! * **fill before the first pass** (head): `d`'s first pass is a microbatch's first pass on
+//!   `d` (its *root*: a forward). Every other pass of a microbatch waits at least `L` after that
+//!   microbatch's root starts (`L` = the shortest such lag, over all of `d`'s non-root passes),
+//!   so during the first `L` of the span only roots can run: at most `M` of them, and, since
+//!   nothing is released before the first non-root pass ends, only as many as the memory limit
+//!   holds. What they cannot fill is idle: `head = max(0, L − the time of the roots that fit)`;
+//! * **fill after the last pass** (tail), the mirror image: a pass with a later pass of its
+//!   microbatch on `d` must end at least `L'` before `d`'s last pass ends, so during the last
+//!   `L'` only *leaves* (passes with no later pass of their microbatch on `d`: W, or a fused
+//!   backward) run; each was pending when `d`'s last forward started, holding at least the
+//!   memory it releases, so the limit caps their number too;
+//! * `span_d ≥ max(chain, work + head, work + tail)`, and `work + head + tail` when the two
+//!   windows cannot overlap: overlapping, they would cover the whole span with only roots and
+//!   leaves, so when no pass is both and `d`'s work exceeds what the roots and leaves that fit
+//!   can hold, they are apart.
+//!
+//! Every lag is the longest dependency path between two passes, each pass at its own time
+//! (an overlapped F&B pair's passes at the pair's time when that is shorter), each hop between
+//! devices at the communication time. The bound holds for every order that meets the limit;
+//! it is computed per microbatch *shape* (the set of passes one microbatch has), so it is
+//! linear in the passes times the stages of one shape.
+//!
+//! Without a limit the memory caps are off. [`problem_limit`] names the limit a run's problem
+//! has.
+
+use std::collections::BTreeMap;
+
+use crate::families::Family;
+use crate::params::{Costs, ScheduleParams, StageCosts};
+use crate::schedule::{Pass, PassKind, Schedule};
+use crate::sim::{dependency, DepClass};
+use crate::stats::{device_work, ideal_work, Stats};
+
+/// A lower bound on the cost of every schedule of a problem, and where it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LowerBound {
+    /// The bound: the largest device bound, and at least `ideal`.
+    pub value: f64,
+    /// The device whose bound it is.
+    pub device: u32,
+    /// That device's work.
+    pub work: f64,
+    /// Idle time its first `L` must hold (see the module docs).
+    pub head: f64,
+    /// Idle time its last `L'` must hold.
+    pub tail: f64,
+    /// Its longest dependency chain from a microbatch's first pass on it to its last.
+    pub chain: f64,
+}
+
+impl LowerBound {
+    /// How far `cost` is above the bound, as a fraction (0.018 for 1.8%).
+    pub fn excess(&self, cost: f64) -> f64 {
+        if self.value > 0.0 {
+            cost / self.value - 1.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The memory limit of the problem a run solves: `--mem-limit`, or the family's default
+/// limit when it schedules to one; without either, the schedule's own peak memory (the best
+/// order that holds no more activation memory than this one).
+pub fn problem_limit(family: Option<&Family>, params: &ScheduleParams, stats: &Stats) -> f64 {
+    if let Some(limit) = params.mem_limit {
+        return limit;
+    }
+    if let Some(limit) = family.and_then(|f| f.option(crate::Field::MemLimit)).and_then(|o| o.default_value(params)) {
+        return limit;
+    }
+    stats.peak_memory
+}
+
+/// Per-device facts of one microbatch shape, gathered before the caps are applied.
+#[derive(Clone, Debug, Default)]
+struct DeviceFacts {
+    /// Shortest lag from a root's start to a non-root's start.
+    head_lag: Option<f64>,
+    /// Shortest lag from a non-leaf's end to the end of its last descendant on the device.
+    tail_lag: Option<f64>,
+    /// Longest chain from a root's start to the end of a pass.
+    chain: f64,
+    /// Roots: (memory allocated, time, count).
+    roots: Vec<(f64, f64, u64)>,
+    /// Leaves: (memory released, time, count).
+    leaves: Vec<(f64, f64, u64)>,
+    /// Whether some leaf allocates memory (then the tail's memory cap does not hold).
+    leaf_allocates: bool,
+    /// Whether some pass is both a root and a leaf (then the two windows may share it).
+    root_leaf: bool,
+}
+
+/// A lower bound on the cost of any order of `schedule`'s ops under `costs` that keeps every
+/// device's activation memory within `limit` (none: no limit).
+pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> LowerBound {
+    let table = StageCosts::for_schedule(costs, schedule);
+    let work = device_work(schedule, costs);
+    let ideal = ideal_work(schedule, costs, &work);
+    let devices = schedule.orders.len();
+    let pair_time =
+        schedule.orders.iter().flatten().filter(|op| op.is_pair()).map(|op| table.op(op)).fold(f64::INFINITY, f64::min);
+    let dur = |p: Pass| table.pass(p).min(pair_time);
+
+    // Group passes by unit (microbatch, slice); count units by shape.
+    let slices = schedule.slices.max(1) as usize;
+    let units = schedule.microbatches as usize * slices;
+    let mut shapes_of: Vec<Vec<(u32, u8)>> = vec![Vec::new(); units];
+    for op in schedule.orders.iter().flatten() {
+        for p in op.passes() {
+            let u = p.microbatch as usize * slices + p.slice as usize;
+            if let Some(v) = shapes_of.get_mut(u) {
+                v.push((p.stage, p.kind.index() as u8));
+            }
+        }
+    }
+    let mut shapes: BTreeMap<Vec<(u32, u8)>, u64> = BTreeMap::new();
+    for mut v in shapes_of {
+        if v.is_empty() {
+            continue;
+        }
+        v.sort_unstable();
+        *shapes.entry(v).or_insert(0) += 1;
+    }
+
+    let mut facts: Vec<DeviceFacts> = vec![DeviceFacts::default(); devices];
+    for (shape, count) in &shapes {
+        shape_facts(schedule, &table, &dur, shape, *count, &mut facts);
+    }
+
+    let tolerance = |l: f64| 1e-9 * l.abs().max(1.0);
+    let mut best: Option<LowerBound> = None;
+    for (d, f) in facts.iter().enumerate() {
+        let w = work[d];
+        let cap = |items: &[(f64, f64, u64)], capped: bool| -> f64 {
+            let total: u64 = items.iter().map(|i| i.2).sum();
+            let mut k = total;
+            if let (Some(l), true) = (limit, capped) {
+                let mut by_mem: Vec<(f64, u64)> = items.iter().map(|i| (i.0, i.2)).collect();
+                by_mem.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let (mut used, mut n) = (0.0, 0u64);
+                'fill: for (m, c) in by_mem {
+                    for _ in 0..c {
+                        if used + m > l + tolerance(l) {
+                            break 'fill;
+                        }
+                        used += m;
+                        n += 1;
+                        if m == 0.0 {
+                            n = total;
+                            break 'fill;
+                        }
+                    }
+                }
+                k = n.min(total);
+            }
+            let mut by_time: Vec<(f64, u64)> = items.iter().map(|i| (i.1, i.2)).collect();
+            by_time.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let (mut sum, mut left) = (0.0, k);
+            for (t, c) in by_time {
+                let take = c.min(left);
+                sum += t * take as f64;
+                left -= take;
+            }
+            sum
+        };
+        let (head_cap, tail_cap) = (cap(&f.roots, true), cap(&f.leaves, !f.leaf_allocates));
+        let head = f.head_lag.map_or(0.0, |lag| (lag - head_cap).max(0.0));
+        let tail = f.tail_lag.map_or(0.0, |lag| (lag - tail_cap).max(0.0));
+        let mut value = f.chain.max(w + head).max(w + tail);
+        if f.head_lag.is_some() && f.tail_lag.is_some() {
+            // When the two windows overlap they cover the span and hold only roots and
+            // leaves; so when no pass is both and the work exceeds what they can hold, the
+            // windows are apart and both fills add up.
+            let apart = !f.root_leaf && w > head_cap + tail_cap + tolerance(w);
+            if apart {
+                value = value.max(w + head + tail);
+            }
+        }
+        if best.as_ref().is_none_or(|b| value > b.value) {
+            best = Some(LowerBound { value, device: d as u32, work: w, head, tail, chain: f.chain });
+        }
+    }
+    let mut best = best.unwrap_or(LowerBound { value: 0.0, device: 0, work: 0.0, head: 0.0, tail: 0.0, chain: 0.0 });
+    best.value = best.value.max(ideal);
+    best
+}
+
+/// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`.
+fn shape_facts(
+    schedule: &Schedule,
+    table: &StageCosts,
+    dur: &dyn Fn(Pass) -> f64,
+    shape: &[(u32, u8)],
+    count: u64,
+    facts: &mut [DeviceFacts],
+) {
+    let placement = &schedule.placement;
+    let passes: Vec<Pass> = shape.iter().map(|&(stage, k)| Pass::new(PassKind::ALL[k as usize], stage, 0)).collect();
+    let n = passes.len();
+    let device: Vec<usize> = passes.iter().map(|p| placement.device_of(p.stage).unwrap_or(0) as usize).collect();
+    // The index of each pass's dependency inside the shape.
+    let find = |class: DepClass, stage: u32| -> Option<usize> {
+        passes.iter().position(|p| {
+            p.stage == stage
+                && match class {
+                    DepClass::Forward => p.kind == PassKind::F,
+                    DepClass::InputGrad => p.kind.is_input_grad(),
+                }
+        })
+    };
+    let parent: Vec<Option<usize>> =
+        passes.iter().map(|&p| dependency(placement, p).and_then(|d| find(d.class, d.stage))).collect();
+    // Earliest starts with unlimited devices, in an order where parents come first.
+    let mut order: Vec<usize> = (0..n).collect();
+    let rank = |i: usize| -> (u8, i64) {
+        let p = passes[i];
+        let local = i64::from(placement.local_stage(p.stage));
+        let pipe = i64::from(placement.pipeline_of(p.stage)) << 40;
+        match p.kind {
+            PassKind::F => (0, pipe + local),
+            PassKind::B | PassKind::BW => (1, pipe - local),
+            PassKind::W => (2, pipe + local),
+        }
+    };
+    order.sort_by_key(|&i| rank(i));
+    let mut est = vec![0.0f64; n];
+    for &i in &order {
+        if let Some(j) = parent[i] {
+            let comm = if device[i] == device[j] { 0.0 } else { table.comm };
+            est[i] = est[j] + dur(passes[j]) + comm;
+        }
+    }
+    // Roots, leaves, lags: walk each pass's ancestors.
+    let mut is_leaf = vec![true; n];
+    let mut tail_lag: Vec<Option<f64>> = vec![None; n];
+    let mut is_root = vec![false; n];
+    for v in 0..n {
+        let end_v = est[v] + dur(passes[v]);
+        let mut root = v;
+        let mut cursor = parent[v];
+        let mut steps = 0;
+        while let Some(q) = cursor {
+            if device[q] == device[v] {
+                root = q;
+                is_leaf[q] = false;
+                let lag = end_v - est[q] - dur(passes[q]);
+                tail_lag[q] = Some(tail_lag[q].map_or(lag, |t: f64| t.max(lag)));
+            }
+            cursor = parent[q];
+            steps += 1;
+            if steps > n {
+                break;
+            }
+        }
+        let f = &mut facts[device[v]];
+        f.chain = f.chain.max(end_v - est[root]);
+        if root == v {
+            is_root[v] = true;
+            f.roots.push((table.alloc(passes[v]), dur(passes[v]), count));
+        } else {
+            let lag = est[v] - est[root];
+            f.head_lag = Some(f.head_lag.map_or(lag, |h| h.min(lag)));
+        }
+    }
+    for q in 0..n {
+        let f = &mut facts[device[q]];
+        if is_leaf[q] {
+            f.root_leaf |= is_root[q];
+            f.leaves.push((table.release(passes[q]), dur(passes[q]), count));
+            f.leaf_allocates |= table.alloc(passes[q]) > 0.0;
+        } else if let Some(lag) = tail_lag[q] {
+            f.tail_lag = Some(f.tail_lag.map_or(lag, |t| t.min(lag)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{run, ScheduleParams};
+
+    fn bound(name: &str, params: &ScheduleParams, limit: Option<f64>) -> (f64, f64) {
+        let a = run(name, params).unwrap();
+        (lower_bound(&a.schedule, &params.costs, limit).value, a.stats.cost)
+    }
+
+    #[test]
+    fn one_f_one_b_at_its_own_memory_is_optimal() {
+        // P = 4, M = 8, F = B = W = 1: 1F1B's 33 is the bound at P·mem-f (head 6, tail 3).
+        let p = ScheduleParams::new(4, 8);
+        assert_eq!(bound("1f1b", &p, Some(4.0)), (33.0, 33.0));
+    }
+
+    #[test]
+    fn zb_h1_meets_the_bound_at_one_f_one_b_memory() {
+        // ZB-H1's (P−1)(F+B−W) = 3 over the ideal 24 is forced at a limit of P·mem-f.
+        let p = ScheduleParams::new(4, 8);
+        assert_eq!(bound("zb-h1", &p, Some(4.0)), (27.0, 27.0));
+        // At twice the memory nothing is forced: the bound is the ideal, which ZB-H2 reaches.
+        assert_eq!(bound("zb-h2", &p, Some(8.0)), (24.0, 24.0));
+    }
+
+    #[test]
+    fn communication_lengthens_the_forced_fill() {
+        let costs = Costs { comm: 1.0, ..Costs::default() };
+        let p = ScheduleParams::new(4, 8).with_costs(costs);
+        let (lb, cost) = bound("zb-h1", &p, Some(4.0));
+        // Head lag F + 3(F+B) + 6 hops = 13, four forwards fit: 9 forced idle.
+        assert_eq!(lb, 24.0 + 9.0);
+        assert!(lb <= cost);
+    }
+}
