@@ -461,7 +461,8 @@ impl<'a> Attempt<'a> {
     fn new(heuristic: &'a Heuristic, settings: Settings<'a>) -> Attempt<'a> {
         let devices = heuristic.v.devices as usize;
         let v = heuristic.v;
-        let builder = Builder::new(v.placement(), heuristic.microbatches, 1, heuristic.costs.clone());
+        let mut builder = Builder::new(v.placement(), heuristic.microbatches, 1, heuristic.costs.clone());
+        builder.reserve_whole_schedule();
         let max_approved = settings.max_approved();
         Attempt {
             heuristic,

@@ -30,9 +30,6 @@ pub struct Builder {
 
 impl Builder {
     /// An empty schedule on `placement` for `microbatches` microbatches of `slices` slices.
-    ///
-    /// Each device's order is reserved for three passes (F, B, W) of every stage it holds, for
-    /// every microbatch and slice, so the orders do not grow by copying.
     pub fn new(placement: Placement, microbatches: u32, slices: u32, costs: StageCosts) -> Builder {
         let keys = KeySpace::new(&placement, microbatches, slices);
         let devices = placement.devices() as usize;
@@ -41,13 +38,8 @@ impl Builder {
             .flat_map(|&kind| (0..placement.stages()).map(move |stage| (kind, stage)))
             .map(|(kind, stage)| DepSlot::of(&placement, keys, Pass::new(kind, stage, 0)))
             .collect();
-        let stages_per_device = (placement.stages() as usize).div_ceil(devices.max(1));
-        let per_device = 3 * stages_per_device * microbatches as usize * slices.max(1) as usize;
         let mut schedule = Schedule::new(placement, microbatches);
         schedule.slices = slices.max(1);
-        for order in &mut schedule.orders {
-            order.reserve_exact(per_device);
-        }
         Builder {
             schedule,
             costs,
@@ -59,6 +51,18 @@ impl Builder {
             max_idle: 0.0,
             memory: vec![0.0; devices],
             peak: vec![0.0; devices],
+        }
+    }
+
+    /// Reserves room for three passes (F, B, W) of every stage of every device, for every
+    /// microbatch and slice, so the orders do not grow by copying. For generators that build
+    /// whole schedules (not ones that abandon most of their builders early).
+    pub fn reserve_whole_schedule(&mut self) {
+        let devices = self.schedule.orders.len().max(1);
+        let stages_per_device = (self.keys.stages() as usize).div_ceil(devices);
+        let per_device = 3 * stages_per_device * self.keys.len() / self.keys.stages().max(1) as usize;
+        for order in &mut self.schedule.orders {
+            order.reserve_exact(per_device.saturating_sub(order.len()));
         }
     }
 
