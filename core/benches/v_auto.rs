@@ -5,8 +5,8 @@
 use bubblescope::{generate, Costs, ScheduleParams};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-fn params(devices: u32, microbatches: u32, costs: Costs, limit: Option<f64>) -> ScheduleParams {
-    let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs);
+fn params(devices: u32, microbatches: u32, costs: &Costs, limit: Option<f64>) -> ScheduleParams {
+    let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
     params.mem_limit = limit;
     params
 }
@@ -17,22 +17,22 @@ fn v_auto(c: &mut Criterion) {
     let balanced = Costs::fbw(2.0, 2.0, 2.0);
     let unbalanced = Costs::fbw(10.0, 12.0, 8.0);
     let cases = [
-        ("P8-M32-default", params(8, 32, balanced, None)),
+        ("P8-M32-default", params(8, 32, &balanced, None)),
         // The size: P = 16, M = 32 (the authors' Python takes 29 s per limit).
-        ("P16-M32-default", params(16, 32, balanced, None)),
-        ("P16-M32-unbalanced", params(16, 32, unbalanced, None)),
-        ("P8-M32-limit5-unbalanced", params(8, 32, unbalanced, Some(5.0))),
-        ("P16-M64-default", params(16, 64, balanced, None)),
-        ("P16-M64-limit12-unbalanced", params(16, 64, unbalanced, Some(12.0))),
-        ("P16-M64-limit6-unbalanced", params(16, 64, unbalanced, Some(6.0))),
-        ("P16-M24-default", params(16, 24, balanced, None)),
+        ("P16-M32-default", params(16, 32, &balanced, None)),
+        ("P16-M32-unbalanced", params(16, 32, &unbalanced, None)),
+        ("P8-M32-limit5-unbalanced", params(8, 32, &unbalanced, Some(5.0))),
+        ("P16-M64-default", params(16, 64, &balanced, None)),
+        ("P16-M64-limit12-unbalanced", params(16, 64, &unbalanced, Some(12.0))),
+        ("P16-M64-limit6-unbalanced", params(16, 64, &unbalanced, Some(6.0))),
+        ("P16-M24-default", params(16, 24, &balanced, None)),
         // Few microbatches (M < 2P), where trimming decides which blocks fit.
-        ("P16-M17-unbalanced", params(16, 17, unbalanced, None)),
-        ("P32-M33-unbalanced", params(32, 33, unbalanced, None)),
-        ("P32-M63-unbalanced", params(32, 63, unbalanced, None)),
-        ("P32-M256-unbalanced", params(32, 256, unbalanced, None)),
+        ("P16-M17-unbalanced", params(16, 17, &unbalanced, None)),
+        ("P32-M33-unbalanced", params(32, 33, &unbalanced, None)),
+        ("P32-M63-unbalanced", params(32, 63, &unbalanced, None)),
+        ("P32-M256-unbalanced", params(32, 256, &unbalanced, None)),
         // Many microbatches at unequal costs: blocks are screened at 2P microbatches.
-        ("P32-M512-unbalanced", params(32, 512, unbalanced, None)),
+        ("P32-M512-unbalanced", params(32, 512, &unbalanced, None)),
     ];
     for (name, params) in &cases {
         group.bench_with_input(BenchmarkId::from_parameter(name), params, |b, params| {
@@ -53,7 +53,7 @@ fn memory_bubble_curve(c: &mut Criterion) {
     for (name, fbw) in [("P16-M32-17-limits", (2.0, 2.0, 2.0)), ("P16-M32-17-limits-unbalanced", (10.0, 12.0, 8.0))] {
         let costs = Costs { mem_w: Some(1.0), ..Costs::fbw(fbw.0, fbw.1, fbw.2) };
         let points: Vec<ScheduleParams> =
-            (0..17).map(|i| params(devices, microbatches, costs, Some(lo + (hi - lo) * f64::from(i) / 16.0))).collect();
+            (0..17).map(|i| params(devices, microbatches, &costs, Some(lo + (hi - lo) * f64::from(i) / 16.0))).collect();
         group.bench_function(name, |b| {
             b.iter(|| {
                 points.iter().map(|p| generate("v-auto", p).expect("v-auto generates").op_count()).sum::<usize>()

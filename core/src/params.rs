@@ -504,6 +504,7 @@ impl StageCosts {
     }
 
     /// Duration of one pass.
+    #[inline]
     pub fn pass(&self, pass: Pass) -> f64 {
         let s = pass.stage as usize;
         let get = |v: &Vec<f64>| v.get(s).copied().unwrap_or(0.0);
@@ -516,6 +517,7 @@ impl StageCosts {
     }
 
     /// Duration of one op: a pass, or an overlapped pair.
+    #[inline]
     pub fn op(&self, op: &Op) -> f64 {
         match *op {
             Op::One(p) => self.pass(p),
@@ -527,6 +529,7 @@ impl StageCosts {
     }
 
     /// Memory a pass allocates when it starts.
+    #[inline]
     pub fn alloc(&self, pass: Pass) -> f64 {
         match pass.kind {
             PassKind::F => self.mem_f.get(pass.stage as usize).copied().unwrap_or(0.0),
@@ -535,6 +538,7 @@ impl StageCosts {
     }
 
     /// Memory a pass releases when it ends.
+    #[inline]
     pub fn release(&self, pass: Pass) -> f64 {
         let s = pass.stage as usize;
         let mf = self.mem_f.get(s).copied().unwrap_or(0.0);

@@ -453,13 +453,16 @@ struct Attempt<'a> {
     max_approved: f64,
     /// The points where the settings decided, in order.
     decisions: Vec<Decision>,
+    /// The current backward round's (device, lane) order (a buffer reused every round).
+    round: Vec<(u32, Lane)>,
 }
 
 impl<'a> Attempt<'a> {
     fn new(heuristic: &'a Heuristic, settings: Settings<'a>) -> Attempt<'a> {
         let devices = heuristic.v.devices as usize;
         let v = heuristic.v;
-        let builder = Builder::new(v.placement(), heuristic.microbatches, 1, heuristic.costs.clone());
+        let mut builder = Builder::new(v.placement(), heuristic.microbatches, 1, heuristic.costs.clone());
+        builder.reserve_whole_schedule();
         let max_approved = settings.max_approved();
         Attempt {
             heuristic,
@@ -471,6 +474,7 @@ impl<'a> Attempt<'a> {
             worst_idle: 0.0,
             max_approved,
             decisions: Vec::with_capacity(4 * devices * heuristic.microbatches as usize),
+            round: Vec::with_capacity(devices),
         }
     }
 
@@ -494,10 +498,14 @@ impl<'a> Attempt<'a> {
 
     /// The next pass of `kind` on `lane` for `device` (microbatch = how many are placed); an
     /// error once all `M` are.
+    ///
+    /// (Hot: the pass is built from the count in registers and the error made out of line, so
+    /// no `Result<Pass, Failure>` goes through memory.)
+    #[inline(always)]
     fn next_pass(&self, device: u32, kind: PassKind, lane: Lane) -> Result<Pass, Failure> {
         let microbatch = self.count(device, kind, lane);
         if microbatch >= self.microbatches() {
-            return Err(Failure::Stuck(format!("device {device} has no {} pass left", kind.name())));
+            return Err(no_pass_left(device, kind));
         }
         Ok(self.heuristic.v.on(kind, lane.chunk(kind), device, microbatch))
     }
@@ -675,26 +683,37 @@ impl<'a> Attempt<'a> {
     /// last device up), then the down lane (from device 0 down).
     fn backward_round(&mut self) -> Result<(), Failure> {
         let (p, m) = (self.devices(), self.microbatches());
-        let mut up = Vec::new();
-        let mut down = Vec::new();
-        for device in 0..p {
-            let done_down = self.count(device, PassKind::B, Lane::Down);
-            let done_up = self.count(device, PassKind::B, Lane::Up);
-            let up_ready = device + 1 == p || done_down >= m || self.placed(device + 1, PassKind::B, Lane::Up, done_up);
-            if done_up < done_down && up_ready {
-                up.push(device);
-            } else {
-                down.push(device);
+        // The round's order, in a buffer kept across rounds: up-lane devices from the last
+        // up, then down-lane ones from device 0.
+        let mut order = std::mem::take(&mut self.round);
+        order.clear();
+        for device in (0..p).rev() {
+            if self.up_lane_first(device, p, m) {
+                order.push((device, Lane::Up));
             }
         }
-        let up = up.into_iter().rev().map(|d| (d, Lane::Up));
-        for (device, lane) in up.chain(down.into_iter().map(|d| (d, Lane::Down))) {
+        for device in 0..p {
+            if !self.up_lane_first(device, p, m) {
+                order.push((device, Lane::Down));
+            }
+        }
+        let result = order.iter().try_for_each(|&(device, lane)| {
             let pass = self.next_pass(device, PassKind::B, lane)?;
             let gate = if lane == Lane::Up { Gate::Always } else { Gate::FillB };
             self.fill_wait(device, pass, lane, gate)?;
-            self.put(device, PassKind::B, lane)?;
-        }
-        Ok(())
+            self.put(device, PassKind::B, lane)
+        });
+        self.round = order;
+        result
+    }
+
+    /// Whether `device`'s backward this round is on the up lane: it lags there and its input
+    /// is placed (read before the round places anything).
+    fn up_lane_first(&self, device: u32, p: u32, m: u32) -> bool {
+        let done_down = self.count(device, PassKind::B, Lane::Down);
+        let done_up = self.count(device, PassKind::B, Lane::Up);
+        let up_ready = device + 1 == p || done_down >= m || self.placed(device + 1, PassKind::B, Lane::Up, done_up);
+        done_up < done_down && up_ready
     }
 
     /// One forward per device (from device 0 down), on the lane that lags if its input is
@@ -742,6 +761,13 @@ impl<'a> Attempt<'a> {
         let worst = idle.iter().copied().fold(0.0, f64::max);
         Done { outcome: Outcome { schedule: self.builder.finish(), idle, worst }, decisions: self.decisions }
     }
+}
+
+/// The failure of asking `device` for one more pass of `kind` than there are microbatches.
+#[cold]
+#[inline(never)]
+fn no_pass_left(device: u32, kind: PassKind) -> Failure {
+    Failure::Stuck(format!("device {device} has no {} pass left", kind.name()))
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {

@@ -303,6 +303,58 @@ fn matches_the_authors_heuristic_under_binding_limits() {
     assert!(below_1f1b > 100, "only {below_1f1b} cases below 1F1B's memory");
 }
 
+/// Asserts `generate("zb-v")` gives the reference's orders pass for pass, when the authors'
+/// code runs to the end; returns whether it did.
+fn agrees_with_the_reference(params: &ScheduleParams) -> bool {
+    let Some(expected) = reference::create_schedule(&reference::Config::of(params)) else { return false };
+    let schedule = generate("zb-v", params).unwrap_or_else(|e| panic!("{params:?}: {e}"));
+    for (device, order) in expected.orders.iter().enumerate() {
+        assert_eq!(&schedule.notation(device as u32), order, "{params:?} device {device}");
+    }
+    true
+}
+
+#[test]
+fn matches_the_reference_at_the_benchmark_size() {
+    // The bench's sizes (issue 14's speed target): P = 32, M = 256 at the paper's profiled
+    // costs, at uneven and at equal costs. The fast path (attempt reuse, the builder's fast
+    // push) must give the straightforward code's orders.
+    for costs in [
+        Costs { comm: 887.0, ..Costs::fbw(18894.0, 19288.0, 14386.0) },
+        Costs::fbw(10.0, 12.0, 8.0),
+        Costs::fbw(2.0, 2.0, 2.0),
+    ] {
+        let params = ScheduleParams::new(32, 256).with_costs(costs);
+        assert!(agrees_with_the_reference(&params), "{params:?}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+    /// Random sizes, whole-number costs (so both sides round alike), memory counts and limits:
+    /// the same orders as the straightforward reference wherever the authors' code finishes.
+    #[test]
+    fn matches_the_reference_on_random_inputs(
+        devices in 1u32..=12,
+        microbatches in 1u32..=40,
+        f in 1u32..=30, b in 1u32..=30, w in 0u32..=30, comm in 0u32..=6,
+        mem_w in proptest::option::of(0u32..=2),
+        half_units in proptest::option::of(0u32..=30),
+    ) {
+        let costs = Costs {
+            comm: f64::from(comm),
+            mem_f: 2.0,
+            mem_w: mem_w.map(f64::from),
+            ..Costs::fbw(f64::from(2 * f), f64::from(2 * b), f64::from(2 * w))
+        };
+        let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs);
+        // Limits around 1F1B's 2P chunk activations of mem-f/2 = 1.
+        params.mem_limit = half_units.map(|u| f64::from(2 * devices + u) - 12.0).filter(|l| *l > 0.0);
+        agrees_with_the_reference(&params);
+    }
+}
+
 /// An independent restatement of the authors' ZB-V heuristic (`zbv.py`, `try_v_schedule` and
 /// `create_schedule`; zero-bubble.md §4.7) in their own terms: per-chunk costs, the memory
 /// deltas `f_mem`, `b_mem`, `w_mem` and `max_mem`, times kept in plain arrays (no [`Builder`]).

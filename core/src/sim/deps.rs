@@ -106,6 +106,16 @@ impl KeySpace {
         pass.stage < self.stages && pass.microbatch < self.microbatches && pass.slice < self.slices
     }
 
+    /// Number of stages.
+    pub fn stages(&self) -> u32 {
+        self.stages
+    }
+
+    /// Number of sequence slices.
+    pub fn slices(&self) -> u32 {
+        self.slices
+    }
+
     /// Number of keys per class.
     pub fn len(&self) -> usize {
         self.stages as usize * self.microbatches as usize * self.slices as usize
