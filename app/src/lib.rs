@@ -5,8 +5,10 @@
 
 pub mod canvas;
 pub mod components;
+pub mod engine;
 pub mod state;
 pub mod url;
+pub mod wire;
 
 use leptos::prelude::*;
 

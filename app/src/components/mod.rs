@@ -9,6 +9,7 @@ mod header;
 mod import;
 mod inputs;
 mod playback;
+mod progress;
 mod screen;
 mod stats;
 
@@ -21,5 +22,6 @@ pub use header::Header;
 pub use import::{load, ImportPanel};
 pub use inputs::{NumberField, NumberKind};
 pub use playback::{ChartFrame, Playback, BASE_SECONDS};
+pub use progress::{EngineNote, Progress, SHOW_AFTER_MS};
 pub use screen::{follow_system_theme, prefers_dark, split_flags, FlagText, SettingsPanel};
 pub use stats::{CompareTable, DeviceTable, StatTiles};
