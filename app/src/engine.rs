@@ -268,7 +268,8 @@ fn spawn(client: &Shared) {
                 }
             });
             if let Some(w) = web_sys::window() {
-                let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(timeout.unchecked_ref(), START_TIMEOUT_MS);
+                let _ =
+                    w.set_timeout_with_callback_and_timeout_and_arguments_0(timeout.unchecked_ref(), START_TIMEOUT_MS);
             }
         }
         Err(reason) => fail(client, &reason),

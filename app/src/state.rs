@@ -78,16 +78,21 @@ impl Outcome {
     /// What the page shows before its first result arrives from the worker: nothing computed
     /// yet (id 0), no error to report.
     pub fn waiting(settings: &Settings) -> Outcome {
-        let label = family(&settings.schedule).map_or_else(
-            || settings.schedule.clone(),
-            |f| f.label(&f.own_params(&settings.params)),
-        );
+        let label = family(&settings.schedule)
+            .map_or_else(|| settings.schedule.clone(), |f| f.label(&f.own_params(&settings.params)));
         let main = Computed {
             name: settings.schedule.clone(),
             label,
             result: Err(UiError { field: None, message: "computing".to_string() }),
         };
-        Outcome { id: 0, main, compare: Vec::new(), baseline: None, params: effective_params(settings), elapsed_ms: 0.0 }
+        Outcome {
+            id: 0,
+            main,
+            compare: Vec::new(),
+            baseline: None,
+            params: effective_params(settings),
+            elapsed_ms: 0.0,
+        }
     }
 
     /// Whether nothing has been computed yet (the first result is still on its way).
@@ -300,7 +305,8 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
             Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
         return (computed, params.clone());
     };
-    let run = bubblescope::formats::analyze_file(&file.name, (**schedule).clone(), params.costs.clone(), params.mem_limit);
+    let run =
+        bubblescope::formats::analyze_file(&file.name, (**schedule).clone(), params.costs.clone(), params.mem_limit);
     let result = run.analysis.map(Arc::new).map_err(UiError::from_analyze);
     (Computed { name: "file".into(), label: run.label, result }, run.params)
 }

@@ -13,7 +13,9 @@
 use std::sync::Arc;
 
 use bubblescope::sim::{DeviceTimeline, MemPoint, OpRef, TimedOp};
-use bubblescope::{Analysis, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule, Stats, Timeline};
+use bubblescope::{
+    Analysis, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule, Stats, Timeline,
+};
 
 use crate::state::{Computed, UiError};
 
@@ -261,14 +263,13 @@ impl Reader<'_> {
         let result = match self.word()? {
             0 => Ok(Arc::new(self.analysis()?)),
             1 => {
-                let field = match self.word()? {
-                    0 => None,
-                    i => Some(
-                        *Field::ALL
-                            .get(i as usize - 1)
-                            .ok_or_else(|| WireError(format!("unknown field {i}, expected 0 to {}", Field::ALL.len())))?,
-                    ),
-                };
+                let field =
+                    match self.word()? {
+                        0 => None,
+                        i => Some(*Field::ALL.get(i as usize - 1).ok_or_else(|| {
+                            WireError(format!("unknown field {i}, expected 0 to {}", Field::ALL.len()))
+                        })?),
+                    };
                 Err(UiError { field, message: self.text()? })
             }
             t => return Err(WireError(format!("unknown result tag {t}, expected 0 or 1"))),
@@ -343,7 +344,8 @@ impl Reader<'_> {
     }
 
     fn stats(&mut self) -> Result<Stats, WireError> {
-        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, peak_memory] = self.numbers()?;
+        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, peak_memory] =
+            self.numbers()?;
         let n = self.count(1)?;
         let mut per_device = Vec::with_capacity(n);
         for _ in 0..n {
@@ -357,7 +359,12 @@ impl Reader<'_> {
 
 /// The placement of `kind` with this stage table, built by its constructor (the table must be
 /// the one the constructor builds, so nothing can arrive that the core could not make).
-fn placement(kind: PlacementKind, devices: u32, per_pipeline: u32, stage_device: Vec<u32>) -> Result<Placement, WireError> {
+fn placement(
+    kind: PlacementKind,
+    devices: u32,
+    per_pipeline: u32,
+    stage_device: Vec<u32>,
+) -> Result<Placement, WireError> {
     let stages = stage_device.len() as u32;
     let built = match kind {
         PlacementKind::Linear => Placement::linear(devices),
@@ -368,7 +375,10 @@ fn placement(kind: PlacementKind, devices: u32, per_pipeline: u32, stage_device:
         PlacementKind::Custom => Placement::custom(devices, stage_device.clone()),
     };
     if built.stage_devices() != stage_device || built.stages_per_pipeline() != per_pipeline {
-        return Err(WireError(format!("the {} placement of {devices} devices does not match its stage table", kind.name())));
+        return Err(WireError(format!(
+            "the {} placement of {devices} devices does not match its stage table",
+            kind.name()
+        )));
     }
     Ok(built)
 }

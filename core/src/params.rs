@@ -137,7 +137,11 @@ impl CostProfile {
             if mw > mf {
                 return Err(ParamError::new(
                     Field::MemW,
-                    format!("mem-w must be at most mem-f, found mem-w {} > mem-f {} in piece {i}", fmt_num(mw), fmt_num(mf)),
+                    format!(
+                        "mem-w must be at most mem-f, found mem-w {} > mem-f {} in piece {i}",
+                        fmt_num(mw),
+                        fmt_num(mf)
+                    ),
                 ));
             }
         }
