@@ -13,9 +13,9 @@
 //!
 //! This crate does no IO: formats read `&str` and write `String`.
 
-pub mod attribution;
 pub mod error;
 pub mod families;
+pub mod attribution;
 pub mod formats;
 pub mod model;
 pub mod params;

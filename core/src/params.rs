@@ -137,11 +137,7 @@ impl CostProfile {
             if mw > mf {
                 return Err(ParamError::new(
                     Field::MemW,
-                    format!(
-                        "mem-w must be at most mem-f, found mem-w {} > mem-f {} in piece {i}",
-                        fmt_num(mw),
-                        fmt_num(mf)
-                    ),
+                    format!("mem-w must be at most mem-f, found mem-w {} > mem-f {} in piece {i}", fmt_num(mw), fmt_num(mf)),
                 ));
             }
         }

@@ -215,8 +215,8 @@ fn no_bubble_is_predicted_outside_the_formulas_domain() {
     let base = Costs::fbw(2.0, 2.0, 1.0);
     for costs in [
         Costs { overlap: Some(2.0), ..base.clone() }, // F&B below the full backward B
-        Costs::fbw(1.0, 2.0, 1.0),                    // F ≠ B − W
-        Costs::fbw(1.0, 1.0, 2.0),                    // W > F
+        Costs::fbw(1.0, 2.0, 1.0),            // F ≠ B − W
+        Costs::fbw(1.0, 1.0, 2.0),            // W > F
         Costs { comm: 0.5, ..base.clone() },
     ] {
         let prediction = predict(&params(4, 8, costs.clone())).unwrap();

@@ -114,11 +114,8 @@ impl Layout {
                 .hint("give one stage per device, or chunks × devices stages in pipeline order"));
         }
         if self.layers() != u64::from(layers) {
-            return Err(err(format!(
-                "the layout holds {} transformer layers, expected --layers {layers}",
-                self.layers()
-            ))
-            .hint("make the `t`s (or the counts) add up to --layers"));
+            return Err(err(format!("the layout holds {} transformer layers, expected --layers {layers}", self.layers()))
+                .hint("make the `t`s (or the counts) add up to --layers"));
         }
         let embeddings = self.pieces.iter().filter(|p| p.embedding).count();
         let losses = self.pieces.iter().filter(|p| p.loss).count();
@@ -235,9 +232,7 @@ fn parse_repeat(chars: &[char], pos: &mut usize) -> Result<usize, ParamError> {
     }
     let digits: String = chars[start..*pos].iter().collect();
     if digits.is_empty() {
-        return Err(
-            err(format!("`*` at position {start} of the layout must be followed by a count")).hint("write e.g. `t*4`")
-        );
+        return Err(err(format!("`*` at position {start} of the layout must be followed by a count")).hint("write e.g. `t*4`"));
     }
     digits.parse::<usize>().ok().filter(|&n| n <= MAX_TOKENS).ok_or_else(|| {
         err(format!("the repetition `*{digits}` in the layout is too large, at most {MAX_TOKENS}"))

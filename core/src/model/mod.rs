@@ -125,9 +125,7 @@ impl Model {
             let max = model_size_limit(field);
             if v == 0 || v > max {
                 return Err(ParamError::new(field, format!("{} must be between 1 and {max}, found {v}", field.name()))
-                    .hint(
-                        "give the model's real shape, or start from a preset: --model (see `bubblescope costs --list`)",
-                    ));
+                    .hint("give the model's real shape, or start from a preset: --model (see `bubblescope costs --list`)"));
             }
         }
         let rates = [(Field::Tflops, self.tflops), (Field::Bandwidth, self.bandwidth)];
@@ -143,10 +141,7 @@ impl Model {
         if !self.latency.is_finite() || self.latency < 0.0 || self.latency > 1e9 {
             return Err(ParamError::new(
                 Field::Latency,
-                format!(
-                    "latency must be between 0 and 1e9 µs, found {}",
-                    crate::render::format_number(self.latency, 6)
-                ),
+                format!("latency must be between 0 and 1e9 µs, found {}", crate::render::format_number(self.latency, 6)),
             )
             .hint("--latency is the time of one hop in µs (default 5)"));
         }
@@ -168,8 +163,7 @@ impl Model {
 
     /// Activation bytes one layer's forward stores, and what W still needs after B.
     pub fn layer_memory(&self) -> [f64; 2] {
-        let (h, s, a, ffn) =
-            (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
+        let (h, s, a, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
         let bsh = self.tokens_hidden();
         [bsh * (18.0 + 4.0 * ffn / h + 5.0 * a * s / h), bsh * (16.0 + 4.0 * ffn / h)]
     }
@@ -236,12 +230,10 @@ impl Model {
             .map(|p| {
                 let n = f64::from(p.layers);
                 let h = if p.loss { head } else { 0.0 };
-                let mem_f =
-                    n * lmf + if p.loss { hmf } else { 0.0 } + if p.embedding { self.embedding_memory() } else { 0.0 };
+                let mem_f = n * lmf + if p.loss { hmf } else { 0.0 } + if p.embedding { self.embedding_memory() } else { 0.0 };
                 let mem_w = n * lmw + if p.loss { hmw } else { 0.0 };
                 let vh = f64::from(self.vocab) * f64::from(self.hidden);
-                let params =
-                    n * self.layer_params() + if p.embedding { vh } else { 0.0 } + if p.loss { vh } else { 0.0 };
+                let params = n * self.layer_params() + if p.embedding { vh } else { 0.0 } + if p.loss { vh } else { 0.0 };
                 PieceCosts {
                     piece: *p,
                     f: self.micros(n * lf + h),

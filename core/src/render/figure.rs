@@ -150,12 +150,7 @@ pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, 
 }
 
 /// The options of schedule `item`'s memory chart in a figure.
-fn memory_options(
-    items: &[FigureItem<'_>],
-    item: &FigureItem<'_>,
-    opts: &FigureOptions,
-    time_range: (f64, f64),
-) -> MemoryOptions {
+fn memory_options(items: &[FigureItem<'_>], item: &FigureItem<'_>, opts: &FigureOptions, time_range: (f64, f64)) -> MemoryOptions {
     let devices = items.iter().map(|i| i.analysis.schedule.devices()).max().unwrap_or(1);
     let title = if items.len() > 1 {
         format!("Activation memory per device — {} (unit of mem-f)", item.label)
