@@ -153,11 +153,11 @@ async function engineCosts(query, moves = 6) {
 }
 
 for (const [name, query] of [
-  ['1f1b P=16 M=64 (2,048 passes + baseline)', 'schedule=1f1b&devices=16&microbatches=64'],
-  ['zb-h1 P=32 M=256 (24,576 + 16,384 passes)', 'schedule=zb-h1&devices=32&microbatches=256'],
-  ['zb-h1 P=64 M=256 (49,152 + 32,768 passes)', 'schedule=zb-h1&devices=64&microbatches=256'],
-  ['zb-auto P=64 M=512 (98,304 + 65,536 passes)', 'schedule=zb-auto&devices=64&microbatches=512'],
-  ['interleaved-1f1b P=64 M=512 V=6 (393,216 + 65,536 passes)', 'schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'],
+  ['1f1b 16 devices × 64 microbatches (2,048 passes + baseline)', 'schedule=1f1b&devices=16&microbatches=64'],
+  ['zb-h1 32 × 256 (24,576 + 16,384 passes)', 'schedule=zb-h1&devices=32&microbatches=256'],
+  ['zb-h1 64 × 256 (49,152 + 32,768 passes)', 'schedule=zb-h1&devices=64&microbatches=256'],
+  ['zb-auto 64 × 512 (98,304 + 65,536 passes)', 'schedule=zb-auto&devices=64&microbatches=512'],
+  ['interleaved-1f1b 64 × 512, 6 chunks (393,216 + 65,536 passes)', 'schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'],
 ]) {
   await bench(`round trip: ${name}: page vs worker (ms)`, () => engineCosts(query));
 }
@@ -174,7 +174,7 @@ await bench('v-auto P=32 M=128→127, uneven costs: slider to redrawn chart (ms)
 await bench('1f1b P=4 M=8→9: slider to redrawn chart (ms)', () => sliderMoves('schedule=1f1b&devices=4&microbatches=8', 8, 9));
 
 await bench('1f1b P=4 M=8 (64 passes): playback frame interval (ms)', () => playbackFrames('schedule=1f1b&devices=4&microbatches=8'));
-await bench('interleaved-1f1b P=64 M=512 V=6 (393,216 passes): playback frame interval (ms)', () => playbackFrames('schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'));
+await bench('interleaved-1f1b 64 × 512, 6 chunks (393,216 passes): playback frame interval (ms)', () => playbackFrames('schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'));
 
 if (only && !Object.keys(results).length) {
   console.error(`no bench matches BENCH_ONLY=${only}`);

@@ -165,11 +165,7 @@ pub fn ChartCard(
         drawn.set_value(panels);
         if redraws.get_untracked() == 0 {
             // Right after the first chart, before anyone can touch a control.
-            let w = web_sys::window();
-            let warm = Closure::once_into_js(move || warm_up(state, &opts));
-            if let Some(w) = w {
-                let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(warm.unchecked_ref(), 0);
-            }
+            schedule_warm_up(state, opts, WARM_UP_ROUNDS);
         }
         redraws.update(|n| *n += 1);
         if let Some(el) = container.get() {
@@ -355,15 +351,34 @@ pub fn ChartCard(
     }
 }
 
+/// How many off-screen redraws [`warm_up`] does after the first chart, one task each.
+const WARM_UP_ROUNDS: u32 = 6;
+
+/// Runs [`warm_up`] `rounds` times, each in its own task so input is never held up.
+fn schedule_warm_up(state: AppState, opts: FigureOptions, rounds: u32) {
+    if rounds == 0 {
+        return;
+    }
+    let task = Closure::once_into_js(move || {
+        warm_up(state, &opts);
+        schedule_warm_up(state, opts, rounds - 1);
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(task.unchecked_ref(), 0);
+    }
+}
+
 /// Computes and draws, off-screen, the schedule one microbatch away from the current settings,
 /// and throws it away.
 ///
-/// The first slider move after loading took 5 to 20 times longer than the ones after it (the
-/// browser benchmark's p95): V8 compiles wasm functions lazily, on their first call (about 30
-/// functions, 35 ms here), and the module's memory grows the first time a second schedule is
-/// alive beside the first (6 grows, 34 ms). Doing one such redraw right after the first chart,
-/// on a canvas that is never shown, pays both before anyone moves a control. Settings the
-/// page would not compute itself (they go to the worker) are left alone.
+/// The first slider moves after loading took 5 to 20 times longer than the ones after them (the
+/// browser benchmark's p95), as a trace shows: V8 compiles wasm functions lazily, on their first
+/// call (about 30 functions, 35 ms here), the module's memory grows the first time a second
+/// schedule is alive beside the first (6 grows, 34 ms), and the hot functions then run
+/// unoptimised while their optimised code compiles in the background (about 250 ms of
+/// compiling on the machine's other core). Doing a few such redraws right after the first
+/// chart, on a canvas that is never shown, pays all three before anyone moves a control.
+/// Settings the page would not compute itself (they go to the worker) are left alone.
 fn warm_up(state: AppState, opts: &FigureOptions) {
     let mut next = state.settings.get_untracked();
     let m = next.params.microbatches;
