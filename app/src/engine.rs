@@ -40,11 +40,12 @@ use crate::wire::{self, Parts, Wire};
 
 /// The most passes (chosen, compared and baseline schedules together) computed on the page.
 ///
-/// Measured in Chromium on the release build (`BENCH_ONLY=round node tests/e2e/bench.mjs`):
-/// at this size generating and simulating on the page takes about 8 ms, while a worker round
-/// trip adds about 3 ms of messaging and decoding and a frame of latency. Below it the
-/// worker saves nothing a user could feel and costs latency; above it the page would drop
-/// frames while the worker keeps it free.
+/// Measured in Chromium on the release build, warm, with the machine under a load of 10 to 13
+/// (`BENCH_ONLY='round trip' node tests/e2e/bench.mjs dist`): zb-h1 32 × 256 (40,960 passes)
+/// computes on the page in 5.1 ms, while the worker's round trip takes 107 ms (36 ms of it
+/// computing, 2.6 ms decoding on the page); at 81,920 passes 12.7 ms against 291 ms. Below
+/// this size a round trip only adds latency; the bound is kept well under a frame of page
+/// work (about 2.5 ms) so slower devices stay fluid too.
 pub const PAGE_MAX_PASSES: u64 = 20_000;
 
 /// A slow search runs on the page up to this fraction of its live limit (the size that takes
