@@ -6,8 +6,10 @@
 pub mod canvas;
 pub mod causes;
 pub mod components;
+pub mod engine;
 pub mod state;
 pub mod url;
+pub mod wire;
 
 use leptos::prelude::*;
 

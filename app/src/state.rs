@@ -74,6 +74,33 @@ impl PartialEq for Outcome {
     }
 }
 
+impl Outcome {
+    /// What the page shows before its first result arrives from the worker: nothing computed
+    /// yet (id 0), no error to report.
+    pub fn waiting(settings: &Settings) -> Outcome {
+        let label = family(&settings.schedule)
+            .map_or_else(|| settings.schedule.clone(), |f| f.label(&f.own_params(&settings.params)));
+        let main = Computed {
+            name: settings.schedule.clone(),
+            label,
+            result: Err(UiError { field: None, message: "computing".to_string() }),
+        };
+        Outcome {
+            id: 0,
+            main,
+            compare: Vec::new(),
+            baseline: None,
+            params: effective_params(settings),
+            elapsed_ms: 0.0,
+        }
+    }
+
+    /// Whether nothing has been computed yet (the first result is still on its way).
+    pub fn is_waiting(&self) -> bool {
+        self.id == 0
+    }
+}
+
 /// View settings that do not change the schedule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct View {
@@ -132,8 +159,14 @@ pub struct AppState {
     pub settings: Memo<Settings>,
     /// An opened schedule file, shown instead of the family while set.
     pub file: RwSignal<Option<LoadedFile>>,
-    /// What they compute to.
-    pub outcome: Memo<Outcome>,
+    /// What they compute to: set by [`crate::engine`] when a computation finishes, on the
+    /// page or in the background worker.
+    pub outcome: RwSignal<Outcome>,
+    /// When the page started waiting for the background worker's result (milliseconds,
+    /// [`now_ms`]); `None` while the outcome is up to date.
+    pub pending: RwSignal<Option<f64>>,
+    /// Why every computation runs on the page (the worker could not start), if it does.
+    pub engine_note: RwSignal<Option<String>>,
     /// The last successful main analysis: the chart keeps it while the settings are invalid.
     pub last_good: RwSignal<Option<Computed>>,
     /// Zoom and highlight.
@@ -174,6 +207,21 @@ pub const MEASURE_KEY: &str = "measure";
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The next computation number (from 1, in the order results are applied).
+pub fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// What a computation may cost: it decides whether slow searches run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    /// On the page's thread: a slow search beyond its live limit is refused (it would freeze
+    /// the tab).
+    Page,
+    /// In the background worker: every family runs up to the pass cap, slow searches too.
+    Background,
+}
+
 /// Refuses searches too slow to run live: the family's [`bubblescope::SlowSearch`] beyond its
 /// live limit.
 fn slow_search(family: &bubblescope::Family, params: &ScheduleParams) -> Option<UiError> {
@@ -197,8 +245,8 @@ fn slow_search(family: &bubblescope::Family, params: &ScheduleParams) -> Option<
     Some(UiError { field: Some(Field::Microbatches), message })
 }
 
-/// Generates, validates and simulates family `name` under `params`.
-pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
+/// Generates, validates and simulates family `name` under `params`, within `budget`.
+pub fn compute_one(name: &str, params: &ScheduleParams, budget: Budget) -> Computed {
     let Some(fam) = family(name) else {
         let e = bubblescope::families::unknown_family(name);
         return Computed {
@@ -209,6 +257,17 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
     };
     let p = fam.own_params(params);
     let label = fam.label(&p);
+    if let Err(error) = admit(fam, &p, budget) {
+        return Computed { name: name.to_string(), label, result: Err(error) };
+    }
+    let result = bubblescope::run(name, &p).map(Arc::new).map_err(UiError::from_analyze);
+    Computed { name: name.to_string(), label, result }
+}
+
+/// The passes `fam` generates under its own parameters `p`, or why the playground refuses to
+/// compute it live (sizes beyond the sliders, the pass cap, and on the page a slow search
+/// beyond its live limit). Decides before any work is done.
+pub fn admit(fam: &bubblescope::Family, p: &ScheduleParams, budget: Budget) -> Result<u64, UiError> {
     if p.devices > MAX_LIVE_DEVICES || p.microbatches > MAX_LIVE_MICROBATCHES {
         let (field, message) = if p.devices > MAX_LIVE_DEVICES {
             (
@@ -221,24 +280,21 @@ pub fn compute_one(name: &str, params: &ScheduleParams) -> Computed {
         } else {
             (Field::Microbatches, format!("the playground draws up to {MAX_LIVE_MICROBATCHES} microbatches, found {}\n  hint: use the CLI for bigger runs", p.microbatches))
         };
-        return Computed { name: name.to_string(), label, result: Err(UiError { field: Some(field), message }) };
+        return Err(UiError { field: Some(field), message });
     }
-    let passes = fam.pass_count(&p);
+    let passes = fam.pass_count(p);
     if passes > MAX_LIVE_PASSES {
         let message = format!(
             "this would be {passes} passes, more than the {MAX_LIVE_PASSES} the playground draws live\n  hint: use fewer devices, microbatches, chunks or sequence splits, or the CLI"
         );
-        return Computed {
-            name: name.to_string(),
-            label,
-            result: Err(UiError { field: Some(Field::Microbatches), message }),
-        };
+        return Err(UiError { field: Some(Field::Microbatches), message });
     }
-    if let Some(error) = slow_search(fam, &p) {
-        return Computed { name: name.to_string(), label, result: Err(error) };
+    if budget == Budget::Page {
+        if let Some(error) = slow_search(fam, p) {
+            return Err(error);
+        }
     }
-    let result = bubblescope::run(name, &p).map(Arc::new).map_err(UiError::from_analyze);
-    Computed { name: name.to_string(), label, result }
+    Ok(passes)
 }
 
 /// Simulates an opened file under the settings' costs.
@@ -255,9 +311,23 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
     (Computed { name: "file".into(), label: run.label, result }, run.params)
 }
 
+/// The families the settings compute without a file, each with its own parameters: the
+/// chosen one, the compared ones and the baseline (1F1B, unless it is the chosen one).
+pub fn planned(settings: &Settings) -> impl Iterator<Item = &str> {
+    let baseline = (settings.schedule != BASELINE.name).then_some(BASELINE.name);
+    std::iter::once(settings.schedule.as_str())
+        .chain(settings.compare.iter().map(String::as_str).filter(|n| *n != settings.schedule))
+        .chain(baseline)
+}
+
+/// The effective parameters of the chosen family (its own options only).
+pub fn effective_params(settings: &Settings) -> ScheduleParams {
+    family(&settings.schedule).map_or_else(|| settings.params.clone(), |f| f.own_params(&settings.params))
+}
+
 /// Computes everything the settings ask for: an opened file or the chosen family, the
-/// compared families and the baseline (1F1B), all at the same settings.
-pub fn compute(settings: &Settings, file: Option<&LoadedFile>) -> Outcome {
+/// compared families and the baseline (1F1B), all at the same settings, within `budget`.
+pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Budget) -> Outcome {
     let start = now_ms();
     // Costs from the model, when one is given; its errors stop every schedule.
     let effective = match settings.effective_params() {
@@ -268,36 +338,27 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>) -> Outcome {
     let (main, params, compare, baseline) = match file {
         Some(file) => {
             let (main, params) = compute_file(file, &settings.params);
-            let compare = settings.compare.iter().map(|n| compute_one(n, &params)).collect();
-            let baseline = compute_one(BASELINE.name, &params).result.ok();
+            let compare = settings.compare.iter().map(|n| compute_one(n, &params, budget)).collect();
+            let baseline = compute_one(BASELINE.name, &params, budget).result.ok();
             (main, params, compare, baseline)
         }
         None => {
-            let main = compute_one(&settings.schedule, &settings.params);
+            let main = compute_one(&settings.schedule, &settings.params, budget);
             let compare = settings
                 .compare
                 .iter()
                 .filter(|n| **n != settings.schedule)
-                .map(|n| compute_one(n, &settings.params))
+                .map(|n| compute_one(n, &settings.params, budget))
                 .collect();
             let baseline = if settings.schedule == BASELINE.name {
                 main.result.as_ref().ok().cloned()
             } else {
-                compute_one(BASELINE.name, &settings.params).result.ok()
+                compute_one(BASELINE.name, &settings.params, budget).result.ok()
             };
-            let params =
-                family(&settings.schedule).map_or_else(|| settings.params.clone(), |f| f.own_params(&settings.params));
-            (main, params, compare, baseline)
+            (main, effective_params(settings), compare, baseline)
         }
     };
-    Outcome {
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        main,
-        compare,
-        baseline,
-        params,
-        elapsed_ms: now_ms() - start,
-    }
+    Outcome { id: next_id(), main, compare, baseline, params, elapsed_ms: now_ms() - start }
 }
 
 /// The outcome when the model the costs come from is wrong: the error at the model setting.
@@ -314,11 +375,17 @@ fn model_error(settings: &Settings, e: bubblescope::ParamError, start: f64) -> O
     }
 }
 
-/// Milliseconds from the page's time origin (0 outside a browser).
+/// Milliseconds from the time origin of the page or of the worker (0 outside a browser).
 pub fn now_ms() -> f64 {
     #[cfg(target_arch = "wasm32")]
     {
-        web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+        use wasm_bindgen::JsCast;
+        thread_local! {
+            // `performance` of the window or of the worker (`window()` is `None` in a worker).
+            static PERFORMANCE: Option<web_sys::Performance> =
+                js_sys::Reflect::get(&js_sys::global(), &"performance".into()).ok().and_then(|p| p.dyn_into().ok());
+        }
+        PERFORMANCE.with(|p| p.as_ref().map_or(0.0, web_sys::Performance::now))
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
@@ -348,7 +415,7 @@ impl AppState {
         });
         let settings = Memo::new(move |_| link.with(Permalink::settings));
         let file = RwSignal::new(None::<LoadedFile>);
-        let outcome = Memo::new(move |_| compute(&settings.get(), file.get().as_ref()));
+        let outcome = RwSignal::new(settings.with_untracked(Outcome::waiting));
         let last_good = RwSignal::new(None);
         Effect::new(move |_| {
             let o = outcome.get();
@@ -356,18 +423,23 @@ impl AppState {
                 last_good.set(Some(o.main.clone()));
             }
         });
-        AppState {
+        let state = AppState {
             link,
             settings,
             file,
             outcome,
+            pending: RwSignal::new(None),
+            engine_note: RwSignal::new(None),
             last_good,
             view,
             theme: RwSignal::new(theme),
             measure: RwSignal::new(measure),
             url_warnings: RwSignal::new(warnings),
             embed,
-        }
+        };
+        // Every change of the settings or the file is computed, on the page or in the worker.
+        crate::engine::run(state);
+        state
     }
 
     /// Shows bubble rates under `measure` and keeps it in the URL (a view preference: no

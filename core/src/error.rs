@@ -105,6 +105,41 @@ pub enum Field {
 }
 
 impl Field {
+    /// Every field, in declaration order.
+    pub const ALL: [Field; 26] = [
+        Field::Schedule,
+        Field::Devices,
+        Field::Microbatches,
+        Field::Chunks,
+        Field::Group,
+        Field::Waves,
+        Field::SeqSplits,
+        Field::F,
+        Field::B,
+        Field::W,
+        Field::Comm,
+        Field::Overlap,
+        Field::MemF,
+        Field::MemW,
+        Field::MemLimit,
+        Field::Layers,
+        Field::Hidden,
+        Field::Heads,
+        Field::Seq,
+        Field::MicroBatch,
+        Field::Vocab,
+        Field::Ffn,
+        Field::Tflops,
+        Field::Bandwidth,
+        Field::Latency,
+        Field::Layout,
+    ];
+
+    /// The field called `name` (see [`Field::name`]).
+    pub fn from_name(name: &str) -> Option<Field> {
+        Field::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// The name shared by the CLI flag (without `--`), the URL parameter and the JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -293,6 +328,18 @@ impl fmt::Display for Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_field_reads_back_from_its_name() {
+        for f in Field::ALL {
+            assert_eq!(Field::from_name(f.name()), Some(f));
+        }
+        let mut names: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Field::ALL.len());
+        assert_eq!(Field::from_name("nope"), None);
+    }
 
     #[test]
     fn param_error_prints_hints_on_their_own_lines() {

@@ -112,6 +112,56 @@ async function playbackFrames(query) {
   return { ...stats(intervals), note: `${passes} passes; cursor overlay drawn per frame in: median ${w.median.toFixed(2)} ms, p95 ${w.p95.toFixed(2)} ms over ${w.n} frames` };
 }
 
+/**
+ * Where computations run: for each query, moves the microbatches slider by one, back and forth,
+ * and reads the root element's `data-engine` after each result: the time to compute on the page
+ * (workers disabled) against the worker's compute time, its round trip (compute, messages and
+ * transfer) and the page's decoding of its result. Medians over `moves` warm moves (the first
+ * result, at load, is left out).
+ */
+async function engineCosts(query, moves = 6) {
+  const m = Number(new URLSearchParams(query).get('microbatches'));
+  const run = async (disable) => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    if (disable) await page.addInitScript(() => { window.Worker = undefined; });
+    await page.goto(`${server.url}?${query}`);
+    await page.waitForFunction(() => Number(document.querySelector('.chart-wrap')?.getAttribute('data-redraws') ?? 0) > 0, null, { timeout: 60000 });
+    const out = [];
+    for (let i = 0; i < moves; i++) {
+      const before = await page.locator('.app').getAttribute('data-computations');
+      await page.evaluate((v) => {
+        const slider = document.querySelector('[data-testid=microbatches-slider]');
+        slider.value = String(v);
+        slider.dispatchEvent(new Event('input', { bubbles: true }));
+      }, i % 2 ? m : m - 1);
+      await page.waitForFunction((b) => document.querySelector('.app').getAttribute('data-computations') !== b, before, { timeout: 60000 });
+      out.push((await page.locator('html').getAttribute('data-engine')).split(' '));
+    }
+    await page.close();
+    return out;
+  };
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const page = (await run(true)).map((e) => Number(e[1]));
+  const worker = await run(false);
+  if (worker.some((e) => e[0] !== 'worker')) return { page: median(page), note: 'stays on the page (under the threshold)' };
+  return {
+    page: median(page),
+    worker: median(worker.map((e) => Number(e[1]))),
+    'round trip': median(worker.map((e) => Number(e[2]))),
+    decode: median(worker.map((e) => Number(e[3]))),
+  };
+}
+
+for (const [name, query] of [
+  ['1f1b 16 devices × 64 microbatches (2,048 passes + baseline)', 'schedule=1f1b&devices=16&microbatches=64'],
+  ['zb-h1 32 × 256 (24,576 + 16,384 passes)', 'schedule=zb-h1&devices=32&microbatches=256'],
+  ['zb-h1 64 × 256 (49,152 + 32,768 passes)', 'schedule=zb-h1&devices=64&microbatches=256'],
+  ['zb-auto 64 × 512 (98,304 + 65,536 passes)', 'schedule=zb-auto&devices=64&microbatches=512'],
+  ['interleaved-1f1b 64 × 512, 6 chunks (393,216 + 65,536 passes)', 'schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'],
+]) {
+  await bench(`round trip: ${name}: page vs worker (ms)`, () => engineCosts(query));
+}
+
 await bench('initial load to first chart (ms)', async () => {
   const loads = [];
   for (let i = 0; i < 5; i++) loads.push(await firstChart('schedule=1f1b&devices=4&microbatches=8'));
@@ -124,8 +174,11 @@ await bench('v-auto P=32 M=128→127, uneven costs: slider to redrawn chart (ms)
 await bench('1f1b P=4 M=8→9: slider to redrawn chart (ms)', () => sliderMoves('schedule=1f1b&devices=4&microbatches=8', 8, 9));
 
 await bench('1f1b P=4 M=8 (64 passes): playback frame interval (ms)', () => playbackFrames('schedule=1f1b&devices=4&microbatches=8'));
-await bench('interleaved-1f1b P=64 M=512 V=6 (393,216 passes): playback frame interval (ms)', () => playbackFrames('schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'));
+await bench('interleaved-1f1b 64 × 512, 6 chunks (393,216 passes): playback frame interval (ms)', () => playbackFrames('schedule=interleaved-1f1b&devices=64&microbatches=512&chunks=6'));
 
+if (only && !Object.keys(results).length) {
+  console.error(`no bench matches BENCH_ONLY=${only}`);
+}
 const wasm = fs.readdirSync(dist).find((f) => f.endsWith('.wasm'));
 const bytes = fs.readFileSync(path.join(dist, wasm));
 results['release .wasm (bytes)'] = { raw: bytes.length, gzip9: zlib.gzipSync(bytes, { level: 9 }).length };

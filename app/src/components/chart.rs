@@ -9,11 +9,15 @@ use bubblescope::render::{
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
 
 use super::playback::{ChartFrame, Layer, Playback, PlaybackBar, PlaybackOverlay};
+use super::progress::{EngineNote, Progress};
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
 use crate::causes::{causes_of, CAUSES_KEY};
-use crate::state::{now_ms, AppState, Computed};
+use crate::engine::runs_on_page;
+use crate::state::{compute, now_ms, AppState, Budget, Computed, MAX_LIVE_MICROBATCHES};
 
 /// One drawn schedule.
 #[derive(Clone)]
@@ -101,8 +105,9 @@ pub fn ChartCard(
     Effect::new(move |_| {
         let effect_start = now_ms();
         let (panels, is_stale) = shown(state, with_causes.get());
-        stale.set(is_stale && !panels.is_empty());
-        nothing.set(is_stale && panels.is_empty());
+        let waiting = state.outcome.with(|o| o.is_waiting());
+        stale.set(is_stale && !waiting && !panels.is_empty());
+        nothing.set(is_stale && !waiting && panels.is_empty());
         let w = width.get();
         let theme = state.theme.get().theme();
         let view = state.view.get();
@@ -182,6 +187,10 @@ pub fn ChartCard(
             ),
         );
         drawn.set_value(panels);
+        if redraws.get_untracked() == 0 {
+            // Right after the first chart, before anyone can touch a control.
+            schedule_warm_up(state, opts, WARM_UP_ROUNDS);
+        }
         redraws.update(|n| *n += 1);
         if let Some(el) = container.get() {
             let _ = el.set_attribute("data-redraws", &redraws.get_untracked().to_string());
@@ -326,6 +335,8 @@ pub fn ChartCard(
                 </div>
             </div>
             <div class="chart-wrap" node_ref=container>
+                <Progress/>
+                <EngineNote/>
                 <Show when=move || stale.get()>
                     <div class="stale-note" role="status">"Showing the last valid schedule — fix the highlighted setting to update."</div>
                 </Show>
@@ -376,6 +387,64 @@ pub fn ChartCard(
                 </Show>
             </div>
         </section>
+    }
+}
+
+/// How many off-screen redraws [`warm_up`] does after the first chart, one task each.
+const WARM_UP_ROUNDS: u32 = 6;
+
+/// Runs [`warm_up`] `rounds` times, each in its own task so input is never held up.
+fn schedule_warm_up(state: AppState, opts: FigureOptions, rounds: u32) {
+    if rounds == 0 {
+        return;
+    }
+    let task = Closure::once_into_js(move || {
+        warm_up(state, &opts);
+        schedule_warm_up(state, opts, rounds - 1);
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(task.unchecked_ref(), 0);
+    }
+}
+
+/// Computes and draws, off-screen, the schedule one microbatch away from the current settings,
+/// and throws it away.
+///
+/// The first slider moves after loading took 5 to 20 times longer than the ones after them (the
+/// browser benchmark's p95), as a trace shows: V8 compiles wasm functions lazily, on their first
+/// call (about 30 functions, 35 ms here), the module's memory grows the first time a second
+/// schedule is alive beside the first (6 grows, 34 ms), and the hot functions then run
+/// unoptimised while their optimised code compiles in the background (about 250 ms of
+/// compiling on the machine's other core). Doing a few such redraws right after the first
+/// chart, on a canvas that is never shown, pays all three before anyone moves a control.
+/// Settings the page would not compute itself (they go to the worker) are left alone.
+fn warm_up(state: AppState, opts: &FigureOptions) {
+    let mut next = state.settings.get_untracked();
+    let m = next.params.microbatches;
+    next.params.microbatches = if m < MAX_LIVE_MICROBATCHES { m + 1 } else { m.saturating_sub(1).max(1) };
+    if state.file.with_untracked(Option::is_some) || !runs_on_page(&next, false) {
+        return;
+    }
+    let outcome = compute(&next, None, Budget::Page);
+    let analyses: Vec<(String, Arc<Analysis>)> = std::iter::once(&outcome.main)
+        .chain(&outcome.compare)
+        .filter_map(|c| c.result.as_ref().ok().map(|a| (c.label.clone(), a.clone())))
+        .collect();
+    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
+    if items.is_empty() {
+        return;
+    }
+    let fig = figure(&items, opts);
+    let Some(canvas) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.create_element("canvas").ok())
+        .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok())
+    else {
+        return;
+    };
+    let _ = draw_scene(&canvas, &fig.gantt, opts.width, fig.geometry.height);
+    if let Some(memory) = &fig.memory {
+        let _ = draw_scene(&canvas, memory, opts.width, MEMORY_HEIGHT * items.len() as f64);
     }
 }
 

@@ -12,6 +12,9 @@ pub fn ErrorBanner() -> impl IntoView {
     let problems = move || {
         state.outcome.with(|o| {
             let mut out: Vec<(String, String)> = Vec::new();
+            if o.is_waiting() {
+                return out;
+            }
             if let Err(e) = &o.main.result {
                 let head = match e.field {
                     Some(f) => format!("{} cannot run with these settings (see {}):", o.main.label, f.name()),

@@ -11,6 +11,7 @@ mod import;
 mod inputs;
 mod model;
 mod playback;
+mod progress;
 mod screen;
 mod stats;
 
@@ -25,5 +26,6 @@ pub use import::{load, ImportPanel};
 pub use inputs::{NumberField, NumberKind};
 pub use model::{DerivedTable, ModelPanel, SizeLimitField};
 pub use playback::{ChartFrame, Playback, BASE_SECONDS};
+pub use progress::{EngineNote, Progress, SHOW_AFTER_MS};
 pub use screen::{follow_system_theme, prefers_dark, split_flags, FlagText, SettingsPanel};
 pub use stats::{BottleneckVerdict, CompareTable, DeviceTable, StatTiles};

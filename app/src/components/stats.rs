@@ -137,7 +137,7 @@ pub fn StatTiles() -> impl IntoView {
             <div class="tile">
                 <div class="tile-label">"Speedup"<span class="tile-sub" title="over 1F1B, same settings">" over 1F1B, same settings"</span></div>
                 <div class="tile-value" data-testid="stat-speedup">{move || speedup().map(|s| format!("{}×", format_number(s, 3))).unwrap_or_else(|| "—".into())}</div>
-                <div class="tile-foot">{move || outcome.with(|o| format!("computed in {} ms", format_number(o.elapsed_ms, 1)))}</div>
+                <div class="tile-foot">{move || outcome.with(|o| if o.is_waiting() { "computing…".to_string() } else { format!("computed in {} ms", format_number(o.elapsed_ms, 1)) })}</div>
             </div>
             <div class="tile">
                 <div class="tile-label">"Closed form"<span class="tile-sub" title=move || prediction().map_or("cost − ideal", |p| p.3)>{move || format!(" {}", prediction().map_or("cost − ideal", |p| p.3))}</span></div>

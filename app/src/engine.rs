@@ -1,0 +1,468 @@
+//! Where computations run: on the page for small schedules, in a background Web Worker for
+//! everything else, so heavy work never blocks the page.
+//!
+//! * **One wasm.** The worker runs the page's own module: the page hands it the compiled
+//!   `WebAssembly.Module` and the URL of its JS glue, the worker instantiates them, and
+//!   `main` sees no window and serves requests ([`serve`]) instead of mounting the app.
+//! * **One message per settings change.** A request is the settings as a permalink query
+//!   (`bubblescope::permalink`), so every settings key reaches the worker without a second
+//!   format. The worker answers with the [`crate::wire`] encoding in transferred buffers.
+//! * **Only the latest result is applied.** Every settings change takes the next sequence
+//!   number; a result whose number is not the latest is dropped. While the worker is busy,
+//!   a newer request waits in a one-place queue (it replaces the waiting one, which is never
+//!   sent); when the running request is stale and has run for [`RESTART_AFTER_MS`], the
+//!   worker is replaced instead of waited for.
+//! * **Small schedules stay on the page** ([`runs_on_page`]): under [`PAGE_MAX_PASSES`]
+//!   passes a worker round trip costs more than it saves (see the constant), so the slider
+//!   redraws as fast as before.
+//! * **The chart keeps the last result** while the worker computes; [`AppState::pending`]
+//!   drives the progress bar.
+//! * **Fallback.** When the worker cannot start (no `Worker`, a failed load, no answer in
+//!   [`START_TIMEOUT_MS`]), every computation runs on the page under the page's budget and
+//!   [`AppState::engine_note`] says so.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use bubblescope::family;
+use bubblescope::permalink::{self, Settings};
+use js_sys::{Array, Float64Array, Object, Reflect, Uint32Array, Uint8Array};
+use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
+
+use crate::state::{
+    admit, compute, effective_params, next_id, now_ms, planned, AppState, Budget, Computed, LoadedFile, Outcome,
+    UiError,
+};
+use crate::wire::{self, Parts, Wire};
+
+/// The most passes (chosen, compared and baseline schedules together) computed on the page.
+///
+/// Measured in Chromium on the release build, warm, with the machine under a load of 10 to 13
+/// (`BENCH_ONLY='round trip' node tests/e2e/bench.mjs dist`): zb-h1 32 × 256 (40,960 passes)
+/// computes on the page in 5.1 ms, while the worker's round trip takes 107 ms (36 ms of it
+/// computing, 2.6 ms decoding on the page); at 81,920 passes 12.7 ms against 291 ms. Below
+/// this size a round trip only adds latency; the bound is kept well under a frame of page
+/// work (about 2.5 ms) so slower devices stay fluid too.
+pub const PAGE_MAX_PASSES: u64 = 20_000;
+
+/// A slow search runs on the page up to this fraction of its live limit (the size that takes
+/// about half a second, [`bubblescope::SlowSearch::live_limit`]): about one frame.
+const PAGE_SEARCH_SHARE: u64 = 32;
+
+/// How long the worker may take to start before the page computes on its own.
+pub const START_TIMEOUT_MS: i32 = 10_000;
+
+/// A stale request that has run this long is abandoned (the worker is replaced) when a new one
+/// arrives, rather than waited for.
+pub const RESTART_AFTER_MS: f64 = 250.0;
+
+/// Whether the settings are cheap enough to compute on the page (always, with a file: its
+/// schedule is already here and simulating it is linear).
+pub fn runs_on_page(settings: &Settings, file: bool) -> bool {
+    if file {
+        return true;
+    }
+    let mut passes = 0u64;
+    for name in planned(settings) {
+        let Some(fam) = family(name) else { continue };
+        let p = fam.own_params(&settings.params);
+        // A refused schedule costs nothing: its message comes at once.
+        let Ok(n) = admit(fam, &p, Budget::Background) else { continue };
+        let slow = fam
+            .slow_search
+            .is_some_and(|s| (s.size)(&p).is_some_and(|size| size.saturating_mul(PAGE_SEARCH_SHARE) > s.live_limit));
+        if slow {
+            return false;
+        }
+        passes = passes.saturating_add(n);
+    }
+    passes <= PAGE_MAX_PASSES
+}
+
+/// The worker's start-up script: it loads the page's glue with the page's compiled module; the
+/// module's `main` then calls [`serve`].
+const BOOTSTRAP: &str = r#"self.onmessage = async (event) => {
+  self.onmessage = null;
+  try {
+    const glue = await import(event.data.glue);
+    await glue.default({ module_or_path: event.data.module });
+  } catch (e) {
+    self.postMessage({ failed: String(e && e.message || e) });
+  }
+};"#;
+
+/// The message a worker sends once it serves requests.
+const READY: &str = "ready";
+
+#[wasm_bindgen]
+extern "C" {
+    /// The URL of this module's JS glue (`import.meta.url` of the glue).
+    #[wasm_bindgen(thread_local_v2, js_namespace = ["import", "meta"], js_name = url)]
+    static GLUE_URL: String;
+}
+
+/// A request on its way to, or waiting for, the worker.
+struct Job {
+    seq: u64,
+    query: String,
+    settings: Settings,
+    /// When the worker got it.
+    sent: f64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Status {
+    Starting,
+    Ready,
+    Failed,
+}
+
+/// The page's side of the worker.
+struct Client {
+    state: AppState,
+    worker: Option<Worker>,
+    /// Keeps the worker's event handlers alive while it lives.
+    handlers: Vec<Closure<dyn FnMut(JsValue)>>,
+    status: Status,
+    /// The sequence number of the latest settings change.
+    latest: u64,
+    in_flight: Option<Job>,
+    queued: Option<Job>,
+    /// How many workers were started (for messages and tests).
+    started: u32,
+}
+
+type Shared = Rc<RefCell<Client>>;
+
+impl Client {
+    /// Stops the worker; its late messages go nowhere (its handlers are detached first).
+    fn stop_worker(&mut self) {
+        if let Some(w) = self.worker.take() {
+            w.set_onmessage(None);
+            w.set_onerror(None);
+            w.terminate();
+        }
+        self.handlers.clear();
+    }
+}
+
+/// Computes every settings change of `state`: the current settings at once (on the page, or
+/// sent to the worker), then each change.
+pub fn run(state: AppState) {
+    let client: Shared = Rc::new(RefCell::new(Client {
+        state,
+        worker: None,
+        handlers: Vec::new(),
+        status: Status::Starting,
+        latest: 0,
+        in_flight: None,
+        queued: None,
+        started: 0,
+    }));
+    let first = state.settings.get_untracked();
+    request(&client, &first, None);
+    spawn(&client);
+    Effect::new(move |prev: Option<()>| {
+        let settings = state.settings.get();
+        let file = state.file.get();
+        // The first run sees what was just requested.
+        if prev.is_some() || file.is_some() || settings != first {
+            request(&client, &settings, file.as_ref());
+        }
+    });
+}
+
+/// Starts computing `settings` (and `file`) as the latest request.
+fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
+    let state = {
+        let mut c = client.borrow_mut();
+        c.latest += 1;
+        let on_page = c.status == Status::Failed || runs_on_page(settings, file.is_some());
+        if !on_page {
+            let job = Job { seq: c.latest, query: query_of(&c.state, settings), settings: settings.clone(), sent: 0.0 };
+            let stale_and_long = c.in_flight.as_ref().is_some_and(|j| now_ms() - j.sent > RESTART_AFTER_MS);
+            c.queued = Some(job);
+            let state = c.state;
+            drop(c);
+            state.pending.set(Some(now_ms()));
+            if stale_and_long {
+                restart(client);
+            } else {
+                send_next(client);
+            }
+            return;
+        }
+        c.queued = None;
+        c.state
+    };
+    let outcome = compute(settings, file, Budget::Page);
+    report(&format!("page {:.1}", outcome.elapsed_ms));
+    state.pending.set(None);
+    state.outcome.set(outcome);
+}
+
+/// Where and how fast the last result was computed, for the browser benchmark:
+/// `page <compute ms>` or `worker <compute ms> <round trip ms> <decode ms>` on the root
+/// element's `data-engine`.
+fn report(text: &str) {
+    if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+        let _ = root.set_attribute("data-engine", text);
+    }
+}
+
+/// The query the worker reads the settings from: the whole permalink (so keys added to the
+/// settings travel without a change here).
+fn query_of(state: &AppState, settings: &Settings) -> String {
+    let mut link = state.link.get_untracked();
+    // The link is the source of the settings; they agree except within the same tick.
+    link.schedule.clone_from(&settings.schedule);
+    link.params = settings.params.clone();
+    link.compare.clone_from(&settings.compare);
+    permalink::to_query(&link)
+}
+
+/// Sends the queued request when the worker is ready and idle.
+fn send_next(client: &Shared) {
+    let mut c = client.borrow_mut();
+    if c.status != Status::Ready || c.in_flight.is_some() {
+        return;
+    }
+    let Some(mut job) = c.queued.take() else { return };
+    let Some(worker) = c.worker.clone() else { return };
+    let msg = Array::of2(&JsValue::from_f64(job.seq as f64), &JsValue::from_str(&job.query));
+    job.sent = now_ms();
+    c.in_flight = Some(job);
+    drop(c);
+    if let Err(e) = worker.post_message(&msg) {
+        fail(client, &format!("it refused a message ({})", describe(&e)));
+    }
+}
+
+/// Replaces the worker (abandoning what it runs) and sends the queued request to the new one.
+fn restart(client: &Shared) {
+    {
+        let mut c = client.borrow_mut();
+        c.stop_worker();
+        c.in_flight = None;
+        c.status = Status::Starting;
+    }
+    spawn(client);
+}
+
+/// Starts a worker on this page's module.
+fn spawn(client: &Shared) {
+    match new_worker(client) {
+        Ok(()) => {
+            let weak = Rc::downgrade(client);
+            let started = client.borrow().started;
+            let timeout = Closure::once_into_js(move || {
+                let Some(client) = weak.upgrade() else { return };
+                let late = {
+                    let c = client.borrow();
+                    c.status == Status::Starting && c.started == started
+                };
+                if late {
+                    fail(&client, &format!("it did not answer within {} s", START_TIMEOUT_MS / 1000));
+                }
+            });
+            if let Some(w) = web_sys::window() {
+                let _ =
+                    w.set_timeout_with_callback_and_timeout_and_arguments_0(timeout.unchecked_ref(), START_TIMEOUT_MS);
+            }
+        }
+        Err(reason) => fail(client, &reason),
+    }
+}
+
+fn new_worker(client: &Shared) -> Result<(), String> {
+    let blob_parts = Array::of1(&JsValue::from_str(BOOTSTRAP));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("text/javascript");
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&blob_parts, &options).map_err(|e| describe(&e))?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|e| describe(&e))?;
+    let opts = WorkerOptions::new();
+    opts.set_type(WorkerType::Module);
+    opts.set_name("bubblescope-compute");
+    let worker = Worker::new_with_options(&url, &opts).map_err(|e| describe(&e));
+    let _ = web_sys::Url::revoke_object_url(&url);
+    let worker = worker?;
+
+    let weak = Rc::downgrade(client);
+    let on_message = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+        if let Some(client) = weak.upgrade() {
+            on_message(&client, ev.unchecked_into());
+        }
+    });
+    let weak = Rc::downgrade(client);
+    let on_error = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+        let ev: ErrorEvent = ev.unchecked_into();
+        // Handled here: not an uncaught error of the page.
+        ev.prevent_default();
+        if let Some(client) = weak.upgrade() {
+            on_error(&client, &ev.message());
+        }
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+
+    let init = Object::new();
+    let glue = GLUE_URL.with(Clone::clone);
+    let _ = Reflect::set(&init, &"glue".into(), &glue.into());
+    let _ = Reflect::set(&init, &"module".into(), &wasm_bindgen::module());
+    worker.post_message(&init).map_err(|e| describe(&e))?;
+
+    let mut c = client.borrow_mut();
+    c.worker = Some(worker);
+    c.handlers = vec![on_message, on_error];
+    c.status = Status::Starting;
+    c.started += 1;
+    Ok(())
+}
+
+fn on_message(client: &Shared, ev: MessageEvent) {
+    let data = ev.data();
+    if data.as_string().as_deref() == Some(READY) {
+        client.borrow_mut().status = Status::Ready;
+        send_next(client);
+        return;
+    }
+    if let Some(reason) = Reflect::get(&data, &"failed".into()).ok().and_then(|v| v.as_string()) {
+        fail(client, &format!("it could not load ({reason})"));
+        return;
+    }
+    let Ok(parts) = data.dyn_into::<Array>() else { return };
+    let seq = parts.get(0).as_f64().unwrap_or(-1.0) as u64;
+    let (job, latest, state) = {
+        let mut c = client.borrow_mut();
+        let job = c.in_flight.take();
+        (job, c.latest, c.state)
+    };
+    if let Some(job) = job.filter(|j| j.seq == seq && seq == latest) {
+        let received = now_ms();
+        let outcome = match read_result(&parts) {
+            Ok(p) => outcome_of(p, &job.settings),
+            Err(e) => failed_outcome(&job.settings, &format!("the worker's result could not be read: {e}")),
+        };
+        let decoded = now_ms();
+        report(&format!("worker {:.1} {:.1} {:.1}", outcome.elapsed_ms, received - job.sent, decoded - received));
+        state.pending.set(None);
+        state.outcome.set(outcome);
+    }
+    send_next(client);
+}
+
+fn on_error(client: &Shared, message: &str) {
+    let (status, job, state) = {
+        let mut c = client.borrow_mut();
+        (c.status, c.in_flight.take(), c.state)
+    };
+    if status == Status::Starting {
+        fail(client, &format!("it could not load ({message})"));
+        return;
+    }
+    // It stopped while computing: report it for that request and start a fresh worker.
+    if let Some(job) = job.filter(|j| j.seq == client.borrow().latest) {
+        let msg = format!(
+            "the computation stopped: {message}\n  hint: change a setting to try again, or use the CLI for this size"
+        );
+        state.pending.set(None);
+        state.outcome.set(failed_outcome(&job.settings, &msg));
+    }
+    restart(client);
+}
+
+/// Gives up on the worker: every computation runs on the page from now on, the page says
+/// why, and a request waiting for the worker is computed here.
+fn fail(client: &Shared, reason: &str) {
+    let (state, waiting) = {
+        let mut c = client.borrow_mut();
+        c.stop_worker();
+        c.status = Status::Failed;
+        let latest = c.latest;
+        let waiting = c.in_flight.take().into_iter().chain(c.queued.take()).find(|j| j.seq == latest);
+        (c.state, waiting)
+    };
+    state.engine_note.set(Some(format!(
+        "Computing on this page: the background worker could not start ({reason}). Large schedules pause the page while they compute, and the slowest searches are limited."
+    )));
+    if let Some(job) = waiting {
+        let outcome = compute(&job.settings, None, Budget::Page);
+        report(&format!("page {:.1}", outcome.elapsed_ms));
+        state.pending.set(None);
+        state.outcome.set(outcome);
+    }
+}
+
+fn describe(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// The worker's message: `[seq, numbers, words, text]`.
+fn read_result(parts: &Array) -> Result<Parts, String> {
+    let numbers = parts.get(1).dyn_into::<Float64Array>().map_err(|_| "no numbers".to_string())?;
+    let words = parts.get(2).dyn_into::<Uint32Array>().map_err(|_| "no words".to_string())?;
+    let text = parts.get(3).dyn_into::<Uint8Array>().map_err(|_| "no text".to_string())?;
+    let wire = Wire { numbers: numbers.to_vec(), words: words.to_vec(), text: text.to_vec() };
+    wire::decode(&wire).map_err(|e| e.to_string())
+}
+
+/// The outcome of a worker's result for `settings`.
+fn outcome_of(parts: Parts, settings: &Settings) -> Outcome {
+    Outcome {
+        id: next_id(),
+        main: parts.main,
+        compare: parts.compare,
+        baseline: parts.baseline,
+        params: effective_params(settings),
+        elapsed_ms: parts.elapsed_ms,
+    }
+}
+
+/// An outcome whose main schedule failed with `message`.
+fn failed_outcome(settings: &Settings, message: &str) -> Outcome {
+    let mut o = Outcome::waiting(settings);
+    o.id = next_id();
+    o.main = Computed { result: Err(UiError { field: None, message: message.to_string() }), ..o.main };
+    o
+}
+
+/// The worker's side: answers every request with the encoded result. Called by `main` when
+/// the module runs in a worker.
+pub fn serve() {
+    let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let reply_to = scope.clone();
+    let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let data: Array = ev.data().unchecked_into();
+        let seq = data.get(0);
+        let query = data.get(1).as_string().unwrap_or_default();
+        let (link, _) = permalink::parse(&query);
+        let outcome = compute(&link.settings(), None, Budget::Background);
+        let parts = Parts {
+            main: outcome.main,
+            compare: outcome.compare,
+            baseline: outcome.baseline,
+            elapsed_ms: outcome.elapsed_ms,
+        };
+        let w = wire::encode(&parts);
+        let numbers = Float64Array::from(w.numbers.as_slice());
+        let words = Uint32Array::from(w.words.as_slice());
+        let text = Uint8Array::from(w.text.as_slice());
+        let transfer = Array::of3(&numbers.buffer(), &words.buffer(), &text.buffer());
+        let msg = Array::of4(&seq, &numbers, &words, &text);
+        let _ = reply_to.post_message_with_transfer(&msg, &transfer);
+    });
+    scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));
+    handler.forget();
+    let _ = scope.post_message(&JsValue::from_str(READY));
+}
+
+/// Whether this module runs in a worker (no window).
+pub fn in_worker() -> bool {
+    web_sys::window().is_none()
+}
