@@ -47,6 +47,7 @@ pub fn App() -> impl IntoView {
                     <ErrorBanner/>
                     <StatTiles/>
                     <BottleneckVerdict/>
+                    <CompareAllCard/>
                     <ChartCard/>
                     <CompareTable/>
                     <DerivedTable/>

@@ -1,6 +1,7 @@
 //! Page components, one per file.
 
 mod chart;
+mod compare_all;
 mod controls;
 mod embed;
 mod errors;
@@ -14,6 +15,7 @@ mod screen;
 mod stats;
 
 pub use chart::ChartCard;
+pub use compare_all::CompareAllCard;
 pub use controls::Controls;
 pub use embed::EmbedView;
 pub use errors::ErrorBanner;
