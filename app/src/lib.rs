@@ -14,7 +14,8 @@ pub mod wire;
 use leptos::prelude::*;
 
 use components::{
-    AttributionBar, BottleneckVerdict, ChartCard, CompareTable, DerivedTable, DeviceTable, EmbedView, ErrorBanner,
+    AttributionBar, BottleneckVerdict, ChartCard, CompareAllCard, CompareTable, DerivedTable, DeviceTable, EmbedView,
+    ErrorBanner,
     Header, SettingsPanel, StatTiles,
 };
 use state::AppState;
@@ -51,6 +52,7 @@ pub fn App() -> impl IntoView {
                     <StatTiles/>
                     <BottleneckVerdict/>
                     <AttributionBar/>
+                    <CompareAllCard/>
                     <ChartCard/>
                     <CompareTable/>
                     <DerivedTable/>

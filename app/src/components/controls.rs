@@ -402,7 +402,13 @@ pub fn CompareInputs() -> impl IntoView {
             .map(|f| view! { <option value=f.name>{f.title}</option> })
             .collect_view()
     };
+    let all_open = move || super::compare_all::is_open(state);
     let body = view! {
+        <button type="button" class="button wide" data-testid="compare-all"
+            aria-pressed=move || all_open().to_string()
+            on:click=move |_| super::compare_all::set_open(state, !all_open())>
+            {move || if all_open() { "Hide the comparison of all families" } else { "Compare all families (Pareto chart)" }}
+        </button>
         <p class="help">"Stack other families below on one time axis, at the same settings."</p>
         <div class="chips">
             <For each=chosen key=|n| n.clone() let:name>

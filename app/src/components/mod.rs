@@ -2,6 +2,7 @@
 
 mod attribution;
 mod chart;
+mod compare_all;
 mod controls;
 mod embed;
 mod errors;
@@ -17,6 +18,7 @@ mod stats;
 
 pub use attribution::AttributionBar;
 pub use chart::ChartCard;
+pub use compare_all::CompareAllCard;
 pub use controls::Controls;
 pub use embed::EmbedView;
 pub use errors::ErrorBanner;

@@ -1,0 +1,250 @@
+//! "Compare all": every family at the current settings on one Pareto chart of peak memory
+//! against time per iteration; clicking a point opens that schedule.
+//!
+//! The runs are the CLI's `sweep` runs (`bubblescope::plan`), the chart is core's
+//! `render::pareto_chart` drawn by the one drawing routine.
+
+use std::sync::Arc;
+
+use bubblescope::model::format_bytes;
+use bubblescope::plan::{run_one, RunSpec, Sweep, SweepSpec};
+use bubblescope::render::{format_micros, format_number, pareto_chart, AxisUnit, ParetoGeometry, ParetoOptions, ParetoPoint};
+use bubblescope::{Field, FAMILIES};
+use leptos::html::{Canvas, Div};
+use leptos::prelude::*;
+
+use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
+use crate::state::{AppState, MAX_LIVE_PASSES};
+
+/// The URL key of the view (`view=all`), a view preference.
+pub const VIEW_KEY: &str = "view";
+
+/// Height of the chart in CSS pixels.
+const HEIGHT: f64 = 380.0;
+
+/// Every family at the settings, the way `bubblescope sweep --schedules all` runs them, but
+/// leaving out runs too big to compute live (they are listed as invalid with the reason).
+fn sweep_all(state: AppState) -> Result<Sweep, String> {
+    let settings = state.settings.get();
+    let params = settings.effective_params().map_err(|e| e.to_string())?;
+    let spec = SweepSpec {
+        families: FAMILIES.iter().collect(),
+        devices: params.devices,
+        microbatches: vec![params.microbatches],
+        chunks: Vec::new(),
+        mem_limits: params.mem_limit.into_iter().collect(),
+        costs: params.costs.clone(),
+        bytes: settings.model.given(),
+    };
+    let specs = spec.expand().map_err(|e| e.to_string())?;
+    let outcomes = specs.into_iter().map(|s: RunSpec| {
+        let too_slow = s.family.slow_search.and_then(|search| {
+            let size = (search.size)(&s.params)?;
+            (size > search.live_limit).then(|| format!("{} runs live up to {} = {}", search.what, search.unit, search.live_limit))
+        });
+        if s.passes() > MAX_LIVE_PASSES {
+            let error = format!("{} passes: more than the playground runs live", s.passes());
+            return Err(bubblescope::plan::InvalidRun { spec: s, error });
+        }
+        if let Some(error) = too_slow {
+            return Err(bubblescope::plan::InvalidRun { spec: s, error });
+        }
+        run_one(s)
+    });
+    Ok(Sweep::collect(outcomes))
+}
+
+/// A finished sweep, compared by identity (a new sweep is a new value).
+#[derive(Clone)]
+struct Swept(Result<Arc<Sweep>, String>);
+
+impl PartialEq for Swept {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Ok(a), Ok(b)) => Arc::ptr_eq(a, b),
+            (Err(a), Err(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Opens or closes the view (kept in the URL as `view=all`).
+pub fn set_open(state: AppState, open: bool) {
+    state.link.update(|l| l.set_extra(VIEW_KEY, open.then(|| "all".to_string())));
+}
+
+/// Whether the view is open.
+pub fn is_open(state: AppState) -> bool {
+    state.link.with(|l| l.extra(VIEW_KEY) == Some("all"))
+}
+
+/// The card: the chart, the front in words, and what could not run.
+#[component]
+pub fn CompareAllCard() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let open = Memo::new(move |_| is_open(state));
+    view! {
+        <Show when=move || open.get()>
+            <CompareAllView/>
+        </Show>
+    }
+}
+
+#[component]
+fn CompareAllView() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    // Recomputed only when the settings change (not on theme or zoom).
+    let swept = Memo::new(move |_| Swept(sweep_all(state).map(Arc::new)));
+    let sweep = Signal::derive(move || swept.get().0);
+    let container: NodeRef<Div> = NodeRef::new();
+    let width = use_width(container);
+    let canvas_ref: NodeRef<Canvas> = NodeRef::new();
+    let geometry = StoredValue::new(None::<ParetoGeometry>);
+    let hover = RwSignal::new(None::<(f64, f64, String)>);
+    let units = move || {
+        if state.link.with(|l| l.model.given()) {
+            (AxisUnit::Bytes, AxisUnit::Micros)
+        } else {
+            (AxisUnit::Plain, AxisUnit::Plain)
+        }
+    };
+    Effect::new(move |_| {
+        let w = width.get();
+        let theme = state.theme.get().theme();
+        let Some(canvas) = canvas_ref.get() else { return };
+        let Ok(sweep) = sweep.get() else { return };
+        if w < 100.0 || sweep.runs.is_empty() {
+            return;
+        }
+        let points: Vec<ParetoPoint<'_>> = sweep
+            .runs
+            .iter()
+            .map(|r| ParetoPoint {
+                family: r.spec.family.name,
+                peak_memory: r.stats.peak_memory,
+                cost: r.stats.cost,
+                pareto: r.pareto,
+            })
+            .collect();
+        let (memory_unit, time_unit) = units();
+        let opts = ParetoOptions {
+            width: w,
+            height: HEIGHT,
+            scale: device_pixel_ratio(),
+            theme,
+            mem_limits: state.outcome.with_untracked(|o| o.params.mem_limit).into_iter().collect(),
+            memory_unit,
+            time_unit,
+            title: "Every family at these settings: peak memory against time per iteration".to_string(),
+        };
+        let (scene, geo) = pareto_chart(&points, &opts);
+        geometry.set_value(Some(geo));
+        let _ = draw_scene(&canvas, &scene, w, HEIGHT);
+    });
+    let run_at = move |ev: &web_sys::MouseEvent| -> Option<usize> {
+        let canvas = canvas_ref.get_untracked()?;
+        let rect = canvas.get_bounding_client_rect();
+        let (x, y) = (f64::from(ev.client_x()) - rect.left(), f64::from(ev.client_y()) - rect.top());
+        geometry.with_value(|g| g.as_ref().and_then(|g| g.hit(x, y)))
+    };
+    let describe = move |i: usize| -> Option<String> {
+        let sweep = sweep.get_untracked().ok()?;
+        let r = sweep.runs.get(i)?;
+        let (mem, time) = if state.link.with_untracked(|l| l.model.given()) {
+            (format_bytes(r.stats.peak_memory), format_micros(r.stats.cost))
+        } else {
+            (format_number(r.stats.peak_memory, 3), format_number(r.stats.cost, 3))
+        };
+        Some(format!(
+            "{} — time {time} · peak memory {mem} · bubble {}%{} · click to open",
+            r.spec.family.title,
+            format_number(r.stats.bubble_rate * 100.0, 2),
+            if r.pareto { " · on the front" } else { "" }
+        ))
+    };
+    let on_move = move |ev: web_sys::MouseEvent| {
+        let tip = run_at(&ev).and_then(|i| describe(i).map(|t| (f64::from(ev.offset_x()), f64::from(ev.offset_y()), t)));
+        hover.set(tip);
+    };
+    let on_click = move |ev: web_sys::MouseEvent| {
+        let Some(i) = run_at(&ev) else { return };
+        let Ok(sweep) = sweep.get_untracked() else { return };
+        let Some(r) = sweep.runs.get(i) else { return };
+        let (name, chunks) = (r.spec.family.name.to_string(), r.spec.family.uses(Field::Chunks).then_some(r.chunks));
+        state.update(|l| {
+            l.schedule = name;
+            if chunks.is_some() {
+                l.params.chunks = chunks;
+            }
+            l.set_extra(VIEW_KEY, None);
+        });
+    };
+    let front = move || {
+        sweep.with(|s| {
+            let s = s.as_ref().ok()?;
+            let mut on: Vec<_> = s.runs.iter().filter(|r| r.pareto).collect();
+            on.sort_by(|a, b| a.stats.peak_memory.total_cmp(&b.stats.peak_memory));
+            Some(
+                on.into_iter()
+                    .map(|r| {
+                        let name = r.spec.family.name;
+                        let title = r.spec.family.title;
+                        view! {
+                            <button type="button" class="chip" data-family=name
+                                on:click=move |_| state.update(|l| { l.schedule = name.to_string(); l.set_extra(VIEW_KEY, None); })>
+                                {title}
+                            </button>
+                        }
+                    })
+                    .collect_view(),
+            )
+        })
+    };
+    let counts = move || {
+        sweep.with(|s| match s {
+            Ok(s) => format!(
+                "{} families ran, {} on the front; {} could not run at these settings.",
+                s.runs.len(),
+                s.runs.iter().filter(|r| r.pareto).count(),
+                s.invalid.len()
+            ),
+            Err(e) => e.clone(),
+        })
+    };
+    let invalid = move || {
+        sweep.with(|s| {
+            s.as_ref().ok().map(|s| {
+                s.invalid
+                    .iter()
+                    .map(|r| {
+                        let reason = r.error.lines().next().unwrap_or_default().to_string();
+                        view! { <li><b>{r.spec.family.title}</b>": " {reason}</li> }
+                    })
+                    .collect_view()
+            })
+        })
+    };
+    view! {
+        <section class="card pareto-card" data-testid="compare-all-view" aria-label="Compare all families">
+            <div class="card-head">
+                <h2 class="card-title">"Compare all"</h2>
+                <button type="button" class="icon-button" aria-label="Close the comparison of all families"
+                    data-testid="compare-all-close" on:click=move |_| set_open(state, false)>"×"</button>
+            </div>
+            <div class="pareto-wrap" node_ref=container>
+                <canvas node_ref=canvas_ref data-testid="pareto-canvas" class="pareto-canvas"
+                    role="img" aria-label="Pareto chart of peak memory against time per iteration, one point per family"
+                    on:mousemove=on_move on:mouseleave=move |_| hover.set(None) on:click=on_click></canvas>
+                {move || hover.get().map(|(x, y, t)| view! {
+                    <div class="tooltip" data-testid="pareto-tip" style=format!("left:{}px;top:{}px", x + 14.0, y + 10.0)>{t}</div>
+                })}
+            </div>
+            <p class="help">{counts}</p>
+            <div class="chips" data-testid="pareto-front"><span class="muted">"Pareto front: "</span>{front}</div>
+            <details class="invalid-runs">
+                <summary>"Could not run"</summary>
+                <ul>{invalid}</ul>
+            </details>
+        </section>
+    }
+}
