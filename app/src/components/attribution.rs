@@ -18,8 +18,11 @@ struct Shown {
     gap: f64,
     parts: Parts,
     /// The memory part (a memory-aware family against itself without a limit), reported
-    /// beside the three, not inside them; `None` until the core reports one.
+    /// beside the three, not inside them; `None` for families without a limit.
     memory: Option<f64>,
+    /// The lower bound on any order of the same passes under the same limit, and how far
+    /// the cost is above it.
+    bound: Option<(f64, f64)>,
 }
 
 /// The stacked bar of `cost − ideal` by cause.
@@ -35,7 +38,7 @@ pub fn AttributionBar() -> impl IntoView {
             shown.set(None);
             return;
         };
-        let (id, costs) = (o.id, o.params.costs.clone());
+        let (id, costs, params, name) = (o.id, o.params.costs.clone(), o.params.clone(), o.main.name.clone());
         let gap = a.stats.cost - a.stats.ideal;
         set_timeout(
             move || {
@@ -44,7 +47,14 @@ pub fn AttributionBar() -> impl IntoView {
                     return;
                 }
                 let parts = attribution_of(&a, &costs).map(|at| at.overall);
-                shown.set(parts.map(|parts| Shown { id, gap, parts, memory: None }));
+                let fam = bubblescope::family(&name);
+                let memory = fam
+                    .and_then(|f| bubblescope::attribution::memory_part(f, &params, a.stats.cost))
+                    .and_then(Result::ok);
+                let limit = bubblescope::bounds::problem_limit(fam, &params, &a.stats);
+                let lb = bubblescope::bounds::lower_bound(&a.schedule, &costs, Some(limit));
+                let bound = Some((lb.value, lb.excess(a.stats.cost)));
+                shown.set(parts.map(|parts| Shown { id, gap, parts, memory, bound }));
             },
             Duration::ZERO,
         );
@@ -90,6 +100,16 @@ pub fn AttributionBar() -> impl IntoView {
                             <span class="muted" data-testid="attribution-total" data-value=s.gap.to_string()>
                                 "cost − ideal = " {n(s.gap)}
                             </span>
+                            {s.bound.map(|(value, excess)| view! {
+                                <span class="muted" data-testid="lower-bound" data-value=value.to_string()
+                                    title="no order of the same passes under the same memory limit can finish sooner: the busiest device's work plus the fill its dependencies force">
+                                    {if excess <= 1e-9 {
+                                        format!("optimal: meets the lower bound {}", n(value))
+                                    } else {
+                                        format!("within {}% of the lower bound {}", format_number(excess * 100.0, 1), n(value))
+                                    }}
+                                </span>
+                            })}
                         </div>
                         <div class="attr-bar" role="img" aria-label=summary>
                             {segments}

@@ -1,0 +1,49 @@
+// "Compare all" (every family on a Pareto chart, the CLI's sweep) and the lower bound beside
+// the bubble split.
+
+import { assert, assertEq, cli, inkRatio, open } from './harness.mjs';
+
+const query = (page) => new URL(page.url()).searchParams;
+
+export const tests = {
+  async 'compare all shows the sweep front and a click opens a schedule'({ page, base, shot }) {
+    await open(page, base, 'schedule=1f1b&devices=4&microbatches=8&comm=0.25&view=all');
+    await page.waitForSelector('[data-testid=pareto-front] [data-family]');
+    assert((await inkRatio(page, 'pareto-canvas')) > 0.01, 'the Pareto chart is drawn');
+    const shown = await page.locator('[data-testid=pareto-front] [data-family]').evaluateAll((els) => els.map((e) => e.dataset.family).sort());
+    const j = JSON.parse(cli(['sweep', '--schedules', 'all', '-p', '4', '--microbatches', '8', '--comm', '0.25', '--json']));
+    const front = j.runs.filter((r) => r.pareto).map((r) => r.schedule).sort();
+    assertEq(JSON.stringify(shown), JSON.stringify(front), 'the front equals the CLI sweep\'s');
+    await shot('compare-all');
+
+    // Hovering a marker names the run.
+    const box = await page.locator('[data-testid=pareto-canvas]').boundingBox();
+    let named = false;
+    for (let x = box.x + 60; x < box.x + box.width - 20 && !named; x += 6) {
+      for (let y = box.y + 40; y < box.y + box.height - 30 && !named; y += 6) {
+        await page.mouse.move(x, y);
+        named = (await page.locator('[data-testid=pareto-tip]').count()) > 0;
+      }
+    }
+    assert(named, 'hovering a marker shows what it is');
+    const tip = await page.locator('[data-testid=pareto-tip]').textContent();
+    assert(/time .* peak memory/.test(tip), `tip: ${tip}`);
+
+    // A click on the front opens that schedule and closes the view.
+    const target = front[0];
+    await page.locator(`[data-testid=pareto-front] [data-family="${target}"]`).click();
+    await page.waitForFunction((t) => new URL(location.href).searchParams.get('schedule') === t, target, { timeout: 5000 });
+    assertEq(query(page).get('view'), null, 'the view closes');
+    assertEq(await page.locator('[data-testid=compare-all-view]').count(), 0, 'the card is gone');
+  },
+
+  async 'the lower bound and the memory part match the CLI'({ page, base }) {
+    await open(page, base, 'schedule=zb-auto&devices=4&microbatches=8&comm=0.5&mem-limit=3');
+    await page.waitForSelector('[data-testid=lower-bound]');
+    const j = JSON.parse(cli(['simulate', '--json', '-s', 'zb-auto', '-p', '4', '-m', '8', '--comm', '0.5', '--mem-limit', '3']));
+    const bound = Number(await page.locator('[data-testid=lower-bound]').getAttribute('data-value'));
+    assert(Math.abs(bound - j.lower_bound) < 1e-9, `lower bound ${bound} vs CLI ${j.lower_bound}`);
+    const memory = Number(await page.locator('[data-testid=attribution-memory]').getAttribute('data-value'));
+    assert(Math.abs(memory - j.attribution.memory) < 1e-9, `memory part ${memory} vs CLI ${j.attribution.memory}`);
+  },
+};
