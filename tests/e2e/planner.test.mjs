@@ -37,6 +37,20 @@ export const tests = {
     assertEq(await page.locator('[data-testid=compare-all-view]').count(), 0, 'the card is gone');
   },
 
+  async 'per-device costs from the link shade imbalance and match the CLI'({ page, base, shot }) {
+    await open(page, base, 'schedule=1f1b&devices=4&microbatches=8&f=1,1,1,3&comm=0.3&causes=1');
+    await page.waitForSelector('[data-testid=attribution-imbalance]');
+    const j = JSON.parse(cli(['simulate', '--json', '-s', '1f1b', '-p', '4', '-m', '8', '--f', '1,1,1,3', '--comm', '0.3']));
+    for (const part of ['communication', 'imbalance', 'schedule']) {
+      const v = Number(await page.locator(`[data-testid=attribution-${part}]`).getAttribute('data-value'));
+      assert(Math.abs(v - j.attribution[part]) < 1e-9, `${part}: ${v} vs CLI ${j.attribution[part]}`);
+    }
+    assert(j.attribution.imbalance !== 0, 'unequal stages have an imbalance part');
+    const verdict = await page.locator('[data-testid=bottleneck-verdict]').textContent();
+    assert(verdict.includes('device 3'), `verdict: ${verdict}`);
+    await shot('causes-unequal');
+  },
+
   async 'the lower bound and the memory part match the CLI'({ page, base }) {
     await open(page, base, 'schedule=zb-auto&devices=4&microbatches=8&comm=0.5&mem-limit=3');
     await page.waitForSelector('[data-testid=lower-bound]');

@@ -171,6 +171,8 @@ pub fn DeviceTable() -> impl IntoView {
             let a = o.main.result.as_ref().ok()?;
             let limit = o.params.mem_limit;
             let slowest = a.stats.per_device.iter().map(|d| d.work).fold(0.0, f64::max);
+            // Marked only when one device really does more work (0.5% over the mean).
+            let uneven = a.stats.bottleneck().is_some();
             let layers = holdings.get();
             let predicted = family(&o.main.name).and_then(|f| f.prediction(&o.params)).and_then(|p| p.peak_memory);
             Some(
@@ -189,7 +191,7 @@ pub fn DeviceTable() -> impl IntoView {
                             .and_then(|h| h.get(d.device as usize))
                             .map_or_else(|| "—".to_string(), |h| format_number(h.layers, 2));
                         let share = if slowest > 0.0 { d.work / slowest } else { 0.0 };
-                        let slowest_row = slowest > 0.0 && d.work == slowest;
+                        let slowest_row = uneven && d.work == slowest;
                         view! {
                             <tr class:over=over class:slowest=slowest_row>
                                 <td>{d.device}</td>
