@@ -163,9 +163,23 @@ const FONT: f64 = 12.0;
 const RADIUS: f64 = 4.5;
 const FRONT_RADIUS: f64 = 5.5;
 
-/// The colour of family number `i` of `n` on the chart: the theme's ordered palette.
-fn family_color(theme: &Theme, i: usize, n: usize) -> Rgb {
-    theme.device_color(i as u32, n as u32)
+/// The colour of family `name` among `families` on the chart: a hue per family group
+/// (classic, Zero Bubble, V-shape, two-directional, sequence-split), each family of a group a
+/// step lighter than the one before, so groups read at a glance and members stay apart.
+fn family_color(theme: &Theme, name: &str, families: &[&str]) -> Rgb {
+    // Categorical hues, dark enough for markers on both themes' plot backgrounds.
+    const HUES: [Rgb; 5] = [Rgb(37, 99, 235), Rgb(217, 119, 6), Rgb(5, 150, 105), Rgb(147, 51, 234), Rgb(219, 39, 119)];
+    let group = |n: &str| crate::family(n).map(|f| f.group);
+    let Some(g) = group(name) else {
+        let i = families.iter().position(|f| *f == name).unwrap_or(0);
+        return theme.device_color(i as u32, families.len() as u32);
+    };
+    let hue = HUES[crate::FamilyGroup::ALL.iter().position(|x| *x == g).unwrap_or(0) % HUES.len()];
+    let members: Vec<&&str> = families.iter().filter(|f| group(f) == Some(g)).collect();
+    let k = members.iter().position(|f| **f == name).unwrap_or(0);
+    let t = if members.len() <= 1 { 0.0 } else { 0.55 * k as f64 / (members.len() - 1) as f64 };
+    // Each member a step towards white: paler on light themes, brighter on dark ones.
+    hue.mix(Rgb(255, 255, 255), t)
 }
 
 /// Lays the chart out: the scene (device pixels) and where every marker is (CSS pixels).
@@ -241,10 +255,7 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
             families.push(p.family);
         }
     }
-    let color_of = |name: &str| {
-        let i = families.iter().position(|f| *f == name).unwrap_or(0);
-        family_color(t, i, families.len())
-    };
+    let color_of = |name: &str| family_color(t, name, &families);
 
     // The front, joined in order of memory.
     let mut front: Vec<(f64, f64)> = finite
