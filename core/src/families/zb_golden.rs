@@ -4,6 +4,7 @@
 //! mem_f = 2, mem_b = −1, mem_w = −1 and a limit of k·p·2: in our units mem-f 1, mem-w 0.5 (the
 //! defaults) and a limit of P or 2P. `peaks` is the reference's "peak with M_W = M_B/2" line.
 
+use super::Family;
 use crate::params::{Costs, ScheduleParams};
 use crate::run;
 
@@ -46,6 +47,73 @@ pub(crate) fn assert_goldens(family: &str, goldens: &[Golden]) {
         assert_eq!(format!("{:.4}", a.stats.bubble_rate), g.bubble_rate, "{label}");
         let peaks: Vec<f64> = a.stats.per_device.iter().map(|d| d.peak_memory).collect();
         assert_eq!(peaks, g.peaks, "{label}");
+    }
+}
+
+/// `p` devices, `m` microbatches, F, B, W and comm (default memory).
+pub(crate) fn fbw_params(p: u32, m: u32, f: f64, b: f64, w: f64, comm: f64) -> ScheduleParams {
+    ScheduleParams::new(p, m).with_costs(Costs { comm, ..Costs::fbw(f, b, w) })
+}
+
+/// For a handcrafted family whose first device runs `delay·(P−1)` warm-up forwards (ZB-H1: 1,
+/// ZB-H2: 2): wherever `family` predicts a bubble for P ≤ 6, M from its minimum to 3P + 1,
+/// integer F, B, W < 5 and each of `comms`, checks the prediction against the simulator and
+/// against `(P−1)·factor(F, B, W, comm)`. Returns how many settings were predicted.
+pub(crate) fn check_predicted_bubbles(
+    family: &Family,
+    delay: u32,
+    comms: &[i32],
+    factor: fn(i32, i32, i32, i32) -> i32,
+) -> usize {
+    let mut predicted = 0;
+    for p in 1..=6 {
+        for m in (delay * (p - 1)).max(1)..=3 * p + 1 {
+            for (f, b, w) in (0..5).flat_map(|f| (0..5).flat_map(move |b| (0..5).map(move |w| (f, b, w)))) {
+                if f + b + w == 0 {
+                    continue;
+                }
+                for &comm in comms {
+                    let params = fbw_params(p, m, f.into(), b.into(), w.into(), comm.into());
+                    let Some(bubble) = (family.predict)(&params).and_then(|pr| pr.bubble) else {
+                        continue;
+                    };
+                    let stats = run(family.name, &params).unwrap().stats;
+                    let label = format!("{} p={p} m={m} f={f} b={b} w={w} comm={comm}", family.name);
+                    assert_eq!(stats.cost - stats.ideal, bubble, "{label}");
+                    assert_eq!(bubble, f64::from(p - 1) * f64::from(factor(f, b, w, comm)), "{label}");
+                    predicted += 1;
+                }
+            }
+        }
+    }
+    predicted
+}
+
+/// For the same families: for P ≤ 7 and M from the minimum to `max_microbatches(P)`, the
+/// predicted peaks equal the simulated ones, and from M = delay·(P−1) + 1 on they are the
+/// paper's (delay·(p−i) + 1)·M_B + delay·(i−1)·M_W for the 1-based worker i = d + 1.
+pub(crate) fn check_predicted_peaks(family: &Family, delay: u32, max_microbatches: fn(u32) -> u32) {
+    for (mem_f, mem_w) in [(1.0, 0.5), (2.0, 0.5), (3.0, 0.0), (1.0, 1.0)] {
+        for p in 1..=7 {
+            for m in (delay * (p - 1)).max(1)..=max_microbatches(p) {
+                let params = ScheduleParams::new(p, m).with_costs(Costs {
+                    mem_f,
+                    mem_w: Some(mem_w),
+                    ..Costs::fbw(2.0, 3.0, 1.0)
+                });
+                let analysis = run(family.name, &params).unwrap();
+                let simulated: Vec<f64> = analysis.stats.per_device.iter().map(|d| d.peak_memory).collect();
+                let predicted = (family.predict)(&params).unwrap().peak_memory.unwrap();
+                let label = format!("{} p={p} m={m} mem_f={mem_f} mem_w={mem_w}", family.name);
+                assert_eq!(simulated, predicted, "{label}");
+                if m > delay * (p - 1) {
+                    let paper: Vec<f64> = (0..p)
+                        .map(|d| f64::from(delay * (p - 1 - d) + 1) * mem_f + f64::from(delay * d) * mem_w)
+                        .collect();
+                    assert_eq!(simulated, paper, "{label}");
+                }
+            }
+        }
     }
 }
 
