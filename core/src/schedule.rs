@@ -486,6 +486,23 @@ pub fn counted(n: u32, one: &str, many: &str) -> String {
     }
 }
 
+/// Small schedules shared by the tests of several modules.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{Pass, Placement, Schedule};
+
+    /// Two devices, one microbatch, split backward on the last stage.
+    pub(crate) fn two_stage() -> Schedule {
+        let mut s = Schedule::new(Placement::linear(2), 1);
+        s.push(0, Pass::f(0, 0));
+        s.push(1, Pass::f(1, 0));
+        s.push(1, Pass::b(1, 0));
+        s.push(1, Pass::w(1, 0));
+        s.push(0, Pass::bw(0, 0));
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
