@@ -5,7 +5,6 @@ mod common;
 
 use common::{fails, ok};
 
-
 use bubblescope::{family, Field};
 use serde_json::Value;
 

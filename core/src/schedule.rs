@@ -179,6 +179,16 @@ pub enum PlacementKind {
 }
 
 impl PlacementKind {
+    /// Every kind, in a fixed order (the app's wire format numbers them by it).
+    pub const ALL: [PlacementKind; 6] = [
+        PlacementKind::Linear,
+        PlacementKind::Interleaved,
+        PlacementKind::V,
+        PlacementKind::Wave,
+        PlacementKind::TwoDirectional,
+        PlacementKind::Custom,
+    ];
+
     /// The lowercase name used in JSON and the UI.
     pub fn name(self) -> &'static str {
         match self {
