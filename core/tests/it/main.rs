@@ -4,7 +4,7 @@ mod animate;
 mod formats;
 mod gaps;
 mod golden;
-mod optimal;
 mod pareto;
+mod optimal;
 mod properties;
 mod stages;
