@@ -53,14 +53,8 @@ impl std::fmt::Display for WireError {
     }
 }
 
-const PLACEMENT_KINDS: [PlacementKind; 6] = [
-    PlacementKind::Linear,
-    PlacementKind::Interleaved,
-    PlacementKind::V,
-    PlacementKind::Wave,
-    PlacementKind::TwoDirectional,
-    PlacementKind::Custom,
-];
+/// Placement kinds travel as their index here.
+const PLACEMENT_KINDS: [PlacementKind; 6] = PlacementKind::ALL;
 
 /// Bit set in a pass's first word when it opens an overlapped pair (its partner follows).
 const PAIR: u32 = 1 << 2;

@@ -9,7 +9,7 @@ use bubblescope::model::format_bytes;
 use bubblescope::plan::{
     parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
 };
-use bubblescope::render::{format_number, pareto_svg, AxisUnit, ParetoOptions, ParetoPoint, Theme};
+use bubblescope::render::{format_number, pareto_svg, AxisUnit, ParetoOptions, Theme};
 use bubblescope::Field;
 use serde_json::{json, Value};
 
@@ -89,16 +89,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
 
 /// The Pareto chart of a sweep.
 pub fn chart(sweep: &Sweep, limits: &[f64], model: bool, theme: Theme) -> String {
-    let points: Vec<ParetoPoint<'_>> = sweep
-        .runs
-        .iter()
-        .map(|r| ParetoPoint {
-            family: r.spec.family.name,
-            peak_memory: r.stats.peak_memory,
-            cost: r.stats.cost,
-            pareto: r.pareto,
-        })
-        .collect();
+    let points = sweep.pareto_points();
     let devices = sweep.runs.first().map_or(0, |r| r.spec.params.devices);
     let opts = ParetoOptions {
         theme,

@@ -1,35 +1,14 @@
 //! The `bubblescope` binary: exit codes, outputs and error texts.
 
+mod common;
+
+use common::{bubblescope, fails, ok};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions};
 use bubblescope::{family, run, ScheduleParams};
-
-/// Runs the binary with `args` in `dir` and returns its output.
-fn bubblescope(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).current_dir(dir).output().expect("the binary runs")
-}
-
-/// Runs and expects success; on failure shows everything.
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = bubblescope(dir, args);
-    assert!(
-        out.status.success(),
-        "bubblescope {args:?} failed with {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-/// Runs and expects exit status 2; returns stderr.
-fn fails(dir: &Path, args: &[&str]) -> String {
-    let out = bubblescope(dir, args);
-    assert_eq!(out.status.code(), Some(2), "bubblescope {args:?}: stdout {}", String::from_utf8_lossy(&out.stdout));
-    String::from_utf8(out.stderr).expect("utf-8 errors")
-}
 
 fn fixtures() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/pytorch");

@@ -1,27 +1,12 @@
 //! `bubblescope plan`: every printed plan fits its limit (checked by simulating it again), the
 //! winner exports as a PyTorch CSV that imports back to the same numbers, bad input exits 2.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use common::{fails, ok};
 
 use bubblescope::{family, Field};
 use serde_json::Value;
-
-fn bubblescope(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).current_dir(dir).output().expect("the binary runs")
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = bubblescope(dir, args);
-    assert!(out.status.success(), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn fails(dir: &Path, args: &[&str]) -> String {
-    let out = bubblescope(dir, args);
-    assert_eq!(out.status.code(), Some(2), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stdout));
-    String::from_utf8(out.stderr).unwrap()
-}
 
 const MODEL: [&str; 10] = ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000"];
 

@@ -1,27 +1,12 @@
 //! `bubblescope sweep`: rows equal individual `simulate` runs, invalid combinations listed,
 //! bad input refused, the chart written.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use common::{fails, ok};
 
 use bubblescope::{family, Field};
 use serde_json::Value;
-
-fn bubblescope(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).current_dir(dir).output().expect("the binary runs")
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = bubblescope(dir, args);
-    assert!(out.status.success(), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn fails(dir: &Path, args: &[&str]) -> String {
-    let out = bubblescope(dir, args);
-    assert_eq!(out.status.code(), Some(2), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stdout));
-    String::from_utf8(out.stderr).unwrap()
-}
 
 /// Every sweep row, run again as its own `simulate --json`, has the same numbers; with costs
 /// that make every attribution part non-zero.

@@ -179,6 +179,16 @@ pub enum PlacementKind {
 }
 
 impl PlacementKind {
+    /// Every kind, in a fixed order (the app's wire format numbers them by it).
+    pub const ALL: [PlacementKind; 6] = [
+        PlacementKind::Linear,
+        PlacementKind::Interleaved,
+        PlacementKind::V,
+        PlacementKind::Wave,
+        PlacementKind::TwoDirectional,
+        PlacementKind::Custom,
+    ];
+
     /// The lowercase name used in JSON and the UI.
     pub fn name(self) -> &'static str {
         match self {
@@ -483,6 +493,23 @@ pub fn counted(n: u32, one: &str, many: &str) -> String {
         format!("1 {one}")
     } else {
         format!("{n} {many}")
+    }
+}
+
+/// Small schedules shared by the tests of several modules.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{Pass, Placement, Schedule};
+
+    /// Two devices, one microbatch, split backward on the last stage.
+    pub(crate) fn two_stage() -> Schedule {
+        let mut s = Schedule::new(Placement::linear(2), 1);
+        s.push(0, Pass::f(0, 0));
+        s.push(1, Pass::f(1, 0));
+        s.push(1, Pass::b(1, 0));
+        s.push(1, Pass::w(1, 0));
+        s.push(0, Pass::bw(0, 0));
+        s
     }
 }
 

@@ -193,17 +193,7 @@ impl Diagnostics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::Placement;
-
-    fn two_stage() -> Schedule {
-        let mut s = Schedule::new(Placement::linear(2), 1);
-        s.push(0, Pass::f(0, 0));
-        s.push(1, Pass::f(1, 0));
-        s.push(1, Pass::b(1, 0));
-        s.push(1, Pass::w(1, 0));
-        s.push(0, Pass::bw(0, 0));
-        s
-    }
+    use crate::schedule::fixtures::two_stage;
 
     #[test]
     fn a_complete_schedule_is_valid() {

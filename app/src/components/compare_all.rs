@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bubblescope::model::format_bytes;
 use bubblescope::plan::{run_one, RunSpec, Sweep, SweepSpec};
-use bubblescope::render::{format_micros, format_number, pareto_chart, AxisUnit, ParetoGeometry, ParetoOptions, ParetoPoint};
+use bubblescope::render::{format_micros, format_number, pareto_chart, AxisUnit, ParetoGeometry, ParetoOptions};
 use bubblescope::{Field, FAMILIES};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
@@ -116,16 +116,7 @@ fn CompareAllView() -> impl IntoView {
         if w < 100.0 || sweep.runs.is_empty() {
             return;
         }
-        let points: Vec<ParetoPoint<'_>> = sweep
-            .runs
-            .iter()
-            .map(|r| ParetoPoint {
-                family: r.spec.family.name,
-                peak_memory: r.stats.peak_memory,
-                cost: r.stats.cost,
-                pareto: r.pareto,
-            })
-            .collect();
+        let points = sweep.pareto_points();
         let (memory_unit, time_unit) = units();
         let opts = ParetoOptions {
             width: w,

@@ -58,20 +58,14 @@ pub const V_HALF: Family = Family {
     predict: predict_v_half,
 };
 
-/// The registry entry.
+/// The registry entry: V-Half's facts but for its name, summary and generator.
 pub const V_MIN: Family = Family {
     name: "v-min",
     title: "V-Min",
-    group: FamilyGroup::VShape,
     summary: "V-shape building block at about a third of 1F1B's activation memory",
-    reference: "Qi et al., Pipeline Parallelism with Controllable Memory (NeurIPS 2024)",
-    url: "https://arxiv.org/abs/2405.15362",
-    options: &[],
-    constraints: "any devices (up to 256) and microbatches",
-    passes: per_device_microbatch::<6>,
-    slow_search: None,
     generate: generate_v_min,
     predict: predict_v_min,
+    ..V_HALF
 };
 
 /// Largest device count accepted: the size the greedy reordering is measured at (about 30 ms for

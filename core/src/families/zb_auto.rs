@@ -98,20 +98,13 @@ pub const ZB_1P: Family = Family {
     predict: no_prediction,
 };
 
-/// The registry entry.
+/// The registry entry: ZB-1p's facts but for its name, summary and memory limit.
 pub const ZB_2P: Family = Family {
     name: "zb-2p",
     title: "ZB-2p",
-    group: FamilyGroup::ZeroBubble,
     summary: "automatic Zero Bubble at twice 1F1B's memory (limit 2P·mem-f): near-zero bubble",
-    reference: "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024)",
-    url: "https://arxiv.org/abs/2401.10241",
-    options: &[],
-    constraints: "any devices and microbatches",
-    passes: per_device_microbatch::<3>,
-    slow_search: None,
     generate: generate_2p,
-    predict: no_prediction,
+    ..ZB_1P
 };
 
 fn generate_auto(params: &ScheduleParams) -> Result<Schedule, ParamError> {

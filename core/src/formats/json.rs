@@ -423,14 +423,7 @@ fn build_placement(p: PlacementJson) -> Result<Placement, String> {
     if let Some((stage, device)) = stage_device.iter().enumerate().find(|(_, &d)| d >= devices) {
         return Err(format!("stage_device[{stage}] is {device}, but devices are 0 to {}", devices - 1));
     }
-    let kinds = [
-        PlacementKind::Linear,
-        PlacementKind::Interleaved,
-        PlacementKind::V,
-        PlacementKind::Wave,
-        PlacementKind::TwoDirectional,
-        PlacementKind::Custom,
-    ];
+    let kinds = PlacementKind::ALL;
     let Some(kind) = kinds.into_iter().find(|k| k.name() == kind) else {
         let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
         return Err(format!("unknown kind {}, expected one of: {}", quote(&kind), names.join(", ")));

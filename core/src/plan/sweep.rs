@@ -14,6 +14,7 @@ use crate::attribution::{attribute, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::{family, unknown_family, Family, FAMILIES};
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
+use crate::render::ParetoPoint;
 use crate::stats::Stats;
 
 /// Most runs one sweep may expand to.
@@ -308,6 +309,19 @@ impl Sweep {
             run.pareto = on;
         }
         sweep
+    }
+
+    /// Every run as a point of the Pareto chart (peak memory, cost, front membership).
+    pub fn pareto_points(&self) -> Vec<ParetoPoint<'static>> {
+        self.runs
+            .iter()
+            .map(|r| ParetoPoint {
+                family: r.spec.family.name,
+                peak_memory: r.stats.peak_memory,
+                cost: r.stats.cost,
+                pareto: r.pareto,
+            })
+            .collect()
     }
 }
 

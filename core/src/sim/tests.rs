@@ -1,20 +1,10 @@
 use super::*;
 use crate::params::{Costs, StageCosts};
+use crate::schedule::fixtures::two_stage;
 use crate::schedule::{Op, Pass, Placement, Schedule};
 
 fn costs(schedule: &Schedule, f: f64, b: f64, w: f64, comm: f64) -> StageCosts {
     StageCosts::for_schedule(&Costs { comm, ..Costs::fbw(f, b, w) }, schedule)
-}
-
-/// Two devices, one microbatch, split backward on the last stage.
-fn two_stage() -> Schedule {
-    let mut s = Schedule::new(Placement::linear(2), 1);
-    s.push(0, Pass::f(0, 0));
-    s.push(1, Pass::f(1, 0));
-    s.push(1, Pass::b(1, 0));
-    s.push(1, Pass::w(1, 0));
-    s.push(0, Pass::bw(0, 0));
-    s
 }
 
 #[test]

@@ -19,18 +19,6 @@ fn spec() -> SweepSpec {
     }
 }
 
-fn points(s: &bubblescope::plan::Sweep) -> Vec<ParetoPoint<'static>> {
-    s.runs
-        .iter()
-        .map(|r| ParetoPoint {
-            family: r.spec.family.name,
-            peak_memory: r.stats.peak_memory,
-            cost: r.stats.cost,
-            pareto: r.pareto,
-        })
-        .collect()
-}
-
 fn options() -> ParetoOptions {
     ParetoOptions { mem_limits: vec![6.0], ..ParetoOptions::default() }
 }
@@ -38,8 +26,8 @@ fn options() -> ParetoOptions {
 #[test]
 fn golden_pareto_chart() {
     let s = sweep(&spec()).unwrap();
-    let svg = pareto_svg(&points(&s), &options());
-    assert_eq!(svg, pareto_svg(&points(&s), &options()), "deterministic");
+    let svg = pareto_svg(&s.pareto_points(), &options());
+    assert_eq!(svg, pareto_svg(&s.pareto_points(), &options()), "deterministic");
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
     let reference = dir.join("pareto-p4-m8-12-limit6.svg");
     let fresh = dir.join("pareto-p4-m8-12-limit6.new.svg");
@@ -75,7 +63,7 @@ fn circles(doc: &roxmltree::Document<'_>, r: &str) -> Vec<(f64, f64)> {
 #[test]
 fn the_svg_has_one_marker_per_run_and_the_front_joined() {
     let s = sweep(&spec()).unwrap();
-    let pts = points(&s);
+    let pts = s.pareto_points();
     let (_, geometry) = pareto_chart(&pts, &options());
     let svg = pareto_svg(&pts, &options());
     let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");

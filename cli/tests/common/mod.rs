@@ -1,0 +1,29 @@
+//! Helpers shared by the binary's integration tests: run it, expect success or exit status 2.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the binary with `args` in `dir` and returns its output.
+pub fn bubblescope(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).current_dir(dir).output().expect("the binary runs")
+}
+
+/// Runs and expects success; on failure shows everything.
+pub fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = bubblescope(dir, args);
+    assert!(
+        out.status.success(),
+        "bubblescope {args:?} failed with {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// Runs and expects exit status 2; returns stderr.
+pub fn fails(dir: &Path, args: &[&str]) -> String {
+    let out = bubblescope(dir, args);
+    assert_eq!(out.status.code(), Some(2), "bubblescope {args:?}: stdout {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stderr).expect("utf-8 errors")
+}
