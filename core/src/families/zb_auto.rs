@@ -124,6 +124,18 @@ pub(super) fn default_limit(params: &ScheduleParams) -> f64 {
     3.0 * f64::from(params.microbatches) * heaviest_stage_mem_f(params)
 }
 
+/// 1F1B's memory on its heaviest device: device `d` holds `P − d` forwards of its stage,
+/// `max over d of (P − d)·mem-f[d]` in the simulator's per-stage costs (`P·mem-f` when every
+/// stage stores alike).
+fn one_f_one_b_memory(params: &ScheduleParams) -> f64 {
+    let p = params.devices;
+    if params.costs.is_uniform() {
+        return f64::from(p) * params.costs.mem_f;
+    }
+    let costs = StageCosts::new(&params.costs, &Placement::linear(p));
+    (0..p).map(|d| f64::from(p - d) * costs.mem_f[d as usize]).fold(0.0, f64::max)
+}
+
 /// The largest per-stage `mem-f` the simulator charges (`mem-f` itself when every stage
 /// stores alike; a model's LM-head stage holds more than the mean share).
 fn heaviest_stage_mem_f(params: &ScheduleParams) -> f64 {
@@ -142,13 +154,12 @@ fn generate_2p(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     generate_at_multiple(params, 2)
 }
 
-/// ZB-1p / ZB-2p: the heuristic with the limit at `multiple·P·mem-f` (of the heaviest stage). These families fix
+/// ZB-1p / ZB-2p: the heuristic with the limit at `multiple·P·mem-f` ([`one_f_one_b_memory`]). These families fix
 /// their limit: like every family that does not schedule to `--mem-limit`, they treat a given
 /// one as a cap to check the result against (the CLI and the app flag devices above it), not
 /// as an input — use `zb-auto --mem-limit L` to schedule to another limit.
 fn generate_at_multiple(params: &ScheduleParams, multiple: u32) -> Result<Schedule, ParamError> {
-    // 1F1B's memory (×2 for ZB-2p) on the heaviest stage's device.
-    let limit = f64::from(multiple) * f64::from(params.devices) * heaviest_stage_mem_f(params);
+    let limit = f64::from(multiple) * one_f_one_b_memory(params);
     zero_bubble_auto(params, limit)
 }
 
