@@ -70,7 +70,9 @@
 //! scheduler may hold `⌊2·limit/mem_f⌋` chunk-activations (capped at `2P`, V-ZB's need: more
 //! memory does not help). The count frees a chunk's activation only at its W, as the papers
 //! do; with `--mem-w` below `--mem-f` the input gradient already frees part of it, so the
-//! simulated peak is at or below the limit. Default limit: `P·mem_f` (V-ZB). Below V-Min's
+//! simulated peak is at or below the limit. Default limit: `P·mem_f` (V-ZB). With unequal
+//! stages `mem_f` here is twice the heaviest stage's chunk ([`share_mem_f`]), the per-stage
+//! cost the simulator charges, so the limit holds on every device. Below V-Min's
 //! memory no block fits: the error names the least limit that works.
 //!
 //! **Where this differs from the authors' code.** Their script stops with an assertion on a
@@ -93,8 +95,8 @@ use super::{
     per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
 };
 use crate::error::{Field, ParamError};
-use crate::params::ScheduleParams;
-use crate::schedule::Schedule;
+use crate::params::{ScheduleParams, StageCosts};
+use crate::schedule::{Placement, Schedule};
 use crate::Costs;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -124,8 +126,23 @@ pub const FAMILY: Family = Family {
 };
 
 /// The default memory limit: 1F1B's, `P·mem-f` (V-ZB's memory).
+///
+/// With unequal stages (a model, `--mem-f 1,1,1,3`) the unit is the heaviest stage:
+/// `P·share_mem_f` with [`share_mem_f`], so every block the search accepts fits on every
+/// device.
 fn default_limit(params: &ScheduleParams) -> f64 {
-    f64::from(params.devices) * params.costs.mem_f
+    f64::from(params.devices) * share_mem_f(params)
+}
+
+/// Twice the activation memory of the heaviest chunk in the V's per-stage costs (what the
+/// simulator charges): `mem_f` when every stage stores alike. The search counts chunk
+/// activations of half of this, so a count that fits the limit fits it on every device.
+fn share_mem_f(params: &ScheduleParams) -> f64 {
+    if params.costs.is_uniform() {
+        return params.costs.mem_f;
+    }
+    let costs = StageCosts::new(&params.costs, &Placement::v_shape(params.devices));
+    2.0 * costs.mem_f.iter().copied().fold(0.0, f64::max)
 }
 
 /// The size of the search at unequal costs, `P·M`, where it simulates every near-best block
@@ -168,8 +185,8 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     }
     Err(match search.least_limit(limit) {
         Some(needed) => {
-            let mem_f = params.costs.mem_f;
-            let given = params.mem_limit.unwrap_or(f64::from(devices) * mem_f);
+            let mem_f = share_mem_f(params);
+            let given = params.mem_limit.unwrap_or_else(|| default_limit(params));
             let least = f64::from(needed) * mem_f / 2.0;
             ParamError::new(
                 Field::MemLimit,
@@ -192,8 +209,8 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 /// The chunk-activation limit the search runs with: `⌊2·limit/mem_f⌋`, at most `2P`.
 fn chunk_limit(params: &ScheduleParams) -> u32 {
     let most = 2 * params.devices;
-    let limit = params.mem_limit.unwrap_or(f64::from(params.devices) * params.costs.mem_f);
-    match chunk_activations(limit, params.costs.mem_f) {
+    let limit = params.mem_limit.unwrap_or_else(|| default_limit(params));
+    match chunk_activations(limit, share_mem_f(params)) {
         Some(chunks) => chunks.min(u64::from(most)) as u32,
         None => most,
     }

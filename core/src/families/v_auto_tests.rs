@@ -702,3 +702,21 @@ fn repeated_peak_matches_the_count_slot_by_slot() {
         });
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Unequal per-stage memory: v-auto generates at its default limit and never goes above an
+    /// explicit one.
+    #[test]
+    fn keeps_its_limits_with_unequal_stage_memory(
+        devices in 2u32..=6,
+        microbatches in 1u32..=16,
+        mem_f in proptest::collection::vec(1u32..=8, 1..=3usize),
+        scale in 0.5f64..1.5,
+    ) {
+        let pieces: Vec<f64> = (0..devices as usize).map(|i| f64::from(mem_f[i % mem_f.len()])).collect();
+        let params = super::super::v_common::testing::unequal_memory(devices, microbatches, &pieces);
+        super::super::v_common::testing::assert_keeps_limits("v-auto", &params, scale);
+    }
+}

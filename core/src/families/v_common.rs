@@ -69,7 +69,7 @@ impl VPass {
 /// Appendix A, and comparisons against golden orders.
 #[cfg(test)]
 pub(super) mod testing {
-    use crate::params::{Costs, ScheduleParams};
+    use crate::params::{CostProfile, Costs, ScheduleParams};
     use crate::schedule::Schedule;
     use crate::{run, Analysis};
 
@@ -118,6 +118,42 @@ pub(super) mod testing {
     /// The per-device peaks of an analysis.
     pub(crate) fn peaks(analysis: &Analysis) -> Vec<f64> {
         analysis.stats.per_device.iter().map(|d| d.peak_memory).collect()
+    }
+
+    /// Parameters with every piece at F = B = W = 1 and the given per-piece activation memory
+    /// (`mem-w = mem-f/2`), one piece per device unless the list is longer.
+    pub(crate) fn unequal_memory(devices: u32, microbatches: u32, mem_f: &[f64]) -> ScheduleParams {
+        let n = mem_f.len();
+        let profile = CostProfile {
+            f: vec![1.0; n],
+            b: vec![1.0; n],
+            w: vec![1.0; n],
+            mem_f: mem_f.to_vec(),
+            mem_w: mem_f.iter().map(|m| m / 2.0).collect(),
+        };
+        ScheduleParams::new(devices, microbatches).with_costs(Costs::default().with_profile(profile, devices))
+    }
+
+    /// The property every memory-aware family keeps with unequal per-stage memory: it
+    /// generates at its default limit, and under the explicit limit `scale` × that default
+    /// (when it generates at all) no device's simulated peak exceeds it.
+    pub(crate) fn assert_keeps_limits(family: &str, params: &ScheduleParams, scale: f64) {
+        let entry = crate::families::family(family).expect("a family");
+        let default =
+            entry.option(crate::Field::MemLimit).and_then(|o| o.default_value(params)).expect("a memory-aware family");
+        let at_default = run_ok(family, params);
+        let peak = at_default.stats.peak_memory;
+        assert!(peak <= default * (1.0 + 1e-9), "{family}: peak {peak} above its default limit {default}: {params:?}");
+        let limit = default * scale;
+        match run(family, &params.clone().with_mem_limit(limit)) {
+            Ok(analysis) => {
+                let peak = analysis.stats.peak_memory;
+                assert!(peak <= limit * (1.0 + 1e-9), "{family}: peak {peak} above mem-limit {limit}: {params:?}");
+            }
+            // Too little memory is a parameter error, never a broken schedule.
+            Err(crate::AnalyzeError::Param(_)) => {}
+            Err(e) => panic!("{family} at mem-limit {limit}: {e}: {params:?}"),
+        }
     }
 
     /// Costs whose W keeps everything F stored (`mem-w = mem-f`): the papers' "in flight"

@@ -111,9 +111,32 @@ fn generate_auto(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     zero_bubble_auto(params, params.mem_limit.unwrap_or_else(|| default_limit(params)))
 }
 
-/// zb-auto's default limit, `3·M·mem-f`: more than any schedule holds, so no limit.
+/// zb-auto's default limit, `3·M·mem-f` of the heaviest stage: more than any schedule holds,
+/// so no limit.
 pub(super) fn default_limit(params: &ScheduleParams) -> f64 {
-    3.0 * f64::from(params.microbatches) * params.costs.mem_f
+    3.0 * f64::from(params.microbatches) * heaviest_stage_mem_f(params)
+}
+
+/// 1F1B's memory on its heaviest device: device `d` holds `P − d` forwards of its stage,
+/// `max over d of (P − d)·mem-f[d]` in the simulator's per-stage costs (`P·mem-f` when every
+/// stage stores alike).
+fn one_f_one_b_memory(params: &ScheduleParams) -> f64 {
+    let p = params.devices;
+    if params.costs.is_uniform() {
+        return f64::from(p) * params.costs.mem_f;
+    }
+    let costs = StageCosts::new(&params.costs, &Placement::linear(p));
+    (0..p).map(|d| f64::from(p - d) * costs.mem_f[d as usize]).fold(0.0, f64::max)
+}
+
+/// The largest per-stage `mem-f` the simulator charges (`mem-f` itself when every stage
+/// stores alike; a model's LM-head stage holds more than the mean share).
+fn heaviest_stage_mem_f(params: &ScheduleParams) -> f64 {
+    if params.costs.is_uniform() {
+        return params.costs.mem_f;
+    }
+    let costs = StageCosts::new(&params.costs, &Placement::linear(params.devices));
+    costs.mem_f.iter().copied().fold(0.0, f64::max)
 }
 
 fn generate_1p(params: &ScheduleParams) -> Result<Schedule, ParamError> {
@@ -124,12 +147,12 @@ fn generate_2p(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     generate_at_multiple(params, 2)
 }
 
-/// ZB-1p / ZB-2p: the heuristic with the limit at `multiple·P·mem-f`. These families fix
+/// ZB-1p / ZB-2p: the heuristic with the limit at `multiple·P·mem-f` ([`one_f_one_b_memory`]). These families fix
 /// their limit: like every family that does not schedule to `--mem-limit`, they treat a given
 /// one as a cap to check the result against (the CLI and the app flag devices above it), not
 /// as an input — use `zb-auto --mem-limit L` to schedule to another limit.
 fn generate_at_multiple(params: &ScheduleParams, multiple: u32) -> Result<Schedule, ParamError> {
-    let limit = f64::from(multiple) * f64::from(params.devices) * params.costs.mem_f;
+    let limit = f64::from(multiple) * one_f_one_b_memory(params);
     zero_bubble_auto(params, limit)
 }
 
@@ -431,8 +454,12 @@ impl<'a> Heuristic<'a> {
             }
             last_t = time.max(last_t + comm) + self.cost(PassKind::B, d);
         }
+        // No device runs more forwards than the one before it (a forward needs the previous
+        // device's), nor as many unless both run all `M`. (With unequal stage memory a lighter
+        // device may fit all `M` where the one before it cannot.)
         for d in 1..p as usize {
-            while extra[d] > 0 && extra[d] >= extra[d - 1] && self.forwards[d] + extra[d] < m {
+            let all = |run: &Self, extra: &[u32], i: usize| run.forwards[i] + extra[i] >= m;
+            while extra[d] > 0 && extra[d] >= extra[d - 1] && (!all(self, &extra, d) || !all(self, &extra, d - 1)) {
                 extra[d] -= 1;
             }
         }

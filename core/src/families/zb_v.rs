@@ -51,7 +51,11 @@
 //! `−mem-w/2`. The running sum is checked against `max_mem = --mem-limit` (default `P·mem-f`,
 //! 1F1B's memory = the code's default `2P·f_mem`): a forward that would exceed it first runs
 //! pending Ws (step 4) or fails, and step 2's room for `2 + 2d` more forwards is
-//! `(2 + 2d)·mem-f/2` in the same units. The checks allow a relative slack of 1e-9 for
+//! `(2 + 2d)·mem-f/2` in the same units. With unequal stages (a model's embedding or LM head,
+//! `--mem-f 1,1,1,3`) the forwards add the simulator's per-stage `mem-f`, step 2 reserves
+//! `2 + 2d` activations of the device's heavier chunk, step 4 checks the forward it is about to
+//! run, and the default limit is `2P` activations of the heaviest stage's chunk (a device does
+//! not hold its two chunks half and half, so 1F1B's per-device sum is not enough). The checks allow a relative slack of 1e-9 for
 //! rounding (8 · 0.15 fits in 1.2). These are the simulator's own deltas (F allocates as it
 //! starts, B and W release as they end), so the simulated peak is the planned one and the limit
 //! always holds. With `mem-w = mem-f` (B frees nothing) this is the count of chunk activations
@@ -124,9 +128,21 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     }
 }
 
-/// The default memory limit: 1F1B's, `P·mem-f`.
+/// The default memory limit: room for 1F1B's `2P` chunk activations (the heuristic's
+/// published memory) of the heaviest chunk, `2P · max mem-f[stage]` in the simulator's
+/// per-stage costs — `P·mem-f` when every stage stores alike. (With unequal stages a device
+/// does not hold its two chunks half and half: the warm-up holds more of the down chunk.)
 fn default_limit(params: &ScheduleParams) -> f64 {
-    f64::from(params.devices) * params.costs.mem_f
+    let v = VPass { devices: params.devices };
+    let costs = StageCosts::new(&params.costs, &v.placement());
+    f64::from(2 * params.devices) * costs.mem_f.iter().copied().fold(0.0, f64::max)
+}
+
+/// The larger of what one forward of `device`'s two chunks stores (`mem-f/2` when they store
+/// alike).
+fn heavier_chunk_memory(costs: &StageCosts, v: VPass, device: u32) -> f64 {
+    let alloc = |chunk| costs.alloc(v.on(PassKind::F, chunk, device, 0));
+    alloc(Chunk::Down).max(alloc(Chunk::Up))
 }
 
 /// Memory one chunk's forward stores: `mem-f/2`.
@@ -215,9 +231,13 @@ impl Failure {
                     ),
                 );
                 if let Some(fits) = fits {
+                    let default = if params.costs.is_uniform() {
+                        "1F1B's P·mem-f"
+                    } else {
+                        "2P chunk activations of the heaviest stage"
+                    };
                     err = err.hint(format!(
-                        "zb-v fits here from mem-limit {} ({fits} chunk activations); \
-                         its default is 1F1B's P·mem-f = {}",
+                        "zb-v fits here from mem-limit {} ({fits} chunk activations); its default is {default} = {}",
                         fits as f64 * chunk,
                         default_limit(params)
                     ));
@@ -235,6 +255,8 @@ struct Heuristic {
     costs: StageCosts,
     /// The memory limit of one device, in the units of `mem-f`.
     limit: f64,
+    /// The default limit, 1F1B's memory on the heaviest device (the error's search bound).
+    default_limit: f64,
 }
 
 /// One attempt's result.
@@ -337,7 +359,8 @@ impl Heuristic {
     /// The heuristic for `params` under the memory limit `limit` per device.
     fn new(params: &ScheduleParams, limit: f64) -> Heuristic {
         let v = VPass { devices: params.devices };
-        Heuristic { v, microbatches: params.microbatches, costs: StageCosts::new(&params.costs, &v.placement()), limit }
+        let costs = StageCosts::new(&params.costs, &v.placement());
+        Heuristic { v, microbatches: params.microbatches, costs, limit, default_limit: default_limit(params) }
     }
 
     /// Whether a device holding `memory` stays within the limit (up to rounding: the slack
@@ -417,7 +440,9 @@ impl Heuristic {
             let h = Heuristic { limit: capacity as f64 * chunk, costs: self.costs.clone(), ..*self };
             h.best().is_ok()
         };
-        let one_f_one_b = 2 * u64::from(self.v.devices);
+        // Up to 1F1B's memory on the heaviest device (`2P` chunk activations when the chunks
+        // store alike).
+        let one_f_one_b = whole_chunks(self.default_limit, chunk).max(2 * u64::from(self.v.devices));
         let capacity = whole_chunks(self.limit, chunk);
         let (mut lo, mut hi) = (capacity, one_f_one_b.max(capacity.saturating_add(1)));
         if lo == u64::MAX || !fits(hi) {
@@ -632,7 +657,9 @@ impl<'a> Attempt<'a> {
                     .builder
                     .ready_at(device, first_up)
                     .ok_or_else(|| Failure::Stuck("the first chunk-1 forward is missing".into()))?;
-                let reserve = f64::from(2 + 2 * device) * self.builder.costs().alloc(Pass::f(device, 0));
+                // Room for 2 + 2d more chunk activations of the device's heavier chunk.
+                let reserve =
+                    f64::from(2 + 2 * device) * heavier_chunk_memory(self.builder.costs(), self.heuristic.v, device);
                 let f_cost = self.builder.cost(Pass::f(device, 0));
                 while self.heuristic.fits(self.held[device as usize] + reserve)
                     && self.builder.free_at(device) + f_cost <= arrival
@@ -736,12 +763,12 @@ impl<'a> Attempt<'a> {
             } else {
                 continue;
             };
-            while !self.heuristic.fits(self.held[device as usize] + self.builder.costs().alloc(Pass::f(device, 0))) {
+            let pass = self.next_pass(device, PassKind::F, lane)?;
+            while !self.heuristic.fits(self.held[device as usize] + self.builder.costs().alloc(pass)) {
                 if !self.put_w(device)? {
                     return Err(Failure::Memory);
                 }
             }
-            let pass = self.next_pass(device, PassKind::F, lane)?;
             self.fill_wait(device, pass, lane, Gate::FillF)?;
             self.put(device, PassKind::F, lane)?;
         }
@@ -780,7 +807,10 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
         bubble: (balanced && m >= 2 * p - 1 && capacity >= one_f_one_b).then_some(0.0),
         bubble_formula: "0 when F = B = W, no communication, M ≥ 2P − 1 and mem-limit ≥ P·mem-f",
         bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: (c.mem_w() == c.mem_f && capacity == one_f_one_b && (balanced || m >= 2 * p - 1))
+        peak_memory: (c.is_uniform()
+            && c.mem_w() == c.mem_f
+            && capacity == one_f_one_b
+            && (balanced || m >= 2 * p - 1))
             .then(|| vec![f64::from(p.min(m)) * c.mem_f; p as usize]),
         memory_formula: "P·mem-f on every device once M ≥ 2P − 1 (min(P, M)·mem-f for any M when F = B = W \
                          without communication), at mem-limit P·mem-f with mem-w = mem-f",
