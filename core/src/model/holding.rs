@@ -13,7 +13,8 @@ pub struct Holding {
     pub layers: f64,
     /// Whether it holds the embedding.
     pub embedding: bool,
-    /// Whether it holds the LM head and the loss.
+    /// Whether it holds the LM head and the loss, or a part of them (a stage that cuts the
+    /// last piece carries its share of the head's cost).
     pub loss: bool,
 }
 
@@ -32,7 +33,11 @@ impl Derived {
         };
         let costs = Costs::default().with_profile(profile, self.devices);
         let table = StageCosts::new(&costs, placement);
-        let last = placement.stages_per_pipeline().saturating_sub(1);
+        // Stage j of S covers pieces [j·N/S, (j+1)·N/S): it carries (a part of) the embedding
+        // or the LM head when that range reaches the first or the last piece, as its costs do.
+        let (n, per) = (self.pieces.len() as f64, f64::from(placement.stages_per_pipeline().max(1)));
+        let covers_first = |j: u32| f64::from(j) * n / per < 1.0;
+        let covers_last = |j: u32| f64::from(j + 1) * n / per > n - 1.0;
         let embedding = self.pieces.first().is_some_and(|p| p.piece.embedding);
         let loss = self.pieces.last().is_some_and(|p| p.piece.loss);
         let mut out = vec![Holding { layers: 0.0, embedding: false, loss: false }; placement.devices() as usize];
@@ -40,8 +45,8 @@ impl Derived {
             let Some(h) = placement.device_of(g).and_then(|d| out.get_mut(d as usize)) else { continue };
             h.layers += table.f.get(g as usize).copied().unwrap_or(0.0);
             let local = placement.local_stage(g);
-            h.embedding |= embedding && local == 0;
-            h.loss |= loss && local == last;
+            h.embedding |= embedding && covers_first(local);
+            h.loss |= loss && covers_last(local);
         }
         out
     }
