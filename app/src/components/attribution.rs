@@ -59,7 +59,11 @@ pub fn AttributionBar() -> impl IntoView {
             Duration::ZERO,
         );
     });
-    let n = |v: f64| format_number(v, 4);
+    // In µs (ms, s) when the costs come from a model, as the tiles print them.
+    let n = move |v: f64| match state.units() {
+        bubblescope::render::Units::Model => bubblescope::render::format_micros(v),
+        bubblescope::render::Units::Cost => format_number(v, 4),
+    };
     view! {
         <Show when=move || shown.with(Option::is_some)>
             {move || shown.get().map(|s| {
