@@ -118,6 +118,16 @@ pub struct CostArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostList(pub Vec<f64>);
 
+/// A model size: a whole number ≥ 1, with a hint when it is not.
+fn model_count(text: &str) -> Result<u32, String> {
+    text.trim().parse::<u32>().ok().filter(|v| *v > 0).ok_or_else(|| {
+        format!(
+            "expected a whole number ≥ 1, found `{}`\n  hint: give the model's real shape, or start from a preset: --model (see `bubblescope costs --list`)",
+            bubblescope::formats::sanitize(text)
+        )
+    })
+}
+
 /// A core error as the CLI says it: a message that opens with the setting's name opens with
 /// its flag (`f lists 3 numbers` → `--f lists 3 numbers`).
 fn flag_error(mut e: bubblescope::ParamError) -> anyhow::Error {
@@ -140,25 +150,25 @@ pub struct ModelArgs {
     #[arg(long, value_name = "PRESET")]
     pub model: Option<String>,
     /// Transformer layers.
-    #[arg(long, value_name = "L")]
+    #[arg(long, value_name = "L", value_parser = model_count)]
     pub layers: Option<u32>,
     /// Hidden size.
-    #[arg(long, value_name = "H")]
+    #[arg(long, value_name = "H", value_parser = model_count)]
     pub hidden: Option<u32>,
     /// Attention heads.
-    #[arg(long, value_name = "A")]
+    #[arg(long, value_name = "A", value_parser = model_count)]
     pub heads: Option<u32>,
     /// Sequence length in tokens.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = model_count)]
     pub seq: Option<u32>,
     /// Sequences per microbatch.
-    #[arg(long = "micro-batch", value_name = "B")]
+    #[arg(long = "micro-batch", value_name = "B", value_parser = model_count)]
     pub micro_batch: Option<u32>,
     /// Vocabulary size.
-    #[arg(long, value_name = "V")]
+    #[arg(long, value_name = "V", value_parser = model_count)]
     pub vocab: Option<u32>,
     /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
-    #[arg(long, value_name = "FFN")]
+    #[arg(long, value_name = "FFN", value_parser = model_count)]
     pub ffn: Option<u32>,
     /// Achieved TFLOP/s per device [default: 400].
     #[arg(long, value_name = "T")]

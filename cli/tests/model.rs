@@ -244,3 +244,11 @@ fn figures_from_a_model_read_in_microseconds_and_gib() {
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.contains("time (cost units)") && !svg.contains(" GiB"), "hand-set costs keep cost units");
 }
+
+#[test]
+fn bad_model_sizes_get_a_hint() {
+    for (flag, value) in [("--seq", "NaN"), ("--layers", "0"), ("--hidden", "4.5"), ("--vocab", "")] {
+        let e = fails(&["costs", "--model", "llama-3-8b", "--devices", "8", flag, value]);
+        assert!(e.contains("expected a whole number") && e.contains("hint:"), "{flag} {value}: {e}");
+    }
+}
