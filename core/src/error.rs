@@ -106,7 +106,7 @@ pub enum Field {
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 26] = [
+    pub const ALL: [Field; 28] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -122,6 +122,7 @@ impl Field {
         Field::MemF,
         Field::MemW,
         Field::MemLimit,
+        Field::Model,
         Field::Layers,
         Field::Hidden,
         Field::Heads,
@@ -133,6 +134,7 @@ impl Field {
         Field::Bandwidth,
         Field::Latency,
         Field::Layout,
+        Field::FlashAttention,
     ];
 
     /// The field called `name` (see [`Field::name`]).

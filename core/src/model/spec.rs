@@ -234,7 +234,7 @@ impl ModelSpec {
 
 /// The model field called `name` (a CLI flag without `--`, a URL key).
 pub fn model_field(name: &str) -> Option<Field> {
-    MODEL_FIELDS.iter().copied().find(|f| f.name() == name)
+    Field::from_name(name).filter(|f| MODEL_FIELDS.contains(f))
 }
 
 fn field_names() -> String {
@@ -306,6 +306,15 @@ mod tests {
         spec.set(Field::Layers, "").unwrap();
         assert_eq!(spec.layers, None);
         assert!(!ModelSpec::default().given() && spec.given());
+    }
+
+    #[test]
+    fn every_model_field_is_a_field_by_name() {
+        for f in MODEL_FIELDS {
+            assert_eq!(Field::from_name(f.name()), Some(f), "{}", f.name());
+            assert_eq!(model_field(f.name()), Some(f));
+        }
+        assert_eq!(model_field("f"), None);
     }
 
     #[test]
