@@ -128,6 +128,13 @@ fn model_count(text: &str) -> Result<u32, String> {
     })
 }
 
+/// Reads `true`/`false` (or 1/0, on/off, yes/no) as the permalink does, with its hint.
+fn on_off(text: &str) -> Result<bool, String> {
+    let mut spec = ModelSpec::default();
+    spec.set(Field::FlashAttention, text).map_err(|e| e.to_string())?;
+    spec.flash_attention.ok_or_else(|| "expected true or false, found nothing\n  hint: write --flash-attention or --flash-attention false".to_string())
+}
+
 /// A core error as the CLI says it: a message that opens with the setting's name opens with
 /// its flag (`f lists 3 numbers` → `--f lists 3 numbers`).
 fn flag_error(mut e: bubblescope::ParamError) -> anyhow::Error {
@@ -185,7 +192,7 @@ pub struct ModelArgs {
     pub layout: Option<String>,
     /// FlashAttention: no attention score matrices kept, scores recomputed in B
     /// [default: on for the Llama presets, off otherwise].
-    #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off)]
     pub flash_attention: Option<bool>,
 }
 

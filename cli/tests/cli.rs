@@ -402,6 +402,13 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
     let e = fails(d, &["simulate", "-s", "1f1b", "--f", "1e308"]);
     assert!(e.starts_with("error: f must be at most 1e12, found 1e308\n"), "{e}");
     assert!(e.len() < 200, "{e}");
+    // Sizes get a size hint, not the time-unit one.
+    let e = fails(d, &["simulate", "-s", "zb-auto", "--model", "llama-3-8b", "--mem-limit", "2TiB"]);
+    assert!(e.contains("mem-limit must be at most 1e12") && e.contains("hint: a limit this large is no limit"), "{e}");
+    let e = fails(d, &["simulate", "-s", "1f1b", "--mem-f", "2e12"]);
+    assert!(e.contains("hint: use a coarser unit, e.g. GiB instead of bytes"), "{e}");
+    let e = fails(d, &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--flash-attention", "maybe"]);
+    assert!(e.contains("flash-attention must be on or off, found `maybe`") && e.contains("hint: write 1 or 0"), "{e}");
     assert_eq!(
         fails(d, &["simulate", "-s", "1f1b", "--f", "-inf"]).trim_end(),
         "error: f must be a finite number, found -inf\n  hint: give a time or size in the cost unit, e.g. 1 or 2.5"

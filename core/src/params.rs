@@ -290,8 +290,12 @@ fn check_number(field: Field, value: f64) -> Result<(), ParamError> {
         return Err(ParamError::new(field, format!("{name} must not be negative, found {shown}")));
     }
     if value > MAX_COST {
-        return Err(ParamError::new(field, format!("{name} must be at most 1e12, found {shown}"))
-            .hint("use a coarser unit, e.g. milliseconds instead of nanoseconds"));
+        let hint = match field {
+            Field::MemLimit => "a limit this large is no limit: leave mem-limit out (1e12 bytes is about 931 GiB)",
+            Field::MemF | Field::MemW => "use a coarser unit, e.g. GiB instead of bytes (1e12 bytes is about 931 GiB)",
+            _ => "use a coarser unit, e.g. milliseconds instead of nanoseconds",
+        };
+        return Err(ParamError::new(field, format!("{name} must be at most 1e12, found {shown}")).hint(hint));
     }
     if value > 0.0 && value < MIN_POSITIVE_COST {
         return Err(ParamError::new(field, format!("{name} must be 0 or at least 1e-9, found {shown}"))
