@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use bubblescope::bounds::{lower_bound, problem_limit, LowerBound};
 use bubblescope::error::short_number;
 use bubblescope::optimal::Optimum;
-use bubblescope::render::format_number;
+use bubblescope::render::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
 
@@ -161,16 +161,35 @@ pub fn table(
     let cn = |v: f64| if v != 0.0 && v.abs() < 1e-4 { short_number(v) } else { n(v) };
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
+    // Per-device shares when they differ (`F 1,1,1,3`), in µs and bytes for a model.
+    let units = if derived.is_some() { Units::Model } else { Units::Cost };
+    let devices = params.devices as usize;
+    let share = |i: usize, scalar: f64| -> String {
+        let show = |v: f64| match (units, i >= 3) {
+            (Units::Model, false) => format_micros(v),
+            (Units::Model, true) => bubblescope::model::format_bytes(v),
+            (Units::Cost, _) => cn(v),
+        };
+        let values: Vec<f64> = match &c.profile {
+            Some(p) if !p.is_uniform() => (0..devices).map(|k| p.share(k, devices)[i]).collect(),
+            _ => vec![scalar],
+        };
+        if values.windows(2).all(|w| w[0] == w[1]) {
+            show(values[0])
+        } else {
+            values.into_iter().map(show).collect::<Vec<_>>().join(",")
+        }
+    };
     let _ = writeln!(
         out,
         "costs: F {} · B {} · W {} · comm {}{} · mem-f {} · mem-w {}",
-        cn(c.f),
-        cn(c.b),
-        cn(c.w),
-        cn(c.comm),
+        share(0, c.f),
+        share(1, c.b),
+        share(2, c.w),
+        if units == Units::Model { format_micros(c.comm) } else { cn(c.comm) },
         c.overlap.map(|o| format!(" · F&B {}", cn(o))).unwrap_or_default(),
-        cn(c.mem_f),
-        cn(c.mem_w())
+        share(3, c.mem_f),
+        share(4, c.mem_w())
     );
     let _ = writeln!(out);
     let rows: [(&str, f64, &str); 7] = [

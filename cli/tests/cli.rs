@@ -54,6 +54,13 @@ fn simulate_table_is_readable() {
     assert!(out.contains("cost         27 "), "{out}");
     assert!(out.contains("bubble rate  0.1111"), "{out}");
     assert!(out.contains("closed form  3            bubble (P−1)(F+B−W)"), "{out}");
+    // Unequal shares print as the list that was given, not as their mean.
+    let out = ok(dir.path(), &["simulate", "-s", "zb-h1", "--f", "1,1,1,3", "--mem-f", "2"]);
+    assert!(out.contains("costs: F 1,1,1,3 · B 1 · W 1 · comm 0 · mem-f 2 · mem-w 1\n"), "{out}");
+    // A model's in µs and bytes: the LM head's share is the heavy one.
+    let out = ok(dir.path(), &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--latency", "1350", "--bandwidth", "1e9"]);
+    let costs = out.lines().nth(1).unwrap_or_default();
+    assert!(costs.starts_with("costs: F ") && costs.contains(" ms,") && costs.contains("comm 1.35 ms") && costs.contains(" GiB"), "{costs}");
 }
 
 #[test]

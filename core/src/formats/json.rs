@@ -2,12 +2,13 @@
 //! [module docs](super)).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::params::{Costs, MAX_DEVICES, MAX_PASSES};
+use crate::params::{CostProfile, Costs, MAX_DEVICES, MAX_PASSES};
 use crate::schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 
 use super::check::{self, Draft};
@@ -91,6 +92,34 @@ struct CostsJson {
     overlap: Option<Number>,
     mem_f: Number,
     mem_w: Option<Number>,
+    /// Per-piece costs; left out when every piece costs the same (files stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    profile: Option<ProfileJson>,
+}
+
+/// The `costs.profile` object: one list per cost, one number per piece of the model.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileJson {
+    f: Vec<Number>,
+    b: Vec<Number>,
+    w: Vec<Number>,
+    mem_f: Vec<Number>,
+    mem_w: Vec<Number>,
+}
+
+impl From<&CostProfile> for ProfileJson {
+    fn from(p: &CostProfile) -> ProfileJson {
+        let list = |v: &[f64]| v.iter().copied().map(Number).collect();
+        ProfileJson { f: list(&p.f), b: list(&p.b), w: list(&p.w), mem_f: list(&p.mem_f), mem_w: list(&p.mem_w) }
+    }
+}
+
+impl From<ProfileJson> for CostProfile {
+    fn from(p: ProfileJson) -> CostProfile {
+        let list = |v: Vec<Number>| v.into_iter().map(|n| n.0).collect();
+        CostProfile { f: list(p.f), b: list(p.b), w: list(p.w), mem_f: list(p.mem_f), mem_w: list(p.mem_w) }
+    }
 }
 
 impl From<&Costs> for CostsJson {
@@ -103,6 +132,7 @@ impl From<&Costs> for CostsJson {
             overlap: c.overlap.map(Number),
             mem_f: Number(c.mem_f),
             mem_w: c.mem_w.map(Number),
+            profile: c.profile.as_deref().map(ProfileJson::from),
         }
     }
 }
@@ -117,7 +147,7 @@ impl From<CostsJson> for Costs {
             overlap: c.overlap.map(|n| n.0),
             mem_f: c.mem_f.0,
             mem_w: c.mem_w.map(|n| n.0),
-            profile: None,
+            profile: c.profile.map(|p| Arc::new(CostProfile::from(p))),
         }
     }
 }

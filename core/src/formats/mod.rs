@@ -106,6 +106,10 @@
 //!   holding the number when serde_json's default (fast) float parsing would read the number
 //!   back one bit off, which happens for some values that need 17 significant digits; so every
 //!   cost reads back bit for bit, with any JSON reader.
+//! * `costs.profile`, present only when the model's pieces cost different amounts (per-device
+//!   lists like `--f 4,4,4,6`, or a transformer config), holds one list per cost — `f`, `b`,
+//!   `w`, `mem_f`, `mem_w` — with one number per piece in pipeline order; the scalars beside it
+//!   are then the mean share. Files without it read as before.
 //! * `orders[d]` is device `d`'s order. An op is a string: a pass `<stage><kind><microbatch>`
 //!   with kind `F`, `B` (input gradient), `W` or `BW` (full backward) — PyTorch's legacy
 //!   dialect — followed by `.<slice>` when the schedule has more than one slice (`0F3.1`);

@@ -342,6 +342,34 @@ fn json_costs_round_trip_bit_for_bit() {
 }
 
 #[test]
+fn json_keeps_per_piece_costs_and_the_times_they_give() {
+    // A heavy last stage from lists, and a transformer's per-layer pieces (more pieces than
+    // devices): the file must give back the same costs and so the same simulation.
+    let lists = bubblescope::CostLists { f: Some(vec![1.0, 1.0, 1.0, 3.0]), mem_f: Some(vec![1.0, 1.0, 2.0, 4.0]), ..Default::default() };
+    let from_lists = lists.apply(&Costs::default(), 4).unwrap();
+    let model = bubblescope::model::ModelSpec::preset("llama-3-8b").resolve().unwrap();
+    let from_model = model.derive(4).unwrap().costs();
+    for (what, costs) in [("lists", from_lists), ("model", from_model)] {
+        assert!(costs.profile.is_some(), "{what}: the case needs a profile");
+        let a = bubblescope::run("zb-h1", &ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
+        let back = read(&export_json(&a.schedule, Some(&costs)), Format::Json);
+        assert!(back.diagnostics.is_empty(), "{what}:\n{}", back.report());
+        assert_eq!(back.costs.as_ref(), Some(&costs), "{what}");
+        let again = analyze(back.schedule.unwrap(), &back.costs.unwrap()).unwrap().stats;
+        assert_eq!((again.cost, again.peak_memory), (a.stats.cost, a.stats.peak_memory), "{what}");
+    }
+    // A bad profile is refused with the costs, not the schedule.
+    let s = sequential(Placement::linear(2), 2, 1, false);
+    let mut file: serde_json::Value = serde_json::from_str(&export_json(&s, Some(&Costs::default()))).unwrap();
+    file["costs"]["profile"] =
+        serde_json::json!({"f": [1, 2], "b": [1], "w": [1, 1], "mem_f": [1, 1], "mem_w": [0.5, 0.5]});
+    let text = file.to_string();
+    let back = read(&text, Format::Json);
+    assert!(back.costs.is_none() && back.schedule.is_some(), "{}", back.report());
+    assert!(back.report().contains("b lists 1 numbers, expected 2"), "{}", back.report());
+}
+
+#[test]
 fn the_json_example_in_the_module_docs_loads() {
     let example = r#"{
   "format": "bubblescope-schedule",
