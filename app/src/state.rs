@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bubblescope::permalink::{Permalink, Settings};
+use bubblescope::render::Units;
 use bubblescope::{
     family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Field, Schedule, ScheduleParams, BASELINE,
 };
@@ -79,7 +80,7 @@ impl Outcome {
     /// yet (id 0), no error to report.
     pub fn waiting(settings: &Settings) -> Outcome {
         let label = family(&settings.schedule)
-            .map_or_else(|| settings.schedule.clone(), |f| f.label(&f.own_params(&settings.params)));
+            .map_or_else(|| settings.schedule.clone(), |f| f.label(&f.own_params(&settings.params), settings.units()));
         let main = Computed {
             name: settings.schedule.clone(),
             label,
@@ -246,7 +247,7 @@ fn slow_search(family: &bubblescope::Family, params: &ScheduleParams) -> Option<
 }
 
 /// Generates, validates and simulates family `name` under `params`, within `budget`.
-pub fn compute_one(name: &str, params: &ScheduleParams, budget: Budget) -> Computed {
+pub fn compute_one(name: &str, params: &ScheduleParams, budget: Budget, units: Units) -> Computed {
     let Some(fam) = family(name) else {
         let e = bubblescope::families::unknown_family(name);
         return Computed {
@@ -256,7 +257,7 @@ pub fn compute_one(name: &str, params: &ScheduleParams, budget: Budget) -> Compu
         };
     };
     let p = fam.own_params(params);
-    let label = fam.label(&p);
+    let label = fam.label(&p, units);
     if let Err(error) = admit(fam, &p, budget) {
         return Computed { name: name.to_string(), label, result: Err(error) };
     }
@@ -338,22 +339,22 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Budget) -
     let (main, params, compare, baseline) = match file {
         Some(file) => {
             let (main, params) = compute_file(file, &settings.params);
-            let compare = settings.compare.iter().map(|n| compute_one(n, &params, budget)).collect();
-            let baseline = compute_one(BASELINE.name, &params, budget).result.ok();
+            let compare = settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units())).collect();
+            let baseline = compute_one(BASELINE.name, &params, budget, settings.units()).result.ok();
             (main, params, compare, baseline)
         }
         None => {
-            let main = compute_one(&settings.schedule, &settings.params, budget);
+            let main = compute_one(&settings.schedule, &settings.params, budget, settings.units());
             let compare = settings
                 .compare
                 .iter()
                 .filter(|n| **n != settings.schedule)
-                .map(|n| compute_one(n, &settings.params, budget))
+                .map(|n| compute_one(n, &settings.params, budget, settings.units()))
                 .collect();
             let baseline = if settings.schedule == BASELINE.name {
                 main.result.as_ref().ok().cloned()
             } else {
-                compute_one(BASELINE.name, &settings.params, budget).result.ok()
+                compute_one(BASELINE.name, &settings.params, budget, settings.units()).result.ok()
             };
             (main, effective_params(settings), compare, baseline)
         }

@@ -383,7 +383,7 @@ mod tests {
     use bubblescope::{ScheduleParams, FAMILIES};
 
     fn computed(name: &str, params: &ScheduleParams) -> Computed {
-        crate::state::compute_one(name, params, crate::state::Budget::Background)
+        crate::state::compute_one(name, params, crate::state::Budget::Background, bubblescope::render::Units::Cost)
     }
 
     fn same(a: &Computed, b: &Computed) {

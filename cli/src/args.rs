@@ -297,6 +297,15 @@ impl CostArgs {
         lists.apply(&d, devices).map_err(flag_error)
     }
 
+    /// What the numbers mean: µs and bytes with model flags, cost units otherwise.
+    pub fn units(&self) -> bubblescope::render::Units {
+        if self.model.given() {
+            bubblescope::render::Units::Model
+        } else {
+            bubblescope::render::Units::Cost
+        }
+    }
+
     /// The memory limit: a number in mem-f's unit, or with model flags a size with a unit.
     pub fn mem_limit(&self) -> Result<Option<f64>> {
         let Some(text) = &self.mem_limit else { return Ok(None) };

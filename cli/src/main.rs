@@ -69,15 +69,16 @@ struct Subject {
 }
 
 /// Generates family `name` (any spelling [`family`] accepts) at `params`.
-fn generated(name: &str, params: ScheduleParams) -> Result<Subject> {
+fn generated(name: &str, params: ScheduleParams, units: Units) -> Result<Subject> {
     let schedule = generate(name, &params).map_err(|e| anyhow::anyhow!("{e}"))?;
-    analyzed(name, schedule, params)
+    analyzed(name, schedule, params, units)
 }
 
-fn analyzed(name: &str, schedule: bubblescope::Schedule, params: ScheduleParams) -> Result<Subject> {
+/// Simulates `schedule` of family `name`, labelled with its sizes (a limit in `units`).
+fn analyzed(name: &str, schedule: bubblescope::Schedule, params: ScheduleParams, units: Units) -> Result<Subject> {
     let analysis = analyze(schedule, &params.costs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let family = family(name);
-    let label = family.map_or_else(|| name.to_string(), |f| f.label(&params));
+    let label = family.map_or_else(|| name.to_string(), |f| f.label(&params, units));
     let name = family.map_or(name, |f| f.name).to_string();
     Ok(Subject { name, label, params, family, analysis })
 }
@@ -239,7 +240,7 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             reject_family_flags(matches, false)?;
             from_file(&args.file, path, &args.costs)?
         }
-        None => generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?)?,
+        None => generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?,
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit);
     let optimum = args.optimal.then(|| optimum(&subject));
@@ -380,7 +381,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     for name in &names {
         let in_context = |e: anyhow::Error| e.context(format!("schedule `{}`", formats::sanitize(name)));
         let schedule = generate(name, &params).map_err(|e| in_context(anyhow::anyhow!("{e}")))?;
-        subjects.push(analyzed(name, schedule, params.clone()).map_err(in_context)?);
+        subjects.push(analyzed(name, schedule, params.clone(), args.costs.units()).map_err(in_context)?);
     }
     if subjects.is_empty() {
         return Err(user_error("nothing to draw", &["pass --schedule NAME, --compare A,B or --from FILE"]));
@@ -409,7 +410,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         causes: args.causes,
         mem_limit: args.costs.mem_limit()?,
         theme,
-        units: if args.costs.model.given() { Units::Model } else { Units::Cost },
+        units: args.costs.units(),
         ..FigureOptions::default()
     };
     let svg = if args.animate {

@@ -252,3 +252,56 @@ fn bad_model_sizes_get_a_hint() {
         assert!(e.contains("expected a whole number") && e.contains("hint:"), "{flag} {value}: {e}");
     }
 }
+
+/// Splits a shell command line of plain words and single-quoted words (what
+/// `Settings::cli_command` writes).
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, any) = (!quoted, true),
+            ' ' if !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            _ => (word.push(c), any = true).1,
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
+}
+
+#[test]
+fn the_playground_s_cli_line_runs_the_same_schedule() {
+    // Links as the playground writes them; the command it shows must reproduce the cost and
+    // peak memory the core computes from the same link.
+    for query in [
+        "schedule=zb-v&devices=8&microbatches=16&model=llama-3-8b&mem-limit=80GiB",
+        "schedule=zb-auto&devices=4&microbatches=8&model=zb-1.5b&layout=Et*7|t*6|t*6|t*5L&mem-limit=12GiB",
+        "schedule=interleaved-1f1b&devices=4&microbatches=8&chunks=2&f=1,1,1,3&comm=0.5",
+        "schedule=zb-1p&devices=4&microbatches=8&b=1.5&w=0.5&mem-limit=5&chunks=3",
+        "schedule=dualpipe-v&devices=4&microbatches=10&overlap=2.5&mem-f=2&mem-w=1.5",
+    ] {
+        let (link, warnings) = bubblescope::permalink::parse(query);
+        assert!(warnings.is_empty(), "{query}: {warnings:?}");
+        let settings = link.settings();
+        let line = settings.cli_command();
+        let words = shell_words(&line);
+        assert_eq!(words[0], "bubblescope", "{line}");
+        let mut args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        args.push("--json");
+        let out = json(&args);
+        // The playground runs a family on the options it reads (`own_params`).
+        let family = bubblescope::family(&settings.schedule).unwrap();
+        let params = family.own_params(&settings.effective_params().unwrap());
+        let expected = bubblescope::run(&settings.schedule, &params).unwrap();
+        assert_eq!(out["cost"].as_f64(), Some(expected.stats.cost), "{line}");
+        assert_eq!(out["peak_memory"].as_f64(), Some(expected.stats.peak_memory), "{line}");
+        // Options the family does not read stay out of the line (the CLI would refuse them).
+        assert!(!line.contains("--chunks") || settings.schedule != "zb-1p", "{line}");
+    }
+}

@@ -64,6 +64,58 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// What the numbers mean: µs and bytes when the costs come from a model.
+    pub fn units(&self) -> crate::render::Units {
+        if self.model.given() {
+            crate::render::Units::Model
+        } else {
+            crate::render::Units::Cost
+        }
+    }
+
+    /// The same run as a `bubblescope simulate` command: the family, its sizes, the options
+    /// and memory limit it reads, and the model flags or the hand-set costs that differ from
+    /// the defaults (per-device lists as lists).
+    pub fn cli_command(&self) -> String {
+        let p = &self.params;
+        let mut out = format!("bubblescope simulate -s {} -p {} -m {}", self.schedule, p.devices, p.microbatches);
+        let family = crate::family(&self.schedule);
+        let reads = |field: Field| family.is_some_and(|f| f.uses(field));
+        let opts = [(Field::Chunks, p.chunks), (Field::Group, p.group), (Field::Waves, p.waves), (Field::SeqSplits, p.seq_splits)];
+        for (field, value) in opts {
+            if let (true, Some(v)) = (reads(field), value) {
+                let _ = write!(out, " --{} {v}", field.name());
+            }
+        }
+        if self.model.given() {
+            let _ = write!(out, " {}", self.model.cli_flags());
+        } else {
+            let (c, d) = (&p.costs, Costs::default());
+            let lists = CostLists::of(c, p.devices);
+            let nums = [
+                (Field::F, Some(c.f), Some(d.f)),
+                (Field::B, Some(c.b), Some(d.b)),
+                (Field::W, Some(c.w), Some(d.w)),
+                (Field::Comm, Some(c.comm), Some(d.comm)),
+                (Field::Overlap, c.overlap.filter(|_| reads(Field::Overlap)), None),
+                (Field::MemF, Some(c.mem_f), Some(d.mem_f)),
+                (Field::MemW, c.mem_w, None),
+            ];
+            for (field, value, default) in nums {
+                if let Some(list) = lists.get(field) {
+                    let _ = write!(out, " --{} {}", field.name(), format_list(list));
+                } else if let Some(v) = value.filter(|v| Some(*v) != default) {
+                    let _ = write!(out, " --{} {v}", field.name());
+                }
+            }
+        }
+        if let (true, Some(limit)) = (reads(Field::MemLimit), p.mem_limit) {
+            let text = if self.model.given() { crate::model::size_text(limit) } else { limit.to_string() };
+            let _ = write!(out, " --mem-limit {text}");
+        }
+        out
+    }
+
     /// The model's costs on these settings' devices, when costs come from a model.
     pub fn derived(&self) -> Option<Result<Derived, ParamError>> {
         self.model.given().then(|| self.model.resolve().and_then(|m| m.derive(self.params.devices)))

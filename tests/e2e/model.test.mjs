@@ -86,5 +86,9 @@ export const tests = {
     assertEq(await page.locator('[data-testid=mem-limit-input]').inputValue(), '20GiB', 'the limit shows with its unit');
     const args = ['-s', 'zb-auto', '-p', '8', '-m', '16', '--model', 'llama-3-8b', '--seq', '2048', '--mem-limit', '20GiB'];
     assertEq(await text(page, 'stat-bubble-rate'), cliBubble(args), 'bubble rate equals the CLI');
+    // The CLI line is that same run, limit included; the chart title says the limit in GiB.
+    assertEq(await text(page, 'model-cli'), `bubblescope simulate ${args.join(' ')}`, 'the CLI line');
+    const title = await page.locator('[data-testid=gantt-canvas]').getAttribute('aria-label');
+    assert(title.endsWith('· limit 20 GiB'), `the limit in GiB in the chart's label: ${title}`);
   },
 };

@@ -7,6 +7,7 @@
 use bubblescope::model::presets::{model_preset, model_presets};
 use bubblescope::model::{format_bytes, parse_bytes, Derived, ModelSpec, PieceCosts};
 use bubblescope::render::format_micros;
+use bubblescope::permalink::Settings;
 use bubblescope::Field;
 use leptos::prelude::*;
 
@@ -235,17 +236,7 @@ pub fn DerivedTable() -> impl IntoView {
             })
         })
     };
-    let cli = move || {
-        state.settings.with(|s| {
-            format!(
-                "bubblescope simulate -s {} -p {} -m {} {}",
-                s.schedule,
-                s.params.devices,
-                s.params.microbatches,
-                s.model.cli_flags()
-            )
-        })
-    };
+    let cli = move || state.settings.with(Settings::cli_command);
     view! {
         <Show when=move || derived.with(Option::is_some)>
             <section class="card" aria-label="Costs from the model">

@@ -293,8 +293,9 @@ impl Family {
         (self.generate)(params)
     }
 
-    /// A heading for a schedule of this family: its title and the sizes that shape it.
-    pub fn label(&self, params: &ScheduleParams) -> String {
+    /// A heading for a schedule of this family: its title and the sizes that shape it, with
+    /// the memory limit in `units` (`limit 80 GiB` for a model).
+    pub fn label(&self, params: &ScheduleParams, units: crate::render::Units) -> String {
         let mut out = format!(
             "{} · {} · {}",
             self.title,
@@ -313,7 +314,7 @@ impl Family {
             }
         }
         if let (true, Some(limit)) = (self.uses(Field::MemLimit), params.mem_limit) {
-            out.push_str(&format!(" · limit {}", crate::render::format_number(limit, 3)));
+            out.push_str(&format!(" · limit {}", units.memory(limit)));
         }
         out
     }

@@ -1,6 +1,7 @@
 //! Registry-level tests; each family's own numbers are tested in its file.
 
 use super::*;
+use crate::render::Units;
 use crate::{run, Costs};
 
 #[test]
@@ -53,10 +54,15 @@ fn unused_options_are_rejected_by_name() {
 #[test]
 fn labels_count_in_the_right_number() {
     let one = super::family("1f1b").unwrap();
-    assert_eq!(one.label(&ScheduleParams::new(1, 1)), "1F1B · 1 device · 1 microbatch");
-    assert_eq!(one.label(&ScheduleParams::new(4, 8)), "1F1B · 4 devices · 8 microbatches");
+    assert_eq!(one.label(&ScheduleParams::new(1, 1), Units::Cost), "1F1B · 1 device · 1 microbatch");
+    assert_eq!(one.label(&ScheduleParams::new(4, 8), Units::Cost), "1F1B · 4 devices · 8 microbatches");
     let interleaved = super::family("interleaved-1f1b").unwrap();
-    assert!(interleaved.label(&ScheduleParams::new(2, 4).with_chunks(1)).ends_with(" · 1 chunk"));
+    assert!(interleaved.label(&ScheduleParams::new(2, 4).with_chunks(1), Units::Cost).ends_with(" · 1 chunk"));
+    // A memory limit in the units of the costs: 80 GiB for a model, not 85899345920.
+    let zb = super::family("zb-auto").unwrap();
+    let limited = ScheduleParams::new(4, 8).with_mem_limit(80.0 * 1024.0 * 1024.0 * 1024.0);
+    assert!(zb.label(&limited, Units::Model).ends_with(" · limit 80 GiB"), "{}", zb.label(&limited, Units::Model));
+    assert!(zb.label(&ScheduleParams::new(4, 8).with_mem_limit(4.5), Units::Cost).ends_with(" · limit 4.5"));
 }
 
 #[test]

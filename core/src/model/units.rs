@@ -40,6 +40,18 @@ pub fn parse_bytes(text: &str, field: Field) -> Result<f64, ParamError> {
     Ok(bytes)
 }
 
+/// A byte size as [`parse_bytes`] reads it back exactly: `80GiB` or `512MiB` when it is a whole
+/// number of them, else the number of bytes.
+pub fn size_text(bytes: f64) -> String {
+    for (name, size) in [("TiB", 1_099_511_627_776.0), ("GiB", 1_073_741_824.0), ("MiB", 1_048_576.0)] {
+        let n = bytes / size;
+        if n >= 1.0 && n.fract() == 0.0 {
+            return format!("{n}{name}");
+        }
+    }
+    bytes.to_string()
+}
+
 /// A byte size for people: `80 GiB`, `1.5 MiB`, `512 B`.
 pub fn format_bytes(bytes: f64) -> String {
     let units = [("TiB", 1_099_511_627_776.0), ("GiB", 1_073_741_824.0), ("MiB", 1_048_576.0), ("KiB", 1024.0)];

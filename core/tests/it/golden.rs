@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use bubblescope::gaps::{causes, Causes};
-use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme};
+use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme, Units};
 use bubblescope::{family, run, Costs, ScheduleParams};
 
 /// Largest reference file, to keep the repository small.
@@ -133,7 +133,7 @@ fn render(case: &Case, anim: Option<&AnimateOptions>) -> String {
     let analyses: Vec<(String, bubblescope::Analysis)> = case
         .families
         .iter()
-        .map(|name| (family(name).unwrap().label(&case.params), run(name, &case.params).unwrap()))
+        .map(|name| (family(name).unwrap().label(&case.params, Units::Cost), run(name, &case.params).unwrap()))
         .collect();
     let causes: Vec<Option<Causes>> =
         analyses.iter().map(|(_, a)| case.causes.then(|| causes(a, &case.params.costs).unwrap())).collect();
