@@ -239,7 +239,7 @@ fn figures_from_a_model_read_in_microseconds_and_gib() {
     let path = out.to_str().unwrap();
     run(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3.2-1b", "--memory", "-o", path]);
     let svg = std::fs::read_to_string(&out).unwrap();
-    assert!(svg.contains("time (µs)") && svg.contains("(bytes)") && svg.contains(" GiB"), "units missing");
+    assert!(svg.contains("\ntime\n") && svg.contains("\n100 ms\n") && svg.contains("(bytes)") && svg.contains(" GiB"), "units missing");
     run(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--memory", "-o", path]);
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.contains("time (cost units)") && !svg.contains(" GiB"), "hand-set costs keep cost units");

@@ -143,7 +143,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
         time_range: opts.time_range,
         highlight: opts.highlight,
         legend: true,
-        axis_label: opts.units.time_axis().to_string(),
+        units: opts.units,
         causes: opts.causes,
     };
     let (gantt_scene, geometry) = gantt(&panels, &gantt_opts, &opts.theme);

@@ -4,6 +4,7 @@
 use super::axis::{format_tick, ticks, TimeAxis};
 use super::scene::{text_width, Anchor, Item, Scene};
 use super::theme::{Cause, Theme};
+use super::units::Units;
 use crate::gaps::Causes;
 use crate::schedule::{Op, Pass, PassKind, Schedule};
 use crate::sim::Timeline;
@@ -43,8 +44,8 @@ pub struct GanttOptions {
     pub highlight: Option<u32>,
     /// Draw the legend of pass kinds.
     pub legend: bool,
-    /// Label of the time axis.
-    pub axis_label: String,
+    /// What the times mean: the axis label and its ticks (`0.5 s` for a model).
+    pub units: Units,
     /// Shade each idle gap by its causes (of panels that carry them), with a legend.
     pub causes: bool,
 }
@@ -58,7 +59,7 @@ impl Default for GanttOptions {
             time_range: None,
             highlight: None,
             legend: true,
-            axis_label: "time (cost units)".to_string(),
+            units: Units::Cost,
             causes: false,
         }
     }
@@ -245,17 +246,19 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
 
     // Grid and ticks.
     let target = ((axis.x1 - axis.x0) / 90.0).max(2.0) as usize;
-    let (ts, step) = ticks(t0, t1, target);
+    let (unit, suffix) = opts.units.time_ticks(t1 - t0);
+    let (ts, step) = ticks(t0 / unit, t1 / unit, target);
     let top = geometry.panels.first().map_or(0.0, |g| g.rows_top) * s;
     for &t in &ts {
-        let x = dev_axis.x(t);
+        let x = dev_axis.x(t * unit);
         scene.line((x, top), (x, plot_bottom * s + 4.0 * s), theme.grid, s);
-        scene.text(x, (plot_bottom + 14.0) * s, &format_tick(t, step), 11.0 * s, theme.muted, Anchor::Middle);
+        let label = format!("{}{suffix}", format_tick(t, step));
+        scene.text(x, (plot_bottom + 14.0) * s, &label, 11.0 * s, theme.muted, Anchor::Middle);
     }
     scene.text(
         (axis.x0 + axis.x1) / 2.0 * s,
         (plot_bottom + 33.0) * s,
-        &opts.axis_label,
+        opts.units.time_axis(),
         12.0 * s,
         theme.muted,
         Anchor::Middle,

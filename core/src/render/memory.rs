@@ -83,11 +83,13 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         let label = format!("{}{suffix}", format_tick(v, ystep));
         scene.text(axis.x0 - 8.0 * s, y, &label, 11.0 * s, theme.muted, Anchor::End);
     }
-    let (ts, tstep) = ticks(t0, t1, ((opts.width - gutter) / 90.0).max(2.0) as usize);
+    let (tunit, tsuffix) = opts.units.time_ticks(t1 - t0);
+    let (ts, tstep) = ticks(t0 / tunit, t1 / tunit, ((opts.width - gutter) / 90.0).max(2.0) as usize);
     for &t in &ts {
-        let x = axis.x(t);
+        let x = axis.x(t * tunit);
         scene.line((x, plot_bottom), (x, plot_bottom + 4.0 * s), theme.muted, s);
-        scene.text(x, plot_bottom + 14.0 * s, &format_tick(t, tstep), 11.0 * s, theme.muted, Anchor::Middle);
+        let label = format!("{}{tsuffix}", format_tick(t, tstep));
+        scene.text(x, plot_bottom + 14.0 * s, &label, 11.0 * s, theme.muted, Anchor::Middle);
     }
 
     // Limit: a tinted band above it and a dashed line.

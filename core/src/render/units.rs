@@ -48,7 +48,7 @@ impl Units {
     pub fn time_axis(self) -> &'static str {
         match self {
             Units::Cost => "time (cost units)",
-            Units::Model => "time (µs)",
+            Units::Model => "time",
         }
     }
 
@@ -57,6 +57,17 @@ impl Units {
         match self {
             Units::Cost => "unit of mem-f",
             Units::Model => "bytes",
+        }
+    }
+
+    /// The scale time ticks are counted in for an axis spanning `span`, and its suffix:
+    /// seconds or milliseconds for µs (`0.5 s`, not `500k`), the plain number otherwise.
+    pub fn time_ticks(self, span: f64) -> (f64, &'static str) {
+        match self {
+            Units::Model if span >= 2e6 => (1e6, " s"),
+            Units::Model if span >= 2e3 => (1e3, " ms"),
+            Units::Model => (1.0, " µs"),
+            Units::Cost => (1.0, ""),
         }
     }
 
@@ -85,5 +96,9 @@ mod tests {
         assert_eq!(Units::Model.memory_ticks(3.0 * GIB), (GIB, " GiB"));
         assert_eq!(Units::Model.memory_ticks(3.0 * MIB), (MIB, " MiB"));
         assert_eq!(Units::Cost.memory_ticks(3.0 * GIB), (1.0, ""));
+        assert_eq!(Units::Model.time_ticks(4.1e6), (1e6, " s"));
+        assert_eq!(Units::Model.time_ticks(1.9e6), (1e3, " ms"));
+        assert_eq!(Units::Model.time_ticks(800.0), (1.0, " µs"));
+        assert_eq!(Units::Cost.time_ticks(4.1e6), (1.0, ""));
     }
 }
