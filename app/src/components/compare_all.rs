@@ -20,7 +20,7 @@ use crate::state::{AppState, MAX_LIVE_PASSES};
 pub const VIEW_KEY: &str = "view";
 
 /// Height of the chart in CSS pixels.
-const HEIGHT: f64 = 380.0;
+const HEIGHT: f64 = 420.0;
 
 /// Every family at the settings, the way `bubblescope sweep --schedules all` runs them, but
 /// leaving out runs too big to compute live (they are listed as invalid with the reason).

@@ -160,6 +160,8 @@ const MARGIN_TOP: f64 = 54.0;
 const MARGIN_BOTTOM: f64 = 52.0;
 const LEGEND_WIDTH: f64 = 170.0;
 const FONT: f64 = 12.0;
+/// The closest legend entries may stand (CSS pixels between baselines).
+const LEGEND_MIN_STEP: f64 = 12.0;
 const RADIUS: f64 = 4.5;
 const FRONT_RADIUS: f64 = 5.5;
 
@@ -288,27 +290,41 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
     }
     markers.sort_by_key(|m| m.run);
 
-    // Legend: one entry per family, then the front and the limit.
+    // Legend: one entry per family, then the front and the limit. Entries close up (down to
+    // LEGEND_MIN_STEP) to fit the plot's height; families that still do not fit are counted
+    // in a last "+N more" line, so the legend never runs past the plot or silently stops.
     if legend {
         let lx = plot.2 + 16.0;
-        let mut y = plot.1 + 6.0;
         let room = LEGEND_WIDTH - 36.0;
-        for name in &families {
-            if y > plot.3 {
-                break;
-            }
+        let extras = usize::from(front.len() > 1) + usize::from(!limits.is_empty());
+        let height = (plot.3 - plot.1 - 6.0).max(0.0);
+        let slots = |step: f64| (height / step).floor() as usize + 1;
+        let step = (height / (families.len() + extras).saturating_sub(1).max(1) as f64).clamp(LEGEND_MIN_STEP, 18.0);
+        let font = (FONT - 1.0).min(step - 2.0);
+        let shown = if families.len() + extras <= slots(step) {
+            families.len()
+        } else {
+            slots(step).saturating_sub(extras + 1).min(families.len())
+        };
+        let mut y = plot.1 + 6.0;
+        for name in &families[..shown] {
             scene.items.push(Item::Dot { x: px(lx + 5.0), y: px(y), r: px(RADIUS), color: color_of(name) });
-            scene.text(px(lx + 16.0), px(y), &fit_text(name, FONT - 1.0, room), px(FONT - 1.0), t.text, Anchor::Start);
-            y += 18.0;
+            scene.text(px(lx + 16.0), px(y), &fit_text(name, font, room), px(font), t.text, Anchor::Start);
+            y += step;
         }
-        if front.len() > 1 && y <= plot.3 {
+        if shown < families.len() {
+            let more = format!("+{} more", families.len() - shown);
+            scene.text(px(lx + 16.0), px(y), &more, px(font), t.muted, Anchor::Start);
+            y += step;
+        }
+        if front.len() > 1 {
             scene.line((px(lx), px(y)), (px(lx + 10.0), px(y)), t.text, px(1.5));
-            scene.text(px(lx + 16.0), px(y), "Pareto front", px(FONT - 1.0), t.text, Anchor::Start);
-            y += 18.0;
+            scene.text(px(lx + 16.0), px(y), "Pareto front", px(font), t.text, Anchor::Start);
+            y += step;
         }
-        if !limits.is_empty() && y <= plot.3 {
+        if !limits.is_empty() {
             scene.dashed_line((px(lx), px(y)), (px(lx + 10.0), px(y)), t.alert, px(1.5), px(3.0));
-            scene.text(px(lx + 16.0), px(y), "memory limit", px(FONT - 1.0), t.text, Anchor::Start);
+            scene.text(px(lx + 16.0), px(y), "memory limit", px(font), t.text, Anchor::Start);
         }
     }
     (scene, ParetoGeometry { plot, markers })
@@ -356,6 +372,38 @@ mod tests {
         assert_eq!(AxisUnit::Micros.scale(2.5e4), (1e3, "ms"));
         assert_eq!(AxisUnit::Micros.scale(900.0), (1.0, "µs"));
         assert_eq!(AxisUnit::Plain.scale(1e9), (1.0, ""));
+    }
+
+    #[test]
+    fn the_legend_fits_the_plot_and_names_or_counts_every_family() {
+        let names: Vec<String> = (0..30).map(|i| format!("family-{i}")).collect();
+        for (count, height) in [(3, 300.0), (21, 420.0), (21, 300.0), (30, 240.0)] {
+            let points: Vec<ParetoPoint<'_>> = names[..count]
+                .iter()
+                .enumerate()
+                .map(|(i, n)| ParetoPoint { family: n, peak_memory: i as f64, cost: 100.0 - i as f64, pareto: i < 3 })
+                .collect();
+            let opts = ParetoOptions { height, mem_limits: vec![5.0], ..ParetoOptions::default() };
+            let (scene, g) = pareto_chart(&points, &opts);
+            let legend: Vec<(f64, &str)> = scene
+                .items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Text { x, y, text, .. } if *x > g.plot.2 => Some((*y, text.as_str())),
+                    _ => None,
+                })
+                .collect();
+            assert!(legend.iter().all(|(y, _)| *y <= g.plot.3 + 1e-9), "{count} in {height}: {legend:?}");
+            let named = legend.iter().filter(|(_, t)| t.starts_with("family-")).count();
+            let more: usize = legend.iter().find_map(|(_, t)| t.strip_prefix('+')).map_or(0, |t| {
+                t.trim_end_matches(" more").parse().unwrap()
+            });
+            assert_eq!(named + more, count, "{count} in {height}: {legend:?}");
+            assert!(legend.iter().any(|(_, t)| *t == "Pareto front") && legend.iter().any(|(_, t)| *t == "memory limit"));
+            if count == 21 && height >= 420.0 {
+                assert_eq!(more, 0, "21 families fit a 420 px chart");
+            }
+        }
     }
 
     #[test]
