@@ -15,8 +15,7 @@ use leptos::prelude::*;
 
 use components::{
     AttributionBar, BottleneckVerdict, ChartCard, CompareAllCard, CompareTable, DerivedTable, DeviceTable, EmbedView,
-    ErrorBanner,
-    Header, SettingsPanel, StatTiles,
+    ErrorBanner, Header, SettingsPanel, StatTiles,
 };
 use state::AppState;
 

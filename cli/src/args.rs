@@ -132,12 +132,14 @@ fn model_count(text: &str) -> Result<u32, String> {
 fn on_off(text: &str) -> Result<bool, String> {
     let mut spec = ModelSpec::default();
     spec.set(Field::FlashAttention, text).map_err(|e| e.to_string())?;
-    spec.flash_attention.ok_or_else(|| "expected true or false, found nothing\n  hint: write --flash-attention or --flash-attention false".to_string())
+    spec.flash_attention.ok_or_else(|| {
+        "expected true or false, found nothing\n  hint: write --flash-attention or --flash-attention false".to_string()
+    })
 }
 
 /// A core error as the CLI says it: a message that opens with the setting's name opens with
 /// its flag (`f lists 3 numbers` → `--f lists 3 numbers`).
-fn flag_error(mut e: bubblescope::ParamError) -> anyhow::Error {
+pub(crate) fn flag_error(mut e: bubblescope::ParamError) -> anyhow::Error {
     if e.message.starts_with(&format!("{} ", e.field.name())) {
         e.message = format!("--{}", e.message);
     }
@@ -194,6 +196,10 @@ pub struct ModelArgs {
     /// [default: on for the Llama presets, off otherwise].
     #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off)]
     pub flash_attention: Option<bool>,
+    /// Tensor-parallel size of each stage, with sequence parallelism: F, B, W, activations,
+    /// hops and parameters per GPU are 1/T [default: 1].
+    #[arg(long, value_name = "T", value_parser = model_count)]
+    pub tp: Option<u32>,
 }
 
 impl ModelArgs {
@@ -212,6 +218,7 @@ impl ModelArgs {
             || self.latency.is_some()
             || self.layout.is_some()
             || self.flash_attention.is_some()
+            || self.tp.is_some()
     }
 
     /// The flags as a model spec (the same type the permalink reads).
@@ -230,6 +237,7 @@ impl ModelArgs {
             latency: self.latency,
             layout: self.layout.clone(),
             flash_attention: self.flash_attention,
+            tp: self.tp,
         }
     }
 
@@ -275,7 +283,7 @@ impl CostArgs {
     /// Lists must have one number per device (`devices`).
     pub fn costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
         if let Some(m) = self.model()? {
-            let derived = m.derive(devices).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let derived = m.derive(devices).map_err(flag_error)?;
             for note in &derived.notes {
                 eprintln!("note: {note}");
             }

@@ -15,7 +15,7 @@ pub fn run(args: &CostsArgs) -> Result<()> {
         presets_text()
     } else {
         let m = args.model.model()?;
-        let derived = m.derive(args.devices).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let derived = m.derive(args.devices).map_err(crate::args::flag_error)?;
         for note in &derived.notes {
             eprintln!("note: {note}");
         }
@@ -42,11 +42,12 @@ fn presets_text() -> String {
 }
 
 /// What was assumed beyond the formulas, said in every report.
-const ASSUMPTIONS: [&str; 4] = [
+const ASSUMPTIONS: [&str; 5] = [
     "F, B, W per layer: the Zero Bubble paper's Table 1 FLOPs (MLP terms scaled by ffn/4h); time = FLOPs / achieved TFLOP/s",
     "LM head (last share): 2·b·s·h·v FLOPs each for F, B and W; holds its input (2·b·s·h bytes) until W and fp32 logits (4·b·s·v bytes) until B",
     "embedding (first share): no FLOPs; holds its dropout mask (b·s·h bytes) until B",
-    "activations: 16-bit, no recompute, no tensor or sequence parallelism (Korthikanti et al.); with FlashAttention no score matrices (no 5·a·s/h term) and B recomputes the scores (+4·b·s²·h FLOPs)",
+    "activations: 16-bit, no recompute (Korthikanti et al.); with FlashAttention no score matrices (no 5·a·s/h term) and B recomputes the scores (+4·b·s²·h FLOPs)",
+    "tensor parallelism t (--tp, with sequence parallelism): every number is one GPU's, 1/t of the stage's FLOPs, activations, hop bytes and parameters; the collectives inside a layer are not timed (lower --tflops for them)",
 ];
 
 fn json_report(m: &Model, d: &Derived) -> Value {
@@ -72,7 +73,7 @@ fn json_report(m: &Model, d: &Derived) -> Value {
             "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "seq": m.seq,
             "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(), "tflops": m.tflops,
             "bandwidth": m.bandwidth, "latency": m.latency, "devices": d.devices,
-            "layout": d.layout.to_megatron(), "flash_attention": m.flash_attention,
+            "layout": d.layout.to_megatron(), "flash_attention": m.flash_attention, "tp": m.tp,
         },
         "units": {"time": "µs", "memory": "bytes"},
         "shares": shares,
@@ -86,7 +87,7 @@ fn json_report(m: &Model, d: &Derived) -> Value {
 fn table(m: &Model, d: &Derived) -> String {
     let n = |v: f64| format_number(v, 1);
     let mut out = format!(
-        "{} layers · hidden {} · {} heads · ffn {} · sequence {} · microbatch {} · vocabulary {}\n{} TFLOP/s per device · {} GB/s · {} µs latency · layout {}\n\n",
+        "{} layers · hidden {} · {} heads · ffn {} · sequence {} · microbatch {} · vocabulary {}\n{} TFLOP/s per device · {} GB/s · {} µs latency · layout {}{}\n\n",
         m.layers,
         m.hidden,
         m.heads,
@@ -97,7 +98,8 @@ fn table(m: &Model, d: &Derived) -> String {
         format_number(m.tflops, 2),
         format_number(m.bandwidth, 2),
         format_number(m.latency, 2),
-        d.layout.to_megatron()
+        d.layout.to_megatron(),
+        if m.tp > 1 { format!(" · tensor parallel {} (numbers per GPU)", m.tp) } else { String::new() }
     );
     out.push_str(&format!(
         "{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  holds\n",

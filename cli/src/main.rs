@@ -240,7 +240,9 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             reject_family_flags(matches, false)?;
             from_file(&args.file, path, &args.costs)?
         }
-        None => generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?,
+        None => {
+            generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?
+        }
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit);
     let optimum = args.optimal.then(|| optimum(&subject));
@@ -256,7 +258,7 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     } else {
         // With costs from a model: figures in µs and bytes, and why the bottleneck is one.
         let derived = match args.costs.model.given() {
-            true => Some(args.costs.model.model()?.derive(subject.params.devices).map_err(|e| anyhow::anyhow!("{e}"))?),
+            true => Some(args.costs.model.model()?.derive(subject.params.devices).map_err(args::flag_error)?),
             false => None,
         };
         let mut s = report::table(&subject.label, subject.family, &subject.params, &subject.analysis, derived.as_ref());

@@ -58,9 +58,16 @@ fn simulate_table_is_readable() {
     let out = ok(dir.path(), &["simulate", "-s", "zb-h1", "--f", "1,1,1,3", "--mem-f", "2"]);
     assert!(out.contains("costs: F 1,1,1,3 · B 1 · W 1 · comm 0 · mem-f 2 · mem-w 1\n"), "{out}");
     // A model's in µs and bytes: the LM head's share is the heavy one.
-    let out = ok(dir.path(), &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--latency", "1350", "--bandwidth", "1e9"]);
+    let out =
+        ok(dir.path(), &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--latency", "1350", "--bandwidth", "1e9"]);
     let costs = out.lines().nth(1).unwrap_or_default();
-    assert!(costs.starts_with("costs: F ") && costs.contains(" ms,") && costs.contains("comm 1.35 ms") && costs.contains(" GiB"), "{costs}");
+    assert!(
+        costs.starts_with("costs: F ")
+            && costs.contains(" ms,")
+            && costs.contains("comm 1.35 ms")
+            && costs.contains(" GiB"),
+        "{costs}"
+    );
 }
 
 #[test]

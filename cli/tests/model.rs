@@ -239,7 +239,10 @@ fn figures_from_a_model_read_in_microseconds_and_gib() {
     let path = out.to_str().unwrap();
     run(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3.2-1b", "--memory", "-o", path]);
     let svg = std::fs::read_to_string(&out).unwrap();
-    assert!(svg.contains("\ntime\n") && svg.contains("\n100 ms\n") && svg.contains("(bytes)") && svg.contains(" GiB"), "units missing");
+    assert!(
+        svg.contains("\ntime\n") && svg.contains("\n100 ms\n") && svg.contains("(bytes)") && svg.contains(" GiB"),
+        "units missing"
+    );
     run(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--memory", "-o", path]);
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.contains("time (cost units)") && !svg.contains(" GiB"), "hand-set costs keep cost units");
@@ -304,4 +307,28 @@ fn the_playground_s_cli_line_runs_the_same_schedule() {
         // Options the family does not read stay out of the line (the CLI would refuse them).
         assert!(!line.contains("--chunks") || settings.schedule != "zb-1p", "{line}");
     }
+}
+
+#[test]
+fn tensor_parallel_costs_are_per_gpu_and_checked() {
+    let one = json(&["costs", "--model", "llama-3-70b", "-p", "8", "--json"]);
+    let eight = json(&["costs", "--model", "llama-3-70b", "-p", "8", "--tp", "8", "--json"]);
+    assert_eq!(eight["inputs"]["tp"], 8);
+    for (a, b) in one["shares"].as_array().unwrap().iter().zip(eight["shares"].as_array().unwrap()) {
+        for key in ["f", "b", "w", "mem_f", "mem_w", "params"] {
+            let (x, y) = (a[key].as_f64().unwrap(), b[key].as_f64().unwrap());
+            assert!(rel(y, x / 8.0) < 1e-12, "{key}: {y} vs {x}/8");
+        }
+    }
+    // The URL key is the flag: a permalink with tp=8 gives the same costs.
+    let (link, warnings) = bubblescope::permalink::parse("devices=8&model=llama-3-70b&tp=8");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let derived = link.settings().derived().unwrap().unwrap();
+    let f0 = eight["shares"][0]["f"].as_f64().unwrap();
+    assert!(rel(derived.shares()[0].f, f0) < 1e-12);
+    let e = fails(&["costs", "--model", "llama-3-70b", "--tp", "3"]);
+    assert!(
+        e.starts_with("error: --tp 3 does not divide heads 64") && e.contains("hint: pick a tp that divides"),
+        "{e}"
+    );
 }

@@ -52,8 +52,9 @@ fn memory_bubble_curve(c: &mut Criterion) {
     let (lo, hi) = (f64::from((devices + 4) / 3), f64::from(devices));
     for (name, fbw) in [("P16-M32-17-limits", (2.0, 2.0, 2.0)), ("P16-M32-17-limits-unbalanced", (10.0, 12.0, 8.0))] {
         let costs = Costs { mem_w: Some(1.0), ..Costs::fbw(fbw.0, fbw.1, fbw.2) };
-        let points: Vec<ScheduleParams> =
-            (0..17).map(|i| params(devices, microbatches, &costs, Some(lo + (hi - lo) * f64::from(i) / 16.0))).collect();
+        let points: Vec<ScheduleParams> = (0..17)
+            .map(|i| params(devices, microbatches, &costs, Some(lo + (hi - lo) * f64::from(i) / 16.0)))
+            .collect();
         group.bench_function(name, |b| {
             b.iter(|| {
                 points.iter().map(|p| generate("v-auto", p).expect("v-auto generates").op_count()).sum::<usize>()

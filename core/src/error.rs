@@ -102,11 +102,13 @@ pub enum Field {
     Layout,
     /// FlashAttention on or off (`--flash-attention`).
     FlashAttention,
+    /// Tensor-parallel size with sequence parallelism (`--tp`).
+    Tp,
 }
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 28] = [
+    pub const ALL: [Field; 29] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -135,6 +137,7 @@ impl Field {
         Field::Latency,
         Field::Layout,
         Field::FlashAttention,
+        Field::Tp,
     ];
 
     /// The field called `name` (see [`Field::name`]).
@@ -173,6 +176,7 @@ impl Field {
             Field::Latency => "latency",
             Field::Layout => "layout",
             Field::FlashAttention => "flash-attention",
+            Field::Tp => "tp",
         }
     }
 }

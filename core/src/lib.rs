@@ -14,10 +14,10 @@
 //! This crate does no IO: formats read `&str` and write `String`.
 
 pub mod attribution;
+pub mod bounds;
 pub mod cost_lists;
 pub mod error;
 pub mod families;
-pub mod bounds;
 pub mod formats;
 pub mod gaps;
 pub mod model;

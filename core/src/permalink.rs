@@ -81,7 +81,12 @@ impl Settings {
         let mut out = format!("bubblescope simulate -s {} -p {} -m {}", self.schedule, p.devices, p.microbatches);
         let family = crate::family(&self.schedule);
         let reads = |field: Field| family.is_some_and(|f| f.uses(field));
-        let opts = [(Field::Chunks, p.chunks), (Field::Group, p.group), (Field::Waves, p.waves), (Field::SeqSplits, p.seq_splits)];
+        let opts = [
+            (Field::Chunks, p.chunks),
+            (Field::Group, p.group),
+            (Field::Waves, p.waves),
+            (Field::SeqSplits, p.seq_splits),
+        ];
         for (field, value) in opts {
             if let (true, Some(v)) = (reads(field), value) {
                 let _ = write!(out, " --{} {v}", field.name());

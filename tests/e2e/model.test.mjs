@@ -54,6 +54,11 @@ export const tests = {
     await urlHas(page, 'seq', '4096');
     assert((await page.locator('[data-testid=derived-costs]').textContent()) !== table, 'the derived table changed');
     assertEq(await text(page, 'stat-bubble-rate'), cliBubble([...args, '--seq', '4096']), 'bubble rate after a change');
+    // Tensor parallelism: the URL key is the flag, and the page equals the CLI.
+    await change(page, 'tp-input', 4);
+    await urlHas(page, 'tp', '4');
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble([...args, '--seq', '4096', '--tp', '4']), 'bubble rate with --tp 4');
+    assert((await text(page, 'model-cli')).includes('--tp 4'), 'the CLI line carries --tp');
 
     // Per-device table: work, layers and share of the slowest device.
     const head = await page.locator('[data-testid=device-table] thead').textContent();

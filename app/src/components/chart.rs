@@ -430,7 +430,8 @@ fn warm_up(state: AppState, opts: &FigureOptions) {
         .chain(&outcome.compare)
         .filter_map(|c| c.result.as_ref().ok().map(|a| (c.label.clone(), a.clone())))
         .collect();
-    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
+    let items: Vec<FigureItem<'_>> =
+        analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
     if items.is_empty() {
         return;
     }

@@ -40,7 +40,8 @@ fn sweep_all(state: AppState) -> Result<Sweep, String> {
     let outcomes = specs.into_iter().map(|s: RunSpec| {
         let too_slow = s.family.slow_search.and_then(|search| {
             let size = (search.size)(&s.params)?;
-            (size > search.live_limit).then(|| format!("{} runs live up to {} = {}", search.what, search.unit, search.live_limit))
+            (size > search.live_limit)
+                .then(|| format!("{} runs live up to {} = {}", search.what, search.unit, search.live_limit))
         });
         if s.passes() > MAX_LIVE_PASSES {
             let error = format!("{} passes: more than the playground runs live", s.passes());
@@ -154,7 +155,8 @@ fn CompareAllView() -> impl IntoView {
         ))
     };
     let on_move = move |ev: web_sys::MouseEvent| {
-        let tip = run_at(&ev).and_then(|i| describe(i).map(|t| (f64::from(ev.offset_x()), f64::from(ev.offset_y()), t)));
+        let tip =
+            run_at(&ev).and_then(|i| describe(i).map(|t| (f64::from(ev.offset_x()), f64::from(ev.offset_y()), t)));
         hover.set(tip);
     };
     let on_click = move |ev: web_sys::MouseEvent| {

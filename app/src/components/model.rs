@@ -6,8 +6,8 @@
 
 use bubblescope::model::presets::{model_preset, model_presets};
 use bubblescope::model::{format_bytes, parse_bytes, Derived, ModelSpec, PieceCosts};
-use bubblescope::render::format_micros;
 use bubblescope::permalink::Settings;
+use bubblescope::render::format_micros;
 use bubblescope::Field;
 use leptos::prelude::*;
 
@@ -97,6 +97,7 @@ fn ModelForm() -> impl IntoView {
                         latency: Some(m.latency),
                         layout: m.layout,
                         flash_attention: Some(m.flash_attention),
+                        tp: (m.tp > 1).then_some(m.tp),
                     };
                 } else {
                     l.model.preset = None;
@@ -121,6 +122,7 @@ fn ModelForm() -> impl IntoView {
                         Field::Ffn => f64::from(m.ffn()),
                         Field::Tflops => m.tflops,
                         Field::Bandwidth => m.bandwidth,
+                        Field::Tp => f64::from(m.tp),
                         _ => m.latency,
                     })
                 })
@@ -167,6 +169,7 @@ fn ModelForm() -> impl IntoView {
             {field("Sequence", Field::Seq, NumberKind::Count, "tokens")}
             {field("Microbatch", Field::MicroBatch, NumberKind::Count, "sequences")}
             {field("Vocabulary", Field::Vocab, NumberKind::Count, "")}
+            {field("Tensor parallel", Field::Tp, NumberKind::Count, "GPUs per stage; costs per GPU")}
             {field("TFLOP/s", Field::Tflops, NumberKind::Amount, "achieved, per device")}
             {field("Bandwidth", Field::Bandwidth, NumberKind::Amount, "GB/s per hop")}
             {field("Latency", Field::Latency, NumberKind::Amount, "µs per hop")}

@@ -33,6 +33,14 @@
 //! microbatch's activation, `2·B·S·H` bytes, at the link bandwidth (default 50 GB/s, one
 //! 400 Gb/s InfiniBand link) plus a latency (default 5 µs).
 //!
+//! Tensor parallelism (`tp` = t, Megatron's with sequence parallelism, default 1): each of a
+//! stage's t GPUs does `1/t` of every matmul and keeps `1/t` of the activations (Korthikanti
+//! et al.: `S·B·H·(34 + 5·A·S/H)/t` per layer; the LM head and the embedding split by the
+//! vocabulary and the sequence alike), a hop sends `2·B·S·H/t` bytes per GPU, and each GPU
+//! holds `1/t` of the parameters. Costs are per GPU of a stage. The tensor-parallel
+//! collectives inside a layer are not modelled (assumed overlapped, or on NVLink): lower
+//! `tflops` to account for them. `heads` and `hidden` must be multiples of t.
+//!
 //! Parameters (for static memory): per layer `4H² + 2·H·FFN` weights and `9H + FFN` biases and
 //! layer norms (`12H² + 13H` at FFN = 4H), `V·H` for the embedding and `V·H` for the LM head
 //! (untied). Grouped-query attention is not modelled: K and V count as full projections.
@@ -63,6 +71,7 @@ pub const DEFAULT_LATENCY_US: f64 = 5.0;
 fn model_size_limit(field: Field) -> u32 {
     match field {
         Field::Layers | Field::Heads => 100_000,
+        Field::Tp => 1024,
         Field::Hidden | Field::MicroBatch => 1_000_000,
         Field::Ffn => 10_000_000,
         _ => 100_000_000,
@@ -96,6 +105,8 @@ pub struct Model {
     pub layout: Option<String>,
     /// FlashAttention: no score matrices kept, scores recomputed in B.
     pub flash_attention: bool,
+    /// Tensor-parallel size (with sequence parallelism) of each stage: costs are per GPU.
+    pub tp: u32,
 }
 
 impl Model {
@@ -114,6 +125,7 @@ impl Model {
             latency: DEFAULT_LATENCY_US,
             layout: None,
             flash_attention: false,
+            tp: 1,
         }
     }
 
@@ -132,6 +144,7 @@ impl Model {
             (Field::MicroBatch, self.micro_batch),
             (Field::Vocab, self.vocab),
             (Field::Ffn, self.ffn()),
+            (Field::Tp, self.tp),
         ];
         for (field, v) in sizes {
             let max = model_size_limit(field);
@@ -140,6 +153,22 @@ impl Model {
                     .hint(
                         "give the model's real shape, or start from a preset: --model (see `bubblescope costs --list`)",
                     ));
+            }
+        }
+        for (field, v) in [(Field::Heads, self.heads), (Field::Hidden, self.hidden)] {
+            if v % self.tp != 0 {
+                return Err(ParamError::new(
+                    Field::Tp,
+                    format!(
+                        "tp {} does not divide {} {v}: each GPU of a stage takes an equal part",
+                        self.tp,
+                        field.name()
+                    ),
+                )
+                .hint(format!(
+                    "pick a tp that divides both heads and hidden, e.g. {}",
+                    divisors_hint(self.heads, self.hidden)
+                )));
             }
         }
         let rates = [(Field::Tflops, self.tflops), (Field::Bandwidth, self.bandwidth)];
@@ -170,13 +199,19 @@ impl Model {
         f64::from(self.micro_batch) * f64::from(self.seq) * f64::from(self.hidden)
     }
 
+    /// One GPU's part of a stage under tensor parallelism: `1/t`.
+    fn per_gpu(&self) -> f64 {
+        1.0 / f64::from(self.tp.max(1))
+    }
+
     /// FLOPs of one transformer layer's F, B and W for one microbatch.
     pub fn layer_flops(&self) -> [f64; 3] {
         let (h, s, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.ffn()));
         let bsh = self.tokens_hidden();
         let weights = 8.0 * h + 4.0 * ffn;
         let recompute = if self.flash_attention { 4.0 * s } else { 0.0 };
-        [bsh * (weights + 4.0 * s), bsh * (weights + 8.0 * s + recompute), bsh * weights]
+        let t = self.per_gpu();
+        [bsh * (weights + 4.0 * s) * t, bsh * (weights + 8.0 * s + recompute) * t, bsh * weights * t]
     }
 
     /// Activation bytes one layer's forward stores, and what W still needs after B.
@@ -185,30 +220,32 @@ impl Model {
             (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
         let bsh = self.tokens_hidden();
         let scores = if self.flash_attention { 0.0 } else { 5.0 * a * s / h };
-        [bsh * (18.0 + 4.0 * ffn / h + scores), bsh * (16.0 + 4.0 * ffn / h)]
+        let t = self.per_gpu();
+        [bsh * (18.0 + 4.0 * ffn / h + scores) * t, bsh * (16.0 + 4.0 * ffn / h) * t]
     }
 
     /// FLOPs of the LM head's F (and of its B, and of its W).
     pub fn head_flops(&self) -> f64 {
-        2.0 * self.tokens_hidden() * f64::from(self.vocab)
+        2.0 * self.tokens_hidden() * f64::from(self.vocab) * self.per_gpu()
     }
 
     /// Bytes the LM head and loss store in F, and what W still needs after B.
     pub fn head_memory(&self) -> [f64; 2] {
         let tokens = f64::from(self.micro_batch) * f64::from(self.seq);
         let input = 2.0 * self.tokens_hidden();
-        [input + 4.0 * tokens * f64::from(self.vocab), input]
+        let t = self.per_gpu();
+        [(input + 4.0 * tokens * f64::from(self.vocab)) * t, input * t]
     }
 
     /// Bytes the embedding stores in F (freed by B).
     pub fn embedding_memory(&self) -> f64 {
-        self.tokens_hidden()
+        self.tokens_hidden() * self.per_gpu()
     }
 
-    /// Parameters of one transformer layer.
+    /// Parameters of one transformer layer one GPU holds (`1/t` of them with tensor parallelism).
     pub fn layer_params(&self) -> f64 {
         let (h, ffn) = (f64::from(self.hidden), f64::from(self.ffn()));
-        4.0 * h * h + 2.0 * h * ffn + 4.0 * h + ffn + h + 4.0 * h
+        (4.0 * h * h + 2.0 * h * ffn + 4.0 * h + ffn + h + 4.0 * h) * self.per_gpu()
     }
 
     /// µs for `flops` at the device's achieved rate.
@@ -218,7 +255,7 @@ impl Model {
 
     /// µs to send one microbatch's activation to the next device.
     pub fn comm(&self) -> f64 {
-        2.0 * self.tokens_hidden() / (self.bandwidth * 1e9) * 1e6 + self.latency
+        2.0 * self.tokens_hidden() * self.per_gpu() / (self.bandwidth * 1e9) * 1e6 + self.latency
     }
 
     /// The layout: parsed from `layout`, or the even split.
@@ -253,7 +290,7 @@ impl Model {
                 let mem_f =
                     n * lmf + if p.loss { hmf } else { 0.0 } + if p.embedding { self.embedding_memory() } else { 0.0 };
                 let mem_w = n * lmw + if p.loss { hmw } else { 0.0 };
-                let vh = f64::from(self.vocab) * f64::from(self.hidden);
+                let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
                 let params =
                     n * self.layer_params() + if p.embedding { vh } else { 0.0 } + if p.loss { vh } else { 0.0 };
                 PieceCosts {
@@ -277,6 +314,16 @@ impl Model {
         }
         Ok(Derived { devices, layout, pieces, comm: self.comm(), notes })
     }
+}
+
+/// Up to four tensor-parallel sizes that divide both `heads` and `hidden`, for a hint.
+fn divisors_hint(heads: u32, hidden: u32) -> String {
+    let fits: Vec<String> = [1u32, 2, 4, 8, 16, 32, 64]
+        .iter()
+        .filter(|t| heads % **t == 0 && hidden % **t == 0)
+        .map(u32::to_string)
+        .collect();
+    fits.into_iter().rev().take(4).collect::<Vec<_>>().join(", ")
 }
 
 /// One piece's costs, per microbatch: µs and bytes.

@@ -41,10 +41,12 @@ pub struct ModelSpec {
     pub layout: Option<String>,
     /// FlashAttention (`--flash-attention`); `None` keeps the preset's (off without one).
     pub flash_attention: Option<bool>,
+    /// Tensor-parallel size with sequence parallelism (`--tp`); `None` is 1.
+    pub tp: Option<u32>,
 }
 
 /// The settings a spec holds, as fields: their names are the CLI flags and URL keys.
-pub const MODEL_FIELDS: [Field; 13] = [
+pub const MODEL_FIELDS: [Field; 14] = [
     Field::Model,
     Field::Layers,
     Field::Hidden,
@@ -58,6 +60,7 @@ pub const MODEL_FIELDS: [Field; 13] = [
     Field::Latency,
     Field::Layout,
     Field::FlashAttention,
+    Field::Tp,
 ];
 
 impl ModelSpec {
@@ -89,6 +92,7 @@ impl ModelSpec {
             Field::Latency => x(self.latency),
             Field::Layout => self.layout.clone(),
             Field::FlashAttention => self.flash_attention.map(|on| if on { "1" } else { "0" }.to_string()),
+            Field::Tp => n(self.tp),
             _ => None,
         }
     }
@@ -133,6 +137,7 @@ impl ModelSpec {
             Field::MicroBatch => self.micro_batch = count(t)?,
             Field::Vocab => self.vocab = count(t)?,
             Field::Ffn => self.ffn = count(t)?,
+            Field::Tp => self.tp = count(t)?,
             Field::Tflops => self.tflops = rate(t)?,
             Field::Bandwidth => self.bandwidth = rate(t)?,
             Field::Latency => self.latency = rate(t)?,
@@ -200,8 +205,10 @@ impl ModelSpec {
             m.latency = base.latency;
             m.layout.clone_from(&base.layout);
             m.flash_attention = base.flash_attention;
+            m.tp = base.tp;
         }
         m.flash_attention = self.flash_attention.unwrap_or(m.flash_attention);
+        m.tp = self.tp.unwrap_or(m.tp);
         m.ffn = self.ffn.or(m.ffn);
         m.tflops = self.tflops.unwrap_or(m.tflops);
         m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
@@ -247,6 +254,7 @@ fn field_hint(field: Field) -> &'static str {
         Field::Bandwidth => "bandwidth is the link's GB/s between neighbouring devices (default 50)",
         Field::Latency => "latency is one hop's µs (default 5)",
         Field::Ffn => "ffn is the MLP width (default 4 × hidden; SwiGLU: 1.5 × the intermediate size)",
+        Field::Tp => "tp is the tensor-parallel size of each pipeline stage (default 1), e.g. 8 for one node",
         _ => "give the model's real shape, or start from a preset (`bubblescope costs --list`)",
     }
 }

@@ -112,3 +112,47 @@ fn flash_attention_drops_the_score_matrices_and_recomputes_them_in_b() {
     assert_eq!((f0, w0), (f1, w1));
     assert!(rel(b1 - b0, 4.0 * b * s * s * h) < 1e-12, "B recomputes the forward's score FLOPs");
 }
+
+#[test]
+fn tensor_parallelism_gives_each_gpu_a_t_th_of_the_stage() {
+    // Independent of the code's helpers: the formulas of the module docs at t = 1 and t = 4.
+    let base = Model { ffn: Some(14_336), flash_attention: true, ..Model::new(32, 4096, 32, 8192, 1, 128_256) };
+    let tp = Model { tp: 4, ..base.clone() };
+    let (b, s, h, v, ffn) = (1.0, 8192.0, 4096.0, 128_256.0, 14_336.0);
+    let bsh = b * s * h;
+    let weights = 8.0 * h + 4.0 * ffn;
+    let expect_flops = [bsh * (weights + 4.0 * s), bsh * (weights + 12.0 * s), bsh * weights];
+    for (got, want) in tp.layer_flops().iter().zip(expect_flops) {
+        assert!(rel(*got, want / 4.0) < 1e-12, "{got} vs {want}/4");
+    }
+    let [mf, mw] = tp.layer_memory();
+    assert!(rel(mf, bsh * (18.0 + 4.0 * ffn / h) / 4.0) < 1e-12);
+    assert!(rel(mw, bsh * (16.0 + 4.0 * ffn / h) / 4.0) < 1e-12);
+    assert!(rel(tp.head_flops(), 2.0 * bsh * v / 4.0) < 1e-12);
+    assert!(rel(tp.comm() - tp.latency, (base.comm() - base.latency) / 4.0) < 1e-12, "a hop sends 2·B·S·H/t bytes");
+    // Whole stages: every time, memory and parameter count is a quarter; the hop is not.
+    let (d1, d4) = (base.derive(4).unwrap(), tp.derive(4).unwrap());
+    for (one, four) in d1.pieces.iter().zip(&d4.pieces) {
+        for (x, y) in [
+            (one.f, four.f),
+            (one.b, four.b),
+            (one.w, four.w),
+            (one.mem_f, four.mem_f),
+            (one.mem_w, four.mem_w),
+            (one.params, four.params),
+        ] {
+            assert!(rel(y, x / 4.0) < 1e-12, "{one:?} vs {four:?}");
+        }
+    }
+}
+
+#[test]
+fn tensor_parallel_sizes_must_divide_heads_and_hidden() {
+    let m = Model { tp: 3, ..Model::new(32, 4096, 32, 8192, 1, 128_256) };
+    let e = m.derive(4).unwrap_err();
+    assert_eq!(e.field, crate::error::Field::Tp);
+    assert_eq!(e.message, "tp 3 does not divide heads 32: each GPU of a stage takes an equal part");
+    assert!(e.hints.iter().any(|h| h.contains("64, 32, 16, 8") || h.contains("32, 16, 8, 4")), "{:?}", e.hints);
+    assert!(Model { tp: 2048, ..m.clone() }.derive(4).is_err(), "tp above 1024 is refused");
+    assert!(Model { tp: 8, ..m }.derive(4).is_ok());
+}

@@ -395,11 +395,14 @@ mod tests {
                 .collect();
             assert!(legend.iter().all(|(y, _)| *y <= g.plot.3 + 1e-9), "{count} in {height}: {legend:?}");
             let named = legend.iter().filter(|(_, t)| t.starts_with("family-")).count();
-            let more: usize = legend.iter().find_map(|(_, t)| t.strip_prefix('+')).map_or(0, |t| {
-                t.trim_end_matches(" more").parse().unwrap()
-            });
+            let more: usize = legend
+                .iter()
+                .find_map(|(_, t)| t.strip_prefix('+'))
+                .map_or(0, |t| t.trim_end_matches(" more").parse().unwrap());
             assert_eq!(named + more, count, "{count} in {height}: {legend:?}");
-            assert!(legend.iter().any(|(_, t)| *t == "Pareto front") && legend.iter().any(|(_, t)| *t == "memory limit"));
+            assert!(
+                legend.iter().any(|(_, t)| *t == "Pareto front") && legend.iter().any(|(_, t)| *t == "memory limit")
+            );
             if count == 21 && height >= 420.0 {
                 assert_eq!(more, 0, "21 families fit a 420 px chart");
             }

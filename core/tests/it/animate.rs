@@ -6,8 +6,12 @@ use bubblescope::{family, run, ScheduleParams};
 
 fn figures(families: &[&str], memory: bool, anim: &AnimateOptions) -> (String, String) {
     let params = ScheduleParams::new(4, 8);
-    let analyses: Vec<(String, bubblescope::Analysis)> =
-        families.iter().map(|name| (family(name).unwrap().label(&params, bubblescope::render::Units::Cost), run(name, &params).unwrap())).collect();
+    let analyses: Vec<(String, bubblescope::Analysis)> = families
+        .iter()
+        .map(|name| {
+            (family(name).unwrap().label(&params, bubblescope::render::Units::Cost), run(name, &params).unwrap())
+        })
+        .collect();
     let items: Vec<FigureItem<'_>> =
         analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
     let opts = FigureOptions { memory, theme: Theme::dark(), ..FigureOptions::default() };

@@ -345,7 +345,11 @@ fn json_costs_round_trip_bit_for_bit() {
 fn json_keeps_per_piece_costs_and_the_times_they_give() {
     // A heavy last stage from lists, and a transformer's per-layer pieces (more pieces than
     // devices): the file must give back the same costs and so the same simulation.
-    let lists = bubblescope::CostLists { f: Some(vec![1.0, 1.0, 1.0, 3.0]), mem_f: Some(vec![1.0, 1.0, 2.0, 4.0]), ..Default::default() };
+    let lists = bubblescope::CostLists {
+        f: Some(vec![1.0, 1.0, 1.0, 3.0]),
+        mem_f: Some(vec![1.0, 1.0, 2.0, 4.0]),
+        ..Default::default()
+    };
     let from_lists = lists.apply(&Costs::default(), 4).unwrap();
     let model = bubblescope::model::ModelSpec::preset("llama-3-8b").resolve().unwrap();
     let from_model = model.derive(4).unwrap().costs();

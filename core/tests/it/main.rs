@@ -4,7 +4,7 @@ mod animate;
 mod formats;
 mod gaps;
 mod golden;
-mod pareto;
 mod optimal;
+mod pareto;
 mod properties;
 mod stages;
