@@ -460,4 +460,6 @@ fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamEr
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

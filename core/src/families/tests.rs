@@ -44,10 +44,34 @@ fn one_f_one_b_with_unequal_costs_and_comm() {
 }
 
 #[test]
-fn unused_options_are_rejected_by_name() {
-    let err = generate("1f1b", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert_eq!(err.field, Field::Chunks);
-    assert!(err.to_string().starts_with("1f1b does not take --chunks"), "{err}");
+fn every_family_rejects_the_options_it_does_not_read_by_name() {
+    let given = |field: Field| {
+        let mut p = ScheduleParams::new(4, 8);
+        match field {
+            Field::Chunks => p.chunks = Some(2),
+            Field::Group => p.group = Some(4),
+            Field::Waves => p.waves = Some(2),
+            Field::SeqSplits => p.seq_splits = Some(2),
+            _ => p.costs.overlap = Some(3.0),
+        }
+        p
+    };
+    let mut rejected = 0;
+    for family in FAMILIES {
+        for field in [Field::Chunks, Field::Group, Field::Waves, Field::SeqSplits, Field::Overlap] {
+            if family.uses(field) {
+                continue;
+            }
+            let err = generate(family.name, &given(field)).unwrap_err();
+            assert_eq!(err.field, field, "{}: {err}", family.name);
+            let expected = format!("{} does not take --{}", family.name, field.name());
+            assert!(err.to_string().starts_with(&expected), "{err}");
+            rejected += 1;
+        }
+    }
+    assert!(rejected > 4 * FAMILIES.len(), "{rejected}");
+    assert!(generate("dualpipe", &given(Field::Overlap)).is_ok());
+    assert!(generate("looped-bfs", &given(Field::Chunks)).is_ok());
 }
 
 #[test]
@@ -57,16 +81,6 @@ fn labels_count_in_the_right_number() {
     assert_eq!(one.label(&ScheduleParams::new(4, 8)), "1F1B · 4 devices · 8 microbatches");
     let interleaved = super::family("interleaved-1f1b").unwrap();
     assert!(interleaved.label(&ScheduleParams::new(2, 4).with_chunks(1)).ends_with(" · 1 chunk"));
-}
-
-#[test]
-fn overlap_is_rejected_by_name_like_any_unused_option() {
-    let mut p = ScheduleParams::new(4, 8);
-    p.costs.overlap = Some(3.0);
-    let err = generate("1f1b", &p).unwrap_err();
-    assert_eq!(err.field, Field::Overlap);
-    assert!(err.to_string().starts_with("1f1b does not take --overlap"), "{err}");
-    assert!(generate("dualpipe", &p).is_ok());
 }
 
 /// Sizes, options and costs every registry fact is checked over.

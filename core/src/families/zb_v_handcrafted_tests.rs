@@ -1,13 +1,13 @@
 //! Tests of the handcrafted ZB-V pattern against zero-bubble.md §9.2 and Appendix A.
 
-use super::super::v_common::testing::{assert_orders, held_until_w, peaks, run_ok, Setting};
+use super::super::v_common::testing::{assert_golden, held_until_w, peaks, run_ok, Golden, Setting};
 use super::*;
 use crate::error::Field;
 use crate::params::Costs;
 use crate::{generate, run};
 
 /// Appendix A golden orders of ZB-V handcrafted (p=4): setting, cost (max span), orders of devices 0..4.
-const GOLDEN: [(Setting, f64, [&str; 4]); 4] = [
+const GOLDEN: [Golden; 4] = [
     (
         Setting::unit(8),
         48.0,
@@ -52,11 +52,7 @@ const GOLDEN: [(Setting, f64, [&str; 4]); 4] = [
 
 #[test]
 fn reproduces_the_golden_orders_and_costs() {
-    for (setting, cost, golden) in GOLDEN {
-        let a = run_ok("zb-v-handcrafted", &setting.params());
-        assert_orders(&a.schedule, &golden);
-        assert_eq!(a.stats.cost, cost, "{setting:?}");
-    }
+    assert_golden("zb-v-handcrafted", &GOLDEN);
 }
 
 #[test]
