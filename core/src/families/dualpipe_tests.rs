@@ -110,48 +110,22 @@ fn reproduces_deepseeks_figure_of_8_devices_and_20_microbatches() {
 
 #[test]
 fn a_pair_takes_the_overlap_time_or_the_sum_of_its_passes() {
-    let costs = Costs::fbw(2.0, 3.0, 1.0);
-    for (overlap, expected) in [(Some(5.0), 5.0), (None, 6.0)] {
-        let analysis = analyze(4, 10, Costs { overlap, ..costs.clone() });
-        for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
-            for (op, time) in order.iter().zip(&times.ops) {
-                if op.is_pair() {
-                    assert_eq!(time.end - time.start, expected, "{op}");
-                }
-            }
-        }
-    }
+    VARIANT.assert_pair_times(4, 10);
 }
 
 #[test]
 fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
-    let sizes: Vec<(u32, u32)> = (2..=16)
-        .step_by(2)
-        .flat_map(|p| [2 * p, 2 * p + 2, 3 * p, 4 * p].map(|m| (p, m)))
-        .collect();
+    let sizes: Vec<(u32, u32)> =
+        (2..=16).step_by(2).flat_map(|p| [2 * p, 2 * p + 2, 3 * p, 4 * p].map(|m| (p, m))).collect();
     // The least busy devices are the middle ones: they overlap the most pairs.
     VARIANT.assert_deepseeks_bubble(&sizes, |devices| devices as usize / 2);
 }
 
 #[test]
 fn every_device_peaks_at_pp_plus_one_stage_activations() {
-    for devices in (2..=16).step_by(2) {
-        for microbatches in [2 * devices, 2 * devices + 2, 4 * devices] {
-            for mem_w in [None, Some(0.0), Some(1.0)] {
-                let costs = Costs { mem_w, ..Costs::default() };
-                let analysis = analyze(devices, microbatches, costs.clone());
-                // PP = P stages per pipeline, each 1/P of the model: a stage activation is mem-f.
-                let promise = f64::from(devices + 1) * costs.mem_f;
-                let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
-                for (device, timeline) in analysis.timeline.devices.iter().enumerate() {
-                    assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
-                    assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
-                }
-                let predicted = predict(&params(devices, microbatches, costs.clone())).unwrap().peak_memory;
-                assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
-            }
-        }
-    }
+    // PP = P stages per pipeline, each 1/P of the model: a stage activation is mem-f.
+    let sizes: Vec<(u32, u32)> = (2..=16).step_by(2).flat_map(|p| [2 * p, 2 * p + 2, 4 * p].map(|m| (p, m))).collect();
+    VARIANT.assert_peaks_at_pp_plus_one(&sizes);
 }
 
 #[test]

@@ -125,25 +125,13 @@ fn validates_and_simulates_for_every_size() {
 
 #[test]
 fn a_pair_takes_half_the_overlap_time_or_the_sum_of_its_passes() {
-    let costs = Costs { overlap: Some(5.0), ..Costs::fbw(2.0, 3.0, 1.0) };
-    for (overlap, expected) in [(Some(5.0), 2.5), (None, 3.0)] {
-        let analysis = analyze(3, 8, Costs { overlap, ..costs.clone() });
-        for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
-            for (op, time) in order.iter().zip(&times.ops) {
-                if op.is_pair() {
-                    assert_eq!(time.end - time.start, expected, "{op}");
-                }
-            }
-        }
-    }
+    VARIANT.assert_pair_times(3, 8);
 }
 
 #[test]
 fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
-    let sizes: Vec<(u32, u32)> = [1, 2, 3, 4, 5, 8, 12, 16]
-        .into_iter()
-        .flat_map(|p| [2 * p, 2 * p + 1, 3 * p, 4 * p].map(|m| (p, m)))
-        .collect();
+    let sizes: Vec<(u32, u32)> =
+        [1, 2, 3, 4, 5, 8, 12, 16].into_iter().flat_map(|p| [2 * p, 2 * p + 1, 3 * p, 4 * p].map(|m| (p, m))).collect();
     // The least busy device is the last: it overlaps the most pairs.
     VARIANT.assert_deepseeks_bubble(&sizes, |devices| devices as usize - 1);
 }
@@ -185,24 +173,9 @@ fn victarrys_emulation_check_holds() {
 
 #[test]
 fn every_device_peaks_at_pp_plus_one_chunk_activations() {
-    for devices in 1..=16 {
-        for microbatches in [2 * devices, 3 * devices, 4 * devices] {
-            for mem_w in [None, Some(0.0), Some(1.0)] {
-                let costs = Costs { mem_w, ..Costs::default() };
-                let analysis = analyze(devices, microbatches, costs.clone());
-                // PP = 2P stages of 1/(2P) of the model: a chunk activation is mem-f/2.
-                let chunk = costs.mem_f / 2.0;
-                let promise = f64::from(2 * devices + 1) * chunk;
-                let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
-                for (device, timeline) in analysis.timeline.devices.iter().enumerate() {
-                    assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
-                    assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
-                }
-                let predicted = predict(&params(devices, microbatches, costs.clone())).unwrap().peak_memory;
-                assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
-            }
-        }
-    }
+    // PP = 2P stages of 1/(2P) of the model: a chunk activation is mem-f/2.
+    let sizes: Vec<(u32, u32)> = (1..=16).flat_map(|p| [2 * p, 3 * p, 4 * p].map(|m| (p, m))).collect();
+    VARIANT.assert_peaks_at_pp_plus_one(&sizes);
 }
 
 #[test]

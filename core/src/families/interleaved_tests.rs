@@ -1,10 +1,10 @@
 //! Tests of interleaved 1F1B and looped BFS against zero-bubble.md Appendix A and Megatron.
 
+use super::super::test_support::assert_valid_and_simulates;
 use super::*;
-use crate::error::Severity;
 use crate::families::generate;
 use crate::params::Costs;
-use crate::{run, simulate, validate, StageCosts};
+use crate::{run, simulate, StageCosts};
 
 /// CLI costs for per-chunk costs `f, b, w` of a 2-chunk schedule: a chunk is half a device's
 /// share of the model, so the CLI numbers are twice the chunk's. `mem_f = 2` makes one chunk
@@ -184,11 +184,7 @@ fn every_schedule_validates_and_runs_with_communication() {
                 for name in ["interleaved-1f1b", "looped-bfs"] {
                     let p = ScheduleParams::new(devices, microbatches).with_chunks(chunks).with_costs(costs.clone());
                     let Ok(schedule) = generate(name, &p) else { continue };
-                    let errors: Vec<_> =
-                        validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
-                    assert!(errors.is_empty(), "{name} {p:?}: {errors:?}");
-                    simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule))
-                        .unwrap_or_else(|e| panic!("{name} {p:?}: {e}"));
+                    assert_valid_and_simulates(&schedule, &costs, &format!("{name} {p:?}"));
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! Tests of 1F1B-V against zero-bubble.md §4.10, §9.2 and Appendix A.
 
-use super::super::v_common::testing::{assert_golden, peaks, run_ok, Golden, Setting};
+use super::super::v_common::testing::{assert_bubble_rates, assert_golden, peaks, run_ok, Golden, Setting};
 use super::*;
 use crate::params::Costs;
 
@@ -57,11 +57,15 @@ fn reproduces_the_golden_orders_and_costs() {
 fn reference_bubble_rates() {
     // §9.2 / Appendix A: 0.2381 at p=4 m=8 (both cost settings), 0.1724 at m=12, 0.2547 at
     // m=12 with costs 5,6,4 and communication 1.
-    let rate = |s: Setting| format!("{:.4}", run_ok("1f1b-v", &s.params()).stats.bubble_rate);
-    assert_eq!(rate(Setting::unit(8)), "0.2381");
-    assert_eq!(rate(Setting::uneven(8, 0.0)), "0.2381");
-    assert_eq!(rate(Setting::unit(12)), "0.1724");
-    assert_eq!(rate(Setting::uneven(12, 1.0)), "0.2547");
+    assert_bubble_rates(
+        "1f1b-v",
+        &[
+            (Setting::unit(8), "0.2381"),
+            (Setting::uneven(8, 0.0), "0.2381"),
+            (Setting::unit(12), "0.1724"),
+            (Setting::uneven(12, 1.0), "0.2547"),
+        ],
+    );
 }
 
 #[test]

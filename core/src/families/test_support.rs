@@ -1,12 +1,22 @@
 //! Test helpers shared by the families' test files, kept once here.
 
 use super::{BubbleQuantity, Prediction};
+use crate::error::Severity;
 use crate::params::{Costs, ScheduleParams};
-use crate::Analysis;
+use crate::schedule::Schedule;
+use crate::{simulate, validate, Analysis, StageCosts};
 
 /// `devices` and `microbatches` at `costs`.
 pub(crate) fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
     ScheduleParams::new(devices, microbatches).with_costs(costs)
+}
+
+/// Asserts `schedule` validates without errors and simulates at `costs`; `case` names it in
+/// the failure.
+pub(crate) fn assert_valid_and_simulates(schedule: &Schedule, costs: &Costs, case: &str) {
+    let errors: Vec<_> = validate(schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
+    assert!(errors.is_empty(), "{case}: {errors:?}");
+    simulate(schedule, &StageCosts::for_schedule(costs, schedule)).unwrap_or_else(|e| panic!("{case}: {e}"));
 }
 
 /// What the DualPipe and DualPipeV tests need to know of their family to check DeepSeek's
@@ -28,6 +38,43 @@ impl DualPipeVariant {
     pub fn per_chunk(self, forward: f64, full_backward: f64, weight: f64, overlap: f64) -> Costs {
         let k = f64::from(self.chunks);
         Costs { overlap: Some(k * overlap), ..Costs::fbw(k * forward, k * (full_backward - weight), k * weight) }
+    }
+
+    /// A pair takes the F&B time when one is given, else the sum of its passes: per chunk, so
+    /// a device's share divided by the chunks.
+    pub fn assert_pair_times(self, devices: u32, microbatches: u32) {
+        let k = f64::from(self.chunks);
+        for (overlap, expected) in [(Some(5.0), 5.0 / k), (None, 6.0 / k)] {
+            let analysis = (self.analyze)(devices, microbatches, Costs { overlap, ..Costs::fbw(2.0, 3.0, 1.0) });
+            for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
+                for (op, time) in order.iter().zip(&times.ops) {
+                    if op.is_pair() {
+                        assert_eq!(time.end - time.start, expected, "{op}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Over the sizes given, whatever mem-w, every device peaks at DeepSeek's promise of
+    /// `PP + 1` stage activations (`PP = chunks · P` stages of `mem-f / chunks` each), ends
+    /// with no memory held, and the prediction says so.
+    pub fn assert_peaks_at_pp_plus_one(self, sizes: &[(u32, u32)]) {
+        for &(devices, microbatches) in sizes {
+            for mem_w in [None, Some(0.0), Some(1.0)] {
+                let costs = Costs { mem_w, ..Costs::default() };
+                let analysis = (self.analyze)(devices, microbatches, costs.clone());
+                let stage = costs.mem_f / f64::from(self.chunks);
+                let promise = f64::from(self.chunks * devices + 1) * stage;
+                let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
+                for (device, timeline) in analysis.timeline.devices.iter().enumerate() {
+                    assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
+                    assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
+                }
+                let predicted = (self.predict)(&params(devices, microbatches, costs)).unwrap().peak_memory;
+                assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
+            }
+        }
     }
 
     /// DeepSeek's bubble `(PP/2 − 1)(F&B + B − 3W)` in per-chunk costs, with `PP` the stages

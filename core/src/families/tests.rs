@@ -103,6 +103,21 @@ fn grid() -> Vec<ScheduleParams> {
 }
 
 #[test]
+fn every_entry_states_its_own_facts_over_the_defaults() {
+    for family in FAMILIES {
+        let stated = [family.name, family.title, family.summary, family.reference, family.url, family.constraints];
+        assert!(stated.iter().all(|fact| !fact.is_empty()), "{} leaves a fact blank: {stated:?}", family.name);
+        let generated = grid().iter().map(|p| family.own_params(p)).find_map(|p| generate(family.name, &p).ok());
+        let schedule = generated.unwrap_or_else(|| panic!("{} generates nothing over the grid", family.name));
+        assert!(schedule.pass_count() > 0, "{}", family.name);
+    }
+    let blank = Family::DEFAULTS;
+    assert!((blank.generate)(&ScheduleParams::new(4, 8)).is_err());
+    assert_eq!(blank.pass_count(&ScheduleParams::new(4, 8)), 0);
+    assert_eq!(Family::citing(ZERO_BUBBLE_V).url, ZERO_BUBBLE.url);
+}
+
+#[test]
 fn pass_counts_equal_the_generated_schedules() {
     let mut checked = 0;
     for family in FAMILIES {

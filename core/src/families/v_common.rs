@@ -127,6 +127,14 @@ pub(super) mod testing {
         }
     }
 
+    /// Asserts `family`'s bubble rate in each setting, to the paper's four decimals.
+    pub(crate) fn assert_bubble_rates(family: &str, rates: &[(Setting, &str)]) {
+        for (setting, rate) in rates {
+            let simulated = run_ok(family, &setting.params()).stats.bubble_rate;
+            assert_eq!(format!("{simulated:.4}"), *rate, "{family} {setting:?}");
+        }
+    }
+
     /// The per-device peaks of an analysis.
     pub(crate) fn peaks(analysis: &Analysis) -> Vec<f64> {
         analysis.stats.per_device.iter().map(|d| d.peak_memory).collect()

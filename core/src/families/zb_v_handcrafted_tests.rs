@@ -1,6 +1,8 @@
 //! Tests of the handcrafted ZB-V pattern against zero-bubble.md §9.2 and Appendix A.
 
-use super::super::v_common::testing::{assert_golden, held_until_w, peaks, run_ok, Golden, Setting};
+use super::super::v_common::testing::{
+    assert_bubble_rates, assert_golden, held_until_w, peaks, run_ok, Golden, Setting,
+};
 use super::*;
 use crate::error::Field;
 use crate::params::Costs;
@@ -59,10 +61,10 @@ fn reproduces_the_golden_orders_and_costs() {
 fn reference_costs_and_bubble_rates() {
     // §9.2: zero bubble with per-chunk costs 1,1,1; 252 (0.0476) with 5,6,4; 388 (0.0722) at
     // m=12 with communication 1.
-    let rate = |s: Setting| format!("{:.4}", run_ok("zb-v-handcrafted", &s.params()).stats.bubble_rate);
-    assert_eq!(rate(Setting::unit(8)), "0.0000");
-    assert_eq!(rate(Setting::uneven(8, 0.0)), "0.0476");
-    assert_eq!(rate(Setting::uneven(12, 1.0)), "0.0722");
+    assert_bubble_rates(
+        "zb-v-handcrafted",
+        &[(Setting::unit(8), "0.0000"), (Setting::uneven(8, 0.0), "0.0476"), (Setting::uneven(12, 1.0), "0.0722")],
+    );
 }
 
 #[test]
