@@ -153,6 +153,12 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// [`key`] as the first five CSV columns.
+fn key_csv(spec: &RunSpec, chunks: Option<u32>) -> String {
+    let p = &spec.params;
+    format!("{},{},{},{},{}", spec.family.name, p.devices, p.microbatches, opt(chunks), opt(p.mem_limit))
+}
+
 /// `sweep --csv`: the runs, then the invalid combinations (numbers empty, `error` set on one
 /// line, its hints after ` — hint: `).
 pub fn csv(sweep: &Sweep) -> String {
@@ -164,12 +170,8 @@ pub fn csv(sweep: &Sweep) -> String {
         let a = r.attribution;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},",
-            r.spec.family.name,
-            r.spec.params.devices,
-            r.spec.params.microbatches,
-            r.chunks,
-            opt(r.spec.params.mem_limit),
+            "{},{},{},{},{},{},{},{},",
+            key_csv(&r.spec, Some(r.chunks)),
             r.stats.cost,
             r.stats.bubble_rate,
             r.stats.peak_memory,
@@ -182,12 +184,8 @@ pub fn csv(sweep: &Sweep) -> String {
     for i in &sweep.invalid {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},,,,,,,,{}",
-            i.spec.family.name,
-            i.spec.params.devices,
-            i.spec.params.microbatches,
-            opt(i.spec.chunks()),
-            opt(i.spec.params.mem_limit),
+            "{},,,,,,,,{}",
+            key_csv(&i.spec, i.spec.chunks()),
             field(&i.error.replace("\n  hint: ", " — hint: "))
         );
     }

@@ -91,10 +91,7 @@ pub fn presets() -> Vec<Preset> {
             source: "DeepSeek-V3 report, DualPipe figure (F 1, full backward 2, W 1, F&B 3)",
             schedule: "dualpipe",
             compare: &["1f1b", "zb-1p"],
-            params: ScheduleParams {
-                costs: Costs { overlap: Some(3.0), ..Costs::fbw(1.0, 1.0, 1.0) },
-                ..ScheduleParams::new(8, 20)
-            },
+            params: ScheduleParams::new(8, 20).with_costs(Costs { overlap: Some(3.0), ..Costs::fbw(1.0, 1.0, 1.0) }),
         },
         Preset {
             key: "dualpipev-figure",
@@ -102,10 +99,7 @@ pub fn presets() -> Vec<Preset> {
             source: "deepseek-ai/DualPipe README; PyTorch's DualPipeV test schedule",
             schedule: "dualpipe-v",
             compare: &["zb-v"],
-            params: ScheduleParams {
-                costs: Costs { overlap: Some(6.0), ..Costs::fbw(2.0, 2.0, 2.0) },
-                ..ScheduleParams::new(4, 10)
-            },
+            params: ScheduleParams::new(4, 10).with_costs(Costs { overlap: Some(6.0), ..Costs::fbw(2.0, 2.0, 2.0) }),
         },
         Preset {
             key: "v-schedules",
@@ -113,10 +107,7 @@ pub fn presets() -> Vec<Preset> {
             source: "Qi et al. NeurIPS 2024, p = 4, m = 8, unit chunk costs",
             schedule: "v-half",
             compare: &["1f1b", "v-min", "zb-v"],
-            params: ScheduleParams {
-                costs: Costs { mem_w: Some(1.0), ..Costs::fbw(2.0, 2.0, 2.0) },
-                ..ScheduleParams::new(4, 8)
-            },
+            params: ScheduleParams::new(4, 8).with_costs(Costs { mem_w: Some(1.0), ..Costs::fbw(2.0, 2.0, 2.0) }),
         },
         Preset {
             key: "zb-readme",

@@ -59,12 +59,11 @@ pub const FAMILY: Family = Family {
     summary: "two pipelines in opposite directions over the same devices, each 1F1B on half the microbatches",
     reference: "Li and Hoefler, Chimera (SC 2021)",
     url: "https://arxiv.org/abs/2107.06925",
-    options: &[],
     constraints: "devices even; microbatches even; two replicas of the weights",
     passes: per_device_microbatch::<2>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {

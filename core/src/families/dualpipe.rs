@@ -32,7 +32,7 @@
 //! `2H−h` forwards of its phase-0 stage and `h+1` of its phase-1 stage (`H = P/2`, `h` its half
 //! rank), and every later pair frees one activation as it allocates one.
 
-use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
+use super::dualpipe_recipe::{check_microbatches, deepseek_bubble, device_order, Phases, Shape};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
@@ -49,9 +49,9 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption { field: Field::Overlap, default: OptionDefault::Unset }],
     constraints: "devices even; microbatches even and ≥ 2·devices",
     passes,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 /// The exact passes: DeepSeek's recipe runs some backwards whole and splits others into B and W.
@@ -79,19 +79,8 @@ fn check(params: &ScheduleParams) -> Result<(), ParamError> {
         )
         .hint(format!("the two directions meet in the middle of the devices: use {suggestion} devices")));
     }
-    let least = 2 * u64::from(devices);
-    if u64::from(microbatches) < least {
-        let most_devices = microbatches / 2 / 2 * 2;
-        let mut hint = format!("use {least} or more microbatches");
-        if most_devices > 0 {
-            hint.push_str(&format!(", or at most {most_devices} devices"));
-        }
-        return Err(ParamError::new(
-            Field::Microbatches,
-            format!("dualpipe needs at least 2·devices = {least} microbatches, found {microbatches}"),
-        )
-        .hint(hint));
-    }
+    // Each direction's devices come in pairs.
+    check_microbatches(FAMILY.name, params, microbatches / 2 / 2 * 2)?;
     if microbatches % 2 != 0 {
         return Err(ParamError::new(
             Field::Microbatches,

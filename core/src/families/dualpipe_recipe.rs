@@ -33,7 +33,8 @@
 
 use std::collections::VecDeque;
 
-use crate::params::Costs;
+use crate::error::{Field, ParamError};
+use crate::params::{Costs, ScheduleParams};
 use crate::schedule::{Op, Pass};
 
 /// The two stages one device runs, in the recipe's phase order, and the first microbatch
@@ -216,4 +217,23 @@ impl Program {
             self.ops.push(Op::One(pass));
         }
     }
+}
+
+/// Checks the reference's rule that both schedules share: at least `2·devices` microbatches.
+/// `most_devices` is the most devices `microbatches` can feed, for the hint.
+pub(super) fn check_microbatches(family: &str, params: &ScheduleParams, most_devices: u32) -> Result<(), ParamError> {
+    let (devices, microbatches) = (params.devices, params.microbatches);
+    let least = 2 * u64::from(devices);
+    if u64::from(microbatches) >= least {
+        return Ok(());
+    }
+    let mut hint = format!("use {least} or more microbatches");
+    if most_devices > 0 {
+        hint.push_str(&format!(", or at most {most_devices} devices"));
+    }
+    Err(ParamError::new(
+        Field::Microbatches,
+        format!("{family} needs at least 2·devices = {least} microbatches, found {microbatches}"),
+    )
+    .hint(hint))
 }

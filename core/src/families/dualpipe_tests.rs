@@ -1,15 +1,15 @@
 //! DualPipe against a trace of DeepSeek's `step()`, their figure, their table and their memory
 //! promise.
 
+use super::super::test_support::{params, DualPipeVariant};
 use super::*;
 use crate::error::Diagnostic;
 use crate::schedule::{Pass, PassKind};
-use crate::stats::{stats, Stats};
+use crate::stats::stats;
 use crate::{simulate, validate, Analysis, Costs, StageCosts};
 
-fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
-    ScheduleParams::new(devices, microbatches).with_costs(costs.clone())
-}
+/// DualPipe for the tests shared with DualPipeV: a stage is a device's whole share.
+const VARIANT: DualPipeVariant = DualPipeVariant { chunks: 1, analyze, predict };
 
 /// Validates each pipeline of a two-directional schedule on its own share of microbatches.
 ///
@@ -47,18 +47,6 @@ fn analyze(devices: u32, microbatches: u32, costs: Costs) -> Analysis {
         simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule)).unwrap_or_else(|e| panic!("{case}: {e}"));
     let stats = stats(&schedule, &timeline, &costs);
     Analysis { schedule, timeline, stats }
-}
-
-/// DeepSeek's bubble as a measure: the time a device spends outside its own passes during the
-/// step, on the device with the least busy time.
-fn idle_of_least_busy(stats: &Stats) -> f64 {
-    stats.makespan - stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min)
-}
-
-/// DeepSeek's per-chunk costs (B the full backward) as CLI costs: a DualPipe stage is a full
-/// device share, so they are the same numbers with B split into our b + w.
-fn per_chunk(forward: f64, full_backward: f64, weight: f64, overlap: f64) -> Costs {
-    Costs { overlap: Some(overlap), ..Costs::fbw(forward, full_backward - weight, weight) }
 }
 
 #[test]
@@ -109,11 +97,11 @@ fn validates_and_simulates_for_every_size() {
 #[test]
 fn reproduces_deepseeks_figure_of_8_devices_and_20_microbatches() {
     // The figure's costs per chunk: F=1, B=2 (full), W=1, F&B=3.
-    let costs = per_chunk(1.0, 2.0, 1.0, 3.0);
+    let costs = VARIANT.per_chunk(1.0, 2.0, 1.0, 3.0);
     let stats = analyze(8, 20, costs.clone()).stats;
     let deepseek = (8.0 / 2.0 - 1.0) * (3.0 + 2.0 - 3.0 * 1.0);
     assert_eq!(deepseek, 6.0);
-    assert_eq!(idle_of_least_busy(&stats), deepseek);
+    assert_eq!(BubbleQuantity::LeastBusyIdle.of(&stats), deepseek);
     // F&B = F+B here, so no device gains from overlap and the bubble is also cost − ideal.
     assert_eq!((stats.cost, stats.ideal), (66.0, 60.0));
     assert_eq!(stats.bubble_rate, 6.0 / 66.0);
@@ -122,88 +110,28 @@ fn reproduces_deepseeks_figure_of_8_devices_and_20_microbatches() {
 
 #[test]
 fn a_pair_takes_the_overlap_time_or_the_sum_of_its_passes() {
-    let costs = Costs::fbw(2.0, 3.0, 1.0);
-    for (overlap, expected) in [(Some(5.0), 5.0), (None, 6.0)] {
-        let analysis = analyze(4, 10, Costs { overlap, ..costs.clone() });
-        for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
-            for (op, time) in order.iter().zip(&times.ops) {
-                if op.is_pair() {
-                    assert_eq!(time.end - time.start, expected, "{op}");
-                }
-            }
-        }
-    }
+    VARIANT.assert_pair_times(4, 10);
 }
 
 #[test]
 fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
-    // Per-chunk (F, B full, W, F&B) with F = B−W, W ≤ F and B ≤ F&B ≤ F+B.
-    let chunk_costs = [
-        (1.0, 2.0, 1.0, 3.0),
-        (1.0, 2.0, 1.0, 2.0),
-        (1.0, 2.0, 1.0, 2.5),
-        (2.0, 3.0, 1.0, 3.5),
-        (2.0, 4.0, 2.0, 5.0),
-        (2.0, 2.0, 0.0, 3.0),
-        (1.5, 2.0, 0.5, 3.5),
-        (3.0, 5.0, 2.0, 6.0),
-    ];
-    for devices in (2..=16).step_by(2) {
-        for microbatches in [2 * devices, 2 * devices + 2, 3 * devices, 4 * devices] {
-            for (forward, full_backward, weight, overlap) in chunk_costs {
-                let stats = analyze(devices, microbatches, per_chunk(forward, full_backward, weight, overlap)).stats;
-                let pp = f64::from(devices);
-                let deepseek = (pp / 2.0 - 1.0) * (overlap + full_backward - 3.0 * weight);
-                let case =
-                    format!("P={devices} M={microbatches} F={forward} B={full_backward} W={weight} F&B={overlap}");
-                assert_eq!(idle_of_least_busy(&stats), deepseek, "{case}");
-                // The least busy devices are the middle ones: they overlap the most pairs.
-                let middle = &stats.per_device[devices as usize / 2];
-                assert_eq!(stats.makespan - middle.busy, deepseek, "{case}");
-            }
-        }
-    }
+    let sizes: Vec<(u32, u32)> =
+        (2..=16).step_by(2).flat_map(|p| [2 * p, 2 * p + 2, 3 * p, 4 * p].map(|m| (p, m))).collect();
+    // The least busy devices are the middle ones: they overlap the most pairs.
+    VARIANT.assert_deepseeks_bubble(&sizes, |devices| devices as usize / 2);
 }
 
 #[test]
 fn every_device_peaks_at_pp_plus_one_stage_activations() {
-    for devices in (2..=16).step_by(2) {
-        for microbatches in [2 * devices, 2 * devices + 2, 4 * devices] {
-            for mem_w in [None, Some(0.0), Some(1.0)] {
-                let costs = Costs { mem_w, ..Costs::default() };
-                let analysis = analyze(devices, microbatches, costs.clone());
-                // PP = P stages per pipeline, each 1/P of the model: a stage activation is mem-f.
-                let promise = f64::from(devices + 1) * costs.mem_f;
-                let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
-                for (device, timeline) in analysis.timeline.devices.iter().enumerate() {
-                    assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
-                    assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
-                }
-                let predicted = predict(&params(devices, microbatches, costs.clone())).unwrap().peak_memory;
-                assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
-            }
-        }
-    }
+    // PP = P stages per pipeline, each 1/P of the model: a stage activation is mem-f.
+    let sizes: Vec<(u32, u32)> = (2..=16).step_by(2).flat_map(|p| [2 * p, 2 * p + 2, 4 * p].map(|m| (p, m))).collect();
+    VARIANT.assert_peaks_at_pp_plus_one(&sizes);
 }
 
 #[test]
 fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
-    for devices in [2, 4, 6, 10, 16] {
-        for microbatches in [2 * devices, 2 * devices + 6] {
-            for (f, b, w) in [(1.0, 1.0, 1.0), (2.0, 2.0, 1.0), (3.0, 3.0, 0.0), (1.0, 1.0, 0.5)] {
-                for overlap in [None, Some(f + b + w)] {
-                    let costs = Costs { overlap, ..Costs::fbw(f, b, w) };
-                    let bubble = predict(&params(devices, microbatches, costs.clone())).unwrap().bubble;
-                    let stats = analyze(devices, microbatches, costs.clone()).stats;
-                    let case = format!("P={devices} M={microbatches} {costs:?}");
-                    assert_eq!(bubble, Some(stats.cost - stats.ideal), "{case}");
-                    // Per chunk: F = f, B = b+w, W = w, F&B = F+B; PP = P.
-                    let deepseek = (f64::from(devices) / 2.0 - 1.0) * ((f + b + w) + (b + w) - 3.0 * w);
-                    assert_eq!(bubble, Some(deepseek), "{case}");
-                }
-            }
-        }
-    }
+    let sizes: Vec<(u32, u32)> = [2, 4, 6, 10, 16].into_iter().flat_map(|p| [(p, 2 * p), (p, 2 * p + 6)]).collect();
+    VARIANT.assert_cost_minus_ideal_without_gain(&sizes);
     // On two devices there is no bubble, whatever the costs.
     let stats = analyze(2, 8, Costs::fbw(1.0, 3.0, 2.0)).stats;
     assert_eq!(stats.cost - stats.ideal, 0.0);
@@ -212,18 +140,7 @@ fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
 
 #[test]
 fn no_bubble_is_predicted_outside_the_formulas_domain() {
-    let base = Costs::fbw(2.0, 2.0, 1.0);
-    for costs in [
-        Costs { overlap: Some(2.0), ..base.clone() }, // F&B below the full backward B
-        Costs::fbw(1.0, 2.0, 1.0),                    // F ≠ B − W
-        Costs::fbw(1.0, 1.0, 2.0),                    // W > F
-        Costs { comm: 0.5, ..base.clone() },
-    ] {
-        let prediction = predict(&params(4, 8, costs.clone())).unwrap();
-        assert_eq!(prediction.bubble, None, "{costs:?}");
-        assert!(prediction.peak_memory.is_some());
-    }
-    assert_eq!(predict(&params(5, 10, base)), None, "invalid parameters have no prediction");
+    VARIANT.assert_no_bubble_outside_the_domain((5, 10));
 }
 
 #[test]
@@ -250,29 +167,10 @@ fn rejects_parameters_the_reference_asserts_against() {
         message(4, 9),
         "dualpipe needs an even number of microbatches, found 9\n  hint: each direction runs half of them: use 8 or 10 microbatches"
     );
-    let err = crate::generate(FAMILY.name, &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert_eq!(err.field, Field::Chunks);
-    assert!(err.to_string().starts_with("dualpipe does not take --chunks"), "{err}");
     assert_eq!(generate(&ScheduleParams::new(5, 20)).unwrap_err().field, Field::Devices);
 }
 
 #[test]
 fn with_overlap_gains_the_prediction_is_deepseeks_least_busy_idle() {
-    // DeepSeek's case: F&B < F+B. Its bubble is the idle time of the device with the most
-    // pairs, not cost − ideal.
-    for devices in [2u32, 4, 6, 8] {
-        for microbatches in [2 * devices, 3 * devices] {
-            for overlap in [3.0, 4.0, 4.5] {
-                let costs = Costs { overlap: Some(overlap), ..Costs::fbw(2.0, 2.0, 1.0) };
-                let prediction = predict(&params(devices, microbatches, costs.clone())).unwrap();
-                assert_eq!(prediction.bubble_quantity, BubbleQuantity::LeastBusyIdle);
-                let stats = analyze(devices, microbatches, costs.clone()).stats;
-                let case = format!("P={devices} M={microbatches} F&B={overlap}");
-                assert_eq!(prediction.bubble, Some(BubbleQuantity::LeastBusyIdle.of(&stats)), "{case}");
-                let (full_b, w, fb) = (3.0 * 1.0, 1.0 * 1.0, overlap * 1.0);
-                let deepseek = (f64::from(devices) / 2.0 - 1.0) * (fb + full_b - 3.0 * w);
-                assert_eq!(prediction.bubble, Some(deepseek), "{case}");
-            }
-        }
-    }
+    VARIANT.assert_least_busy_idle_with_overlap_gains();
 }

@@ -25,7 +25,7 @@
 //! peaks at `2P+1` chunk activations, `(P+½)·mem-f`: half a microbatch more than 1F1B's first
 //! device on the same `P` devices.
 
-use super::dualpipe_recipe::{deepseek_bubble, device_order, Phases, Shape};
+use super::dualpipe_recipe::{check_microbatches, deepseek_bubble, device_order, Phases, Shape};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
@@ -42,9 +42,9 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption { field: Field::Overlap, default: OptionDefault::Unset }],
     constraints: "microbatches ≥ 2·devices",
     passes,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 /// The exact passes: DeepSeek's recipe runs some backwards whole and splits others into B and W.
@@ -62,21 +62,7 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 
 /// Checks the reference's rule: at least `2·devices` microbatches.
 fn check(params: &ScheduleParams) -> Result<(), ParamError> {
-    let (devices, microbatches) = (params.devices, params.microbatches);
-    let least = 2 * u64::from(devices);
-    if u64::from(microbatches) < least {
-        let most_devices = microbatches / 2;
-        let mut hint = format!("use {least} or more microbatches");
-        if most_devices > 0 {
-            hint.push_str(&format!(", or at most {most_devices} devices"));
-        }
-        return Err(ParamError::new(
-            Field::Microbatches,
-            format!("dualpipe-v needs at least 2·devices = {least} microbatches, found {microbatches}"),
-        )
-        .hint(hint));
-    }
-    Ok(())
+    check_microbatches(FAMILY.name, params, params.microbatches / 2)
 }
 
 /// The DualPipeV orders, for `microbatches` at least `2·devices`.

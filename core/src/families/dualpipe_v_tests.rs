@@ -1,32 +1,20 @@
 //! DualPipeV against PyTorch's test schedule, DeepSeek's table and Victarry's emulation.
 
+use super::super::test_support::{params, DualPipeVariant};
 use super::*;
 use crate::schedule::{Pass, PassKind};
-use crate::stats::Stats;
 use crate::{run, validate, Analysis, Costs};
 
 /// PyTorch's DualPipeV test artifact (P=4, M=10), read in place: it is not ours to copy.
 const PYTORCH_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/pytorch");
 
-fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
-    ScheduleParams::new(devices, microbatches).with_costs(costs.clone())
-}
+/// DualPipeV for the tests shared with DualPipe: two chunks of half a share per device.
+const VARIANT: DualPipeVariant = DualPipeVariant { chunks: 2, analyze, predict };
 
+/// `crate::run` for DualPipeV, panicking with the case on an error.
 fn analyze(devices: u32, microbatches: u32, costs: Costs) -> Analysis {
     run("dualpipe-v", &params(devices, microbatches, costs.clone()))
         .unwrap_or_else(|e| panic!("P={devices} M={microbatches} {costs:?}: {e}"))
-}
-
-/// DeepSeek's bubble as a measure: the time a device spends outside its own passes during the
-/// step, on the device with the least busy time.
-fn idle_of_least_busy(stats: &Stats) -> f64 {
-    stats.makespan - stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min)
-}
-
-/// Costs in DeepSeek's per-chunk terms (B the full backward), as CLI costs: a chunk is half a
-/// device's share, so every time doubles.
-fn per_chunk(forward: f64, full_backward: f64, weight: f64, overlap: f64) -> Costs {
-    Costs { overlap: Some(2.0 * overlap), ..Costs::fbw(2.0 * forward, 2.0 * (full_backward - weight), 2.0 * weight) }
 }
 
 /// One PyTorch action, `<stage><TYPE><mb>`: `F`, `I` (our B), `W`, `B` (our BW).
@@ -137,49 +125,15 @@ fn validates_and_simulates_for_every_size() {
 
 #[test]
 fn a_pair_takes_half_the_overlap_time_or_the_sum_of_its_passes() {
-    let costs = Costs { overlap: Some(5.0), ..Costs::fbw(2.0, 3.0, 1.0) };
-    for (overlap, expected) in [(Some(5.0), 2.5), (None, 3.0)] {
-        let analysis = analyze(3, 8, Costs { overlap, ..costs.clone() });
-        for (order, times) in analysis.schedule.orders.iter().zip(&analysis.timeline.devices) {
-            for (op, time) in order.iter().zip(&times.ops) {
-                if op.is_pair() {
-                    assert_eq!(time.end - time.start, expected, "{op}");
-                }
-            }
-        }
-    }
+    VARIANT.assert_pair_times(3, 8);
 }
 
 #[test]
 fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
-    // Per-chunk (F, B full, W, F&B) with F = B−W, W ≤ F and B ≤ F&B ≤ F+B; DeepSeek's figure
-    // setting (1, 2, 1, 3) first.
-    let chunk_costs = [
-        (1.0, 2.0, 1.0, 3.0),
-        (1.0, 2.0, 1.0, 2.0),
-        (1.0, 2.0, 1.0, 2.5),
-        (2.0, 3.0, 1.0, 3.5),
-        (2.0, 4.0, 2.0, 5.0),
-        (2.0, 2.0, 0.0, 3.0),
-        (1.5, 2.0, 0.5, 3.5),
-        (3.0, 5.0, 2.0, 6.0),
-    ];
-    for devices in [1, 2, 3, 4, 5, 8, 12, 16] {
-        for microbatches in [2 * devices, 2 * devices + 1, 3 * devices, 4 * devices] {
-            for (forward, full_backward, weight, overlap) in chunk_costs {
-                let costs = per_chunk(forward, full_backward, weight, overlap);
-                let stats = analyze(devices, microbatches, costs.clone()).stats;
-                let pp = 2.0 * f64::from(devices);
-                let deepseek = (pp / 2.0 - 1.0) * (overlap + full_backward - 3.0 * weight);
-                let case =
-                    format!("P={devices} M={microbatches} F={forward} B={full_backward} W={weight} F&B={overlap}");
-                assert_eq!(idle_of_least_busy(&stats), deepseek, "{case}");
-                // The least busy device is the last: it overlaps the most pairs.
-                let last = stats.per_device.last().unwrap();
-                assert_eq!(stats.makespan - last.busy, deepseek, "{case}");
-            }
-        }
-    }
+    let sizes: Vec<(u32, u32)> =
+        [1, 2, 3, 4, 5, 8, 12, 16].into_iter().flat_map(|p| [2 * p, 2 * p + 1, 3 * p, 4 * p].map(|m| (p, m))).collect();
+    // The least busy device is the last: it overlaps the most pairs.
+    VARIANT.assert_deepseeks_bubble(&sizes, |devices| devices as usize - 1);
 }
 
 #[test]
@@ -219,72 +173,31 @@ fn victarrys_emulation_check_holds() {
 
 #[test]
 fn every_device_peaks_at_pp_plus_one_chunk_activations() {
-    for devices in 1..=16 {
-        for microbatches in [2 * devices, 3 * devices, 4 * devices] {
-            for mem_w in [None, Some(0.0), Some(1.0)] {
-                let costs = Costs { mem_w, ..Costs::default() };
-                let analysis = analyze(devices, microbatches, costs.clone());
-                // PP = 2P stages of 1/(2P) of the model: a chunk activation is mem-f/2.
-                let chunk = costs.mem_f / 2.0;
-                let promise = f64::from(2 * devices + 1) * chunk;
-                let case = format!("P={devices} M={microbatches} mem-w={mem_w:?}");
-                for (device, timeline) in analysis.timeline.devices.iter().enumerate() {
-                    assert_eq!(timeline.peak_memory, promise, "{case} device {device}");
-                    assert_eq!(timeline.memory.last().map(|m| m.value), Some(0.0), "{case} device {device}");
-                }
-                let predicted = predict(&params(devices, microbatches, costs.clone())).unwrap().peak_memory;
-                assert_eq!(predicted, Some(vec![promise; devices as usize]), "{case}");
-            }
-        }
-    }
+    // PP = 2P stages of 1/(2P) of the model: a chunk activation is mem-f/2.
+    let sizes: Vec<(u32, u32)> = (1..=16).flat_map(|p| [2 * p, 3 * p, 4 * p].map(|m| (p, m))).collect();
+    VARIANT.assert_peaks_at_pp_plus_one(&sizes);
 }
 
 #[test]
 fn prediction_is_cost_minus_ideal_where_the_pairs_gain_nothing() {
     // DeepSeek's figure setting (F=1, B=2, W=1, F&B=3 per chunk): (PP/2−1)(3+2−3) = 2(P−1).
-    let figure = per_chunk(1.0, 2.0, 1.0, 3.0);
+    let figure = VARIANT.per_chunk(1.0, 2.0, 1.0, 3.0);
     let prediction = predict(&params(4, 10, figure.clone())).unwrap();
     assert_eq!(prediction.bubble, Some(6.0));
     let stats = analyze(4, 10, figure.clone()).stats;
     assert_eq!((stats.cost, stats.ideal), (66.0, 60.0));
 
-    for devices in [1, 2, 3, 6, 9, 16] {
-        for microbatches in [2 * devices, 3 * devices + 1] {
-            for (f, b, w) in [(1.0, 1.0, 1.0), (2.0, 2.0, 1.0), (3.0, 3.0, 0.0), (1.0, 1.0, 0.5)] {
-                for overlap in [None, Some(f + b + w)] {
-                    let costs = Costs { overlap, ..Costs::fbw(f, b, w) };
-                    let bubble = predict(&params(devices, microbatches, costs.clone())).unwrap().bubble;
-                    let stats = analyze(devices, microbatches, costs.clone()).stats;
-                    let case = format!("P={devices} M={microbatches} {costs:?}");
-                    assert_eq!(bubble, Some(stats.cost - stats.ideal), "{case}");
-                    // Per chunk: F = f/2, B = (b+w)/2, W = w/2, F&B = F+B; PP = 2P.
-                    let (chunk_f, chunk_b, chunk_w) = (f / 2.0, (b + w) / 2.0, w / 2.0);
-                    let deepseek = f64::from(devices - 1) * ((chunk_f + chunk_b) + chunk_b - 3.0 * chunk_w);
-                    assert_eq!(bubble, Some(deepseek), "{case}");
-                }
-            }
-        }
-    }
+    let sizes: Vec<(u32, u32)> = [1, 2, 3, 6, 9, 16].into_iter().flat_map(|p| [(p, 2 * p), (p, 3 * p + 1)]).collect();
+    VARIANT.assert_cost_minus_ideal_without_gain(&sizes);
 }
 
 #[test]
 fn no_bubble_is_predicted_outside_the_formulas_domain() {
-    let base = Costs::fbw(2.0, 2.0, 1.0);
-    for costs in [
-        Costs { overlap: Some(2.0), ..base.clone() }, // F&B below the full backward B
-        Costs::fbw(1.0, 2.0, 1.0),                    // F ≠ B − W
-        Costs::fbw(1.0, 1.0, 2.0),                    // W > F
-        Costs { comm: 0.5, ..base.clone() },
-    ] {
-        let prediction = predict(&params(4, 8, costs.clone())).unwrap();
-        assert_eq!(prediction.bubble, None, "{costs:?}");
-        assert!(prediction.peak_memory.is_some());
-    }
-    assert_eq!(predict(&params(4, 7, base)), None, "invalid parameters have no prediction");
+    VARIANT.assert_no_bubble_outside_the_domain((4, 7));
 }
 
 #[test]
-fn rejects_too_few_microbatches_and_unused_options() {
+fn rejects_too_few_microbatches() {
     let message =
         |devices, microbatches| generate(&ScheduleParams::new(devices, microbatches)).unwrap_err().to_string();
     assert_eq!(
@@ -295,29 +208,10 @@ fn rejects_too_few_microbatches_and_unused_options() {
         message(1, 1),
         "dualpipe-v needs at least 2·devices = 2 microbatches, found 1\n  hint: use 2 or more microbatches"
     );
-    let err = crate::generate(FAMILY.name, &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert_eq!(err.field, Field::Chunks);
-    assert!(err.to_string().starts_with("dualpipe-v does not take --chunks"), "{err}");
     assert_eq!(generate(&ScheduleParams::new(4, 7)).unwrap_err().field, Field::Microbatches);
 }
 
 #[test]
 fn with_overlap_gains_the_prediction_is_deepseeks_least_busy_idle() {
-    // DeepSeek's case: F&B < F+B. Its bubble is the idle time of the device with the most
-    // pairs, not cost − ideal.
-    for devices in [2u32, 4, 6, 8] {
-        for microbatches in [2 * devices, 3 * devices] {
-            for overlap in [3.0, 4.0, 4.5] {
-                let costs = Costs { overlap: Some(overlap), ..Costs::fbw(2.0, 2.0, 1.0) };
-                let prediction = predict(&params(devices, microbatches, costs.clone())).unwrap();
-                assert_eq!(prediction.bubble_quantity, BubbleQuantity::LeastBusyIdle);
-                let stats = analyze(devices, microbatches, costs.clone()).stats;
-                let case = format!("P={devices} M={microbatches} F&B={overlap}");
-                assert_eq!(prediction.bubble, Some(BubbleQuantity::LeastBusyIdle.of(&stats)), "{case}");
-                let (full_b, w, fb) = (3.0 * 0.5, 1.0 * 0.5, overlap * 0.5);
-                let deepseek = (f64::from(devices - 1)) * (fb + full_b - 3.0 * w);
-                assert_eq!(prediction.bubble, Some(deepseek), "{case}");
-            }
-        }
-    }
+    VARIANT.assert_least_busy_idle_with_overlap_gains();
 }

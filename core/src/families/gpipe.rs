@@ -13,12 +13,10 @@ pub const FAMILY: Family = Family {
     summary: "all forwards, then all backwards: simple, but every microbatch's activations are held at once",
     reference: "Huang et al., GPipe (NeurIPS 2019)",
     url: "https://arxiv.org/abs/1811.06965",
-    options: &[],
-    constraints: "any devices and microbatches",
     passes: per_device_microbatch::<2>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
@@ -36,13 +34,25 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    let peak = vec![f64::from(params.microbatches) * params.costs.mem_f; params.devices as usize];
+    Some(fill_and_drain(params, peak, "M·mem-f on every device"))
+}
+
+/// The prediction of a schedule whose bubble is one pipeline fill and drain, `(P−1)(F+B+W)`
+/// without communication (GPipe's, and 1F1B's: it reorders the passes, not the bubble), with
+/// its peak memory per device.
+pub(super) fn fill_and_drain(
+    params: &ScheduleParams,
+    peak_memory: Vec<f64>,
+    memory_formula: &'static str,
+) -> Prediction {
     let c = &params.costs;
     let p = f64::from(params.devices);
-    Some(Prediction {
+    Prediction {
         bubble: (c.comm == 0.0).then_some((p - 1.0) * (c.f + c.b + c.w)),
         bubble_formula: "(P−1)(F+B+W)",
         bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: Some(vec![f64::from(params.microbatches) * c.mem_f; params.devices as usize]),
-        memory_formula: "M·mem-f on every device",
-    })
+        peak_memory: Some(peak_memory),
+        memory_formula,
+    }
 }

@@ -75,9 +75,9 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption::count(Field::Waves, DEFAULT_WAVES)],
     constraints: "waves ≥ 1 (default 2; 1 is the V placement); at most 2P microbatches in flight",
     passes,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 /// Waves when `--waves` is not given.

@@ -1,10 +1,10 @@
 //! Tests of Hanayo: the slot table's claims, the exact case, the trend in W, validity, errors.
 
+use super::super::test_support::assert_valid_and_simulates;
 use super::*;
-use crate::error::Severity;
 use crate::families::generate;
 use crate::params::Costs;
-use crate::{run, simulate, validate};
+use crate::run;
 
 fn waves(devices: u32, microbatches: u32, waves: u32, costs: Costs) -> ScheduleParams {
     ScheduleParams { waves: Some(waves), ..ScheduleParams::new(devices, microbatches).with_costs(costs.clone()) }
@@ -143,11 +143,7 @@ fn every_schedule_validates_and_runs_with_communication() {
                 let costs = Costs { comm: 0.5, ..Costs::fbw(1.0, 2.0, 1.0) };
                 let p = waves(devices, microbatches, n, costs.clone());
                 let schedule = generate("hanayo", &p).unwrap();
-                let errors: Vec<_> =
-                    validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
-                assert!(errors.is_empty(), "{p:?}: {errors:?}");
-                simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule))
-                    .unwrap_or_else(|e| panic!("{p:?}: {e}"));
+                assert_valid_and_simulates(&schedule, &costs, &format!("{p:?}"));
                 assert_eq!(schedule.pass_count(), 4 * (n * devices * microbatches) as usize);
             }
         }
@@ -177,6 +173,4 @@ fn rejects_bad_parameters_with_exact_messages() {
         "this schedule would have 8388608 passes, more than the 8000000 supported\n  \
          hint: use fewer devices, microbatches, chunks or sequence splits"
     );
-    let err = generate("hanayo", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert!(err.to_string().starts_with("hanayo does not take --chunks"), "{err}");
 }

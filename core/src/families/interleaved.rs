@@ -76,9 +76,9 @@ pub const FAMILY: Family = Family {
     constraints: "chunks ≥ 1 (default 2; 1 is plain 1F1B); devices ≤ group ≤ microbatches (default group = devices); \
                   microbatches mod group is 0 or ≥ devices",
     passes,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 /// The registry entry.
@@ -93,9 +93,9 @@ pub const LOOPED_BFS: Family = Family {
     options: &[FamilyOption::count(Field::Chunks, DEFAULT_CHUNKS)],
     constraints: "chunks ≥ 1 (default 2; 1 is plain 1F1B); microbatches ≥ devices when chunks ≥ 2",
     passes,
-    slow_search: None,
     generate: generate_looped_bfs,
     predict: predict_looped_bfs,
+    ..Family::DEFAULTS
 };
 
 /// Chunks per device when `--chunks` is not given.

@@ -1,10 +1,10 @@
 //! Tests of interleaved 1F1B and looped BFS against zero-bubble.md Appendix A and Megatron.
 
+use super::super::test_support::assert_valid_and_simulates;
 use super::*;
-use crate::error::Severity;
 use crate::families::generate;
 use crate::params::Costs;
-use crate::{run, simulate, validate, StageCosts};
+use crate::{run, simulate, StageCosts};
 
 /// CLI costs for per-chunk costs `f, b, w` of a 2-chunk schedule: a chunk is half a device's
 /// share of the model, so the CLI numbers are twice the chunk's. `mem_f = 2` makes one chunk
@@ -184,11 +184,7 @@ fn every_schedule_validates_and_runs_with_communication() {
                 for name in ["interleaved-1f1b", "looped-bfs"] {
                     let p = ScheduleParams::new(devices, microbatches).with_chunks(chunks).with_costs(costs.clone());
                     let Ok(schedule) = generate(name, &p) else { continue };
-                    let errors: Vec<_> =
-                        validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
-                    assert!(errors.is_empty(), "{name} {p:?}: {errors:?}");
-                    simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule))
-                        .unwrap_or_else(|e| panic!("{name} {p:?}: {e}"));
+                    assert_valid_and_simulates(&schedule, &costs, &format!("{name} {p:?}"));
                 }
             }
         }
@@ -254,9 +250,6 @@ fn rejects_bad_parameters_with_exact_messages() {
          hint: a chunk round needs a microbatch in flight on every device; use --microbatches 4 or more, \
          or --chunks 1 for plain 1F1B"
     );
-    let err = generate("looped-bfs", &ScheduleParams { group: Some(4), ..base.clone() }).unwrap_err();
-    assert_eq!(err.field, Field::Group);
-    assert!(err.to_string().starts_with("looped-bfs does not take --group"), "{err}");
     let err = generate("interleaved-1f1b", &ScheduleParams::new(1024, 65_536)).unwrap_err();
     assert_eq!(err.field, Field::Microbatches);
     assert!(err.to_string().contains("more than the 8000000 supported"), "{err}");

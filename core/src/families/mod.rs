@@ -212,7 +212,51 @@ pub struct Family {
     pub predict: fn(&ScheduleParams) -> Option<Prediction>,
 }
 
+/// A paper or code that families come from: how it is cited and where it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Paper {
+    /// The citation ([`Family::reference`]).
+    pub reference: &'static str,
+    /// A link to it ([`Family::url`]).
+    pub url: &'static str,
+}
+
+/// Qi et al.'s Zero Bubble paper, the source of ZB-H1, ZB-H2 and ZB-1p/2p.
+pub const ZERO_BUBBLE: Paper = Paper {
+    reference: "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024)",
+    url: "https://arxiv.org/abs/2401.10241",
+};
+
+/// The Zero Bubble paper's V schedules (its arXiv v2, §6): ZB-V and its handcrafted pattern.
+pub const ZERO_BUBBLE_V: Paper =
+    Paper { reference: "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2, §6)", ..ZERO_BUBBLE };
+
 impl Family {
+    /// What an entry that does not say otherwise has: no options, no constraints beyond the
+    /// device and microbatch counts, no slow search and no closed form. The facts every family
+    /// must state (names, group, summary, reference, passes, generator) are blank here; an
+    /// entry states them and takes the rest with `..Family::DEFAULTS` (the registry tests check
+    /// that none is left blank).
+    pub const DEFAULTS: Family = Family {
+        name: "",
+        title: "",
+        group: FamilyGroup::Classic,
+        summary: "",
+        reference: "",
+        url: "",
+        options: &[],
+        constraints: "any devices and microbatches",
+        passes: no_passes,
+        slow_search: None,
+        generate: no_generator,
+        predict: no_prediction,
+    };
+
+    /// [`Family::DEFAULTS`] citing `paper`.
+    pub const fn citing(paper: Paper) -> Family {
+        Family { reference: paper.reference, url: paper.url, ..Family::DEFAULTS }
+    }
+
     /// `params` without the options this family does not read (chunks, group, waves,
     /// sequence splits, F&B time), so settings carried over from another family — a
     /// playground's sliders, a permalink — never trip [`reject_unused`].
@@ -425,6 +469,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// [`Family::DEFAULTS`]' pass count, for an entry that does not state one: none.
+fn no_passes(_: &ScheduleParams) -> u64 {
+    0
+}
+
+/// [`Family::DEFAULTS`]' generator, for an entry that does not state one: an error.
+fn no_generator(_: &ScheduleParams) -> Result<Schedule, ParamError> {
+    Err(ParamError::new(Field::Schedule, "this family has no generator"))
+}
+
 /// A family with no closed form.
 pub(crate) fn no_prediction(_: &ScheduleParams) -> Option<Prediction> {
     None
@@ -460,5 +514,7 @@ fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamEr
     Ok(())
 }
 
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;

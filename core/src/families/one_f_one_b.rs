@@ -3,7 +3,8 @@
 //! Device `d` runs `min(P-1-d, M)` warm-up forwards, then alternates one forward and one fused
 //! backward, then drains the remaining backwards. At most `P-d` microbatches are in flight.
 
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::gpipe::fill_and_drain;
+use super::{per_device_microbatch, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -16,12 +17,10 @@ pub const FAMILY: Family = Family {
     summary: "one forward, one fused backward: GPipe's bubble at P microbatches of memory",
     reference: "Narayanan et al., PipeDream-Flush (ICML 2021); Fan et al., DAPPLE (PPoPP 2021)",
     url: "https://arxiv.org/abs/2006.09503",
-    options: &[],
-    constraints: "any devices and microbatches",
     passes: per_device_microbatch::<2>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
@@ -49,15 +48,7 @@ pub fn one_f_one_b(devices: u32, microbatches: u32) -> Schedule {
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {
-    let c = &params.costs;
-    let p = f64::from(params.devices);
-    Some(Prediction {
-        bubble: (c.comm == 0.0).then_some((p - 1.0) * (c.f + c.b + c.w)),
-        bubble_formula: "(P−1)(F+B+W)",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: Some(
-            (0..params.devices).map(|d| f64::from((params.devices - d).min(params.microbatches)) * c.mem_f).collect(),
-        ),
-        memory_formula: "min(P−d, M)·mem-f on device d",
-    })
+    let (p, m) = (params.devices, params.microbatches);
+    let peak = (0..p).map(|d| f64::from((p - d).min(m)) * params.costs.mem_f).collect();
+    Some(fill_and_drain(params, peak, "min(P−d, M)·mem-f on device d"))
 }

@@ -58,12 +58,10 @@ pub const FAMILY: Family = Family {
     summary: "1F1B in V placement without split backward: ⌊2P/3⌋ + 1 microbatches of memory instead of P",
     reference: "Qi et al., Pipeline Parallelism with Controllable Memory (NeurIPS 2024), App. I",
     url: "https://arxiv.org/abs/2405.15362",
-    options: &[],
-    constraints: "any devices and microbatches",
     passes: per_device_microbatch::<4>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {

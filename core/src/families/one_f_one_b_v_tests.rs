@@ -1,13 +1,11 @@
 //! Tests of 1F1B-V against zero-bubble.md §4.10, §9.2 and Appendix A.
 
-use super::super::v_common::testing::{assert_orders, peaks, run_ok, Setting};
+use super::super::v_common::testing::{assert_bubble_rates, assert_golden, peaks, run_ok, Golden, Setting};
 use super::*;
-use crate::error::Field;
-use crate::generate;
 use crate::params::Costs;
 
 /// Appendix A golden orders of 1F1B-V (p=4): setting, cost (max span), orders of devices 0..4.
-const GOLDEN: [(Setting, f64, [&str; 4]); 4] = [
+const GOLDEN: [Golden; 4] = [
     (
         Setting::unit(8),
         63.0,
@@ -52,22 +50,22 @@ const GOLDEN: [(Setting, f64, [&str; 4]); 4] = [
 
 #[test]
 fn reproduces_the_golden_orders_and_costs() {
-    for (setting, cost, golden) in GOLDEN {
-        let a = run_ok("1f1b-v", &setting.params());
-        assert_orders(&a.schedule, &golden);
-        assert_eq!(a.stats.cost, cost, "{setting:?}");
-    }
+    assert_golden("1f1b-v", &GOLDEN);
 }
 
 #[test]
 fn reference_bubble_rates() {
     // §9.2 / Appendix A: 0.2381 at p=4 m=8 (both cost settings), 0.1724 at m=12, 0.2547 at
     // m=12 with costs 5,6,4 and communication 1.
-    let rate = |s: Setting| format!("{:.4}", run_ok("1f1b-v", &s.params()).stats.bubble_rate);
-    assert_eq!(rate(Setting::unit(8)), "0.2381");
-    assert_eq!(rate(Setting::uneven(8, 0.0)), "0.2381");
-    assert_eq!(rate(Setting::unit(12)), "0.1724");
-    assert_eq!(rate(Setting::uneven(12, 1.0)), "0.2547");
+    assert_bubble_rates(
+        "1f1b-v",
+        &[
+            (Setting::unit(8), "0.2381"),
+            (Setting::uneven(8, 0.0), "0.2381"),
+            (Setting::unit(12), "0.1724"),
+            (Setting::uneven(12, 1.0), "0.2547"),
+        ],
+    );
 }
 
 #[test]
@@ -130,11 +128,4 @@ fn slot_offsets_never_collide_within_a_period() {
             assert_eq!(sorted, [0, 1, 2, 3, 4, 5], "P={devices} device {device}");
         }
     }
-}
-
-#[test]
-fn rejects_options_it_does_not_read() {
-    let err = generate("1f1b-v", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert_eq!(err.field, Field::Chunks);
-    assert!(err.to_string().starts_with("1f1b-v does not take --chunks"), "{err}");
 }

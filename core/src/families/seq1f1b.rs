@@ -41,9 +41,9 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption::count(Field::SeqSplits, DEFAULT_SEQ_SPLITS)],
     constraints: "seq-splits ≥ 1 (default 2; 1 is plain 1F1B); slices split costs uniformly",
     passes,
-    slow_search: None,
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 /// Sequence slices per microbatch when `--seq-splits` is not given.

@@ -1,10 +1,10 @@
 //! Tests of Seq1F1B: equality with 1F1B at K = 1, the closed forms, validity and errors.
 
+use super::super::test_support::assert_valid_and_simulates;
 use super::*;
-use crate::error::Severity;
 use crate::families::generate;
 use crate::params::Costs;
-use crate::{run, simulate, validate, StageCosts};
+use crate::run;
 
 fn with_splits(devices: u32, microbatches: u32, slices: u32) -> ScheduleParams {
     ScheduleParams { seq_splits: Some(slices), ..ScheduleParams::new(devices, microbatches) }
@@ -86,10 +86,7 @@ fn every_schedule_validates_and_runs_with_communication() {
         for microbatches in 1..=9u32 {
             for slices in 1..=4u32 {
                 let schedule = generate("seq1f1b", &with_splits(devices, microbatches, slices)).unwrap();
-                let errors: Vec<_> =
-                    validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
-                assert!(errors.is_empty(), "P={devices} M={microbatches} K={slices}: {errors:?}");
-                simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule)).unwrap();
+                assert_valid_and_simulates(&schedule, &costs, &format!("P={devices} M={microbatches} K={slices}"));
             }
         }
     }
@@ -110,8 +107,5 @@ fn rejects_bad_parameters_with_exact_messages() {
         "this schedule would have 33554432 passes, more than the 8000000 supported\n  \
          hint: use fewer devices, microbatches, chunks or sequence splits"
     );
-    let err = generate("seq1f1b", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert_eq!(err.field, Field::Chunks);
-    assert!(err.to_string().starts_with("seq1f1b does not take --chunks"), "{err}");
     assert_eq!((FAMILY.predict)(&with_splits(4, 8, 0)), None);
 }

@@ -45,10 +45,34 @@ fn one_f_one_b_with_unequal_costs_and_comm() {
 }
 
 #[test]
-fn unused_options_are_rejected_by_name() {
-    let err = generate("1f1b", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert_eq!(err.field, Field::Chunks);
-    assert!(err.to_string().starts_with("1f1b does not take --chunks"), "{err}");
+fn every_family_rejects_the_options_it_does_not_read_by_name() {
+    let given = |field: Field| {
+        let mut p = ScheduleParams::new(4, 8);
+        match field {
+            Field::Chunks => p.chunks = Some(2),
+            Field::Group => p.group = Some(4),
+            Field::Waves => p.waves = Some(2),
+            Field::SeqSplits => p.seq_splits = Some(2),
+            _ => p.costs.overlap = Some(3.0),
+        }
+        p
+    };
+    let mut rejected = 0;
+    for family in FAMILIES {
+        for field in [Field::Chunks, Field::Group, Field::Waves, Field::SeqSplits, Field::Overlap] {
+            if family.uses(field) {
+                continue;
+            }
+            let err = generate(family.name, &given(field)).unwrap_err();
+            assert_eq!(err.field, field, "{}: {err}", family.name);
+            let expected = format!("{} does not take --{}", family.name, field.name());
+            assert!(err.to_string().starts_with(&expected), "{err}");
+            rejected += 1;
+        }
+    }
+    assert!(rejected > 4 * FAMILIES.len(), "{rejected}");
+    assert!(generate("dualpipe", &given(Field::Overlap)).is_ok());
+    assert!(generate("looped-bfs", &given(Field::Chunks)).is_ok());
 }
 
 #[test]
@@ -63,16 +87,6 @@ fn labels_count_in_the_right_number() {
     let limited = ScheduleParams::new(4, 8).with_mem_limit(80.0 * 1024.0 * 1024.0 * 1024.0);
     assert!(zb.label(&limited, Units::Model).ends_with(" · limit 80 GiB"), "{}", zb.label(&limited, Units::Model));
     assert!(zb.label(&ScheduleParams::new(4, 8).with_mem_limit(4.5), Units::Cost).ends_with(" · limit 4.5"));
-}
-
-#[test]
-fn overlap_is_rejected_by_name_like_any_unused_option() {
-    let mut p = ScheduleParams::new(4, 8);
-    p.costs.overlap = Some(3.0);
-    let err = generate("1f1b", &p).unwrap_err();
-    assert_eq!(err.field, Field::Overlap);
-    assert!(err.to_string().starts_with("1f1b does not take --overlap"), "{err}");
-    assert!(generate("dualpipe", &p).is_ok());
 }
 
 /// Sizes, options and costs every registry fact is checked over.
@@ -92,6 +106,21 @@ fn grid() -> Vec<ScheduleParams> {
         }
     }
     out
+}
+
+#[test]
+fn every_entry_states_its_own_facts_over_the_defaults() {
+    for family in FAMILIES {
+        let stated = [family.name, family.title, family.summary, family.reference, family.url, family.constraints];
+        assert!(stated.iter().all(|fact| !fact.is_empty()), "{} leaves a fact blank: {stated:?}", family.name);
+        let generated = grid().iter().map(|p| family.own_params(p)).find_map(|p| generate(family.name, &p).ok());
+        let schedule = generated.unwrap_or_else(|| panic!("{} generates nothing over the grid", family.name));
+        assert!(schedule.pass_count() > 0, "{}", family.name);
+    }
+    let blank = Family::DEFAULTS;
+    assert!((blank.generate)(&ScheduleParams::new(4, 8)).is_err());
+    assert_eq!(blank.pass_count(&ScheduleParams::new(4, 8)), 0);
+    assert_eq!(Family::citing(ZERO_BUBBLE_V).url, ZERO_BUBBLE.url);
 }
 
 #[test]

@@ -115,6 +115,26 @@ pub(super) mod testing {
         }
     }
 
+    /// A golden case at p=4: setting, cost (max span), orders of devices 0..4.
+    pub(crate) type Golden = (Setting, f64, [&'static str; 4]);
+
+    /// Asserts `family` reproduces every golden case's orders and cost.
+    pub(crate) fn assert_golden(family: &str, golden: &[Golden]) {
+        for (setting, cost, orders) in golden {
+            let a = run_ok(family, &setting.params());
+            assert_orders(&a.schedule, orders);
+            assert_eq!(a.stats.cost, *cost, "{family} {setting:?}");
+        }
+    }
+
+    /// Asserts `family`'s bubble rate in each setting, to the paper's four decimals.
+    pub(crate) fn assert_bubble_rates(family: &str, rates: &[(Setting, &str)]) {
+        for (setting, rate) in rates {
+            let simulated = run_ok(family, &setting.params()).stats.bubble_rate;
+            assert_eq!(format!("{simulated:.4}"), *rate, "{family} {setting:?}");
+        }
+    }
+
     /// The per-device peaks of an analysis.
     pub(crate) fn peaks(analysis: &Analysis) -> Vec<f64> {
         analysis.stats.per_device.iter().map(|d| d.peak_memory).collect()

@@ -50,12 +50,11 @@ pub const V_HALF: Family = Family {
     summary: "V-shape building block at about half of 1F1B's activation memory, about half its bubble",
     reference: "Qi et al., Pipeline Parallelism with Controllable Memory (NeurIPS 2024)",
     url: "https://arxiv.org/abs/2405.15362",
-    options: &[],
     constraints: "any devices (up to 256) and microbatches",
     passes: per_device_microbatch::<6>,
-    slow_search: None,
     generate: generate_v_half,
     predict: predict_v_half,
+    ..Family::DEFAULTS
 };
 
 /// The registry entry: V-Half's facts but for its name, summary and generator.

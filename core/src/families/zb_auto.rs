@@ -60,7 +60,7 @@
 //! for pass under four cost settings, the 1.5B row of the paper's Table 5 (bubble rates 0.1585
 //! and 0.0433), and the heuristic's `best_time` for p = 8, 16, 32.
 
-use super::{no_prediction, per_device_microbatch, Family, FamilyGroup, FamilyOption, OptionDefault};
+use super::{per_device_microbatch, Family, FamilyGroup, FamilyOption, OptionDefault, ZERO_BUBBLE};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
@@ -77,9 +77,8 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(default_limit) }],
     constraints: "mem-limit ≥ mem-f (default 3·M·mem-f, no limit)",
     passes: per_device_microbatch::<3>,
-    slow_search: None,
     generate: generate_auto,
-    predict: no_prediction,
+    ..Family::DEFAULTS
 };
 
 /// The registry entry.
@@ -88,14 +87,9 @@ pub const ZB_1P: Family = Family {
     title: "ZB-1p",
     group: FamilyGroup::ZeroBubble,
     summary: "automatic Zero Bubble at 1F1B's memory (limit P·mem-f)",
-    reference: "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024)",
-    url: "https://arxiv.org/abs/2401.10241",
-    options: &[],
-    constraints: "any devices and microbatches",
     passes: per_device_microbatch::<3>,
-    slow_search: None,
     generate: generate_1p,
-    predict: no_prediction,
+    ..Family::citing(ZERO_BUBBLE)
 };
 
 /// The registry entry: ZB-1p's facts but for its name, summary and memory limit.

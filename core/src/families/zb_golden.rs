@@ -117,6 +117,17 @@ pub(crate) fn check_predicted_peaks(family: &Family, delay: u32, max_microbatche
     }
 }
 
+/// For the same families: on `devices` devices `family` refuses one microbatch fewer than its
+/// warm-up needs with `message` and no prediction, and takes `fewest`.
+pub(crate) fn check_fewest_microbatches(family: &Family, devices: u32, fewest: u32, message: &str) {
+    let too_few = ScheduleParams::new(devices, fewest - 1);
+    let err = crate::generate(family.name, &too_few).unwrap_err();
+    assert_eq!(err.field, crate::Field::Microbatches);
+    assert_eq!(err.to_string(), message);
+    assert_eq!((family.predict)(&too_few), None);
+    assert!(crate::generate(family.name, &ScheduleParams::new(devices, fewest)).is_ok());
+}
+
 /// The four settings of Appendix A, in table order: microbatches and F, B, W, comm.
 const SETTINGS: [(u32, [f64; 4]); 4] =
     [(8, [1.0, 1.0, 1.0, 0.0]), (12, [1.0, 1.0, 1.0, 0.0]), (8, [5.0, 6.0, 4.0, 0.0]), (12, [5.0, 6.0, 4.0, 1.0])];

@@ -23,7 +23,7 @@
 //! The authors' script asserts `M ≥ 2P`; the construction itself is valid whenever the warm-up
 //! fits, `M ≥ P−1`, which is what this family accepts.
 
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction, ZERO_BUBBLE};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -34,19 +34,15 @@ pub const FAMILY: Family = Family {
     title: "ZB-H1",
     group: FamilyGroup::ZeroBubble,
     summary: "1F1B with split backward; W delayed so every device keeps 1F1B's memory: a third of its bubble",
-    reference: "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024)",
-    url: "https://arxiv.org/abs/2401.10241",
-    options: &[],
     constraints: "microbatches ≥ devices − 1",
     passes: per_device_microbatch::<3>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::citing(ZERO_BUBBLE)
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    check_warm_up(params, FAMILY.name, 1)?;
-    Ok(handcrafted(params.devices, params.microbatches, 1))
+    handcrafted(params, FAMILY.name, 1)
 }
 
 /// Checks that the first device's `delay·(P−1)` warm-up forwards fit in the microbatches.
@@ -71,9 +67,11 @@ pub(super) fn check_warm_up(params: &ScheduleParams, family: &str, delay: u32) -
 /// ZB-H2): device `d` runs `delay·(P−1−d)` warm-up forwards and delays its Ws by `delay·d`
 /// microbatches, flushing them at the tail.
 ///
-/// Requires `devices ≥ 1` and `microbatches ≥ delay·(devices − 1)` (see [`check_warm_up`]);
-/// with fewer microbatches the first devices would get fewer passes than microbatches.
-pub(super) fn handcrafted(devices: u32, microbatches: u32, delay: u32) -> Schedule {
+/// Refuses, naming `family`, fewer than `delay·(devices − 1)` microbatches ([`check_warm_up`]):
+/// with fewer the first devices would get fewer passes than microbatches.
+pub(super) fn handcrafted(params: &ScheduleParams, family: &str, delay: u32) -> Result<Schedule, ParamError> {
+    check_warm_up(params, family, delay)?;
+    let (devices, microbatches) = (params.devices, params.microbatches);
     let mut schedule = Schedule::new(Placement::linear(devices), microbatches);
     let last_warm_up = delay * (devices - 1);
     for d in 0..devices {
@@ -98,7 +96,7 @@ pub(super) fn handcrafted(devices: u32, microbatches: u32, delay: u32) -> Schedu
             schedule.push(d, Pass::w(d, mb));
         }
     }
-    schedule
+    Ok(schedule)
 }
 
 /// Peak activation memory of `device` in the hand-crafted schedule with delay factor `delay`,

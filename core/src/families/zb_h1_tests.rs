@@ -1,6 +1,8 @@
-use super::golden::{assert_goldens, check_predicted_bubbles, check_predicted_peaks, fbw_params, ZB_H1_GOLDEN};
+use super::golden::{
+    assert_goldens, check_fewest_microbatches, check_predicted_bubbles, check_predicted_peaks, fbw_params, ZB_H1_GOLDEN,
+};
 use super::*;
-use crate::{run, Field};
+use crate::run;
 
 #[test]
 fn matches_the_golden_orders() {
@@ -32,21 +34,12 @@ fn peak_memory_is_p_minus_d_forwards_plus_d_pending_weights() {
 
 #[test]
 fn too_few_microbatches_name_the_minimum() {
-    let err = crate::generate("zb-h1", &ScheduleParams::new(8, 6)).unwrap_err();
-    assert_eq!(err.field, Field::Microbatches);
-    assert_eq!(
-        err.to_string(),
+    check_fewest_microbatches(
+        &FAMILY,
+        8,
+        7,
         "zb-h1 needs microbatches ≥ devices − 1 = 7 for 8 devices, found 6\n  \
          hint: use at least 7 microbatches, or fewer devices\n  \
-         hint: zb-1p, zb-2p and zb-auto accept any number of microbatches"
+         hint: zb-1p, zb-2p and zb-auto accept any number of microbatches",
     );
-    assert_eq!((FAMILY.predict)(&ScheduleParams::new(8, 6)), None);
-    assert!(crate::generate("zb-h1", &ScheduleParams::new(8, 7)).is_ok());
-}
-
-#[test]
-fn unused_options_are_rejected() {
-    let err = crate::generate("zb-h1", &ScheduleParams::new(4, 8).with_chunks(2)).unwrap_err();
-    assert_eq!(err.field, Field::Chunks);
-    assert!(err.to_string().starts_with("zb-h1 does not take --chunks"), "{err}");
 }

@@ -23,7 +23,7 @@
 //! last device ends last, so the makespan is longer than the cost.
 
 use super::zb_h1::{check_warm_up, handcrafted, handcrafted_peak};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction, ZERO_BUBBLE};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
@@ -34,19 +34,15 @@ pub const FAMILY: Family = Family {
     title: "ZB-H2",
     group: FamilyGroup::ZeroBubble,
     summary: "more warm-up forwards and W reordered to the tail: near-zero bubble at about twice 1F1B's memory",
-    reference: "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024)",
-    url: "https://arxiv.org/abs/2401.10241",
-    options: &[],
     constraints: "microbatches ≥ 2(devices − 1)",
     passes: per_device_microbatch::<3>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::citing(ZERO_BUBBLE)
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    check_warm_up(params, FAMILY.name, 2)?;
-    Ok(handcrafted(params.devices, params.microbatches, 2))
+    handcrafted(params, FAMILY.name, 2)
 }
 
 /// The closed forms: see the module docs for where the bubble formula holds.

@@ -1,8 +1,8 @@
 use super::super::zb_h1::golden::{
-    assert_goldens, check_predicted_bubbles, check_predicted_peaks, fbw_params, ZB_H2_GOLDEN,
+    assert_goldens, check_fewest_microbatches, check_predicted_bubbles, check_predicted_peaks, fbw_params, ZB_H2_GOLDEN,
 };
 use super::*;
-use crate::{run, Field};
+use crate::run;
 
 #[test]
 fn matches_the_golden_orders() {
@@ -40,22 +40,12 @@ fn peak_memory_is_2p_minus_2d_minus_1_forwards_plus_2d_pending_weights() {
 
 #[test]
 fn too_few_microbatches_name_the_minimum() {
-    let err = crate::generate("zb-h2", &ScheduleParams::new(4, 5)).unwrap_err();
-    assert_eq!(err.field, Field::Microbatches);
-    assert_eq!(
-        err.to_string(),
+    check_fewest_microbatches(
+        &FAMILY,
+        4,
+        6,
         "zb-h2 needs microbatches ≥ 2·(devices − 1) = 6 for 4 devices, found 5\n  \
          hint: use at least 6 microbatches, or fewer devices\n  \
-         hint: zb-1p, zb-2p and zb-auto accept any number of microbatches"
+         hint: zb-1p, zb-2p and zb-auto accept any number of microbatches",
     );
-    assert!(crate::generate("zb-h2", &ScheduleParams::new(4, 6)).is_ok());
-}
-
-#[test]
-fn unused_options_are_rejected() {
-    let mut params = ScheduleParams::new(4, 8);
-    params.seq_splits = Some(2);
-    let err = crate::generate("zb-h2", &params).unwrap_err();
-    assert_eq!(err.field, Field::SeqSplits);
-    assert!(err.to_string().starts_with("zb-h2 does not take --seq-splits"), "{err}");
 }

@@ -12,9 +12,7 @@
 //! when the budget runs out, the answer is the best order found so far (at worst the best
 //! heuristic), which `simulate --optimal` reports as not proven.
 
-use super::{
-    no_prediction, per_device_microbatch, zb_auto, zb_h1, zb_h2, Family, FamilyGroup, FamilyOption, OptionDefault,
-};
+use super::{per_device_microbatch, zb_auto, zb_h1, zb_h2, Family, FamilyGroup, FamilyOption, OptionDefault};
 use crate::error::{Field, ParamError};
 use crate::optimal::{optimize, Budget, OptimalError};
 use crate::params::ScheduleParams;
@@ -34,9 +32,8 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(zb_auto::default_limit) }],
     constraints: "mem-limit ≥ mem-f (default 3·M·mem-f, no limit); searched up to 256 passes",
     passes: per_device_microbatch::<3>,
-    slow_search: None,
     generate,
-    predict: no_prediction,
+    ..Family::DEFAULTS
 };
 
 /// The published orders of the same passes, the first of them zb-auto at the limit.

@@ -94,7 +94,9 @@
 use std::collections::VecDeque;
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
+use super::{
+    per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, ZERO_BUBBLE_V,
+};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Schedule};
@@ -107,14 +109,12 @@ pub const FAMILY: Family = Family {
     group: FamilyGroup::VShape,
     summary:
         "Zero Bubble V: two chunks per device in a V, cost-aware heuristic under --mem-limit (default 1F1B's memory)",
-    reference: "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2, §6)",
-    url: "https://arxiv.org/abs/2401.10241",
     options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(default_limit) }],
     constraints: "mem-limit ≥ P·mem-f, 1F1B's memory (the default); less fits only when M < P",
     passes: per_device_microbatch::<6>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::citing(ZERO_BUBBLE_V)
 };
 
 /// Most refinement rounds per (fill-B, fill-F) setting.

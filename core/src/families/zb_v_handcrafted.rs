@@ -28,7 +28,7 @@
 //! simulation over ranges of sizes in the tests.
 
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction, ZERO_BUBBLE_V};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
@@ -39,14 +39,11 @@ pub const FAMILY: Family = Family {
     title: "ZB-V (handcrafted)",
     group: FamilyGroup::VShape,
     summary: "the fixed ZB-V pattern: zero bubble when F = B = W, at 1F1B's memory",
-    reference: "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2, §6)",
-    url: "https://arxiv.org/abs/2401.10241",
-    options: &[],
     constraints: "any devices and microbatches (zero bubble needs F = B = W and M ≥ 2P − 1)",
     passes: per_device_microbatch::<6>,
-    slow_search: None,
     generate,
     predict,
+    ..Family::citing(ZERO_BUBBLE_V)
 };
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {

@@ -1,13 +1,15 @@
 //! Tests of the handcrafted ZB-V pattern against zero-bubble.md §9.2 and Appendix A.
 
-use super::super::v_common::testing::{assert_orders, held_until_w, peaks, run_ok, Setting};
+use super::super::v_common::testing::{
+    assert_bubble_rates, assert_golden, held_until_w, peaks, run_ok, Golden, Setting,
+};
 use super::*;
 use crate::error::Field;
 use crate::params::Costs;
 use crate::{generate, run};
 
 /// Appendix A golden orders of ZB-V handcrafted (p=4): setting, cost (max span), orders of devices 0..4.
-const GOLDEN: [(Setting, f64, [&str; 4]); 4] = [
+const GOLDEN: [Golden; 4] = [
     (
         Setting::unit(8),
         48.0,
@@ -52,21 +54,17 @@ const GOLDEN: [(Setting, f64, [&str; 4]); 4] = [
 
 #[test]
 fn reproduces_the_golden_orders_and_costs() {
-    for (setting, cost, golden) in GOLDEN {
-        let a = run_ok("zb-v-handcrafted", &setting.params());
-        assert_orders(&a.schedule, &golden);
-        assert_eq!(a.stats.cost, cost, "{setting:?}");
-    }
+    assert_golden("zb-v-handcrafted", &GOLDEN);
 }
 
 #[test]
 fn reference_costs_and_bubble_rates() {
     // §9.2: zero bubble with per-chunk costs 1,1,1; 252 (0.0476) with 5,6,4; 388 (0.0722) at
     // m=12 with communication 1.
-    let rate = |s: Setting| format!("{:.4}", run_ok("zb-v-handcrafted", &s.params()).stats.bubble_rate);
-    assert_eq!(rate(Setting::unit(8)), "0.0000");
-    assert_eq!(rate(Setting::uneven(8, 0.0)), "0.0476");
-    assert_eq!(rate(Setting::uneven(12, 1.0)), "0.0722");
+    assert_bubble_rates(
+        "zb-v-handcrafted",
+        &[(Setting::unit(8), "0.0000"), (Setting::uneven(8, 0.0), "0.0476"), (Setting::uneven(12, 1.0), "0.0722")],
+    );
 }
 
 #[test]

@@ -78,8 +78,20 @@ impl Kept {
         name: Namer,
         out: &mut Diagnostics,
     ) -> bool {
+        let cell = format!("`{}`", name(pass));
+        let Some((message, hint)) = self.problem(pass, device, &cell, source) else { return true };
+        let error = source.error_at(device, column, message);
+        out.push(match hint {
+            Some(hint) => error.hint(hint),
+            None => error,
+        });
+        false
+    }
+
+    /// Why `pass`, written `cell` on `device`, cannot be kept, with a hint when there is one;
+    /// `None` when it can.
+    fn problem(&self, pass: Pass, device: u32, cell: &str, source: &Source) -> Option<(String, Option<&'static str>)> {
         let (schedule, placement) = (&self.schedule, &self.schedule.placement);
-        let cell = || format!("`{}`", name(pass));
         if !self.keys.contains(pass) {
             let mut ranges = vec![
                 format!("stages 0 to {}", placement.stages().saturating_sub(1)),
@@ -88,65 +100,36 @@ impl Kept {
             if schedule.slices > 1 {
                 ranges.push(format!("slices 0 to {}", schedule.slices - 1));
             }
-            out.push(source.error_at(
-                device,
-                column,
-                format!("{} is out of range: the schedule has {}", cell(), ranges.join(", ")),
-            ));
-            return false;
+            return Some((format!("{cell} is out of range: the schedule has {}", ranges.join(", ")), None));
         }
         let pipeline = placement.pipeline_of(pass.stage);
         let share = placement.pipeline_microbatches(pipeline, schedule.microbatches);
         if !share.contains(&pass.microbatch) {
-            out.push(
-                source
-                    .error_at(
-                        device,
-                        column,
-                        format!(
-                            "{} is not in its pipeline's share: pipeline {pipeline} runs microbatches {} to {}",
-                            cell(),
-                            share.start,
-                            share.end.saturating_sub(1)
-                        ),
-                    )
-                    .hint("the two pipelines of a two-directional schedule split the microbatches in equal halves"),
-            );
-            return false;
+            let (first, last) = (share.start, share.end.saturating_sub(1));
+            return Some((
+                format!(
+                    "{cell} is not in its pipeline's share: pipeline {pipeline} runs microbatches {first} to {last}"
+                ),
+                Some("the two pipelines of a two-directional schedule split the microbatches in equal halves"),
+            ));
         }
         let home = placement.device_of(pass.stage).unwrap_or(device);
         if home != device {
-            out.push(
-                source
-                    .error_at(
-                        device,
-                        column,
-                        format!(
-                            "{} runs on device {device}, but stage {} is placed on device {home}",
-                            cell(),
-                            pass.stage
-                        ),
-                    )
-                    .hint("every action of a stage must run on the device its placement names"),
-            );
-            return false;
+            return Some((
+                format!("{cell} runs on device {device}, but stage {} is placed on device {home}", pass.stage),
+                Some("every action of a stage must run on the device its placement names"),
+            ));
         }
         let first = self.seen[self.key(pass)][pass.kind.index()];
         if first != NONE {
             let at = self.places[first as usize];
             let first_column = self.columns[at.device as usize][at.position as usize];
-            out.push(
-                source
-                    .error_at(
-                        device,
-                        column,
-                        format!("{} appears twice: first at {}", cell(), source.short(at.device, first_column)),
-                    )
-                    .hint("each action runs once per microbatch; delete one of them"),
-            );
-            return false;
+            return Some((
+                format!("{cell} appears twice: first at {}", source.short(at.device, first_column)),
+                Some("each action runs once per microbatch; delete one of them"),
+            ));
         }
-        true
+        None
     }
 
     /// Appends `op` (whose passes were accepted) to `device`'s order.

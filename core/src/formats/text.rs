@@ -79,14 +79,10 @@ pub(crate) struct Source<'a> {
 impl Source<'_> {
     /// The location of cell `column` of row `row`, e.g. `zb.csv, row 1, column 4`.
     pub fn at(&self, row: u32, column: usize) -> String {
-        let place = match self.grid {
+        self.in_file(match self.grid {
             Grid::Csv => format!("row {row}, column {column}"),
             Grid::Json => format!("orders[{row}][{column}]"),
-        };
-        match self.name {
-            Some(name) => format!("{name}, {place}"),
-            None => place,
-        }
+        })
     }
 
     /// A location inside the same file, for "first at ..." references (no file name).
@@ -96,10 +92,14 @@ impl Source<'_> {
 
     /// A whole row, e.g. `row 2`.
     pub fn row(&self, row: u32) -> String {
-        let place = match self.grid {
+        self.in_file(match self.grid {
             Grid::Csv => format!("row {row}"),
             Grid::Json => format!("orders[{row}]"),
-        };
+        })
+    }
+
+    /// `place` prefixed with the file's name, when it has one: `zb.csv, row 1`.
+    fn in_file(&self, place: String) -> String {
         match self.name {
             Some(name) => format!("{name}, {place}"),
             None => place,

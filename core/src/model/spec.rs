@@ -45,23 +45,9 @@ pub struct ModelSpec {
     pub tp: Option<u32>,
 }
 
-/// The settings a spec holds, as fields: their names are the CLI flags and URL keys.
-pub const MODEL_FIELDS: [Field; 14] = [
-    Field::Model,
-    Field::Layers,
-    Field::Hidden,
-    Field::Heads,
-    Field::Seq,
-    Field::MicroBatch,
-    Field::Vocab,
-    Field::Ffn,
-    Field::Tflops,
-    Field::Bandwidth,
-    Field::Latency,
-    Field::Layout,
-    Field::FlashAttention,
-    Field::Tp,
-];
+/// The settings a spec holds, as fields: their names are the CLI flags and URL keys. They are
+/// the fields from [`Field::Model`] on: [`Field`] declares the model's settings last.
+pub const MODEL_FIELDS: &[Field] = Field::ALL.split_at(Field::Model as usize).1;
 
 impl ModelSpec {
     /// The spec of preset `key`, with nothing overridden.
@@ -318,7 +304,9 @@ mod tests {
 
     #[test]
     fn every_model_field_is_a_field_by_name() {
-        for f in MODEL_FIELDS {
+        assert_eq!(MODEL_FIELDS.first(), Some(&Field::Model));
+        assert_eq!(MODEL_FIELDS.last(), Some(&Field::Tp));
+        for &f in MODEL_FIELDS {
             assert_eq!(Field::from_name(f.name()), Some(f), "{}", f.name());
             assert_eq!(model_field(f.name()), Some(f));
         }

@@ -80,26 +80,17 @@ pub fn figure_animated_svg(items: &[FigureItem<'_>], opts: &FigureOptions, anim:
     );
     out.push_str("@media (prefers-reduced-motion:reduce){.bs-veil,.bs-cursor{animation:none}}\n</style>\n");
     out.push_str("<clipPath id=\"bs-plots\">\n");
-    for &(top, bottom) in &geometry.bands {
-        let _ = writeln!(
-            out,
-            "<rect x=\"{x0}\" y=\"{}\" width=\"{travel}\" height=\"{}\"/>",
-            px(top),
-            (px(bottom) - px(top)).max(1)
-        );
-    }
+    band_rects(&mut out, &geometry.bands, (x0, travel), "", "");
     out.push_str("</clipPath>\n<g clip-path=\"url(#bs-plots)\">\n");
     // Without an animation (static viewers, reduced motion) the veil rests outside its clip.
-    for &(top, bottom) in &geometry.bands {
-        let _ = writeln!(
-            out,
-            "<rect class=\"bs-veil\" transform=\"translate({travel},0)\" x=\"{x0}\" y=\"{}\" width=\"{travel}\" height=\"{}\" fill=\"{}\" opacity=\"{}\"/>",
-            px(top),
-            (px(bottom) - px(top)).max(1),
-            hex(veil),
-            fmt(VEIL_OPACITY)
-        );
-    }
+    let veil_style = format!(" fill=\"{}\" opacity=\"{}\"", hex(veil), fmt(VEIL_OPACITY));
+    band_rects(
+        &mut out,
+        &geometry.bands,
+        (x0, travel),
+        &format!(" class=\"bs-veil\" transform=\"translate({travel},0)\""),
+        &veil_style,
+    );
     out.push_str("</g>\n");
     let _ = writeln!(out, "<g class=\"bs-cursor\" opacity=\"0\" stroke=\"{}\" stroke-width=\"2\">", hex(cursor));
     for &(top, bottom) in &geometry.bands {
@@ -107,6 +98,15 @@ pub fn figure_animated_svg(items: &[FigureItem<'_>], opts: &FigureOptions, anim:
     }
     out.push_str("</g>\n</svg>\n");
     out
+}
+
+/// A rectangle over every band, `width` wide from `x` (`(x, width)`), with the attributes
+/// `before` and `after` its geometry.
+fn band_rects(out: &mut String, bands: &[(f64, f64)], (x, width): (i64, i64), before: &str, after: &str) {
+    for &(top, bottom) in bands {
+        let (y, height) = (px(top), (px(bottom) - px(top)).max(1));
+        let _ = writeln!(out, "<rect{before} x=\"{x}\" y=\"{y}\" width=\"{width}\" height=\"{height}\"{after}/>");
+    }
 }
 
 fn px(v: f64) -> i64 {

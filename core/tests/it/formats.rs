@@ -79,41 +79,9 @@ fn sequential(placement: Placement, microbatches: u32, slices: u32, split: bool)
     s
 }
 
-/// A random valid schedule: every microbatch's passes (forwards down, backwards up, split for
-/// even microbatches) in a random interleaving of the microbatches.
-fn shuffled(placement: Placement, microbatches: u32, seed: u64) -> Schedule {
-    let stages = placement.stages();
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut random = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
-    let mut chains: Vec<Vec<Pass>> = (0..microbatches)
-        .map(|m| {
-            let mut chain: Vec<Pass> = (0..stages).map(|st| Pass::f(st, m)).collect();
-            for st in (0..stages).rev() {
-                if m % 2 == 0 {
-                    chain.extend([Pass::b(st, m), Pass::w(st, m)]);
-                } else {
-                    chain.push(Pass::bw(st, m));
-                }
-            }
-            chain.reverse();
-            chain
-        })
-        .collect();
-    let mut s = Schedule::new(placement, microbatches);
-    loop {
-        let open: Vec<usize> = (0..chains.len()).filter(|&m| !chains[m].is_empty()).collect();
-        let Some(&m) = open.get(random(open.len().max(1))) else { break };
-        if let Some(pass) = chains[m].pop() {
-            s.push_placed(pass);
-        }
-    }
-    s
-}
+#[path = "../support/shuffled.rs"]
+mod shuffled;
+use shuffled::shuffled;
 
 /// Every schedule each implemented family generates for a few sizes.
 fn family_schedules() -> Vec<(String, Schedule)> {

@@ -152,43 +152,43 @@ fn render(case: &Case, anim: Option<&AnimateOptions>) -> String {
 
 #[test]
 fn golden_svg_figures() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut failures = Vec::new();
     let again = outputs();
     for (i, (name, svg)) in outputs().into_iter().enumerate() {
         assert_eq!(svg, again[i].1, "{name}: rendering is not deterministic");
         assert!(svg.len() <= MAX_BYTES, "{name}: {} bytes, over the {MAX_BYTES}-byte cap", svg.len());
-        let reference = dir.join(format!("{name}.svg"));
-        let fresh = dir.join(format!("{name}.new.svg"));
-        if update {
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(&reference, &svg).unwrap();
-            let _ = std::fs::remove_file(&fresh);
-            continue;
-        }
-        match std::fs::read_to_string(&reference) {
-            Ok(expected) if expected == svg => {
-                let _ = std::fs::remove_file(&fresh);
-            }
-            Ok(_) => {
-                std::fs::write(&fresh, &svg).unwrap();
-                failures.push(format!(
-                    "mismatched output: {} (live) | {} (reference)",
-                    fresh.display(),
-                    reference.display()
-                ));
-            }
-            Err(_) => {
-                std::fs::write(&fresh, &svg).unwrap();
-                failures.push(format!(
-                    "missing reference output {} (live output in {})",
-                    reference.display(),
-                    fresh.display()
-                ));
-            }
-        }
+        failures.extend(compare_golden(&name, &svg));
     }
+    assert_golden_matches(&failures);
+}
+
+/// Compares `svg` with the reference `tests/golden/<name>.svg`: `None` when they match, else
+/// what differs, with the live output written beside the reference as `<name>.new.svg`. With
+/// `UPDATE_GOLDEN` set, the output becomes the reference.
+pub(crate) fn compare_golden(name: &str, svg: &str) -> Option<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
+    let reference = dir.join(format!("{name}.svg"));
+    let fresh = dir.join(format!("{name}.new.svg"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(&reference, svg).unwrap();
+        let _ = std::fs::remove_file(&fresh);
+        return None;
+    }
+    let expected = std::fs::read_to_string(&reference);
+    if expected.as_deref().is_ok_and(|e| e == svg) {
+        let _ = std::fs::remove_file(&fresh);
+        return None;
+    }
+    std::fs::write(&fresh, svg).unwrap();
+    Some(match expected {
+        Ok(_) => format!("mismatched output: {} (live) | {} (reference)", fresh.display(), reference.display()),
+        Err(_) => format!("missing reference output {} (live output in {})", reference.display(), fresh.display()),
+    })
+}
+
+/// Fails with every golden mismatch and how to accept the new pictures.
+pub(crate) fn assert_golden_matches(failures: &[String]) {
     assert!(
         failures.is_empty(),
         "{}\nafter checking the pictures, accept them with: UPDATE_GOLDEN=1 cargo test -p bubblescope --test it golden",

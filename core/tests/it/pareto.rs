@@ -1,11 +1,11 @@
 //! The Pareto chart: a golden SVG and its XML structure (one marker per run, the front joined,
 //! the limit drawn, axis labels in readable units).
 
-use std::path::PathBuf;
-
 use bubblescope::plan::{parse_schedules, sweep, SweepSpec};
 use bubblescope::render::{pareto_chart, pareto_svg, AxisUnit, ParetoOptions, ParetoPoint, Theme};
 use bubblescope::Costs;
+
+use crate::golden::{assert_golden_matches, compare_golden};
 
 fn spec() -> SweepSpec {
     SweepSpec {
@@ -28,28 +28,8 @@ fn golden_pareto_chart() {
     let s = sweep(&spec()).unwrap();
     let svg = pareto_svg(&s.pareto_points(), &options());
     assert_eq!(svg, pareto_svg(&s.pareto_points(), &options()), "deterministic");
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
-    let reference = dir.join("pareto-p4-m8-12-limit6.svg");
-    let fresh = dir.join("pareto-p4-m8-12-limit6.new.svg");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&reference, &svg).unwrap();
-        let _ = std::fs::remove_file(&fresh);
-        return;
-    }
-    match std::fs::read_to_string(&reference) {
-        Ok(expected) if expected == svg => {
-            let _ = std::fs::remove_file(&fresh);
-        }
-        _ => {
-            std::fs::write(&fresh, &svg).unwrap();
-            panic!(
-                "{} differs from {} (or is missing); after checking the picture, accept it with: \
-                 UPDATE_GOLDEN=1 cargo test -p bubblescope --test it golden",
-                fresh.display(),
-                reference.display()
-            );
-        }
-    }
+    let failures: Vec<String> = compare_golden("pareto-p4-m8-12-limit6", &svg).into_iter().collect();
+    assert_golden_matches(&failures);
 }
 
 /// `(cx, cy)` of every circle of radius `r` in the document.

@@ -134,43 +134,9 @@ fn sequential(placement: Placement, microbatches: u32, split: bool) -> Schedule 
     s
 }
 
-/// A random valid schedule: the passes of all microbatches in a random interleaving that
-/// keeps each microbatch's chain (forwards down, backwards up) in order.
-fn shuffled(placement: Placement, microbatches: u32, seed: u64) -> Schedule {
-    let stages = placement.stages();
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut random = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
-    let chain = |m: u32| -> Vec<Pass> {
-        let split = m % 2 == 0;
-        let mut passes: Vec<Pass> = (0..stages).map(|st| Pass::f(st, m)).collect();
-        for st in (0..stages).rev() {
-            if split {
-                passes.extend([Pass::b(st, m), Pass::w(st, m)]);
-            } else {
-                passes.push(Pass::bw(st, m));
-            }
-        }
-        passes
-    };
-    let mut chains: Vec<std::collections::VecDeque<Pass>> = (0..microbatches).map(|m| chain(m).into()).collect();
-    let mut s = Schedule::new(placement, microbatches);
-    loop {
-        let open: Vec<usize> = (0..chains.len()).filter(|&m| !chains[m].is_empty()).collect();
-        if open.is_empty() {
-            break;
-        }
-        let m = open[random(open.len())];
-        if let Some(pass) = chains[m].pop_front() {
-            s.push_placed(pass);
-        }
-    }
-    s
-}
+#[path = "../../../tests/support/shuffled.rs"]
+mod shuffled;
+use shuffled::shuffled;
 
 #[test]
 fn send_recv_lowering_matches_pytorch_by_hand() {
