@@ -147,3 +147,82 @@ async fn family_option_controls_show_the_familys_defaults() {
     assert_eq!(by_testid::<HtmlInputElement>("chunks-input").value(), "2");
     assert_eq!(by_testid::<HtmlInputElement>("group-input").value(), "4", "group defaults to the devices");
 }
+
+/// A canvas of `w` × `h` pixels, not in the page.
+fn offscreen(w: u32, h: u32) -> HtmlCanvasElement {
+    let c: HtmlCanvasElement = document().create_element("canvas").unwrap().unchecked_into();
+    c.set_width(w);
+    c.set_height(h);
+    c
+}
+
+fn pixels(canvas: &HtmlCanvasElement) -> Vec<u8> {
+    let ctx: CanvasRenderingContext2d = canvas.get_context("2d").unwrap().unwrap().unchecked_into();
+    ctx.get_image_data(0.0, 0.0, f64::from(canvas.width()), f64::from(canvas.height())).unwrap().data().0
+}
+
+/// Draws a one-line scene through the app's canvas backend and through plotters-canvas' own
+/// (which strokes every line); returns both pictures.
+fn line_both_ways(points: &[(f64, f64)], width: f64) -> (Vec<u8>, Vec<u8>) {
+    use bubblescope::render::{draw, Item, Rgb, Scene};
+    use plotters::prelude::IntoDrawingArea as _;
+    let mut scene = Scene::new(120, 100, Rgb(255, 255, 255), "sans-serif");
+    scene.items.push(Item::Line { points: points.to_vec(), color: Rgb(20, 100, 200), width });
+    let ours = offscreen(120, 100);
+    bubblescope_app::canvas::draw_scene(&ours, &scene, 120.0, 100.0).unwrap();
+    let stroked = offscreen(120, 100);
+    let backend = plotters_canvas::CanvasBackend::with_canvas_object(stroked.clone()).unwrap();
+    draw(&backend.into_drawing_area(), &scene, 1.0).unwrap();
+    (pixels(&ours), pixels(&stroked))
+}
+
+/// A step line like the memory chart's: vertical runs with reversals in one pixel column,
+/// right-angle turns both ways, a repeated point.
+const STEPS: [(f64, f64); 14] = [
+    (10.0, 50.0),
+    (10.0, 20.0),
+    (10.0, 70.0),
+    (10.0, 40.0),
+    (14.0, 40.0),
+    (14.0, 40.0),
+    (14.0, 60.0),
+    (30.0, 60.0),
+    (30.0, 10.0),
+    (30.0, 90.0),
+    (30.0, 30.0),
+    (80.0, 30.0),
+    (80.0, 80.0),
+    (110.0, 80.0),
+];
+
+#[wasm_bindgen_test]
+fn step_lines_filled_as_rectangles_paint_what_a_stroke_paints() {
+    // Two pixels wide (the memory curves at a pixel ratio of 1): the same pixels exactly.
+    let (ours, stroked) = line_both_ways(&STEPS, 1.5);
+    assert!(ours.chunks(4).any(|p| p[0] == 20 && p[1] == 100), "the line was not drawn");
+    let differing = ours.chunks(4).zip(stroked.chunks(4)).filter(|(a, b)| a != b).count();
+    assert_eq!(differing, 0, "pixels differing from the stroked line");
+    // Three pixels wide (a ratio of 2): the same outline, anti-aliased once; the stroker's own
+    // rounding leaves a few edge pixels apart.
+    let (ours, stroked) = line_both_ways(&STEPS, 3.0);
+    let differing = ours.chunks(4).zip(stroked.chunks(4)).filter(|(a, b)| a != b).count();
+    let inked = stroked.chunks(4).filter(|p| p[0] != 255).count();
+    assert!(differing * 50 < inked, "{differing} of {inked} inked pixels differ");
+}
+
+#[wasm_bindgen_test]
+fn lines_that_are_not_step_lines_are_still_stroked() {
+    use bubblescope_app::canvas::axis_path_rects;
+    assert_eq!(axis_path_rects(&[(0, 0), (10, 10)], 2), None, "a diagonal");
+    assert_eq!(axis_path_rects(&[(5, 5), (5, 5)], 2), Some(Vec::new()), "a single point paints nothing");
+    // A right-angle turn: the corner square is filled (the miter), the free ends are butt.
+    assert_eq!(
+        axis_path_rects(&[(0, 10), (20, 10), (20, 30)], 2),
+        Some(vec![[0.0, 9.0, 21.0, 2.0], [19.0, 9.0, 2.0, 21.0]])
+    );
+    // Hairlines and a diagonal go through the stroke: the same pixels as before.
+    for (points, width) in [(vec![(5.0, 5.0), (100.0, 5.0)], 1.0), (vec![(5.0, 5.0), (90.0, 60.0)], 2.0)] {
+        let (ours, stroked) = line_both_ways(&points, width);
+        assert!(ours == stroked, "{points:?} at width {width}");
+    }
+}

@@ -3,7 +3,10 @@
 //
 // * initial load: navigation start to the first drawn chart, on localhost;
 // * slider move to redrawn chart: an `input` event on the microbatches slider until the Gantt
-//   canvas has been redrawn (median and 95th percentile of 30 moves);
+//   canvas has been redrawn (median and 95th percentile of 30 moves), in wall time, and the
+//   main thread's CPU time in the same interval (`cpu`, from the trace's thread clock). On a
+//   shared machine the wall time also holds the time the thread waited for a core while other
+//   processes ran: their difference is that wait, not work of the page;
 // * playback of a 400,000-pass schedule: the interval between animation frames while playing
 //   (median and 95th percentile over 3 s) and the time each frame spends on the cursor
 //   overlay and the numbers at the cursor;
@@ -45,6 +48,13 @@ async function sliderMoves(query, a, b, moves = 30) {
   const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   await page.goto(`${server.url}?${query}`);
   await page.waitForFunction(() => Number(document.querySelector('.chart-wrap')?.getAttribute('data-redraws') ?? 0) > 0, null, { timeout: 60000 });
+  // The main thread's CPU clock at each move's start and end: user-timing marks carry it in a
+  // trace (`tts`, microseconds).
+  const cdp = await page.context().newCDPSession(page);
+  const events = [];
+  cdp.on('Tracing.dataCollected', (e) => events.push(...e.value));
+  const traced = new Promise((resolve) => cdp.once('Tracing.tracingComplete', resolve));
+  await cdp.send('Tracing.start', { traceConfig: { includedCategories: ['blink.user_timing'] }, transferMode: 'ReportEvents' });
   const samples = await page.evaluate(async ([a, b, moves]) => {
     const wrap = document.querySelector('.chart-wrap');
     const slider = document.querySelector('[data-testid=microbatches-slider]');
@@ -53,10 +63,16 @@ async function sliderMoves(query, a, b, moves = 30) {
       const before = Number(wrap.getAttribute('data-redraws'));
       const done = new Promise((resolve) => {
         const obs = new MutationObserver(() => {
-          if (Number(wrap.getAttribute('data-redraws')) > before) { obs.disconnect(); resolve(performance.now()); }
+          if (Number(wrap.getAttribute('data-redraws')) > before) {
+            obs.disconnect();
+            const end = performance.now();
+            performance.mark(`moved-${i}`);
+            resolve(end);
+          }
         });
         obs.observe(wrap, { attributes: true });
       });
+      performance.mark(`move-${i}`);
       const start = performance.now();
       slider.value = String(i % 2 ? a : b);
       slider.dispatchEvent(new Event('input', { bubbles: true }));
@@ -68,13 +84,18 @@ async function sliderMoves(query, a, b, moves = 30) {
     }
     return out;
   }, [a, b, moves]);
+  await cdp.send('Tracing.end');
+  await traced;
+  const clock = Object.fromEntries(events.filter((e) => e.cat === 'blink.user_timing' && e.tts !== undefined).map((e) => [e.name, e.tts]));
+  const cpu = samples.map((_, i) => (clock[`moved-${i}`] - clock[`move-${i}`]) / 1000).filter((v) => Number.isFinite(v));
+  const c = stats(cpu);
   const computed = await page.evaluate(() => [...document.querySelectorAll('.tile-foot')].map((e) => e.textContent).find((t) => t.includes('computed')) ?? '');
   const timings = await page.locator('[data-testid=gantt-canvas]').getAttribute('data-timings');
   const queue = await page.evaluate(() => window.__queue);
   console.log('   [sync handler ms, effect start ms after input, compute-in-effect ms]', JSON.stringify(queue.slice(0, 6)));
   await page.close();
   const [layout, draw, memory, items] = (timings ?? '').split(' ');
-  return { ...stats(samples), note: `${computed.trim()}; last redraw: layout ${layout} ms, canvas ${draw} ms (${items} items), memory chart ${memory} ms` };
+  return { ...stats(samples), 'cpu median': c.median, 'cpu p95': c.p95, note: `main-thread CPU per move over ${c.n} moves; ${computed.trim()}; last redraw: layout ${layout} ms, canvas ${draw} ms (${items} items), memory chart ${memory} ms` };
 }
 
 /** Plays `query` for three seconds; frame intervals and per-frame overlay work. */

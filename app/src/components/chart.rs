@@ -100,6 +100,8 @@ pub fn ChartCard(
     let playback = Playback::provide(state);
     // Only the toggle's value, so other changes of the link (the cursor's `t=`) never redraw.
     let with_causes = Memo::new(move |_| causes_shown(state));
+    // Likewise the units: read from the link, they would make every change of it redraw.
+    let units = Memo::new(move |_| state.units());
 
     // Draw whenever the schedules, the size, the theme or the view change.
     Effect::new(move |_| {
@@ -141,7 +143,7 @@ pub fn ChartCard(
             theme,
             time_range: view.range,
             highlight: view.highlight,
-            units: state.units(),
+            units: units.get(),
             causes: panels.iter().any(|s| s.causes.is_some()),
         };
         let t0 = now_ms();

@@ -363,6 +363,8 @@ pub fn PlaybackOverlay(layer: Layer) -> impl IntoView {
     let pb = expect_context::<Playback>();
     let state = expect_context::<AppState>();
     let canvas_ref: NodeRef<Canvas> = NodeRef::new();
+    // Whether the overlay holds nothing (no cursor drawn since it was last cleared or resized).
+    let blank = StoredValue::new(false);
     Effect::new(move |_| {
         let started = now_ms();
         let t = pb.time.get();
@@ -378,7 +380,13 @@ pub fn PlaybackOverlay(layer: Layer) -> impl IntoView {
                     None => return,
                 },
             };
+            // Without a cursor an empty overlay is left alone on every chart redraw: clearing
+            // it again would make the browser re-rasterise and composite a blank canvas.
+            if !active && blank.get_value() && sized(&canvas, frame.width, height) {
+                return;
+            }
             let Some(ctx) = prepare(&canvas, frame.width, height) else { return };
+            blank.set_value(!active);
             if !active {
                 return;
             }
@@ -403,6 +411,12 @@ pub fn PlaybackOverlay(layer: Layer) -> impl IntoView {
         Layer::Memory => "memory-overlay",
     };
     view! { <canvas class=class data-testid=testid node_ref=canvas_ref aria-hidden="true"></canvas> }
+}
+
+/// Whether the overlay's backing store is sized for a chart of `width` × `height` CSS pixels.
+fn sized(canvas: &HtmlCanvasElement, width: f64, height: f64) -> bool {
+    let dpr = device_pixel_ratio();
+    canvas.width() == (width * dpr).round() as u32 && canvas.height() == (height * dpr).round() as u32
 }
 
 /// Sizes the overlay like its chart and clears it; the context draws in CSS pixels.
