@@ -40,7 +40,7 @@
 //! not proven unless it meets the lower bound. The search does no IO and reads no clock, so it
 //! behaves the same natively and in WebAssembly, and the same on every run.
 
-use std::collections::HashSet;
+use std::collections::{BinaryHeap, HashSet};
 use std::hash::{BuildHasherDefault, DefaultHasher};
 
 use crate::bounds::lower_bound;
@@ -271,7 +271,6 @@ struct Search {
     free: Vec<f64>,
     first: Vec<Option<f64>>,
     memory: Vec<f64>,
-    remaining: Vec<f64>,
     orders: Vec<Vec<usize>>,
     placed_count: usize,
     now: f64,
@@ -279,8 +278,11 @@ struct Search {
     est: Vec<f64>,
     /// States already explored (their subtrees need no second visit).
     seen: HashSet<Box<[u64]>, BuildHasherDefault<DefaultHasher>>,
-    /// Scratch: (earliest start, time) of one device's unplaced ops.
-    scratch: Vec<(f64, f64)>,
+    /// Each device's ops.
+    device_ops: Vec<Vec<usize>>,
+    /// Scratch for [`jackson`].
+    jobs: Vec<Job>,
+    heap: BinaryHeap<(u64, usize)>,
     // Results.
     best: f64,
     root_bound: f64,
@@ -291,6 +293,49 @@ struct Search {
 }
 
 const NOT_DONE: usize = usize::MAX;
+
+/// One op of a one-machine relaxation: it cannot start before `release`, runs `dur`, and
+/// something that must follow it ends at least `delivery` after it ends.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    release: f64,
+    dur: f64,
+    delivery: f64,
+}
+
+/// Jackson's preemptive schedule: the least `max(end + delivery)` over preemptive schedules
+/// of `jobs` on one machine (run, whenever a release or an end occurs, the released job with
+/// the longest delivery), a lower bound on the same over non-preemptive ones. `jobs` is
+/// sorted in place; deliveries must be non-negative. 0 without jobs.
+fn jackson(jobs: &mut [Job], heap: &mut BinaryHeap<(u64, usize)>) -> f64 {
+    jobs.sort_unstable_by(|a, b| a.release.total_cmp(&b.release));
+    heap.clear();
+    let mut best = 0.0f64;
+    let mut t = f64::NEG_INFINITY;
+    let mut next = 0;
+    // Remaining times live in the jobs' `dur` (the slice is scratch).
+    while next < jobs.len() || !heap.is_empty() {
+        if heap.is_empty() {
+            t = t.max(jobs[next].release);
+        }
+        while next < jobs.len() && jobs[next].release <= t {
+            // Non-negative floats order as their bits.
+            heap.push((jobs[next].delivery.to_bits(), next));
+            next += 1;
+        }
+        let Some((_, j)) = heap.pop() else { continue };
+        let until = if next < jobs.len() { jobs[next].release } else { f64::INFINITY };
+        let run = jobs[j].dur.min(until - t);
+        t += run;
+        jobs[j].dur -= run;
+        if jobs[j].dur <= 0.0 {
+            best = best.max(t + jobs[j].delivery);
+        } else {
+            heap.push((jobs[j].delivery.to_bits(), j));
+        }
+    }
+    best
+}
 
 impl Search {
     fn new(
@@ -410,9 +455,9 @@ impl Search {
         let whole = |v: f64| v.fract() == 0.0 && v.abs() < 1e12;
         let tie_by_device = ops.iter().all(|o| o.dur > 0.0 && whole(o.dur)) && whole(comm);
         let symmetry = ops.iter().all(|o| o.shape.is_some() && o.dur > 0.0);
-        let mut remaining = vec![0.0; devices];
-        for o in &ops {
-            remaining[o.device] += o.dur;
+        let mut device_ops = vec![Vec::new(); devices];
+        for (i, o) in ops.iter().enumerate() {
+            device_ops[o.device].push(i);
         }
         Some(Search {
             devices,
@@ -430,14 +475,15 @@ impl Search {
             free: vec![0.0; devices],
             first: vec![None; devices],
             memory: vec![0.0; devices],
-            remaining,
             orders: vec![Vec::new(); devices],
             placed_count: 0,
             now: 0.0,
             last_device: 0,
             est: vec![0.0; n],
             seen: HashSet::default(),
-            scratch: Vec::new(),
+            device_ops,
+            jobs: Vec::new(),
+            heap: BinaryHeap::new(),
             best: best.unwrap_or(f64::INFINITY),
             root_bound,
             best_orders: None,
@@ -467,15 +513,16 @@ impl Search {
         Some(start)
     }
 
-    /// A lower bound on the cost of every completion of the current state.
+    /// A lower bound on the cost of every completion of the current state (see the module
+    /// docs): earliest starts by dependencies, then, for every started device `d` and every
+    /// device `e`, Jackson's preemptive schedule of `e`'s unplaced ops with their earliest
+    /// starts as release dates and their paths to the end of an op on `d` as tails.
     fn bound(&mut self) -> f64 {
         let mut lb = self.root_bound;
         self.est.iter_mut().for_each(|e| *e = 0.0);
         for d in 0..self.devices {
             if let Some(first) = self.first[d] {
-                let finish =
-                    if self.remaining[d] > 0.0 { self.free[d].max(self.now) + self.remaining[d] } else { self.free[d] };
-                lb = lb.max(finish - first);
+                lb = lb.max(self.free[d] - first);
             }
         }
         for idx in 0..self.topo.len() {
@@ -493,15 +540,6 @@ impl Search {
                 }
             }
             self.est[o] = t;
-            let base = o * self.devices;
-            for d in 0..self.devices {
-                if let Some(first) = self.first[d] {
-                    let tl = self.tail[base + d];
-                    if tl > f64::NEG_INFINITY {
-                        lb = lb.max(t + tl - first);
-                    }
-                }
-            }
             // Push this op's earliest end to its unplaced dependents' estimates.
             let end = t + op.dur;
             let dev = op.device;
@@ -512,6 +550,23 @@ impl Search {
                     let hop = if self.ops[c].device == dev { 0.0 } else { self.comm };
                     self.est[c] = self.est[c].max(end + hop);
                 }
+            }
+        }
+        for d in 0..self.devices {
+            let Some(first) = self.first[d] else { continue };
+            for e in 0..self.devices {
+                self.jobs.clear();
+                for &o in &self.device_ops[e] {
+                    if self.placed[o] {
+                        continue;
+                    }
+                    let tl = self.tail[o * self.devices + d];
+                    if tl > f64::NEG_INFINITY {
+                        let dur = self.ops[o].dur;
+                        self.jobs.push(Job { release: self.est[o], dur, delivery: (tl - dur).max(0.0) });
+                    }
+                }
+                lb = lb.max(jackson(&mut self.jobs, &mut self.heap) - first);
             }
         }
         lb
@@ -539,28 +594,6 @@ impl Search {
             }
         }
         key.into_boxed_slice()
-    }
-
-    /// For each started device: the ops that cannot start before θ all run after it, so it
-    /// ends at least at θ plus their time, for every θ.
-    fn release_bound(&mut self) -> f64 {
-        let mut lb: f64 = 0.0;
-        for d in 0..self.devices {
-            let Some(first) = self.first[d] else { continue };
-            self.scratch.clear();
-            for o in 0..self.ops.len() {
-                if !self.placed[o] && self.ops[o].device == d {
-                    self.scratch.push((self.est[o], self.ops[o].dur));
-                }
-            }
-            self.scratch.sort_by(|a, b| b.0.total_cmp(&a.0));
-            let mut sum = 0.0;
-            for &(r, p) in &self.scratch {
-                sum += p;
-                lb = lb.max(r + sum - first);
-            }
-        }
-        lb
     }
 
     /// Whether units `a` and `b` are in the same state, ignoring the dependency edges into the
@@ -606,7 +639,7 @@ impl Search {
             }
             return;
         }
-        if self.bound() >= self.best - self.eps() || self.release_bound() >= self.best - self.eps() {
+        if self.bound() >= self.best - self.eps() {
             return;
         }
         if !self.seen.insert(self.state_key()) {
@@ -656,7 +689,6 @@ impl Search {
             self.free[d] = end;
             self.first[d] = Some(self.first[d].unwrap_or(start));
             self.memory[d] += op.alloc - op.release;
-            self.remaining[d] -= op.dur;
             self.now = start;
             self.last_device = d;
             self.orders[d].push(o);
@@ -670,7 +702,6 @@ impl Search {
                 self.from[k] = NOT_DONE;
             }
             self.orders[d].pop();
-            self.remaining[d] += op.dur;
             (self.free[d], self.first[d], self.memory[d], self.now, self.last_device) = saved;
             self.placed[o] = false;
             self.placed_count -= 1;
