@@ -16,8 +16,10 @@ fn main() {
     let args: Vec<u32> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let max_p = args.first().copied().unwrap_or(4);
     let max_m = args.get(1).copied().unwrap_or(8);
-    let cost_sets = [(1.0, 1.0, 1.0, 0.0), (1.0, 1.0, 1.0, 1.0), (2.0, 3.0, 1.0, 0.0), (2.0, 3.0, 1.0, 1.0), (3.0, 4.0, 2.0, 1.0)];
+    let cost_sets_all = [(1.0, 1.0, 1.0, 0.0), (1.0, 1.0, 1.0, 1.0), (2.0, 3.0, 1.0, 0.0), (2.0, 3.0, 1.0, 1.0), (3.0, 4.0, 2.0, 1.0)];
     let min_p = std::env::var("MINP").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let pick: Option<usize> = std::env::var("COSTS").ok().and_then(|v| v.parse().ok());
+    let cost_sets: Vec<_> = cost_sets_all.iter().enumerate().filter(|(i, _)| pick.is_none_or(|p| p == *i)).map(|(_, c)| *c).collect();
     let (mut total, mut proven) = (0, 0);
     let mut worst = (0.0f64, String::new());
     let mut nodes_max = 0u64;
@@ -35,7 +37,8 @@ fn main() {
                     let Ok(a) = run(family.name, &params) else { continue };
                     let limit = problem_limit(Some(family), &params, &a.stats);
                     let t = Instant::now();
-                    let Ok(o) = optimize_run(Some(family), &params, &a.schedule, limit, Budget::default()) else {
+                    let budget = std::env::var("NODES").ok().and_then(|v| v.parse().ok()).map_or(Budget::default(), |n| Budget { nodes: n, ..Budget::default() });
+                    let Ok(o) = optimize_run(Some(family), &params, &a.schedule, limit, budget) else {
                         println!("{} P{p} M{m} {f},{b},{w} c{comm}: no optimum", family.name);
                         continue;
                     };

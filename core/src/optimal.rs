@@ -280,6 +280,17 @@ struct Search {
     seen: HashSet<Box<[u64]>, BuildHasherDefault<DefaultHasher>>,
     /// Each device's ops.
     device_ops: Vec<Vec<usize>>,
+    /// Release dates for the one-machine relaxations: earliest starts, raised by memory.
+    rel: Vec<f64>,
+    /// Per device: whether an op both allocates and releases (no memory release dates).
+    mixed: Vec<bool>,
+    /// Per device: its ops that release memory (and allocate none).
+    releasers: Vec<Vec<usize>>,
+    /// Per device: its ops that allocate (and release none), in classes of identical ops.
+    alloc_classes: Vec<Vec<Vec<usize>>>,
+    /// Scratch: (earliest end, release) of one device's releasing ops; class members.
+    freeing: Vec<(f64, f64)>,
+    members: Vec<usize>,
     /// Scratch for [`jackson`].
     jobs: Vec<Job>,
     heap: BinaryHeap<(u64, usize)>,
@@ -459,6 +470,27 @@ impl Search {
         for (i, o) in ops.iter().enumerate() {
             device_ops[o.device].push(i);
         }
+        let mut mixed = vec![false; devices];
+        let mut releasers = vec![Vec::new(); devices];
+        let mut alloc_classes: Vec<Vec<Vec<usize>>> = vec![Vec::new(); devices];
+        for (i, o) in ops.iter().enumerate() {
+            let d = o.device;
+            match (o.alloc > 0.0, o.release > 0.0) {
+                (true, true) => mixed[d] = true,
+                (false, true) => releasers[d].push(i),
+                (true, false) => {
+                    let row = &tail[i * devices..(i + 1) * devices];
+                    let same = |&&j: &&usize| {
+                        ops[j].dur == o.dur && ops[j].alloc == o.alloc && tail[j * devices..(j + 1) * devices] == *row
+                    };
+                    match alloc_classes[d].iter().position(|c| c.first().is_some_and(|j| same(&j))) {
+                        Some(c) => alloc_classes[d][c].push(i),
+                        None => alloc_classes[d].push(vec![i]),
+                    }
+                }
+                (false, false) => {}
+            }
+        }
         Some(Search {
             devices,
             comm,
@@ -482,6 +514,12 @@ impl Search {
             est: vec![0.0; n],
             seen: HashSet::default(),
             device_ops,
+            rel: vec![0.0; n],
+            mixed,
+            releasers,
+            alloc_classes,
+            freeing: Vec::new(),
+            members: Vec::new(),
             jobs: Vec::new(),
             heap: BinaryHeap::new(),
             best: best.unwrap_or(f64::INFINITY),
@@ -552,6 +590,10 @@ impl Search {
                 }
             }
         }
+        self.rel.copy_from_slice(&self.est);
+        if !self.memory_releases() {
+            return f64::INFINITY;
+        }
         for d in 0..self.devices {
             let Some(first) = self.first[d] else { continue };
             for e in 0..self.devices {
@@ -563,13 +605,66 @@ impl Search {
                     let tl = self.tail[o * self.devices + d];
                     if tl > f64::NEG_INFINITY {
                         let dur = self.ops[o].dur;
-                        self.jobs.push(Job { release: self.est[o], dur, delivery: (tl - dur).max(0.0) });
+                        self.jobs.push(Job { release: self.rel[o], dur, delivery: (tl - dur).max(0.0) });
                     }
                 }
                 lb = lb.max(jackson(&mut self.jobs, &mut self.heap) - first);
             }
         }
         lb
+    }
+
+    /// Raises the release dates `rel` of allocating ops by memory: on a device with `m`
+    /// allocated, the `i`-th of a class of identical allocating ops (same time, allocation
+    /// and paths) to start needs `m + i·alloc − limit` released before it by ops of the
+    /// device that ended, so it cannot start before the least time by which the unplaced
+    /// releasing ops, each at its earliest end, release that much. Which op of the class is
+    /// the `i`-th is not known, but they are interchangeable in the one-machine relaxations,
+    /// so the `i`-th earliest release date is raised. False when some allocation can never
+    /// fit (no completion exists).
+    fn memory_releases(&mut self) -> bool {
+        let Some(limit) = self.limit else { return true };
+        let tol = 1e-9 * limit.abs().max(1.0);
+        for e in 0..self.devices {
+            if self.mixed[e] {
+                continue;
+            }
+            self.freeing.clear();
+            for &o in &self.releasers[e] {
+                if !self.placed[o] {
+                    self.freeing.push((self.est[o] + self.ops[o].dur, self.ops[o].release));
+                }
+            }
+            self.freeing.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+            for g in 0..self.alloc_classes[e].len() {
+                self.members.clear();
+                for &o in &self.alloc_classes[e][g] {
+                    if !self.placed[o] {
+                        self.members.push(o);
+                    }
+                }
+                if self.members.is_empty() {
+                    continue;
+                }
+                let alloc = self.ops[self.members[0]].alloc;
+                self.members.sort_unstable_by(|&a, &b| self.est[a].total_cmp(&self.est[b]));
+                let (mut freed, mut next, mut at) = (0.0, 0, f64::NEG_INFINITY);
+                for i in 0..self.members.len() {
+                    let need = self.memory[e] + (i + 1) as f64 * alloc - limit - tol;
+                    while freed < need {
+                        let Some(&(end, amount)) = self.freeing.get(next) else { return false };
+                        freed += amount;
+                        at = end;
+                        next += 1;
+                    }
+                    let o = self.members[i];
+                    if need > 0.0 {
+                        self.rel[o] = self.rel[o].max(at);
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// Everything the rest of the search depends on: what is placed, when each device is
