@@ -16,10 +16,12 @@ fn main() {
     let args: Vec<u32> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let max_p = args.first().copied().unwrap_or(4);
     let max_m = args.get(1).copied().unwrap_or(8);
-    let cost_sets_all = [(1.0, 1.0, 1.0, 0.0), (1.0, 1.0, 1.0, 1.0), (2.0, 3.0, 1.0, 0.0), (2.0, 3.0, 1.0, 1.0), (3.0, 4.0, 2.0, 1.0)];
+    let cost_sets_all =
+        [(1.0, 1.0, 1.0, 0.0), (1.0, 1.0, 1.0, 1.0), (2.0, 3.0, 1.0, 0.0), (2.0, 3.0, 1.0, 1.0), (3.0, 4.0, 2.0, 1.0)];
     let min_p = std::env::var("MINP").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
     let pick: Option<usize> = std::env::var("COSTS").ok().and_then(|v| v.parse().ok());
-    let cost_sets: Vec<_> = cost_sets_all.iter().enumerate().filter(|(i, _)| pick.is_none_or(|p| p == *i)).map(|(_, c)| *c).collect();
+    let cost_sets: Vec<_> =
+        cost_sets_all.iter().enumerate().filter(|(i, _)| pick.is_none_or(|p| p == *i)).map(|(_, c)| *c).collect();
     let (mut total, mut proven) = (0, 0);
     let mut worst = (0.0f64, String::new());
     let mut nodes_max = 0u64;
@@ -29,15 +31,17 @@ fn main() {
                 let costs = Costs { comm, ..Costs::fbw(f, b, w) };
                 let only = std::env::var("ONLY").ok();
                 let only: Option<Vec<&str>> = only.as_deref().map(|o| o.split(',').collect());
-                for family in FAMILIES
-                    .iter()
-                    .filter(|f| f.name != "zb-opt" && only.as_ref().is_none_or(|o| o.contains(&f.name)))
+                for family in
+                    FAMILIES.iter().filter(|f| f.name != "zb-opt" && only.as_ref().is_none_or(|o| o.contains(&f.name)))
                 {
                     let params = family.own_params(&ScheduleParams::new(p, m).with_costs(costs.clone()));
                     let Ok(a) = run(family.name, &params) else { continue };
                     let limit = problem_limit(Some(family), &params, &a.stats);
                     let t = Instant::now();
-                    let budget = std::env::var("NODES").ok().and_then(|v| v.parse().ok()).map_or(Budget::default(), |n| Budget { nodes: n, ..Budget::default() });
+                    let budget = std::env::var("NODES")
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .map_or(Budget::default(), |n| Budget { nodes: n, ..Budget::default() });
                     let Ok(o) = optimize_run(Some(family), &params, &a.schedule, limit, budget) else {
                         println!("{} P{p} M{m} {f},{b},{w} c{comm}: no optimum", family.name);
                         continue;

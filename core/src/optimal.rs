@@ -15,17 +15,39 @@
 //! breaking ties — and reaches every solution exactly once. Memory is part of the state: an op
 //! is appended only if the device's memory after its allocation stays within the limit, which
 //! is exactly the simulator's peak; a forward that fits only after some W has freed memory is
-//! simply appended after that W. With a zero-time op or costs that are not whole numbers, ties
+//! simply appended after that W. With a zero-time op or costs that are not multiples of 1/1024, ties
 //! in start are not broken by device (floating sums of the same time may differ in the last
-//! bit), which only repeats some solutions.
+//! bit), which only repeats some solutions (multiples of 1/1024, such as 2.5 or 0.75, add up exactly).
 //!
 //! **Pruning.** A node is cut when a lower bound on its best completion is not below the best
 //! cost found (the incumbent, seeded with the given schedule and any other orders of the same
-//! problem, e.g. the published heuristics): for every device that has started, the end of its
-//! remaining work from `max(free, now)` and, for every unplaced op, its earliest start (from the
-//! placed results, its device and now) plus the longest dependency path from it to the end of a
-//! later op on each device, minus that device's first start; and [`crate::bounds::lower_bound`]
-//! at the root.
+//! problem, e.g. the published heuristics). The bound is the cost's own definition relaxed one
+//! device at a time: for a started device `d`, its span is at least `end − first_d` for the
+//! end of any op on `d`; so for every device `e` (itself included), `e`'s unplaced ops form a
+//! one-machine problem with *release dates* (earliest starts: from the placed results, the
+//! device's free time and the sweep point, pushed along the dependencies) and *tails* (the
+//! longest dependency path from an op's end to the end of a later op on `d`), whose least
+//! `max(end + tail)` bounds `d`'s end. Jackson's preemptive schedule (always run the released
+//! op with the longest tail) solves the preemptive version exactly in `O(n log n)`, a lower
+//! bound on the non-preemptive one. It subsumes sums of remaining work, single paths, and
+//! "everything released after θ runs after θ", and, by taking `e ≠ d`, sees that device 0's
+//! last backward waits for every forward and backward the last device still has to run.
+//!
+//! Memory adds release dates: on a device holding `m`, the `i`-th op of a class of
+//! allocations to start needs `m + i·alloc − limit` released before it, by ops of the device
+//! that have ended, which run one after another from the first of their release dates; and an
+//! op whose microbatch's allocation on its device precedes it by a lag starts that lag after
+//! it. Which member of a class (the same pass shape in different microbatches: the same time,
+//! allocation and paths) is the `i`-th is not known, but members are interchangeable in the
+//! one-machine problems, so raising the `i`-th earliest release date is sound. These dates are
+//! used only there, never pushed to dependents (there they would name one microbatch).
+//! [`crate::bounds::lower_bound`] is the bound at the root, where no device has started.
+//!
+//! Why these, and not a table of dominated states: a state whose device free times and
+//! pending arrivals are all no later than a visited one's is not, in this enumeration, cut
+//! safely, because its completions may start before the sweep point and so lie outside the
+//! visited subtree; and the span cost is not monotone in start times (a device may gain from
+//! starting later). The table kept is of identical states.
 //!
 //! **Symmetry.** Microbatches are identical. Two candidate ops of the same kind, stage and
 //! slice on one device, starting at the same time, whose microbatches are in the same state
@@ -284,10 +306,13 @@ struct Search {
     rel: Vec<f64>,
     /// Per device: whether an op both allocates and releases (no memory release dates).
     mixed: Vec<bool>,
-    /// Per device: its ops that release memory (and allocate none).
-    releasers: Vec<Vec<usize>>,
-    /// Per device: its ops that allocate (and release none), in classes of identical ops.
-    alloc_classes: Vec<Vec<Vec<usize>>>,
+    /// Classes of interchangeable ops (see [`Class`]), and each device's classes.
+    classes: Vec<Class>,
+    device_classes: Vec<Vec<usize>>,
+    /// Scratch: (time per release, release) of one device's releasing ops.
+    cheapest: Vec<(f64, f64)>,
+    /// Scratch: the raised release dates of an allocating class's unplaced members, sorted.
+    floors: Vec<Vec<f64>>,
     /// Scratch: (earliest end, release) of one device's releasing ops; class members.
     freeing: Vec<(f64, f64)>,
     members: Vec<usize>,
@@ -312,6 +337,112 @@ struct Job {
     release: f64,
     dur: f64,
     delivery: f64,
+}
+
+/// A class of interchangeable ops: on one device, each of a different microbatch-slice unit,
+/// with the same time, allocation, release and longest paths to every device's ops.
+#[derive(Clone, Debug)]
+struct Class {
+    members: Vec<usize>,
+    alloc: f64,
+    release: f64,
+    /// An allocating class of the same device whose member in each unit precedes this
+    /// class's member by at least the lag: (class, lag). `anchors[k]` is member `k`'s.
+    anchor: Option<(usize, f64)>,
+    anchors: Vec<usize>,
+}
+
+/// The classes of `ops`, each device's classes, and per device whether an op both allocates
+/// and releases (then memory gives no release dates there).
+fn op_classes(
+    ops: &[OpInfo],
+    tail: &[f64],
+    topo: &[usize],
+    dependents: &[Vec<usize>],
+    devices: usize,
+    comm: f64,
+) -> (Vec<Class>, Vec<Vec<usize>>, Vec<bool>) {
+    let n = ops.len();
+    let mut mixed = vec![false; devices];
+    let mut classes: Vec<Class> = Vec::new();
+    let mut class_of = vec![0; n];
+    let mut device_classes = vec![Vec::new(); devices];
+    let row = |i: usize| &tail[i * devices..(i + 1) * devices];
+    for (i, o) in ops.iter().enumerate() {
+        mixed[o.device] |= o.alloc > 0.0 && o.release > 0.0;
+        let same = |j: usize| {
+            ops[j].device == o.device
+                && ops[j].dur == o.dur
+                && ops[j].alloc == o.alloc
+                && ops[j].release == o.release
+                && row(j) == row(i)
+        };
+        let found = device_classes[o.device].iter().copied().find(|&c: &usize| {
+            let class: &Class = &classes[c];
+            same(class.members[0]) && class.members.iter().all(|&j| ops[j].unit != o.unit)
+        });
+        let c = found.unwrap_or_else(|| {
+            classes.push(Class {
+                members: Vec::new(),
+                alloc: o.alloc,
+                release: o.release,
+                anchor: None,
+                anchors: Vec::new(),
+            });
+            device_classes[o.device].push(classes.len() - 1);
+            classes.len() - 1
+        });
+        classes[c].members.push(i);
+        class_of[i] = c;
+    }
+    // Longest paths from each allocating op to the ops after it on its device, in its unit.
+    let mut dist = vec![f64::NEG_INFINITY; n];
+    let mut anchor_of: Vec<Option<(usize, f64)>> = vec![None; n];
+    for (a, op) in ops.iter().enumerate() {
+        if op.alloc <= 0.0 {
+            continue;
+        }
+        dist.iter_mut().for_each(|d| *d = f64::NEG_INFINITY);
+        dist[a] = 0.0;
+        for &o in topo {
+            if dist[o] == f64::NEG_INFINITY {
+                continue;
+            }
+            if o != a && ops[o].device == op.device && ops[o].unit == op.unit {
+                // The longest lag wins: the latest allocating ancestor is not needed.
+                if anchor_of[o].is_none_or(|(_, l)| dist[o] > l) {
+                    anchor_of[o] = Some((a, dist[o]));
+                }
+            }
+            for &k in &ops[o].provides {
+                for &c in &dependents[k] {
+                    let hop = if ops[c].device == ops[o].device { 0.0 } else { comm };
+                    dist[c] = dist[c].max(dist[o] + ops[o].dur + hop);
+                }
+            }
+        }
+    }
+    // A class is anchored when all its members' anchors lie in one class at one lag.
+    for class in &mut classes {
+        let first = anchor_of[class.members[0]];
+        let Some((a0, lag)) = first else { continue };
+        let g = class_of[a0];
+        let anchors: Vec<usize> = class
+            .members
+            .iter()
+            .filter_map(|&o| anchor_of[o])
+            .filter(|&(a, l)| class_of[a] == g && l == lag)
+            .map(|(a, _)| a)
+            .collect();
+        let mut distinct = anchors.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if anchors.len() == class.members.len() && distinct.len() == anchors.len() {
+            class.anchor = Some((g, lag));
+            class.anchors = anchors;
+        }
+    }
+    (classes, device_classes, mixed)
 }
 
 /// Jackson's preemptive schedule: the least `max(end + delivery)` over preemptive schedules
@@ -463,34 +594,15 @@ impl Search {
         for list in &mut unit_ops {
             list.sort_by_key(|&i| ops[i].shape);
         }
-        let whole = |v: f64| v.fract() == 0.0 && v.abs() < 1e12;
+        // Multiples of 1/1024 below 10^9 add up exactly in f64.
+        let whole = |v: f64| (v * 1024.0).fract() == 0.0 && v.abs() < 1e9;
         let tie_by_device = ops.iter().all(|o| o.dur > 0.0 && whole(o.dur)) && whole(comm);
         let symmetry = ops.iter().all(|o| o.shape.is_some() && o.dur > 0.0);
         let mut device_ops = vec![Vec::new(); devices];
         for (i, o) in ops.iter().enumerate() {
             device_ops[o.device].push(i);
         }
-        let mut mixed = vec![false; devices];
-        let mut releasers = vec![Vec::new(); devices];
-        let mut alloc_classes: Vec<Vec<Vec<usize>>> = vec![Vec::new(); devices];
-        for (i, o) in ops.iter().enumerate() {
-            let d = o.device;
-            match (o.alloc > 0.0, o.release > 0.0) {
-                (true, true) => mixed[d] = true,
-                (false, true) => releasers[d].push(i),
-                (true, false) => {
-                    let row = &tail[i * devices..(i + 1) * devices];
-                    let same = |&&j: &&usize| {
-                        ops[j].dur == o.dur && ops[j].alloc == o.alloc && tail[j * devices..(j + 1) * devices] == *row
-                    };
-                    match alloc_classes[d].iter().position(|c| c.first().is_some_and(|j| same(&j))) {
-                        Some(c) => alloc_classes[d][c].push(i),
-                        None => alloc_classes[d].push(vec![i]),
-                    }
-                }
-                (false, false) => {}
-            }
-        }
+        let (classes, device_classes, mixed) = op_classes(&ops, &tail, &topo, &dependents, devices, comm);
         Some(Search {
             devices,
             comm,
@@ -516,8 +628,10 @@ impl Search {
             device_ops,
             rel: vec![0.0; n],
             mixed,
-            releasers,
-            alloc_classes,
+            classes,
+            device_classes,
+            floors: Vec::new(),
+            cheapest: Vec::new(),
             freeing: Vec::new(),
             members: Vec::new(),
             jobs: Vec::new(),
@@ -614,52 +728,102 @@ impl Search {
         lb
     }
 
-    /// Raises the release dates `rel` of allocating ops by memory: on a device with `m`
-    /// allocated, the `i`-th of a class of identical allocating ops (same time, allocation
-    /// and paths) to start needs `m + i·alloc − limit` released before it by ops of the
-    /// device that ended, so it cannot start before the least time by which the unplaced
-    /// releasing ops, each at its earliest end, release that much. Which op of the class is
-    /// the `i`-th is not known, but they are interchangeable in the one-machine relaxations,
-    /// so the `i`-th earliest release date is raised. False when some allocation can never
-    /// fit (no completion exists).
+    /// Raises the release dates `rel` by memory, as multisets per [`Class`] (which member
+    /// is which does not matter in the one-machine relaxations: a class's members are
+    /// interchangeable there, so raising the `i`-th earliest release date to what the `i`-th
+    /// member to start must wait for is sound).
+    ///
+    /// * On a device holding `m`, the `i`-th member of an allocating class to start needs
+    ///   `m + i·alloc − limit` released before it by ops of the device, which must have
+    ///   ended: it waits for the least time by which the unplaced releasing ops, each at its
+    ///   release date plus its time, release that much.
+    /// * A class anchored to an allocating class with lag `L` (each member follows its own
+    ///   microbatch's member of that class by at least `L`): the `i`-th of its members whose
+    ///   anchor is unplaced starts at least `L` after the `i`-th raised date of the anchors.
+    ///
+    /// Two rounds, the second with the releasing ops' raised dates. False when some
+    /// allocation can never fit (no completion exists).
     fn memory_releases(&mut self) -> bool {
         let Some(limit) = self.limit else { return true };
         let tol = 1e-9 * limit.abs().max(1.0);
-        for e in 0..self.devices {
-            if self.mixed[e] {
-                continue;
-            }
-            self.freeing.clear();
-            for &o in &self.releasers[e] {
-                if !self.placed[o] {
-                    self.freeing.push((self.est[o] + self.ops[o].dur, self.ops[o].release));
-                }
-            }
-            self.freeing.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-            for g in 0..self.alloc_classes[e].len() {
-                self.members.clear();
-                for &o in &self.alloc_classes[e][g] {
-                    if !self.placed[o] {
-                        self.members.push(o);
-                    }
-                }
-                if self.members.is_empty() {
+        if self.floors.len() != self.classes.len() {
+            self.floors = vec![Vec::new(); self.classes.len()];
+        }
+        for _round in 0..2 {
+            for e in 0..self.devices {
+                if self.mixed[e] {
                     continue;
                 }
-                let alloc = self.ops[self.members[0]].alloc;
-                self.members.sort_unstable_by(|&a, &b| self.est[a].total_cmp(&self.est[b]));
-                let (mut freed, mut next, mut at) = (0.0, 0, f64::NEG_INFINITY);
-                for i in 0..self.members.len() {
-                    let need = self.memory[e] + (i + 1) as f64 * alloc - limit - tol;
-                    while freed < need {
-                        let Some(&(end, amount)) = self.freeing.get(next) else { return false };
-                        freed += amount;
-                        at = end;
-                        next += 1;
+                self.freeing.clear();
+                self.cheapest.clear();
+                let mut first_release = f64::INFINITY;
+                for &c in &self.device_classes[e] {
+                    let class = &self.classes[c];
+                    if class.release > 0.0 {
+                        for &o in &class.members {
+                            if !self.placed[o] {
+                                self.freeing.push((self.rel[o] + self.ops[o].dur, class.release));
+                                self.cheapest.push((self.ops[o].dur / class.release, class.release));
+                                first_release = first_release.min(self.rel[o]);
+                            }
+                        }
                     }
-                    let o = self.members[i];
-                    if need > 0.0 {
-                        self.rel[o] = self.rel[o].max(at);
+                }
+                self.freeing.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+                self.cheapest.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+                for ci in 0..self.device_classes[e].len() {
+                    let c = self.device_classes[e][ci];
+                    let alloc = self.classes[c].alloc;
+                    self.members.clear();
+                    self.members.extend(self.classes[c].members.iter().copied().filter(|&o| !self.placed[o]));
+                    let mut floors = std::mem::take(&mut self.floors[c]);
+                    floors.clear();
+                    if alloc > 0.0 && !self.members.is_empty() {
+                        self.members.sort_unstable_by(|&a, &b| self.rel[a].total_cmp(&self.rel[b]));
+                        let (mut freed, mut next, mut at) = (0.0, 0, f64::NEG_INFINITY);
+                        let (mut bought, mut spent, mut cheap) = (0.0, 0.0, 0);
+                        for i in 0..self.members.len() {
+                            let need = self.memory[e] + (i + 1) as f64 * alloc - limit - tol;
+                            while freed < need {
+                                let Some(&(end, amount)) = self.freeing.get(next) else { return false };
+                                freed += amount;
+                                at = end;
+                                next += 1;
+                            }
+                            let o = self.members[i];
+                            if need > 0.0 {
+                                // The releasing ops run one after another from the first
+                                // release date on: at least the least time releasing `need`
+                                // (fractional knapsack by time per release).
+                                while bought < need {
+                                    let Some(&(per, amount)) = self.cheapest.get(cheap) else { break };
+                                    bought += amount;
+                                    spent += per * amount;
+                                    cheap += 1;
+                                }
+                                let over = (bought - need).max(0.0);
+                                let least = if cheap > 0 { spent - over * self.cheapest[cheap - 1].0 } else { 0.0 };
+                                self.rel[o] = self.rel[o].max(at).max(first_release + least);
+                            }
+                            floors.push(self.rel[o]);
+                        }
+                    }
+                    self.floors[c] = floors;
+                }
+                for ci in 0..self.device_classes[e].len() {
+                    let c = self.device_classes[e][ci];
+                    let Some((g, lag)) = self.classes[c].anchor else { continue };
+                    self.members.clear();
+                    for (k, &o) in self.classes[c].members.iter().enumerate() {
+                        if !self.placed[o] && !self.placed[self.classes[c].anchors[k]] {
+                            self.members.push(o);
+                        }
+                    }
+                    self.members.sort_unstable_by(|&a, &b| self.rel[a].total_cmp(&self.rel[b]));
+                    for (i, &o) in self.members.iter().enumerate() {
+                        if let Some(&f) = self.floors[g].get(i) {
+                            self.rel[o] = self.rel[o].max(f + lag);
+                        }
                     }
                 }
             }
@@ -811,6 +975,69 @@ impl Search {
 mod tests {
     use super::*;
     use crate::{run, ScheduleParams};
+
+    /// The least `max(end + delivery)` over every non-preemptive order (each job as early as
+    /// its release and the machine allow).
+    fn best_order(jobs: &[Job]) -> f64 {
+        fn go(jobs: &[Job], used: &mut Vec<bool>, t: f64, worst: f64, best: &mut f64) {
+            if used.iter().all(|&u| u) {
+                *best = best.min(worst);
+                return;
+            }
+            for j in 0..jobs.len() {
+                if !used[j] {
+                    used[j] = true;
+                    let end = t.max(jobs[j].release) + jobs[j].dur;
+                    go(jobs, used, end, worst.max(end + jobs[j].delivery), best);
+                    used[j] = false;
+                }
+            }
+        }
+        let mut best = f64::INFINITY;
+        go(jobs, &mut vec![false; jobs.len()], f64::NEG_INFINITY, 0.0, &mut best);
+        best
+    }
+
+    #[test]
+    fn jacksons_preemptive_schedule_is_a_lower_bound_and_exact_when_preemption_does_not_help() {
+        // Preempting the long job for the urgent one gives 11 (the urgent one ends at 3,
+        // delivered at 10; the long one ends at 6, delivered at 11); no order without
+        // preemption does better than 12.
+        let mut heap = BinaryHeap::new();
+        let jobs = [Job { release: 0.0, dur: 4.0, delivery: 5.0 }, Job { release: 1.0, dur: 2.0, delivery: 7.0 }];
+        assert_eq!(jackson(&mut jobs.clone(), &mut heap), 11.0);
+        assert_eq!(best_order(&jobs), 12.0);
+        // Every delivery equal: the preemptive bound is the release-date bound, met by
+        // running in release order.
+        let same = [
+            Job { release: 3.0, dur: 1.0, delivery: 2.0 },
+            Job { release: 0.0, dur: 2.0, delivery: 2.0 },
+            Job { release: 1.0, dur: 2.0, delivery: 2.0 },
+        ];
+        assert_eq!(jackson(&mut same.clone(), &mut heap), 7.0);
+        assert_eq!(best_order(&same), 7.0);
+        assert_eq!(jackson(&mut [], &mut heap), 0.0);
+        // A pseudo-random family: never above the best order, never below any single job's
+        // release + time + delivery, nor the last release plus what is released then.
+        let mut seed = 12345u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % m) as f64
+        };
+        for _ in 0..300 {
+            let n = 1 + next(6) as usize;
+            let jobs: Vec<Job> = (0..n).map(|_| Job { release: next(10), dur: next(5), delivery: next(8) }).collect();
+            let jps = jackson(&mut jobs.clone(), &mut heap);
+            assert!(jps <= best_order(&jobs), "{jobs:?}: {jps}");
+            for j in &jobs {
+                assert!(jps >= j.release + j.dur + j.delivery, "{jobs:?}: {jps}");
+                let later: Vec<&Job> = jobs.iter().filter(|k| k.release >= j.release).collect();
+                let work: f64 = later.iter().map(|k| k.dur).sum();
+                let least = later.iter().map(|k| k.delivery).fold(f64::INFINITY, f64::min);
+                assert!(jps >= j.release + work + least, "{jobs:?}: {jps}");
+            }
+        }
+    }
 
     #[test]
     fn zb_h2_memory_has_no_bubble_and_the_search_proves_it() {
