@@ -37,7 +37,7 @@ fn optimal(c: &mut Criterion) {
             a.stats.cost, o.lower_bound, o.cost, o.proven, o.nodes
         );
         group.bench_function(name, |b| {
-            b.iter(|| optimize_run(Some(f), black_box(&params), &a.schedule, limit, Budget::default()).map(|o| o.cost))
+            b.iter(|| optimize_run(Some(f), black_box(&params), &a.schedule, limit, Budget::default()).map(|o| o.cost));
         });
     }
     group.finish();

@@ -450,7 +450,9 @@ fn op_classes(
 /// the longest delivery), a lower bound on the same over non-preemptive ones. `jobs` is
 /// sorted in place; deliveries must be non-negative. 0 without jobs.
 fn jackson(jobs: &mut [Job], heap: &mut BinaryHeap<(u64, usize)>) -> f64 {
-    jobs.sort_unstable_by(|a, b| a.release.total_cmp(&b.release));
+    if !jobs.is_sorted_by(|a, b| a.release <= b.release) {
+        jobs.sort_unstable_by(|a, b| a.release.total_cmp(&b.release));
+    }
     heap.clear();
     let mut best = 0.0f64;
     let mut t = f64::NEG_INFINITY;
@@ -669,7 +671,7 @@ impl Search {
     /// docs): earliest starts by dependencies, then, for every started device `d` and every
     /// device `e`, Jackson's preemptive schedule of `e`'s unplaced ops with their earliest
     /// starts as release dates and their paths to the end of an op on `d` as tails.
-    fn bound(&mut self) -> f64 {
+    fn bound(&mut self, cutoff: f64) -> f64 {
         let mut lb = self.root_bound;
         self.est.iter_mut().for_each(|e| *e = 0.0);
         for d in 0..self.devices {
@@ -692,6 +694,13 @@ impl Search {
                 }
             }
             self.est[o] = t;
+            // One op's path to each started device's end (cheap: cuts many nodes early).
+            let base = o * self.devices;
+            for d in 0..self.devices {
+                if let Some(first) = self.first[d] {
+                    lb = lb.max(t + self.tail[base + d] - first);
+                }
+            }
             // Push this op's earliest end to its unplaced dependents' estimates.
             let end = t + op.dur;
             let dev = op.device;
@@ -704,18 +713,25 @@ impl Search {
                 }
             }
         }
+        if lb >= cutoff {
+            return lb;
+        }
         self.rel.copy_from_slice(&self.est);
         if !self.memory_releases() {
             return f64::INFINITY;
         }
-        for d in 0..self.devices {
-            let Some(first) = self.first[d] else { continue };
-            for e in 0..self.devices {
+        // Each device's unplaced ops by release date once; then one schedule per target,
+        // the target itself first (usually the tightest), stopping once the node is cut.
+        for step in 0..self.devices {
+            let e = (self.last_device + step) % self.devices;
+            self.members.clear();
+            self.members.extend(self.device_ops[e].iter().copied().filter(|&o| !self.placed[o]));
+            self.members.sort_unstable_by(|&a, &b| self.rel[a].total_cmp(&self.rel[b]));
+            for shift in 0..self.devices {
+                let d = (e + shift) % self.devices;
+                let Some(first) = self.first[d] else { continue };
                 self.jobs.clear();
-                for &o in &self.device_ops[e] {
-                    if self.placed[o] {
-                        continue;
-                    }
+                for &o in &self.members {
                     let tl = self.tail[o * self.devices + d];
                     if tl > f64::NEG_INFINITY {
                         let dur = self.ops[o].dur;
@@ -723,6 +739,9 @@ impl Search {
                     }
                 }
                 lb = lb.max(jackson(&mut self.jobs, &mut self.heap) - first);
+                if lb >= cutoff {
+                    return lb;
+                }
             }
         }
         lb
@@ -898,7 +917,8 @@ impl Search {
             }
             return;
         }
-        if self.bound() >= self.best - self.eps() {
+        let cutoff = self.best - self.eps();
+        if self.bound(cutoff) >= cutoff {
             return;
         }
         if !self.seen.insert(self.state_key()) {
