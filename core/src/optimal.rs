@@ -82,7 +82,9 @@ pub struct Budget {
 }
 
 impl Default for Budget {
-    /// About 0.6 s natively at P = 4, M = 8 (96 passes) when the search runs to the budget.
+    /// 120,000 nodes: 0.6–1 s natively at P = 4, M = 8 with 96 passes when the search runs to
+    /// the budget (measured under a load of 2); V-shaped schedules (192 passes) take several
+    /// times longer per node.
     fn default() -> Budget {
         Budget { nodes: 120_000, max_ops: 256 }
     }
