@@ -1,9 +1,15 @@
-//! The exact search at P = 4, M = 8 (96 passes): `cargo bench -p bubblescope --bench optimal`.
+//! The exact search at P = 4, M = 8: `cargo bench -p bubblescope --bench optimal`.
 //!
-//! Two instances: one where the heuristics leave room (communication 1 at 1F1B's memory:
-//! zb-1p and ZB-H1 cost 41, the bound is 33, the search improves to 39 within its budget), and
-//! one where the answer meets the bound at once (limit 2P·mem-f, F = B = W: ZB-H2's 24).
+//! Each instance is solved as `simulate --optimal` solves it (the family's schedule, its
+//! problem's memory limit, the default budget) and prints its heuristic cost, the lower
+//! bound, the optimum and whether it is proven:
+//!
+//! * zb-auto at 1F1B's memory with communication 1 (the heuristics' 41 against a bound of 33);
+//! * zb-auto at twice that memory, F = B = W (meets the bound 24 at once);
+//! * ZB-H1, 1F1B and ZB-V with unequal passes (F, B, W = 2, 3, 1.5) and communication 0.5,
+//!   at their own memory.
 
+use bubblescope::bounds::problem_limit;
 use bubblescope::optimal::{optimize_run, Budget};
 use bubblescope::{family, run, Costs, ScheduleParams};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -11,24 +17,27 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 fn optimal(c: &mut Criterion) {
     let mut group = c.benchmark_group("optimal");
     group.sample_size(10);
+    let comm1 = Costs { comm: 1.0, ..Costs::default() };
+    let paper = Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.5) };
     let cases = [
-        (
-            "p4 m8 comm1 limit4",
-            ScheduleParams::new(4, 8).with_costs(Costs { comm: 1.0, ..Costs::default() }).with_mem_limit(4.0),
-        ),
-        ("p4 m8 limit8", ScheduleParams::new(4, 8).with_mem_limit(8.0)),
+        ("zb-auto p4 m8 comm1 limit4", "zb-auto", ScheduleParams::new(4, 8).with_costs(comm1).with_mem_limit(4.0)),
+        ("zb-auto p4 m8 limit8", "zb-auto", ScheduleParams::new(4, 8).with_mem_limit(8.0)),
+        ("zb-h1 p4 m8 2,3,1.5 comm0.5", "zb-h1", ScheduleParams::new(4, 8).with_costs(paper.clone())),
+        ("1f1b p4 m8 2,3,1.5 comm0.5", "1f1b", ScheduleParams::new(4, 8).with_costs(paper.clone())),
+        ("zb-v p4 m8 2,3,1.5 comm0.5", "zb-v", ScheduleParams::new(4, 8).with_costs(paper)),
     ];
-    for (name, params) in cases {
-        let f = family("zb-auto").unwrap();
-        let a = run("zb-auto", &params).unwrap();
-        let limit = params.mem_limit.unwrap();
+    for (name, fam, params) in cases {
+        let f = family(fam).unwrap();
+        let params = f.own_params(&params);
+        let a = run(fam, &params).unwrap();
+        let limit = problem_limit(Some(f), &params, &a.stats);
         let o = optimize_run(Some(f), &params, &a.schedule, limit, Budget::default()).unwrap();
         eprintln!(
-            "{name}: zb-auto {} bound {} optimal {} proven {} nodes {}",
+            "{name}: {fam} {} bound {} optimal {} proven {} nodes {}",
             a.stats.cost, o.lower_bound, o.cost, o.proven, o.nodes
         );
         group.bench_function(name, |b| {
-            b.iter(|| optimize_run(Some(f), black_box(&params), &a.schedule, limit, Budget::default()).map(|o| o.cost))
+            b.iter(|| optimize_run(Some(f), black_box(&params), &a.schedule, limit, Budget::default()).map(|o| o.cost));
         });
     }
     group.finish();

@@ -15,17 +15,39 @@
 //! breaking ties — and reaches every solution exactly once. Memory is part of the state: an op
 //! is appended only if the device's memory after its allocation stays within the limit, which
 //! is exactly the simulator's peak; a forward that fits only after some W has freed memory is
-//! simply appended after that W. With a zero-time op or costs that are not whole numbers, ties
+//! simply appended after that W. With a zero-time op or costs that are not multiples of 1/1024, ties
 //! in start are not broken by device (floating sums of the same time may differ in the last
-//! bit), which only repeats some solutions.
+//! bit), which only repeats some solutions (multiples of 1/1024, such as 2.5 or 0.75, add up exactly).
 //!
 //! **Pruning.** A node is cut when a lower bound on its best completion is not below the best
 //! cost found (the incumbent, seeded with the given schedule and any other orders of the same
-//! problem, e.g. the published heuristics): for every device that has started, the end of its
-//! remaining work from `max(free, now)` and, for every unplaced op, its earliest start (from the
-//! placed results, its device and now) plus the longest dependency path from it to the end of a
-//! later op on each device, minus that device's first start; and [`crate::bounds::lower_bound`]
-//! at the root.
+//! problem, e.g. the published heuristics). The bound is the cost's own definition relaxed one
+//! device at a time: for a started device `d`, its span is at least `end − first_d` for the
+//! end of any op on `d`; so for every device `e` (itself included), `e`'s unplaced ops form a
+//! one-machine problem with *release dates* (earliest starts: from the placed results, the
+//! device's free time and the sweep point, pushed along the dependencies) and *tails* (the
+//! longest dependency path from an op's end to the end of a later op on `d`), whose least
+//! `max(end + tail)` bounds `d`'s end. Jackson's preemptive schedule (always run the released
+//! op with the longest tail) solves the preemptive version exactly in `O(n log n)`, a lower
+//! bound on the non-preemptive one. It subsumes sums of remaining work, single paths, and
+//! "everything released after θ runs after θ", and, by taking `e ≠ d`, sees that device 0's
+//! last backward waits for every forward and backward the last device still has to run.
+//!
+//! Memory adds release dates: on a device holding `m`, the `i`-th op of a class of
+//! allocations to start needs `m + i·alloc − limit` released before it, by ops of the device
+//! that have ended, which run one after another from the first of their release dates; and an
+//! op whose microbatch's allocation on its device precedes it by a lag starts that lag after
+//! it. Which member of a class (the same pass shape in different microbatches: the same time,
+//! allocation and paths) is the `i`-th is not known, but members are interchangeable in the
+//! one-machine problems, so raising the `i`-th earliest release date is sound. These dates are
+//! used only there, never pushed to dependents (there they would name one microbatch).
+//! [`crate::bounds::lower_bound`] is the bound at the root, where no device has started.
+//!
+//! Why these, and not a table of dominated states: a state whose device free times and
+//! pending arrivals are all no later than a visited one's is not, in this enumeration, cut
+//! safely, because its completions may start before the sweep point and so lie outside the
+//! visited subtree; and the span cost is not monotone in start times (a device may gain from
+//! starting later). The table kept is of identical states.
 //!
 //! **Symmetry.** Microbatches are identical. Two candidate ops of the same kind, stage and
 //! slice on one device, starting at the same time, whose microbatches are in the same state
@@ -40,7 +62,7 @@
 //! not proven unless it meets the lower bound. The search does no IO and reads no clock, so it
 //! behaves the same natively and in WebAssembly, and the same on every run.
 
-use std::collections::HashSet;
+use std::collections::{BinaryHeap, HashSet};
 use std::hash::{BuildHasherDefault, DefaultHasher};
 
 use crate::bounds::lower_bound;
@@ -60,7 +82,9 @@ pub struct Budget {
 }
 
 impl Default for Budget {
-    /// About 0.6 s natively at P = 4, M = 8 (96 passes) when the search runs to the budget.
+    /// 120,000 nodes: 0.6–1 s natively at P = 4, M = 8 with 96 passes when the search runs to
+    /// the budget (measured under a load of 2); V-shaped schedules (192 passes) take several
+    /// times longer per node.
     fn default() -> Budget {
         Budget { nodes: 120_000, max_ops: 256 }
     }
@@ -271,7 +295,6 @@ struct Search {
     free: Vec<f64>,
     first: Vec<Option<f64>>,
     memory: Vec<f64>,
-    remaining: Vec<f64>,
     orders: Vec<Vec<usize>>,
     placed_count: usize,
     now: f64,
@@ -279,8 +302,25 @@ struct Search {
     est: Vec<f64>,
     /// States already explored (their subtrees need no second visit).
     seen: HashSet<Box<[u64]>, BuildHasherDefault<DefaultHasher>>,
-    /// Scratch: (earliest start, time) of one device's unplaced ops.
-    scratch: Vec<(f64, f64)>,
+    /// Each device's ops.
+    device_ops: Vec<Vec<usize>>,
+    /// Release dates for the one-machine relaxations: earliest starts, raised by memory.
+    rel: Vec<f64>,
+    /// Per device: whether an op both allocates and releases (no memory release dates).
+    mixed: Vec<bool>,
+    /// Classes of interchangeable ops (see [`Class`]), and each device's classes.
+    classes: Vec<Class>,
+    device_classes: Vec<Vec<usize>>,
+    /// Scratch: (time per release, release) of one device's releasing ops.
+    cheapest: Vec<(f64, f64)>,
+    /// Scratch: the raised release dates of an allocating class's unplaced members, sorted.
+    floors: Vec<Vec<f64>>,
+    /// Scratch: (earliest end, release) of one device's releasing ops; class members.
+    freeing: Vec<(f64, f64)>,
+    members: Vec<usize>,
+    /// Scratch for [`jackson`].
+    jobs: Vec<Job>,
+    heap: BinaryHeap<(u64, usize)>,
     // Results.
     best: f64,
     root_bound: f64,
@@ -291,6 +331,157 @@ struct Search {
 }
 
 const NOT_DONE: usize = usize::MAX;
+
+/// One op of a one-machine relaxation: it cannot start before `release`, runs `dur`, and
+/// something that must follow it ends at least `delivery` after it ends.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    release: f64,
+    dur: f64,
+    delivery: f64,
+}
+
+/// A class of interchangeable ops: on one device, each of a different microbatch-slice unit,
+/// with the same time, allocation, release and longest paths to every device's ops.
+#[derive(Clone, Debug)]
+struct Class {
+    members: Vec<usize>,
+    alloc: f64,
+    release: f64,
+    /// An allocating class of the same device whose member in each unit precedes this
+    /// class's member by at least the lag: (class, lag). `anchors[k]` is member `k`'s.
+    anchor: Option<(usize, f64)>,
+    anchors: Vec<usize>,
+}
+
+/// The classes of `ops`, each device's classes, and per device whether an op both allocates
+/// and releases (then memory gives no release dates there).
+fn op_classes(
+    ops: &[OpInfo],
+    tail: &[f64],
+    topo: &[usize],
+    dependents: &[Vec<usize>],
+    devices: usize,
+    comm: f64,
+) -> (Vec<Class>, Vec<Vec<usize>>, Vec<bool>) {
+    let n = ops.len();
+    let mut mixed = vec![false; devices];
+    let mut classes: Vec<Class> = Vec::new();
+    let mut class_of = vec![0; n];
+    let mut device_classes = vec![Vec::new(); devices];
+    let row = |i: usize| &tail[i * devices..(i + 1) * devices];
+    for (i, o) in ops.iter().enumerate() {
+        mixed[o.device] |= o.alloc > 0.0 && o.release > 0.0;
+        let same = |j: usize| {
+            ops[j].device == o.device
+                && ops[j].dur == o.dur
+                && ops[j].alloc == o.alloc
+                && ops[j].release == o.release
+                && row(j) == row(i)
+        };
+        let found = device_classes[o.device].iter().copied().find(|&c: &usize| {
+            let class: &Class = &classes[c];
+            same(class.members[0]) && class.members.iter().all(|&j| ops[j].unit != o.unit)
+        });
+        let c = found.unwrap_or_else(|| {
+            classes.push(Class {
+                members: Vec::new(),
+                alloc: o.alloc,
+                release: o.release,
+                anchor: None,
+                anchors: Vec::new(),
+            });
+            device_classes[o.device].push(classes.len() - 1);
+            classes.len() - 1
+        });
+        classes[c].members.push(i);
+        class_of[i] = c;
+    }
+    // Longest paths from each allocating op to the ops after it on its device, in its unit.
+    let mut dist = vec![f64::NEG_INFINITY; n];
+    let mut anchor_of: Vec<Option<(usize, f64)>> = vec![None; n];
+    for (a, op) in ops.iter().enumerate() {
+        if op.alloc <= 0.0 {
+            continue;
+        }
+        dist.iter_mut().for_each(|d| *d = f64::NEG_INFINITY);
+        dist[a] = 0.0;
+        for &o in topo {
+            if dist[o] == f64::NEG_INFINITY {
+                continue;
+            }
+            if o != a && ops[o].device == op.device && ops[o].unit == op.unit {
+                // The longest lag wins: the latest allocating ancestor is not needed.
+                if anchor_of[o].is_none_or(|(_, l)| dist[o] > l) {
+                    anchor_of[o] = Some((a, dist[o]));
+                }
+            }
+            for &k in &ops[o].provides {
+                for &c in &dependents[k] {
+                    let hop = if ops[c].device == ops[o].device { 0.0 } else { comm };
+                    dist[c] = dist[c].max(dist[o] + ops[o].dur + hop);
+                }
+            }
+        }
+    }
+    // A class is anchored when all its members' anchors lie in one class at one lag.
+    for class in &mut classes {
+        let first = anchor_of[class.members[0]];
+        let Some((a0, lag)) = first else { continue };
+        let g = class_of[a0];
+        let anchors: Vec<usize> = class
+            .members
+            .iter()
+            .filter_map(|&o| anchor_of[o])
+            .filter(|&(a, l)| class_of[a] == g && l == lag)
+            .map(|(a, _)| a)
+            .collect();
+        let mut distinct = anchors.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if anchors.len() == class.members.len() && distinct.len() == anchors.len() {
+            class.anchor = Some((g, lag));
+            class.anchors = anchors;
+        }
+    }
+    (classes, device_classes, mixed)
+}
+
+/// Jackson's preemptive schedule: the least `max(end + delivery)` over preemptive schedules
+/// of `jobs` on one machine (run, whenever a release or an end occurs, the released job with
+/// the longest delivery), a lower bound on the same over non-preemptive ones. `jobs` is
+/// sorted in place; deliveries must be non-negative. 0 without jobs.
+fn jackson(jobs: &mut [Job], heap: &mut BinaryHeap<(u64, usize)>) -> f64 {
+    if !jobs.is_sorted_by(|a, b| a.release <= b.release) {
+        jobs.sort_unstable_by(|a, b| a.release.total_cmp(&b.release));
+    }
+    heap.clear();
+    let mut best = 0.0f64;
+    let mut t = f64::NEG_INFINITY;
+    let mut next = 0;
+    // Remaining times live in the jobs' `dur` (the slice is scratch).
+    while next < jobs.len() || !heap.is_empty() {
+        if heap.is_empty() {
+            t = t.max(jobs[next].release);
+        }
+        while next < jobs.len() && jobs[next].release <= t {
+            // Non-negative floats order as their bits.
+            heap.push((jobs[next].delivery.to_bits(), next));
+            next += 1;
+        }
+        let Some((_, j)) = heap.pop() else { continue };
+        let until = if next < jobs.len() { jobs[next].release } else { f64::INFINITY };
+        let run = jobs[j].dur.min(until - t);
+        t += run;
+        jobs[j].dur -= run;
+        if jobs[j].dur <= 0.0 {
+            best = best.max(t + jobs[j].delivery);
+        } else {
+            heap.push((jobs[j].delivery.to_bits(), j));
+        }
+    }
+    best
+}
 
 impl Search {
     fn new(
@@ -407,13 +598,15 @@ impl Search {
         for list in &mut unit_ops {
             list.sort_by_key(|&i| ops[i].shape);
         }
-        let whole = |v: f64| v.fract() == 0.0 && v.abs() < 1e12;
+        // Multiples of 1/1024 below 10^9 add up exactly in f64.
+        let whole = |v: f64| (v * 1024.0).fract() == 0.0 && v.abs() < 1e9;
         let tie_by_device = ops.iter().all(|o| o.dur > 0.0 && whole(o.dur)) && whole(comm);
         let symmetry = ops.iter().all(|o| o.shape.is_some() && o.dur > 0.0);
-        let mut remaining = vec![0.0; devices];
-        for o in &ops {
-            remaining[o.device] += o.dur;
+        let mut device_ops = vec![Vec::new(); devices];
+        for (i, o) in ops.iter().enumerate() {
+            device_ops[o.device].push(i);
         }
+        let (classes, device_classes, mixed) = op_classes(&ops, &tail, &topo, &dependents, devices, comm);
         Some(Search {
             devices,
             comm,
@@ -430,14 +623,23 @@ impl Search {
             free: vec![0.0; devices],
             first: vec![None; devices],
             memory: vec![0.0; devices],
-            remaining,
             orders: vec![Vec::new(); devices],
             placed_count: 0,
             now: 0.0,
             last_device: 0,
             est: vec![0.0; n],
             seen: HashSet::default(),
-            scratch: Vec::new(),
+            device_ops,
+            rel: vec![0.0; n],
+            mixed,
+            classes,
+            device_classes,
+            floors: Vec::new(),
+            cheapest: Vec::new(),
+            freeing: Vec::new(),
+            members: Vec::new(),
+            jobs: Vec::new(),
+            heap: BinaryHeap::new(),
             best: best.unwrap_or(f64::INFINITY),
             root_bound,
             best_orders: None,
@@ -467,15 +669,16 @@ impl Search {
         Some(start)
     }
 
-    /// A lower bound on the cost of every completion of the current state.
-    fn bound(&mut self) -> f64 {
+    /// A lower bound on the cost of every completion of the current state (see the module
+    /// docs): earliest starts by dependencies, then, for every started device `d` and every
+    /// device `e`, Jackson's preemptive schedule of `e`'s unplaced ops with their earliest
+    /// starts as release dates and their paths to the end of an op on `d` as tails.
+    fn bound(&mut self, cutoff: f64) -> f64 {
         let mut lb = self.root_bound;
         self.est.iter_mut().for_each(|e| *e = 0.0);
         for d in 0..self.devices {
             if let Some(first) = self.first[d] {
-                let finish =
-                    if self.remaining[d] > 0.0 { self.free[d].max(self.now) + self.remaining[d] } else { self.free[d] };
-                lb = lb.max(finish - first);
+                lb = lb.max(self.free[d] - first);
             }
         }
         for idx in 0..self.topo.len() {
@@ -493,13 +696,11 @@ impl Search {
                 }
             }
             self.est[o] = t;
+            // One op's path to each started device's end (cheap: cuts many nodes early).
             let base = o * self.devices;
             for d in 0..self.devices {
                 if let Some(first) = self.first[d] {
-                    let tl = self.tail[base + d];
-                    if tl > f64::NEG_INFINITY {
-                        lb = lb.max(t + tl - first);
-                    }
+                    lb = lb.max(t + self.tail[base + d] - first);
                 }
             }
             // Push this op's earliest end to its unplaced dependents' estimates.
@@ -514,7 +715,141 @@ impl Search {
                 }
             }
         }
+        if lb >= cutoff {
+            return lb;
+        }
+        self.rel.copy_from_slice(&self.est);
+        if !self.memory_releases() {
+            return f64::INFINITY;
+        }
+        // Each device's unplaced ops by release date once; then one schedule per target,
+        // the target itself first (usually the tightest), stopping once the node is cut.
+        for step in 0..self.devices {
+            let e = (self.last_device + step) % self.devices;
+            self.members.clear();
+            self.members.extend(self.device_ops[e].iter().copied().filter(|&o| !self.placed[o]));
+            self.members.sort_unstable_by(|&a, &b| self.rel[a].total_cmp(&self.rel[b]));
+            for shift in 0..self.devices {
+                let d = (e + shift) % self.devices;
+                let Some(first) = self.first[d] else { continue };
+                self.jobs.clear();
+                for &o in &self.members {
+                    let tl = self.tail[o * self.devices + d];
+                    if tl > f64::NEG_INFINITY {
+                        let dur = self.ops[o].dur;
+                        self.jobs.push(Job { release: self.rel[o], dur, delivery: (tl - dur).max(0.0) });
+                    }
+                }
+                lb = lb.max(jackson(&mut self.jobs, &mut self.heap) - first);
+                if lb >= cutoff {
+                    return lb;
+                }
+            }
+        }
         lb
+    }
+
+    /// Raises the release dates `rel` by memory, as multisets per [`Class`] (which member
+    /// is which does not matter in the one-machine relaxations: a class's members are
+    /// interchangeable there, so raising the `i`-th earliest release date to what the `i`-th
+    /// member to start must wait for is sound).
+    ///
+    /// * On a device holding `m`, the `i`-th member of an allocating class to start needs
+    ///   `m + i·alloc − limit` released before it by ops of the device, which must have
+    ///   ended: it waits for the least time by which the unplaced releasing ops, each at its
+    ///   release date plus its time, release that much.
+    /// * A class anchored to an allocating class with lag `L` (each member follows its own
+    ///   microbatch's member of that class by at least `L`): the `i`-th of its members whose
+    ///   anchor is unplaced starts at least `L` after the `i`-th raised date of the anchors.
+    ///
+    /// Two rounds, the second with the releasing ops' raised dates. False when some
+    /// allocation can never fit (no completion exists).
+    fn memory_releases(&mut self) -> bool {
+        let Some(limit) = self.limit else { return true };
+        let tol = 1e-9 * limit.abs().max(1.0);
+        if self.floors.len() != self.classes.len() {
+            self.floors = vec![Vec::new(); self.classes.len()];
+        }
+        for _round in 0..2 {
+            for e in 0..self.devices {
+                if self.mixed[e] {
+                    continue;
+                }
+                self.freeing.clear();
+                self.cheapest.clear();
+                let mut first_release = f64::INFINITY;
+                for &c in &self.device_classes[e] {
+                    let class = &self.classes[c];
+                    if class.release > 0.0 {
+                        for &o in &class.members {
+                            if !self.placed[o] {
+                                self.freeing.push((self.rel[o] + self.ops[o].dur, class.release));
+                                self.cheapest.push((self.ops[o].dur / class.release, class.release));
+                                first_release = first_release.min(self.rel[o]);
+                            }
+                        }
+                    }
+                }
+                self.freeing.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+                self.cheapest.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+                for ci in 0..self.device_classes[e].len() {
+                    let c = self.device_classes[e][ci];
+                    let alloc = self.classes[c].alloc;
+                    self.members.clear();
+                    self.members.extend(self.classes[c].members.iter().copied().filter(|&o| !self.placed[o]));
+                    let mut floors = std::mem::take(&mut self.floors[c]);
+                    floors.clear();
+                    if alloc > 0.0 && !self.members.is_empty() {
+                        self.members.sort_unstable_by(|&a, &b| self.rel[a].total_cmp(&self.rel[b]));
+                        let (mut freed, mut next, mut at) = (0.0, 0, f64::NEG_INFINITY);
+                        let (mut bought, mut spent, mut cheap) = (0.0, 0.0, 0);
+                        for i in 0..self.members.len() {
+                            let need = self.memory[e] + (i + 1) as f64 * alloc - limit - tol;
+                            while freed < need {
+                                let Some(&(end, amount)) = self.freeing.get(next) else { return false };
+                                freed += amount;
+                                at = end;
+                                next += 1;
+                            }
+                            let o = self.members[i];
+                            if need > 0.0 {
+                                // The releasing ops run one after another from the first
+                                // release date on: at least the least time releasing `need`
+                                // (fractional knapsack by time per release).
+                                while bought < need {
+                                    let Some(&(per, amount)) = self.cheapest.get(cheap) else { break };
+                                    bought += amount;
+                                    spent += per * amount;
+                                    cheap += 1;
+                                }
+                                let over = (bought - need).max(0.0);
+                                let least = if cheap > 0 { spent - over * self.cheapest[cheap - 1].0 } else { 0.0 };
+                                self.rel[o] = self.rel[o].max(at).max(first_release + least);
+                            }
+                            floors.push(self.rel[o]);
+                        }
+                    }
+                    self.floors[c] = floors;
+                }
+                for ci in 0..self.device_classes[e].len() {
+                    let c = self.device_classes[e][ci];
+                    let Some((g, lag)) = self.classes[c].anchor else { continue };
+                    self.members.clear();
+                    for (k, &o) in self.classes[c].members.iter().enumerate() {
+                        if !self.placed[o] && !self.placed[self.classes[c].anchors[k]] {
+                            self.members.push(o);
+                        }
+                    }
+                    self.members.sort_unstable_by(|&a, &b| self.rel[a].total_cmp(&self.rel[b]));
+                    for (i, &o) in self.members.iter().enumerate() {
+                        if let Some(&f) = self.floors[g].get(i) {
+                            self.rel[o] = self.rel[o].max(f + lag);
+                        }
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// Everything the rest of the search depends on: what is placed, when each device is
@@ -539,28 +874,6 @@ impl Search {
             }
         }
         key.into_boxed_slice()
-    }
-
-    /// For each started device: the ops that cannot start before θ all run after it, so it
-    /// ends at least at θ plus their time, for every θ.
-    fn release_bound(&mut self) -> f64 {
-        let mut lb: f64 = 0.0;
-        for d in 0..self.devices {
-            let Some(first) = self.first[d] else { continue };
-            self.scratch.clear();
-            for o in 0..self.ops.len() {
-                if !self.placed[o] && self.ops[o].device == d {
-                    self.scratch.push((self.est[o], self.ops[o].dur));
-                }
-            }
-            self.scratch.sort_by(|a, b| b.0.total_cmp(&a.0));
-            let mut sum = 0.0;
-            for &(r, p) in &self.scratch {
-                sum += p;
-                lb = lb.max(r + sum - first);
-            }
-        }
-        lb
     }
 
     /// Whether units `a` and `b` are in the same state, ignoring the dependency edges into the
@@ -606,7 +919,8 @@ impl Search {
             }
             return;
         }
-        if self.bound() >= self.best - self.eps() || self.release_bound() >= self.best - self.eps() {
+        let cutoff = self.best - self.eps();
+        if self.bound(cutoff) >= cutoff {
             return;
         }
         if !self.seen.insert(self.state_key()) {
@@ -656,7 +970,6 @@ impl Search {
             self.free[d] = end;
             self.first[d] = Some(self.first[d].unwrap_or(start));
             self.memory[d] += op.alloc - op.release;
-            self.remaining[d] -= op.dur;
             self.now = start;
             self.last_device = d;
             self.orders[d].push(o);
@@ -670,7 +983,6 @@ impl Search {
                 self.from[k] = NOT_DONE;
             }
             self.orders[d].pop();
-            self.remaining[d] += op.dur;
             (self.free[d], self.first[d], self.memory[d], self.now, self.last_device) = saved;
             self.placed[o] = false;
             self.placed_count -= 1;
@@ -685,6 +997,69 @@ impl Search {
 mod tests {
     use super::*;
     use crate::{run, ScheduleParams};
+
+    /// The least `max(end + delivery)` over every non-preemptive order (each job as early as
+    /// its release and the machine allow).
+    fn best_order(jobs: &[Job]) -> f64 {
+        fn go(jobs: &[Job], used: &mut Vec<bool>, t: f64, worst: f64, best: &mut f64) {
+            if used.iter().all(|&u| u) {
+                *best = best.min(worst);
+                return;
+            }
+            for j in 0..jobs.len() {
+                if !used[j] {
+                    used[j] = true;
+                    let end = t.max(jobs[j].release) + jobs[j].dur;
+                    go(jobs, used, end, worst.max(end + jobs[j].delivery), best);
+                    used[j] = false;
+                }
+            }
+        }
+        let mut best = f64::INFINITY;
+        go(jobs, &mut vec![false; jobs.len()], f64::NEG_INFINITY, 0.0, &mut best);
+        best
+    }
+
+    #[test]
+    fn jacksons_preemptive_schedule_is_a_lower_bound_and_exact_when_preemption_does_not_help() {
+        // Preempting the long job for the urgent one gives 11 (the urgent one ends at 3,
+        // delivered at 10; the long one ends at 6, delivered at 11); no order without
+        // preemption does better than 12.
+        let mut heap = BinaryHeap::new();
+        let jobs = [Job { release: 0.0, dur: 4.0, delivery: 5.0 }, Job { release: 1.0, dur: 2.0, delivery: 7.0 }];
+        assert_eq!(jackson(&mut jobs.clone(), &mut heap), 11.0);
+        assert_eq!(best_order(&jobs), 12.0);
+        // Every delivery equal: the preemptive bound is the release-date bound, met by
+        // running in release order.
+        let same = [
+            Job { release: 3.0, dur: 1.0, delivery: 2.0 },
+            Job { release: 0.0, dur: 2.0, delivery: 2.0 },
+            Job { release: 1.0, dur: 2.0, delivery: 2.0 },
+        ];
+        assert_eq!(jackson(&mut same.clone(), &mut heap), 7.0);
+        assert_eq!(best_order(&same), 7.0);
+        assert_eq!(jackson(&mut [], &mut heap), 0.0);
+        // A pseudo-random family: never above the best order, never below any single job's
+        // release + time + delivery, nor the last release plus what is released then.
+        let mut seed = 12345u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % m) as f64
+        };
+        for _ in 0..300 {
+            let n = 1 + next(6) as usize;
+            let jobs: Vec<Job> = (0..n).map(|_| Job { release: next(10), dur: next(5), delivery: next(8) }).collect();
+            let jps = jackson(&mut jobs.clone(), &mut heap);
+            assert!(jps <= best_order(&jobs), "{jobs:?}: {jps}");
+            for j in &jobs {
+                assert!(jps >= j.release + j.dur + j.delivery, "{jobs:?}: {jps}");
+                let later: Vec<&Job> = jobs.iter().filter(|k| k.release >= j.release).collect();
+                let work: f64 = later.iter().map(|k| k.dur).sum();
+                let least = later.iter().map(|k| k.delivery).fold(f64::INFINITY, f64::min);
+                assert!(jps >= j.release + work + least, "{jobs:?}: {jps}");
+            }
+        }
+    }
 
     #[test]
     fn zb_h2_memory_has_no_bubble_and_the_search_proves_it() {
