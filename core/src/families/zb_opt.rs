@@ -12,7 +12,9 @@
 //! when the budget runs out, the answer is the best order found so far (at worst the best
 //! heuristic), which `simulate --optimal` reports as not proven.
 
-use super::{per_device_microbatch, zb_auto, zb_h1, zb_h2, Family, FamilyGroup, FamilyOption, OptionDefault};
+use super::{
+    per_device_microbatch, zb_auto, zb_h1, zb_h2, Family, FamilyGroup, FamilyOption, OptionDefault, SlowSearch,
+};
 use crate::error::{Field, ParamError};
 use crate::optimal::{optimize, Budget, OptimalError};
 use crate::params::ScheduleParams;
@@ -32,9 +34,24 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption { field: Field::MemLimit, default: OptionDefault::Derived(zb_auto::default_limit) }],
     constraints: "mem-limit ≥ mem-f (default 3·M·mem-f, no limit); searched up to 256 passes",
     passes: per_device_microbatch::<3>,
+    slow_search: Some(SlowSearch {
+        what: "the zb-opt search",
+        size: searched_passes,
+        live_limit: BUDGET.max_ops as u64,
+        unit: "passes searched",
+        hint: "past 256 passes zb-opt is its best heuristic; use zb-auto for large schedules",
+    }),
     generate,
     ..Family::DEFAULTS
 };
+
+/// The passes the search orders (it runs to its node budget, up to about half a second
+/// natively), or `None` past [`BUDGET`]'s size, where the family is its best heuristic and
+/// fast. Any searched size counts as slow, so the playground runs it off the page.
+fn searched_passes(params: &ScheduleParams) -> Option<u64> {
+    let passes = per_device_microbatch::<3>(params);
+    (passes <= BUDGET.max_ops as u64).then_some(passes)
+}
 
 /// The published orders of the same passes, the first of them zb-auto at the limit.
 fn heuristics(params: &ScheduleParams, limit: f64) -> Result<Vec<Schedule>, ParamError> {
