@@ -9,8 +9,9 @@
 //! limit, zb-1p, zb-2p, ZB-H1, ZB-H2 — so ZB-opt is never worse than any of them, and keeps a
 //! better order when it finds one. It searches at most [`BUDGET`] nodes (0.2 to 0.5 s
 //! natively at P = 4, M = 8, so the playground runs it in its worker) and only problems of at
-//! most 256 passes; beyond that, or when the budget runs out, the answer is the best order found so far (at worst the best
-//! heuristic), which `simulate --optimal` reports as not proven.
+//! most 256 passes; beyond that, or when the budget runs out, the answer is the best order
+//! found so far (at worst the best heuristic), which `simulate --optimal` reports as not
+//! proven.
 
 use super::{
     per_device_microbatch, zb_auto, zb_h1, zb_h2, Family, FamilyGroup, FamilyOption, OptionDefault, SlowSearch,
