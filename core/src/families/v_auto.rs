@@ -100,7 +100,7 @@ use crate::schedule::{Placement, Schedule};
 use crate::Costs;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
-use steps::{cool_down, fill_and_check, repeated_peak, schedule_block, trimmed_rows};
+use steps::{cool_down, fill_and_check, repeated_peak, schedule_block, steady_block, trimmed_rows};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -467,7 +467,7 @@ impl Search<'_> {
                 break;
             }
             let m0 = steady_microbatches(&starts, p, m);
-            if let (_, Some(grid)) = schedule_block(&starts, p, m0, limit) {
+            if let (_, Some(grid)) = steady_block(&starts, p, m0, limit) {
                 let bubble = slot_bubble(&grid);
                 least = Some(least.map_or(bubble, |l| l.min(bubble)));
                 let candidate = Candidate { index, grid: Rc::new(grid), bubble };
@@ -505,12 +505,18 @@ impl Search<'_> {
         let extra = |c: &SteadyCandidate| f64::from(m - c.microbatches) * work;
         // Bounds of the rows already simulated at their screening size (equal rows, equal bounds).
         let mut bounds: HashMap<&Grid, f64> = HashMap::with_capacity(candidates.len());
+        // What the first pass proved of the others' cost at their screening size: timing them
+        // again against a cost to beat at or below it would abandon them again.
+        let mut proven = vec![f64::NEG_INFINITY; candidates.len()];
         let mut first: Option<(f64, usize)> = None;
         for (i, c) in candidates.iter().enumerate() {
             let beat = first.map_or(f64::INFINITY, |(b, _)| b) - extra(c);
-            if let Some((cost, _)) = cost_below(&c.candidate.grid, c.microbatches, self.costs, beat) {
-                bounds.insert(&c.candidate.grid, cost + extra(c));
-                first = Some((cost + extra(c), i));
+            match cost_below(&c.candidate.grid, c.microbatches, self.costs, beat) {
+                Ok((cost, _)) => {
+                    bounds.insert(&c.candidate.grid, cost + extra(c));
+                    first = Some((cost + extra(c), i));
+                }
+                Err(bound) => proven[i] = bound,
             }
         }
         let (_, first) = first?;
@@ -531,7 +537,7 @@ impl Search<'_> {
                     Some(bound) => *bound < reach || index < *at && *bound <= reach,
                     None => {
                         let beat = reach - extra(c) + if index < *at { slack } else { 0.0 };
-                        cost_below(&c.candidate.grid, c.microbatches, self.costs, beat).is_some()
+                        proven[i] < beat && cost_below(&c.candidate.grid, c.microbatches, self.costs, beat).is_ok()
                     }
                 };
                 if !reaches {
@@ -552,7 +558,7 @@ impl Search<'_> {
                 Some((cost, at, _)) if index < *at => cost.next_up(),
                 Some((cost, _, _)) => *cost,
             };
-            if let Some((cost, schedule)) = cost_below(&grid, m, self.costs, beat) {
+            if let Ok((cost, schedule)) = cost_below(&grid, m, self.costs, beat) {
                 let wins = best.as_ref().is_none_or(|(b, at, _)| cost < *b || (cost == *b && index < *at));
                 if wins {
                     best = Some((cost, index, schedule));
@@ -585,7 +591,7 @@ impl Search<'_> {
                 continue;
             }
             let beat = best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
-            if let Some(found) = cost_below(&candidate.grid, self.microbatches, self.costs, beat) {
+            if let Ok(found) = cost_below(&candidate.grid, self.microbatches, self.costs, beat) {
                 best = Some(found);
             }
             if balanced && best.as_ref().is_some_and(|(b, _)| *b <= floor) {

@@ -383,8 +383,25 @@ fn order_based_steps_match_the_laid_out_ones_block_by_block() {
     }
 }
 
-/// Runs the search's first steps the slow way and checks what [`trimmed_rows`] relies on: the
-/// warm-up rewrite ends before each row's first `b` and neither squeeze fails.
+#[test]
+fn order_based_steady_steps_match_the_laid_out_ones() {
+    // What the M ≥ 2P screen runs (at its screening size) against the laid-out steps, for
+    // every block, limit and M from 2P to 4P + 2.
+    for p in 1..=8 {
+        for_every_steady_block(p, |starts, m| {
+            for limit in least_peak(p).min(2 * p)..=2 * p {
+                let laid_out = schedule_block(starts, p, m, limit);
+                let read_off = steady_block(starts, p, m, limit);
+                assert_eq!(read_off, laid_out, "p={p} m={m} limit {limit} block {starts:?}");
+            }
+        });
+    }
+}
+
+/// Runs the search's first steps the slow way and checks what [`trimmed_rows`] and
+/// [`steady_block`] rely on: the warm-up rewrite ends before each row's first `b`, neither
+/// squeeze fails, and the rows and peak read off the block ([`warm_up_rows`]) are those laid
+/// out.
 fn check_warm_up_facts(devices: u32) {
     let padded = 2 * devices;
     for_every_block(devices, |starts| {
@@ -402,8 +419,18 @@ fn check_warm_up_facts(devices: u32) {
             let end = i + steps.iter().rposition(Option::is_some).map_or(0, |last| last + 1);
             assert!(end <= first_b, "p={devices} row {i}: warm-up ends at {end}, first b at {first_b}: {starts:?}");
         }
+        let initial = squeezed.peak();
         let warm = rewrite_warm_up(squeezed, padded).expect("warm-up rewrites");
-        assert!(warm.squeeze(padded).is_some(), "p={devices}: rewritten warm-up deadlocks: {starts:?}");
+        let warm =
+            warm.squeeze(padded).unwrap_or_else(|| panic!("p={devices}: rewritten warm-up deadlocks: {starts:?}"));
+        // The rows and peak read off the block are the laid-out ones.
+        match warm_up_rows(starts, padded, padded, initial) {
+            Some((rows, peak)) => {
+                assert_eq!(peak, warm.peak(), "p={devices}: warm-up peak {starts:?}");
+                assert_eq!(rows.squeeze(padded).as_ref(), Some(&warm), "p={devices}: warm-up rows {starts:?}");
+            }
+            None => assert!(warm.peak() > initial, "p={devices}: warm-up rows {starts:?}"),
+        }
     });
 }
 

@@ -334,23 +334,28 @@ pub(super) fn simulated_cost(schedule: &Schedule, costs: &Costs) -> Option<f64> 
 }
 
 /// Times the rows under `costs` and returns their longest per-device span and schedule, unless
-/// that span cannot be below `beat`.
+/// that span cannot be below `beat`: then `Err` carries a lower bound of the span that is at
+/// least `beat` (infinite when the orders deadlock).
 ///
 /// Passes are pushed in slot order into a [`Builder`] (the simulator's own rules). A device
 /// that has been busy or waiting for `t` since its first pass and still has `r` of work left
-/// ends its span no earlier than `t + r`: once that reaches `beat`, the rows are abandoned.
-/// Rows whose slot order is not a valid order are simulated whole instead.
-pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f64) -> Option<(f64, Schedule)> {
+/// ends its span no earlier than `t + r`: once that reaches `beat`, the rows are abandoned and
+/// `t + r` is the bound returned. The same rows timed again against any `beat` up to that
+/// bound are abandoned too (the times do not depend on `beat`), so a caller may keep the
+/// bound instead of timing them again. Rows whose slot order is not a valid order are
+/// simulated whole instead.
+pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f64) -> Result<(f64, Schedule), f64> {
     if !grid.is_slot_ordered(microbatches) {
         let schedule = grid.to_schedule(microbatches);
-        let cost = simulated_cost(&schedule, costs)?;
-        return (cost < beat).then_some((cost, schedule));
+        let cost = simulated_cost(&schedule, costs).unwrap_or(f64::INFINITY);
+        return if cost < beat { Ok((cost, schedule)) } else { Err(cost) };
     }
     let devices = grid.devices();
     let p = devices as usize;
     let placement = Placement::v_shape(devices);
     let stage_costs = StageCosts::new(costs, &placement);
     let mut builder = Builder::new(placement, microbatches, 1, stage_costs);
+    builder.reserve_whole_schedule();
     // Every device runs each part once per microbatch: the same work on every device.
     let work: f64 =
         Part::ALL.iter().map(|part| builder.cost(part.pass(0, 0, devices))).sum::<f64>() * f64::from(microbatches);
@@ -369,13 +374,18 @@ pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f6
             let cost = builder.cost(pass);
             let end = builder.push(device, pass);
             done[d] += cost;
-            if end - start + (work - done[d]) >= beat {
-                return None;
+            let bound = end - start + (work - done[d]);
+            if bound >= beat {
+                return Err(bound);
             }
         }
     }
     let cost = (0..devices).map(|d| builder.free_at(d) - first_start[d as usize].unwrap_or(0.0)).fold(0.0, f64::max);
-    (cost < beat).then(|| (cost, builder.finish()))
+    if cost < beat {
+        Ok((cost, builder.finish()))
+    } else {
+        Err(cost)
+    }
 }
 
 /// The least time any device of a V placement over `devices` spends on one microbatch's six
