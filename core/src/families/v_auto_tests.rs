@@ -571,8 +571,14 @@ fn steady_screen_sees_every_block_as_at_full_size() {
 #[test]
 fn steady_bound_never_exceeds_the_simulated_cost() {
     // The bound `steady_cheapest` screens with: a block's rows cost at least their cost at
-    // their screening size M₀ plus the least per-microbatch work of a device for every further microbatch.
+    // their screening size M₀ plus the least per-microbatch work of a device for every further
+    // microbatch, with equal and with unequal per-stage costs.
     for p in 1..=7 {
+        let mut mixes: Vec<(String, Costs)> = COST_SETS
+            .iter()
+            .map(|&(f, b, w, comm)| (format!("costs {f},{b},{w} comm {comm}"), Costs { comm, ..chunk_costs(f, b, w) }))
+            .collect();
+        mixes.extend((0..UNEQUAL_PROFILES).map(|kind| (format!("profile {kind}"), unequal_costs(p, kind))));
         for_every_steady_block(p, |starts, m| {
             let m0 = steady_microbatches(starts, p, m);
             if m == m0 {
@@ -582,17 +588,89 @@ fn steady_bound_never_exceeds_the_simulated_cost() {
             let (_, Some(large)) = schedule_block(starts, p, m, 2 * p) else {
                 panic!("p={p} m={m}: works at M₀ only: {starts:?}")
             };
-            for (f, b, w, comm) in COST_SETS {
-                let costs = Costs { comm, ..chunk_costs(f, b, w) };
+            for (what, costs) in &mixes {
                 let (Some(c0), Some(c)) =
-                    (simulated_cost(&small.to_schedule(m0), &costs), simulated_cost(&large.to_schedule(m), &costs))
+                    (simulated_cost(&small.to_schedule(m0), costs), simulated_cost(&large.to_schedule(m), costs))
                 else {
                     panic!("p={p} m={m}: deadlock {starts:?}")
                 };
-                let bound = c0 + f64::from(m - m0) * microbatch_work(p, &costs);
-                assert!(bound <= c + 1e-9, "p={p} m={m} costs {f},{b},{w} comm {comm}: {bound} > {c}: {starts:?}");
+                let bound = c0 + f64::from(m - m0) * microbatch_work(p, costs);
+                assert!(bound <= c + 1e-9, "p={p} m={m} {what}: {bound} > {c}: {starts:?}");
             }
         });
+    }
+}
+
+/// How many per-stage cost profiles [`unequal_costs`] has.
+const UNEQUAL_PROFILES: usize = 4;
+
+/// Per-stage (per V stage, `2P` pieces) costs for the comparisons at unequal costs: F, B, W
+/// and activation memory that differ from stage to stage, a heavy last stage (the LM head)
+/// with communication, a heavy first stage (the embedding), and a mixed pattern with
+/// communication.
+fn unequal_costs(devices: u32, kind: usize) -> Costs {
+    let n = 2 * devices as usize;
+    let cycle = |pattern: &[f64]| (0..n).map(|i| pattern[i % pattern.len()]).collect::<Vec<f64>>();
+    let heavy = |at: usize, light: f64, heavy: f64| (0..n).map(|i| if i == at { heavy } else { light }).collect();
+    let (f, b, w, mem_f, comm): (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, f64) = match kind {
+        0 => (cycle(&[2.0, 3.0, 2.0]), cycle(&[4.0, 5.0, 3.0]), cycle(&[2.0, 1.0, 3.0]), cycle(&[1.0, 2.0]), 0.0),
+        1 => (heavy(n - 1, 2.0, 5.0), heavy(n - 1, 2.0, 6.0), heavy(n - 1, 1.0, 3.0), heavy(n - 1, 1.0, 3.0), 0.5),
+        2 => (heavy(0, 3.0, 7.0), heavy(0, 4.0, 5.0), heavy(0, 2.0, 2.0), heavy(0, 2.0, 4.0), 0.0),
+        _ => (cycle(&[5.0, 4.0, 6.0, 3.0]), cycle(&[6.0, 7.0, 5.0]), cycle(&[4.0, 2.0]), cycle(&[3.0, 1.0, 2.0]), 1.5),
+    };
+    let mem_w = mem_f.iter().map(|m| m / 2.0).collect();
+    let profile = crate::params::CostProfile { f, b, w, mem_f, mem_w };
+    Costs { comm, ..Costs::default() }.with_profile(profile, devices)
+}
+
+/// The exhaustive search's winner with every candidate simulated whole (no early stop, no
+/// bound): every block through every step at `M`, the screen, then the least simulated cost,
+/// the first in enumeration order on ties. `every` is [`Search::every_block`] at `limit`.
+fn simulated_winner(search: &Search, every: Vec<Candidate>) -> Option<Schedule> {
+    let mut best: Option<(f64, Schedule)> = None;
+    for candidate in search.screen(every) {
+        let schedule = candidate.grid.to_schedule(search.microbatches);
+        let Some(cost) = simulated_cost(&schedule, search.costs) else { continue };
+        if best.as_ref().is_none_or(|(b, _)| cost < *b) {
+            best = Some((cost, schedule));
+        }
+    }
+    best.map(|(_, schedule)| schedule)
+}
+
+#[test]
+fn steady_search_picks_the_simulated_winner_with_unequal_stage_costs() {
+    // M ≥ 2P at unequal per-stage costs: the screened search (blocks at M₀, the few left laid
+    // out at M) picks the schedule the exhaustive one does, every limit from V-Min's to 2P,
+    // and through `generate` with memory limits in mem-f over unequal per-stage memory.
+    for p in 2..=6 {
+        for m in [2 * p, 2 * p + 1, 3 * p + 1, 4 * p + 2] {
+            let every: Vec<(u32, Vec<Candidate>)> = (least_peak(p)..=2 * p)
+                .map(|limit| {
+                    (limit, Search { devices: p, microbatches: m, costs: &Costs::default() }.every_block(limit))
+                })
+                .collect();
+            for kind in 0..UNEQUAL_PROFILES {
+                let costs = unequal_costs(p, kind);
+                let search = Search { devices: p, microbatches: m, costs: &costs };
+                for (limit, every) in &every {
+                    let expected = simulated_winner(&search, every.clone());
+                    assert!(expected.is_some(), "p={p} m={m} profile {kind} limit {limit}: no block works");
+                    assert_eq!(search.run(*limit), expected, "p={p} m={m} profile {kind} limit {limit}");
+                }
+                let base = ScheduleParams::new(p, m).with_costs(costs.clone());
+                let unit = share_mem_f(&base) / 2.0;
+                for chunks in [least_peak(p), p + 1, 2 * p - 1, 2 * p].into_iter().filter(|&c| c >= least_peak(p)) {
+                    let params = base.clone().with_mem_limit(f64::from(chunks) * unit);
+                    let limit = chunk_limit(&params);
+                    assert_eq!(limit, chunks, "p={p} m={m} profile {kind}");
+                    let (_, every) = every.iter().find(|(l, _)| *l == limit).expect("a compared limit");
+                    let expected = simulated_winner(&search, every.clone());
+                    let generated = generate("v-auto", &params).ok();
+                    assert_eq!(generated, expected, "p={p} m={m} profile {kind} limit {limit} (mem-limit)");
+                }
+            }
+        }
     }
 }
 

@@ -356,9 +356,12 @@ pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f6
     let stage_costs = StageCosts::new(costs, &placement);
     let mut builder = Builder::new(placement, microbatches, 1, stage_costs);
     builder.reserve_whole_schedule();
-    // Every device runs each part once per microbatch: the same work on every device.
-    let work: f64 =
-        Part::ALL.iter().map(|part| builder.cost(part.pass(0, 0, devices))).sum::<f64>() * f64::from(microbatches);
+    // Every device runs each part once per microbatch (its own stages' costs: with a cost
+    // profile devices differ).
+    let work: Vec<f64> = (0..devices)
+        .map(|d| Part::ALL.iter().map(|part| builder.cost(part.pass(d, 0, devices))).sum::<f64>())
+        .map(|per_microbatch| per_microbatch * f64::from(microbatches))
+        .collect();
     let mut first_start = vec![None::<f64>; p];
     let mut done = vec![0.0f64; p];
     let mut counts = vec![[0u32; 6]; p];
@@ -374,7 +377,7 @@ pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f6
             let cost = builder.cost(pass);
             let end = builder.push(device, pass);
             done[d] += cost;
-            let bound = end - start + (work - done[d]);
+            let bound = end - start + (work[d] - done[d]);
             if bound >= beat {
                 return Err(bound);
             }
