@@ -90,7 +90,7 @@
 //! `3P − 1 − 3k + max(3P, P − 1 + 2(1 + ⌊(k+1)/2⌋))` chunk passes; `k = 2P` gives 0 (V-ZB),
 //! `k = P` gives `3P − 1`.
 
-use super::v_blocks::{chunk_activations, cost_below, microbatch_work, Grid, Part, EMPTY, PERIOD};
+use super::v_blocks::{chunk_activations, cost_below, first_slots, microbatch_work, Grid, Part, EMPTY, PERIOD};
 use super::{
     per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
 };
@@ -680,29 +680,6 @@ fn building_block(
         block.push(with_weights(slots));
     }
     Some(block)
-}
-
-/// The absolute slot of every device's microbatch-0 passes when the block repeats every 6 slots
-/// from slot 6: each pass at its first slot after the pass it follows in the chain
-/// `F` down, `f` up, `B` down, `b` up; each W at its first slot after its B.
-fn first_slots(block: &[[u8; 6]]) -> Vec<[u32; 6]> {
-    let devices = block.len();
-    let mut starts = vec![[0u32; 6]; devices];
-    let next = |from: u32, residue: u8| from + (u32::from(residue) + PERIOD - from % PERIOD) % PERIOD;
-    let mut cursor = PERIOD;
-    for part in [Part::F0, Part::F1, Part::B1, Part::B0] {
-        let rows: Vec<usize> =
-            if matches!(part, Part::F0 | Part::B1) { (0..devices).collect() } else { (0..devices).rev().collect() };
-        for d in rows {
-            let slot = next(cursor, block[d][part.index()]);
-            starts[d][part.index()] = slot;
-            cursor = slot + 1;
-            if let Some(w) = part.weight() {
-                starts[d][w.index()] = next(cursor, block[d][w.index()]);
-            }
-        }
-    }
-    starts
 }
 
 /// A key equal for two blocks exactly when their repeated rows order the passes alike: per

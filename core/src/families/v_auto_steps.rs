@@ -549,42 +549,20 @@ pub(super) fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
         }
     }
     let mut filled_peak = 0;
-    let mut memory = vec![0i32; p];
-    let mut counts = vec![[0usize; 6]; p];
-    // Slot of (part, row, microbatch) once reached by the sweep.
-    let mut slot_of = vec![usize::MAX; 6 * p * m];
-    let index = |part: usize, row: usize, mb: usize| (part * p + row) * m + mb;
+    let mut sweep = FillSweep::new(p, m);
     for j in 0..len {
         for i in 0..p {
             if let Some(part) = Part::from_index(grid.rows[i][j]) {
-                let mb = counts[i][part.index()];
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
-                filled_peak = filled_peak.max(memory[i]);
+                filled_peak = filled_peak.max(sweep.pass(i, j, part));
                 continue;
             }
             // The next pass of each part that may move here (what it depends on is in an
             // earlier slot), by slot.
-            let reached = |dep: Part, row: usize, mb: usize| mb < m && slot_of[index(dep.index(), row, mb)] < j;
             let mut next: [(usize, Part); 6] = [(usize::MAX, Part::F0); 6];
             let mut found = 0;
             for x in Part::ALL {
-                let mb = counts[i][x.index()];
-                let Some(&at) = occurrences[6 * i + x.index()].get(mb) else { continue };
-                let ready = match x {
-                    Part::F0 | Part::B1 if i > 0 => reached(x, i - 1, mb),
-                    Part::F0 => true,
-                    Part::B1 => counts[i][Part::F1.index()] > mb,
-                    Part::F1 | Part::B0 if i + 1 < p => reached(x, i + 1, mb),
-                    Part::F1 => counts[i][Part::F0.index()] > mb,
-                    Part::B0 => counts[i][Part::B1.index()] > mb,
-                    Part::W1 => counts[i][Part::B1.index()] > mb,
-                    Part::W0 => counts[i][Part::B0.index()] > mb,
-                };
-                if ready {
+                let Some(&at) = occurrences[6 * i + x.index()].get(sweep.counts[i][x.index()]) else { continue };
+                if sweep.ready(i, j, x) {
                     next[found] = (at as usize, x);
                     found += 1;
                 }
@@ -602,25 +580,79 @@ pub(super) fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
                         }
                     }
                     read = at;
-                    if memory[i] + highest >= peak {
+                    if sweep.memory[i] + highest >= peak {
                         continue;
                     }
                 }
-                let mb = counts[i][part.index()];
                 grid.rows[i][j] = part as u8;
                 grid.rows[i][at] = EMPTY;
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                occurrences[6 * i + part.index()][mb] = j as u32;
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
-                filled_peak = filled_peak.max(memory[i]);
+                occurrences[6 * i + part.index()][sweep.counts[i][part.index()]] = j as u32;
+                filled_peak = filled_peak.max(sweep.pass(i, j, part));
                 break;
             }
         }
     }
     filled_peak
+}
+
+/// What step 7's sweep ([`fill_bubbles`], and the first version the tests keep) knows when
+/// it reaches a slot, going left to right and device by device: each row's lifespan count, how
+/// many of each part it has run, and the slot each (part, row, microbatch) ran at.
+pub(super) struct FillSweep {
+    /// Rows.
+    p: usize,
+    /// Microbatches.
+    m: usize,
+    /// Each row's lifespan count so far.
+    pub(super) memory: Vec<i32>,
+    /// How many of each part each row has run so far.
+    pub(super) counts: Vec<[usize; 6]>,
+    /// Slot of (part, row, microbatch) once reached, `usize::MAX` before.
+    slot_of: Vec<usize>,
+}
+
+impl FillSweep {
+    /// The sweep before slot 0 of `rows` rows of `microbatches` microbatches.
+    pub(super) fn new(rows: usize, microbatches: usize) -> FillSweep {
+        FillSweep {
+            p: rows,
+            m: microbatches,
+            memory: vec![0; rows],
+            counts: vec![[0; 6]; rows],
+            slot_of: vec![usize::MAX; 6 * rows * microbatches],
+        }
+    }
+
+    /// Records that row `row` runs `part` at slot `slot` (its next microbatch); returns the
+    /// row's count after it.
+    pub(super) fn pass(&mut self, row: usize, slot: usize, part: Part) -> i32 {
+        let mb = self.counts[row][part.index()];
+        if mb < self.m {
+            self.slot_of[(part.index() * self.p + row) * self.m + mb] = slot;
+        }
+        self.counts[row][part.index()] += 1;
+        self.memory[row] += part.memory();
+        self.memory[row]
+    }
+
+    /// Whether the next `part` of row `row` may move to slot `slot`: what it depends on (see
+    /// [`Part::dependency`]) ran in an earlier slot.
+    pub(super) fn ready(&self, row: usize, slot: usize, part: Part) -> bool {
+        let (p, m) = (self.p, self.m);
+        let mb = self.counts[row][part.index()];
+        let reached = |dep: Part, on: usize| mb < m && self.slot_of[(dep.index() * p + on) * m + mb] < slot;
+        let counts = &self.counts[row];
+        match part {
+            Part::F0 | Part::B1 if row > 0 => reached(part, row - 1),
+            Part::F0 => true,
+            Part::B1 => counts[Part::F1.index()] > mb,
+            Part::F1 | Part::B0 if row + 1 < p => reached(part, row + 1),
+            Part::F1 => counts[Part::F0.index()] > mb,
+            Part::B0 => counts[Part::B1.index()] > mb,
+            Part::W1 => counts[Part::B1.index()] > mb,
+            Part::W0 => counts[Part::B0.index()] > mb,
+        }
+    }
 }
 
 /// Step 8: gives every W to the oldest input gradient of its row not yet followed by one

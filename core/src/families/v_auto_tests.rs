@@ -441,16 +441,6 @@ fn order_based_warm_up_matches_the_laid_out_one() {
     }
 }
 
-/// The same for every size the family accepts (`P ≤ 32`; about a minute in release mode):
-/// `cargo test --release -p bubblescope --lib v_auto -- --ignored`.
-#[test]
-#[ignore]
-fn order_based_warm_up_matches_the_laid_out_one_up_to_32_devices() {
-    for p in 13..=MAX_SEARCH_DEVICES {
-        check_warm_up_facts(p);
-    }
-}
-
 /// Checks [`few_microbatch_bound`] against every block's slot bubble for every `M < 2P` and
 /// the limits that change what blocks do.
 fn check_few_microbatch_bound(devices: u32) {
@@ -477,12 +467,16 @@ fn few_microbatch_bound_holds_for_every_block() {
     }
 }
 
-/// The same for every size the family accepts (`P ≤ 32`; several minutes in release mode):
+/// The block-by-block facts of the two tests above for every size the family accepts
+/// (`P ≤ 32`; several minutes in release mode):
 /// `cargo test --release -p bubblescope --lib v_auto -- --ignored`.
 #[test]
 #[ignore]
-fn few_microbatch_bound_holds_for_every_block_up_to_32_devices() {
+fn block_facts_hold_up_to_32_devices() {
     for p in 9..=MAX_SEARCH_DEVICES {
+        if p > 12 {
+            check_warm_up_facts(p);
+        }
         check_few_microbatch_bound(p);
     }
 }
@@ -694,44 +688,23 @@ fn fill_bubbles_reference(grid: &mut Grid, microbatches: u32) {
             }
         }
     }
-    let mut memory = vec![0i32; p];
-    let mut counts = vec![[0usize; 6]; p];
-    // Slot of (part, row, microbatch) once reached by the sweep.
-    let mut slot_of = vec![usize::MAX; 6 * p * m];
-    let index = |part: usize, row: usize, mb: usize| (part * p + row) * m + mb;
+    let mut sweep = FillSweep::new(p, m);
     for j in 0..len {
         for i in 0..p {
             if let Some(part) = Part::from_index(grid.rows[i][j]) {
-                let mb = counts[i][part.index()];
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
+                sweep.pass(i, j, part);
                 continue;
             }
             // A part's next pass may move here if what it depends on is in an earlier slot
             // (the peak is checked during the scan). Only the first later pass of each part
             // is looked at; the scan ends when no movable part is left to find.
-            let reached = |dep: Part, row: usize, mb: usize| mb < m && slot_of[index(dep.index(), row, mb)] < j;
             let (mut open, mut movable) = (0u8, 0u8);
             for x in Part::ALL {
                 if last[i][x.index()].is_none_or(|l| l <= j) {
                     continue;
                 }
                 open |= 1 << x.index();
-                let mb = counts[i][x.index()];
-                let ready = match x {
-                    Part::F0 | Part::B1 if i > 0 => reached(x, i - 1, mb),
-                    Part::F0 => true,
-                    Part::B1 => counts[i][Part::F1.index()] > mb,
-                    Part::F1 | Part::B0 if i + 1 < p => reached(x, i + 1, mb),
-                    Part::F1 => counts[i][Part::F0.index()] > mb,
-                    Part::B0 => counts[i][Part::B1.index()] > mb,
-                    Part::W1 => counts[i][Part::B1.index()] > mb,
-                    Part::W0 => counts[i][Part::B0.index()] > mb,
-                };
-                if ready {
+                if sweep.ready(i, j, x) {
                     movable |= 1 << x.index();
                 }
             }
@@ -750,17 +723,12 @@ fn fill_bubbles_reference(grid: &mut Grid, microbatches: u32) {
                     continue;
                 }
                 open &= !bit;
-                if movable & bit == 0 || (part.is_forward() && memory[i] + before >= peak) {
+                if movable & bit == 0 || (part.is_forward() && sweep.memory[i] + before >= peak) {
                     continue;
                 }
-                let mb = counts[i][part.index()];
                 grid.rows[i][j] = cell;
                 grid.rows[i][k] = EMPTY;
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
+                sweep.pass(i, j, part);
                 break;
             }
         }
@@ -808,20 +776,9 @@ fn repeated_peak_matches_the_count_slot_by_slot() {
     }
 }
 
-proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
-
-    /// Unequal per-stage memory: v-auto generates at its default limit and never goes above an
-    /// explicit one.
-    #[test]
-    fn keeps_its_limits_with_unequal_stage_memory(
-        devices in 2u32..=6,
-        microbatches in 1u32..=16,
-        mem_f in proptest::collection::vec(1u32..=8, 1..=3usize),
-        scale in 0.5f64..1.5,
-    ) {
-        let pieces: Vec<f64> = (0..devices as usize).map(|i| f64::from(mem_f[i % mem_f.len()])).collect();
-        let params = super::super::v_common::testing::unequal_memory(devices, microbatches, &pieces);
-        super::super::v_common::testing::assert_keeps_limits("v-auto", &params, scale);
-    }
+/// Unequal per-stage memory: v-auto generates at its default limit and never goes above an
+/// explicit one.
+#[test]
+fn keeps_its_limits_with_unequal_stage_memory() {
+    super::super::v_common::testing::check_limits_with_unequal_memory(&["v-auto"], &[], 2..=6, 1..=16, 0.5..1.5, 32);
 }

@@ -322,6 +322,31 @@ pub(super) fn row_peak(row: &[u8]) -> i32 {
     peak
 }
 
+/// The absolute slot of every device's microbatch-0 passes when a V building block repeats
+/// every [`PERIOD`] slots from slot `PERIOD`: `block[d][x]` is the slot (mod 6) of part `x` on
+/// device `d`, parts in [`Part`] index order (`F f B b W w`). Each pass takes its first slot
+/// after the pass it follows in the chain `F` down, `f` up, `B` down, `b` up; each W its
+/// first slot after its B.
+pub(super) fn first_slots<T: Copy + Into<u32>>(block: &[[T; 6]]) -> Vec<[u32; 6]> {
+    let devices = block.len();
+    let mut starts = vec![[0u32; 6]; devices];
+    let next = |from: u32, residue: T| from + (residue.into() + PERIOD - from % PERIOD) % PERIOD;
+    let mut cursor = PERIOD;
+    for part in [Part::F0, Part::F1, Part::B1, Part::B0] {
+        let rows: Vec<usize> =
+            if matches!(part, Part::F0 | Part::B1) { (0..devices).collect() } else { (0..devices).rev().collect() };
+        for d in rows {
+            let slot = next(cursor, block[d][part.index()]);
+            starts[d][part.index()] = slot;
+            cursor = slot + 1;
+            if let Some(w) = part.weight() {
+                starts[d][w.index()] = next(cursor, block[d][w.index()]);
+            }
+        }
+    }
+    starts
+}
+
 /// The longest per-device span of `schedule` under `costs`, simulated; `None` if it deadlocks.
 pub(super) fn simulated_cost(schedule: &Schedule, costs: &Costs) -> Option<f64> {
     let stage_costs = StageCosts::for_schedule(costs, schedule);
