@@ -49,15 +49,17 @@ pub(super) fn repeated_row_peak(row: &[u32; 6], microbatches: u32) -> i32 {
         cuts[2 * x + 1] = a + m;
     }
     cuts.sort_unstable();
+    // First periods and count changes in slot order.
+    let (first, memory) = (order.map(|x| first[x]), order.map(|x| memory[x]));
     // Count at the start of period `lo`: 0 at the first start, before any part runs.
     let (mut peak, mut base) = (0i64, 0i64);
     for pair in cuts.windows(2).filter(|pair| pair[0] < pair[1]) {
         let (lo, next) = (pair[0], pair[1]);
         // The running parts' rise within a period, its highest point, and their net count.
         let (mut rise, mut highest) = (0i64, 0i64);
-        for &x in &order {
-            if first[x] <= lo && lo < first[x] + m {
-                rise += memory[x];
+        for (&a, &change) in first.iter().zip(&memory) {
+            if a <= lo && lo < a + m {
+                rise += change;
                 highest = highest.max(rise);
             }
         }
@@ -658,6 +660,7 @@ impl FillSweep {
 /// Step 8: gives every W to the oldest input gradient of its row not yet followed by one
 /// (chunk 1's `B` gets `W`, chunk 0's `b` gets `w`). `false` if a row's counts do not match.
 pub(super) fn relabel_weights(grid: &mut Grid, microbatches: u32) -> bool {
+    let mut queue = std::collections::VecDeque::with_capacity(2 * microbatches as usize);
     for row in &mut grid.rows {
         let mut counts = [0u32; 6];
         for part in row.iter().filter_map(|&c| Part::from_index(c)) {
@@ -666,10 +669,13 @@ pub(super) fn relabel_weights(grid: &mut Grid, microbatches: u32) -> bool {
         if counts.iter().any(|&c| c != microbatches) {
             return false;
         }
-        let mut queue = std::collections::VecDeque::with_capacity(2 * microbatches as usize);
         for cell in row.iter_mut() {
             match Part::from_index(*cell) {
-                Some(part) if part.is_input_grad() => queue.extend(part.weight()),
+                Some(part) if part.is_input_grad() => {
+                    if let Some(w) = part.weight() {
+                        queue.push_back(w);
+                    }
+                }
                 Some(part) if part.is_weight() => match queue.pop_front() {
                     Some(w) => *cell = w as u8,
                     None => return false,

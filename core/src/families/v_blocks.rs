@@ -198,17 +198,24 @@ impl Grid {
         let mut next_free = vec![0u32; p];
         let mut out: Vec<Vec<u8>> = self.rows.iter().map(|row| vec![EMPTY; row.len()]).collect();
         let mut ready: Vec<u32> = (0..devices).rev().collect();
+        // Per row, the key base of each part's dependency and whether it is on the same row
+        // (a row is resumed many times: worked out once).
+        let row_deps: Vec<[Option<(usize, bool)>; 4]> = (0..devices)
+            .map(|row| {
+                std::array::from_fn(|x| {
+                    let (dep, dep_row) = Part::ALL[x].dependency(row, devices)?;
+                    Some(((dep.index() * p + dep_row as usize) * m, dep_row == row))
+                })
+            })
+            .collect();
 
         while let Some(row) = ready.pop() {
             let r = row as usize;
             let cells = &self.rows[r];
             let out_row = &mut out[r];
-            // Key base of each part's own slot and of its dependency on this row.
+            // Key base of each part's own slot.
             let own = |part: usize| part * p * m + r * m;
-            let deps: [Option<(usize, bool)>; 4] = std::array::from_fn(|x| {
-                let (dep, dep_row) = Part::ALL[x].dependency(row, devices)?;
-                Some(((dep.index() * p + dep_row as usize) * m, dep_row == row))
-            });
+            let deps = row_deps[r];
             let (mut count, mut at, mut free) = (counts[r], cursor[r], next_free[r]);
             while let Some(&cell) = cells.get(at) {
                 if cell == EMPTY {
