@@ -497,7 +497,9 @@ impl Search<'_> {
     /// `tests::steady_bound_never_exceeds_the_simulated_cost`). So the cheapest
     /// candidate at `M₀` is laid out and simulated at `M` first, then every other one is
     /// simulated at `M₀` only as far as it may still reach that bound below the best cost
-    /// found, and at `M` only if it does.
+    /// found, and at `M` only if it does. A candidate the first pass abandoned keeps the
+    /// bound that pass proved ([`cost_below`]): it is timed at `M₀` again only when the cost
+    /// to beat lies above that bound (the result is the same as timing it again).
     fn steady_cheapest(&self, candidates: Vec<SteadyCandidate>, limit: u32) -> Option<Schedule> {
         let (p, m) = (self.devices, self.microbatches);
         let work = microbatch_work(p, self.costs);

@@ -49,17 +49,15 @@ pub(super) fn repeated_row_peak(row: &[u32; 6], microbatches: u32) -> i32 {
         cuts[2 * x + 1] = a + m;
     }
     cuts.sort_unstable();
-    // First periods and count changes in slot order.
-    let (first, memory) = (order.map(|x| first[x]), order.map(|x| memory[x]));
     // Count at the start of period `lo`: 0 at the first start, before any part runs.
     let (mut peak, mut base) = (0i64, 0i64);
     for pair in cuts.windows(2).filter(|pair| pair[0] < pair[1]) {
         let (lo, next) = (pair[0], pair[1]);
         // The running parts' rise within a period, its highest point, and their net count.
         let (mut rise, mut highest) = (0i64, 0i64);
-        for (&a, &change) in first.iter().zip(&memory) {
-            if a <= lo && lo < a + m {
-                rise += change;
+        for &x in &order {
+            if first[x] <= lo && lo < first[x] + m {
+                rise += memory[x];
                 highest = highest.max(rise);
             }
         }
