@@ -64,7 +64,11 @@
 //! Measured (CPU time, `--profile bench`, see `benches/v_auto.rs`): P = 8, M = 32: 3 ms at the
 //! default limit, 13 ms with costs 10, 12, 8 and limit 5; P = 16, M = 64: 11 ms at the default
 //! limit, 69 ms with costs 10, 12, 8 and limit 12. P = 32, M = 512, costs 10, 12, 8: 0.14 s
-//! of CPU for the whole CLI run (0.75 s before the steady-state screen).
+//! of CPU for the whole CLI run (0.75 s before the steady-state screen); the bench
+//! `-- P32-M512` takes 84 ms at load 2.4 on two shared cores against 130 ms before the screen
+//! read its steps off the block and kept the bounds its first timings proved (1.27 G to 0.91 G
+//! instructions under callgrind). Most of what is left is laying out and timing the ~60
+//! blocks the screen keeps at `2P` microbatches.
 //!
 //! **Units.** `--mem-limit` is in mem-f per device; a chunk's forward holds `mem_f/2`, so the
 //! scheduler may hold `⌊2·limit/mem_f⌋` chunk-activations (capped at `2P`, V-ZB's need: more
