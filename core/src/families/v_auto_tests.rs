@@ -690,7 +690,7 @@ fn fill_bubbles_reference(grid: &mut Grid, microbatches: u32) {
     }
     let mut sweep = FillSweep::new(p, m);
     for j in 0..len {
-        for i in 0..p {
+        for (i, last) in last.iter().enumerate() {
             if let Some(part) = Part::from_index(grid.rows[i][j]) {
                 sweep.pass(i, j, part);
                 continue;
@@ -700,7 +700,7 @@ fn fill_bubbles_reference(grid: &mut Grid, microbatches: u32) {
             // is looked at; the scan ends when no movable part is left to find.
             let (mut open, mut movable) = (0u8, 0u8);
             for x in Part::ALL {
-                if last[i][x.index()].is_none_or(|l| l <= j) {
+                if last[x.index()].is_none_or(|l| l <= j) {
                     continue;
                 }
                 open |= 1 << x.index();
