@@ -208,27 +208,11 @@ impl SlotGrid {
     fn repeated(devices: u32, microbatches: u32) -> SlotGrid {
         let offsets = slot_offsets(devices);
         let p = devices as usize;
-        // First slot of every (device, kind), walking microbatch 0 along the V.
-        let mut first = vec![[0usize; PERIOD]; p];
-        let next_with_offset = |from: usize, offset: usize| from + (offset + PERIOD - from % PERIOD) % PERIOD;
-        let mut index = PERIOD;
-        let walk: [(Slot, bool); 4] = [
-            (Slot::ForwardDown, true),
-            (Slot::ForwardUp, false),
-            (Slot::BackwardUp, true),
-            (Slot::BackwardDown, false),
-        ];
-        for (slot, downwards) in walk {
-            let order: Vec<usize> = if downwards { (0..p).collect() } else { (0..p).rev().collect() };
-            for device in order {
-                let at = next_with_offset(index, offsets[device][slot.index()]);
-                first[device][slot.index()] = at;
-                index = at + 1;
-                if let Some(tail) = slot.tail() {
-                    first[device][tail.index()] = next_with_offset(index, offsets[device][tail.index()]);
-                }
-            }
-        }
+        // First slot of every (device, kind), walking microbatch 0 along the V: the slot kinds
+        // are in the order of the V parts (forwards, backwards down then up, their tails as W).
+        let residues: Vec<[u32; PERIOD]> = offsets.iter().map(|row| row.map(|o| o as u32)).collect();
+        let first: Vec<[usize; PERIOD]> =
+            super::v_blocks::first_slots(&residues).iter().map(|row| row.map(|s| s as usize)).collect();
         // The walk advances at most 6 slots per hop: `width < 24P + 6M + 8`, well within u32.
         let last_first = first.iter().flatten().copied().max().unwrap_or(0);
         let width = last_first + PERIOD * microbatches as usize + 1;

@@ -64,7 +64,11 @@
 //! Measured (CPU time, `--profile bench`, see `benches/v_auto.rs`): P = 8, M = 32: 3 ms at the
 //! default limit, 13 ms with costs 10, 12, 8 and limit 5; P = 16, M = 64: 11 ms at the default
 //! limit, 69 ms with costs 10, 12, 8 and limit 12. P = 32, M = 512, costs 10, 12, 8: 0.14 s
-//! of CPU for the whole CLI run (0.75 s before the steady-state screen).
+//! of CPU for the whole CLI run (0.75 s before the steady-state screen); the bench
+//! `-- P32-M512` takes 84 ms at load 2.4 on two shared cores against 130 ms before the screen
+//! read its steps off the block and kept the bounds its first timings proved (1.27 G to 0.91 G
+//! instructions under callgrind). Most of what is left is laying out and timing the ~60
+//! blocks the screen keeps at `2P` microbatches.
 //!
 //! **Units.** `--mem-limit` is in mem-f per device; a chunk's forward holds `mem_f/2`, so the
 //! scheduler may hold `⌊2·limit/mem_f⌋` chunk-activations (capped at `2P`, V-ZB's need: more
@@ -90,7 +94,7 @@
 //! `3P − 1 − 3k + max(3P, P − 1 + 2(1 + ⌊(k+1)/2⌋))` chunk passes; `k = 2P` gives 0 (V-ZB),
 //! `k = P` gives `3P − 1`.
 
-use super::v_blocks::{chunk_activations, cost_below, microbatch_work, Grid, Part, EMPTY, PERIOD};
+use super::v_blocks::{chunk_activations, cost_below, first_slots, microbatch_work, Grid, Part, EMPTY, PERIOD};
 use super::{
     per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
 };
@@ -100,7 +104,7 @@ use crate::schedule::{Placement, Schedule};
 use crate::Costs;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
-use steps::{cool_down, fill_and_check, repeated_peak, schedule_block, trimmed_rows};
+use steps::{cool_down, fill_and_check, repeated_peak, schedule_block, steady_block, trimmed_rows};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -467,7 +471,7 @@ impl Search<'_> {
                 break;
             }
             let m0 = steady_microbatches(&starts, p, m);
-            if let (_, Some(grid)) = schedule_block(&starts, p, m0, limit) {
+            if let (_, Some(grid)) = steady_block(&starts, p, m0, limit) {
                 let bubble = slot_bubble(&grid);
                 least = Some(least.map_or(bubble, |l| l.min(bubble)));
                 let candidate = Candidate { index, grid: Rc::new(grid), bubble };
@@ -497,7 +501,9 @@ impl Search<'_> {
     /// `tests::steady_bound_never_exceeds_the_simulated_cost`). So the cheapest
     /// candidate at `M₀` is laid out and simulated at `M` first, then every other one is
     /// simulated at `M₀` only as far as it may still reach that bound below the best cost
-    /// found, and at `M` only if it does.
+    /// found, and at `M` only if it does. A candidate the first pass abandoned keeps the
+    /// bound that pass proved ([`cost_below`]): it is timed at `M₀` again only when the cost
+    /// to beat lies above that bound (the result is the same as timing it again).
     fn steady_cheapest(&self, candidates: Vec<SteadyCandidate>, limit: u32) -> Option<Schedule> {
         let (p, m) = (self.devices, self.microbatches);
         let work = microbatch_work(p, self.costs);
@@ -505,12 +511,18 @@ impl Search<'_> {
         let extra = |c: &SteadyCandidate| f64::from(m - c.microbatches) * work;
         // Bounds of the rows already simulated at their screening size (equal rows, equal bounds).
         let mut bounds: HashMap<&Grid, f64> = HashMap::with_capacity(candidates.len());
+        // What the first pass proved of the others' cost at their screening size: timing them
+        // again against a cost to beat at or below it would abandon them again.
+        let mut proven = vec![f64::NEG_INFINITY; candidates.len()];
         let mut first: Option<(f64, usize)> = None;
         for (i, c) in candidates.iter().enumerate() {
             let beat = first.map_or(f64::INFINITY, |(b, _)| b) - extra(c);
-            if let Some((cost, _)) = cost_below(&c.candidate.grid, c.microbatches, self.costs, beat) {
-                bounds.insert(&c.candidate.grid, cost + extra(c));
-                first = Some((cost + extra(c), i));
+            match cost_below(&c.candidate.grid, c.microbatches, self.costs, beat) {
+                Ok((cost, _)) => {
+                    bounds.insert(&c.candidate.grid, cost + extra(c));
+                    first = Some((cost + extra(c), i));
+                }
+                Err(bound) => proven[i] = bound,
             }
         }
         let (_, first) = first?;
@@ -531,7 +543,7 @@ impl Search<'_> {
                     Some(bound) => *bound < reach || index < *at && *bound <= reach,
                     None => {
                         let beat = reach - extra(c) + if index < *at { slack } else { 0.0 };
-                        cost_below(&c.candidate.grid, c.microbatches, self.costs, beat).is_some()
+                        proven[i] < beat && cost_below(&c.candidate.grid, c.microbatches, self.costs, beat).is_ok()
                     }
                 };
                 if !reaches {
@@ -552,7 +564,7 @@ impl Search<'_> {
                 Some((cost, at, _)) if index < *at => cost.next_up(),
                 Some((cost, _, _)) => *cost,
             };
-            if let Some((cost, schedule)) = cost_below(&grid, m, self.costs, beat) {
+            if let Ok((cost, schedule)) = cost_below(&grid, m, self.costs, beat) {
                 let wins = best.as_ref().is_none_or(|(b, at, _)| cost < *b || (cost == *b && index < *at));
                 if wins {
                     best = Some((cost, index, schedule));
@@ -585,7 +597,7 @@ impl Search<'_> {
                 continue;
             }
             let beat = best.as_ref().map_or(f64::INFINITY, |(b, _)| *b);
-            if let Some(found) = cost_below(&candidate.grid, self.microbatches, self.costs, beat) {
+            if let Ok(found) = cost_below(&candidate.grid, self.microbatches, self.costs, beat) {
                 best = Some(found);
             }
             if balanced && best.as_ref().is_some_and(|(b, _)| *b <= floor) {
@@ -674,29 +686,6 @@ fn building_block(
         block.push(with_weights(slots));
     }
     Some(block)
-}
-
-/// The absolute slot of every device's microbatch-0 passes when the block repeats every 6 slots
-/// from slot 6: each pass at its first slot after the pass it follows in the chain
-/// `F` down, `f` up, `B` down, `b` up; each W at its first slot after its B.
-fn first_slots(block: &[[u8; 6]]) -> Vec<[u32; 6]> {
-    let devices = block.len();
-    let mut starts = vec![[0u32; 6]; devices];
-    let next = |from: u32, residue: u8| from + (u32::from(residue) + PERIOD - from % PERIOD) % PERIOD;
-    let mut cursor = PERIOD;
-    for part in [Part::F0, Part::F1, Part::B1, Part::B0] {
-        let rows: Vec<usize> =
-            if matches!(part, Part::F0 | Part::B1) { (0..devices).collect() } else { (0..devices).rev().collect() };
-        for d in rows {
-            let slot = next(cursor, block[d][part.index()]);
-            starts[d][part.index()] = slot;
-            cursor = slot + 1;
-            if let Some(w) = part.weight() {
-                starts[d][w.index()] = next(cursor, block[d][w.index()]);
-            }
-        }
-    }
-    starts
 }
 
 /// A key equal for two blocks exactly when their repeated rows order the passes alike: per

@@ -26,24 +26,34 @@ pub(super) fn repeated_peak(starts: &[[u32; 6]], microbatches: u32) -> i32 {
 /// `aₓ ≤ q < aₓ + M`. Between two periods where a part starts or stops, the same parts run in
 /// every period, so the count at the start of a period grows linearly and peaks at an end of
 /// that range, and the rise within a period is the same in each.
+///
+/// The ranges are visited in order, the count at the start of each carried over from the
+/// previous one (it grows by the running parts' net count once per period): the search reads
+/// this for every block it visits.
 pub(super) fn repeated_row_peak(row: &[u32; 6], microbatches: u32) -> i32 {
     let m = i64::from(microbatches);
     let first: [i64; 6] = row.map(|s| i64::from(s / PERIOD));
     let memory = Part::ALL.map(Part::memory).map(i64::from);
-    // The parts in slot order within a period.
+    // The parts in slot order within a period (insertion sort: stable, six entries).
     let mut order: [usize; 6] = [0, 1, 2, 3, 4, 5];
-    order.sort_by_key(|&x| row[x] % PERIOD);
-    // Count at the start of period q.
-    let base = |q: i64| (0..6).map(|x| memory[x] * (q - first[x]).clamp(0, m)).sum::<i64>();
+    for i in 1..6 {
+        let mut j = i;
+        while j > 0 && row[order[j - 1]] % PERIOD > row[order[j]] % PERIOD {
+            order.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     let mut cuts = [0i64; 12];
     for (x, &a) in first.iter().enumerate() {
         cuts[2 * x] = a;
         cuts[2 * x + 1] = a + m;
     }
     cuts.sort_unstable();
-    let mut peak = 0i64;
+    // Count at the start of period `lo`: 0 at the first start, before any part runs.
+    let (mut peak, mut base) = (0i64, 0i64);
     for pair in cuts.windows(2).filter(|pair| pair[0] < pair[1]) {
-        let (lo, hi) = (pair[0], pair[1] - 1);
+        let (lo, next) = (pair[0], pair[1]);
+        // The running parts' rise within a period, its highest point, and their net count.
         let (mut rise, mut highest) = (0i64, 0i64);
         for &x in &order {
             if first[x] <= lo && lo < first[x] + m {
@@ -51,7 +61,9 @@ pub(super) fn repeated_row_peak(row: &[u32; 6], microbatches: u32) -> i32 {
                 highest = highest.max(rise);
             }
         }
-        peak = peak.max(base(lo) + highest).max(base(hi) + highest);
+        let last = base + (next - 1 - lo) * rise;
+        peak = peak.max(base + highest).max(last + highest);
+        base = last + rise;
     }
     peak as i32
 }
@@ -112,8 +124,9 @@ pub(super) fn schedule_block(starts: &[[u32; 6]], devices: u32, microbatches: u3
 }
 
 /// Steps 2–5 for `M < 2P` (the padded block runs `2P` microbatches), read off the block
-/// instead of laid out slot by slot: the squeezed, trimmed rows [`schedule_block`] reaches, or
-/// `None` where it gives up before them (it then returns the initial peak `initial`).
+/// instead of laid out slot by slot ([`warm_up_rows`]): the rows [`schedule_block`] squeezes
+/// after trimming, or `None` where it gives up before them (it then returns the initial peak
+/// `initial`).
 ///
 /// Every step between the repeat and the squeeze after trimming keeps the order of each row
 /// and nothing else matters to that squeeze, so the rows are built as orders:
@@ -138,9 +151,38 @@ pub(super) fn trimmed_rows(
     initial: i32,
     cap: i32,
 ) -> Option<Grid> {
-    let padded = 2 * devices;
-    let (p, m) = (devices as usize, microbatches as usize);
-    let peak = initial.clamp(0, 2 * devices as i32) as usize;
+    let (mut grid, warm_peak) = warm_up_rows(starts, 2 * devices, microbatches, initial)?;
+    if microbatches <= devices && 2 * microbatches as i32 <= cap {
+        grid = release_early_weights(grid, warm_peak.min(2 * devices as i32));
+    }
+    Some(grid)
+}
+
+/// Steps 1–4 for `M ≥ 2P` read off the block as [`trimmed_rows`] does for fewer (nothing is
+/// trimmed): the same result as [`schedule_block`], without laying out the repeated block, its
+/// first squeeze and the warm-up rewrite slot by slot. Checked against it for every block,
+/// limit and `M` from `2P` to `4P + 2` at `P ≤ 8` in
+/// `tests::order_based_steady_steps_match_the_laid_out_ones`; at `M = 2P`, what the search
+/// screens with, the facts it rests on are checked up to `P = 32`.
+pub(super) fn steady_block(starts: &[[u32; 6]], devices: u32, microbatches: u32, limit: u32) -> (i32, Option<Grid>) {
+    let (p, m) = (devices, microbatches);
+    let cap = limit.min(2 * p) as i32;
+    let initial = repeated_peak(starts, m);
+    if initial > cap {
+        return (initial, None);
+    }
+    let Some((grid, warm_peak)) = warm_up_rows(starts, m, m, initial) else { return (initial, None) };
+    let Some(grid) = grid.squeeze(m) else { return (initial, None) };
+    finish_block(grid, warm_peak, p, m, initial)
+}
+
+/// The rows of the block repeated `padded` times (at least `2P`) after the warm-up rewrite,
+/// as orders (unsqueezed), keeping the first `microbatches` occurrences of each part, and the
+/// peak of the padded rows; `None` where the rewrite fails or raises the peak above
+/// `initial` (see [`trimmed_rows`] for why the orders are those [`schedule_block`] squeezes).
+pub(super) fn warm_up_rows(starts: &[[u32; 6]], padded: u32, microbatches: u32, initial: i32) -> Option<(Grid, i32)> {
+    let (p, m) = (starts.len(), microbatches as usize);
+    let peak = initial.clamp(0, 2 * p as i32) as usize;
     let mut rows = Vec::with_capacity(p);
     let mut warm_peak = 0;
     for (i, row) in starts.iter().enumerate() {
@@ -191,10 +233,7 @@ pub(super) fn trimmed_rows(
     }
     let mut grid = Grid { rows };
     grid.pad();
-    if m <= p && 2 * microbatches as i32 <= cap {
-        grid = release_early_weights(grid, warm_peak.min(2 * devices as i32));
-    }
-    Some(grid)
+    Some((grid, warm_peak))
 }
 
 /// Steps 6–8 on squeezed rows of `microbatches` microbatches (peaking at `peak`) under a
@@ -496,7 +535,8 @@ pub(super) fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
     let m = microbatches as usize;
     let len = grid.len();
     // Slots of the occurrences of (row, part), in order, and the rows' peak.
-    let mut occurrences: Vec<Vec<u32>> = vec![Vec::with_capacity(m); 6 * p];
+    // (Built one by one: `vec![v; n]` clones, and a clone drops the capacity.)
+    let mut occurrences: Vec<Vec<u32>> = (0..6 * p).map(|_| Vec::with_capacity(m)).collect();
     let mut peak = 0;
     for (i, row) in grid.rows.iter().enumerate() {
         let mut count = 0;
@@ -509,42 +549,20 @@ pub(super) fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
         }
     }
     let mut filled_peak = 0;
-    let mut memory = vec![0i32; p];
-    let mut counts = vec![[0usize; 6]; p];
-    // Slot of (part, row, microbatch) once reached by the sweep.
-    let mut slot_of = vec![usize::MAX; 6 * p * m];
-    let index = |part: usize, row: usize, mb: usize| (part * p + row) * m + mb;
+    let mut sweep = FillSweep::new(p, m);
     for j in 0..len {
         for i in 0..p {
             if let Some(part) = Part::from_index(grid.rows[i][j]) {
-                let mb = counts[i][part.index()];
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
-                filled_peak = filled_peak.max(memory[i]);
+                filled_peak = filled_peak.max(sweep.pass(i, j, part));
                 continue;
             }
             // The next pass of each part that may move here (what it depends on is in an
             // earlier slot), by slot.
-            let reached = |dep: Part, row: usize, mb: usize| mb < m && slot_of[index(dep.index(), row, mb)] < j;
             let mut next: [(usize, Part); 6] = [(usize::MAX, Part::F0); 6];
             let mut found = 0;
             for x in Part::ALL {
-                let mb = counts[i][x.index()];
-                let Some(&at) = occurrences[6 * i + x.index()].get(mb) else { continue };
-                let ready = match x {
-                    Part::F0 | Part::B1 if i > 0 => reached(x, i - 1, mb),
-                    Part::F0 => true,
-                    Part::B1 => counts[i][Part::F1.index()] > mb,
-                    Part::F1 | Part::B0 if i + 1 < p => reached(x, i + 1, mb),
-                    Part::F1 => counts[i][Part::F0.index()] > mb,
-                    Part::B0 => counts[i][Part::B1.index()] > mb,
-                    Part::W1 => counts[i][Part::B1.index()] > mb,
-                    Part::W0 => counts[i][Part::B0.index()] > mb,
-                };
-                if ready {
+                let Some(&at) = occurrences[6 * i + x.index()].get(sweep.counts[i][x.index()]) else { continue };
+                if sweep.ready(i, j, x) {
                     next[found] = (at as usize, x);
                     found += 1;
                 }
@@ -562,20 +580,14 @@ pub(super) fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
                         }
                     }
                     read = at;
-                    if memory[i] + highest >= peak {
+                    if sweep.memory[i] + highest >= peak {
                         continue;
                     }
                 }
-                let mb = counts[i][part.index()];
                 grid.rows[i][j] = part as u8;
                 grid.rows[i][at] = EMPTY;
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                occurrences[6 * i + part.index()][mb] = j as u32;
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
-                filled_peak = filled_peak.max(memory[i]);
+                occurrences[6 * i + part.index()][sweep.counts[i][part.index()]] = j as u32;
+                filled_peak = filled_peak.max(sweep.pass(i, j, part));
                 break;
             }
         }
@@ -583,9 +595,70 @@ pub(super) fn fill_bubbles(grid: &mut Grid, microbatches: u32) -> i32 {
     filled_peak
 }
 
+/// What step 7's sweep ([`fill_bubbles`], and the first version the tests keep) knows when
+/// it reaches a slot, going left to right and device by device: each row's lifespan count, how
+/// many of each part it has run, and the slot each (part, row, microbatch) ran at.
+pub(super) struct FillSweep {
+    /// Rows.
+    p: usize,
+    /// Microbatches.
+    m: usize,
+    /// Each row's lifespan count so far.
+    pub(super) memory: Vec<i32>,
+    /// How many of each part each row has run so far.
+    pub(super) counts: Vec<[usize; 6]>,
+    /// Slot of (part, row, microbatch) once reached, `usize::MAX` before.
+    slot_of: Vec<usize>,
+}
+
+impl FillSweep {
+    /// The sweep before slot 0 of `rows` rows of `microbatches` microbatches.
+    pub(super) fn new(rows: usize, microbatches: usize) -> FillSweep {
+        FillSweep {
+            p: rows,
+            m: microbatches,
+            memory: vec![0; rows],
+            counts: vec![[0; 6]; rows],
+            slot_of: vec![usize::MAX; 6 * rows * microbatches],
+        }
+    }
+
+    /// Records that row `row` runs `part` at slot `slot` (its next microbatch); returns the
+    /// row's count after it.
+    pub(super) fn pass(&mut self, row: usize, slot: usize, part: Part) -> i32 {
+        let mb = self.counts[row][part.index()];
+        if mb < self.m {
+            self.slot_of[(part.index() * self.p + row) * self.m + mb] = slot;
+        }
+        self.counts[row][part.index()] += 1;
+        self.memory[row] += part.memory();
+        self.memory[row]
+    }
+
+    /// Whether the next `part` of row `row` may move to slot `slot`: what it depends on (see
+    /// [`Part::dependency`]) ran in an earlier slot.
+    pub(super) fn ready(&self, row: usize, slot: usize, part: Part) -> bool {
+        let (p, m) = (self.p, self.m);
+        let mb = self.counts[row][part.index()];
+        let reached = |dep: Part, on: usize| mb < m && self.slot_of[(dep.index() * p + on) * m + mb] < slot;
+        let counts = &self.counts[row];
+        match part {
+            Part::F0 | Part::B1 if row > 0 => reached(part, row - 1),
+            Part::F0 => true,
+            Part::B1 => counts[Part::F1.index()] > mb,
+            Part::F1 | Part::B0 if row + 1 < p => reached(part, row + 1),
+            Part::F1 => counts[Part::F0.index()] > mb,
+            Part::B0 => counts[Part::B1.index()] > mb,
+            Part::W1 => counts[Part::B1.index()] > mb,
+            Part::W0 => counts[Part::B0.index()] > mb,
+        }
+    }
+}
+
 /// Step 8: gives every W to the oldest input gradient of its row not yet followed by one
 /// (chunk 1's `B` gets `W`, chunk 0's `b` gets `w`). `false` if a row's counts do not match.
 pub(super) fn relabel_weights(grid: &mut Grid, microbatches: u32) -> bool {
+    let mut queue = std::collections::VecDeque::with_capacity(2 * microbatches as usize);
     for row in &mut grid.rows {
         let mut counts = [0u32; 6];
         for part in row.iter().filter_map(|&c| Part::from_index(c)) {
@@ -594,10 +667,13 @@ pub(super) fn relabel_weights(grid: &mut Grid, microbatches: u32) -> bool {
         if counts.iter().any(|&c| c != microbatches) {
             return false;
         }
-        let mut queue = std::collections::VecDeque::with_capacity(2 * microbatches as usize);
         for cell in row.iter_mut() {
             match Part::from_index(*cell) {
-                Some(part) if part.is_input_grad() => queue.extend(part.weight()),
+                Some(part) if part.is_input_grad() => {
+                    if let Some(w) = part.weight() {
+                        queue.push_back(w);
+                    }
+                }
                 Some(part) if part.is_weight() => match queue.pop_front() {
                     Some(w) => *cell = w as u8,
                     None => return false,

@@ -383,8 +383,25 @@ fn order_based_steps_match_the_laid_out_ones_block_by_block() {
     }
 }
 
-/// Runs the search's first steps the slow way and checks what [`trimmed_rows`] relies on: the
-/// warm-up rewrite ends before each row's first `b` and neither squeeze fails.
+#[test]
+fn order_based_steady_steps_match_the_laid_out_ones() {
+    // What the M ≥ 2P screen runs (at its screening size) against the laid-out steps, for
+    // every block, limit and M from 2P to 4P + 2.
+    for p in 1..=8 {
+        for_every_steady_block(p, |starts, m| {
+            for limit in least_peak(p).min(2 * p)..=2 * p {
+                let laid_out = schedule_block(starts, p, m, limit);
+                let read_off = steady_block(starts, p, m, limit);
+                assert_eq!(read_off, laid_out, "p={p} m={m} limit {limit} block {starts:?}");
+            }
+        });
+    }
+}
+
+/// Runs the search's first steps the slow way and checks what [`trimmed_rows`] and
+/// [`steady_block`] rely on: the warm-up rewrite ends before each row's first `b`, neither
+/// squeeze fails, and the rows and peak read off the block ([`warm_up_rows`]) are those laid
+/// out.
 fn check_warm_up_facts(devices: u32) {
     let padded = 2 * devices;
     for_every_block(devices, |starts| {
@@ -402,24 +419,24 @@ fn check_warm_up_facts(devices: u32) {
             let end = i + steps.iter().rposition(Option::is_some).map_or(0, |last| last + 1);
             assert!(end <= first_b, "p={devices} row {i}: warm-up ends at {end}, first b at {first_b}: {starts:?}");
         }
+        let initial = squeezed.peak();
         let warm = rewrite_warm_up(squeezed, padded).expect("warm-up rewrites");
-        assert!(warm.squeeze(padded).is_some(), "p={devices}: rewritten warm-up deadlocks: {starts:?}");
+        let warm =
+            warm.squeeze(padded).unwrap_or_else(|| panic!("p={devices}: rewritten warm-up deadlocks: {starts:?}"));
+        // The rows and peak read off the block are the laid-out ones.
+        match warm_up_rows(starts, padded, padded, initial) {
+            Some((rows, peak)) => {
+                assert_eq!(peak, warm.peak(), "p={devices}: warm-up peak {starts:?}");
+                assert_eq!(rows.squeeze(padded).as_ref(), Some(&warm), "p={devices}: warm-up rows {starts:?}");
+            }
+            None => assert!(warm.peak() > initial, "p={devices}: warm-up rows {starts:?}"),
+        }
     });
 }
 
 #[test]
 fn order_based_warm_up_matches_the_laid_out_one() {
     for p in 1..=12 {
-        check_warm_up_facts(p);
-    }
-}
-
-/// The same for every size the family accepts (`P ≤ 32`; about a minute in release mode):
-/// `cargo test --release -p bubblescope --lib v_auto -- --ignored`.
-#[test]
-#[ignore]
-fn order_based_warm_up_matches_the_laid_out_one_up_to_32_devices() {
-    for p in 13..=MAX_SEARCH_DEVICES {
         check_warm_up_facts(p);
     }
 }
@@ -450,12 +467,16 @@ fn few_microbatch_bound_holds_for_every_block() {
     }
 }
 
-/// The same for every size the family accepts (`P ≤ 32`; several minutes in release mode):
+/// The block-by-block facts of the two tests above for every size the family accepts
+/// (`P ≤ 32`; several minutes in release mode):
 /// `cargo test --release -p bubblescope --lib v_auto -- --ignored`.
 #[test]
 #[ignore]
-fn few_microbatch_bound_holds_for_every_block_up_to_32_devices() {
+fn block_facts_hold_up_to_32_devices() {
     for p in 9..=MAX_SEARCH_DEVICES {
+        if p > 12 {
+            check_warm_up_facts(p);
+        }
         check_few_microbatch_bound(p);
     }
 }
@@ -544,8 +565,14 @@ fn steady_screen_sees_every_block_as_at_full_size() {
 #[test]
 fn steady_bound_never_exceeds_the_simulated_cost() {
     // The bound `steady_cheapest` screens with: a block's rows cost at least their cost at
-    // their screening size M₀ plus the least per-microbatch work of a device for every further microbatch.
+    // their screening size M₀ plus the least per-microbatch work of a device for every further
+    // microbatch, with equal and with unequal per-stage costs.
     for p in 1..=7 {
+        let mut mixes: Vec<(String, Costs)> = COST_SETS
+            .iter()
+            .map(|&(f, b, w, comm)| (format!("costs {f},{b},{w} comm {comm}"), Costs { comm, ..chunk_costs(f, b, w) }))
+            .collect();
+        mixes.extend((0..UNEQUAL_PROFILES).map(|kind| (format!("profile {kind}"), unequal_costs(p, kind))));
         for_every_steady_block(p, |starts, m| {
             let m0 = steady_microbatches(starts, p, m);
             if m == m0 {
@@ -555,17 +582,89 @@ fn steady_bound_never_exceeds_the_simulated_cost() {
             let (_, Some(large)) = schedule_block(starts, p, m, 2 * p) else {
                 panic!("p={p} m={m}: works at M₀ only: {starts:?}")
             };
-            for (f, b, w, comm) in COST_SETS {
-                let costs = Costs { comm, ..chunk_costs(f, b, w) };
+            for (what, costs) in &mixes {
                 let (Some(c0), Some(c)) =
-                    (simulated_cost(&small.to_schedule(m0), &costs), simulated_cost(&large.to_schedule(m), &costs))
+                    (simulated_cost(&small.to_schedule(m0), costs), simulated_cost(&large.to_schedule(m), costs))
                 else {
                     panic!("p={p} m={m}: deadlock {starts:?}")
                 };
-                let bound = c0 + f64::from(m - m0) * microbatch_work(p, &costs);
-                assert!(bound <= c + 1e-9, "p={p} m={m} costs {f},{b},{w} comm {comm}: {bound} > {c}: {starts:?}");
+                let bound = c0 + f64::from(m - m0) * microbatch_work(p, costs);
+                assert!(bound <= c + 1e-9, "p={p} m={m} {what}: {bound} > {c}: {starts:?}");
             }
         });
+    }
+}
+
+/// How many per-stage cost profiles [`unequal_costs`] has.
+const UNEQUAL_PROFILES: usize = 4;
+
+/// Per-stage (per V stage, `2P` pieces) costs for the comparisons at unequal costs: F, B, W
+/// and activation memory that differ from stage to stage, a heavy last stage (the LM head)
+/// with communication, a heavy first stage (the embedding), and a mixed pattern with
+/// communication.
+fn unequal_costs(devices: u32, kind: usize) -> Costs {
+    let n = 2 * devices as usize;
+    let cycle = |pattern: &[f64]| (0..n).map(|i| pattern[i % pattern.len()]).collect::<Vec<f64>>();
+    let heavy = |at: usize, light: f64, heavy: f64| (0..n).map(|i| if i == at { heavy } else { light }).collect();
+    let (f, b, w, mem_f, comm): (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, f64) = match kind {
+        0 => (cycle(&[2.0, 3.0, 2.0]), cycle(&[4.0, 5.0, 3.0]), cycle(&[2.0, 1.0, 3.0]), cycle(&[1.0, 2.0]), 0.0),
+        1 => (heavy(n - 1, 2.0, 5.0), heavy(n - 1, 2.0, 6.0), heavy(n - 1, 1.0, 3.0), heavy(n - 1, 1.0, 3.0), 0.5),
+        2 => (heavy(0, 3.0, 7.0), heavy(0, 4.0, 5.0), heavy(0, 2.0, 2.0), heavy(0, 2.0, 4.0), 0.0),
+        _ => (cycle(&[5.0, 4.0, 6.0, 3.0]), cycle(&[6.0, 7.0, 5.0]), cycle(&[4.0, 2.0]), cycle(&[3.0, 1.0, 2.0]), 1.5),
+    };
+    let mem_w = mem_f.iter().map(|m| m / 2.0).collect();
+    let profile = crate::params::CostProfile { f, b, w, mem_f, mem_w };
+    Costs { comm, ..Costs::default() }.with_profile(profile, devices)
+}
+
+/// The exhaustive search's winner with every candidate simulated whole (no early stop, no
+/// bound): every block through every step at `M`, the screen, then the least simulated cost,
+/// the first in enumeration order on ties. `every` is [`Search::every_block`] at `limit`.
+fn simulated_winner(search: &Search, every: Vec<Candidate>) -> Option<Schedule> {
+    let mut best: Option<(f64, Schedule)> = None;
+    for candidate in search.screen(every) {
+        let schedule = candidate.grid.to_schedule(search.microbatches);
+        let Some(cost) = simulated_cost(&schedule, search.costs) else { continue };
+        if best.as_ref().is_none_or(|(b, _)| cost < *b) {
+            best = Some((cost, schedule));
+        }
+    }
+    best.map(|(_, schedule)| schedule)
+}
+
+#[test]
+fn steady_search_picks_the_simulated_winner_with_unequal_stage_costs() {
+    // M ≥ 2P at unequal per-stage costs: the screened search (blocks at M₀, the few left laid
+    // out at M) picks the schedule the exhaustive one does, every limit from V-Min's to 2P,
+    // and through `generate` with memory limits in mem-f over unequal per-stage memory.
+    for p in 2..=6 {
+        for m in [2 * p, 2 * p + 1, 3 * p + 1, 4 * p + 2] {
+            let every: Vec<(u32, Vec<Candidate>)> = (least_peak(p)..=2 * p)
+                .map(|limit| {
+                    (limit, Search { devices: p, microbatches: m, costs: &Costs::default() }.every_block(limit))
+                })
+                .collect();
+            for kind in 0..UNEQUAL_PROFILES {
+                let costs = unequal_costs(p, kind);
+                let search = Search { devices: p, microbatches: m, costs: &costs };
+                for (limit, every) in &every {
+                    let expected = simulated_winner(&search, every.clone());
+                    assert!(expected.is_some(), "p={p} m={m} profile {kind} limit {limit}: no block works");
+                    assert_eq!(search.run(*limit), expected, "p={p} m={m} profile {kind} limit {limit}");
+                }
+                let base = ScheduleParams::new(p, m).with_costs(costs.clone());
+                let unit = share_mem_f(&base) / 2.0;
+                for chunks in [least_peak(p), p + 1, 2 * p - 1, 2 * p].into_iter().filter(|&c| c >= least_peak(p)) {
+                    let params = base.clone().with_mem_limit(f64::from(chunks) * unit);
+                    let limit = chunk_limit(&params);
+                    assert_eq!(limit, chunks, "p={p} m={m} profile {kind}");
+                    let (_, every) = every.iter().find(|(l, _)| *l == limit).expect("a compared limit");
+                    let expected = simulated_winner(&search, every.clone());
+                    let generated = generate("v-auto", &params).ok();
+                    assert_eq!(generated, expected, "p={p} m={m} profile {kind} limit {limit} (mem-limit)");
+                }
+            }
+        }
     }
 }
 
@@ -589,44 +688,23 @@ fn fill_bubbles_reference(grid: &mut Grid, microbatches: u32) {
             }
         }
     }
-    let mut memory = vec![0i32; p];
-    let mut counts = vec![[0usize; 6]; p];
-    // Slot of (part, row, microbatch) once reached by the sweep.
-    let mut slot_of = vec![usize::MAX; 6 * p * m];
-    let index = |part: usize, row: usize, mb: usize| (part * p + row) * m + mb;
+    let mut sweep = FillSweep::new(p, m);
     for j in 0..len {
-        for i in 0..p {
+        for (i, last) in last.iter().enumerate() {
             if let Some(part) = Part::from_index(grid.rows[i][j]) {
-                let mb = counts[i][part.index()];
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
+                sweep.pass(i, j, part);
                 continue;
             }
             // A part's next pass may move here if what it depends on is in an earlier slot
             // (the peak is checked during the scan). Only the first later pass of each part
             // is looked at; the scan ends when no movable part is left to find.
-            let reached = |dep: Part, row: usize, mb: usize| mb < m && slot_of[index(dep.index(), row, mb)] < j;
             let (mut open, mut movable) = (0u8, 0u8);
             for x in Part::ALL {
-                if last[i][x.index()].is_none_or(|l| l <= j) {
+                if last[x.index()].is_none_or(|l| l <= j) {
                     continue;
                 }
                 open |= 1 << x.index();
-                let mb = counts[i][x.index()];
-                let ready = match x {
-                    Part::F0 | Part::B1 if i > 0 => reached(x, i - 1, mb),
-                    Part::F0 => true,
-                    Part::B1 => counts[i][Part::F1.index()] > mb,
-                    Part::F1 | Part::B0 if i + 1 < p => reached(x, i + 1, mb),
-                    Part::F1 => counts[i][Part::F0.index()] > mb,
-                    Part::B0 => counts[i][Part::B1.index()] > mb,
-                    Part::W1 => counts[i][Part::B1.index()] > mb,
-                    Part::W0 => counts[i][Part::B0.index()] > mb,
-                };
-                if ready {
+                if sweep.ready(i, j, x) {
                     movable |= 1 << x.index();
                 }
             }
@@ -645,17 +723,12 @@ fn fill_bubbles_reference(grid: &mut Grid, microbatches: u32) {
                     continue;
                 }
                 open &= !bit;
-                if movable & bit == 0 || (part.is_forward() && memory[i] + before >= peak) {
+                if movable & bit == 0 || (part.is_forward() && sweep.memory[i] + before >= peak) {
                     continue;
                 }
-                let mb = counts[i][part.index()];
                 grid.rows[i][j] = cell;
                 grid.rows[i][k] = EMPTY;
-                if mb < m {
-                    slot_of[index(part.index(), i, mb)] = j;
-                }
-                counts[i][part.index()] += 1;
-                memory[i] += part.memory();
+                sweep.pass(i, j, part);
                 break;
             }
         }
@@ -703,20 +776,9 @@ fn repeated_peak_matches_the_count_slot_by_slot() {
     }
 }
 
-proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
-
-    /// Unequal per-stage memory: v-auto generates at its default limit and never goes above an
-    /// explicit one.
-    #[test]
-    fn keeps_its_limits_with_unequal_stage_memory(
-        devices in 2u32..=6,
-        microbatches in 1u32..=16,
-        mem_f in proptest::collection::vec(1u32..=8, 1..=3usize),
-        scale in 0.5f64..1.5,
-    ) {
-        let pieces: Vec<f64> = (0..devices as usize).map(|i| f64::from(mem_f[i % mem_f.len()])).collect();
-        let params = super::super::v_common::testing::unequal_memory(devices, microbatches, &pieces);
-        super::super::v_common::testing::assert_keeps_limits("v-auto", &params, scale);
-    }
+/// Unequal per-stage memory: v-auto generates at its default limit and never goes above an
+/// explicit one.
+#[test]
+fn keeps_its_limits_with_unequal_stage_memory() {
+    super::super::v_common::testing::check_limits_with_unequal_memory(&["v-auto"], &[], 2..=6, 1..=16, 0.5..1.5, 32);
 }

@@ -198,17 +198,24 @@ impl Grid {
         let mut next_free = vec![0u32; p];
         let mut out: Vec<Vec<u8>> = self.rows.iter().map(|row| vec![EMPTY; row.len()]).collect();
         let mut ready: Vec<u32> = (0..devices).rev().collect();
+        // Per row, the key base of each part's dependency and whether it is on the same row
+        // (a row is resumed many times: worked out once).
+        let row_deps: Vec<[Option<(usize, bool)>; 4]> = (0..devices)
+            .map(|row| {
+                std::array::from_fn(|x| {
+                    let (dep, dep_row) = Part::ALL[x].dependency(row, devices)?;
+                    Some(((dep.index() * p + dep_row as usize) * m, dep_row == row))
+                })
+            })
+            .collect();
 
         while let Some(row) = ready.pop() {
             let r = row as usize;
             let cells = &self.rows[r];
             let out_row = &mut out[r];
-            // Key base of each part's own slot and of its dependency on this row.
+            // Key base of each part's own slot.
             let own = |part: usize| part * p * m + r * m;
-            let deps: [Option<(usize, bool)>; 4] = std::array::from_fn(|x| {
-                let (dep, dep_row) = Part::ALL[x].dependency(row, devices)?;
-                Some(((dep.index() * p + dep_row as usize) * m, dep_row == row))
-            });
+            let deps = row_deps[r];
             let (mut count, mut at, mut free) = (counts[r], cursor[r], next_free[r]);
             while let Some(&cell) = cells.get(at) {
                 if cell == EMPTY {
@@ -322,6 +329,31 @@ pub(super) fn row_peak(row: &[u8]) -> i32 {
     peak
 }
 
+/// The absolute slot of every device's microbatch-0 passes when a V building block repeats
+/// every [`PERIOD`] slots from slot `PERIOD`: `block[d][x]` is the slot (mod 6) of part `x` on
+/// device `d`, parts in [`Part`] index order (`F f B b W w`). Each pass takes its first slot
+/// after the pass it follows in the chain `F` down, `f` up, `B` down, `b` up; each W its
+/// first slot after its B.
+pub(super) fn first_slots<T: Copy + Into<u32>>(block: &[[T; 6]]) -> Vec<[u32; 6]> {
+    let devices = block.len();
+    let mut starts = vec![[0u32; 6]; devices];
+    let next = |from: u32, residue: T| from + (residue.into() + PERIOD - from % PERIOD) % PERIOD;
+    let mut cursor = PERIOD;
+    for part in [Part::F0, Part::F1, Part::B1, Part::B0] {
+        let rows: Vec<usize> =
+            if matches!(part, Part::F0 | Part::B1) { (0..devices).collect() } else { (0..devices).rev().collect() };
+        for d in rows {
+            let slot = next(cursor, block[d][part.index()]);
+            starts[d][part.index()] = slot;
+            cursor = slot + 1;
+            if let Some(w) = part.weight() {
+                starts[d][w.index()] = next(cursor, block[d][w.index()]);
+            }
+        }
+    }
+    starts
+}
+
 /// The longest per-device span of `schedule` under `costs`, simulated; `None` if it deadlocks.
 pub(super) fn simulated_cost(schedule: &Schedule, costs: &Costs) -> Option<f64> {
     let stage_costs = StageCosts::for_schedule(costs, schedule);
@@ -334,26 +366,34 @@ pub(super) fn simulated_cost(schedule: &Schedule, costs: &Costs) -> Option<f64> 
 }
 
 /// Times the rows under `costs` and returns their longest per-device span and schedule, unless
-/// that span cannot be below `beat`.
+/// that span cannot be below `beat`: then `Err` carries a lower bound of the span that is at
+/// least `beat` (infinite when the orders deadlock).
 ///
 /// Passes are pushed in slot order into a [`Builder`] (the simulator's own rules). A device
 /// that has been busy or waiting for `t` since its first pass and still has `r` of work left
-/// ends its span no earlier than `t + r`: once that reaches `beat`, the rows are abandoned.
-/// Rows whose slot order is not a valid order are simulated whole instead.
-pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f64) -> Option<(f64, Schedule)> {
+/// ends its span no earlier than `t + r`: once that reaches `beat`, the rows are abandoned and
+/// `t + r` is the bound returned. The same rows timed again against any `beat` up to that
+/// bound are abandoned too (the times do not depend on `beat`), so a caller may keep the
+/// bound instead of timing them again. Rows whose slot order is not a valid order are
+/// simulated whole instead.
+pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f64) -> Result<(f64, Schedule), f64> {
     if !grid.is_slot_ordered(microbatches) {
         let schedule = grid.to_schedule(microbatches);
-        let cost = simulated_cost(&schedule, costs)?;
-        return (cost < beat).then_some((cost, schedule));
+        let cost = simulated_cost(&schedule, costs).unwrap_or(f64::INFINITY);
+        return if cost < beat { Ok((cost, schedule)) } else { Err(cost) };
     }
     let devices = grid.devices();
     let p = devices as usize;
     let placement = Placement::v_shape(devices);
     let stage_costs = StageCosts::new(costs, &placement);
     let mut builder = Builder::new(placement, microbatches, 1, stage_costs);
-    // Every device runs each part once per microbatch: the same work on every device.
-    let work: f64 =
-        Part::ALL.iter().map(|part| builder.cost(part.pass(0, 0, devices))).sum::<f64>() * f64::from(microbatches);
+    builder.reserve_whole_schedule();
+    // Every device runs each part once per microbatch (its own stages' costs: with a cost
+    // profile devices differ).
+    let work: Vec<f64> = (0..devices)
+        .map(|d| Part::ALL.iter().map(|part| builder.cost(part.pass(d, 0, devices))).sum::<f64>())
+        .map(|per_microbatch| per_microbatch * f64::from(microbatches))
+        .collect();
     let mut first_start = vec![None::<f64>; p];
     let mut done = vec![0.0f64; p];
     let mut counts = vec![[0u32; 6]; p];
@@ -369,13 +409,18 @@ pub(super) fn cost_below(grid: &Grid, microbatches: u32, costs: &Costs, beat: f6
             let cost = builder.cost(pass);
             let end = builder.push(device, pass);
             done[d] += cost;
-            if end - start + (work - done[d]) >= beat {
-                return None;
+            let bound = end - start + (work[d] - done[d]);
+            if bound >= beat {
+                return Err(bound);
             }
         }
     }
     let cost = (0..devices).map(|d| builder.free_at(d) - first_start[d as usize].unwrap_or(0.0)).fold(0.0, f64::max);
-    (cost < beat).then(|| (cost, builder.finish()))
+    if cost < beat {
+        Ok((cost, builder.finish()))
+    } else {
+        Err(cost)
+    }
 }
 
 /// The least time any device of a V placement over `devices` spends on one microbatch's six

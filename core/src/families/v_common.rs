@@ -72,6 +72,8 @@ pub(super) mod testing {
     use crate::params::{CostProfile, Costs, ScheduleParams};
     use crate::schedule::Schedule;
     use crate::{run, Analysis};
+    use proptest::test_runner::{Config, TestRunner};
+    use std::ops::{Range, RangeInclusive};
 
     /// One of the four p=4 settings of Appendix A, in CLI units (each V chunk runs at half).
     #[derive(Clone, Copy, Debug)]
@@ -173,6 +175,37 @@ pub(super) mod testing {
             // Too little memory is a parameter error, never a broken schedule.
             Err(crate::AnalyzeError::Param(_)) => {}
             Err(e) => panic!("{family} at mem-limit {limit}: {e}: {params:?}"),
+        }
+    }
+
+    /// The property of [`assert_keeps_limits`] for each of `families` on `cases` random cases
+    /// (proptest, shrunk on failure): sizes from `devices` and `microbatches`, each device's
+    /// activation memory cycled from a list of one to three values in 1..=8 ([`unequal_memory`]),
+    /// explicit limits `scale` × the default. The families of `fixed` set their own limit:
+    /// they only have to generate.
+    pub(crate) fn check_limits_with_unequal_memory(
+        families: &[&str],
+        fixed: &[&str],
+        devices: RangeInclusive<u32>,
+        microbatches: RangeInclusive<u32>,
+        scale: Range<f64>,
+        cases: u32,
+    ) {
+        let strategy = (devices, microbatches, proptest::collection::vec(1u32..=8, 1..=3usize), scale);
+        let mut runner = TestRunner::new(Config { source_file: Some(file!()), ..Config::with_cases(cases) });
+        let result = runner.run(&strategy, |(devices, microbatches, mem_f, scale)| {
+            let pieces: Vec<f64> = (0..devices as usize).map(|i| f64::from(mem_f[i % mem_f.len()])).collect();
+            let params = unequal_memory(devices, microbatches, &pieces);
+            for family in families {
+                assert_keeps_limits(family, &params, scale);
+            }
+            for family in fixed {
+                run_ok(family, &params);
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{families:?} with unequal per-stage memory: {e}");
         }
     }
 
