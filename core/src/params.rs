@@ -423,9 +423,10 @@ fn stage_share(values: &[f64], j: usize, stages: usize, pieces: usize) -> f64 {
     // [i·stages, (i+1)·stages).
     let (lo, hi) = (j * pieces, (j + 1) * pieces);
     let mut total = 0.0;
-    for i in lo / stages..hi.div_ceil(stages).min(pieces) {
+    let last = hi.div_ceil(stages).min(pieces);
+    for (i, value) in values.iter().enumerate().take(last).skip(lo / stages) {
         let overlap = hi.min((i + 1) * stages) - lo.max(i * stages);
-        total += values[i] * (overlap as f64 / stages as f64);
+        total += value * (overlap as f64 / stages as f64);
     }
     total
 }

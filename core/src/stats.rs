@@ -237,6 +237,15 @@ fn ratio(num: f64, den: f64) -> f64 {
     }
 }
 
+impl DeviceStats {
+    /// Whether this device's peak activation memory is above `limit` (none: never). Memory
+    /// sums are compared with a tolerance of 1e-9, so a peak that equals the limit up to
+    /// rounding is not over it.
+    pub fn over(&self, limit: Option<f64>) -> bool {
+        limit.is_some_and(|l| self.peak_memory > l + 1e-9)
+    }
+}
+
 #[cfg(test)]
 mod key_tests {
     use super::*;
@@ -248,14 +257,5 @@ mod key_tests {
         }
         assert_eq!(BubbleMeasure::from_key("ideal"), Some(BubbleMeasure::OverIdeal));
         assert_eq!(BubbleMeasure::from_key("nope"), None);
-    }
-}
-
-impl DeviceStats {
-    /// Whether this device's peak activation memory is above `limit` (none: never). Memory
-    /// sums are compared with a tolerance of 1e-9, so a peak that equals the limit up to
-    /// rounding is not over it.
-    pub fn over(&self, limit: Option<f64>) -> bool {
-        limit.is_some_and(|l| self.peak_memory > l + 1e-9)
     }
 }

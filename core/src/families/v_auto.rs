@@ -561,7 +561,7 @@ impl Search<'_> {
             // A later candidate must beat the best; an earlier one may tie it.
             let beat = match &best {
                 None => f64::INFINITY,
-                Some((cost, at, _)) if index < *at => cost.next_up(),
+                Some((cost, at, _)) if index < *at => next_above(*cost),
                 Some((cost, _, _)) => *cost,
             };
             if let Ok((cost, schedule)) = cost_below(&grid, m, self.costs, beat) {
@@ -777,6 +777,15 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
 
 #[path = "v_auto_steps.rs"]
 mod steps;
+
+/// The smallest float above a non-negative finite `x` (`f64::next_up`, which needs Rust 1.86).
+fn next_above(x: f64) -> f64 {
+    if x.is_finite() && x >= 0.0 {
+        f64::from_bits(x.to_bits() + 1)
+    } else {
+        x
+    }
+}
 
 #[cfg(test)]
 #[path = "v_auto_tests.rs"]

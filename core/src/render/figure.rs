@@ -160,7 +160,7 @@ pub fn figure_layout(items: &[FigureItem<'_>], opts: &FigureOptions) -> (Scene, 
         .iter()
         .map(|p| (p.rows_top, p.rows_top + f64::from(p.devices) * g.row_pitch - (g.row_pitch - g.row_height)))
         .collect();
-    let axis = g.axis.clone();
+    let axis = g.axis;
     if opts.memory {
         let dy = f64::from(fig.gantt.height) / opts.scale.max(1e-9);
         let (_, memory_bands) = memory_charts(items, opts, (axis.t0, axis.t1));
