@@ -288,6 +288,12 @@ fn the_playground_s_cli_line_runs_the_same_schedule() {
         "schedule=interleaved-1f1b&devices=4&microbatches=8&chunks=2&f=1,1,1,3&comm=0.5",
         "schedule=zb-1p&devices=4&microbatches=8&b=1.5&w=0.5&mem-limit=5&chunks=3",
         "schedule=dualpipe-v&devices=4&microbatches=10&overlap=2.5&mem-f=2&mem-w=1.5",
+        // The F&B time stays hand-set with a model; a limit is drawn for every family; other
+        // spellings of a family and layouts with blanks survive the shell.
+        "schedule=dualpipe&devices=4&microbatches=8&model=zb-1.5b&overlap=5000",
+        "schedule=1f1b&devices=4&microbatches=8&mem-limit=3",
+        "schedule=Interleaved%201F1B&devices=4&microbatches=8&chunks=2",
+        "schedule=1f1b&devices=4&microbatches=8&model=zb-1.5b&layout=6,6,%096,6",
     ] {
         let (link, warnings) = bubblescope::permalink::parse(query);
         assert!(warnings.is_empty(), "{query}: {warnings:?}");
@@ -303,6 +309,7 @@ fn the_playground_s_cli_line_runs_the_same_schedule() {
         let params = family.own_params(&settings.effective_params().unwrap());
         let expected = bubblescope::run(&settings.schedule, &params).unwrap();
         assert_eq!(out["cost"].as_f64(), Some(expected.stats.cost), "{line}");
+        assert!(!query.contains("mem-limit") || line.contains("--mem-limit"), "{line}");
         assert_eq!(out["peak_memory"].as_f64(), Some(expected.stats.peak_memory), "{line}");
         // Options the family does not read stay out of the line (the CLI would refuse them).
         assert!(!line.contains("--chunks") || settings.schedule != "zb-1p", "{line}");

@@ -136,10 +136,19 @@ impl CostLists {
                 _ => scalars.mem_w = Some(first),
             }
         }
-        if !self.has_lists() {
+        // A file's or a model's per-piece costs stay, as one piece per device, under what is
+        // given: a single number replaces that cost on every device, a list replaces its list.
+        let base_profile = base.profile.as_deref().map(|p| p.per_device(devices as usize));
+        if base_profile.is_none() && !self.has_lists() {
             return Ok(scalars);
         }
-        let mut p = CostProfile::uniform(&Costs { profile: None, ..scalars.clone() }, devices as usize);
+        if LIST_FIELDS.iter().all(|f| self.get(*f).is_none()) {
+            return Ok(base.clone());
+        }
+        let mut p = match base_profile {
+            Some(p) => p,
+            None => CostProfile::uniform(&Costs { profile: None, ..scalars.clone() }, devices as usize),
+        };
         let fill = |target: &mut Vec<f64>, list: Option<&Vec<f64>>| {
             if let Some(v) = list {
                 *target = if v.len() == 1 { vec![v[0]; devices as usize] } else { v.clone() };
@@ -151,7 +160,7 @@ impl CostLists {
         fill(&mut p.mem_f, self.mem_f.as_ref());
         if self.mem_w.is_some() {
             fill(&mut p.mem_w, self.mem_w.as_ref());
-        } else if base.mem_w.is_none() {
+        } else if base.mem_w.is_none() && base.profile.is_none() {
             p.mem_w = p.mem_f.iter().map(|m| m / 2.0).collect();
         }
         Ok(Costs { profile: None, ..scalars }.with_profile(p, devices))
@@ -183,6 +192,32 @@ pub fn format_list(values: &[f64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_costs_go_over_a_files_profile_not_under_it() {
+        // A file's costs: per-device F and mem-f lists.
+        let lists = |f: &str, mem_f: &str| CostLists {
+            f: Some(parse_list(f, Field::F).unwrap()),
+            mem_f: Some(parse_list(mem_f, Field::MemF).unwrap()),
+            ..CostLists::default()
+        };
+        let file = lists("1,3", "2,1").apply(&Costs::default(), 2).unwrap();
+        let profile = |c: &Costs| c.profile.as_deref().cloned().unwrap();
+        // A single number replaces F on every device; the file's mem-f list stays.
+        let one = CostLists { f: Some(vec![5.0]), ..CostLists::default() }.apply(&file, 2).unwrap();
+        assert_eq!((profile(&one).f, profile(&one).mem_f), (vec![5.0, 5.0], vec![2.0, 1.0]));
+        assert_eq!(one.f, 5.0);
+        // A list replaces its own list only.
+        let list = CostLists { f: Some(vec![5.0, 6.0]), ..CostLists::default() }.apply(&file, 2).unwrap();
+        assert_eq!((profile(&list).f, profile(&list).mem_f), (vec![5.0, 6.0], vec![2.0, 1.0]));
+        // Nothing given: the file's costs, untouched.
+        assert_eq!(CostLists::default().apply(&file, 2).unwrap(), file);
+        // A model's pieces (more than the devices) are kept as each device's share.
+        let model = crate::model::ModelSpec::preset("llama-3.2-1b").resolve().unwrap().derive(4).unwrap().costs();
+        let over = CostLists { w: Some(vec![1.0]), ..CostLists::default() }.apply(&model, 4).unwrap();
+        let shares = model.profile.as_deref().unwrap().per_device(4);
+        assert_eq!((profile(&over).f, profile(&over).w), (shares.f, vec![1.0; 4]));
+    }
 
     #[test]
     fn equal_lists_give_the_scalar_and_unequal_ones_a_profile() {

@@ -111,11 +111,23 @@ impl CostProfile {
         ]
     }
 
-    /// The costs of device share `k` of `devices` (the sum of its pieces).
+    /// The costs of device share `k` of `devices`: the pieces it covers, in proportion, as
+    /// the simulator cuts stages (so a piece count that does not divide by the devices is
+    /// shared, not dropped).
     pub fn share(&self, k: usize, devices: usize) -> [f64; 5] {
-        let per = self.pieces() / devices.max(1);
-        let sum = |v: &[f64]| v.iter().skip(k * per).take(per).sum::<f64>();
-        [sum(&self.f), sum(&self.b), sum(&self.w), sum(&self.mem_f), sum(&self.mem_w)]
+        let (n, d) = (self.pieces(), devices.max(1));
+        let cut = |v: &[f64]| stage_share(v, k, d, n);
+        [cut(&self.f), cut(&self.b), cut(&self.w), cut(&self.mem_f), cut(&self.mem_w)]
+    }
+
+    /// The same model as one piece per device share (what `--f 4,4,4,6` writes).
+    pub fn per_device(&self, devices: usize) -> CostProfile {
+        if self.pieces() == devices {
+            return self.clone();
+        }
+        let shares: Vec<[f64; 5]> = (0..devices).map(|k| self.share(k, devices)).collect();
+        let list = |i: usize| shares.iter().map(|s| s[i]).collect();
+        CostProfile { f: list(0), b: list(1), w: list(2), mem_f: list(3), mem_w: list(4) }
     }
 
     /// Checks the lists have equal, non-zero lengths, finite non-negative numbers and mem-w at

@@ -78,8 +78,10 @@ impl Settings {
     /// the defaults (per-device lists as lists).
     pub fn cli_command(&self) -> String {
         let p = &self.params;
-        let mut out = format!("bubblescope simulate -s {} -p {} -m {}", self.schedule, p.devices, p.microbatches);
         let family = crate::family(&self.schedule);
+        // The family's own name (links may spell it another way); anything else, quoted.
+        let name = family.map_or_else(|| shell_word(&self.schedule), |f| f.name.to_string());
+        let mut out = format!("bubblescope simulate -s {name} -p {} -m {}", p.devices, p.microbatches);
         let reads = |field: Field| family.is_some_and(|f| f.uses(field));
         let opts = [
             (Field::Chunks, p.chunks),
@@ -94,6 +96,10 @@ impl Settings {
         }
         if self.model.given() {
             let _ = write!(out, " {}", self.model.cli_flags());
+            // The F&B time stays hand-set with a model (see `effective_params`).
+            if let (true, Some(o)) = (reads(Field::Overlap), p.costs.overlap) {
+                let _ = write!(out, " --overlap {o}");
+            }
         } else {
             let (c, d) = (&p.costs, Costs::default());
             let lists = CostLists::of(c, p.devices);
@@ -114,7 +120,9 @@ impl Settings {
                 }
             }
         }
-        if let (true, Some(limit)) = (reads(Field::MemLimit), p.mem_limit) {
+        // Every family is checked against a limit (the chart draws it), not only those that
+        // schedule to one.
+        if let Some(limit) = p.mem_limit {
             let text = if self.model.given() { crate::model::size_text(limit) } else { limit.to_string() };
             let _ = write!(out, " --mem-limit {text}");
         }
@@ -249,6 +257,17 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
         }
     }
     (link, warnings)
+}
+
+/// `text` as one shell word: as it is when it holds only characters no shell reads, else in
+/// single quotes (a quote inside closed, escaped and reopened).
+pub fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=+@%".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// A value as shown in a warning: cleaned and cut.
@@ -408,6 +427,17 @@ mod tests {
                 "ignored v=99: expected a format version up to 1",
             ]
         );
+    }
+
+    #[test]
+    fn shell_words_survive_any_text() {
+        assert_eq!(shell_word("zb-1.5b"), "zb-1.5b");
+        assert_eq!(shell_word("Et|tL"), "'Et|tL'");
+        assert_eq!(shell_word("x;touch /tmp/pwned;"), "'x;touch /tmp/pwned;'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+        let (link, _) = parse("schedule=x%3Btouch%20%2Ftmp%2Fp%3B&devices=2");
+        assert!(link.settings().cli_command().starts_with("bubblescope simulate -s 'x;touch /tmp/p;' -p 2"));
     }
 
     #[test]

@@ -218,8 +218,7 @@ impl ModelSpec {
                 let _ = write!(out, " --{key} {}", if value == "1" { "true" } else { "false" });
                 continue;
             }
-            let quoted = if value.contains(['|', '*', '(', ')', ' ']) { format!("'{value}'") } else { value };
-            let _ = write!(out, " --{key} {quoted}");
+            let _ = write!(out, " --{key} {}", crate::permalink::shell_word(&value));
         }
         out.trim_start().to_string()
     }

@@ -64,8 +64,8 @@ impl Units {
     /// seconds or milliseconds for µs (`0.5 s`, not `500k`), the plain number otherwise.
     pub fn time_ticks(self, span: f64) -> (f64, &'static str) {
         match self {
-            Units::Model if span >= 2e6 => (1e6, " s"),
-            Units::Model if span >= 2e3 => (1e3, " ms"),
+            Units::Model if span >= 1e6 => (1e6, " s"),
+            Units::Model if span >= 1e3 => (1e3, " ms"),
             Units::Model => (1.0, " µs"),
             Units::Cost => (1.0, ""),
         }
@@ -97,7 +97,8 @@ mod tests {
         assert_eq!(Units::Model.memory_ticks(3.0 * MIB), (MIB, " MiB"));
         assert_eq!(Units::Cost.memory_ticks(3.0 * GIB), (1.0, ""));
         assert_eq!(Units::Model.time_ticks(4.1e6), (1e6, " s"));
-        assert_eq!(Units::Model.time_ticks(1.9e6), (1e3, " ms"));
+        assert_eq!(Units::Model.time_ticks(1.5e6), (1e6, " s"), "1.5 s, not 1.5k ms");
+        assert_eq!(Units::Model.time_ticks(1.5e3), (1e3, " ms"), "1.5 ms, not 1.5k µs");
         assert_eq!(Units::Model.time_ticks(800.0), (1.0, " µs"));
         assert_eq!(Units::Cost.time_ticks(4.1e6), (1.0, ""));
     }
