@@ -10,6 +10,9 @@ cd "$ROOT"
 "$ROOT/tools/setup.sh" test
 export PATH="$ROOT/tests/node_modules/.bin:${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin:$PATH"
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
+# chromedriver gets 5 s to bind its port by default; on a loaded 2-core machine it has needed
+# more (the runner then kills it with "driver failed to bind port during startup").
+export WASM_BINDGEN_TEST_DRIVER_TIMEOUT="${WASM_BINDGEN_TEST_DRIVER_TIMEOUT:-60}"
 
 step() {
   local name="$1"; shift
@@ -20,6 +23,7 @@ step() {
 }
 
 step "core and CLI tests" cargo test --locked -p bubblescope -p bubblescope-cli
+step "app unit tests (native)" cargo test --locked -p bubblescope-app --lib
 step "app tests in headless Chromium" cargo test --locked -p bubblescope-app --target wasm32-unknown-unknown --test web
 step "release build of the playground" trunk build --release --offline --locked
 step "browser end-to-end tests" node tests/e2e/run.mjs dist target/e2e

@@ -17,12 +17,15 @@
 //!   redraws as fast as before.
 //! * **The chart keeps the last result** while the worker computes; [`AppState::pending`]
 //!   drives the progress bar.
+//! * **"Compare all" has its own worker** ([`run_all`]), started while the view is open: its
+//!   twenty-odd runs (an exact search among them) never wait behind, or delay, the chart's.
 //! * **Fallback.** When the worker cannot start (no `Worker`, a failed load, no answer in
 //!   [`START_TIMEOUT_MS`]), every computation runs on the page under the page's budget and
 //!   [`AppState::engine_note`] says so.
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bubblescope::family;
 use bubblescope::permalink::{self, Settings};
@@ -32,6 +35,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
+use crate::components::compare_all::{compute_all, AllState};
 use crate::state::{
     admit, compute, effective_params, next_id, now_ms, planned, AppState, Budget, Computed, LoadedFile, Outcome,
     UiError,
@@ -120,9 +124,32 @@ enum Status {
     Failed,
 }
 
+/// What a client computes, and where its results go.
+#[derive(Clone, Copy)]
+enum Sink {
+    /// The settings' schedules: [`AppState::outcome`], with [`AppState::pending`].
+    Outcome,
+    /// Every family at the settings, for "Compare all".
+    All(RwSignal<AllState>),
+}
+
+impl Sink {
+    /// The request's kind, as the worker reads it.
+    fn kind(self) -> &'static str {
+        match self {
+            Sink::Outcome => "schedules",
+            Sink::All(_) => ALL,
+        }
+    }
+}
+
+/// The kind of a "Compare all" request.
+const ALL: &str = "all";
+
 /// The page's side of the worker.
 struct Client {
     state: AppState,
+    sink: Sink,
     worker: Option<Worker>,
     /// Keeps the worker's event handlers alive while it lives.
     handlers: Vec<Closure<dyn FnMut(JsValue)>>,
@@ -136,6 +163,12 @@ struct Client {
 }
 
 type Shared = Rc<RefCell<Client>>;
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.stop_worker();
+    }
+}
 
 impl Client {
     /// Stops the worker; its late messages go nowhere (its handlers are detached first).
@@ -152,16 +185,7 @@ impl Client {
 /// Computes every settings change of `state`: the current settings at once (on the page, or
 /// sent to the worker), then each change.
 pub fn run(state: AppState) {
-    let client: Shared = Rc::new(RefCell::new(Client {
-        state,
-        worker: None,
-        handlers: Vec::new(),
-        status: Status::Starting,
-        latest: 0,
-        in_flight: None,
-        queued: None,
-        started: 0,
-    }));
+    let client = new_client(state, Sink::Outcome);
     let first = state.settings.get_untracked();
     request(&client, &first, None);
     spawn(&client);
@@ -175,19 +199,54 @@ pub fn run(state: AppState) {
     });
 }
 
+/// Computes every family at each settings change into `all`, in a worker of its own that
+/// lives as long as the calling component (the "Compare all" view).
+pub fn run_all(state: AppState, all: RwSignal<AllState>) {
+    let client = new_client(state, Sink::All(all));
+    spawn(&client);
+    // The effect holds the only strong reference: when the view goes, the effect is
+    // disposed, the client dropped and its worker stopped (`Drop for Client`).
+    Effect::new(move |_| {
+        let settings = state.settings.get();
+        request(&client, &settings, None);
+    });
+}
+
+fn new_client(state: AppState, sink: Sink) -> Shared {
+    Rc::new(RefCell::new(Client {
+        state,
+        sink,
+        worker: None,
+        handlers: Vec::new(),
+        status: Status::Starting,
+        latest: 0,
+        in_flight: None,
+        queued: None,
+        started: 0,
+    }))
+}
+
 /// Starts computing `settings` (and `file`) as the latest request.
 fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
-    let state = {
+    let (state, sink) = {
         let mut c = client.borrow_mut();
         c.latest += 1;
-        let on_page = c.status == Status::Failed || runs_on_page(settings, file.is_some());
+        let on_page = c.status == Status::Failed
+            || match c.sink {
+                Sink::Outcome => runs_on_page(settings, file.is_some()),
+                // Every family at once: always worth a round trip.
+                Sink::All(_) => false,
+            };
         if !on_page {
             let job = Job { seq: c.latest, query: query_of(&c.state, settings), settings: settings.clone(), sent: 0.0 };
             let stale_and_long = c.in_flight.as_ref().is_some_and(|j| now_ms() - j.sent > RESTART_AFTER_MS);
             c.queued = Some(job);
-            let state = c.state;
+            let (state, sink) = (c.state, c.sink);
             drop(c);
-            state.pending.set(Some(now_ms()));
+            match sink {
+                Sink::Outcome => state.pending.set(Some(now_ms())),
+                Sink::All(all) => all.update(|a| a.pending = true),
+            }
             if stale_and_long {
                 restart(client);
             } else {
@@ -196,12 +255,25 @@ fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
             return;
         }
         c.queued = None;
-        c.state
+        (c.state, c.sink)
     };
-    let outcome = compute(settings, file, Budget::Page);
-    report(&format!("page {:.1}", outcome.elapsed_ms));
-    state.pending.set(None);
-    state.outcome.set(outcome);
+    compute_on_page(state, sink, settings, file);
+}
+
+/// Computes on the page (small schedules, or no worker) and applies the result.
+fn compute_on_page(state: AppState, sink: Sink, settings: &Settings, file: Option<&LoadedFile>) {
+    match sink {
+        Sink::Outcome => {
+            let outcome = compute(settings, file, Budget::Page);
+            report(&format!("page {:.1}", outcome.elapsed_ms));
+            state.pending.set(None);
+            state.outcome.set(outcome);
+        }
+        Sink::All(all) => {
+            let result = compute_all(settings).map(Arc::new);
+            all.set(AllState { result: Some(result), pending: false });
+        }
+    }
 }
 
 /// Where and how fast the last result was computed, for the browser benchmark:
@@ -232,7 +304,8 @@ fn send_next(client: &Shared) {
     }
     let Some(mut job) = c.queued.take() else { return };
     let Some(worker) = c.worker.clone() else { return };
-    let msg = Array::of2(&JsValue::from_f64(job.seq as f64), &JsValue::from_str(&job.query));
+    let kind = JsValue::from_str(c.sink.kind());
+    let msg = Array::of3(&JsValue::from_f64(job.seq as f64), &JsValue::from_str(&job.query), &kind);
     job.sent = now_ms();
     c.in_flight = Some(job);
     drop(c);
@@ -335,29 +408,46 @@ fn on_message(client: &Shared, ev: MessageEvent) {
     }
     let Ok(parts) = data.dyn_into::<Array>() else { return };
     let seq = parts.get(0).as_f64().unwrap_or(-1.0) as u64;
-    let (job, latest, state) = {
+    let (job, latest, state, sink) = {
         let mut c = client.borrow_mut();
         let job = c.in_flight.take();
-        (job, c.latest, c.state)
+        (job, c.latest, c.state, c.sink)
     };
     if let Some(job) = job.filter(|j| j.seq == seq && seq == latest) {
         let received = now_ms();
-        let outcome = match read_result(&parts) {
-            Ok(p) => outcome_of(p, &job.settings),
-            Err(e) => failed_outcome(&job.settings, &format!("the worker's result could not be read: {e}")),
-        };
-        let decoded = now_ms();
-        report(&format!("worker {:.1} {:.1} {:.1}", outcome.elapsed_ms, received - job.sent, decoded - received));
-        state.pending.set(None);
-        state.outcome.set(outcome);
+        let wire = read_wire(&parts);
+        match sink {
+            Sink::Outcome => {
+                let outcome = match wire.and_then(|w| wire::decode(&w).map_err(|e| e.to_string())) {
+                    Ok(p) => outcome_of(p, &job.settings),
+                    Err(e) => failed_outcome(&job.settings, &format!("the worker's result could not be read: {e}")),
+                };
+                let decoded = now_ms();
+                report(&format!(
+                    "worker {:.1} {:.1} {:.1}",
+                    outcome.elapsed_ms,
+                    received - job.sent,
+                    decoded - received
+                ));
+                state.pending.set(None);
+                state.outcome.set(outcome);
+            }
+            Sink::All(all) => {
+                let result = wire
+                    .and_then(|w| wire::decode_all(&w).map_err(|e| e.to_string()))
+                    .map_err(|e| format!("the worker's result could not be read: {e}"))
+                    .and_then(|r| r.map(Arc::new));
+                all.set(AllState { result: Some(result), pending: false });
+            }
+        }
     }
     send_next(client);
 }
 
 fn on_error(client: &Shared, message: &str) {
-    let (status, job, state) = {
+    let (status, job, state, sink) = {
         let mut c = client.borrow_mut();
-        (c.status, c.in_flight.take(), c.state)
+        (c.status, c.in_flight.take(), c.state, c.sink)
     };
     if status == Status::Starting {
         fail(client, &format!("it could not load ({message})"));
@@ -368,8 +458,13 @@ fn on_error(client: &Shared, message: &str) {
         let msg = format!(
             "the computation stopped: {message}\n  hint: change a setting to try again, or use the CLI for this size"
         );
-        state.pending.set(None);
-        state.outcome.set(failed_outcome(&job.settings, &msg));
+        match sink {
+            Sink::Outcome => {
+                state.pending.set(None);
+                state.outcome.set(failed_outcome(&job.settings, &msg));
+            }
+            Sink::All(all) => all.set(AllState { result: Some(Err(msg)), pending: false }),
+        }
     }
     restart(client);
 }
@@ -377,22 +472,19 @@ fn on_error(client: &Shared, message: &str) {
 /// Gives up on the worker: every computation runs on the page from now on, the page says
 /// why, and a request waiting for the worker is computed here.
 fn fail(client: &Shared, reason: &str) {
-    let (state, waiting) = {
+    let (state, sink, waiting) = {
         let mut c = client.borrow_mut();
         c.stop_worker();
         c.status = Status::Failed;
         let latest = c.latest;
         let waiting = c.in_flight.take().into_iter().chain(c.queued.take()).find(|j| j.seq == latest);
-        (c.state, waiting)
+        (c.state, c.sink, waiting)
     };
     state.engine_note.set(Some(format!(
         "Computing on this page: the background worker could not start ({reason}). Large schedules pause the page while they compute, and the slowest searches are limited."
     )));
     if let Some(job) = waiting {
-        let outcome = compute(&job.settings, None, Budget::Page);
-        report(&format!("page {:.1}", outcome.elapsed_ms));
-        state.pending.set(None);
-        state.outcome.set(outcome);
+        compute_on_page(state, sink, &job.settings, None);
     }
 }
 
@@ -403,13 +495,12 @@ fn describe(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-/// The worker's message: `[seq, numbers, words, text]`.
-fn read_result(parts: &Array) -> Result<Parts, String> {
+/// The buffers of a worker's message: `[seq, numbers, words, text]`.
+fn read_wire(parts: &Array) -> Result<Wire, String> {
     let numbers = parts.get(1).dyn_into::<Float64Array>().map_err(|_| "no numbers".to_string())?;
     let words = parts.get(2).dyn_into::<Uint32Array>().map_err(|_| "no words".to_string())?;
     let text = parts.get(3).dyn_into::<Uint8Array>().map_err(|_| "no text".to_string())?;
-    let wire = Wire { numbers: numbers.to_vec(), words: words.to_vec(), text: text.to_vec() };
-    wire::decode(&wire).map_err(|e| e.to_string())
+    Ok(Wire { numbers: numbers.to_vec(), words: words.to_vec(), text: text.to_vec() })
 }
 
 /// The outcome of a worker's result for `settings`.
@@ -442,14 +533,18 @@ pub fn serve() {
         let seq = data.get(0);
         let query = data.get(1).as_string().unwrap_or_default();
         let (link, _) = permalink::parse(&query);
-        let outcome = compute(&link.settings(), None, Budget::Background);
-        let parts = Parts {
-            main: outcome.main,
-            compare: outcome.compare,
-            baseline: outcome.baseline,
-            elapsed_ms: outcome.elapsed_ms,
+        let w = if data.get(2).as_string().as_deref() == Some(ALL) {
+            wire::encode_all(&compute_all(&link.settings()))
+        } else {
+            let outcome = compute(&link.settings(), None, Budget::Background);
+            let parts = Parts {
+                main: outcome.main,
+                compare: outcome.compare,
+                baseline: outcome.baseline,
+                elapsed_ms: outcome.elapsed_ms,
+            };
+            wire::encode(&parts)
         };
-        let w = wire::encode(&parts);
         let numbers = Float64Array::from(w.numbers.as_slice());
         let words = Uint32Array::from(w.words.as_slice());
         let text = Uint8Array::from(w.text.as_slice());

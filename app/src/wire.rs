@@ -17,6 +17,7 @@ use bubblescope::{
     Analysis, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule, Stats, Timeline,
 };
 
+use crate::components::compare_all::{AllRefused, AllRun, AllRuns};
 use crate::state::{Computed, UiError};
 
 /// What the worker computed for one settings change (the page adds the id and parameters).
@@ -97,10 +98,73 @@ pub fn decode(wire: &Wire) -> Result<Parts, WireError> {
         2 => Some(Arc::new(r.analysis()?)),
         t => return Err(WireError(format!("unknown baseline tag {t}, expected 0, 1 or 2"))),
     };
-    if (r.numbers, r.words, r.text) != (wire.numbers.len(), wire.words.len(), wire.text.len()) {
-        return Err(WireError("the result has data left over after its end".into()));
-    }
+    r.finished()?;
     Ok(Parts { main, compare, baseline, elapsed_ms })
+}
+
+/// Encodes the "Compare all" result: the settings' error, or per run its family's name,
+/// chunks, cost, peak memory, bubble rate and front flag and per refused run its family's
+/// name and the reason.
+pub fn encode_all(result: &Result<AllRuns, String>) -> Wire {
+    let mut w = Wire::default();
+    let all = match result {
+        Ok(all) => {
+            w.words.push(0);
+            all
+        }
+        Err(e) => {
+            w.words.push(1);
+            w.text(e);
+            return w;
+        }
+    };
+    w.words.push(all.runs.len() as u32);
+    for r in &all.runs {
+        w.text(r.family.name);
+        w.words.extend([r.chunks, u32::from(r.pareto)]);
+        w.numbers.extend([r.cost, r.peak_memory, r.bubble_rate]);
+    }
+    w.words.push(all.invalid.len() as u32);
+    for r in &all.invalid {
+        w.text(r.family.name);
+        w.text(&r.error);
+    }
+    w
+}
+
+/// Reads what [`encode_all`] wrote.
+///
+/// # Errors
+/// A [`WireError`] when a buffer ends early or has data left over, the text is not UTF-8, or
+/// a family is not in the registry.
+pub fn decode_all(wire: &Wire) -> Result<Result<AllRuns, String>, WireError> {
+    let mut r = Reader { wire, numbers: 0, words: 0, text: 0 };
+    match r.word()? {
+        0 => {}
+        1 => {
+            let e = r.text()?;
+            r.finished()?;
+            return Ok(Err(e));
+        }
+        t => return Err(WireError(format!("unknown comparison tag {t}, expected 0 or 1"))),
+    }
+    let family = |r: &mut Reader| {
+        let name = r.text()?;
+        bubblescope::family(&name).ok_or_else(|| WireError(format!("unknown family {name:?} in the comparison")))
+    };
+    let mut all = AllRuns::default();
+    for _ in 0..r.count(3)? {
+        let family = family(&mut r)?;
+        let (chunks, pareto) = (r.word()?, r.word()? != 0);
+        let [cost, peak_memory, bubble_rate] = r.numbers()?;
+        all.runs.push(AllRun { family, chunks, cost, peak_memory, bubble_rate, pareto });
+    }
+    for _ in 0..r.count(2)? {
+        let family = family(&mut r)?;
+        all.invalid.push(AllRefused { family, error: r.text()? });
+    }
+    r.finished()?;
+    Ok(Ok(all))
 }
 
 impl Wire {
@@ -205,6 +269,15 @@ fn short(what: &str) -> WireError {
 }
 
 impl Reader<'_> {
+    /// Checks that every buffer was read to its end.
+    fn finished(&self) -> Result<(), WireError> {
+        let wire = self.wire;
+        if (self.numbers, self.words, self.text) != (wire.numbers.len(), wire.words.len(), wire.text.len()) {
+            return Err(WireError("the result has data left over after its end".into()));
+        }
+        Ok(())
+    }
+
     fn number(&mut self) -> Result<f64, WireError> {
         let v = *self.wire.numbers.get(self.numbers).ok_or_else(|| short("numbers"))?;
         self.numbers += 1;
@@ -453,5 +526,41 @@ mod tests {
         let mut longer = wire;
         longer.words.push(7);
         assert!(decode(&longer).is_err());
+    }
+
+    #[test]
+    fn every_family_compared_at_once_round_trips_and_damage_is_an_error() {
+        let mut params = ScheduleParams::new(4, 8);
+        params.costs.comm = 0.5;
+        let link = bubblescope::permalink::Permalink { params, ..Default::default() };
+        let all = crate::components::compare_all::compute_all(&link.settings()).unwrap();
+        assert!(all.runs.len() >= 15 && all.runs.iter().any(|r| r.pareto), "{} runs", all.runs.len());
+        let key = |a: &AllRuns| {
+            let runs: Vec<_> = a
+                .runs
+                .iter()
+                .map(|r| (r.family.name, r.chunks, r.cost, r.peak_memory, r.bubble_rate, r.pareto))
+                .collect();
+            let invalid: Vec<_> = a.invalid.iter().map(|r| (r.family.name, r.error.clone())).collect();
+            (runs, invalid)
+        };
+        let wire = encode_all(&Ok(all.clone()));
+        let back = decode_all(&wire).unwrap().unwrap();
+        assert_eq!(key(&back), key(&all));
+        let refused = AllRuns {
+            runs: Vec::new(),
+            invalid: vec![AllRefused { family: &FAMILIES[0], error: "too big\n  hint: fewer".into() }],
+        };
+        assert_eq!(key(&decode_all(&encode_all(&Ok(refused.clone()))).unwrap().unwrap()), key(&refused));
+        let err = decode_all(&encode_all(&Err("bad layout".into()))).unwrap();
+        assert_eq!(err.unwrap_err(), "bad layout");
+        for cut in 0..wire.words.len() {
+            let damaged = Wire { words: wire.words[..cut].to_vec(), ..wire.clone() };
+            assert!(decode_all(&damaged).is_err(), "cut at {cut}");
+        }
+        let mut renamed = wire.clone();
+        let first = renamed.words[2] as usize;
+        renamed.text[..first].fill(b'x');
+        assert!(decode_all(&renamed).unwrap_err().0.contains("unknown family"));
     }
 }

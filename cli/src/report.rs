@@ -112,7 +112,7 @@ fn lower_bound_of(family: Option<&Family>, params: &ScheduleParams, a: &Analysis
 /// `simulate --optimal`: the best order of the same passes, as `optimal` and `gap` in JSON.
 pub fn add_optimal(value: &mut Value, cost: f64, optimum: Option<&Optimum>) {
     value["optimal"] = match optimum {
-        Some(o) => json!({"cost": o.cost, "proven": o.proven, "nodes": o.nodes}),
+        Some(o) => json!({"cost": o.cost, "proven": o.proven, "nodes": o.nodes, "bound": o.bound}),
         None => Value::Null,
     };
     value["gap"] = json!(optimum.map(|o| gap(cost, o.cost)));
@@ -120,21 +120,24 @@ pub fn add_optimal(value: &mut Value, cost: f64, optimum: Option<&Optimum>) {
 
 /// `simulate --optimal` as a text line.
 pub fn optimal_line(cost: f64, optimum: Option<&Optimum>) -> String {
-    match optimum {
-        Some(o) => format!(
-            "{:<12} {:<12} {} ({} search nodes); this schedule is {}% above it\n",
-            "optimal",
-            format_number(o.cost, 4),
-            if o.proven {
-                "proven: no order of these passes within the memory limit is cheaper"
-            } else {
-                "best order found, not proven optimal within the search budget"
-            },
-            o.nodes,
-            format_number(100.0 * gap(cost, o.cost), 1)
-        ),
-        None => format!("{:<12} {:<12} no order of these passes within the memory limit was found\n", "optimal", "—"),
-    }
+    let Some(o) = optimum else {
+        return format!("{:<12} {:<12} no order of these passes within the memory limit was found\n", "optimal", "—");
+    };
+    let what = if o.proven {
+        "proven: no order of these passes within the memory limit is cheaper".to_string()
+    } else {
+        format!(
+            "best order found, not proven: the search showed every order costs at least {}",
+            format_number(o.bound, 4)
+        )
+    };
+    format!(
+        "{:<12} {:<12} {what} ({} search nodes); this schedule is {}% above it\n",
+        "optimal",
+        format_number(o.cost, 4),
+        o.nodes,
+        format_number(100.0 * gap(cost, o.cost), 1)
+    )
 }
 
 /// How far `cost` is above the optimum, as a fraction.

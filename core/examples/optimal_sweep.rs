@@ -51,11 +51,12 @@ fn main() {
                     proven += usize::from(o.proven);
                     nodes_max = nodes_max.max(o.nodes);
                     let label = format!(
-                        "{} P{p} M{m} {f},{b},{w} c{comm} ops {}: own {} lb {} opt {} proven {} nodes {} {ms:.1} ms",
+                        "{} P{p} M{m} {f},{b},{w} c{comm} ops {}: own {} lb {} bound {} opt {} proven {} nodes {} {ms:.1} ms",
                         family.name,
                         a.schedule.op_count(),
                         a.stats.cost,
                         o.lower_bound,
+                        o.bound,
                         o.cost,
                         o.proven,
                         o.nodes

@@ -1,7 +1,7 @@
 // "Compare all" (every family on a Pareto chart, the CLI's sweep) and the lower bound beside
 // the bubble split.
 
-import { assert, assertEq, cli, inkRatio, open } from './harness.mjs';
+import { assert, assertEq, cli, inkRatio, open, setValue } from './harness.mjs';
 
 const query = (page) => new URL(page.url()).searchParams;
 
@@ -35,6 +35,35 @@ export const tests = {
     await page.waitForFunction((t) => new URL(location.href).searchParams.get('schedule') === t, target, { timeout: 5000 });
     assertEq(query(page).get('view'), null, 'the view closes');
     assertEq(await page.locator('[data-testid=compare-all-view]').count(), 0, 'the card is gone');
+  },
+
+  async 'compare all runs in its own worker and never blocks the page'({ page, base }) {
+    // zb-opt's exact search is among the twenty-odd runs: a few hundred milliseconds of work
+    // that once ran on the page.
+    await open(page, base, 'schedule=zb-h1&devices=4&microbatches=8&comm=1');
+    await page.waitForSelector('[data-testid=gantt-canvas]');
+    await page.evaluate(() => {
+      window.__long = [];
+      new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); })
+        .observe({ type: 'longtask' });
+    });
+    await page.locator('[data-testid=compare-all]').click();
+    await page.waitForSelector('[data-testid=compare-all-view][data-computing=false] [data-testid=pareto-front] [data-family]');
+    const j = JSON.parse(cli(['sweep', '--schedules', 'all', '-p', '4', '--microbatches', '8', '--comm', '1', '--json']));
+    const shown = await page.locator('[data-testid=pareto-front] [data-family]').evaluateAll((els) => els.map((e) => e.dataset.family).sort());
+    assertEq(JSON.stringify(shown), JSON.stringify(j.runs.filter((r) => r.pareto).map((r) => r.schedule).sort()), 'the front equals the CLI sweep\'s');
+    const long = await page.evaluate(() => window.__long);
+    assert(long.every((d) => d < 150), `no long task on the page while every family runs: ${long.map((d) => d.toFixed(0)).join(', ')} ms`);
+    // A settings change recomputes in the background; the chart keeps the last result meanwhile.
+    const j6 = JSON.parse(cli(['sweep', '--schedules', 'all', '-p', '4', '--microbatches', '6', '--comm', '1', '--json']));
+    const want6 = JSON.stringify(j6.runs.filter((r) => r.pareto).map((r) => r.schedule).sort());
+    const runs6 = `${j6.runs.length} families ran`;
+    await setValue(page, 'microbatches-input', 6);
+    await page.waitForFunction(({ want, runs }) => {
+      const view = document.querySelector('[data-testid=compare-all-view]');
+      const shown = Array.from(view.querySelectorAll('[data-testid=pareto-front] [data-family]')).map((e) => e.dataset.family).sort();
+      return view.dataset.computing === 'false' && JSON.stringify(shown) === want && view.textContent.includes(runs);
+    }, { want: want6, runs: runs6 }, { timeout: 20000 });
   },
 
   async 'per-device costs from the link shade imbalance and match the CLI'({ page, base, shot }) {

@@ -7,9 +7,12 @@
 use std::sync::Arc;
 
 use bubblescope::model::format_bytes;
-use bubblescope::plan::{run_one, RunSpec, Sweep, SweepSpec};
-use bubblescope::render::{format_micros, format_number, pareto_chart, AxisUnit, ParetoGeometry, ParetoOptions};
-use bubblescope::{Field, FAMILIES};
+use bubblescope::permalink::Settings;
+use bubblescope::plan::{run_one, InvalidRun, RunSpec, Sweep, SweepSpec};
+use bubblescope::render::{
+    format_micros, format_number, pareto_chart, AxisUnit, ParetoGeometry, ParetoOptions, ParetoPoint,
+};
+use bubblescope::{Family, Field, FAMILIES};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 
@@ -22,10 +25,82 @@ pub const VIEW_KEY: &str = "view";
 /// Height of the chart in CSS pixels.
 const HEIGHT: f64 = 420.0;
 
-/// Every family at the settings, the way `bubblescope sweep --schedules all` runs them, but
-/// leaving out runs too big to compute live (they are listed as invalid with the reason).
-fn sweep_all(state: AppState) -> Result<Sweep, String> {
-    let settings = state.settings.get();
+/// One family's run as the view shows it: what travels from the worker ([`crate::wire`]).
+#[derive(Clone, Debug)]
+pub struct AllRun {
+    /// Its family.
+    pub family: &'static Family,
+    /// Chunks per device it ran with.
+    pub chunks: u32,
+    /// Time per iteration.
+    pub cost: f64,
+    /// Peak activation memory per device.
+    pub peak_memory: f64,
+    /// The papers' bubble rate.
+    pub bubble_rate: f64,
+    /// Whether it is on the memory/time Pareto front.
+    pub pareto: bool,
+}
+
+/// A family that could not run at the settings, and why.
+#[derive(Clone, Debug)]
+pub struct AllRefused {
+    /// Its family.
+    pub family: &'static Family,
+    /// The reason, as the CLI's `sweep` gives it.
+    pub error: String,
+}
+
+/// Every family at the settings: the runs and the refusals.
+#[derive(Clone, Debug, Default)]
+pub struct AllRuns {
+    /// What ran, in registry order, the front marked.
+    pub runs: Vec<AllRun>,
+    /// What could not run.
+    pub invalid: Vec<AllRefused>,
+}
+
+impl AllRuns {
+    /// What the view needs of a finished sweep.
+    pub fn of(sweep: &Sweep) -> AllRuns {
+        AllRuns {
+            runs: sweep
+                .runs
+                .iter()
+                .map(|r| AllRun {
+                    family: r.spec.family,
+                    chunks: r.chunks,
+                    cost: r.stats.cost,
+                    peak_memory: r.stats.peak_memory,
+                    bubble_rate: r.stats.bubble_rate,
+                    pareto: r.pareto,
+                })
+                .collect(),
+            invalid: sweep
+                .invalid
+                .iter()
+                .map(|r| AllRefused { family: r.spec.family, error: r.error.clone() })
+                .collect(),
+        }
+    }
+
+    /// Every run as a point of the Pareto chart.
+    pub fn pareto_points(&self) -> Vec<ParetoPoint<'static>> {
+        self.runs
+            .iter()
+            .map(|r| ParetoPoint { family: r.family.name, peak_memory: r.peak_memory, cost: r.cost, pareto: r.pareto })
+            .collect()
+    }
+}
+
+/// Every family at `settings`, the way `bubblescope sweep --schedules all` runs them, but
+/// leaving out runs too big to compute live (they are listed as refused with the reason).
+/// Runs in the background worker ([`crate::engine::run_all`]); on the page only when the
+/// worker cannot start.
+///
+/// # Errors
+/// The settings' own error (a bad model, a bad cost list), as text.
+pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
     let params = settings.effective_params().map_err(|e| e.to_string())?;
     let spec = SweepSpec {
         families: FAMILIES.iter().collect(),
@@ -45,28 +120,24 @@ fn sweep_all(state: AppState) -> Result<Sweep, String> {
         });
         if s.passes() > MAX_LIVE_PASSES {
             let error = format!("{} passes: more than the playground runs live", s.passes());
-            return Err(bubblescope::plan::InvalidRun { spec: s, error });
+            return Err(InvalidRun { spec: s, error });
         }
         if let Some(error) = too_slow {
-            return Err(bubblescope::plan::InvalidRun { spec: s, error });
+            return Err(InvalidRun { spec: s, error });
         }
         run_one(s)
     });
-    Ok(Sweep::collect(outcomes))
+    Ok(AllRuns::of(&Sweep::collect(outcomes)))
 }
 
-/// A finished sweep, compared by identity (a new sweep is a new value).
-#[derive(Clone)]
-struct Swept(Result<Arc<Sweep>, String>);
-
-impl PartialEq for Swept {
-    fn eq(&self, other: &Self) -> bool {
-        match (&self.0, &other.0) {
-            (Ok(a), Ok(b)) => Arc::ptr_eq(a, b),
-            (Err(a), Err(b)) => a == b,
-            _ => false,
-        }
-    }
+/// The view's data: the last runs computed (kept while newer ones compute) and whether newer
+/// ones are on their way.
+#[derive(Clone, Default)]
+pub struct AllState {
+    /// The latest finished result.
+    pub result: Option<Result<Arc<AllRuns>, String>>,
+    /// Whether the settings changed since (a computation is running).
+    pub pending: bool,
 }
 
 /// Opens or closes the view (kept in the URL as `view=all`).
@@ -94,9 +165,12 @@ pub fn CompareAllCard() -> impl IntoView {
 #[component]
 fn CompareAllView() -> impl IntoView {
     let state = expect_context::<AppState>();
-    // Recomputed only when the settings change (not on theme or zoom).
-    let swept = Memo::new(move |_| Swept(sweep_all(state).map(Arc::new)));
-    let sweep = Signal::derive(move || swept.get().0);
+    // Computed in the background worker whenever the settings change (not on theme or zoom);
+    // the chart keeps the last result meanwhile.
+    let all = RwSignal::new(AllState::default());
+    crate::engine::run_all(state, all);
+    let sweep = Signal::derive(move || all.with(|a| a.result.clone()).unwrap_or_else(|| Ok(Arc::default())));
+    let computing = move || all.with(|a| a.pending || a.result.is_none());
     let container: NodeRef<Div> = NodeRef::new();
     let width = use_width(container);
     let canvas_ref: NodeRef<Canvas> = NodeRef::new();
@@ -143,14 +217,14 @@ fn CompareAllView() -> impl IntoView {
         let sweep = sweep.get_untracked().ok()?;
         let r = sweep.runs.get(i)?;
         let (mem, time) = if state.link.with_untracked(|l| l.model.given()) {
-            (format_bytes(r.stats.peak_memory), format_micros(r.stats.cost))
+            (format_bytes(r.peak_memory), format_micros(r.cost))
         } else {
-            (format_number(r.stats.peak_memory, 3), format_number(r.stats.cost, 3))
+            (format_number(r.peak_memory, 3), format_number(r.cost, 3))
         };
         Some(format!(
             "{} — time {time} · peak memory {mem} · bubble {}%{} · click to open",
-            r.spec.family.title,
-            format_number(r.stats.bubble_rate * 100.0, 2),
+            r.family.title,
+            format_number(r.bubble_rate * 100.0, 2),
             if r.pareto { " · on the front" } else { "" }
         ))
     };
@@ -163,7 +237,7 @@ fn CompareAllView() -> impl IntoView {
         let Some(i) = run_at(&ev) else { return };
         let Ok(sweep) = sweep.get_untracked() else { return };
         let Some(r) = sweep.runs.get(i) else { return };
-        let (name, chunks) = (r.spec.family.name.to_string(), r.spec.family.uses(Field::Chunks).then_some(r.chunks));
+        let (name, chunks) = (r.family.name.to_string(), r.family.uses(Field::Chunks).then_some(r.chunks));
         state.update(|l| {
             l.schedule = name;
             if chunks.is_some() {
@@ -176,12 +250,12 @@ fn CompareAllView() -> impl IntoView {
         sweep.with(|s| {
             let s = s.as_ref().ok()?;
             let mut on: Vec<_> = s.runs.iter().filter(|r| r.pareto).collect();
-            on.sort_by(|a, b| a.stats.peak_memory.total_cmp(&b.stats.peak_memory));
+            on.sort_by(|a, b| a.peak_memory.total_cmp(&b.peak_memory));
             Some(
                 on.into_iter()
                     .map(|r| {
-                        let name = r.spec.family.name;
-                        let title = r.spec.family.title;
+                        let name = r.family.name;
+                        let title = r.family.title;
                         view! {
                             <button type="button" class="chip" data-family=name
                                 on:click=move |_| state.update(|l| { l.schedule = name.to_string(); l.set_extra(VIEW_KEY, None); })>
@@ -194,9 +268,13 @@ fn CompareAllView() -> impl IntoView {
         })
     };
     let counts = move || {
+        if all.with(|a| a.result.is_none()) {
+            return "Running every family in the background…".to_string();
+        }
+        let note = if computing() { " Updating…" } else { "" };
         sweep.with(|s| match s {
             Ok(s) => format!(
-                "{} families ran, {} on the front; {} could not run at these settings.",
+                "{} families ran, {} on the front; {} could not run at these settings.{note}",
                 s.runs.len(),
                 s.runs.iter().filter(|r| r.pareto).count(),
                 s.invalid.len()
@@ -211,14 +289,15 @@ fn CompareAllView() -> impl IntoView {
                     .iter()
                     .map(|r| {
                         let reason = r.error.lines().next().unwrap_or_default().to_string();
-                        view! { <li><b>{r.spec.family.title}</b>": " {reason}</li> }
+                        view! { <li><b>{r.family.title}</b>": " {reason}</li> }
                     })
                     .collect_view()
             })
         })
     };
     view! {
-        <section class="card pareto-card" data-testid="compare-all-view" aria-label="Compare all families">
+        <section class="card pareto-card" data-testid="compare-all-view" aria-label="Compare all families"
+            aria-busy=move || computing().to_string() data-computing=move || computing().to_string()>
             <div class="card-head">
                 <h2 class="card-title">"Compare all"</h2>
                 <button type="button" class="icon-button" aria-label="Close the comparison of all families"

@@ -2,7 +2,7 @@
 
 mod attribution;
 mod chart;
-mod compare_all;
+pub mod compare_all;
 mod controls;
 mod embed;
 mod errors;

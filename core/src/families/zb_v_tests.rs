@@ -742,3 +742,40 @@ const SNAPSHOT: [(u32, u64); 10] = [
 fn keeps_its_limits_with_unequal_stage_memory() {
     super::super::v_common::testing::check_limits_with_unequal_memory(&["zb-v"], &[], 1..=8, 1..=24, 0.5..1.5, 64);
 }
+
+/// The authors' heuristic is not monotone in its limit: the Zero Bubble paper's 1.5B model on
+/// 4 GPUs with 8 microbatches works at 29 GiB but its warm-up stalls at 28 and 30 GiB. ZB-V
+/// then takes the schedule of the largest smaller limit that works (whole chunk activations
+/// below), which fits the asked one; every limit from the smallest that fits up to 1F1B's
+/// and beyond schedules, within the limit.
+#[test]
+fn a_limit_where_the_heuristic_stalls_takes_a_smaller_limits_schedule() {
+    let model = crate::model::ModelSpec::preset("zb-1.5b").resolve().unwrap();
+    let costs = model.derive(4).unwrap().costs();
+    let gib = (1u64 << 30) as f64;
+    let base = ScheduleParams::new(4, 8).with_costs(costs);
+    let published = |limit: f64| {
+        let p = base.clone().with_mem_limit(limit);
+        Heuristic::new(&p, limit).best().is_ok()
+    };
+    assert!(published(29.0 * gib) && !published(28.0 * gib), "the stall this test is about is gone");
+    let mut smallest = None;
+    for tenths in 100..=600 {
+        let limit = f64::from(tenths) / 10.0 * gib;
+        match run("zb-v", &base.clone().with_mem_limit(limit)) {
+            Ok(a) => {
+                assert!(a.stats.peak_memory <= limit * (1.0 + 1e-9), "{tenths}: {} > {limit}", a.stats.peak_memory);
+                smallest.get_or_insert(tenths);
+                if published(limit) {
+                    let own = Heuristic::new(&base.clone().with_mem_limit(limit), limit).best().unwrap().schedule;
+                    assert_eq!(a.schedule, own, "{tenths}: a limit the heuristic meets keeps its schedule");
+                }
+            }
+            Err(e) => {
+                assert!(smallest.is_none(), "{tenths} GiB/10 fails above a limit that works: {e}");
+                assert!(e.to_string().starts_with("cannot fit memory"), "{e}");
+            }
+        }
+    }
+    assert!(smallest.is_some_and(|t| t < 280));
+}
