@@ -515,6 +515,8 @@ fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamEr
 }
 
 #[cfg(test)]
+mod appendix_a;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod tests;
