@@ -58,7 +58,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
+use super::{count_option, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Placement, Schedule};
@@ -89,11 +89,12 @@ fn passes(params: &ScheduleParams) -> u64 {
 }
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let waves = params.waves.unwrap_or(DEFAULT_WAVES);
-    if waves == 0 {
-        return Err(ParamError::new(Field::Waves, "waves must be at least 1, found 0")
-            .hint("--waves 1 is the V placement (2 chunks per device); each further wave adds 2 chunks"));
-    }
+    let waves = count_option(
+        Field::Waves,
+        params.waves,
+        DEFAULT_WAVES,
+        "--waves 1 is the V placement (2 chunks per device); each further wave adds 2 chunks",
+    )?;
     Ok(hanayo(params, waves))
 }
 

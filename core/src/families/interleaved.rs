@@ -56,7 +56,9 @@
 //! any backward (GPipe per chunk, peak `M·mem-f`), which the 1F1B steady state of the last
 //! chunk avoids here.
 
-use super::{one_f_one_b, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
+use super::{
+    count_option, one_f_one_b, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction,
+};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -275,12 +277,12 @@ impl VirtualPipeline {
 
 /// `--chunks`, defaulted and checked.
 fn checked_chunks(params: &ScheduleParams) -> Result<u32, ParamError> {
-    let chunks = params.chunks.unwrap_or(DEFAULT_CHUNKS);
-    if chunks == 0 {
-        return Err(ParamError::new(Field::Chunks, "chunks must be at least 1, found 0")
-            .hint("--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B"));
-    }
-    Ok(chunks)
+    count_option(
+        Field::Chunks,
+        params.chunks,
+        DEFAULT_CHUNKS,
+        "--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B",
+    )
 }
 
 fn too_few_microbatches(family: &str, devices: u32, microbatches: u32) -> ParamError {

@@ -25,7 +25,7 @@
 //! * peak activation memory on device `d`: `min(P−d−1+K, M·K)` slices of `mem-f/K`, so
 //!   `(P+K−1)/K·mem-f` on device 0 once `M·K ≥ P+K−1` (1F1B holds `P·mem-f`).
 
-use super::{per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
+use super::{count_option, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -55,11 +55,12 @@ fn passes(params: &ScheduleParams) -> u64 {
 }
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let slices = params.seq_splits.unwrap_or(DEFAULT_SEQ_SPLITS);
-    if slices == 0 {
-        return Err(ParamError::new(Field::SeqSplits, "seq-splits must be at least 1, found 0")
-            .hint("--seq-splits 1 is plain 1F1B; 2 or 4 cut every microbatch's sequence in halves or quarters"));
-    }
+    let slices = count_option(
+        Field::SeqSplits,
+        params.seq_splits,
+        DEFAULT_SEQ_SPLITS,
+        "--seq-splits 1 is plain 1F1B; 2 or 4 cut every microbatch's sequence in halves or quarters",
+    )?;
     Ok(seq1f1b(params.devices, params.microbatches, slices))
 }
 
