@@ -1,7 +1,9 @@
 //! Test helpers shared by the families' test files, kept once here.
 
-use super::{BubbleQuantity, Prediction};
-use crate::error::Severity;
+use std::ops::RangeInclusive;
+
+use super::{generate, BubbleQuantity, Prediction};
+use crate::error::{Field, Severity};
 use crate::params::{Costs, ScheduleParams};
 use crate::schedule::Schedule;
 use crate::{simulate, validate, Analysis, StageCosts};
@@ -17,6 +19,40 @@ pub(crate) fn assert_valid_and_simulates(schedule: &Schedule, costs: &Costs, cas
     let errors: Vec<_> = validate(schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
     assert!(errors.is_empty(), "{case}: {errors:?}");
     simulate(schedule, &StageCosts::for_schedule(costs, schedule)).unwrap_or_else(|e| panic!("{case}: {e}"));
+}
+
+/// Over `devices`, `microbatches(devices)` and every value in `values` of the count option
+/// `field` (chunks, waves or sequence splits), each of `families` generates a schedule that
+/// validates and simulates at `costs`. Sizes a family rejects are skipped, unless
+/// `all_accepted`: then rejecting one fails.
+pub(crate) fn assert_sizes_validate_and_simulate(
+    families: &[&str],
+    (field, values): (Field, RangeInclusive<u32>),
+    costs: &Costs,
+    devices: RangeInclusive<u32>,
+    microbatches: fn(u32) -> RangeInclusive<u32>,
+    all_accepted: bool,
+) {
+    for d in devices {
+        for m in microbatches(d) {
+            for value in values.clone() {
+                let mut p = params(d, m, costs.clone());
+                match field {
+                    Field::Chunks => p.chunks = Some(value),
+                    Field::Waves => p.waves = Some(value),
+                    Field::SeqSplits => p.seq_splits = Some(value),
+                    _ => panic!("{field:?} is not a count option"),
+                }
+                for family in families {
+                    let case = format!("{family} {p:?}");
+                    match generate(family, &p) {
+                        Ok(schedule) => assert_valid_and_simulates(&schedule, costs, &case),
+                        Err(e) => assert!(!all_accepted, "{case}: {e}"),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What the DualPipe and DualPipeV tests need to know of their family to check DeepSeek's
