@@ -103,6 +103,9 @@ pub const LOOPED_BFS: Family = Family {
 /// Chunks per device when `--chunks` is not given.
 pub const DEFAULT_CHUNKS: u32 = 2;
 
+/// What the smallest chunk counts mean, for the error on 0 chunks.
+const CHUNKS_HINT: &str = "--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B";
+
 /// A forward and a full backward per chunk (both families).
 fn passes(params: &ScheduleParams) -> u64 {
     per_chunk(params, params.chunks.unwrap_or(DEFAULT_CHUNKS), 2)
@@ -277,12 +280,7 @@ impl VirtualPipeline {
 
 /// `--chunks`, defaulted and checked.
 fn checked_chunks(params: &ScheduleParams) -> Result<u32, ParamError> {
-    count_option(
-        Field::Chunks,
-        params.chunks,
-        DEFAULT_CHUNKS,
-        "--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B",
-    )
+    count_option(Field::Chunks, params.chunks, DEFAULT_CHUNKS, CHUNKS_HINT)
 }
 
 fn too_few_microbatches(family: &str, devices: u32, microbatches: u32) -> ParamError {

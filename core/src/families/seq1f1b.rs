@@ -49,18 +49,17 @@ pub const FAMILY: Family = Family {
 /// Sequence slices per microbatch when `--seq-splits` is not given.
 pub const DEFAULT_SEQ_SPLITS: u32 = 2;
 
+/// What the smallest slice counts mean, for the error on 0 slices.
+const SEQ_SPLITS_HINT: &str =
+    "--seq-splits 1 is plain 1F1B; 2 or 4 cut every microbatch's sequence in halves or quarters";
+
 /// A forward and a full backward per slice.
 fn passes(params: &ScheduleParams) -> u64 {
     per_chunk(params, params.seq_splits.unwrap_or(DEFAULT_SEQ_SPLITS), 2)
 }
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let slices = count_option(
-        Field::SeqSplits,
-        params.seq_splits,
-        DEFAULT_SEQ_SPLITS,
-        "--seq-splits 1 is plain 1F1B; 2 or 4 cut every microbatch's sequence in halves or quarters",
-    )?;
+    let slices = count_option(Field::SeqSplits, params.seq_splits, DEFAULT_SEQ_SPLITS, SEQ_SPLITS_HINT)?;
     Ok(seq1f1b(params.devices, params.microbatches, slices))
 }
 
