@@ -120,10 +120,18 @@ impl DualPipeVariant {
         (pp / 2.0 - 1.0) * (overlap + full_backward - 3.0 * weight)
     }
 
-    /// Over the sizes given and costs in DeepSeek's domain (F = B−W, W ≤ F, B ≤ F&B ≤ F+B), the
-    /// simulated idle time of the least busy device is DeepSeek's formula, and that device is
-    /// the one `least_busy` names for the device count.
-    pub fn assert_deepseeks_bubble(self, sizes: &[(u32, u32)], least_busy: fn(u32) -> usize) {
+    /// For each of `devices` at 2P, 2P + `step` (the next microbatch count the family takes),
+    /// 3P and 4P microbatches, and costs in DeepSeek's domain (F = B−W, W ≤ F, B ≤ F&B ≤ F+B),
+    /// the simulated idle time of the least busy device is DeepSeek's formula, and that device
+    /// is the one `least_busy` names for the device count.
+    pub fn assert_deepseeks_bubble(
+        self,
+        devices: impl IntoIterator<Item = u32>,
+        step: u32,
+        least_busy: fn(u32) -> usize,
+    ) {
+        let sizes: Vec<(u32, u32)> =
+            devices.into_iter().flat_map(|p| [2 * p, 2 * p + step, 3 * p, 4 * p].map(|m| (p, m))).collect();
         let chunk_costs = [
             (1.0, 2.0, 1.0, 3.0),
             (1.0, 2.0, 1.0, 2.0),
@@ -134,7 +142,7 @@ impl DualPipeVariant {
             (1.5, 2.0, 0.5, 3.5),
             (3.0, 5.0, 2.0, 6.0),
         ];
-        for &(devices, microbatches) in sizes {
+        for (devices, microbatches) in sizes {
             for (forward, full_backward, weight, overlap) in chunk_costs {
                 let costs = self.per_chunk(forward, full_backward, weight, overlap);
                 let stats = (self.analyze)(devices, microbatches, costs).stats;
