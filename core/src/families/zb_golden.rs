@@ -5,7 +5,10 @@
 //! defaults) and a limit of P or 2P. `peaks` is the reference's "peak with M_W = M_B/2" line.
 
 use super::Family;
-use crate::families::appendix_a::{Orders, ZB_2P, ZB_H1_M12, ZB_H1_M8, ZB_H2_M12, ZB_H2_M8};
+use crate::families::appendix_a::{
+    Orders, ZB_2P_UNEVEN_COMM_M12, ZB_2P_UNEVEN_M8, ZB_2P_UNIT_M12, ZB_2P_UNIT_M8, ZB_H1_M12, ZB_H1_M8, ZB_H2_M12,
+    ZB_H2_M8,
+};
 use crate::params::{Costs, ScheduleParams};
 use crate::run;
 
@@ -167,10 +170,10 @@ pub(crate) const ZB_H2_GOLDEN: [Golden; 4] = [
 pub(crate) const ZB_1P_GOLDEN: [Golden; 4] = ZB_H1_GOLDEN;
 /// ZB-2p (`zb-2p`) under the four cost settings.
 pub(crate) const ZB_2P_GOLDEN: [Golden; 4] = [
-    row(0, (24.0, 27.0, "0.0000"), [7.5, 6.5, 5.5, 4.5], ZB_2P[0]),
-    row(1, (36.0, 39.0, "0.0000"), [8.0, 8.0, 7.5, 6.5], ZB_2P[1]),
-    row(2, (126.0, 135.0, "0.0476"), [7.5, 6.5, 5.5, 4.5], ZB_2P[2]),
-    row(3, (184.0, 198.0, "0.0217"), [8.0, 8.0, 7.0, 6.5], ZB_2P[3]),
+    row(0, (24.0, 27.0, "0.0000"), [7.5, 6.5, 5.5, 4.5], ZB_2P_UNIT_M8),
+    row(1, (36.0, 39.0, "0.0000"), [8.0, 8.0, 7.5, 6.5], ZB_2P_UNIT_M12),
+    row(2, (126.0, 135.0, "0.0476"), [7.5, 6.5, 5.5, 4.5], ZB_2P_UNEVEN_M8),
+    row(3, (184.0, 198.0, "0.0217"), [8.0, 8.0, 7.0, 6.5], ZB_2P_UNEVEN_COMM_M12),
 ];
 
 /// Every linear Zero Bubble family against its golden runs: orders pass for pass, cost,
