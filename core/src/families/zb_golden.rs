@@ -1,8 +1,9 @@
 //! Test data shared by the linear Zero Bubble families: the p = 4 golden runs of
-//! `zero-bubble.md` Appendix A (orders in [`crate::families::appendix_a`]), produced by running the authors' generators (ZB-H1/H2 from
-//! `efficiency.py`, ZB-1p/2p from `zb.py`) and their ASAP simulator. ZB-1p/2p there use
-//! mem_f = 2, mem_b = −1, mem_w = −1 and a limit of k·p·2: in our units mem-f 1, mem-w 0.5 (the
-//! defaults) and a limit of P or 2P. `peaks` is the reference's "peak with M_W = M_B/2" line.
+//! `zero-bubble.md` Appendix A (their orders in [`crate::families::appendix_a`]), produced by
+//! running the authors' generators (ZB-H1/H2 from `efficiency.py`, ZB-1p/2p from `zb.py`) and
+//! their ASAP simulator. ZB-1p/2p there use mem_f = 2, mem_b = −1, mem_w = −1 and a limit of
+//! k·p·2: in our units mem-f 1, mem-w 0.5 (the defaults) and a limit of P or 2P. `peaks` is the
+//! reference's "peak with M_W = M_B/2" line.
 
 use super::Family;
 use crate::families::appendix_a::{
