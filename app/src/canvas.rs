@@ -49,6 +49,7 @@ impl FastCanvas {
     }
 }
 
+// The methods in the trait's order.
 impl DrawingBackend for FastCanvas {
     type ErrorType = CanvasError;
 
@@ -129,15 +130,6 @@ impl DrawingBackend for FastCanvas {
         Ok(())
     }
 
-    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        vert: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<CanvasError>> {
-        self.fill = None;
-        self.inner.fill_polygon(vert, style)
-    }
-
     fn draw_circle<S: BackendStyle>(
         &mut self,
         center: BackendCoord,
@@ -147,6 +139,15 @@ impl DrawingBackend for FastCanvas {
     ) -> Result<(), DrawingErrorKind<CanvasError>> {
         self.fill = None;
         self.inner.draw_circle(center, radius, style, fill)
+    }
+
+    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        vert: I,
+        style: &S,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.fill = None;
+        self.inner.fill_polygon(vert, style)
     }
 
     fn draw_text<S: BackendTextStyle>(

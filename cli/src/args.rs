@@ -205,20 +205,7 @@ pub struct ModelArgs {
 impl ModelArgs {
     /// Whether any model flag is given.
     pub fn given(&self) -> bool {
-        self.model.is_some()
-            || self.layers.is_some()
-            || self.hidden.is_some()
-            || self.heads.is_some()
-            || self.seq.is_some()
-            || self.micro_batch.is_some()
-            || self.vocab.is_some()
-            || self.ffn.is_some()
-            || self.tflops.is_some()
-            || self.bandwidth.is_some()
-            || self.latency.is_some()
-            || self.layout.is_some()
-            || self.flash_attention.is_some()
-            || self.tp.is_some()
+        self.spec() != ModelSpec::default()
     }
 
     /// The flags as a model spec (the same type the permalink reads).

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bubblescope, fails, ok};
+use common::{bubblescope, fails, fails_in_scratch, ok, ok_in_scratch};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -22,8 +22,7 @@ fn fixtures() -> Option<PathBuf> {
 
 #[test]
 fn simulate_json_has_the_contract_fields_and_exact_numbers() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = ok(dir.path(), &["simulate", "--schedule", "1f1b", "--devices", "4", "--microbatches", "8", "--json"]);
+    let out = ok_in_scratch(&["simulate", "--schedule", "1f1b", "--devices", "4", "--microbatches", "8", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["schedule"], "1f1b");
     assert_eq!(v["devices"], 4);
@@ -48,18 +47,17 @@ fn simulate_json_has_the_contract_fields_and_exact_numbers() {
 
 #[test]
 fn simulate_table_is_readable() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = ok(dir.path(), &["simulate", "-s", "zb-h1", "-p", "4", "-m", "8"]);
+    let out = ok_in_scratch(&["simulate", "-s", "zb-h1", "-p", "4", "-m", "8"]);
     assert!(out.starts_with("ZB-H1 · 4 devices · 8 microbatches\n"), "{out}");
     assert!(out.contains("cost         27 "), "{out}");
     assert!(out.contains("bubble rate  0.1111"), "{out}");
     assert!(out.contains("closed form  3            bubble (P−1)(F+B−W)"), "{out}");
     // Unequal shares print as the list that was given, not as their mean.
-    let out = ok(dir.path(), &["simulate", "-s", "zb-h1", "--f", "1,1,1,3", "--mem-f", "2"]);
+    let out = ok_in_scratch(&["simulate", "-s", "zb-h1", "--f", "1,1,1,3", "--mem-f", "2"]);
     assert!(out.contains("costs: F 1,1,1,3 · B 1 · W 1 · comm 0 · mem-f 2 · mem-w 1\n"), "{out}");
     // A model's in µs and bytes: the LM head's share is the heavy one.
     let out =
-        ok(dir.path(), &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--latency", "1350", "--bandwidth", "1e9"]);
+        ok_in_scratch(&["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--latency", "1350", "--bandwidth", "1e9"]);
     let costs = out.lines().nth(1).unwrap_or_default();
     assert!(
         costs.starts_with("costs: F ")
@@ -77,22 +75,23 @@ fn bad_input_exits_2_with_a_message_and_hints() {
     let e = fails(d, &["simulate", "--schedule", "dualpipe", "--devices", "5", "--microbatches", "20"]);
     assert!(e.starts_with("error: dualpipe needs an even number of devices, found 5"), "{e}");
     assert!(e.contains("\n  hint: "), "{e}");
-    let e = fails(d, &["simulate", "--schedule", "1f1v"]);
-    assert!(e.starts_with("error: unknown schedule `1f1v`\n  hint: did you mean `1f1b`?"), "{e}");
-    let e = fails(d, &["simulate"]);
-    assert!(e.starts_with("error: --schedule (or --from FILE) is required"), "{e}");
     let e = fails(d, &["simulate", "-s", "1f1b", "--f", "-1"]);
     assert_eq!(e.trim_end(), "error: f must not be negative, found -1");
     let e = fails(d, &["simulate", "-s", "1f1b", "--devices", "many"]);
     assert!(e.contains("invalid value 'many' for '--devices <P>'"), "{e}");
-    let e = fails(d, &["simulate", "-s", "1f1b", "--chunks", "2"]);
-    assert!(e.starts_with("error: 1f1b does not take --chunks"), "{e}");
-    let e = fails(d, &["simulate", "-s", "zb-auto", "--mem-limit", "0.5"]);
-    assert!(e.starts_with("error: cannot fit memory: "), "{e}");
-    let e = fails(d, &["render", "-s", "1f1b", "--theme", "neon", "-o", "x.svg"]);
-    assert!(e.starts_with("error: unknown theme `neon`"), "{e}");
-    let e = fails(d, &["simulate", "--from", "missing.csv"]);
-    assert!(e.starts_with("error: reading missing.csv"), "{e}");
+    // Each of these errors opens with what is wrong.
+    let cases: [(&[&str], &str); 6] = [
+        (&["simulate", "--schedule", "1f1v"], "error: unknown schedule `1f1v`\n  hint: did you mean `1f1b`?"),
+        (&["simulate"], "error: --schedule (or --from FILE) is required"),
+        (&["simulate", "-s", "1f1b", "--chunks", "2"], "error: 1f1b does not take --chunks"),
+        (&["simulate", "-s", "zb-auto", "--mem-limit", "0.5"], "error: cannot fit memory: "),
+        (&["render", "-s", "1f1b", "--theme", "neon", "-o", "x.svg"], "error: unknown theme `neon`"),
+        (&["simulate", "--from", "missing.csv"], "error: reading missing.csv"),
+    ];
+    for (args, start) in cases {
+        let e = fails(d, args);
+        assert!(e.starts_with(start), "{args:?}: {e}");
+    }
 }
 
 #[test]
@@ -176,9 +175,8 @@ fn render_compares_several_families_on_one_axis() {
 
 #[test]
 fn list_names_every_family() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = ok(dir.path(), &["list"]);
-    let json: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["list", "--json"])).unwrap();
+    let text = ok_in_scratch(&["list"]);
+    let json: serde_json::Value = serde_json::from_str(&ok_in_scratch(&["list", "--json"])).unwrap();
     let entries = json.as_array().unwrap();
     assert_eq!(entries.len(), bubblescope::FAMILIES.len());
     for f in bubblescope::FAMILIES {
@@ -250,13 +248,11 @@ fn a_broken_file_is_reported_like_a_compiler() {
 
 #[test]
 fn flags_a_family_does_not_read_are_errors_naming_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let e = fails(d, &["simulate", "-s", "1f1b", "--overlap", "3"]);
+    let e = fails_in_scratch(&["simulate", "-s", "1f1b", "--overlap", "3"]);
     assert!(e.starts_with("error: 1f1b does not take --overlap"), "{e}");
-    let e = fails(d, &["simulate", "-s", "1f1b", "--merge-bw"]);
+    let e = fails_in_scratch(&["simulate", "-s", "1f1b", "--merge-bw"]);
     assert!(e.contains("--merge-bw"), "{e}");
-    ok(d, &["simulate", "-s", "dualpipe", "-p", "4", "-m", "8", "--overlap", "3"]);
+    ok_in_scratch(&["simulate", "-s", "dualpipe", "-p", "4", "-m", "8", "--overlap", "3"]);
 }
 
 /// A two-device, two-microbatch schedule in PyTorch's CSV.
@@ -385,10 +381,8 @@ fn family_flags_with_a_file_are_errors_and_compared_families_take_its_sizes() {
 
 #[test]
 fn the_papers_and_pytorch_spellings_are_accepted_and_typos_suggest_the_containing_name() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
     let name = |args: &[&str]| {
-        let v: serde_json::Value = serde_json::from_str(&ok(d, args)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&ok_in_scratch(args)).unwrap();
         v["schedule"].as_str().unwrap().to_string()
     };
     for (typed, canonical, p, m) in [
@@ -403,9 +397,9 @@ fn the_papers_and_pytorch_spellings_are_accepted_and_typos_suggest_the_containin
     ] {
         assert_eq!(name(&["simulate", "-s", typed, "-p", p, "-m", m, "--json"]), canonical, "{typed}");
     }
-    let e = fails(d, &["simulate", "-s", "dualpipevv"]);
+    let e = fails_in_scratch(&["simulate", "-s", "dualpipevv"]);
     assert!(e.starts_with("error: unknown schedule `dualpipevv`\n  hint: did you mean `dualpipe-v`?"), "{e}");
-    let e = fails(d, &["simulate", "-s", "zb-v-hand"]);
+    let e = fails_in_scratch(&["simulate", "-s", "zb-v-hand"]);
     assert!(e.starts_with("error: unknown schedule `zb-v-hand`\n  hint: did you mean `zb-v-handcrafted`?"), "{e}");
 }
 
@@ -431,12 +425,15 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
         fails(d, &["simulate", "-s", "1f1b", "--comm", "-0.5"]).trim_end(),
         "error: comm must not be negative, found -0.5"
     );
-    let e = fails(d, &["simulate", "-s", "1f1b", "-p", "-1"]);
-    assert!(e.contains("devices must be between 1 and 1024, found -1"), "{e}");
-    let e = fails(d, &["simulate", "-s", "1f1b", "-m", "70000"]);
-    assert!(e.contains("microbatches must be between 1 and 65536, found 70000"), "{e}");
-    let e = fails(d, &["simulate", "-s", "interleaved-1f1b", "--chunks", "-2"]);
-    assert!(e.contains("must be at least 1, found -2"), "{e}");
+    // Counts out of range name the real limits.
+    for (args, message) in [
+        (["simulate", "-s", "1f1b", "-p", "-1"], "devices must be between 1 and 1024, found -1"),
+        (["simulate", "-s", "1f1b", "-m", "70000"], "microbatches must be between 1 and 65536, found 70000"),
+        (["simulate", "-s", "interleaved-1f1b", "--chunks", "-2"], "must be at least 1, found -2"),
+    ] {
+        let e = fails(d, &args);
+        assert!(e.contains(message), "{e}");
+    }
     let e = fails(d, &["render", "-s", "1f1b", "--width", "1e300", "-o", "x.svg"]);
     assert!(e.starts_with("error: --width must be between 240 and 20000 pixels, found 1e300"), "{e}");
     // A cost that would print as 0 is refused, with the rule.

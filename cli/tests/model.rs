@@ -208,14 +208,6 @@ fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
             "--vocab",
             "8",
         ],
-        &["costs", "--model", "llama-3-8b", "--hidden", "4000000000"],
-        &["costs", "--model", "llama-3-8b", "--tflops", "NaN"],
-        &["costs", "--model", "llama-3-8b", "--tflops", "-5"],
-        &["costs", "--model", "llama-3-8b", "--bandwidth", "0"],
-        &["costs", "--model", "llama-3-8b", "--latency", "-1"],
-        &["costs", "--model", "llama-3-8b", "-p", "0"],
-        &["costs", "--model", "llama-3-8b", "--layout", ""],
-        &["costs", "--model", "llama-3-8b", "--layout", "Et*99999999999999999999|L"],
         &["simulate", "-s", "1f1b", "--f", "NaN,1,1,1"],
         &["simulate", "-s", "1f1b", "--f", "-inf"],
         &["simulate", "-s", "1f1b", "--f", "1e300,1,1,1"],
@@ -224,7 +216,19 @@ fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
         &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--mem-limit", "-1GiB"],
         &["simulate", "-s", "1f1b", "--mem-limit", "80GiB"],
     ];
-    for args in cases {
+    // One bad value at a time over a valid model.
+    let over_a_model = [
+        ("--hidden", "4000000000"),
+        ("--tflops", "NaN"),
+        ("--tflops", "-5"),
+        ("--bandwidth", "0"),
+        ("--latency", "-1"),
+        ("-p", "0"),
+        ("--layout", ""),
+        ("--layout", "Et*99999999999999999999|L"),
+    ];
+    let model_cases = over_a_model.map(|(flag, value)| ["costs", "--model", "llama-3-8b", flag, value]);
+    for args in cases.iter().copied().chain(model_cases.iter().map(|a| a.as_slice())) {
         let e = fails(args);
         assert!(e.starts_with("error: ") && e.contains("hint: "), "{args:?}: {e}");
         assert!(!e.contains("panicked"), "{args:?}: {e}");

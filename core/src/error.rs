@@ -331,20 +331,31 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// Asserts that every value in `all` reads back from its `name`, that no two share a name and
+/// that an unknown name reads as nothing: what every key a flag or URL carries promises.
+#[cfg(test)]
+pub(crate) fn assert_names_round_trip<T: Copy + PartialEq + fmt::Debug>(
+    all: &[T],
+    name: fn(T) -> &'static str,
+    read: fn(&str) -> Option<T>,
+) {
+    for &value in all {
+        assert_eq!(read(name(value)), Some(value));
+    }
+    let mut names: Vec<&str> = all.iter().map(|&value| name(value)).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), all.len());
+    assert_eq!(read("nope"), None);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_field_reads_back_from_its_name() {
-        for f in Field::ALL {
-            assert_eq!(Field::from_name(f.name()), Some(f));
-        }
-        let mut names: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), Field::ALL.len());
-        assert_eq!(Field::from_name("nope"), None);
+        assert_names_round_trip(&Field::ALL, Field::name, Field::from_name);
     }
 
     #[test]

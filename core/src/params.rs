@@ -252,16 +252,11 @@ impl Costs {
         if let Some(profile) = &self.profile {
             profile.check()?;
         }
-        let non_negative = [
-            (Field::F, self.f),
-            (Field::B, self.b),
-            (Field::W, self.w),
-            (Field::Comm, self.comm),
-            (Field::MemF, self.mem_f),
-        ];
-        for (field, value) in non_negative {
-            check_number(field, value)?;
-        }
+        check_number(Field::F, self.f)?;
+        check_number(Field::B, self.b)?;
+        check_number(Field::W, self.w)?;
+        check_number(Field::Comm, self.comm)?;
+        check_number(Field::MemF, self.mem_f)?;
         if let Some(o) = self.overlap {
             check_number(Field::Overlap, o)?;
             if o == 0.0 {

@@ -431,11 +431,18 @@ mod tests {
 
     #[test]
     fn shell_words_survive_any_text() {
-        assert_eq!(shell_word("zb-1.5b"), "zb-1.5b");
-        assert_eq!(shell_word("Et|tL"), "'Et|tL'");
-        assert_eq!(shell_word("x;touch /tmp/pwned;"), "'x;touch /tmp/pwned;'");
-        assert_eq!(shell_word("it's"), "'it'\\''s'");
-        assert_eq!(shell_word(""), "''");
+        // Text no shell reads stays as it is; anything else (the empty word too) is
+        // single-quoted, a quote inside closed, escaped and reopened.
+        let cases = [
+            ("zb-1.5b", "zb-1.5b"),
+            ("Et|tL", "'Et|tL'"),
+            ("x;touch /tmp/pwned;", "'x;touch /tmp/pwned;'"),
+            ("it's", "'it'\\''s'"),
+            ("", "''"),
+        ];
+        for (text, word) in cases {
+            assert_eq!(shell_word(text), word, "{text}");
+        }
         let (link, _) = parse("schedule=x%3Btouch%20%2Ftmp%2Fp%3B&devices=2");
         assert!(link.settings().cli_command().starts_with("bubblescope simulate -s 'x;touch /tmp/p;' -p 2"));
     }

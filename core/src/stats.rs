@@ -252,10 +252,7 @@ mod key_tests {
 
     #[test]
     fn measure_keys_round_trip() {
-        for m in BubbleMeasure::ALL {
-            assert_eq!(BubbleMeasure::from_key(m.key()), Some(m));
-        }
+        crate::error::assert_names_round_trip(&BubbleMeasure::ALL, BubbleMeasure::key, BubbleMeasure::from_key);
         assert_eq!(BubbleMeasure::from_key("ideal"), Some(BubbleMeasure::OverIdeal));
-        assert_eq!(BubbleMeasure::from_key("nope"), None);
     }
 }

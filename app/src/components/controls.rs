@@ -102,29 +102,25 @@ fn error_signal(state: AppState, field: Field) -> Signal<Option<String>> {
 #[component]
 pub fn Sizes() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let devices = Signal::derive(move || Some(f64::from(state.link.with(|l| l.params.devices))));
-    let microbatches = Signal::derive(move || Some(f64::from(state.link.with(|l| l.params.microbatches))));
-    let body = view! {
+    let devices = size_control(state, "Devices (P)", Field::Devices, MAX_LIVE_DEVICES);
+    let microbatches = size_control(state, "Microbatches (M)", Field::Microbatches, MAX_LIVE_MICROBATCHES);
+    section("Pipeline", view! { {devices} {microbatches} })
+}
+
+/// The control of a pipeline size (`field`: devices or microbatches): a count whose slider
+/// goes up to `live_max`, what the page computes live.
+fn size_control(state: AppState, label: &'static str, field: Field, live_max: u32) -> impl IntoView {
+    view! {
         <NumberField
-            label="Devices (P)"
-            id="devices"
-            value=devices
+            label=label
+            id=field.name()
+            value=Signal::derive(move || state.link.with(|l| setting_value(l, field)))
             kind=NumberKind::Count
-            slider=Signal::derive(|| (1.0, f64::from(MAX_LIVE_DEVICES), 1.0))
-            on_change=set(state, |l, v| l.params.devices = v as u32)
-            error=error_signal(state, Field::Devices)
+            slider=Signal::derive(move || (1.0, f64::from(live_max), 1.0))
+            on_change=set(state, move |l, v| set_setting(l, field, Some(v)))
+            error=error_signal(state, field)
         />
-        <NumberField
-            label="Microbatches (M)"
-            id="microbatches"
-            value=microbatches
-            kind=NumberKind::Count
-            slider=Signal::derive(|| (1.0, f64::from(MAX_LIVE_MICROBATCHES), 1.0))
-            on_change=set(state, |l, v| l.params.microbatches = v as u32)
-            error=error_signal(state, Field::Microbatches)
-        />
-    };
-    section("Pipeline", body)
+    }
 }
 
 /// The options the current family reads (chunks, group, waves, sequence splits, F&B time),
@@ -150,10 +146,12 @@ pub fn FamilyOptions() -> impl IntoView {
     }
 }
 
-/// The value of option `field` in `link`, if set.
-fn option_value(link: &Permalink, field: Field) -> Option<f64> {
+/// The value of size or option `field` in `link`, if set.
+fn setting_value(link: &Permalink, field: Field) -> Option<f64> {
     let p = &link.params;
     match field {
+        Field::Devices => Some(f64::from(p.devices)),
+        Field::Microbatches => Some(f64::from(p.microbatches)),
         Field::Chunks => p.chunks.map(f64::from),
         Field::Group => p.group.map(f64::from),
         Field::Waves => p.waves.map(f64::from),
@@ -163,11 +161,13 @@ fn option_value(link: &Permalink, field: Field) -> Option<f64> {
     }
 }
 
-/// Sets option `field` in `link` (`None` unsets it).
-fn set_option(link: &mut Permalink, field: Field, value: Option<f64>) {
+/// Sets size or option `field` in `link` (`None` unsets an option and leaves a size).
+fn set_setting(link: &mut Permalink, field: Field, value: Option<f64>) {
     let p = &mut link.params;
     let count = value.map(|v| v as u32);
     match field {
+        Field::Devices => p.devices = count.unwrap_or(p.devices),
+        Field::Microbatches => p.microbatches = count.unwrap_or(p.microbatches),
         Field::Chunks => p.chunks = count,
         Field::Group => p.group = count,
         Field::Waves => p.waves = count,
@@ -181,9 +181,10 @@ fn set_option(link: &mut Permalink, field: Field, value: Option<f64>) {
 /// (or the family's default) from the settings.
 fn option_control(state: AppState, option: FamilyOption) -> AnyView {
     let field = option.field;
-    let value =
-        Signal::derive(move || state.link.with(|l| option_value(l, field).or_else(|| option.default_value(&l.params))));
-    let on_change = Callback::new(move |v: Option<f64>| state.update(|l| set_option(l, field, v)));
+    let value = Signal::derive(move || {
+        state.link.with(|l| setting_value(l, field).or_else(|| option.default_value(&l.params)))
+    });
+    let on_change = Callback::new(move |v: Option<f64>| state.update(|l| set_setting(l, field, v)));
     let error = error_signal(state, field);
     let id = field.name();
     let count = |label: &'static str, max: Signal<f64>, help: &'static str| {

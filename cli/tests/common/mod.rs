@@ -1,4 +1,6 @@
 //! Helpers shared by the binary's integration tests: run it, expect success or exit status 2.
+// Each test crate uses some of these helpers.
+#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -26,4 +28,14 @@ pub fn fails(dir: &Path, args: &[&str]) -> String {
     let out = bubblescope(dir, args);
     assert_eq!(out.status.code(), Some(2), "bubblescope {args:?}: stdout {}", String::from_utf8_lossy(&out.stdout));
     String::from_utf8(out.stderr).expect("utf-8 errors")
+}
+
+/// [`ok`] in a fresh scratch directory, for commands that read and write no files.
+pub fn ok_in_scratch(args: &[&str]) -> String {
+    ok(tempfile::tempdir().expect("a scratch directory").path(), args)
+}
+
+/// [`fails`] in a fresh scratch directory, for commands that read and write no files.
+pub fn fails_in_scratch(args: &[&str]) -> String {
+    fails(tempfile::tempdir().expect("a scratch directory").path(), args)
 }

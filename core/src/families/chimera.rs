@@ -61,15 +61,13 @@ pub const FAMILY: Family = Family {
     url: "https://arxiv.org/abs/2107.06925",
     constraints: "devices even; microbatches even; two replicas of the weights",
     passes: per_device_microbatch::<2>,
-    generate,
+    generate: |params| {
+        check_even(params)?;
+        Ok(chimera(params.devices, params.microbatches))
+    },
     predict,
     ..Family::DEFAULTS
 };
-
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    check_even(params)?;
-    Ok(chimera(params.devices, params.microbatches))
-}
 
 fn check_even(params: &ScheduleParams) -> Result<(), ParamError> {
     let (p, m) = (params.devices, params.microbatches);

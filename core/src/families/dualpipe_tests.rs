@@ -115,10 +115,8 @@ fn a_pair_takes_the_overlap_time_or_the_sum_of_its_passes() {
 
 #[test]
 fn bubble_is_deepseeks_formula_on_the_least_busy_device() {
-    let sizes: Vec<(u32, u32)> =
-        (2..=16).step_by(2).flat_map(|p| [2 * p, 2 * p + 2, 3 * p, 4 * p].map(|m| (p, m))).collect();
     // The least busy devices are the middle ones: they overlap the most pairs.
-    VARIANT.assert_deepseeks_bubble(&sizes, |devices| devices as usize / 2);
+    VARIANT.assert_deepseeks_bubble((2..=16).step_by(2), 2, |devices| devices as usize / 2);
 }
 
 #[test]
@@ -145,28 +143,16 @@ fn no_bubble_is_predicted_outside_the_formulas_domain() {
 
 #[test]
 fn rejects_parameters_the_reference_asserts_against() {
-    let message =
-        |devices, microbatches| generate(&ScheduleParams::new(devices, microbatches)).unwrap_err().to_string();
-    assert_eq!(
-        message(5, 20),
-        "dualpipe needs an even number of devices, found 5\n  hint: the two directions meet in the middle of the devices: use 4 or 6 devices"
-    );
-    assert_eq!(
-        message(1, 20),
-        "dualpipe needs an even number of devices, found 1\n  hint: the two directions meet in the middle of the devices: use 2 devices"
-    );
-    assert_eq!(
-        message(4, 6),
-        "dualpipe needs at least 2·devices = 8 microbatches, found 6\n  hint: use 8 or more microbatches, or at most 2 devices"
-    );
-    assert_eq!(
-        message(2, 3),
-        "dualpipe needs at least 2·devices = 4 microbatches, found 3\n  hint: use 4 or more microbatches"
-    );
-    assert_eq!(
-        message(4, 9),
-        "dualpipe needs an even number of microbatches, found 9\n  hint: each direction runs half of them: use 8 or 10 microbatches"
-    );
+    let cases = [
+        (5, 20, "dualpipe needs an even number of devices, found 5\n  hint: the two directions meet in the middle of the devices: use 4 or 6 devices"),
+        (1, 20, "dualpipe needs an even number of devices, found 1\n  hint: the two directions meet in the middle of the devices: use 2 devices"),
+        (4, 6, "dualpipe needs at least 2·devices = 8 microbatches, found 6\n  hint: use 8 or more microbatches, or at most 2 devices"),
+        (2, 3, "dualpipe needs at least 2·devices = 4 microbatches, found 3\n  hint: use 4 or more microbatches"),
+        (4, 9, "dualpipe needs an even number of microbatches, found 9\n  hint: each direction runs half of them: use 8 or 10 microbatches"),
+    ];
+    for (devices, microbatches, message) in cases {
+        assert_eq!(generate(&ScheduleParams::new(devices, microbatches)).unwrap_err().to_string(), message);
+    }
     assert_eq!(generate(&ScheduleParams::new(5, 20)).unwrap_err().field, Field::Devices);
 }
 

@@ -1,7 +1,6 @@
 //! GPipe: every forward, then every backward (fill and drain).
 
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
-use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
 
@@ -14,23 +13,32 @@ pub const FAMILY: Family = Family {
     reference: "Huang et al., GPipe (NeurIPS 2019)",
     url: "https://arxiv.org/abs/1811.06965",
     passes: per_device_microbatch::<2>,
-    generate,
+    generate: |params| Ok(fill_and_drain_orders(params.devices, params.microbatches, |_| params.microbatches)),
     predict,
     ..Family::DEFAULTS
 };
 
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let (devices, microbatches) = (params.devices, params.microbatches);
+/// The orders of a linear pipeline with fused backwards: device `d` runs `warm_up(d)` forwards
+/// (at most `microbatches`), then alternates one forward and one backward, then drains the
+/// remaining backwards. GPipe warms up with every microbatch, so it runs all its forwards
+/// first; 1F1B with `P−1−d`.
+pub(super) fn fill_and_drain_orders(devices: u32, microbatches: u32, warm_up: impl Fn(u32) -> u32) -> Schedule {
     let mut schedule = Schedule::new(Placement::linear(devices), microbatches);
     for d in 0..devices {
-        for mb in 0..microbatches {
+        let warm_up = warm_up(d).min(microbatches);
+        let steady = microbatches - warm_up;
+        for mb in 0..warm_up {
             schedule.push(d, Pass::f(d, mb));
         }
-        for mb in 0..microbatches {
+        for i in 0..steady {
+            schedule.push(d, Pass::f(d, warm_up + i));
+            schedule.push(d, Pass::bw(d, i));
+        }
+        for mb in steady..microbatches {
             schedule.push(d, Pass::bw(d, mb));
         }
     }
-    Ok(schedule)
+    schedule
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {

@@ -58,7 +58,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
+use super::{count_option, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Placement, Schedule};
@@ -75,7 +75,7 @@ pub const FAMILY: Family = Family {
     options: &[FamilyOption::count(Field::Waves, DEFAULT_WAVES)],
     constraints: "waves ≥ 1 (default 2; 1 is the V placement); at most 2P microbatches in flight",
     passes,
-    generate,
+    generate: hanayo,
     predict,
     ..Family::DEFAULTS
 };
@@ -83,28 +83,23 @@ pub const FAMILY: Family = Family {
 /// Waves when `--waves` is not given.
 pub const DEFAULT_WAVES: u32 = 2;
 
+/// What the smallest wave counts mean, for the error on 0 waves.
+const WAVES_HINT: &str = "--waves 1 is the V placement (2 chunks per device); each further wave adds 2 chunks";
+
 /// 2W chunks per device, a forward and a backward each.
 fn passes(params: &ScheduleParams) -> u64 {
     per_chunk(params, params.waves.unwrap_or(DEFAULT_WAVES).saturating_mul(2), 2)
 }
 
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let waves = params.waves.unwrap_or(DEFAULT_WAVES);
-    if waves == 0 {
-        return Err(ParamError::new(Field::Waves, "waves must be at least 1, found 0")
-            .hint("--waves 1 is the V placement (2 chunks per device); each further wave adds 2 chunks"));
-    }
-    Ok(hanayo(params, waves))
-}
-
-/// The Hanayo orders for `params` with `waves` waves (checked sizes).
-fn hanayo(params: &ScheduleParams, waves: u32) -> Schedule {
+/// The Hanayo orders for `params` (sizes checked; the waves are checked here).
+fn hanayo(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    let waves = count_option(Field::Waves, params.waves, DEFAULT_WAVES, WAVES_HINT)?;
     let placement = Placement::wave(params.devices, waves);
     let costs = StageCosts::new(&params.costs, &placement);
     let table = SlotTable::new(&placement, params.microbatches);
     let mut run = ListScheduler::new(Builder::new(placement, params.microbatches, 1, costs), table);
     run.run();
-    run.builder.finish()
+    Ok(run.builder.finish())
 }
 
 /// A pass's place in the ideal slot table; earlier is more urgent.

@@ -56,7 +56,9 @@
 //! any backward (GPipe per chunk, peak `M·mem-f`), which the 1F1B steady state of the last
 //! chunk avoids here.
 
-use super::{one_f_one_b, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
+use super::{
+    count_option, one_f_one_b, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction,
+};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -100,6 +102,9 @@ pub const LOOPED_BFS: Family = Family {
 
 /// Chunks per device when `--chunks` is not given.
 pub const DEFAULT_CHUNKS: u32 = 2;
+
+/// What the smallest chunk counts mean, for the error on 0 chunks.
+const CHUNKS_HINT: &str = "--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B";
 
 /// A forward and a full backward per chunk (both families).
 fn passes(params: &ScheduleParams) -> u64 {
@@ -275,12 +280,7 @@ impl VirtualPipeline {
 
 /// `--chunks`, defaulted and checked.
 fn checked_chunks(params: &ScheduleParams) -> Result<u32, ParamError> {
-    let chunks = params.chunks.unwrap_or(DEFAULT_CHUNKS);
-    if chunks == 0 {
-        return Err(ParamError::new(Field::Chunks, "chunks must be at least 1, found 0")
-            .hint("--chunks 2 is Megatron's usual virtual pipeline; --chunks 1 is plain 1F1B"));
-    }
-    Ok(chunks)
+    count_option(Field::Chunks, params.chunks, DEFAULT_CHUNKS, CHUNKS_HINT)
 }
 
 fn too_few_microbatches(family: &str, devices: u32, microbatches: u32) -> ParamError {

@@ -484,6 +484,15 @@ pub(crate) fn no_prediction(_: &ScheduleParams) -> Option<Prediction> {
     None
 }
 
+/// The count option `field` as the generator reads it: `value` when given, else `default`; it
+/// must be at least 1, and `hint` says what the smallest counts mean.
+pub(crate) fn count_option(field: Field, value: Option<u32>, default: u32, hint: &str) -> Result<u32, ParamError> {
+    match value.unwrap_or(default) {
+        0 => Err(ParamError::new(field, format!("{} must be at least 1, found 0", field.name())).hint(hint)),
+        count => Ok(count),
+    }
+}
+
 /// Passes of a family with `K` passes per device and microbatch (`P·M·K`).
 pub(crate) fn per_device_microbatch<const K: u64>(params: &ScheduleParams) -> u64 {
     u64::from(params.devices).saturating_mul(u64::from(params.microbatches)).saturating_mul(K)
@@ -514,6 +523,8 @@ fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamEr
     Ok(())
 }
 
+#[cfg(test)]
+mod appendix_a;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]

@@ -3,11 +3,10 @@
 //! Device `d` runs `min(P-1-d, M)` warm-up forwards, then alternates one forward and one fused
 //! backward, then drains the remaining backwards. At most `P-d` microbatches are in flight.
 
-use super::gpipe::fill_and_drain;
+use super::gpipe::{fill_and_drain, fill_and_drain_orders};
 use super::{per_device_microbatch, Family, FamilyGroup, Prediction};
-use crate::error::ParamError;
 use crate::params::ScheduleParams;
-use crate::schedule::{Pass, Placement, Schedule};
+use crate::schedule::Schedule;
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -18,33 +17,15 @@ pub const FAMILY: Family = Family {
     reference: "Narayanan et al., PipeDream-Flush (ICML 2021); Fan et al., DAPPLE (PPoPP 2021)",
     url: "https://arxiv.org/abs/2006.09503",
     passes: per_device_microbatch::<2>,
-    generate,
+    generate: |params| Ok(one_f_one_b(params.devices, params.microbatches)),
     predict,
     ..Family::DEFAULTS
 };
 
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Ok(one_f_one_b(params.devices, params.microbatches))
-}
-
-/// The 1F1B orders for `devices` devices and `microbatches` microbatches.
+/// The 1F1B orders for `devices` devices and `microbatches` microbatches: `P−1−d` warm-up
+/// forwards on device `d`.
 pub fn one_f_one_b(devices: u32, microbatches: u32) -> Schedule {
-    let mut schedule = Schedule::new(Placement::linear(devices), microbatches);
-    for d in 0..devices {
-        let warm_up = (devices - 1 - d).min(microbatches);
-        let steady = microbatches - warm_up;
-        for mb in 0..warm_up {
-            schedule.push(d, Pass::f(d, mb));
-        }
-        for i in 0..steady {
-            schedule.push(d, Pass::f(d, warm_up + i));
-            schedule.push(d, Pass::bw(d, i));
-        }
-        for mb in steady..microbatches {
-            schedule.push(d, Pass::bw(d, mb));
-        }
-    }
-    schedule
+    fill_and_drain_orders(devices, microbatches, |d| devices - 1 - d)
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {

@@ -64,15 +64,11 @@ pub const FAMILY: Family = Family {
     ..Family::DEFAULTS
 };
 
+/// The 1F1B-V orders: the repeated period, its warm-up compacted.
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Ok(one_f_one_b_v(params.devices, params.microbatches))
-}
-
-/// The 1F1B-V orders for `devices` devices and `microbatches` microbatches.
-pub fn one_f_one_b_v(devices: u32, microbatches: u32) -> Schedule {
-    let mut grid = SlotGrid::repeated(devices, microbatches);
+    let mut grid = SlotGrid::repeated(params.devices, params.microbatches);
     grid.compact_warm_up();
-    grid.into_schedule()
+    Ok(grid.into_schedule())
 }
 
 /// Slots per period: F and BW (two slots) of each chunk.

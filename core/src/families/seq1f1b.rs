@@ -25,7 +25,7 @@
 //! * peak activation memory on device `d`: `min(P−d−1+K, M·K)` slices of `mem-f/K`, so
 //!   `(P+K−1)/K·mem-f` on device 0 once `M·K ≥ P+K−1` (1F1B holds `P·mem-f`).
 
-use super::{per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
+use super::{count_option, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -49,17 +49,17 @@ pub const FAMILY: Family = Family {
 /// Sequence slices per microbatch when `--seq-splits` is not given.
 pub const DEFAULT_SEQ_SPLITS: u32 = 2;
 
+/// What the smallest slice counts mean, for the error on 0 slices.
+const SEQ_SPLITS_HINT: &str =
+    "--seq-splits 1 is plain 1F1B; 2 or 4 cut every microbatch's sequence in halves or quarters";
+
 /// A forward and a full backward per slice.
 fn passes(params: &ScheduleParams) -> u64 {
     per_chunk(params, params.seq_splits.unwrap_or(DEFAULT_SEQ_SPLITS), 2)
 }
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    let slices = params.seq_splits.unwrap_or(DEFAULT_SEQ_SPLITS);
-    if slices == 0 {
-        return Err(ParamError::new(Field::SeqSplits, "seq-splits must be at least 1, found 0")
-            .hint("--seq-splits 1 is plain 1F1B; 2 or 4 cut every microbatch's sequence in halves or quarters"));
-    }
+    let slices = count_option(Field::SeqSplits, params.seq_splits, DEFAULT_SEQ_SPLITS, SEQ_SPLITS_HINT)?;
     Ok(seq1f1b(params.devices, params.microbatches, slices))
 }
 

@@ -1,6 +1,6 @@
 //! Tests of Seq1F1B: equality with 1F1B at K = 1, the closed forms, validity and errors.
 
-use super::super::test_support::assert_valid_and_simulates;
+use super::super::test_support::assert_sizes_validate_and_simulate;
 use super::*;
 use crate::families::generate;
 use crate::params::Costs;
@@ -82,14 +82,7 @@ fn peak_memory_is_p_plus_k_minus_one_over_k_on_device_zero() {
 #[test]
 fn every_schedule_validates_and_runs_with_communication() {
     let costs = Costs { comm: 0.25, ..Costs::fbw(1.0, 2.0, 1.0) };
-    for devices in 1..=7u32 {
-        for microbatches in 1..=9u32 {
-            for slices in 1..=4u32 {
-                let schedule = generate("seq1f1b", &with_splits(devices, microbatches, slices)).unwrap();
-                assert_valid_and_simulates(&schedule, &costs, &format!("P={devices} M={microbatches} K={slices}"));
-            }
-        }
-    }
+    assert_sizes_validate_and_simulate(&["seq1f1b"], (Field::SeqSplits, 1..=4), &costs, 1..=7, |_| 1..=9, true);
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Test helpers shared by the families' test files, kept once here.
 
-use super::{BubbleQuantity, Prediction};
-use crate::error::Severity;
+use std::ops::RangeInclusive;
+
+use super::{generate, BubbleQuantity, Prediction};
+use crate::error::{Field, Severity};
 use crate::params::{Costs, ScheduleParams};
 use crate::schedule::Schedule;
 use crate::{simulate, validate, Analysis, StageCosts};
@@ -17,6 +19,40 @@ pub(crate) fn assert_valid_and_simulates(schedule: &Schedule, costs: &Costs, cas
     let errors: Vec<_> = validate(schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
     assert!(errors.is_empty(), "{case}: {errors:?}");
     simulate(schedule, &StageCosts::for_schedule(costs, schedule)).unwrap_or_else(|e| panic!("{case}: {e}"));
+}
+
+/// Over `devices`, `microbatches(devices)` and every value in `values` of the count option
+/// `field` (chunks, waves or sequence splits), each of `families` generates a schedule that
+/// validates and simulates at `costs`. Sizes a family rejects are skipped, unless
+/// `all_accepted`: then rejecting one fails.
+pub(crate) fn assert_sizes_validate_and_simulate(
+    families: &[&str],
+    (field, values): (Field, RangeInclusive<u32>),
+    costs: &Costs,
+    devices: RangeInclusive<u32>,
+    microbatches: fn(u32) -> RangeInclusive<u32>,
+    all_accepted: bool,
+) {
+    for d in devices {
+        for m in microbatches(d) {
+            for value in values.clone() {
+                let mut p = params(d, m, costs.clone());
+                match field {
+                    Field::Chunks => p.chunks = Some(value),
+                    Field::Waves => p.waves = Some(value),
+                    Field::SeqSplits => p.seq_splits = Some(value),
+                    _ => panic!("{field:?} is not a count option"),
+                }
+                for family in families {
+                    let case = format!("{family} {p:?}");
+                    match generate(family, &p) {
+                        Ok(schedule) => assert_valid_and_simulates(&schedule, costs, &case),
+                        Err(e) => assert!(!all_accepted, "{case}: {e}"),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What the DualPipe and DualPipeV tests need to know of their family to check DeepSeek's
@@ -84,10 +120,18 @@ impl DualPipeVariant {
         (pp / 2.0 - 1.0) * (overlap + full_backward - 3.0 * weight)
     }
 
-    /// Over the sizes given and costs in DeepSeek's domain (F = B−W, W ≤ F, B ≤ F&B ≤ F+B), the
-    /// simulated idle time of the least busy device is DeepSeek's formula, and that device is
-    /// the one `least_busy` names for the device count.
-    pub fn assert_deepseeks_bubble(self, sizes: &[(u32, u32)], least_busy: fn(u32) -> usize) {
+    /// For each of `devices` at 2P, 2P + `step` (the next microbatch count the family takes),
+    /// 3P and 4P microbatches, and costs in DeepSeek's domain (F = B−W, W ≤ F, B ≤ F&B ≤ F+B),
+    /// the simulated idle time of the least busy device is DeepSeek's formula, and that device
+    /// is the one `least_busy` names for the device count.
+    pub fn assert_deepseeks_bubble(
+        self,
+        devices: impl IntoIterator<Item = u32>,
+        step: u32,
+        least_busy: fn(u32) -> usize,
+    ) {
+        let sizes: Vec<(u32, u32)> =
+            devices.into_iter().flat_map(|p| [2 * p, 2 * p + step, 3 * p, 4 * p].map(|m| (p, m))).collect();
         let chunk_costs = [
             (1.0, 2.0, 1.0, 3.0),
             (1.0, 2.0, 1.0, 2.0),
@@ -98,7 +142,7 @@ impl DualPipeVariant {
             (1.5, 2.0, 0.5, 3.5),
             (3.0, 5.0, 2.0, 6.0),
         ];
-        for &(devices, microbatches) in sizes {
+        for (devices, microbatches) in sizes {
             for (forward, full_backward, weight, overlap) in chunk_costs {
                 let costs = self.per_chunk(forward, full_backward, weight, overlap);
                 let stats = (self.analyze)(devices, microbatches, costs).stats;

@@ -69,6 +69,7 @@ impl VPass {
 /// Appendix A, and comparisons against golden orders.
 #[cfg(test)]
 pub(super) mod testing {
+    use crate::families::appendix_a::Orders;
     use crate::params::{CostProfile, Costs, ScheduleParams};
     use crate::schedule::Schedule;
     use crate::{run, Analysis};
@@ -117,15 +118,18 @@ pub(super) mod testing {
         }
     }
 
-    /// A golden case at p=4: setting, cost (max span), orders of devices 0..4.
-    pub(crate) type Golden = (Setting, f64, [&'static str; 4]);
+    /// The four p=4 settings of Appendix A, in its table order: unit costs at 8 and 12
+    /// microbatches, then per-chunk 5,6,4 at 8 and at 12 with communication 1.
+    pub(crate) const APPENDIX_A: [Setting; 4] =
+        [Setting::unit(8), Setting::unit(12), Setting::uneven(8, 0.0), Setting::uneven(12, 1.0)];
 
-    /// Asserts `family` reproduces every golden case's orders and cost.
-    pub(crate) fn assert_golden(family: &str, golden: &[Golden]) {
-        for (setting, cost, orders) in golden {
+    /// Asserts `family` reproduces, in each [`APPENDIX_A`] setting, the golden orders of devices
+    /// 0..4 and the cost (max span).
+    pub(crate) fn assert_golden(family: &str, orders: [Orders; 4], costs: [f64; 4]) {
+        for ((setting, orders), cost) in APPENDIX_A.into_iter().zip(orders).zip(costs) {
             let a = run_ok(family, &setting.params());
-            assert_orders(&a.schedule, orders);
-            assert_eq!(a.stats.cost, *cost, "{family} {setting:?}");
+            assert_orders(&a.schedule, &orders);
+            assert_eq!(a.stats.cost, cost, "{family} {setting:?}");
         }
     }
 

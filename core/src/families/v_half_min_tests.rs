@@ -1,35 +1,9 @@
 //! Tests of V-Half and V-Min against the authors' golden orders and numbers
 //! (zero-bubble.md §9.2 and Appendix A).
 
+use super::super::appendix_a::{Orders, V_HALF_M12, V_HALF_M8, V_MIN_M12, V_MIN_M8};
 use super::*;
 use crate::{generate, run, Costs};
-
-// Appendix A, `zbv_greedy` orders for P = 4. The same orders are produced for every cost
-// setting there (the generator works in slots); only the simulated times differ.
-const V_HALF_P4_M8: [&str; 4] = [
-    "F0 F1 F2 F3 F4 f0 b0 w0 f1 b1 w1 f2 B0 b2 w2 f3 W0 F5 B1 b3 w3 f4 W1 F6 B2 b4 w4 f5 W2 F7 B3 b5 w5 f6 b6 w6 B4 W3 W4 f7 b7 B5 w7 B6 W5 W6 B7 W7",
-    "F0 F1 F2 F3 f0 f1 b0 w0 f2 b1 w1 B0 W0 F4 f3 b2 w2 B1 W1 F5 f4 b3 w3 B2 W2 F6 f5 b4 w4 B3 F7 W3 f6 b5 w5 B4 b6 w6 f7 W4 B5 b7 B6 w7 W5 W6 B7 W7",
-    "F0 F1 F2 f0 f1 f2 b0 w0 F3 b1 B0 w1 W0 f3 F4 B1 b2 w2 f4 W1 F5 B2 b3 w3 f5 W2 F6 B3 b4 w4 f6 W3 F7 B4 b5 w5 f7 b6 B5 w6 B6 b7 w7 W4 B7 W5 W6 W7",
-    "F0 f0 F1 f1 F2 f2 b0 w0 B0 W0 F3 f3 b1 w1 B1 W1 F4 f4 b2 w2 B2 W2 F5 f5 b3 w3 B3 F6 W3 f6 b4 B4 w4 F7 W4 f7 b5 B5 b6 B6 w5 w6 b7 B7 w7 W5 W6 W7",
-];
-const V_MIN_P4_M8: [&str; 4] = [
-    "F0 F1 F2 f0 b0 w0 f1 b1 w1 B0 W0 F3 f2 b2 B1 w2 W1 F4 f3 b3 B2 w3 W2 F5 f4 b4 B3 w4 W3 F6 f5 b5 B4 w5 W4 F7 f6 b6 B5 w6 W5 f7 b7 B6 w7 W6 B7 W7",
-    "F0 F1 f0 f1 b0 w0 F2 B0 b1 w1 W0 f2 F3 B1 b2 w2 W1 f3 F4 B2 b3 w3 W2 f4 F5 B3 b4 w4 W3 f5 F6 B4 b5 w5 W4 f6 F7 B5 b6 w6 W5 f7 B6 b7 w7 W6 B7 W7",
-    "F0 F1 f0 f1 b0 w0 F2 B0 W0 b1 f2 w1 B1 F3 W1 b2 f3 w2 B2 F4 W2 b3 f4 w3 B3 F5 W3 b4 f5 w4 B4 F6 W4 b5 f6 w5 B5 F7 W5 b6 f7 w6 B6 W6 b7 w7 B7 W7",
-    "F0 f0 F1 f1 b0 B0 w0 W0 F2 f2 b1 B1 w1 W1 F3 f3 b2 B2 w2 W2 F4 f4 b3 B3 w3 W3 F5 f5 b4 B4 w4 W4 F6 f6 b5 B5 w5 W5 F7 f7 b6 B6 w6 W6 b7 B7 w7 W7",
-];
-const V_HALF_P4_M12: [&str; 4] = [
-    "F0 F1 F2 F3 F4 f0 b0 w0 f1 b1 w1 f2 B0 b2 w2 f3 W0 F5 B1 b3 w3 f4 W1 F6 B2 b4 w4 f5 W2 F7 B3 b5 w5 f6 W3 F8 B4 b6 w6 f7 W4 F9 B5 b7 w7 f8 W5 F10 B6 b8 w8 f9 W6 F11 B7 b9 w9 f10 b10 w10 B8 W7 W8 f11 b11 B9 w11 B10 W9 W10 B11 W11",
-    "F0 F1 F2 F3 f0 f1 b0 w0 f2 b1 w1 B0 W0 F4 f3 b2 w2 B1 W1 F5 f4 b3 w3 B2 W2 F6 f5 b4 w4 B3 W3 F7 f6 b5 w5 B4 W4 F8 f7 b6 w6 B5 W5 F9 f8 b7 w7 B6 W6 F10 f9 b8 w8 B7 F11 W7 f10 b9 w9 B8 b10 w10 f11 W8 B9 b11 B10 w11 W9 W10 B11 W11",
-    "F0 F1 F2 f0 f1 f2 b0 w0 F3 b1 B0 w1 W0 f3 F4 B1 b2 w2 f4 W1 F5 B2 b3 w3 f5 W2 F6 B3 b4 w4 f6 W3 F7 B4 b5 w5 f7 W4 F8 B5 b6 w6 f8 W5 F9 B6 b7 w7 f9 W6 F10 B7 b8 w8 f10 W7 F11 B8 b9 w9 f11 b10 B9 w10 B10 b11 w11 W8 B11 W9 W10 W11",
-    "F0 f0 F1 f1 F2 f2 b0 w0 B0 W0 F3 f3 b1 w1 B1 W1 F4 f4 b2 w2 B2 W2 F5 f5 b3 w3 B3 W3 F6 f6 b4 w4 B4 W4 F7 f7 b5 w5 B5 W5 F8 f8 b6 w6 B6 W6 F9 f9 b7 w7 B7 F10 W7 f10 b8 B8 w8 F11 W8 f11 b9 B9 b10 B10 w9 w10 b11 B11 w11 W9 W10 W11",
-];
-const V_MIN_P4_M12: [&str; 4] = [
-    "F0 F1 F2 f0 b0 w0 f1 b1 w1 B0 W0 F3 f2 b2 B1 w2 W1 F4 f3 b3 B2 w3 W2 F5 f4 b4 B3 w4 W3 F6 f5 b5 B4 w5 W4 F7 f6 b6 B5 w6 W5 F8 f7 b7 B6 w7 W6 F9 f8 b8 B7 w8 W7 F10 f9 b9 B8 w9 W8 F11 f10 b10 B9 w10 W9 f11 b11 B10 w11 W10 B11 W11",
-    "F0 F1 f0 f1 b0 w0 F2 B0 b1 w1 W0 f2 F3 B1 b2 w2 W1 f3 F4 B2 b3 w3 W2 f4 F5 B3 b4 w4 W3 f5 F6 B4 b5 w5 W4 f6 F7 B5 b6 w6 W5 f7 F8 B6 b7 w7 W6 f8 F9 B7 b8 w8 W7 f9 F10 B8 b9 w9 W8 f10 F11 B9 b10 w10 W9 f11 B10 b11 w11 W10 B11 W11",
-    "F0 F1 f0 f1 b0 w0 F2 B0 W0 b1 f2 w1 B1 F3 W1 b2 f3 w2 B2 F4 W2 b3 f4 w3 B3 F5 W3 b4 f5 w4 B4 F6 W4 b5 f6 w5 B5 F7 W5 b6 f7 w6 B6 F8 W6 b7 f8 w7 B7 F9 W7 b8 f9 w8 B8 F10 W8 b9 f10 w9 B9 F11 W9 b10 f11 w10 B10 W10 b11 w11 B11 W11",
-    "F0 f0 F1 f1 b0 B0 w0 W0 F2 f2 b1 B1 w1 W1 F3 f3 b2 B2 w2 W2 F4 f4 b3 B3 w3 W3 F5 f5 b4 B4 w4 W4 F6 f6 b5 B5 w5 W5 F7 f7 b6 B6 w6 W6 F8 f8 b7 B7 w7 W7 F9 f9 b8 B8 w8 W8 F10 f10 b9 B9 w9 W9 F11 f11 b10 B10 w10 W10 b11 B11 w11 W11",
-];
 
 /// CLI costs whose V chunk passes take `f, b, w` (a V stage is half a device's share).
 fn chunk_costs(f: f64, b: f64, w: f64) -> Costs {
@@ -45,7 +19,7 @@ fn params(devices: u32, microbatches: u32, costs: Costs) -> ScheduleParams {
     ScheduleParams::new(devices, microbatches).with_costs(costs)
 }
 
-fn assert_orders(name: &str, microbatches: u32, golden: &[&str; 4]) {
+fn assert_orders(name: &str, microbatches: u32, golden: &Orders) {
     let schedule = generate(name, &params(4, microbatches, chunk_costs(1.0, 1.0, 1.0))).unwrap();
     for (device, line) in golden.iter().enumerate() {
         assert_eq!(schedule.notation(device as u32), *line, "{name} m={microbatches} device {device}");
@@ -54,14 +28,14 @@ fn assert_orders(name: &str, microbatches: u32, golden: &[&str; 4]) {
 
 #[test]
 fn v_half_reproduces_the_golden_orders_pass_for_pass() {
-    assert_orders("v-half", 8, &V_HALF_P4_M8);
-    assert_orders("v-half", 12, &V_HALF_P4_M12);
+    assert_orders("v-half", 8, &V_HALF_M8);
+    assert_orders("v-half", 12, &V_HALF_M12);
 }
 
 #[test]
 fn v_min_reproduces_the_golden_orders_pass_for_pass() {
-    assert_orders("v-min", 8, &V_MIN_P4_M8);
-    assert_orders("v-min", 12, &V_MIN_P4_M12);
+    assert_orders("v-min", 8, &V_MIN_M8);
+    assert_orders("v-min", 12, &V_MIN_M12);
 }
 
 #[test]

@@ -1,16 +1,6 @@
-use super::super::zb_h1::golden::{assert_goldens, ZB_1P_GOLDEN, ZB_2P_GOLDEN};
+use super::super::zb_h1::golden::{ZB_1P_GOLDEN, ZB_2P_GOLDEN};
 use super::*;
 use crate::{generate, run, simulate, Costs, Field};
-
-#[test]
-fn zb_1p_matches_the_golden_orders() {
-    assert_goldens("zb-1p", &ZB_1P_GOLDEN);
-}
-
-#[test]
-fn zb_2p_matches_the_golden_orders() {
-    assert_goldens("zb-2p", &ZB_2P_GOLDEN);
-}
 
 #[test]
 fn the_reference_units_give_the_same_orders() {

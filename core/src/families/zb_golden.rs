@@ -1,10 +1,15 @@
-//! Test data shared by the linear Zero Bubble families: the p = 4 golden orders of
-//! `zero-bubble.md` Appendix A, produced by running the authors' generators (ZB-H1/H2 from
-//! `efficiency.py`, ZB-1p/2p from `zb.py`) and their ASAP simulator. ZB-1p/2p there use
-//! mem_f = 2, mem_b = −1, mem_w = −1 and a limit of k·p·2: in our units mem-f 1, mem-w 0.5 (the
-//! defaults) and a limit of P or 2P. `peaks` is the reference's "peak with M_W = M_B/2" line.
+//! Test data shared by the linear Zero Bubble families: the p = 4 golden runs of
+//! `zero-bubble.md` Appendix A (their orders in [`crate::families::appendix_a`]), produced by
+//! running the authors' generators (ZB-H1/H2 from `efficiency.py`, ZB-1p/2p from `zb.py`) and
+//! their ASAP simulator. ZB-1p/2p there use mem_f = 2, mem_b = −1, mem_w = −1 and a limit of
+//! k·p·2: in our units mem-f 1, mem-w 0.5 (the defaults) and a limit of P or 2P. `peaks` is the
+//! reference's "peak with M_W = M_B/2" line.
 
 use super::Family;
+use crate::families::appendix_a::{
+    Orders, ZB_2P_UNEVEN_COMM_M12, ZB_2P_UNEVEN_M8, ZB_2P_UNIT_M12, ZB_2P_UNIT_M8, ZB_H1_M12, ZB_H1_M8, ZB_H2_M12,
+    ZB_H2_M8,
+};
 use crate::params::{Costs, ScheduleParams};
 use crate::run;
 
@@ -22,7 +27,7 @@ pub(crate) struct Golden {
     /// Peak activation memory per device, mem-f = 1, mem-w = 0.5.
     pub peaks: [f64; 4],
     /// Per-device orders in `Schedule::notation`.
-    pub orders: [&'static str; 4],
+    pub orders: Orders,
 }
 
 impl Golden {
@@ -137,7 +142,7 @@ const fn row(
     setting: usize,
     (cost, makespan, bubble_rate): (f64, f64, &'static str),
     peaks: [f64; 4],
-    orders: [&'static str; 4],
+    orders: Orders,
 ) -> Golden {
     let (microbatches, costs) = SETTINGS[setting];
     Golden { microbatches, costs, cost, makespan, bubble_rate, peaks, orders }
@@ -147,83 +152,38 @@ const fn row(
 const H1_PEAKS: [f64; 4] = [4.0, 3.5, 3.0, 2.5];
 const H2_PEAKS: [f64; 4] = [7.0, 6.0, 5.0, 4.0];
 
-/// ZB-H1's orders at 8 and 12 microbatches: the same under every cost setting.
-const H1_ORDERS_8: [&str; 4] = [
-    "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
-    "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
-    "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
-    "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
-];
-const H1_ORDERS_12: [&str; 4] = [
-    "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 F8 B5 W5 F9 B6 W6 F10 B7 W7 F11 B8 W8 B9 W9 B10 W10 B11 W11",
-    "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 F8 B6 W5 F9 B7 W6 F10 B8 W7 F11 B9 W8 B10 W9 B11 W10 W11",
-    "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 F8 B7 W5 F9 B8 W6 F10 B9 W7 F11 B10 W8 B11 W9 W10 W11",
-    "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 F8 B8 W5 F9 B9 W6 F10 B10 W7 F11 B11 W8 W9 W10 W11",
-];
-
-/// ZB-H2's orders at 8 and 12 microbatches: the same under every cost setting.
-const H2_ORDERS_8: [&str; 4] = [
-    "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
-    "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 B4 W2 B5 W3 B6 W4 B7 W5 W6 W7",
-    "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 B6 W2 B7 W3 W4 W5 W6 W7",
-    "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 W2 W3 W4 W5 W6 W7",
-];
-const H2_ORDERS_12: [&str; 4] = [
-    "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 F8 B2 W2 F9 B3 W3 F10 B4 W4 F11 B5 W5 B6 W6 B7 W7 B8 W8 B9 W9 B10 W10 B11 W11",
-    "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 F8 B4 W2 F9 B5 W3 F10 B6 W4 F11 B7 W5 B8 W6 B9 W7 B10 W8 B11 W9 W10 W11",
-    "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 F8 B6 W2 F9 B7 W3 F10 B8 W4 F11 B9 W5 B10 W6 B11 W7 W8 W9 W10 W11",
-    "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 F8 B8 W2 F9 B9 W3 F10 B10 W4 F11 B11 W5 W6 W7 W8 W9 W10 W11",
-];
-
-/// ZB-2p's orders, one per setting.
-const P2_ORDERS: [[&str; 4]; 4] = [
-    [
-        "F0 F1 F2 F3 F4 F5 F6 B0 F7 W0 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
-        "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 F7 B3 W0 B4 W1 B5 W2 B6 W3 B7 W4 W5 W6 W7",
-        "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 W0 B6 W1 B7 W2 W3 W4 W5 W6 W7",
-        "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 W0 W1 W2 W3 W4 W5 W6 W7",
-    ],
-    [
-        "F0 F1 F2 F3 F4 F5 F6 B0 F7 B1 F8 B2 W0 F9 B3 B4 F10 B5 W1 F11 W2 W3 W4 W5 B6 W6 B7 W7 B8 W8 B9 W9 B10 W10 B11 W11",
-        "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 F7 B3 F8 B4 F9 B5 F10 B6 W0 F11 B7 B8 W1 B9 W2 B10 W3 B11 W4 W5 W6 W7 W8 W9 W10 W11",
-        "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 F8 B6 F9 B7 F10 B8 F11 B9 W0 B10 W1 B11 W2 W3 W4 W5 W6 W7 W8 W9 W10 W11",
-        "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 F8 B8 F9 B9 F10 B10 F11 B11 W0 W1 W2 W3 W4 W5 W6 W7 W8 W9 W10 W11",
-    ],
-    [
-        "F0 F1 F2 F3 F4 F5 F6 B0 F7 W0 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
-        "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 F7 B3 W0 B4 W1 W2 B5 B6 W3 B7 W4 W5 W6 W7",
-        "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 W0 B6 W1 B7 W2 W3 W4 W5 W6 W7",
-        "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 W0 W1 W2 W3 W4 W5 W6 W7",
-    ],
-    [
-        "F0 F1 F2 F3 F4 F5 F6 F7 B0 W0 F8 B1 W1 F9 B2 B3 F10 B4 W2 F11 W3 W4 B5 W5 B6 W6 B7 W7 B8 W8 B9 W9 B10 W10 B11 W11",
-        "F0 F1 F2 F3 F4 F5 B0 F6 B1 F7 B2 F8 B3 F9 B4 W0 W1 F10 B5 B6 W2 B7 F11 B8 W3 W4 B9 W5 B10 W6 B11 W7 W8 W9 W10 W11",
-        "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 F8 B6 F9 B7 F10 B8 W0 F11 B9 W1 B10 W2 B11 W3 W4 W5 W6 W7 W8 W9 W10 W11",
-        "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 F8 B8 F9 B9 F10 B10 F11 B11 W0 W1 W2 W3 W4 W5 W6 W7 W8 W9 W10 W11",
-    ],
-];
-
 /// ZB-H1 (`zb-h1`) under the four cost settings.
 pub(crate) const ZB_H1_GOLDEN: [Golden; 4] = [
-    row(0, (27.0, 27.0, "0.1111"), H1_PEAKS, H1_ORDERS_8),
-    row(1, (39.0, 39.0, "0.0769"), H1_PEAKS, H1_ORDERS_12),
-    row(2, (141.0, 141.0, "0.1489"), H1_PEAKS, H1_ORDERS_8),
-    row(3, (213.0, 213.0, "0.1549"), H1_PEAKS, H1_ORDERS_12),
+    row(0, (27.0, 27.0, "0.1111"), H1_PEAKS, ZB_H1_M8),
+    row(1, (39.0, 39.0, "0.0769"), H1_PEAKS, ZB_H1_M12),
+    row(2, (141.0, 141.0, "0.1489"), H1_PEAKS, ZB_H1_M8),
+    row(3, (213.0, 213.0, "0.1549"), H1_PEAKS, ZB_H1_M12),
 ];
 /// ZB-H2 (`zb-h2`) under the four cost settings.
 pub(crate) const ZB_H2_GOLDEN: [Golden; 4] = [
-    row(0, (24.0, 27.0, "0.0000"), H2_PEAKS, H2_ORDERS_8),
-    row(1, (36.0, 39.0, "0.0000"), H2_PEAKS, H2_ORDERS_12),
-    row(2, (129.0, 135.0, "0.0698"), H2_PEAKS, H2_ORDERS_8),
-    row(3, (195.0, 198.0, "0.0769"), H2_PEAKS, H2_ORDERS_12),
+    row(0, (24.0, 27.0, "0.0000"), H2_PEAKS, ZB_H2_M8),
+    row(1, (36.0, 39.0, "0.0000"), H2_PEAKS, ZB_H2_M12),
+    row(2, (129.0, 135.0, "0.0698"), H2_PEAKS, ZB_H2_M8),
+    row(3, (195.0, 198.0, "0.0769"), H2_PEAKS, ZB_H2_M12),
 ];
 /// ZB-1p (`zb-1p`) under the four cost settings: at every one the authors' `zb.py` gives
 /// exactly ZB-H1's orders, times and peaks.
 pub(crate) const ZB_1P_GOLDEN: [Golden; 4] = ZB_H1_GOLDEN;
 /// ZB-2p (`zb-2p`) under the four cost settings.
 pub(crate) const ZB_2P_GOLDEN: [Golden; 4] = [
-    row(0, (24.0, 27.0, "0.0000"), [7.5, 6.5, 5.5, 4.5], P2_ORDERS[0]),
-    row(1, (36.0, 39.0, "0.0000"), [8.0, 8.0, 7.5, 6.5], P2_ORDERS[1]),
-    row(2, (126.0, 135.0, "0.0476"), [7.5, 6.5, 5.5, 4.5], P2_ORDERS[2]),
-    row(3, (184.0, 198.0, "0.0217"), [8.0, 8.0, 7.0, 6.5], P2_ORDERS[3]),
+    row(0, (24.0, 27.0, "0.0000"), [7.5, 6.5, 5.5, 4.5], ZB_2P_UNIT_M8),
+    row(1, (36.0, 39.0, "0.0000"), [8.0, 8.0, 7.5, 6.5], ZB_2P_UNIT_M12),
+    row(2, (126.0, 135.0, "0.0476"), [7.5, 6.5, 5.5, 4.5], ZB_2P_UNEVEN_M8),
+    row(3, (184.0, 198.0, "0.0217"), [8.0, 8.0, 7.0, 6.5], ZB_2P_UNEVEN_COMM_M12),
 ];
+
+/// Every linear Zero Bubble family against its golden runs: orders pass for pass, cost,
+/// makespan, bubble rate and per-device peaks.
+#[test]
+fn every_family_matches_its_golden_runs() {
+    let families =
+        [("zb-h1", &ZB_H1_GOLDEN), ("zb-h2", &ZB_H2_GOLDEN), ("zb-1p", &ZB_1P_GOLDEN), ("zb-2p", &ZB_2P_GOLDEN)];
+    for (family, goldens) in families {
+        assert_goldens(family, goldens);
+    }
+}

@@ -36,14 +36,10 @@ pub const FAMILY: Family = Family {
     summary: "1F1B with split backward; W delayed so every device keeps 1F1B's memory: a third of its bubble",
     constraints: "microbatches ≥ devices − 1",
     passes: per_device_microbatch::<3>,
-    generate,
+    generate: |params| handcrafted(params, FAMILY.name, 1),
     predict,
     ..Family::citing(ZERO_BUBBLE)
 };
-
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    handcrafted(params, FAMILY.name, 1)
-}
 
 /// Checks that the first device's `delay·(P−1)` warm-up forwards fit in the microbatches.
 pub(super) fn check_warm_up(params: &ScheduleParams, family: &str, delay: u32) -> Result<(), ParamError> {

@@ -29,7 +29,6 @@
 
 use super::v_common::{fbw_index, Chunk, VPass};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction, ZERO_BUBBLE_V};
-use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
 
@@ -41,14 +40,10 @@ pub const FAMILY: Family = Family {
     summary: "the fixed ZB-V pattern: zero bubble when F = B = W, at 1F1B's memory",
     constraints: "any devices and microbatches (zero bubble needs F = B = W and M ≥ 2P − 1)",
     passes: per_device_microbatch::<6>,
-    generate,
+    generate: |params| Ok(zb_v_handcrafted(params.devices, params.microbatches)),
     predict,
     ..Family::citing(ZERO_BUBBLE_V)
 };
-
-fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    Ok(zb_v_handcrafted(params.devices, params.microbatches))
-}
 
 /// The handcrafted ZB-V orders for `devices` devices and `microbatches` microbatches.
 pub fn zb_v_handcrafted(devices: u32, microbatches: u32) -> Schedule {

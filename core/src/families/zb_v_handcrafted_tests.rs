@@ -1,61 +1,10 @@
 //! Tests of the handcrafted ZB-V pattern against zero-bubble.md §9.2 and Appendix A.
 
-use super::super::v_common::testing::{
-    assert_bubble_rates, assert_golden, held_until_w, peaks, run_ok, Golden, Setting,
-};
+use super::super::v_common::testing::{assert_bubble_rates, held_until_w, peaks, run_ok, Setting};
 use super::*;
 use crate::error::Field;
 use crate::params::Costs;
 use crate::{generate, run};
-
-/// Appendix A golden orders of ZB-V handcrafted (p=4): setting, cost (max span), orders of devices 0..4.
-const GOLDEN: [Golden; 4] = [
-    (
-        Setting::unit(8),
-        48.0,
-        [
-            "F0 F1 F2 F3 F4 F5 F6 f0 b0 w0 f1 b1 w1 f2 b2 w2 f3 b3 w3 F7 B0 W0 f4 b4 w4 B1 W1 f5 b5 w5 B2 W2 f6 b6 w6 B3 W3 f7 b7 w7 B4 W4 B5 W5 B6 W6 B7 W7",
-            "F0 F1 F2 F3 F4 f0 F5 f1 b0 w0 f2 b1 w1 f3 b2 w2 F6 B0 W0 f4 b3 w3 F7 B1 W1 f5 b4 w4 B2 W2 f6 b5 w5 B3 W3 f7 b6 w6 B4 b7 B5 W4 B6 W5 B7 W6 w7 W7",
-            "F0 F1 F2 f0 F3 f1 F4 f2 b0 w0 f3 b1 w1 F5 B0 W0 f4 b2 w2 F6 B1 W1 f5 b3 w3 F7 B2 W2 f6 b4 w4 B3 W3 f7 b5 w5 B4 b6 B5 b7 B6 W4 B7 W5 w6 w7 W6 W7",
-            "F0 f0 F1 f1 F2 f2 F3 f3 b0 w0 F4 B0 W0 f4 b1 w1 F5 B1 W1 f5 b2 w2 F6 B2 W2 f6 b3 w3 F7 B3 W3 f7 b4 w4 B4 b5 B5 b6 B6 b7 B7 W4 w5 w6 w7 W5 W6 W7",
-        ],
-    ),
-    (
-        Setting::unit(12),
-        72.0,
-        [
-            "F0 F1 F2 F3 F4 F5 F6 f0 b0 w0 f1 b1 w1 f2 b2 w2 f3 b3 w3 F7 B0 W0 f4 b4 w4 F8 B1 W1 f5 b5 w5 F9 B2 W2 f6 b6 w6 F10 B3 W3 f7 b7 w7 F11 B4 W4 f8 b8 w8 B5 W5 f9 b9 w9 B6 W6 f10 b10 w10 B7 W7 f11 b11 w11 B8 W8 B9 W9 B10 W10 B11 W11",
-            "F0 F1 F2 F3 F4 f0 F5 f1 b0 w0 f2 b1 w1 f3 b2 w2 F6 B0 W0 f4 b3 w3 F7 B1 W1 f5 b4 w4 F8 B2 W2 f6 b5 w5 F9 B3 W3 f7 b6 w6 F10 B4 W4 f8 b7 w7 F11 B5 W5 f9 b8 w8 B6 W6 f10 b9 w9 B7 W7 f11 b10 w10 B8 b11 B9 W8 B10 W9 B11 W10 w11 W11",
-            "F0 F1 F2 f0 F3 f1 F4 f2 b0 w0 f3 b1 w1 F5 B0 W0 f4 b2 w2 F6 B1 W1 f5 b3 w3 F7 B2 W2 f6 b4 w4 F8 B3 W3 f7 b5 w5 F9 B4 W4 f8 b6 w6 F10 B5 W5 f9 b7 w7 F11 B6 W6 f10 b8 w8 B7 W7 f11 b9 w9 B8 b10 B9 b11 B10 W8 B11 W9 w10 w11 W10 W11",
-            "F0 f0 F1 f1 F2 f2 F3 f3 b0 w0 F4 B0 W0 f4 b1 w1 F5 B1 W1 f5 b2 w2 F6 B2 W2 f6 b3 w3 F7 B3 W3 f7 b4 w4 F8 B4 W4 f8 b5 w5 F9 B5 W5 f9 b6 w6 F10 B6 W6 f10 b7 w7 F11 B7 W7 f11 b8 w8 B8 b9 B9 b10 B10 b11 B11 W8 w9 w10 w11 W9 W10 W11",
-        ],
-    ),
-    (
-        Setting::uneven(8, 0.0),
-        252.0,
-        [
-            "F0 F1 F2 F3 F4 F5 F6 f0 b0 w0 f1 b1 w1 f2 b2 w2 f3 b3 w3 F7 B0 W0 f4 b4 w4 B1 W1 f5 b5 w5 B2 W2 f6 b6 w6 B3 W3 f7 b7 w7 B4 W4 B5 W5 B6 W6 B7 W7",
-            "F0 F1 F2 F3 F4 f0 F5 f1 b0 w0 f2 b1 w1 f3 b2 w2 F6 B0 W0 f4 b3 w3 F7 B1 W1 f5 b4 w4 B2 W2 f6 b5 w5 B3 W3 f7 b6 w6 B4 b7 B5 W4 B6 W5 B7 W6 w7 W7",
-            "F0 F1 F2 f0 F3 f1 F4 f2 b0 w0 f3 b1 w1 F5 B0 W0 f4 b2 w2 F6 B1 W1 f5 b3 w3 F7 B2 W2 f6 b4 w4 B3 W3 f7 b5 w5 B4 b6 B5 b7 B6 W4 B7 W5 w6 w7 W6 W7",
-            "F0 f0 F1 f1 F2 f2 F3 f3 b0 w0 F4 B0 W0 f4 b1 w1 F5 B1 W1 f5 b2 w2 F6 B2 W2 f6 b3 w3 F7 B3 W3 f7 b4 w4 B4 b5 B5 b6 B6 b7 B7 W4 w5 w6 w7 W5 W6 W7",
-        ],
-    ),
-    (
-        Setting::uneven(12, 1.0),
-        388.0,
-        [
-            "F0 F1 F2 F3 F4 F5 F6 f0 b0 w0 f1 b1 w1 f2 b2 w2 f3 b3 w3 F7 B0 W0 f4 b4 w4 F8 B1 W1 f5 b5 w5 F9 B2 W2 f6 b6 w6 F10 B3 W3 f7 b7 w7 F11 B4 W4 f8 b8 w8 B5 W5 f9 b9 w9 B6 W6 f10 b10 w10 B7 W7 f11 b11 w11 B8 W8 B9 W9 B10 W10 B11 W11",
-            "F0 F1 F2 F3 F4 f0 F5 f1 b0 w0 f2 b1 w1 f3 b2 w2 F6 B0 W0 f4 b3 w3 F7 B1 W1 f5 b4 w4 F8 B2 W2 f6 b5 w5 F9 B3 W3 f7 b6 w6 F10 B4 W4 f8 b7 w7 F11 B5 W5 f9 b8 w8 B6 W6 f10 b9 w9 B7 W7 f11 b10 w10 B8 b11 B9 W8 B10 W9 B11 W10 w11 W11",
-            "F0 F1 F2 f0 F3 f1 F4 f2 b0 w0 f3 b1 w1 F5 B0 W0 f4 b2 w2 F6 B1 W1 f5 b3 w3 F7 B2 W2 f6 b4 w4 F8 B3 W3 f7 b5 w5 F9 B4 W4 f8 b6 w6 F10 B5 W5 f9 b7 w7 F11 B6 W6 f10 b8 w8 B7 W7 f11 b9 w9 B8 b10 B9 b11 B10 W8 B11 W9 w10 w11 W10 W11",
-            "F0 f0 F1 f1 F2 f2 F3 f3 b0 w0 F4 B0 W0 f4 b1 w1 F5 B1 W1 f5 b2 w2 F6 B2 W2 f6 b3 w3 F7 B3 W3 f7 b4 w4 F8 B4 W4 f8 b5 w5 F9 B5 W5 f9 b6 w6 F10 B6 W6 f10 b7 w7 F11 B7 W7 f11 b8 w8 B8 b9 B9 b10 B10 b11 B11 W8 w9 w10 w11 W9 W10 W11",
-        ],
-    ),
-];
-
-#[test]
-fn reproduces_the_golden_orders_and_costs() {
-    assert_golden("zb-v-handcrafted", &GOLDEN);
-}
 
 #[test]
 fn reference_costs_and_bubble_rates() {

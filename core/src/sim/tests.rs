@@ -31,15 +31,16 @@ fn memory_allocates_at_forward_start_and_releases_at_backward_end() {
 
 #[test]
 fn a_pair_waits_for_both_dependencies_and_takes_the_overlap_time() {
-    // Device 0 runs stage 0; device 1 runs stage 1. Two microbatches.
+    // Device 0 runs stage 0; device 1 runs stage 1 (each pass placed on its stage's device).
+    // Two microbatches.
     let mut s = Schedule::new(Placement::linear(2), 2);
-    s.push(0, Pass::f(0, 0));
-    s.push(1, Pass::f(1, 0));
+    s.push_placed(Pass::f(0, 0));
+    s.push_placed(Pass::f(1, 0));
     s.push(1, Op::Pair(Pass::f(1, 1), Pass::bw(1, 0)));
-    s.push(1, Pass::bw(1, 1));
-    s.push(0, Pass::f(0, 1));
-    s.push(0, Pass::bw(0, 0));
-    s.push(0, Pass::bw(0, 1));
+    s.push_placed(Pass::bw(1, 1));
+    s.push_placed(Pass::f(0, 1));
+    s.push_placed(Pass::bw(0, 0));
+    s.push_placed(Pass::bw(0, 1));
     let mut c = Costs::fbw(1.0, 1.0, 1.0);
     c.overlap = Some(2.5);
     let t = simulate(&s, &StageCosts::for_schedule(&c, &s)).unwrap();

@@ -241,20 +241,14 @@ pub(super) fn read_actions(
                 if f.kind == PassKind::F && back.kind.is_input_grad() {
                     actions.ops.push((row, column, Op::Pair(f, back)));
                 } else {
-                    out.push(
-                        source
-                            .error_at(
-                                row,
-                                column,
-                                format!(
-                                "cell {} overlaps `{}` with `{}`, but an overlapped pair is a forward and a backward",
-                                quote(table.cell(row, column)),
-                                pass_text(a, dialect),
-                                pass_text(b, dialect)
-                            ),
-                            )
-                            .hint("the two actions are read as if they were not overlapped"),
+                    let message = format!(
+                        "cell {} overlaps `{}` with `{}`, but an overlapped pair is a forward and a backward",
+                        quote(table.cell(row, column)),
+                        pass_text(a, dialect),
+                        pass_text(b, dialect)
                     );
+                    let error = source.error_at(row, column, message);
+                    out.push(error.hint("the two actions are read as if they were not overlapped"));
                     actions.ops.push((row, column, Op::One(a)));
                     actions.ops.push((row, column, Op::One(b)));
                 }
