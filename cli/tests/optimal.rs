@@ -54,6 +54,12 @@ fn optimal_reports_the_best_order_and_the_gap() {
     let best = v["optimal"]["cost"].as_f64().unwrap();
     assert!(best < 41.0 && best >= v["lower_bound"].as_f64().unwrap(), "{v}");
     assert_eq!(v["gap"].as_f64().unwrap(), 41.0 / best - 1.0);
+    // Out of budget, the search still proves an interval: the probes raise the root bound.
+    let bound = v["optimal"]["bound"].as_f64().unwrap();
+    assert!(v["lower_bound"].as_f64().unwrap() < bound && bound <= best, "{v}");
+    assert_eq!(v["optimal"]["proven"], false, "{v}");
+    let out = ok(&["simulate", "-s", "zb-1p", "--comm", "1", "--optimal"]);
+    assert!(out.contains(&format!("not proven: the search showed every order costs at least {bound}")), "{out}");
     let out = ok(&["simulate", "-s", "zb-h1", "--mem-limit", "8", "--optimal"]);
     assert!(out.contains("optimal      24           proven: no order of these passes"), "{out}");
     assert!(out.contains("this schedule is 12.5% above it"), "{out}");

@@ -124,15 +124,9 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     let heuristic = Heuristic::new(params, limit(params));
     match heuristic.best() {
         Ok(outcome) => Ok(outcome.schedule),
-        Err(failure) => match heuristic.under_a_smaller_limit(chunk_memory(params)) {
-            Some(schedule) => Ok(schedule),
-            None => Err(failure.into_error(params, &heuristic)),
-        },
+        Err(failure) => Err(failure.into_error(params, &heuristic)),
     }
 }
-
-/// How many smaller limits [`Heuristic::under_a_smaller_limit`] tries at most.
-const SMALLER_LIMITS: u64 = 64;
 
 /// The default memory limit: room for 1F1B's `2P` chunk activations (the heuristic's
 /// published memory) of the heaviest chunk, `2P · max mem-f[stage]` in the simulator's
@@ -435,31 +429,13 @@ impl Heuristic {
         Ok(done.len() - 1)
     }
 
-    /// When the heuristic fails at its limit: the schedule it makes at the largest smaller
-    /// limit where it succeeds, trying whole chunk activations of `chunk` = `mem-f/2` below
-    /// the limit, down to none or [`SMALLER_LIMITS`] tries. What fits a smaller limit fits
-    /// this one. The authors' heuristic is not monotone in its limit: its warm-up reserves
-    /// room for `2 + 2d` more forwards, and a limit just above a step can make it skip a
-    /// forward that a later step needs, where it stops on an assertion (the Zero Bubble
-    /// paper's 1.5B model on 4 GPUs with 8 microbatches fails at 28 GiB and 30 GiB but works
-    /// at 29 GiB). Limits where it succeeds are untouched, so the published schedules are.
-    fn under_a_smaller_limit(&self, chunk: f64) -> Option<Schedule> {
-        if chunk <= 0.0 || !chunk.is_finite() {
-            return None;
-        }
-        let capacity = whole_chunks(self.limit, chunk);
-        // The limit itself, when it is not a whole number of chunks, then whole numbers below.
-        (capacity.saturating_sub(SMALLER_LIMITS)..capacity.min(u64::MAX - 1) + 1).rev().find_map(|c| {
-            let limit = c as f64 * chunk;
-            (limit < self.limit).then_some(())?;
-            let h = Heuristic { limit, costs: self.costs.clone(), ..*self };
-            h.best().ok().map(|o| o.schedule)
-        })
-    }
-
     /// The smallest number of chunk activations of `chunk` = `mem-f/2` above what the limit
-    /// holds at which an attempt succeeds, searched up to 1F1B's `2P` (bisection: success is
-    /// monotone in the limit in every case we tried; the value returned always succeeds).
+    /// holds at which an attempt succeeds, searched up to the first whole number at or above
+    /// the default limit, 1F1B's memory (bisection: success is monotone in the limit in every
+    /// case we tried; the value returned always succeeds). With unequal stages the default
+    /// counts the heaviest stage's chunks and `chunk` is the mean's, so the default is rarely
+    /// a whole number of them: rounding it down once made a model's 1.5B-parameter run at
+    /// 28 GiB report the warm-up's stall instead of the memory it needs.
     fn smallest_capacity_that_fits(&self, chunk: f64) -> Option<u64> {
         if chunk <= 0.0 {
             return None;
@@ -470,7 +446,8 @@ impl Heuristic {
         };
         // Up to 1F1B's memory on the heaviest device (`2P` chunk activations when the chunks
         // store alike).
-        let one_f_one_b = whole_chunks(self.default_limit, chunk).max(2 * u64::from(self.v.devices));
+        let one_f_one_b =
+            whole_chunks(self.default_limit, chunk).saturating_add(1).max(2 * u64::from(self.v.devices));
         let capacity = whole_chunks(self.limit, chunk);
         let (mut lo, mut hi) = (capacity, one_f_one_b.max(capacity.saturating_add(1)));
         if lo == u64::MAX || !fits(hi) {

@@ -690,39 +690,34 @@ fn keeps_its_limits_with_unequal_stage_memory() {
     super::super::v_common::testing::check_limits_with_unequal_memory(&["zb-v"], &[], 1..=8, 1..=24, 0.5..1.5, 64);
 }
 
-/// The authors' heuristic is not monotone in its limit: the Zero Bubble paper's 1.5B model on
-/// 4 GPUs with 8 microbatches works at 29 GiB but its warm-up stalls at 28 and 30 GiB. ZB-V
-/// then takes the schedule of the largest smaller limit that works (whole chunk activations
-/// below), which fits the asked one; every limit from the smallest that fits up to 1F1B's
-/// and beyond schedules, within the limit.
+/// Below the memory ZB-V needs, the error says so and names a limit that works, also with a
+/// model's unequal stages (the Zero Bubble paper's 1.5B model on 4 GPUs, where the default
+/// limit is not a whole number of the mean's chunk activations): at 28 GiB it once reported
+/// the warm-up's stall ("would run before its input") instead. Every limit that works keeps
+/// the peak within it, and more memory never turns a success into a failure.
 #[test]
-fn a_limit_where_the_heuristic_stalls_takes_a_smaller_limits_schedule() {
+fn too_little_memory_names_a_limit_that_works_with_unequal_stages() {
     let model = crate::model::ModelSpec::preset("zb-1.5b").resolve().unwrap();
     let costs = model.derive(4).unwrap().costs();
     let gib = (1u64 << 30) as f64;
     let base = ScheduleParams::new(4, 8).with_costs(costs);
-    let published = |limit: f64| {
-        let p = base.clone().with_mem_limit(limit);
-        Heuristic::new(&p, limit).best().is_ok()
-    };
-    assert!(published(29.0 * gib) && !published(28.0 * gib), "the stall this test is about is gone");
     let mut smallest = None;
-    for tenths in 100..=600 {
+    for tenths in (100..=600).step_by(5) {
         let limit = f64::from(tenths) / 10.0 * gib;
         match run("zb-v", &base.clone().with_mem_limit(limit)) {
             Ok(a) => {
                 assert!(a.stats.peak_memory <= limit * (1.0 + 1e-9), "{tenths}: {} > {limit}", a.stats.peak_memory);
                 smallest.get_or_insert(tenths);
-                if published(limit) {
-                    let own = Heuristic::new(&base.clone().with_mem_limit(limit), limit).best().unwrap().schedule;
-                    assert_eq!(a.schedule, own, "{tenths}: a limit the heuristic meets keeps its schedule");
-                }
             }
             Err(e) => {
-                assert!(smallest.is_none(), "{tenths} GiB/10 fails above a limit that works: {e}");
-                assert!(e.to_string().starts_with("cannot fit memory"), "{e}");
+                let text = e.to_string();
+                assert!(smallest.is_none(), "{tenths} GiB/10 fails above a limit that works: {text}");
+                assert!(text.starts_with("cannot fit memory"), "{tenths}: {text}");
+                let named = text.split("zb-v fits here from mem-limit ").nth(1).and_then(|t| t.split(' ').next());
+                let named: f64 = named.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{tenths}: {text}"));
+                assert!(run("zb-v", &base.clone().with_mem_limit(named)).is_ok(), "{tenths}: {named} does not work");
             }
         }
     }
-    assert!(smallest.is_some_and(|t| t < 280));
+    assert!(smallest.is_some_and(|t| t <= 300), "{smallest:?}");
 }
