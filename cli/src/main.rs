@@ -245,7 +245,7 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         }
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit);
-    let optimum = args.optimal.then(|| optimum(&subject));
+    let optimum = (args.optimal || args.optimal_nodes.is_some()).then(|| optimum(&subject, args.optimal_nodes));
     let cost = subject.analysis.stats.cost;
     let out = if args.json {
         let mut value = report::json(&subject.name, subject.family, &subject.params, &subject.analysis);
@@ -277,12 +277,14 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
 }
 
 /// The best order of the subject's passes under its problem's memory limit (`None` when no
-/// order within the limit is known). Its cost is the simulator's: the order is re-simulated.
-fn optimum(subject: &Subject) -> Option<bubblescope::optimal::Optimum> {
+/// order within the limit is known), searching `nodes` nodes at most (the default budget
+/// without). Its cost is the simulator's: the order is re-simulated.
+fn optimum(subject: &Subject, nodes: Option<u64>) -> Option<bubblescope::optimal::Optimum> {
     use bubblescope::optimal::{optimize_run, Budget};
     let a = &subject.analysis;
     let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
-    optimize_run(subject.family, &subject.params, &a.schedule, limit, Budget::default()).ok()
+    let budget = nodes.map_or(Budget::default(), |nodes| Budget { nodes, ..Budget::default() });
+    optimize_run(subject.family, &subject.params, &a.schedule, limit, budget).ok()
 }
 
 /// Refuses an output name that asks for a raster or PDF image: `command` (render, sweep)

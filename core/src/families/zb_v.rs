@@ -446,8 +446,7 @@ impl Heuristic {
         };
         // Up to 1F1B's memory on the heaviest device (`2P` chunk activations when the chunks
         // store alike).
-        let one_f_one_b =
-            whole_chunks(self.default_limit, chunk).saturating_add(1).max(2 * u64::from(self.v.devices));
+        let one_f_one_b = whole_chunks(self.default_limit, chunk).saturating_add(1).max(2 * u64::from(self.v.devices));
         let capacity = whole_chunks(self.limit, chunk);
         let (mut lo, mut hi) = (capacity, one_f_one_b.max(capacity.saturating_add(1)));
         if lo == u64::MAX || !fits(hi) {
