@@ -950,8 +950,9 @@ impl Search {
     ///    optimum and the incumbent.
     ///
     /// Measured over 140 instances at P = 4, M = 4..8 (`examples/optimal_sweep.rs`, six
-    /// families, five cost sets, 120,000 nodes): on the instances left unproven, probes close
-    /// about 43% of the gap between the root bound and the best order found.
+    /// families, five cost sets, the default budget): the same 57 proofs and the same orders
+    /// as the depth-first search alone, and on 75 of the 83 instances left unproven a raised
+    /// bound, closing 42% of the gap between the root bound and the best order on average.
     fn run(&mut self, from: f64) -> f64 {
         let extra = self.budget / PROBE_SHARE;
         self.goal = from;
