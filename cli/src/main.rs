@@ -244,7 +244,7 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?
         }
     };
-    warn_over_limit(&subject.analysis, subject.params.mem_limit);
+    warn_over_limit(&subject.analysis, subject.params.mem_limit, args.costs.units());
     let optimum = (args.optimal || args.optimal_nodes.is_some()).then(|| optimum(&subject, args.optimal_nodes));
     let cost = subject.analysis.stats.cost;
     let out = if args.json {
@@ -391,7 +391,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         return Err(user_error("nothing to draw", &["pass --schedule NAME, --compare A,B or --from FILE"]));
     }
     for s in &subjects {
-        warn_over_limit(&s.analysis, s.params.mem_limit);
+        warn_over_limit(&s.analysis, s.params.mem_limit, args.costs.units());
     }
     let causes = if args.causes {
         subjects
@@ -470,16 +470,21 @@ fn list(args: &ListArgs) -> Result<()> {
     Ok(())
 }
 
-/// Says on stderr when a device's peak activation memory is above `--mem-limit`.
-fn warn_over_limit(analysis: &Analysis, limit: Option<f64>) {
+/// Says on stderr when a device's peak activation memory is above `--mem-limit` (in GiB and
+/// the like when costs come from a model).
+fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
     let Some(shown) = limit else { return };
+    let memory = |v: f64| match units {
+        Units::Model => bubblescope::model::format_bytes(v),
+        Units::Cost => format_number(v, 4),
+    };
     for d in analysis.stats.per_device.iter().filter(|d| d.over(limit)) {
         let _ = writeln!(
             std::io::stderr(),
             "warning: device {} peaks at {} activation memory, above the limit {}",
             d.device,
-            format_number(d.peak_memory, 4),
-            format_number(shown, 4)
+            memory(d.peak_memory),
+            memory(shown)
         );
     }
 }

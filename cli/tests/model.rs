@@ -232,7 +232,21 @@ fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
         let e = fails(args);
         assert!(e.starts_with("error: ") && e.contains("hint: "), "{args:?}: {e}");
         assert!(!e.contains("panicked"), "{args:?}: {e}");
+    } // A limit that is no number over a model: the hint names sizes, not the cost unit.
+    for bad in ["NaN", "inf"] {
+        let e = fails(&["simulate", "-s", "1f1b", "--model", "zb-1.5b", "-p", "4", "--mem-limit", bad]);
+        assert!(e.contains("hint: ") && e.contains("80GiB"), "{bad}: {e}");
     }
+}
+
+#[test]
+fn over_the_limit_warnings_with_a_model_read_in_gib() {
+    let out = bubblescope(&["simulate", "-s", "1f1b", "--model", "zb-1.5b", "-p", "4", "--mem-limit", "20GiB"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("warning: device 0 peaks at 27.69 GiB activation memory, above the limit 20 GiB"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -290,8 +290,11 @@ impl Costs {
 fn check_number(field: Field, value: f64) -> Result<(), ParamError> {
     let (name, shown) = (field.name(), crate::error::short_number(value));
     if !value.is_finite() {
-        return Err(ParamError::new(field, format!("{name} must be a finite number, found {shown}"))
-            .hint("give a time or size in the cost unit, e.g. 1 or 2.5"));
+        let hint = match field {
+            Field::MemLimit => "give a limit in mem-f's unit, e.g. 8, or with a model a size, e.g. 80GiB",
+            _ => "give a time or size in the cost unit, e.g. 1 or 2.5",
+        };
+        return Err(ParamError::new(field, format!("{name} must be a finite number, found {shown}")).hint(hint));
     }
     if value < 0.0 {
         return Err(ParamError::new(field, format!("{name} must not be negative, found {shown}")));
