@@ -134,12 +134,22 @@ impl CostProfile {
     /// most mem-f in every piece.
     pub fn check(&self) -> Result<(), ParamError> {
         let n = self.pieces();
+        let hint = "every list of a profile has one number per piece of the model, in pipeline order";
+        if n == 0 {
+            return Err(ParamError::new(Field::F, "the profile's f list is empty").hint(hint));
+        }
         for (field, list) in self.lists() {
-            if list.len() != n || n == 0 {
+            if list.len() != n {
                 return Err(ParamError::new(
                     field,
-                    format!("{} lists {} numbers, expected {n} (one per piece of the model)", field.name(), list.len()),
-                ));
+                    format!(
+                        "the profile's {} list has {} number{}, but its f list has {n}",
+                        field.name(),
+                        list.len(),
+                        if list.len() == 1 { "" } else { "s" }
+                    ),
+                )
+                .hint(hint));
             }
             for &v in list {
                 check_number(field, v)?;

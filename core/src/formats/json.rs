@@ -52,7 +52,8 @@ impl<'de> Deserialize<'de> for Number {
                 f.write_str("a number, or a string holding a number")
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Number, E> {
-                Ok(Number(v))
+                // −0 reads as 0: a cost has no sign to keep.
+                Ok(Number(v + 0.0))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Number, E> {
                 Ok(Number(v as f64))
@@ -63,7 +64,7 @@ impl<'de> Deserialize<'de> for Number {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Number, E> {
                 v.trim()
                     .parse::<f64>()
-                    .map(Number)
+                    .map(|v| Number(v + 0.0))
                     .map_err(|_| E::custom(format!("expected a number, found the string {}", quote(v))))
             }
         }
@@ -83,7 +84,7 @@ struct PlacementJson {
 
 /// The `costs` object.
 #[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "an object with f, b, w, comm, overlap, mem_f and mem_w")]
 struct CostsJson {
     f: Number,
     b: Number,
@@ -99,7 +100,7 @@ struct CostsJson {
 
 /// The `costs.profile` object: one list per cost, one number per piece of the model.
 #[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "an object of five lists, f, b, w, mem_f and mem_w")]
 struct ProfileJson {
     f: Vec<Number>,
     b: Vec<Number>,
@@ -335,13 +336,14 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
         out.push(warning(source.error(format!("unknown field {} is ignored", quote(key)))));
     }
 
-    let costs = match take::<Option<CostsJson>>(&mut map, "costs", Some(Value::Null), source, &mut out) {
+    let costs = match take_costs(&mut map, source, &mut out) {
         Some(Some(c)) => {
             let costs = Costs::from(c);
             match costs.check() {
                 Ok(()) => Some(costs),
                 Err(e) => {
-                    out.push(source.error(format!("costs: {}", e.message)).hint("the costs are not loaded"));
+                    let error = e.hints.iter().fold(source.error(format!("costs: {}", e.message)), |d, h| d.hint(h));
+                    out.push(error.hint("the costs are not loaded"));
                     None
                 }
             }
@@ -363,6 +365,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
             return Imported { schedule: None, costs, diagnostics: out.finish() };
         }
     };
+    let costs = costs.map(|c| reconcile_costs(c, placement.devices(), source, &mut out));
     let ops: usize = orders.iter().map(Vec::len).sum();
     let problem = if orders.len() != placement.devices() as usize {
         Some(format!("orders has {} devices, but the placement has {}", orders.len(), placement.devices()))
@@ -413,6 +416,60 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     let draft = Draft { placement, microbatches, slices, rows };
     let checked = check::check(draft, source, &|p| pass_text(p, slices), &costs.clone().unwrap_or_default(), &mut out);
     Imported { schedule: Some(checked.schedule), costs, diagnostics: out.finish() }
+}
+
+/// Removes `costs` from `map` and reads it (`null` or missing: no costs); a malformed object
+/// is an error that says what the object holds.
+fn take_costs(map: &mut Map<String, Value>, source: &Source, out: &mut Diagnostics) -> Option<Option<CostsJson>> {
+    let value = map.remove("costs").unwrap_or(Value::Null);
+    match serde_json::from_value(value) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            out.push(
+                source
+                    .error(format!("costs: {}", sanitize_long(&e.to_string())))
+                    .hint(
+                        "costs holds f, b, w, comm, mem_f (numbers), overlap and mem_w (numbers or null) and, \
+                         optionally, profile: lists f, b, w, mem_f and mem_w with one number per piece of the model",
+                    )
+                    .hint("the costs are not loaded"),
+            );
+            None
+        }
+    }
+}
+
+/// The file's costs made consistent with their per-piece profile on `devices` devices: the
+/// profile is what the simulator cuts stages from, so the per-device numbers (used for the
+/// ideal and the stats) are the profile's means; a file whose numbers say otherwise gets a
+/// warning naming the first that differs.
+fn reconcile_costs(costs: Costs, devices: u32, source: &Source, out: &mut Diagnostics) -> Costs {
+    let Some(profile) = costs.profile.clone() else { return costs };
+    let from_profile = costs.clone().with_profile((*profile).clone(), devices);
+    let pairs = [
+        ("f", costs.f, from_profile.f),
+        ("b", costs.b, from_profile.b),
+        ("w", costs.w, from_profile.w),
+        ("mem_f", costs.mem_f, from_profile.mem_f),
+        ("mem_w", costs.mem_w(), from_profile.mem_w()),
+    ];
+    let differs = |a: f64, b: f64| (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1.0);
+    let Some((name, given, derived)) = pairs.into_iter().find(|&(_, a, b)| differs(a, b)) else {
+        // Consistent: kept as written, bit for bit.
+        return costs;
+    };
+    {
+        out.push(warning(
+            source
+                .error(format!(
+                    "costs.{name} is {}, but its profile gives {} per device: the profile's numbers are used",
+                    crate::error::short_number(given),
+                    crate::error::short_number(derived)
+                ))
+                .hint("the per-device numbers are the means of the profile's pieces over the devices"),
+        ));
+    }
+    from_profile
 }
 
 /// Removes `field` from `map` and reads it as `T`; `default` stands in when it is missing (or

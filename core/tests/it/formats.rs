@@ -338,7 +338,50 @@ fn json_keeps_per_piece_costs_and_the_times_they_give() {
     let text = file.to_string();
     let back = read(&text, Format::Json);
     assert!(back.costs.is_none() && back.schedule.is_some(), "{}", back.report());
-    assert!(back.report().contains("b lists 1 numbers, expected 2"), "{}", back.report());
+    assert!(back.report().contains("the profile's b list has 1 number, but its f list has 2"), "{}", back.report());
+    // Each malformed profile says what is wrong in the file's terms, with a hint, and never
+    // names a Rust type; the schedule still loads.
+    let profile = serde_json::json!({"f": [1, 2], "b": [1, 1], "w": [1, 1], "mem_f": [1, 1], "mem_w": [0.5, 0.5]});
+    let with = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut file = file.clone();
+        file["costs"]["profile"] = profile.clone();
+        edit(&mut file);
+        read(&file.to_string(), Format::Json)
+    };
+    for (what, edit, wanted) in [
+        (
+            "a list instead of an object",
+            &(|f: &mut serde_json::Value| f["costs"]["profile"] = serde_json::json!([]))
+                as &dyn Fn(&mut serde_json::Value),
+            "expected an object of five lists, f, b, w, mem_f and mem_w",
+        ),
+        (
+            "an empty list",
+            &|f: &mut serde_json::Value| f["costs"]["profile"]["f"] = serde_json::json!([]),
+            "the profile's f list is empty",
+        ),
+        (
+            "a missing list",
+            &|f: &mut serde_json::Value| {
+                f["costs"]["profile"].as_object_mut().unwrap().remove("mem_w");
+            },
+            "missing field `mem_w`",
+        ),
+    ] {
+        let back = with(edit);
+        let report = back.report();
+        assert!(back.costs.is_none() && back.schedule.is_some(), "{what}: {report}");
+        assert!(report.contains(wanted) && report.contains("hint: "), "{what}: {report}");
+        assert!(!report.contains("Json") && !report.contains("struct"), "{what}: {report}");
+    }
+    // −0 reads as 0.
+    let back = with(&|f| f["costs"]["profile"]["w"] = serde_json::json!([-0.0, 1]));
+    assert_eq!(back.costs.unwrap().profile.unwrap().w[0].to_bits(), 0.0f64.to_bits());
+    // Per-device numbers that disagree with the profile: a warning, and the profile's means.
+    let back = with(&|f| f["costs"]["f"] = serde_json::json!(7));
+    let report = back.report();
+    assert!(report.contains("warning: costs.f is 7, but its profile gives 1.5 per device"), "{report}");
+    assert_eq!(back.costs.unwrap().f, 1.5);
 }
 
 #[test]
