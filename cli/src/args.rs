@@ -371,6 +371,7 @@ pub fn params(family: &FamilyArgs, costs: &CostArgs) -> Result<ScheduleParams> {
         seq_splits: family.seq_splits,
         costs: costs.costs(None, family.devices)?,
         mem_limit: costs.mem_limit()?,
+        units: costs.units(),
     })
 }
 

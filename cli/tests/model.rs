@@ -247,6 +247,14 @@ fn over_the_limit_warnings_with_a_model_read_in_gib() {
         stderr.contains("warning: device 0 peaks at 27.69 GiB activation memory, above the limit 20 GiB"),
         "{stderr}"
     );
+    // Memory errors of the memory-aware families speak GiB too, rounded up so a limit typed
+    // back from the message suffices.
+    let e = fails(&["simulate", "-s", "zb-v", "--model", "zb-1.5b", "-p", "4", "--mem-limit", "20GiB"]);
+    assert!(e.contains("needs more than mem-limit 20 GiB (room for 5 chunk activations of mem-f/2 = 3.61 GiB"), "{e}");
+    let e = fails(&["simulate", "-s", "zb-auto", "--model", "zb-1.5b", "-p", "4", "--mem-limit", "5GiB"]);
+    assert!(e.contains("raise --mem-limit to at least 8.09 GiB"), "{e}");
+    let out = bubblescope(&["simulate", "-s", "zb-auto", "--model", "zb-1.5b", "-p", "4", "--mem-limit", "8.09GiB"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

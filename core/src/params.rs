@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use crate::error::{Field, ParamError};
+use crate::render::Units;
 use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
 
 /// Largest number of devices the engine accepts.
@@ -351,6 +352,8 @@ pub struct ScheduleParams {
     pub costs: Costs,
     /// Per-device activation memory limit, in the unit of `mem_f`.
     pub mem_limit: Option<f64>,
+    /// How messages write memory ([`ScheduleParams::memory_text`]); changes no schedule.
+    pub units: crate::render::Units,
 }
 
 impl ScheduleParams {
@@ -365,7 +368,14 @@ impl ScheduleParams {
             seq_splits: None,
             costs: Costs::default(),
             mem_limit: None,
+            units: Units::Cost,
         }
+    }
+
+    /// A memory amount as messages write it: the number in mem-f's unit, or `27.69 GiB`
+    /// when the costs come from a model.
+    pub fn memory_text(&self, memory: f64) -> String {
+        self.units.memory_in_message(memory)
     }
 
     /// The same parameters with other costs.

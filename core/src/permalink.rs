@@ -148,6 +148,7 @@ impl Settings {
                 let overlap = params.costs.overlap;
                 params.costs = derived?.costs();
                 params.costs.overlap = overlap;
+                params.units = crate::render::Units::Model;
                 Ok(params)
             }
         }
@@ -395,6 +396,7 @@ mod tests {
                 profile: None,
             },
             mem_limit: Some(1609728.0),
+            units: crate::render::Units::Cost,
         };
         link.compare = vec!["1f1b".into(), "zb-h1".into()];
         link.extra = vec![("theme".into(), "dark".into()), ("note".into(), "a&b c/d".into())];

@@ -191,13 +191,14 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
         Some(needed) => {
             let mem_f = share_mem_f(params);
             let given = params.mem_limit.unwrap_or_else(|| default_limit(params));
-            let least = f64::from(needed) * mem_f / 2.0;
+            let least = params.memory_text(f64::from(needed) * mem_f / 2.0);
             ParamError::new(
                 Field::MemLimit,
                 format!(
                     "cannot fit memory: v-auto needs a mem-limit of at least {least} \
                      ({needed} chunk-activations of mem-f/2) for {devices} devices and {microbatches} \
-                     microbatches, found {given}"
+                     microbatches, found {}",
+                    params.memory_text(given)
                 ),
             )
             .hint(format!("raise --mem-limit to {least} or more (V-Min's memory is the least any V block needs)"))

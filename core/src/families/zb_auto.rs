@@ -219,7 +219,8 @@ fn zero_bubble_auto(params: &ScheduleParams, limit: f64) -> Result<Schedule, Par
                 b.best_time + 1e-6 * b.best_time.abs()
             }
         });
-        let heuristic = Heuristic::new(&placement, params.microbatches, &costs, limit, switches);
+        let mut heuristic = Heuristic::new(&placement, params.microbatches, &costs, limit, switches);
+        heuristic.units = params.units;
         match heuristic.run(give_up_at)? {
             Outcome::Finished(run) => {
                 tried.push((switches, run.decisive));
@@ -254,14 +255,20 @@ fn check_limit(params: &ScheduleParams, costs: &StageCosts, limit: f64) -> Resul
         return Ok(());
     }
     let p = f64::from(params.devices);
+    let mem = |v: f64| params.memory_text(v);
     Err(ParamError::new(
         Field::MemLimit,
-        format!("cannot fit memory: one forward holds mem-f = {needed} on its device, but the limit is {limit}"),
+        format!(
+            "cannot fit memory: one forward holds mem-f = {} on its device, but the limit is {}",
+            mem(needed),
+            mem(limit)
+        ),
     )
     .hint(format!(
-        "raise --mem-limit to at least {needed}; {} (P·mem-f) is 1F1B's memory (ZB-1p), {} (2P·mem-f) that of ZB-2p",
-        p * needed,
-        2.0 * p * needed
+        "raise --mem-limit to at least {}; {} (P·mem-f) is 1F1B's memory (ZB-1p), {} (2P·mem-f) that of ZB-2p",
+        mem(needed),
+        mem(p * needed),
+        mem(2.0 * p * needed)
     )))
 }
 
@@ -305,6 +312,8 @@ struct Heuristic<'a> {
     ties: bool,
     /// See [`Run::decisive`].
     decisive: Switches,
+    /// How its error writes memory ([`ScheduleParams::memory_text`]).
+    units: crate::render::Units,
 }
 
 impl<'a> Heuristic<'a> {
@@ -324,6 +333,7 @@ impl<'a> Heuristic<'a> {
             max_idle: 0.0,
             ties: false,
             decisive: Switches::new(false, false, false),
+            units: crate::render::Units::Cost,
         }
     }
 
@@ -565,17 +575,19 @@ impl<'a> Heuristic<'a> {
 
     fn cannot_fit(&self, d: u32, kind: PassKind, delta: f64) -> ParamError {
         let held = self.builder.memory(d);
+        let mem = |v: f64| self.units.memory_in_message(v);
         ParamError::new(
             Field::MemLimit,
             format!(
-                "cannot fit memory: device {d} holds {held} and its next {} needs {} more, above the limit {}, \
+                "cannot fit memory: device {d} holds {} and its next {} needs {} more, above the limit {}, \
                  with no weight gradient left to free",
+                mem(held),
                 kind.long_name(),
-                delta,
-                self.limit
+                mem(delta),
+                mem(self.limit)
             ),
         )
-        .hint(format!("raise --mem-limit to at least {}", held + delta))
+        .hint(format!("raise --mem-limit to at least {}", mem(held + delta)))
     }
 
     /// Fills the wait of device `d` for a result arriving at `ready` with pending Ws: every W

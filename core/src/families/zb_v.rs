@@ -222,12 +222,15 @@ impl Failure {
             .hint("try zb-v-handcrafted, or other sizes"),
             (_, fits) => {
                 let limit = heuristic.limit;
+                let mem = |v: f64| params.memory_text(v);
                 let mut err = ParamError::new(
                     Field::MemLimit,
                     format!(
-                        "cannot fit memory: zb-v needs more than mem-limit {limit} (room for {} chunk activations \
-                         of mem-f/2 = {chunk} per device)",
-                        whole_chunks(limit, chunk)
+                        "cannot fit memory: zb-v needs more than mem-limit {} (room for {} chunk activations \
+                         of mem-f/2 = {} per device)",
+                        mem(limit),
+                        whole_chunks(limit, chunk),
+                        mem(chunk)
                     ),
                 );
                 if let Some(fits) = fits {
@@ -238,8 +241,8 @@ impl Failure {
                     };
                     err = err.hint(format!(
                         "zb-v fits here from mem-limit {} ({fits} chunk activations); its default is {default} = {}",
-                        fits as f64 * chunk,
-                        default_limit(params)
+                        mem(fits as f64 * chunk),
+                        mem(default_limit(params))
                     ));
                 }
                 err.hint("to hold less than 1F1B's memory, try v-half, v-min or v-auto")

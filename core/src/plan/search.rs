@@ -277,6 +277,9 @@ impl PlanSpec {
                     for c in chunks {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(costs.clone());
                         params.chunks = c;
+                        if model.is_some() {
+                            params.units = crate::render::Units::Model;
+                        }
                         let candidate = Candidate {
                             family,
                             params,

@@ -226,6 +226,9 @@ impl SweepSpec {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(self.costs.clone());
                         params.chunks = c;
                         params.mem_limit = limit;
+                        if self.bytes {
+                            params.units = crate::render::Units::Model;
+                        }
                         let run = RunSpec { family: f, params, bytes: self.bytes };
                         let n = run.passes();
                         // A run over the per-run cap is refused by its generator before any work.
@@ -276,6 +279,7 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
                     crate::error::short_number(v)
                 }
             };
+            debug_assert_eq!(spec.bytes, spec.params.units == crate::render::Units::Model);
             let error = crate::error::with_hints(
                 &format!(
                     "peak memory {} on device {} is above the memory limit {}",

@@ -28,6 +28,24 @@ pub fn format_micros(us: f64) -> String {
 }
 
 impl Units {
+    /// A memory amount in an error or hint: exact in mem-f's unit, and in bytes to 2 decimals
+    /// of a GiB (MiB, KiB) rounded *up*, so that a limit read off a message and typed back
+    /// (`--mem-limit 8.09GiB`) is never below what the message asked for.
+    pub fn memory_in_message(self, v: f64) -> String {
+        match self {
+            Units::Cost => v.to_string(),
+            Units::Model => {
+                for (name, size) in [("TiB", GIB * 1024.0), ("GiB", GIB), ("MiB", MIB), ("KiB", 1024.0)] {
+                    if v.abs() >= size {
+                        let up = (v / size * 100.0 - 1e-9).ceil() / 100.0;
+                        return format!("{} {name}", format_number(up, 2));
+                    }
+                }
+                format!("{} B", format_number(v.ceil(), 0))
+            }
+        }
+    }
+
     /// A time in these units.
     pub fn time(self, v: f64) -> String {
         match self {
@@ -101,5 +119,25 @@ mod tests {
         assert_eq!(Units::Model.time_ticks(1.5e3), (1e3, " ms"), "1.5 ms, not 1.5k µs");
         assert_eq!(Units::Model.time_ticks(800.0), (1.0, " µs"));
         assert_eq!(Units::Cost.time_ticks(4.1e6), (1.0, ""));
+    }
+
+    /// Memory in messages: exact in mem-f's unit; in bytes rounded up, so a limit read off a
+    /// message and typed back always suffices (checked against `parse_bytes`).
+    #[test]
+    fn memory_in_messages_rounds_up_and_reads_back_at_least_as_large() {
+        assert_eq!(Units::Cost.memory_in_message(0.1 + 0.2), (0.1 + 0.2).to_string());
+        assert_eq!(Units::Model.memory_in_message(80.0 * GIB), "80 GiB");
+        assert_eq!(Units::Model.memory_in_message(8_681_054_208.0), "8.09 GiB");
+        assert_eq!(Units::Model.memory_in_message(512.0), "512 B");
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let v = (seed % 1_000_000_000_000) as f64 * 1.37;
+            let text = Units::Model.memory_in_message(v).replace(' ', "");
+            let back = crate::model::parse_bytes(&text, crate::Field::MemLimit).unwrap();
+            assert!(back >= v && back <= v * 1.01 + 1024.0, "{v} → {text} → {back}");
+        }
     }
 }
