@@ -234,14 +234,19 @@ impl Failure {
                     ),
                 );
                 if let Some(fits) = fits {
-                    let default = if params.costs.is_uniform() {
-                        "1F1B's P·mem-f"
+                    let uniform = params.costs.is_uniform();
+                    let default =
+                        if uniform { "1F1B's P·mem-f" } else { "2P chunk activations of the heaviest stage" };
+                    // With unequal stages the limits that work do not start at a whole number
+                    // of the mean's chunk activations: name the least limit itself.
+                    let from = if uniform {
+                        format!("{} ({fits} chunk activations)", mem(fits as f64 * chunk))
                     } else {
-                        "2P chunk activations of the heaviest stage"
+                        let above = fits.saturating_sub(1) as f64 * chunk;
+                        mem(heuristic.least_limit_between(above, fits as f64 * chunk))
                     };
                     err = err.hint(format!(
-                        "zb-v fits here from mem-limit {} ({fits} chunk activations); its default is {default} = {}",
-                        mem(fits as f64 * chunk),
+                        "zb-v fits here from mem-limit {from}; its default is {default} = {}",
                         mem(default_limit(params))
                     ));
                 }
@@ -430,6 +435,20 @@ impl Heuristic {
         run.flush()?;
         done.push(run.finish());
         Ok(done.len() - 1)
+    }
+
+    /// The least limit in `(fails, works]` at which an attempt succeeds, to a millionth of the
+    /// interval (bisection, as [`Heuristic::smallest_capacity_that_fits`]).
+    fn least_limit_between(&self, mut fails: f64, mut works: f64) -> f64 {
+        for _ in 0..20 {
+            let mid = fails + (works - fails) / 2.0;
+            if (Heuristic { limit: mid, costs: self.costs.clone(), ..*self }).best().is_ok() {
+                works = mid;
+            } else {
+                fails = mid;
+            }
+        }
+        works
     }
 
     /// The smallest number of chunk activations of `chunk` = `mem-f/2` above what the limit

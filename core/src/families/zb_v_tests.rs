@@ -713,9 +713,13 @@ fn too_little_memory_names_a_limit_that_works_with_unequal_stages() {
                 let text = e.to_string();
                 assert!(smallest.is_none(), "{tenths} GiB/10 fails above a limit that works: {text}");
                 assert!(text.starts_with("cannot fit memory"), "{tenths}: {text}");
-                let named = text.split("zb-v fits here from mem-limit ").nth(1).and_then(|t| t.split(' ').next());
-                let named: f64 = named.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{tenths}: {text}"));
+                let named = text.split("zb-v fits here from mem-limit ").nth(1).and_then(|t| t.split(';').next());
+                let named =
+                    named.and_then(|n| crate::model::parse_bytes(&n.replace(' ', ""), crate::Field::MemLimit).ok());
+                let named = named.unwrap_or_else(|| panic!("{tenths}: {text}"));
                 assert!(run("zb-v", &base.clone().with_mem_limit(named)).is_ok(), "{tenths}: {named} does not work");
+                // The least limit itself, not the next whole chunk activation above it.
+                assert!(named <= 29.0 * gib, "{tenths}: {text}");
             }
         }
     }
