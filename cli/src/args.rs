@@ -561,42 +561,52 @@ pub struct ListArgs {
 /// A `--devices` value: a whole number between 1 and core's limit (read signed, so `-1` gets
 /// the real range).
 fn devices(text: &str) -> Result<u32, String> {
-    count(text, "devices", bubblescope::params::MAX_DEVICES)
+    count(text, "devices", bubblescope::params::MAX_DEVICES, "--devices is the number of pipeline ranks, e.g. 8")
 }
 
 /// A `--microbatches` value, as [`devices`].
 fn microbatches(text: &str) -> Result<u32, String> {
-    count(text, "microbatches", bubblescope::params::MAX_MICROBATCHES)
+    count(
+        text,
+        "microbatches",
+        bubblescope::params::MAX_MICROBATCHES,
+        "--microbatches is how many microbatches one iteration runs, e.g. 32",
+    )
 }
 
 /// A count with no limit of its own (chunks, group, waves, sequence splits): at least 1; the
 /// families and the pass cap bound it.
 fn positive(text: &str) -> Result<u32, String> {
-    count(text, "a count", u32::MAX)
+    count(text, "a count", u32::MAX, "chunks, group, waves and sequence splits count from 1")
 }
 
 /// An `--optimal-nodes` value: a whole number from 1 to 10^10 (about a day of search).
 fn search_nodes(text: &str) -> Result<u64, String> {
-    const MAX: u64 = 10_000_000_000;
+    whole(
+        text,
+        "search nodes",
+        10_000_000_000,
+        "the default is 120000, about a second at P = 4, M = 8; digits may be grouped, e.g. 1_000_000",
+    )
+}
+
+/// A [`whole`] number that fits `u32`.
+fn count(text: &str, what: &str, max: u32, hint: &str) -> Result<u32, String> {
+    whole(text, what, u64::from(max), hint).map(|v| u32::try_from(v).unwrap_or(max))
+}
+
+/// A whole number from 1 to `max` (`_` may group digits; read wide, so `-1` and huge values get
+/// the real range), or the message clap prints, with `hint` on its own line.
+fn whole(text: &str, what: &str, max: u64, hint: &str) -> Result<u64, String> {
+    let fail = |message: String| format!("{message}\n  hint: {hint}");
     let value: i128 = text
         .trim()
         .replace('_', "")
         .parse()
-        .map_err(|_| format!("expected a whole number, found `{}`", bubblescope::formats::sanitize(text)))?;
+        .map_err(|_| fail(format!("expected a whole number, found `{}`", bubblescope::formats::sanitize(text))))?;
     match u64::try_from(value) {
-        Ok(v) if (1..=MAX).contains(&v) => Ok(v),
-        _ => Err(format!("search nodes must be between 1 and {MAX}, found {value}")),
-    }
-}
-
-fn count(text: &str, what: &str, max: u32) -> Result<u32, String> {
-    let value: i64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected a whole number, found `{}`", bubblescope::formats::sanitize(text)))?;
-    match u32::try_from(value) {
         Ok(v) if (1..=max).contains(&v) => Ok(v),
-        _ if max == u32::MAX => Err(format!("{what} must be at least 1, found {value}")),
-        _ => Err(format!("{what} must be between 1 and {max}, found {value}")),
+        _ if max == u64::from(u32::MAX) => Err(fail(format!("{what} must be at least 1, found {value}"))),
+        _ => Err(fail(format!("{what} must be between 1 and {max}, found {value}"))),
     }
 }

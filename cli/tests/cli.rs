@@ -432,7 +432,7 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
         (["simulate", "-s", "interleaved-1f1b", "--chunks", "-2"], "must be at least 1, found -2"),
     ] {
         let e = fails(d, &args);
-        assert!(e.contains(message), "{e}");
+        assert!(e.contains(message) && e.contains("\n  hint: "), "{e}");
     }
     let e = fails(d, &["render", "-s", "1f1b", "--width", "1e300", "-o", "x.svg"]);
     assert!(e.starts_with("error: --width must be between 240 and 20000 pixels, found 1e300"), "{e}");
