@@ -118,13 +118,13 @@ pub struct CostArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostList(pub Vec<f64>);
 
-/// A model size: a whole number ≥ 1, with a hint when it is not.
-fn model_count(text: &str) -> Result<u32, String> {
-    text.trim().parse::<u32>().ok().filter(|v| *v > 0).ok_or_else(|| {
-        format!(
-            "expected a whole number ≥ 1, found `{}`\n  hint: give the model's real shape, or start from a preset: --model (see `bubblescope costs --list`)",
-            bubblescope::formats::sanitize(text)
-        )
+/// A model size for `field`: read by core's [`ModelSpec::set`], as a permalink reads it, so
+/// the message and its hint are the setting's own.
+fn model_count(text: &str, field: Field) -> Result<u32, String> {
+    let mut spec = ModelSpec::default();
+    spec.set(field, text).map_err(|e| e.to_string())?;
+    spec.get(field).and_then(|v| v.parse().ok()).ok_or_else(|| {
+        format!("expected a whole number ≥ 1, found nothing\n  hint: give --{} a value, e.g. 8", field.name())
     })
 }
 
@@ -159,25 +159,25 @@ pub struct ModelArgs {
     #[arg(long, value_name = "PRESET")]
     pub model: Option<String>,
     /// Transformer layers.
-    #[arg(long, value_name = "L", value_parser = model_count)]
+    #[arg(long, value_name = "L", value_parser = |t: &str| model_count(t, Field::Layers))]
     pub layers: Option<u32>,
     /// Hidden size.
-    #[arg(long, value_name = "H", value_parser = model_count)]
+    #[arg(long, value_name = "H", value_parser = |t: &str| model_count(t, Field::Hidden))]
     pub hidden: Option<u32>,
     /// Attention heads.
-    #[arg(long, value_name = "A", value_parser = model_count)]
+    #[arg(long, value_name = "A", value_parser = |t: &str| model_count(t, Field::Heads))]
     pub heads: Option<u32>,
     /// Sequence length in tokens.
-    #[arg(long, value_name = "S", value_parser = model_count)]
+    #[arg(long, value_name = "S", value_parser = |t: &str| model_count(t, Field::Seq))]
     pub seq: Option<u32>,
     /// Sequences per microbatch.
-    #[arg(long = "micro-batch", value_name = "B", value_parser = model_count)]
+    #[arg(long = "micro-batch", value_name = "B", value_parser = |t: &str| model_count(t, Field::MicroBatch))]
     pub micro_batch: Option<u32>,
     /// Vocabulary size.
-    #[arg(long, value_name = "V", value_parser = model_count)]
+    #[arg(long, value_name = "V", value_parser = |t: &str| model_count(t, Field::Vocab))]
     pub vocab: Option<u32>,
     /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
-    #[arg(long, value_name = "FFN", value_parser = model_count)]
+    #[arg(long, value_name = "FFN", value_parser = |t: &str| model_count(t, Field::Ffn))]
     pub ffn: Option<u32>,
     /// Achieved TFLOP/s per device [default: 400].
     #[arg(long, value_name = "T")]
@@ -198,7 +198,7 @@ pub struct ModelArgs {
     pub flash_attention: Option<bool>,
     /// Tensor-parallel size of each stage, with sequence parallelism: F, B, W, activations,
     /// hops and parameters per GPU are 1/T [default: 1].
-    #[arg(long, value_name = "T", value_parser = model_count)]
+    #[arg(long, value_name = "T", value_parser = |t: &str| model_count(t, Field::Tp))]
     pub tp: Option<u32>,
 }
 
@@ -574,10 +574,10 @@ fn microbatches(text: &str) -> Result<u32, String> {
     )
 }
 
-/// A count with no limit of its own (chunks, group, waves, sequence splits): at least 1; the
-/// families and the pass cap bound it.
+/// A count with no limit of its own (chunks, group, waves, sequence splits, the global batch,
+/// plans to print): at least 1; the families and the pass cap bound it.
 fn positive(text: &str) -> Result<u32, String> {
-    count(text, "a count", u32::MAX, "chunks, group, waves and sequence splits count from 1")
+    count(text, "a count", u32::MAX, "give a whole number of at least 1")
 }
 
 /// An `--optimal-nodes` value: a whole number from 1 to 10^10 (about a day of search).

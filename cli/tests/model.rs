@@ -276,9 +276,17 @@ fn figures_from_a_model_read_in_microseconds_and_gib() {
 
 #[test]
 fn bad_model_sizes_get_a_hint() {
-    for (flag, value) in [("--seq", "NaN"), ("--layers", "0"), ("--hidden", "4.5"), ("--vocab", "")] {
+    // The flags read sizes as the permalink does (core's `ModelSpec::set`), with the setting's
+    // own hint.
+    for (flag, value, wanted) in [
+        ("--seq", "NaN", "seq must be a positive integer, found `NaN`"),
+        ("--layers", "0", "layers must be a positive integer, found `0`"),
+        ("--hidden", "4.5", "hidden must be a positive integer, found `4.5`"),
+        ("--vocab", "", "expected a whole number ≥ 1, found nothing"),
+        ("--tp", "-2", "tp must be a positive integer, found `-2`\n  hint: tp is the tensor-parallel size"),
+    ] {
         let e = fails(&["costs", "--model", "llama-3-8b", "--devices", "8", flag, value]);
-        assert!(e.contains("expected a whole number") && e.contains("hint:"), "{flag} {value}: {e}");
+        assert!(e.contains(wanted) && e.contains("hint:"), "{flag} {value}: {e}");
     }
 }
 

@@ -150,9 +150,7 @@ impl Model {
             let max = model_size_limit(field);
             if v == 0 || v > max {
                 return Err(ParamError::new(field, format!("{} must be between 1 and {max}, found {v}", field.name()))
-                    .hint(
-                        "give the model's real shape, or start from a preset: --model (see `bubblescope costs --list`)",
-                    ));
+                    .hint(spec::field_hint(field)));
             }
         }
         for (field, v) in [(Field::Heads, self.heads), (Field::Hidden, self.hidden)] {

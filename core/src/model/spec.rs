@@ -233,7 +233,8 @@ fn field_names() -> String {
     MODEL_FIELDS.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
 }
 
-fn field_hint(field: Field) -> &'static str {
+/// What `field` of a model is, as the hint of its errors.
+pub(crate) fn field_hint(field: Field) -> &'static str {
     match field {
         Field::Tflops => "tflops is the achieved TFLOP/s per device (default 400)",
         Field::Bandwidth => "bandwidth is the link's GB/s between neighbouring devices (default 50)",
