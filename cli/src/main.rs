@@ -474,8 +474,10 @@ fn list(args: &ListArgs) -> Result<()> {
 /// the like when costs come from a model).
 fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
     let Some(shown) = limit else { return };
+    // Four digits in the cost unit (three, `Units::memory`'s, could print a peak just above
+    // the limit as the limit).
     let memory = |v: f64| match units {
-        Units::Model => bubblescope::model::format_bytes(v),
+        Units::Model => units.memory(v),
         Units::Cost => format_number(v, 4),
     };
     for d in analysis.stats.per_device.iter().filter(|d| d.over(limit)) {

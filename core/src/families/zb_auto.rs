@@ -219,8 +219,7 @@ fn zero_bubble_auto(params: &ScheduleParams, limit: f64) -> Result<Schedule, Par
                 b.best_time + 1e-6 * b.best_time.abs()
             }
         });
-        let mut heuristic = Heuristic::new(&placement, params.microbatches, &costs, limit, switches);
-        heuristic.units = params.units;
+        let heuristic = Heuristic::new(&placement, params.microbatches, &costs, limit, switches, params.units);
         match heuristic.run(give_up_at)? {
             Outcome::Finished(run) => {
                 tried.push((switches, run.decisive));
@@ -317,7 +316,14 @@ struct Heuristic<'a> {
 }
 
 impl<'a> Heuristic<'a> {
-    fn new(placement: &Placement, microbatches: u32, costs: &'a StageCosts, limit: f64, switches: Switches) -> Self {
+    fn new(
+        placement: &Placement,
+        microbatches: u32,
+        costs: &'a StageCosts,
+        limit: f64,
+        switches: Switches,
+        units: crate::render::Units,
+    ) -> Self {
         let devices = placement.devices();
         let n = devices as usize;
         Heuristic {
@@ -333,7 +339,7 @@ impl<'a> Heuristic<'a> {
             max_idle: 0.0,
             ties: false,
             decisive: Switches::new(false, false, false),
-            units: crate::render::Units::Cost,
+            units,
         }
     }
 

@@ -68,7 +68,9 @@ fn best_of_all_eight_runs(params: &ScheduleParams, limit: f64) -> Run {
     let mut best: Option<Run> = None;
     for switches in GRID {
         let Outcome::Finished(run) =
-            Heuristic::new(&placement, params.microbatches, &costs, limit, switches).run(f64::INFINITY).unwrap()
+            Heuristic::new(&placement, params.microbatches, &costs, limit, switches, params.units)
+                .run(f64::INFINITY)
+                .unwrap()
         else {
             panic!("a run without a bound gave up");
         };

@@ -452,8 +452,8 @@ impl Heuristic {
     }
 
     /// The smallest number of chunk activations of `chunk` = `mem-f/2` above what the limit
-    /// holds at which an attempt succeeds, searched up to the first whole number at or above
-    /// the default limit, 1F1B's memory (bisection: success is monotone in the limit in every
+    /// holds at which an attempt succeeds, searched up to one more than the whole number at or
+    /// below the default limit, 1F1B's memory (bisection: success is monotone in the limit in every
     /// case we tried; the value returned always succeeds). With unequal stages the default
     /// counts the heaviest stage's chunks and `chunk` is the mean's, so the default is rarely
     /// a whole number of them: rounding it down once made a model's 1.5B-parameter run at

@@ -49,10 +49,9 @@ pub struct SweepSpec {
 pub struct RunSpec {
     /// The family.
     pub family: &'static Family,
-    /// Its parameters, as `simulate` would get them from the same flags.
+    /// Its parameters, as `simulate` would get them from the same flags (their `units` say
+    /// whether memory is in bytes, from [`SweepSpec::bytes`]).
     pub params: ScheduleParams,
-    /// Whether memory is in bytes (see [`SweepSpec::bytes`]).
-    pub bytes: bool,
 }
 
 impl RunSpec {
@@ -229,7 +228,7 @@ impl SweepSpec {
                         if self.bytes {
                             params.units = crate::render::Units::Model;
                         }
-                        let run = RunSpec { family: f, params, bytes: self.bytes };
+                        let run = RunSpec { family: f, params };
                         let n = run.passes();
                         // A run over the per-run cap is refused by its generator before any work.
                         passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
@@ -272,14 +271,12 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     if let Some(limit) = spec.params.mem_limit {
         if let Some(d) = analysis.stats.per_device.iter().find(|d| d.over(Some(limit))) {
             let aware: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::MemLimit)).map(|f| f.name).collect();
-            let size = |v: f64| {
-                if spec.bytes {
-                    crate::model::format_bytes(v)
-                } else {
-                    crate::error::short_number(v)
-                }
+            // Nearest, not rounded up as in the families' errors: a peak just above the limit
+            // must not print as the limit rounded up.
+            let size = |v: f64| match spec.params.units {
+                crate::render::Units::Model => crate::model::format_bytes(v),
+                crate::render::Units::Cost => crate::error::short_number(v),
             };
-            debug_assert_eq!(spec.bytes, spec.params.units == crate::render::Units::Model);
             let error = crate::error::with_hints(
                 &format!(
                     "peak memory {} on device {} is above the memory limit {}",

@@ -33,7 +33,7 @@ impl Units {
     /// (`--mem-limit 8.09GiB`) is never below what the message asked for.
     pub fn memory_in_message(self, v: f64) -> String {
         match self {
-            Units::Cost => v.to_string(),
+            Units::Cost => crate::error::short_number(v),
             Units::Model => {
                 for (name, size) in [("TiB", GIB * 1024.0), ("GiB", GIB), ("MiB", MIB), ("KiB", 1024.0)] {
                     if v.abs() >= size {
@@ -126,6 +126,7 @@ mod tests {
     #[test]
     fn memory_in_messages_rounds_up_and_reads_back_at_least_as_large() {
         assert_eq!(Units::Cost.memory_in_message(0.1 + 0.2), (0.1 + 0.2).to_string());
+        assert_eq!(Units::Cost.memory_in_message(1e300), "1e300");
         assert_eq!(Units::Model.memory_in_message(80.0 * GIB), "80 GiB");
         assert_eq!(Units::Model.memory_in_message(8_681_054_208.0), "8.09 GiB");
         assert_eq!(Units::Model.memory_in_message(512.0), "512 B");
