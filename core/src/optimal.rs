@@ -86,6 +86,7 @@ use crate::schedule::{Op, Pass, Schedule};
 use crate::sim::{dependency, simulate, KeySpace};
 use crate::stats::stats;
 
+mod local;
 mod relaxation;
 
 /// How much search to spend.
@@ -213,6 +214,21 @@ pub fn optimize(
     };
     // The device relaxation raises the root bound (and often meets the best order known).
     let root = search.as_ref().map_or(lb, |s| relaxation::device_bound(s, lb, relaxation::NODES_PER_DEVICE));
+    // A local search from the best order known, unless that meets the bound already.
+    if let (Some(search), Some((c, s))) = (search.as_mut(), best.as_ref()) {
+        if *c > root + eps(root) {
+            let improved = index_orders(search, s).and_then(|start| local::improve(search, start, local::MOVES));
+            if let Some((_, orders)) = improved.filter(|(cost, _)| *cost < c - eps(*c)) {
+                let found = orders_schedule(schedule, search, &orders);
+                if let Ok((cost, true)) = measure(&found, costs, limit) {
+                    if cost < c - eps(*c) {
+                        search.best = cost;
+                        best = Some((cost, found));
+                    }
+                }
+            }
+        }
+    }
     if let Some((c, s)) = &best {
         if *c <= root + eps(root) {
             return Ok(Optimum { schedule: s.clone(), cost: *c, proven: true, nodes: 0, lower_bound: lb, bound: *c });
@@ -228,9 +244,7 @@ pub fn optimize(
         nodes = search.nodes;
         finished = !search.aborted;
         if let Some(orders) = search.best_orders.take() {
-            let mut s = Schedule::new(schedule.placement.clone(), schedule.microbatches);
-            s.slices = schedule.slices;
-            s.orders = orders.iter().map(|o| o.iter().map(|&i| search.ops[i].op).collect()).collect();
+            let s = orders_schedule(schedule, search, &orders);
             let (c, fits) = measure(&s, costs, limit).map_err(OptimalError::Sim)?;
             if fits && best.as_ref().is_none_or(|b| c < b.0) {
                 best = Some((c, s));
@@ -245,6 +259,29 @@ pub fn optimize(
     let bound = if finished { cost } else { searched.min(cost) };
     let proven = finished || cost <= bound + eps(bound);
     Ok(Optimum { schedule, cost, proven, nodes, lower_bound: lb, bound })
+}
+
+/// The schedule of `orders` (op indices of `search`, per device), with `like`'s placement.
+fn orders_schedule(like: &Schedule, search: &Search, orders: &[Vec<usize>]) -> Schedule {
+    let mut s = Schedule::new(like.placement.clone(), like.microbatches);
+    s.slices = like.slices;
+    s.orders = orders.iter().map(|o| o.iter().map(|&i| search.ops[i].op).collect()).collect();
+    s
+}
+
+/// `schedule`'s orders as op indices of `search` (`None` if it runs other ops).
+fn index_orders(search: &Search, schedule: &Schedule) -> Option<Vec<Vec<usize>>> {
+    let mut index = std::collections::HashMap::new();
+    for (i, o) in search.ops.iter().enumerate() {
+        index.insert((o.device, op_key(&o.op)), i);
+    }
+    let orders: Vec<Vec<usize>> = schedule
+        .orders
+        .iter()
+        .enumerate()
+        .map(|(d, order)| order.iter().map(|op| index.get(&(d, op_key(op))).copied()).collect::<Option<Vec<_>>>())
+        .collect::<Option<_>>()?;
+    (orders.iter().map(Vec::len).sum::<usize>() == search.ops.len()).then_some(orders)
 }
 
 /// The best order of the problem a run of `family` at `params` solves (its `schedule`, the

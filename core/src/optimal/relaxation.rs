@@ -11,15 +11,21 @@
 //! ZB-H1 with communication cost what it does (P = 4, M = 8, F = B = W = comm = 1: 39, where
 //! the closed forms give 33).
 //!
-//! **Solved exactly, small.** Microbatches that look alike on the device (the same op
+//! **Solved by probes, small.** Microbatches that look alike on the device (the same op
 //! shapes, times, memory and lags) are interchangeable, and here — where idle time may be
 //! inserted freely — relabelling them by rank keeps every time: the `k`-th op of a shape to
 //! start is microbatch `k`'s (for a lag from shape X to shape Y, the `k`-th Y starts after
 //! `k` distinct X's have started plus the lag, so after the `k`-th X). So the search only
 //! chooses *which shape* runs next, each shape's microbatches in order, starting every op as
 //! early as the device, its lags and the memory allow (with the first op at 0, as early as
-//! possible is the least span of a given sequence). States with the same progress and the
-//! same start times still awaited by a lag are met once, at their earliest device time.
+//! possible is the least span of a given sequence). It runs as probes of rising targets from
+//! the bound already known: a probe looks for a sequence within its target, cutting a node
+//! when the device time plus the work left, or a chain of lags (each shape's next and last
+//! microbatch after the shapes it waits for), exceeds it; a probe that finds none proves
+//! every span is at least the least bound it cut, the next target. So a device whose budget
+//! runs out still proves its last target. A state of the same progress that is no later in
+//! device time nor in any start a lag still waits for than one met before is not searched
+//! again (everything after it can run from the earlier one no later).
 //! The relabelling needs every dependency to stay within a microbatch and single-pass ops;
 //! other problems get no relaxation bound (the search's own bounds still hold).
 //!
@@ -47,11 +53,13 @@ struct Group {
     lag: Vec<Option<f64>>,
     /// The longest lag path from a shape's start to the end of its microbatch's last op here.
     to_end: Vec<f64>,
+    /// The shapes in dependency order (a shape after every shape it has a lag from).
+    order: Vec<usize>,
 }
 
-/// The least span of every device alone where it can be found within the budget; the
-/// largest of them and `floor` is returned (`floor` when there is nothing to add). Devices
-/// are tried busiest first, each one only asked to beat the bound so far.
+/// The largest of `floor` and what each device alone is proven to need: its least span, or,
+/// when its budget of `nodes` runs out first, the least span its finished probes rule out.
+/// Devices are tried busiest first, each one only asked to beat the bound so far.
 pub(super) fn device_bound(search: &Search, floor: f64, nodes: u64) -> f64 {
     let (ops, devices, limit) = (&search.ops[..], search.devices, search.limit);
     let Some(groups) = device_groups(ops, &search.topo, &search.dependents, devices, search.comm) else {
@@ -157,7 +165,11 @@ fn device_groups(
                         }
                     }
                     signatures.push(sig);
-                    device_groups.push(Group { shapes, members: mine, count: 1, lag, to_end });
+                    // Lags are paths, so transitive: a shape waits for strictly more shapes
+                    // than any shape it waits for, and sorting by that count orders them.
+                    let mut order: Vec<usize> = (0..shapes).collect();
+                    order.sort_by_key(|&b| (0..shapes).filter(|&a| lag[a * shapes + b].is_some()).count());
+                    device_groups.push(Group { shapes, members: mine, count: 1, lag, to_end, order });
                 }
             }
         }
@@ -165,7 +177,7 @@ fn device_groups(
     Some(groups)
 }
 
-/// The depth-first search for one device's least span.
+/// The search for one device's least span: probes of rising targets.
 struct Relax<'a> {
     ops: &'a [OpInfo],
     groups: &'a [Group],
@@ -180,18 +192,24 @@ struct Relax<'a> {
     left: f64,
     placed: usize,
     total: usize,
-    best: f64,
-    /// A span at most this cannot raise the bound: the search may stop there.
-    floor: f64,
-    seen: HashMap<Vec<u64>, f64>,
+    /// The probe's target: a sequence with a span at most this is sought.
+    target: f64,
+    /// The least bound of a node cut for exceeding the target: the next target.
+    beyond: f64,
+    found: bool,
+    /// For each progress, the (device time, awaited starts) of states met: a state no
+    /// earlier in any of them is covered by one met before.
+    seen: HashMap<Vec<usize>, Vec<(f64, Vec<f64>)>>,
     nodes: u64,
     budget: u64,
-    stopped: bool,
 }
 
-/// The least span of one device's ops alone, `None` when the budget runs out first. A span
-/// at most `floor` found on the way ends the search early (it returns that span, which
-/// raises nothing).
+/// How many states of one progress are remembered.
+const SEEN_PER_PROGRESS: usize = 16;
+
+/// The least span of one device's ops alone, or what the probes proved it is at least when
+/// the budget runs out; `None` when nothing above `floor` was proven. Probes start at
+/// `floor`: a sequence within it ends the search at once (the device raises nothing).
 fn least_span(ops: &[OpInfo], groups: &[Group], limit: Option<f64>, floor: f64, budget: u64) -> Option<f64> {
     let mut offset = Vec::with_capacity(groups.len());
     let mut total = 0;
@@ -217,18 +235,30 @@ fn least_span(ops: &[OpInfo], groups: &[Group], limit: Option<f64>, floor: f64, 
         left,
         placed: 0,
         total,
-        best: f64::INFINITY,
-        floor,
+        target: floor,
+        beyond: f64::INFINITY,
+        found: false,
         seen: HashMap::new(),
         nodes: 0,
         budget,
-        stopped: false,
     };
-    r.dfs();
-    if r.nodes > r.budget && r.best > r.floor + tolerance(r.floor) {
-        return None;
+    let mut proven = f64::NEG_INFINITY;
+    loop {
+        r.beyond = f64::INFINITY;
+        r.seen.clear();
+        r.dfs();
+        if r.found || r.nodes > r.budget {
+            break;
+        }
+        // No sequence within the target: every span is at least the least bound cut.
+        proven = r.beyond;
+        if !proven.is_finite() {
+            // No sequence at all fits the limit (the search's problem has no order either).
+            break;
+        }
+        r.target = proven;
     }
-    r.best.is_finite().then_some(r.best)
+    (proven > floor + tolerance(floor)).then_some(proven)
 }
 
 fn tolerance(v: f64) -> f64 {
@@ -256,9 +286,45 @@ impl Relax<'_> {
         Some(at)
     }
 
-    /// The progress and every start a lag still waits for.
-    fn key(&self) -> Vec<u64> {
-        let mut key: Vec<u64> = self.next.iter().map(|&n| n as u64).collect();
+    /// A bound on the span from group `g`'s chains: each shape's next microbatch starts no
+    /// earlier than its lags from the starts (or estimates) of the shapes it waits for, the
+    /// shape's later microbatches follow it one after another, and its last one starts no
+    /// earlier than its own lags from the last ones before it; then its path to the end.
+    fn chain_bound(&self, g: usize) -> f64 {
+        let group = &self.groups[g];
+        let n = group.shapes;
+        let dur = |s: usize| self.ops[group.members[s]].dur;
+        // (estimated start of the next member, of the last member) per shape.
+        let mut next_at = [0.0f64; 16];
+        let mut last_at = [0.0f64; 16];
+        if n > next_at.len() {
+            return 0.0;
+        }
+        let mut bound = 0.0f64;
+        for &s in &group.order {
+            let k = self.next[self.offset[g] + s];
+            if k >= group.count {
+                continue;
+            }
+            let (mut at, mut last) = (self.time, f64::NEG_INFINITY);
+            for a in 0..n {
+                let Some(lag) = group.lag[a * n + s] else { continue };
+                let ka = self.next[self.offset[g] + a];
+                let start_a =
+                    if ka > k { self.start[&group.members[k * n + a]] } else { next_at[a] + (k - ka) as f64 * dur(a) };
+                at = at.max(start_a + lag);
+                last = last.max(last_at[a] + lag);
+            }
+            next_at[s] = at;
+            last_at[s] = last.max(at + (group.count - 1 - k) as f64 * dur(s));
+            bound = bound.max(last_at[s] + group.to_end[s]);
+        }
+        bound
+    }
+
+    /// Every start a lag still waits for, in a fixed order for the progress.
+    fn awaited(&self) -> Vec<f64> {
+        let mut starts = Vec::new();
         for (g, group) in self.groups.iter().enumerate() {
             for a in 0..group.shapes {
                 let done = self.next[self.offset[g] + a];
@@ -268,36 +334,50 @@ impl Relax<'_> {
                     .min()
                     .unwrap_or(done);
                 for k in waiting..done {
-                    key.push(self.start[&group.members[k * group.shapes + a]].to_bits());
+                    starts.push(self.start[&group.members[k * group.shapes + a]]);
                 }
             }
         }
-        key
+        starts
+    }
+
+    /// Whether a state of the same progress, no later in device time nor in any awaited
+    /// start, was met before (then every sequence from here can be run from there no later:
+    /// lags only bound from below and memory is the progress's); remembers this one if not.
+    fn covered(&mut self) -> bool {
+        let starts = self.awaited();
+        let time = self.time;
+        let list = self.seen.entry(self.next.clone()).or_default();
+        let no_later = |(t, s): &(f64, Vec<f64>)| *t <= time && s.iter().zip(&starts).all(|(a, b)| a <= b);
+        if list.iter().any(no_later) {
+            return true;
+        }
+        list.retain(|(t, s)| !(time <= *t && starts.iter().zip(s).all(|(a, b)| a <= b)));
+        if list.len() < SEEN_PER_PROGRESS {
+            list.push((time, starts));
+        }
+        false
     }
 
     fn dfs(&mut self) {
-        if self.stopped {
+        if self.found || self.nodes > self.budget {
             return;
         }
         self.nodes += 1;
-        if self.nodes > self.budget {
-            self.stopped = true;
-            return;
-        }
         if self.placed == self.total {
-            self.best = self.best.min(self.time);
-            if self.best <= self.floor + tolerance(self.floor) {
-                self.stopped = true;
+            if self.time <= self.target + tolerance(self.target) {
+                self.found = true;
+            } else {
+                self.beyond = self.beyond.min(self.time);
             }
             return;
         }
-        let cut = self.best - tolerance(self.best);
         let mut candidates: Vec<(f64, u8, usize, usize)> = Vec::new();
-        let mut bound = self.time + self.left;
+        let mut bound = self.time + self.left.max(0.0);
         for g in 0..self.groups.len() {
+            bound = bound.max(self.chain_bound(g));
             for s in 0..self.groups[g].shapes {
                 let Some(at) = self.earliest(g, s) else { continue };
-                bound = bound.max(at + self.groups[g].to_end[s]);
                 let o = self.groups[g].members[self.next[self.offset[g] + s] * self.groups[g].shapes + s];
                 if let Some(l) = self.limit {
                     if self.ops[o].alloc > 0.0 && self.memory + self.ops[o].alloc > l + tolerance(l) {
@@ -307,14 +387,13 @@ impl Relax<'_> {
                 candidates.push((at, self.ops[o].priority, g, s));
             }
         }
-        if bound >= cut || candidates.is_empty() {
+        if bound > self.target + tolerance(self.target) {
+            self.beyond = self.beyond.min(bound);
             return;
         }
-        let key = self.key();
-        if self.seen.get(&key).is_some_and(|&t| t <= self.time) {
+        if candidates.is_empty() || self.covered() {
             return;
         }
-        self.seen.insert(key, self.time);
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         for (at, _, g, s) in candidates {
             let slot = self.offset[g] + s;
@@ -332,7 +411,7 @@ impl Relax<'_> {
             self.next[slot] -= 1;
             (self.time, self.memory, self.left) = saved;
             self.start.remove(&o);
-            if self.stopped {
+            if self.found || self.nodes > self.budget {
                 return;
             }
         }
