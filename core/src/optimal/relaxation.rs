@@ -53,19 +53,17 @@ struct Group {
     lag: Vec<Option<f64>>,
     /// The longest lag path from a shape's start to the end of its microbatch's last op here.
     to_end: Vec<f64>,
-    /// The shapes in dependency order (a shape after every shape it has a lag from).
-    order: Vec<usize>,
 }
 
 /// The largest of `floor` and what each device alone is proven to need: its least span, or,
 /// when its budget of `nodes` runs out first, the least span its finished probes rule out.
 /// Devices are tried busiest first, each one only asked to beat the bound so far.
 pub(super) fn device_bound(search: &Search, floor: f64, nodes: u64) -> f64 {
-    let (ops, devices, limit) = (&search.ops[..], search.devices, search.limit);
-    let Some(groups) = device_groups(ops, &search.topo, &search.dependents, devices, search.comm) else {
+    let (ops, limit) = (&search.ops[..], search.limit);
+    let Some(groups) = device_groups(ops, &search.topo, &search.dependents, search.devices, search.comm) else {
         return floor;
     };
-    let mut order: Vec<usize> = (0..devices).collect();
+    let mut order: Vec<usize> = (0..search.devices).collect();
     let work = |d: usize| -> f64 { ops.iter().filter(|o| o.device == d).map(|o| o.dur).sum() };
     order.sort_by(|&a, &b| work(b).total_cmp(&work(a)));
     let mut bound = floor;
@@ -165,11 +163,7 @@ fn device_groups(
                         }
                     }
                     signatures.push(sig);
-                    // Lags are paths, so transitive: a shape waits for strictly more shapes
-                    // than any shape it waits for, and sorting by that count orders them.
-                    let mut order: Vec<usize> = (0..shapes).collect();
-                    order.sort_by_key(|&b| (0..shapes).filter(|&a| lag[a * shapes + b].is_some()).count());
-                    device_groups.push(Group { shapes, members: mine, count: 1, lag, to_end, order });
+                    device_groups.push(Group { shapes, members: mine, count: 1, lag, to_end });
                 }
             }
         }
@@ -177,24 +171,86 @@ fn device_groups(
     Some(groups)
 }
 
-/// The search for one device's least span: probes of rising targets.
-struct Relax<'a> {
-    ops: &'a [OpInfo],
-    groups: &'a [Group],
+/// One shape of one class of microbatches on a device, as the sequencing sees it: its
+/// members run in rank order, the `k`-th no earlier than the `k`-th earliest start.
+#[derive(Clone, Debug)]
+struct Slot {
+    dur: f64,
+    alloc: f64,
+    frees: f64,
+    priority: u8,
+    /// The longest lag path from this shape's start to the end of its microbatch's last op.
+    to_end: f64,
+    /// Earliest start of each rank, ascending.
+    release: Vec<f64>,
+    /// The slots of the same microbatches it waits for, with the lags.
+    preds: Vec<(usize, f64)>,
+}
+
+/// One device's ops alone: slots, where the device stands, and its memory.
+#[derive(Clone, Debug)]
+struct Sequencing {
+    slots: Vec<Slot>,
+    /// The slots in dependency order (lags are paths, so transitive: a slot waits for
+    /// strictly more slots than any slot it waits for).
+    order: Vec<usize>,
+    /// Each slot's successors (the slots waiting for it).
+    succs: Vec<Vec<usize>>,
+    time: f64,
+    memory: f64,
     limit: Option<f64>,
-    /// `next[offset[g] + s]`: how many of group `g`'s microbatches have run shape `s`.
+}
+
+impl Sequencing {
+    fn new(slots: Vec<Slot>, time: f64, memory: f64, limit: Option<f64>) -> Sequencing {
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        order.sort_by_key(|&s| slots[s].preds.len());
+        let mut succs = vec![Vec::new(); slots.len()];
+        for (b, slot) in slots.iter().enumerate() {
+            for &(a, _) in &slot.preds {
+                succs[a].push(b);
+            }
+        }
+        Sequencing { slots, order, succs, time, memory, limit }
+    }
+
+    /// The slots of a device's groups with nothing placed: every rank released at 0.
+    fn root(groups: &[Group], ops: &[OpInfo], limit: Option<f64>) -> Sequencing {
+        let mut slots = Vec::new();
+        for g in groups {
+            let base = slots.len();
+            for s in 0..g.shapes {
+                let o = &ops[g.members[s]];
+                let preds = (0..g.shapes).filter_map(|a| g.lag[a * g.shapes + s].map(|lag| (base + a, lag))).collect();
+                slots.push(Slot {
+                    dur: o.dur,
+                    alloc: o.alloc,
+                    frees: o.release,
+                    priority: o.priority,
+                    to_end: g.to_end[s],
+                    release: vec![0.0; g.count],
+                    preds,
+                });
+            }
+        }
+        Sequencing::new(slots, 0.0, 0.0, limit)
+    }
+}
+
+/// The search for the least end of a [`Sequencing`]: probes of a target.
+struct Relax<'a> {
+    seq: &'a Sequencing,
+    /// How many of each slot's ranks have run, and their starts.
     next: Vec<usize>,
-    offset: Vec<usize>,
-    /// Start of each placed op (indexed by op).
-    start: HashMap<usize, f64>,
+    starts: Vec<Vec<f64>>,
     time: f64,
     memory: f64,
     left: f64,
     placed: usize,
     total: usize,
-    /// The probe's target: a sequence with a span at most this is sought.
+    /// The probe's target: a sequence ending at most this is sought.
     target: f64,
-    /// The least bound of a node cut for exceeding the target: the next target.
+    /// The least bound of a node cut for exceeding the target, or the least end above it.
     beyond: f64,
     found: bool,
     /// For each progress, the (device time, awaited starts) of states met: a state no
@@ -207,117 +263,74 @@ struct Relax<'a> {
 /// How many states of one progress are remembered.
 const SEEN_PER_PROGRESS: usize = 16;
 
-/// The least span of one device's ops alone, or what the probes proved it is at least when
-/// the budget runs out; `None` when nothing above `floor` was proven. Probes start at
-/// `floor`: a sequence within it ends the search at once (the device raises nothing).
-fn least_span(ops: &[OpInfo], groups: &[Group], limit: Option<f64>, floor: f64, budget: u64) -> Option<f64> {
-    let mut offset = Vec::with_capacity(groups.len());
-    let mut total = 0;
-    let mut slots = 0;
-    for g in groups {
-        offset.push(slots);
-        slots += g.shapes;
-        total += g.members.len();
-    }
-    if total == 0 {
-        return None;
-    }
-    let left = groups.iter().flat_map(|g| &g.members).map(|&o| ops[o].dur).sum();
-    let mut r = Relax {
-        ops,
-        groups,
-        limit,
-        next: vec![0; slots],
-        offset,
-        start: HashMap::new(),
-        time: 0.0,
-        memory: 0.0,
-        left,
-        placed: 0,
-        total,
-        target: floor,
-        beyond: f64::INFINITY,
-        found: false,
-        seen: HashMap::new(),
-        nodes: 0,
-        budget,
-    };
-    let mut proven = f64::NEG_INFINITY;
-    loop {
-        r.beyond = f64::INFINITY;
-        r.seen.clear();
-        r.dfs();
-        if r.found || r.nodes > r.budget {
-            break;
+impl<'a> Relax<'a> {
+    fn new(seq: &'a Sequencing, budget: u64) -> Relax<'a> {
+        Relax {
+            next: vec![0; seq.slots.len()],
+            starts: seq.slots.iter().map(|s| Vec::with_capacity(s.release.len())).collect(),
+            time: seq.time,
+            memory: seq.memory,
+            left: seq.slots.iter().map(|s| s.dur * s.release.len() as f64).sum(),
+            placed: 0,
+            total: seq.slots.iter().map(|s| s.release.len()).sum(),
+            target: f64::INFINITY,
+            beyond: f64::INFINITY,
+            found: false,
+            seen: HashMap::new(),
+            nodes: 0,
+            budget,
+            seq,
         }
-        // No sequence within the target: every span is at least the least bound cut.
-        proven = r.beyond;
-        if !proven.is_finite() {
-            // No sequence at all fits the limit (the search's problem has no order either).
-            break;
-        }
-        r.target = proven;
     }
-    (proven > floor + tolerance(floor)).then_some(proven)
-}
 
-fn tolerance(v: f64) -> f64 {
-    1e-9 * v.abs().max(1.0)
-}
+    /// One probe: whether some sequence ends within `target` (`None`: the budget ran out);
+    /// when none does, `beyond` is what every end is at least.
+    fn probe(&mut self, target: f64) -> Option<bool> {
+        self.target = target;
+        self.beyond = f64::INFINITY;
+        self.found = false;
+        self.seen.clear();
+        self.dfs();
+        (self.nodes <= self.budget).then_some(self.found)
+    }
 
-impl Relax<'_> {
-    /// When the next microbatch of group `g`'s shape `s` could start, if its lags allow it
-    /// yet (every shape it waits for has run for that microbatch).
-    fn earliest(&self, g: usize, s: usize) -> Option<f64> {
-        let group = &self.groups[g];
-        let k = self.next[self.offset[g] + s];
-        if k >= group.count {
-            return None;
-        }
-        let mut at = self.time;
-        for a in 0..group.shapes {
-            if let Some(lag) = group.lag[a * group.shapes + s] {
-                if self.next[self.offset[g] + a] <= k {
-                    return None;
-                }
-                at = at.max(self.start[&group.members[k * group.shapes + a]] + lag);
-            }
+    /// When slot `s`'s next rank could start, if every slot it waits for has run that rank.
+    fn earliest(&self, s: usize) -> Option<f64> {
+        let slot = &self.seq.slots[s];
+        let k = self.next[s];
+        let mut at = self.time.max(*slot.release.get(k)?);
+        for &(a, lag) in &slot.preds {
+            at = at.max(self.starts[a].get(k)? + lag);
         }
         Some(at)
     }
 
-    /// A bound on the span from group `g`'s chains: each shape's next microbatch starts no
-    /// earlier than its lags from the starts (or estimates) of the shapes it waits for, the
-    /// shape's later microbatches follow it one after another, and its last one starts no
-    /// earlier than its own lags from the last ones before it; then its path to the end.
-    fn chain_bound(&self, g: usize) -> f64 {
-        let group = &self.groups[g];
-        let n = group.shapes;
-        let dur = |s: usize| self.ops[group.members[s]].dur;
-        // (estimated start of the next member, of the last member) per shape.
-        let mut next_at = [0.0f64; 16];
-        let mut last_at = [0.0f64; 16];
-        if n > next_at.len() {
-            return 0.0;
-        }
+    /// A bound on the end from the chains: each slot's next rank starts no earlier than its
+    /// lags from the starts (or estimates) of the slots it waits for, its later ranks follow
+    /// one after another, and its last rank starts no earlier than its release and its lags
+    /// from the last ranks before it; then its path to the end.
+    fn chain_bound(&self, next_at: &mut [f64], last_at: &mut [f64]) -> f64 {
         let mut bound = 0.0f64;
-        for &s in &group.order {
-            let k = self.next[self.offset[g] + s];
-            if k >= group.count {
+        for &s in &self.seq.order {
+            let slot = &self.seq.slots[s];
+            let k = self.next[s];
+            let count = slot.release.len();
+            if k >= count {
                 continue;
             }
-            let (mut at, mut last) = (self.time, f64::NEG_INFINITY);
-            for a in 0..n {
-                let Some(lag) = group.lag[a * n + s] else { continue };
-                let ka = self.next[self.offset[g] + a];
-                let start_a =
-                    if ka > k { self.start[&group.members[k * n + a]] } else { next_at[a] + (k - ka) as f64 * dur(a) };
+            let (mut at, mut last) = (self.time.max(slot.release[k]), slot.release[count - 1]);
+            for &(a, lag) in &slot.preds {
+                let ka = self.next[a];
+                let start_a = match self.starts[a].get(k) {
+                    Some(&t) => t,
+                    None => (next_at[a] + (k - ka) as f64 * self.seq.slots[a].dur).max(self.seq.slots[a].release[k]),
+                };
                 at = at.max(start_a + lag);
                 last = last.max(last_at[a] + lag);
             }
             next_at[s] = at;
-            last_at[s] = last.max(at + (group.count - 1 - k) as f64 * dur(s));
-            bound = bound.max(last_at[s] + group.to_end[s]);
+            last_at[s] = last.max(at + (count - 1 - k) as f64 * slot.dur);
+            bound = bound.max(last_at[s] + slot.to_end);
         }
         bound
     }
@@ -325,25 +338,18 @@ impl Relax<'_> {
     /// Every start a lag still waits for, in a fixed order for the progress.
     fn awaited(&self) -> Vec<f64> {
         let mut starts = Vec::new();
-        for (g, group) in self.groups.iter().enumerate() {
-            for a in 0..group.shapes {
-                let done = self.next[self.offset[g] + a];
-                let waiting = (0..group.shapes)
-                    .filter(|&b| group.lag[a * group.shapes + b].is_some())
-                    .map(|b| self.next[self.offset[g] + b])
-                    .min()
-                    .unwrap_or(done);
-                for k in waiting..done {
-                    starts.push(self.start[&group.members[k * group.shapes + a]]);
-                }
-            }
+        for (a, succs) in self.seq.succs.iter().enumerate() {
+            let done = self.next[a];
+            let waiting = succs.iter().map(|&b| self.next[b]).min().unwrap_or(done);
+            starts.extend_from_slice(&self.starts[a][waiting.min(done)..done]);
         }
         starts
     }
 
     /// Whether a state of the same progress, no later in device time nor in any awaited
     /// start, was met before (then every sequence from here can be run from there no later:
-    /// lags only bound from below and memory is the progress's); remembers this one if not.
+    /// lags and releases only bound from below, and memory is the progress's); remembers
+    /// this one if not.
     fn covered(&mut self) -> bool {
         let starts = self.awaited();
         let time = self.time;
@@ -372,50 +378,71 @@ impl Relax<'_> {
             }
             return;
         }
-        let mut candidates: Vec<(f64, u8, usize, usize)> = Vec::new();
-        let mut bound = self.time + self.left.max(0.0);
-        for g in 0..self.groups.len() {
-            bound = bound.max(self.chain_bound(g));
-            for s in 0..self.groups[g].shapes {
-                let Some(at) = self.earliest(g, s) else { continue };
-                let o = self.groups[g].members[self.next[self.offset[g] + s] * self.groups[g].shapes + s];
-                if let Some(l) = self.limit {
-                    if self.ops[o].alloc > 0.0 && self.memory + self.ops[o].alloc > l + tolerance(l) {
-                        continue;
-                    }
-                }
-                candidates.push((at, self.ops[o].priority, g, s));
-            }
-        }
+        let n = self.seq.slots.len();
+        let (mut next_at, mut last_at) = (vec![0.0; n], vec![0.0; n]);
+        let bound = self.chain_bound(&mut next_at, &mut last_at).max(self.time + self.left.max(0.0));
         if bound > self.target + tolerance(self.target) {
             self.beyond = self.beyond.min(bound);
             return;
+        }
+        let mut candidates: Vec<(f64, u8, usize)> = Vec::new();
+        for s in 0..n {
+            let Some(at) = self.earliest(s) else { continue };
+            let slot = &self.seq.slots[s];
+            if let Some(l) = self.seq.limit {
+                if slot.alloc > 0.0 && self.memory + slot.alloc > l + tolerance(l) {
+                    continue;
+                }
+            }
+            candidates.push((at, slot.priority, s));
         }
         if candidates.is_empty() || self.covered() {
             return;
         }
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        for (at, _, g, s) in candidates {
-            let slot = self.offset[g] + s;
-            let o = self.groups[g].members[self.next[slot] * self.groups[g].shapes + s];
-            let op = &self.ops[o];
+        for (at, _, s) in candidates {
+            let slot = &self.seq.slots[s];
             let saved = (self.time, self.memory, self.left);
-            self.start.insert(o, at);
-            self.time = at + op.dur;
-            self.memory += op.alloc - op.release;
-            self.left -= op.dur;
-            self.next[slot] += 1;
+            self.starts[s].push(at);
+            self.time = at + slot.dur;
+            self.memory += slot.alloc - slot.frees;
+            self.left -= slot.dur;
+            self.next[s] += 1;
             self.placed += 1;
             self.dfs();
             self.placed -= 1;
-            self.next[slot] -= 1;
+            self.next[s] -= 1;
             (self.time, self.memory, self.left) = saved;
-            self.start.remove(&o);
+            self.starts[s].pop();
             if self.found || self.nodes > self.budget {
                 return;
             }
         }
     }
+}
+
+/// The least span of one device's ops alone, or what the probes proved it is at least when
+/// the budget runs out; `None` when nothing above `floor` was proven. Probes start at
+/// `floor`: a sequence within it ends the search at once (the device raises nothing).
+fn least_span(ops: &[OpInfo], groups: &[Group], limit: Option<f64>, floor: f64, budget: u64) -> Option<f64> {
+    let seq = Sequencing::root(groups, ops, limit);
+    let mut r = Relax::new(&seq, budget);
+    if r.total == 0 {
+        return None;
+    }
+    let mut target = floor;
+    let mut proven = f64::NEG_INFINITY;
+    // No sequence within the target: every span is at least the least bound cut, the next
+    // target (infinite when no sequence fits the limit at all: then nothing is claimed).
+    while r.probe(target) == Some(false) && r.beyond.is_finite() {
+        proven = r.beyond;
+        target = proven;
+    }
+    (proven > floor + tolerance(floor)).then_some(proven)
+}
+
+fn tolerance(v: f64) -> f64 {
+    1e-9 * v.abs().max(1.0)
 }
 
 #[cfg(test)]
