@@ -186,11 +186,17 @@ pub fn same_problem(schedule: &Schedule, other: &Schedule) -> bool {
     })
 }
 
+/// The tolerance of comparisons at the scale of `v` (floating sums of the same time may
+/// differ in the last bits).
+fn tolerance(v: f64) -> f64 {
+    1e-9 * v.abs().max(1.0)
+}
+
 /// The simulated cost of `s` and whether it meets `limit`.
 fn measure(s: &Schedule, costs: &Costs, limit: Option<f64>) -> Result<(f64, bool), SimError> {
     let t = simulate(s, &StageCosts::for_schedule(costs, s))?;
     let st = stats(s, &t, costs);
-    let fits = limit.is_none_or(|l| st.peak_memory <= l + 1e-9 * l.abs().max(1.0));
+    let fits = limit.is_none_or(|l| st.peak_memory <= l + tolerance(l));
     Ok((st.cost, fits))
 }
 
@@ -217,7 +223,7 @@ pub fn optimize(
         }
     }
     let lb = lower_bound(schedule, costs, limit).value;
-    let eps = |v: f64| 1e-9 * v.abs().max(1.0);
+    let eps = tolerance;
     let mut search = if schedule.op_count() <= budget.max_ops {
         Search::new(schedule, costs, limit, best.as_ref().map(|b| b.0), lb)
     } else {
@@ -420,6 +426,10 @@ struct Search {
 }
 
 const NOT_DONE: usize = usize::MAX;
+
+/// What placing an op changed besides the op itself: its device's free time, first start and
+/// memory, and the sweep point and last device.
+type Undo = (f64, Option<f64>, f64, f64, usize);
 
 /// The probes get `1 / PROBE_SHARE` of the node budget on top of it (see [`Search::run`]).
 const PROBE_SHARE: u64 = 4;
@@ -765,6 +775,58 @@ impl Search {
         Some(start)
     }
 
+    /// Whether op `o`'s allocation fits its device's memory now.
+    fn fits(&self, o: usize) -> bool {
+        let op = &self.ops[o];
+        self.limit.is_none_or(|l| op.alloc <= 0.0 || self.memory[op.device] + op.alloc <= l + tolerance(l))
+    }
+
+    /// Appends op `o` to its device's order at `start` (see [`Search::start_of`]), and returns
+    /// what [`Search::unplace`] needs to take it back. The one place the search's state
+    /// advances: the depth-first search and the local search both time orders through it.
+    fn place(&mut self, o: usize, start: f64) -> Undo {
+        let d = self.ops[o].device;
+        let undo = (self.free[d], self.first[d], self.memory[d], self.now, self.last_device);
+        let op = &self.ops[o];
+        let end = start + op.dur;
+        self.placed[o] = true;
+        self.placed_count += 1;
+        self.free[d] = end;
+        self.first[d] = Some(self.first[d].unwrap_or(start));
+        self.memory[d] += op.alloc - op.release;
+        self.now = start;
+        self.last_device = d;
+        self.orders[d].push(o);
+        for &k in &op.provides {
+            self.end[k] = end;
+            self.from[k] = d;
+        }
+        undo
+    }
+
+    /// Takes back the last op placed, `o`.
+    fn unplace(&mut self, o: usize, undo: Undo) {
+        let d = self.ops[o].device;
+        for &k in &self.ops[o].provides {
+            self.from[k] = NOT_DONE;
+        }
+        self.orders[d].pop();
+        (self.free[d], self.first[d], self.memory[d], self.now, self.last_device) = undo;
+        self.placed[o] = false;
+        self.placed_count -= 1;
+    }
+
+    /// Takes back every op placed: the empty state the search starts from.
+    fn reset(&mut self) {
+        self.placed.iter_mut().for_each(|p| *p = false);
+        self.from.iter_mut().for_each(|f| *f = NOT_DONE);
+        self.free.iter_mut().for_each(|f| *f = 0.0);
+        self.first.iter_mut().for_each(|f| *f = None);
+        self.memory.iter_mut().for_each(|m| *m = 0.0);
+        self.orders.iter_mut().for_each(Vec::clear);
+        (self.placed_count, self.now, self.last_device) = (0, 0.0, 0);
+    }
+
     /// A lower bound on the cost of every completion of the current state (see the module
     /// docs): earliest starts by dependencies, then, for every started device `d` and every
     /// device `e`, Jackson's preemptive schedule of `e`'s unplaced ops with their earliest
@@ -862,7 +924,7 @@ impl Search {
     /// allocation can never fit (no completion exists).
     fn memory_releases(&mut self) -> bool {
         let Some(limit) = self.limit else { return true };
-        let tol = 1e-9 * limit.abs().max(1.0);
+        let tol = tolerance(limit);
         if self.floors.len() != self.classes.len() {
             self.floors = vec![Vec::new(); self.classes.len()];
         }
@@ -1088,10 +1150,8 @@ impl Search {
             if self.tie_by_device && start == self.now && d < self.last_device && self.placed_count > 0 {
                 continue;
             }
-            if let Some(l) = self.limit {
-                if self.ops[o].alloc > 0.0 && self.memory[d] + self.ops[o].alloc > l + 1e-9 * l.abs().max(1.0) {
-                    continue;
-                }
+            if !self.fits(o) {
+                continue;
             }
             // Symmetry: skip when an equivalent candidate was already kept.
             if self.symmetry {
@@ -1108,32 +1168,10 @@ impl Search {
             candidates.push((start, self.ops[o].priority, d, o));
         }
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        for (start, _, d, o) in candidates {
-            // Apply.
-            let saved = (self.free[d], self.first[d], self.memory[d], self.now, self.last_device);
-            let op = self.ops[o].clone();
-            let end = start + op.dur;
-            self.placed[o] = true;
-            self.placed_count += 1;
-            self.free[d] = end;
-            self.first[d] = Some(self.first[d].unwrap_or(start));
-            self.memory[d] += op.alloc - op.release;
-            self.now = start;
-            self.last_device = d;
-            self.orders[d].push(o);
-            for &k in &op.provides {
-                self.end[k] = end;
-                self.from[k] = d;
-            }
+        for (start, _, _, o) in candidates {
+            let undo = self.place(o, start);
             self.dfs();
-            // Undo.
-            for &k in &op.provides {
-                self.from[k] = NOT_DONE;
-            }
-            self.orders[d].pop();
-            (self.free[d], self.first[d], self.memory[d], self.now, self.last_device) = saved;
-            self.placed[o] = false;
-            self.placed_count -= 1;
+            self.unplace(o, undo);
             if self.aborted || self.hit {
                 return;
             }

@@ -54,7 +54,7 @@ mod units;
 pub use holding::{verdict, Holding};
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
 pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
-pub use units::{format_bytes, parse_bytes, size_text};
+pub use units::{byte_unit, format_bytes, parse_bytes, size_text, BYTE_UNITS};
 
 use crate::error::{Field, ParamError};
 use crate::params::{CostProfile, Costs};

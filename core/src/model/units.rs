@@ -16,6 +16,15 @@ const UNITS: [(&str, f64); 11] = [
     ("b", 1.0),
 ];
 
+/// The binary size units people write, largest first (the ones sizes are shown in).
+pub const BYTE_UNITS: [(&str, f64); 4] =
+    [("TiB", 1_099_511_627_776.0), ("GiB", 1_073_741_824.0), ("MiB", 1_048_576.0), ("KiB", 1024.0)];
+
+/// The largest of [`BYTE_UNITS`] that `bytes` reaches, or `("B", 1)`.
+pub fn byte_unit(bytes: f64) -> (&'static str, f64) {
+    BYTE_UNITS.iter().copied().find(|&(_, size)| bytes.abs() >= size).unwrap_or(("B", 1.0))
+}
+
 /// Reads a byte size: a number, optionally followed by a unit (`B`, `KB`/`MB`/`GB`/`TB` in
 /// powers of 1000, `KiB`/`MiB`/`GiB`/`TiB` in powers of 1024, `G`/`T` as GiB/TiB), any case.
 ///
@@ -43,7 +52,7 @@ pub fn parse_bytes(text: &str, field: Field) -> Result<f64, ParamError> {
 /// A byte size as [`parse_bytes`] reads it back exactly: `80GiB` or `512MiB` when it is a whole
 /// number of them, else the number of bytes.
 pub fn size_text(bytes: f64) -> String {
-    for (name, size) in [("TiB", 1_099_511_627_776.0), ("GiB", 1_073_741_824.0), ("MiB", 1_048_576.0)] {
+    for (name, size) in &BYTE_UNITS[..3] {
         let n = bytes / size;
         if n >= 1.0 && n.fract() == 0.0 {
             return format!("{n}{name}");
@@ -54,13 +63,8 @@ pub fn size_text(bytes: f64) -> String {
 
 /// A byte size for people: `80 GiB`, `1.5 MiB`, `512 B`.
 pub fn format_bytes(bytes: f64) -> String {
-    let units = [("TiB", 1_099_511_627_776.0), ("GiB", 1_073_741_824.0), ("MiB", 1_048_576.0), ("KiB", 1024.0)];
-    for (name, size) in units {
-        if bytes.abs() >= size {
-            return format!("{} {name}", crate::render::format_number(bytes / size, 2));
-        }
-    }
-    format!("{} B", crate::render::format_number(bytes, 0))
+    let (name, size) = byte_unit(bytes);
+    format!("{} {name}", crate::render::format_number(bytes / size, if size > 1.0 { 2 } else { 0 }))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! and only proposes: what it finds is simulated and checked like any order before it is
 //! kept.
 
-use super::{OpInfo, Search, NOT_DONE};
+use super::{tolerance, Search};
 
 /// Order evaluations the local search spends.
 pub(super) const MOVES: u32 = 100_000;
@@ -21,77 +21,46 @@ const KICK: u32 = 6;
 /// How an order set scores: cost first, then the tie-breakers (smaller is better).
 type Score = (f64, f64, f64);
 
-/// Times per-device orders (op indices) as the simulator does: each device runs its order,
-/// each op as soon as its device is free and its dependencies have arrived. `None` when the
-/// orders deadlock or break the memory limit.
-fn score(search: &Search, orders: &[Vec<usize>], end: &mut [f64], from: &mut [usize]) -> Option<Score> {
-    let ops: &[OpInfo] = &search.ops;
-    let devices = orders.len();
-    from.iter_mut().for_each(|f| *f = NOT_DONE);
-    let mut next = vec![0usize; devices];
-    let mut free = vec![0.0f64; devices];
-    let mut first: Vec<Option<f64>> = vec![None; devices];
-    let mut memory = vec![0.0f64; devices];
-    let tol = search.limit.map(|l| 1e-9 * l.abs().max(1.0));
-    let mut placed = 0;
+/// Times per-device orders (op indices) as the simulator does — each device runs its order,
+/// each op as soon as its device is free and its dependencies have arrived — by placing them
+/// in the search's own state, which it leaves empty. `None` when the orders deadlock or break
+/// the memory limit.
+fn score(search: &mut Search, orders: &[Vec<usize>]) -> Option<Score> {
+    search.reset();
+    let mut next = vec![0usize; orders.len()];
     let total: usize = orders.iter().map(Vec::len).sum();
-    while placed < total {
-        let mut progress = false;
-        for d in 0..devices {
-            while let Some(&o) = orders[d].get(next[d]) {
-                let op = &ops[o];
-                let mut start = free[d];
-                let mut ready = true;
-                for &k in &op.deps {
-                    if from[k] == NOT_DONE {
-                        ready = false;
-                        break;
-                    }
-                    let hop = if from[k] == d { 0.0 } else { search.comm };
-                    start = start.max(end[k] + hop);
-                }
-                if !ready {
+    let mut timed = true;
+    while timed && search.placed_count < total {
+        let before = search.placed_count;
+        for (d, order) in orders.iter().enumerate() {
+            while let Some(&o) = order.get(next[d]) {
+                let Some(start) = search.start_of(o) else { break };
+                if !search.fits(o) {
+                    timed = false;
                     break;
                 }
-                if let (Some(l), Some(t)) = (search.limit, tol) {
-                    if op.alloc > 0.0 && memory[d] + op.alloc > l + t {
-                        return None;
-                    }
-                }
-                memory[d] += op.alloc - op.release;
-                let finish = start + op.dur;
-                for &k in &op.provides {
-                    end[k] = finish;
-                    from[k] = d;
-                }
-                free[d] = finish;
-                first[d].get_or_insert(start);
+                search.place(o, start);
                 next[d] += 1;
-                placed += 1;
-                progress = true;
             }
         }
-        if !progress {
-            return None;
-        }
+        timed &= search.placed_count > before;
     }
-    let spans = (0..devices).map(|d| first[d].map_or(0.0, |f| free[d] - f));
-    let cost = spans.clone().fold(0.0, f64::max);
-    Some((cost, spans.sum(), free.iter().sum()))
+    let spans = (0..orders.len()).map(|d| search.first[d].map_or(0.0, |f| search.free[d] - f));
+    let score = (spans.clone().fold(0.0, f64::max), spans.sum(), search.free.iter().sum());
+    search.reset();
+    timed.then_some(score)
 }
 
 fn better(a: Score, b: Score) -> bool {
-    let eps = 1e-9 * b.0.abs().max(1.0);
+    let eps = tolerance(b.0);
     a.0 < b.0 - eps || (a.0 <= b.0 + eps && (a.1, a.2) <= (b.1, b.2))
 }
 
 /// The best orders (op indices per device) the local search reaches from `start`, and their
 /// cost; `None` when `start` itself cannot be timed within the limit.
-pub(super) fn improve(search: &Search, start: Vec<Vec<usize>>, moves: u32) -> Option<(f64, Vec<Vec<usize>>)> {
-    let keys = search.dependents.len();
-    let (mut end, mut from) = (vec![0.0; keys], vec![NOT_DONE; keys]);
+pub(super) fn improve(search: &mut Search, start: Vec<Vec<usize>>, moves: u32) -> Option<(f64, Vec<Vec<usize>>)> {
     let mut current = start;
-    let mut now = score(search, &current, &mut end, &mut from)?;
+    let mut now = score(search, &current)?;
     let mut best = (now.0, current.clone());
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut random = |m: usize| {
@@ -117,12 +86,12 @@ pub(super) fn improve(search: &Search, start: Vec<Vec<usize>>, moves: u32) -> Op
                 let (i, j) = (random(len), random(len));
                 let op = current[d].remove(i);
                 current[d].insert(j, op);
-                if score(search, &current, &mut end, &mut from).is_none() {
+                if score(search, &current).is_none() {
                     let op = current[d].remove(j);
                     current[d].insert(i, op);
                 }
             }
-            now = score(search, &current, &mut end, &mut from)?;
+            now = score(search, &current)?;
         }
         let d = random(devices);
         let len = current[d].len();
@@ -137,10 +106,10 @@ pub(super) fn improve(search: &Search, start: Vec<Vec<usize>>, moves: u32) -> Op
         }
         let op = current[d].remove(i);
         current[d].insert(j, op);
-        match score(search, &current, &mut end, &mut from) {
+        match score(search, &current) {
             Some(s) if better(s, now) => {
                 now = s;
-                if now.0 < best.0 - 1e-9 * best.0.abs().max(1.0) {
+                if now.0 < best.0 - tolerance(best.0) {
                     best = (now.0, current.clone());
                     stale = 0;
                 }
@@ -174,14 +143,13 @@ mod tests {
                 let p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
                 let Ok(a) = run(family, &p) else { continue };
                 let limit = a.stats.peak_memory;
-                let search = Search::new(&a.schedule, &costs, Some(limit), None, 0.0).unwrap();
+                let mut search = Search::new(&a.schedule, &costs, Some(limit), None, 0.0).unwrap();
                 let start = index_orders(&search, &a.schedule).unwrap();
-                let keys = search.dependents.len();
-                let (mut end, mut from) = (vec![0.0; keys], vec![NOT_DONE; keys]);
                 let at = format!("{family} P{devices} M{microbatches}");
-                let timed = score(&search, &start, &mut end, &mut from).unwrap();
+                let timed = score(&mut search, &start).unwrap();
                 assert_eq!(timed.0, a.stats.cost, "{at}");
-                let (cost, orders) = improve(&search, start, 3_000).unwrap();
+                let (cost, orders) = improve(&mut search, start, 3_000).unwrap();
+                assert_eq!(search.placed_count, 0, "{at}: the search's state is left empty");
                 let found = analyze(orders_schedule(&a.schedule, &search, &orders), &costs).unwrap();
                 assert_eq!(found.stats.cost, cost, "{at}");
                 assert!(cost <= a.stats.cost, "{at}: {cost} above {}", a.stats.cost);
@@ -197,18 +165,16 @@ mod tests {
     fn deadlocked_or_over_limit_orders_are_refused() {
         let p = ScheduleParams::new(2, 2);
         let a = run("1f1b", &p).unwrap();
-        let search = Search::new(&a.schedule, &p.costs, Some(a.stats.peak_memory), None, 0.0).unwrap();
+        let mut search = Search::new(&a.schedule, &p.costs, Some(a.stats.peak_memory), None, 0.0).unwrap();
         let mut orders = index_orders(&search, &a.schedule).unwrap();
-        let keys = search.dependents.len();
-        let (mut end, mut from) = (vec![0.0; keys], vec![NOT_DONE; keys]);
         // The last device's backward first: it waits for its own forward, which waits behind it.
         let last = orders.len() - 1;
         orders[last].reverse();
-        assert!(score(&search, &orders, &mut end, &mut from).is_none());
+        assert!(score(&mut search, &orders).is_none());
         // Every forward first on device 0 at a limit of one forward.
-        let tight = Search::new(&a.schedule, &p.costs, Some(1.0), None, 0.0).unwrap();
+        let mut tight = Search::new(&a.schedule, &p.costs, Some(1.0), None, 0.0).unwrap();
         let mut forwards_first = index_orders(&tight, &a.schedule).unwrap();
         forwards_first[0].sort_by_key(|&o| tight.ops[o].priority != 1);
-        assert!(score(&tight, &forwards_first, &mut end, &mut from).is_none());
+        assert!(score(&mut tight, &forwards_first).is_none());
     }
 }

@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 
-use super::{OpInfo, Search};
+use super::{tolerance, OpInfo, Search};
 
 /// The device relaxation's node budget per device (a device that needs more gives no bound).
 pub(super) const NODES_PER_DEVICE: u64 = 200_000;
@@ -171,8 +171,8 @@ fn device_groups(
     Some(groups)
 }
 
-/// One shape of one class of microbatches on a device, as the sequencing sees it: its
-/// members run in rank order, the `k`-th no earlier than the `k`-th earliest start.
+/// One shape of one group of microbatches on a device, as the sequencing sees it: its
+/// members run in rank order.
 #[derive(Clone, Debug)]
 struct Slot {
     dur: f64,
@@ -181,13 +181,13 @@ struct Slot {
     priority: u8,
     /// The longest lag path from this shape's start to the end of its microbatch's last op.
     to_end: f64,
-    /// Earliest start of each rank, ascending.
-    release: Vec<f64>,
+    /// How many microbatches run it.
+    count: usize,
     /// The slots of the same microbatches it waits for, with the lags.
     preds: Vec<(usize, f64)>,
 }
 
-/// One device's ops alone: slots, where the device stands, and its memory.
+/// One device's ops alone, as slots.
 #[derive(Clone, Debug)]
 struct Sequencing {
     slots: Vec<Slot>,
@@ -196,26 +196,12 @@ struct Sequencing {
     order: Vec<usize>,
     /// Each slot's successors (the slots waiting for it).
     succs: Vec<Vec<usize>>,
-    time: f64,
-    memory: f64,
     limit: Option<f64>,
 }
 
 impl Sequencing {
-    fn new(slots: Vec<Slot>, time: f64, memory: f64, limit: Option<f64>) -> Sequencing {
-        let mut order: Vec<usize> = (0..slots.len()).collect();
-        order.sort_by_key(|&s| slots[s].preds.len());
-        let mut succs = vec![Vec::new(); slots.len()];
-        for (b, slot) in slots.iter().enumerate() {
-            for &(a, _) in &slot.preds {
-                succs[a].push(b);
-            }
-        }
-        Sequencing { slots, order, succs, time, memory, limit }
-    }
-
-    /// The slots of a device's groups with nothing placed: every rank released at 0.
-    fn root(groups: &[Group], ops: &[OpInfo], limit: Option<f64>) -> Sequencing {
+    /// The slots of a device's groups.
+    fn new(groups: &[Group], ops: &[OpInfo], limit: Option<f64>) -> Sequencing {
         let mut slots = Vec::new();
         for g in groups {
             let base = slots.len();
@@ -228,12 +214,20 @@ impl Sequencing {
                     frees: o.release,
                     priority: o.priority,
                     to_end: g.to_end[s],
-                    release: vec![0.0; g.count],
+                    count: g.count,
                     preds,
                 });
             }
         }
-        Sequencing::new(slots, 0.0, 0.0, limit)
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        order.sort_by_key(|&s| slots[s].preds.len());
+        let mut succs = vec![Vec::new(); slots.len()];
+        for (b, slot) in slots.iter().enumerate() {
+            for &(a, _) in &slot.preds {
+                succs[a].push(b);
+            }
+        }
+        Sequencing { slots, order, succs, limit }
     }
 }
 
@@ -267,12 +261,12 @@ impl<'a> Relax<'a> {
     fn new(seq: &'a Sequencing, budget: u64) -> Relax<'a> {
         Relax {
             next: vec![0; seq.slots.len()],
-            starts: seq.slots.iter().map(|s| Vec::with_capacity(s.release.len())).collect(),
-            time: seq.time,
-            memory: seq.memory,
-            left: seq.slots.iter().map(|s| s.dur * s.release.len() as f64).sum(),
+            starts: seq.slots.iter().map(|s| Vec::with_capacity(s.count)).collect(),
+            time: 0.0,
+            memory: 0.0,
+            left: seq.slots.iter().map(|s| s.dur * s.count as f64).sum(),
             placed: 0,
-            total: seq.slots.iter().map(|s| s.release.len()).sum(),
+            total: seq.slots.iter().map(|s| s.count).sum(),
             target: f64::INFINITY,
             beyond: f64::INFINITY,
             found: false,
@@ -298,7 +292,10 @@ impl<'a> Relax<'a> {
     fn earliest(&self, s: usize) -> Option<f64> {
         let slot = &self.seq.slots[s];
         let k = self.next[s];
-        let mut at = self.time.max(*slot.release.get(k)?);
+        if k >= slot.count {
+            return None;
+        }
+        let mut at = self.time;
         for &(a, lag) in &slot.preds {
             at = at.max(self.starts[a].get(k)? + lag);
         }
@@ -307,23 +304,22 @@ impl<'a> Relax<'a> {
 
     /// A bound on the end from the chains: each slot's next rank starts no earlier than its
     /// lags from the starts (or estimates) of the slots it waits for, its later ranks follow
-    /// one after another, and its last rank starts no earlier than its release and its lags
-    /// from the last ranks before it; then its path to the end.
+    /// one after another, and its last rank starts no earlier than its lags from the last
+    /// ranks before it; then its path to the end.
     fn chain_bound(&self, next_at: &mut [f64], last_at: &mut [f64]) -> f64 {
         let mut bound = 0.0f64;
         for &s in &self.seq.order {
             let slot = &self.seq.slots[s];
-            let k = self.next[s];
-            let count = slot.release.len();
+            let (k, count) = (self.next[s], slot.count);
             if k >= count {
                 continue;
             }
-            let (mut at, mut last) = (self.time.max(slot.release[k]), slot.release[count - 1]);
+            let (mut at, mut last) = (self.time, f64::NEG_INFINITY);
             for &(a, lag) in &slot.preds {
                 let ka = self.next[a];
                 let start_a = match self.starts[a].get(k) {
                     Some(&t) => t,
-                    None => (next_at[a] + (k - ka) as f64 * self.seq.slots[a].dur).max(self.seq.slots[a].release[k]),
+                    None => next_at[a] + (k - ka) as f64 * self.seq.slots[a].dur,
                 };
                 at = at.max(start_a + lag);
                 last = last.max(last_at[a] + lag);
@@ -425,7 +421,7 @@ impl<'a> Relax<'a> {
 /// the budget runs out; `None` when nothing above `floor` was proven. Probes start at
 /// `floor`: a sequence within it ends the search at once (the device raises nothing).
 fn least_span(ops: &[OpInfo], groups: &[Group], limit: Option<f64>, floor: f64, budget: u64) -> Option<f64> {
-    let seq = Sequencing::root(groups, ops, limit);
+    let seq = Sequencing::new(groups, ops, limit);
     let mut r = Relax::new(&seq, budget);
     if r.total == 0 {
         return None;
@@ -439,10 +435,6 @@ fn least_span(ops: &[OpInfo], groups: &[Group], limit: Option<f64>, floor: f64, 
         target = proven;
     }
     (proven > floor + tolerance(floor)).then_some(proven)
-}
-
-fn tolerance(v: f64) -> f64 {
-    1e-9 * v.abs().max(1.0)
 }
 
 #[cfg(test)]

@@ -39,9 +39,8 @@ impl AxisUnit {
         match self {
             AxisUnit::Plain => (1.0, ""),
             AxisUnit::Bytes => {
-                const UNITS: [(f64, &str); 4] =
-                    [(1_099_511_627_776.0, "TiB"), (1_073_741_824.0, "GiB"), (1_048_576.0, "MiB"), (1024.0, "KiB")];
-                UNITS.iter().copied().find(|(size, _)| max >= *size).unwrap_or((1.0, "B"))
+                let (name, size) = crate::model::byte_unit(max);
+                (size, name)
             }
             AxisUnit::Micros => {
                 if max >= 1e6 {

@@ -34,15 +34,10 @@ impl Units {
     pub fn memory_in_message(self, v: f64) -> String {
         match self {
             Units::Cost => crate::error::short_number(v),
-            Units::Model => {
-                for (name, size) in [("TiB", GIB * 1024.0), ("GiB", GIB), ("MiB", MIB), ("KiB", 1024.0)] {
-                    if v.abs() >= size {
-                        let up = (v / size * 100.0 - 1e-9).ceil() / 100.0;
-                        return format!("{} {name}", format_number(up, 2));
-                    }
-                }
-                format!("{} B", format_number(v.ceil(), 0))
-            }
+            Units::Model => match crate::model::byte_unit(v) {
+                ("B", _) => format!("{} B", format_number(v.ceil(), 0)),
+                (name, size) => format!("{} {name}", format_number((v / size * 100.0 - 1e-9).ceil() / 100.0, 2)),
+            },
         }
     }
 
