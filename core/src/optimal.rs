@@ -761,6 +761,7 @@ impl Search {
     }
 
     /// When op `o` could start now on its device, if its dependencies are placed.
+    #[inline]
     fn start_of(&self, o: usize) -> Option<f64> {
         let op = &self.ops[o];
         let mut start = self.free[op.device];
@@ -776,6 +777,7 @@ impl Search {
     }
 
     /// Whether op `o`'s allocation fits its device's memory now.
+    #[inline]
     fn fits(&self, o: usize) -> bool {
         let op = &self.ops[o];
         self.limit.is_none_or(|l| op.alloc <= 0.0 || self.memory[op.device] + op.alloc <= l + tolerance(l))
@@ -784,6 +786,7 @@ impl Search {
     /// Appends op `o` to its device's order at `start` (see [`Search::start_of`]), and returns
     /// what [`Search::unplace`] needs to take it back. The one place the search's state
     /// advances: the depth-first search and the local search both time orders through it.
+    #[inline]
     fn place(&mut self, o: usize, start: f64) -> Undo {
         let d = self.ops[o].device;
         let undo = (self.free[d], self.first[d], self.memory[d], self.now, self.last_device);
@@ -818,8 +821,14 @@ impl Search {
 
     /// Takes back every op placed: the empty state the search starts from.
     fn reset(&mut self) {
-        self.placed.iter_mut().for_each(|p| *p = false);
-        self.from.iter_mut().for_each(|f| *f = NOT_DONE);
+        for order in &mut self.orders {
+            for &o in order.iter() {
+                self.placed[o] = false;
+                for &k in &self.ops[o].provides {
+                    self.from[k] = NOT_DONE;
+                }
+            }
+        }
         self.free.iter_mut().for_each(|f| *f = 0.0);
         self.first.iter_mut().for_each(|f| *f = None);
         self.memory.iter_mut().for_each(|m| *m = 0.0);
