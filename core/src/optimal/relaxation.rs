@@ -51,120 +51,155 @@ struct Group {
     /// `lag[a * shapes + b]`: the least start-to-start time from shape `a` to shape `b` of
     /// one microbatch, `None` when `b` does not depend on `a`.
     lag: Vec<Option<f64>>,
-    /// The longest lag path from a shape's start to the end of its microbatch's last op here.
-    to_end: Vec<f64>,
+    /// The longest lag path from a shape's start to the end of an op of its microbatch on the
+    /// device whose span is bounded (`None`: no such op depends on it).
+    to_end: Vec<Option<f64>>,
+    /// The longest lag from an op of its microbatch on that device to a shape's start.
+    head: Vec<f64>,
 }
 
-/// The largest of `floor` and what each device alone is proven to need: its least span, or,
-/// when its budget of `nodes` runs out first, the least span its finished probes rule out.
-/// Devices are tried busiest first, each one only asked to beat the bound so far.
+/// The largest of `floor` and what each pair of devices proves: the span of device `d` is at
+/// least the least span of device `e`'s ops alone, timed from `d`'s first op and to `d`'s
+/// last (see [`pair_groups`]); `e = d` is the device alone. Pairs are tried busiest `e`
+/// first, the device alone before the pairs, each only asked to beat the bound so far; the
+/// budget of `nodes` is per pair.
 pub(super) fn device_bound(search: &Search, floor: f64, nodes: u64) -> f64 {
+    bound_over_pairs(search, floor, nodes, |_, _| true)
+}
+
+/// [`device_bound`] over the pairs `(d, e)` that `include` keeps.
+fn bound_over_pairs(search: &Search, floor: f64, nodes: u64, include: impl Fn(usize, usize) -> bool) -> f64 {
     let (ops, limit) = (&search.ops[..], search.limit);
-    let Some(groups) = device_groups(ops, &search.topo, &search.dependents, search.devices, search.comm) else {
+    let Some(lags) = Lags::new(ops, &search.topo, &search.dependents, search.comm) else {
         return floor;
     };
-    let mut order: Vec<usize> = (0..search.devices).collect();
     let work = |d: usize| -> f64 { ops.iter().filter(|o| o.device == d).map(|o| o.dur).sum() };
-    order.sort_by(|&a, &b| work(b).total_cmp(&work(a)));
+    let mut pairs: Vec<(usize, usize)> =
+        (0..search.devices).flat_map(|d| (0..search.devices).map(move |e| (d, e))).collect();
+    pairs.sort_by(|&(d, e), &(d2, e2)| (d != e).cmp(&(d2 != e2)).then(work(e2).total_cmp(&work(e))).then((d, e).cmp(&(d2, e2))));
     let mut bound = floor;
-    for d in order {
-        if let Some(span) = least_span(ops, &groups[d], limit, bound, nodes) {
+    for (d, e) in pairs.into_iter().filter(|&(d, e)| include(d, e)) {
+        let Some(groups) = pair_groups(ops, &lags, d, e) else { continue };
+        if let Some(span) = least_span(ops, &groups, limit, bound, nodes) {
             bound = bound.max(span);
         }
     }
     bound
 }
 
-/// Each device's groups, or `None` when the relaxation does not apply (a pair op, or a
-/// dependency between two microbatches).
-fn device_groups(
-    ops: &[OpInfo],
-    topo: &[usize],
-    dependents: &[Vec<usize>],
-    devices: usize,
-    comm: f64,
-) -> Option<Vec<Vec<Group>>> {
-    if ops.iter().any(|o| o.shape.is_none()) {
-        return None;
-    }
-    let mb = |o: usize| ops[o].op.first().microbatch as usize;
-    let microbatches = (0..ops.len()).map(mb).max().map_or(0, |m| m + 1);
-    // Each microbatch's ops in dependency order.
-    let mut unit_topo = vec![Vec::new(); microbatches];
-    for &o in topo {
-        for &k in &ops[o].provides {
-            if dependents[k].iter().any(|&c| mb(c) != mb(o)) {
-                return None;
-            }
+/// Each microbatch's ops in dependency order, and the least start-to-start time from every op
+/// to the later ops of its microbatch (each op at its own time, each hop between devices at
+/// the communication time).
+struct Lags {
+    microbatches: Vec<Vec<usize>>,
+    /// `to[a]`: the ops of `a`'s microbatch that depend on it, with the lags.
+    to: Vec<Vec<(usize, f64)>>,
+}
+
+impl Lags {
+    /// `None` when the relaxation does not apply: a pair op, or a dependency between two
+    /// microbatches.
+    fn new(ops: &[OpInfo], topo: &[usize], dependents: &[Vec<usize>], comm: f64) -> Option<Lags> {
+        if ops.iter().any(|o| o.shape.is_none()) {
+            return None;
         }
-        unit_topo[mb(o)].push(o);
-    }
-    // Start-to-start longest paths from every op to the later ops of its microbatch.
-    let mut dist = vec![f64::NEG_INFINITY; ops.len()];
-    let mut lag_to: Vec<Vec<(usize, f64)>> = vec![Vec::new(); ops.len()];
-    for list in &unit_topo {
-        for (i, &a) in list.iter().enumerate() {
-            for &o in &list[i..] {
-                dist[o] = f64::NEG_INFINITY;
+        let mb = |o: usize| ops[o].op.first().microbatch as usize;
+        let count = (0..ops.len()).map(mb).max().map_or(0, |m| m + 1);
+        let mut microbatches = vec![Vec::new(); count];
+        for &o in topo {
+            for &k in &ops[o].provides {
+                if dependents[k].iter().any(|&c| mb(c) != mb(o)) {
+                    return None;
+                }
             }
-            dist[a] = 0.0;
-            for &o in &list[i..] {
-                if dist[o] == f64::NEG_INFINITY {
-                    continue;
+            microbatches[mb(o)].push(o);
+        }
+        let mut dist = vec![f64::NEG_INFINITY; ops.len()];
+        let mut to: Vec<Vec<(usize, f64)>> = vec![Vec::new(); ops.len()];
+        for list in &microbatches {
+            for (i, &a) in list.iter().enumerate() {
+                for &o in &list[i..] {
+                    dist[o] = f64::NEG_INFINITY;
                 }
-                if o != a && ops[o].device == ops[a].device {
-                    lag_to[a].push((o, dist[o]));
-                }
-                for &k in &ops[o].provides {
-                    for &c in &dependents[k] {
-                        let hop = if ops[c].device == ops[o].device { 0.0 } else { comm };
-                        dist[c] = dist[c].max(dist[o] + ops[o].dur + hop);
+                dist[a] = 0.0;
+                for &o in &list[i..] {
+                    if dist[o] == f64::NEG_INFINITY {
+                        continue;
                     }
-                }
-            }
-        }
-    }
-    let mut groups: Vec<Vec<Group>> = (0..devices).map(|_| Vec::new()).collect();
-    for (d, device_groups) in groups.iter_mut().enumerate() {
-        // Each microbatch's ops here, by shape, and the signature they must share.
-        let mut signatures: Vec<Vec<u64>> = Vec::new();
-        for list in &unit_topo {
-            let mut mine: Vec<usize> = list.iter().copied().filter(|&o| ops[o].device == d).collect();
-            if mine.is_empty() {
-                continue;
-            }
-            mine.sort_by_key(|&o| ops[o].shape);
-            let mut sig = Vec::new();
-            for &o in &mine {
-                let (kind, stage, slice) = ops[o].shape.unwrap_or_default();
-                sig.extend([u64::from(kind), u64::from(stage), u64::from(slice)]);
-                sig.extend([ops[o].dur.to_bits(), ops[o].alloc.to_bits(), ops[o].release.to_bits()]);
-                for &b in &mine {
-                    let l = lag_to[o].iter().find(|&&(x, _)| x == b).map_or(u64::MAX, |&(_, l)| l.to_bits());
-                    sig.push(l);
-                }
-            }
-            match signatures.iter().position(|s| *s == sig) {
-                Some(g) => {
-                    device_groups[g].members.extend(&mine);
-                    device_groups[g].count += 1;
-                }
-                None => {
-                    let shapes = mine.len();
-                    let mut lag = vec![None; shapes * shapes];
-                    let mut to_end = vec![0.0; shapes];
-                    for (a, &oa) in mine.iter().enumerate() {
-                        to_end[a] = ops[oa].dur;
-                        for (b, &ob) in mine.iter().enumerate() {
-                            if let Some(&(_, l)) = lag_to[oa].iter().find(|&&(x, _)| x == ob) {
-                                lag[a * shapes + b] = Some(l);
-                                to_end[a] = f64::max(to_end[a], l + ops[ob].dur);
-                            }
+                    if o != a {
+                        to[a].push((o, dist[o]));
+                    }
+                    for &k in &ops[o].provides {
+                        for &c in &dependents[k] {
+                            let hop = if ops[c].device == ops[o].device { 0.0 } else { comm };
+                            dist[c] = dist[c].max(dist[o] + ops[o].dur + hop);
                         }
                     }
-                    signatures.push(sig);
-                    device_groups.push(Group { shapes, members: mine, count: 1, lag, to_end });
                 }
+            }
+        }
+        Some(Lags { microbatches, to })
+    }
+
+    /// The lag from `a` to `b` (0 from an op to itself), `None` when `b` does not depend on `a`.
+    fn between(&self, a: usize, b: usize) -> Option<f64> {
+        if a == b {
+            return Some(0.0);
+        }
+        self.to[a].iter().find(|&&(x, _)| x == b).map(|&(_, l)| l)
+    }
+}
+
+/// The groups of device `e`'s ops as a bound on device `d`'s span, or `None` when some op of
+/// `e` does not depend on an op of `d` in its microbatch.
+///
+/// Time is counted from `d`'s first start, which every op of `d` follows: so an op of `e`
+/// starts no earlier than its lag from the ops of `d` it depends on (its *head*), and where
+/// ops of `d` depend on it, `d`'s span lasts at least its start plus the lag to their ends
+/// (its path *to the end*; an op no op of `d` depends on bounds nothing but takes time). With
+/// `e = d` every head is 0 and every op has a path to the end: the device alone.
+fn pair_groups(ops: &[OpInfo], lags: &Lags, d: usize, e: usize) -> Option<Vec<Group>> {
+    let mut groups: Vec<Group> = Vec::new();
+    // Each microbatch's ops on `e`, by shape, and the signature they must share.
+    let mut signatures: Vec<Vec<u64>> = Vec::new();
+    for list in &lags.microbatches {
+        let mut mine: Vec<usize> = list.iter().copied().filter(|&o| ops[o].device == e).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        mine.sort_by_key(|&o| ops[o].shape);
+        let anchors: Vec<usize> = list.iter().copied().filter(|&o| ops[o].device == d).collect();
+        let mut head = Vec::with_capacity(mine.len());
+        let mut to_end = Vec::with_capacity(mine.len());
+        for &o in &mine {
+            head.push(anchors.iter().filter_map(|&a| lags.between(a, o)).reduce(f64::max)?);
+            to_end.push(anchors.iter().filter_map(|&a| Some(lags.between(o, a)? + ops[a].dur)).reduce(f64::max));
+        }
+        let mut sig = Vec::new();
+        for (i, &o) in mine.iter().enumerate() {
+            let (kind, stage, slice) = ops[o].shape.unwrap_or_default();
+            sig.extend([u64::from(kind), u64::from(stage), u64::from(slice)]);
+            sig.extend([ops[o].dur.to_bits(), ops[o].alloc.to_bits(), ops[o].release.to_bits()]);
+            sig.extend([head[i].to_bits(), to_end[i].map_or(u64::MAX, f64::to_bits)]);
+            for &b in &mine {
+                sig.push(lags.between(o, b).filter(|_| o != b).map_or(u64::MAX, f64::to_bits));
+            }
+        }
+        match signatures.iter().position(|s| *s == sig) {
+            Some(g) => {
+                groups[g].members.extend(&mine);
+                groups[g].count += 1;
+            }
+            None => {
+                let shapes = mine.len();
+                let mut lag = vec![None; shapes * shapes];
+                for (a, &oa) in mine.iter().enumerate() {
+                    for (b, &ob) in mine.iter().enumerate() {
+                        lag[a * shapes + b] = lags.between(oa, ob).filter(|_| a != b);
+                    }
+                }
+                signatures.push(sig);
+                groups.push(Group { shapes, members: mine, count: 1, lag, to_end, head });
             }
         }
     }
@@ -179,8 +214,11 @@ struct Slot {
     alloc: f64,
     frees: f64,
     priority: u8,
-    /// The longest lag path from this shape's start to the end of its microbatch's last op.
-    to_end: f64,
+    /// The longest lag path from this shape's start to the end of an op of the bounded
+    /// device: the span is at least every start plus it (`None`: it bounds nothing).
+    to_end: Option<f64>,
+    /// No rank starts earlier.
+    head: f64,
     /// How many microbatches run it.
     count: usize,
     /// The slots of the same microbatches it waits for, with the lags.
@@ -214,6 +252,7 @@ impl Sequencing {
                     frees: o.release,
                     priority: o.priority,
                     to_end: g.to_end[s],
+                    head: g.head[s],
                     count: g.count,
                     preds,
                 });
@@ -238,6 +277,8 @@ struct Relax<'a> {
     next: Vec<usize>,
     starts: Vec<Vec<f64>>,
     time: f64,
+    /// The most a placed op's start plus its path to the end reaches: the cost is at least it.
+    reach: f64,
     memory: f64,
     left: f64,
     placed: usize,
@@ -263,8 +304,9 @@ impl<'a> Relax<'a> {
             next: vec![0; seq.slots.len()],
             starts: seq.slots.iter().map(|s| Vec::with_capacity(s.count)).collect(),
             time: 0.0,
+            reach: 0.0,
             memory: 0.0,
-            left: seq.slots.iter().map(|s| s.dur * s.count as f64).sum(),
+            left: seq.slots.iter().filter(|s| s.to_end.is_some()).map(|s| s.dur * s.count as f64).sum(),
             placed: 0,
             total: seq.slots.iter().map(|s| s.count).sum(),
             target: f64::INFINITY,
@@ -295,7 +337,7 @@ impl<'a> Relax<'a> {
         if k >= slot.count {
             return None;
         }
-        let mut at = self.time;
+        let mut at = self.time.max(slot.head);
         for &(a, lag) in &slot.preds {
             at = at.max(self.starts[a].get(k)? + lag);
         }
@@ -314,7 +356,7 @@ impl<'a> Relax<'a> {
             if k >= count {
                 continue;
             }
-            let (mut at, mut last) = (self.time, f64::NEG_INFINITY);
+            let (mut at, mut last) = (self.time.max(slot.head), f64::NEG_INFINITY);
             for &(a, lag) in &slot.preds {
                 let ka = self.next[a];
                 let start_a = match self.starts[a].get(k) {
@@ -326,7 +368,41 @@ impl<'a> Relax<'a> {
             }
             next_at[s] = at;
             last_at[s] = last.max(at + (count - 1 - k) as f64 * slot.dur);
-            bound = bound.max(last_at[s] + slot.to_end);
+            if let Some(to_end) = slot.to_end {
+                bound = bound.max(last_at[s] + to_end);
+            }
+        }
+        bound
+    }
+
+    /// The one-machine bound of the ops left, with heads and tails: for any release `r` and
+    /// tail `q`, the ops left released no earlier than `r` (each slot's next rank, and so
+    /// its later ones, no earlier than `next_at`) with a tail of at least `q` run one after
+    /// another from `r`, and the last of them is followed by at least `q`.
+    fn one_machine_bound(&self, next_at: &[f64]) -> f64 {
+        let left = |s: usize| self.seq.slots[s].count - self.next[s];
+        let tail = |s: usize| self.seq.slots[s].to_end.map_or(f64::NEG_INFINITY, |t| t - self.seq.slots[s].dur);
+        let open: Vec<usize> = (0..self.seq.slots.len()).filter(|&s| left(s) > 0).collect();
+        let mut bound = 0.0f64;
+        for &r_slot in &open {
+            let r = next_at[r_slot];
+            for &q_slot in &open {
+                let q = tail(q_slot);
+                if q == f64::NEG_INFINITY {
+                    continue;
+                }
+                // Every op of the set starts no earlier than `r`, and the last to end has a
+                // tail of at least `q` (an empty set bounds nothing).
+                let set = open.iter().filter(|&&s| next_at[s] >= r && tail(s) >= q);
+                let (mut work, mut any) = (0.0, false);
+                for &s in set {
+                    work += left(s) as f64 * self.seq.slots[s].dur;
+                    any = true;
+                }
+                if any {
+                    bound = bound.max(r + work + q);
+                }
+            }
         }
         bound
     }
@@ -367,16 +443,20 @@ impl<'a> Relax<'a> {
         }
         self.nodes += 1;
         if self.placed == self.total {
-            if self.time <= self.target + tolerance(self.target) {
+            if self.reach <= self.target + tolerance(self.target) {
                 self.found = true;
             } else {
-                self.beyond = self.beyond.min(self.time);
+                self.beyond = self.beyond.min(self.reach);
             }
             return;
         }
         let n = self.seq.slots.len();
         let (mut next_at, mut last_at) = (vec![0.0; n], vec![0.0; n]);
-        let bound = self.chain_bound(&mut next_at, &mut last_at).max(self.time + self.left.max(0.0));
+        let bound = self
+            .chain_bound(&mut next_at, &mut last_at)
+            .max(self.time + self.left.max(0.0))
+            .max(self.reach)
+            .max(self.one_machine_bound(&next_at));
         if bound > self.target + tolerance(self.target) {
             self.beyond = self.beyond.min(bound);
             return;
@@ -398,7 +478,10 @@ impl<'a> Relax<'a> {
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         for (at, _, s) in candidates {
             let slot = &self.seq.slots[s];
-            let saved = (self.time, self.memory, self.left);
+            let saved = (self.time, self.memory, self.left, self.reach);
+            if let Some(to_end) = slot.to_end {
+                self.reach = self.reach.max(at + to_end);
+                }
             self.starts[s].push(at);
             self.time = at + slot.dur;
             self.memory += slot.alloc - slot.frees;
@@ -408,7 +491,7 @@ impl<'a> Relax<'a> {
             self.dfs();
             self.placed -= 1;
             self.next[s] -= 1;
-            (self.time, self.memory, self.left) = saved;
+            (self.time, self.memory, self.left, self.reach) = saved;
             self.starts[s].pop();
             if self.found || self.nodes > self.budget {
                 return;
@@ -455,17 +538,21 @@ mod tests {
     }
 
     fn relaxation_of(schedule: &crate::Schedule, costs: &Costs, limit: f64) -> f64 {
+        relaxation_within(schedule, costs, limit, NODES_PER_DEVICE)
+    }
+
+    fn relaxation_within(schedule: &crate::Schedule, costs: &Costs, limit: f64, nodes: u64) -> f64 {
         let search = Search::new(schedule, costs, Some(limit), None, 0.0).unwrap();
-        device_bound(&search, 0.0, NODES_PER_DEVICE)
+        device_bound(&search, 0.0, nodes)
     }
 
     /// Never above the optimum the search proves without it, on small problems of every
     /// shape it applies to (one and two chunks, slices, communication, unequal passes, tight
-    /// and loose memory); and above the closed-form bound on some of them.
+    /// and loose memory); above the closed-form bound on some of them, and with pairs of
+    /// devices above each device alone on some.
     #[test]
     fn the_device_relaxation_never_exceeds_the_optimum() {
-        let mut raised = 0;
-        let mut checked = 0;
+        let (mut raised, mut raised_by_pairs, mut met, mut checked) = (0, 0, 0, 0);
         for family in ["1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "seq1f1b", "zb-v", "chimera"] {
             for (devices, microbatches) in [(2, 3), (2, 4), (3, 3)] {
                 for costs in [
@@ -485,6 +572,11 @@ mod tests {
                         assert!(relaxed <= optimum + 1e-9, "{at}: relaxation {relaxed} above the optimum {optimum}");
                         let lb = lower_bound(&a.schedule, &costs, Some(limit)).value;
                         raised += usize::from(relaxed > lb + 1e-9);
+                        let search = Search::new(&a.schedule, &costs, Some(limit), None, 0.0).unwrap();
+                        let alone = bound_over_pairs(&search, 0.0, NODES_PER_DEVICE, |d, e| d == e);
+                        assert!(alone <= relaxed + 1e-9, "{at}: pairs {relaxed} below the devices alone {alone}");
+                        raised_by_pairs += usize::from(relaxed > alone.max(lb) + 1e-9);
+                        met += usize::from(relaxed >= optimum - 1e-9);
                         checked += 1;
                     }
                 }
@@ -492,6 +584,30 @@ mod tests {
         }
         assert!(checked >= 60, "only {checked} problems checked");
         assert!(raised > 0, "the relaxation never beat the closed-form bound: the test shows nothing");
+        assert!(raised_by_pairs > 0, "pairs of devices never beat the devices alone: the test shows nothing");
+        eprintln!("{checked} problems: {raised} above the closed forms, {raised_by_pairs} raised by pairs, {met} at the optimum");
+    }
+
+    /// Never above the cost of a real order either, at sizes the exact search cannot prove:
+    /// every family's own schedule, within its own peak memory, at up to eight devices (a
+    /// smaller budget per pair: whatever a probe proves holds at any budget).
+    #[test]
+    fn the_device_relaxation_never_exceeds_a_real_schedule() {
+        let mut checked = 0;
+        for family in crate::FAMILIES.iter().filter(|f| f.name != "zb-opt") {
+            for (devices, microbatches) in [(4, 8), (6, 6), (8, 10)] {
+                for costs in [Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }, Costs { comm: 0.25, ..Costs::fbw(2.0, 3.0, 1.0) }]
+                {
+                    let p = family.own_params(&ScheduleParams::new(devices, microbatches).with_costs(costs.clone()));
+                    let Ok(a) = run(family.name, &p) else { continue };
+                    let relaxed = relaxation_within(&a.schedule, &costs, a.stats.peak_memory, 20_000);
+                    let at = format!("{} P{devices} M{microbatches} {costs:?}", family.name);
+                    assert!(relaxed <= a.stats.cost + 1e-9, "{at}: relaxation {relaxed} above its cost {}", a.stats.cost);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 80, "only {checked} schedules checked");
     }
 
     /// Device 0 of ZB-H1's problem at P = 4, M = 8, F = B = W = 1, communication 1 and its
