@@ -230,7 +230,8 @@ pub fn optimize(
         None
     };
     // The device relaxation raises the root bound (and often meets the best order known).
-    let root = search.as_ref().map_or(lb, |s| relaxation::device_bound(s, lb, relaxation::NODES_PER_DEVICE));
+    let cap = best.as_ref().map_or(f64::INFINITY, |b| b.0);
+    let root = search.as_ref().map_or(lb, |s| relaxation::device_bound(s, lb, cap, relaxation::NODES_PER_DEVICE));
     // A local search from the best order known, unless that meets the bound already.
     if let (Some(search), Some((c, s))) = (search.as_mut(), best.as_ref()) {
         if *c > root + eps(root) {
