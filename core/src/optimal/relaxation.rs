@@ -91,18 +91,21 @@ fn bound_over_pairs(search: &Search, floor: f64, cap: f64, nodes: u64, include: 
         return floor;
     };
     let work = |d: usize| -> f64 { ops.iter().filter(|o| o.device == d).map(|o| o.dur).sum() };
-    let mut pairs: Vec<(usize, usize)> =
-        (0..search.devices).flat_map(|d| (0..search.devices).map(move |e| (d, e))).collect();
+    let mut pairs: Vec<(usize, usize)> = (0..search.devices)
+        .flat_map(|d| (0..search.devices).map(move |e| (d, e)))
+        .filter(|&(d, e)| include(d, e))
+        .collect();
     pairs.sort_by(|&(d, e), &(d2, e2)| {
         (d != e).cmp(&(d2 != e2)).then(work(e2).total_cmp(&work(e))).then((d, e).cmp(&(d2, e2)))
     });
     let mut bound = floor;
-    for (d, e) in pairs.into_iter().filter(|&(d, e)| include(d, e)) {
+    for (d, e) in pairs {
         if bound >= cap - tolerance(cap) {
             break;
         }
         let Some(groups) = pair_groups(ops, &lags, d, e) else { continue };
-        if let Some(span) = least_span(ops, &groups, limit, bound, nodes) {
+        let seq = Sequencing::new(&groups, ops, limit);
+        if let Some(span) = least_span(&seq, bound, nodes) {
             bound = bound.max(span);
         }
     }
@@ -429,6 +432,15 @@ impl<'a> Relax<'a> {
         bound
     }
 
+    /// What every sequence from this node ends at least: the chains, the work left, the
+    /// one-machine bound of the ops left, and what the placed ops reach.
+    fn node_bound(&self) -> f64 {
+        let n = self.seq.slots.len();
+        let (mut next_at, mut last_at) = (vec![0.0; n], vec![0.0; n]);
+        let chain = self.chain_bound(&mut next_at, &mut last_at);
+        chain.max(self.time + self.left.max(0.0)).max(self.reach).max(self.one_machine_bound(&next_at))
+    }
+
     /// Every start a lag still waits for, in a fixed order for the progress.
     fn awaited(&self) -> Vec<f64> {
         let mut starts = Vec::new();
@@ -472,19 +484,13 @@ impl<'a> Relax<'a> {
             }
             return;
         }
-        let n = self.seq.slots.len();
-        let (mut next_at, mut last_at) = (vec![0.0; n], vec![0.0; n]);
-        let bound = self
-            .chain_bound(&mut next_at, &mut last_at)
-            .max(self.time + self.left.max(0.0))
-            .max(self.reach)
-            .max(self.one_machine_bound(&next_at));
+        let bound = self.node_bound();
         if bound > self.target + tolerance(self.target) {
             self.beyond = self.beyond.min(bound);
             return;
         }
         let mut candidates: Vec<(f64, u8, usize)> = Vec::new();
-        for s in 0..n {
+        for s in 0..self.seq.slots.len() {
             let Some(at) = self.earliest(s) else { continue };
             let slot = &self.seq.slots[s];
             if let Some(l) = self.seq.limit {
@@ -525,9 +531,8 @@ impl<'a> Relax<'a> {
 /// The least span of one device's ops alone, or what the probes proved it is at least when
 /// the budget runs out; `None` when nothing above `floor` was proven. Probes start at
 /// `floor`: a sequence within it ends the search at once (the device raises nothing).
-fn least_span(ops: &[OpInfo], groups: &[Group], limit: Option<f64>, floor: f64, budget: u64) -> Option<f64> {
-    let seq = Sequencing::new(groups, ops, limit);
-    let mut r = Relax::new(&seq, budget);
+fn least_span(seq: &Sequencing, floor: f64, budget: u64) -> Option<f64> {
+    let mut r = Relax::new(seq, budget);
     if r.total == 0 {
         return None;
     }
