@@ -586,7 +586,10 @@ fn search_nodes(text: &str) -> Result<u64, String> {
         text,
         "search nodes",
         10_000_000_000,
-        "the default is 120000, about a second at P = 4, M = 8; digits may be grouped, e.g. 1_000_000",
+        &format!(
+            "the default is {}, about a second at P = 4, M = 8 with one chunk; digits may be grouped, e.g. 1_000_000",
+            bubblescope::optimal::Budget::default().nodes
+        ),
     )
 }
 
