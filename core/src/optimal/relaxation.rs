@@ -32,10 +32,10 @@
 //! early as the device, its lags and the memory allow (with the first op at 0, as early as
 //! possible is the least span of a given sequence). It runs as probes of rising targets from
 //! the bound already known: a probe looks for a sequence within its target, cutting a node
-//! when the device time plus the work left, a chain of lags (each shape's next and last
-//! microbatch after the shapes it waits for), or the one-machine bound of the ops left (any
-//! set of them runs one after another from their least release, and the last is followed
-//! by their least path to the end) exceeds it; a probe that finds none proves
+//! when a chain of lags (each shape's next and last microbatch after the shapes it waits
+//! for) or the one-machine bound of the ops left (any set of them runs one after another
+//! from their least release, and the last is followed by their least path to the end; ops
+//! that bound nothing are in no set) exceeds it; a probe that finds none proves
 //! every span is at least the least bound it cut, the next target. So a device whose budget
 //! runs out still proves its last target. A state of the same progress that is no later in
 //! device time nor in any start a lag still waits for than one met before is not searched
@@ -305,9 +305,6 @@ struct Relax<'a> {
     /// The most a placed op's start plus its path to the end reaches: the cost is at least it.
     reach: f64,
     memory: f64,
-    /// The work left of ops with a path to the end, and how many they are.
-    left: f64,
-    tailed_left: usize,
     placed: usize,
     total: usize,
     /// The probe's target: a sequence ending at most this is sought.
@@ -333,8 +330,6 @@ impl<'a> Relax<'a> {
             time: 0.0,
             reach: 0.0,
             memory: 0.0,
-            left: seq.slots.iter().filter(|s| s.to_end.is_some()).map(|s| s.dur * s.count as f64).sum(),
-            tailed_left: seq.slots.iter().filter(|s| s.to_end.is_some()).map(|s| s.count).sum(),
             placed: 0,
             total: seq.slots.iter().map(|s| s.count).sum(),
             target: f64::INFINITY,
@@ -437,16 +432,14 @@ impl<'a> Relax<'a> {
         bound
     }
 
-    /// What every sequence from this node ends at least: the chains, the work left, the
-    /// one-machine bound of the ops left, and what the placed ops reach.
+    /// What every sequence from this node ends at least: the chains, the one-machine bound of
+    /// the ops left (which holds the work left: all of them from their least release, then
+    /// their least path to the end), and what the placed ops reach.
     fn node_bound(&self) -> f64 {
         let n = self.seq.slots.len();
         let (mut next_at, mut last_at) = (vec![0.0; n], vec![0.0; n]);
         let chain = self.chain_bound(&mut next_at, &mut last_at);
-        // The work left ends after the device time only if some of it bounds the span: ops
-        // with no path to the end may run past every op that does.
-        let work = if self.tailed_left > 0 { self.time + self.left.max(0.0) } else { 0.0 };
-        chain.max(work).max(self.reach).max(self.one_machine_bound(&next_at))
+        chain.max(self.reach).max(self.one_machine_bound(&next_at))
     }
 
     /// Every start a lag still waits for, in a fixed order for the progress.
@@ -515,11 +508,9 @@ impl<'a> Relax<'a> {
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         for (at, _, s) in candidates {
             let slot = &self.seq.slots[s];
-            let saved = (self.time, self.memory, self.left, self.tailed_left, self.reach);
+            let saved = (self.time, self.memory, self.reach);
             if let Some(to_end) = slot.to_end {
                 self.reach = self.reach.max(at + to_end);
-                self.left -= slot.dur;
-                self.tailed_left -= 1;
             }
             self.starts[s].push(at);
             self.time = at + slot.dur;
@@ -529,7 +520,7 @@ impl<'a> Relax<'a> {
             self.dfs();
             self.placed -= 1;
             self.next[s] -= 1;
-            (self.time, self.memory, self.left, self.tailed_left, self.reach) = saved;
+            (self.time, self.memory, self.reach) = saved;
             self.starts[s].pop();
             if self.found || self.nodes > self.budget {
                 return;
@@ -654,9 +645,9 @@ mod tests {
     }
 
     /// A pair whose last ops bound nothing (device 1's long weight gradients, which no pass of
-    /// device 0 waits for) must not count the time they take: found in review, where the work
-    /// left of the ops that bound the span was counted even when none were left (7.3, above
-    /// the optimum 7).
+    /// device 0 waits for) must not count the time they take: found in review, where a
+    /// separate bound on the work left counted them once no op that bounds the span was left
+    /// (7.3, above the optimum 7).
     #[test]
     fn ops_that_bound_nothing_do_not_raise_a_pair() {
         let profile = crate::CostProfile {
