@@ -99,7 +99,7 @@ fn read_input(path: &Path) -> Result<String> {
         std::fs::File::open(path).and_then(|f| f.take(cap as u64 + 1).read_to_end(&mut bytes))
     };
     let shown = if is_std(path) { "standard input".to_string() } else { path.display().to_string() };
-    read.with_context(|| format!("reading {shown}"))?;
+    read.map_err(|e| file_error("read", &shown, &e))?;
     if bytes.len() > cap {
         return Err(user_error(
             &format!("{shown} has more than the {cap} bytes ({} MiB) an import reads", cap >> 20),
@@ -264,7 +264,13 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         let mut s = report::table(&subject.label, subject.family, &subject.params, &subject.analysis, derived.as_ref());
         if let Some(o) = &optimum {
             // Under the summary rows, before the per-device table.
-            let line = report::optimal_line(cost, o.as_ref());
+            let a = &subject.analysis;
+            let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
+            let (limit, time): (String, &dyn Fn(f64) -> String) = match derived {
+                Some(_) => (bubblescope::model::format_bytes(limit), &bubblescope::render::format_micros),
+                None => (bubblescope::render::format_number(limit, 4), &|v| bubblescope::render::format_number(v, 4)),
+            };
+            let line = report::optimal_line(cost, o.as_ref(), &limit, a.schedule.op_count(), time);
             match s.find("\n\n").and_then(|i| s[i + 2..].find("\n\n").map(|j| i + 2 + j + 1)) {
                 Some(at) => s.insert_str(at, &line),
                 None => s.push_str(&line),
@@ -455,7 +461,35 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
         std::io::stdout().write_all(bytes).context("writing to standard output")?;
         return Ok(());
     }
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, bytes).map_err(|e| file_error("write", &path.display().to_string(), &e))
+}
+
+/// A file that could not be read or written (`action`: "read" or "write"), said in the
+/// CLI's own words with a hint, instead of the system's capitalised text.
+fn file_error(action: &str, shown: &str, e: &std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let shown = formats::sanitize(shown);
+    let (message, hint) = match (action, e.kind()) {
+        ("read", ErrorKind::NotFound) => {
+            (format!("cannot read {shown}: no such file"), "check the path; `-` reads standard input".to_string())
+        }
+        (_, ErrorKind::NotFound) => (
+            format!("cannot write {shown}: its folder does not exist"),
+            "create the folder first, or give another path; `-` writes standard output".to_string(),
+        ),
+        (_, ErrorKind::PermissionDenied) => {
+            (format!("cannot {action} {shown}: permission denied"), "pick a path you may use".to_string())
+        }
+        (_, ErrorKind::IsADirectory) => {
+            (format!("cannot {action} {shown}: it is a folder"), "give a file's path".to_string())
+        }
+        _ => {
+            let text = e.to_string();
+            let text = text.split(" (os error").next().unwrap_or(&text).to_lowercase();
+            (format!("cannot {action} {shown}: {text}"), "check the path and try again".to_string())
+        }
+    };
+    user_error(&message, &[hint])
 }
 
 fn list(args: &ListArgs) -> Result<()> {

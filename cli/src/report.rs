@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use bubblescope::bounds::{lower_bound, problem_limit, LowerBound};
 use bubblescope::error::short_number;
-use bubblescope::optimal::Optimum;
+use bubblescope::optimal::{Budget, Optimum};
 use bubblescope::render::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
@@ -112,32 +112,52 @@ fn lower_bound_of(family: Option<&Family>, params: &ScheduleParams, a: &Analysis
 /// `simulate --optimal`: the best order of the same passes, as `optimal` and `gap` in JSON.
 pub fn add_optimal(value: &mut Value, cost: f64, optimum: Option<&Optimum>) {
     value["optimal"] = match optimum {
-        Some(o) => json!({"cost": o.cost, "proven": o.proven, "nodes": o.nodes, "bound": o.bound}),
+        Some(o) => {
+            json!({"cost": o.cost, "proven": o.proven, "nodes": o.nodes, "bound": o.bound, "searched": o.searched})
+        }
         None => Value::Null,
     };
     value["gap"] = json!(optimum.map(|o| gap(cost, o.cost)));
 }
 
-/// `simulate --optimal` as a text line.
-pub fn optimal_line(cost: f64, optimum: Option<&Optimum>) -> String {
+/// `simulate --optimal` as a text line; `limit` is the problem's memory limit as printed (the
+/// one given, the family's, or else the schedule's own peak) and `passes` its size.
+/// `time` prints a cost (µs for a model).
+pub fn optimal_line(
+    cost: f64,
+    optimum: Option<&Optimum>,
+    limit: &str,
+    passes: usize,
+    time: &dyn Fn(f64) -> String,
+) -> String {
+    let within = format!("within memory {limit}");
     let Some(o) = optimum else {
-        return format!("{:<12} {:<12} no order of these passes within the memory limit was found\n", "optimal", "—");
+        return format!("{:<12} {:<12} no order of these passes {within} was found\n", "optimal", "—");
     };
+    let pct = |v: f64| format_number(100.0 * v, 1);
     let what = if o.proven {
-        "proven: no order of these passes within the memory limit is cheaper".to_string()
-    } else {
         format!(
-            "best order found, not proven: the search showed every order costs at least {}",
-            format_number(o.bound, 4)
+            "proven: no order of these passes {within} is cheaper ({} search nodes); this schedule is {}% above it",
+            o.nodes,
+            pct(gap(cost, o.cost))
+        )
+    } else {
+        let searched = if o.searched {
+            format!("best order found, not proven ({} search nodes)", o.nodes)
+        } else {
+            format!(
+                "not searched: {passes} passes, more than the {} the search takes; the best order known",
+                Budget::default().max_ops
+            )
+        };
+        format!(
+            "{searched}: every order {within} costs at least {}; this schedule is {}% above the best order and at most {}% above the optimum",
+            time(o.bound),
+            pct(gap(cost, o.cost)),
+            pct(gap(cost, o.bound))
         )
     };
-    format!(
-        "{:<12} {:<12} {what} ({} search nodes); this schedule is {}% above it\n",
-        "optimal",
-        format_number(o.cost, 4),
-        o.nodes,
-        format_number(100.0 * gap(cost, o.cost), 1)
-    )
+    format!("{:<12} {:<12} {what}\n", "optimal", time(o.cost))
 }
 
 /// How far `cost` is above the optimum, as a fraction.

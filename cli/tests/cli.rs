@@ -76,21 +76,32 @@ fn bad_input_exits_2_with_a_message_and_hints() {
     assert!(e.starts_with("error: dualpipe needs an even number of devices, found 5"), "{e}");
     assert!(e.contains("\n  hint: "), "{e}");
     let e = fails(d, &["simulate", "-s", "1f1b", "--f", "-1"]);
-    assert_eq!(e.trim_end(), "error: f must not be negative, found -1");
+    assert_eq!(
+        e.trim_end(),
+        "error: f must not be negative, found -1\n  hint: times are durations: 0 or more, e.g. 1 or 2.5"
+    );
     let e = fails(d, &["simulate", "-s", "1f1b", "--devices", "many"]);
     assert!(e.contains("invalid value 'many' for '--devices <P>'"), "{e}");
-    // Each of these errors opens with what is wrong.
-    let cases: [(&[&str], &str); 6] = [
+    // Each of these errors opens with what is wrong, in lowercase, and gives a hint.
+    let cases: [(&[&str], &str); 10] = [
         (&["simulate", "--schedule", "1f1v"], "error: unknown schedule `1f1v`\n  hint: did you mean `1f1b`?"),
         (&["simulate"], "error: --schedule (or --from FILE) is required"),
         (&["simulate", "-s", "1f1b", "--chunks", "2"], "error: 1f1b does not take --chunks"),
         (&["simulate", "-s", "zb-auto", "--mem-limit", "0.5"], "error: cannot fit memory: "),
         (&["render", "-s", "1f1b", "--theme", "neon", "-o", "x.svg"], "error: unknown theme `neon`"),
-        (&["simulate", "--from", "missing.csv"], "error: reading missing.csv"),
+        (&["simulate", "--from", "missing.csv"], "error: cannot read missing.csv: no such file"),
+        (&["simulate", "--from", "."], "error: cannot read .: it is a folder"),
+        (
+            &["render", "-s", "1f1b", "-o", "no/such/folder/x.svg"],
+            "error: cannot write no/such/folder/x.svg: its folder",
+        ),
+        (&["simulate", "-s", "1f1b", "--mem-limit", "-1"], "error: mem-limit must not be negative, found -1"),
+        (&["simulate", "-s", "1f1b", "--comm", "-0.5"], "error: comm must not be negative, found -0.5"),
     ];
     for (args, start) in cases {
         let e = fails(d, args);
         assert!(e.starts_with(start), "{args:?}: {e}");
+        assert!(e.contains("\n  hint: ") && !e.contains("os error"), "{args:?}: {e}");
     }
 }
 

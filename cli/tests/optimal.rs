@@ -65,7 +65,23 @@ fn optimal_reports_the_best_order_and_the_gap() {
     assert!(v["lower_bound"].as_f64().unwrap() < bound && bound < best, "{v}");
     assert_eq!(v["optimal"]["proven"], false, "{v}");
     let out = ok(&UNPROVEN.iter().chain(&["--optimal"]).copied().collect::<Vec<_>>());
-    assert!(out.contains(&format!("not proven: the search showed every order costs at least {bound}")), "{out}");
+    let pct = |v: f64| bubblescope::render::format_number(100.0 * v, 1);
+    let cost = v["cost"].as_f64().unwrap();
+    let said = format!(
+        "best order found, not proven ({} search nodes): every order within memory 4 costs at least {bound}; \
+         this schedule is {}% above the best order and at most {}% above the optimum",
+        v["optimal"]["nodes"],
+        pct(cost / best - 1.0),
+        pct(cost / bound - 1.0)
+    );
+    assert!(out.contains(&said), "{out}\nexpected: {said}");
+    assert_eq!(v["optimal"]["searched"], true, "{v}");
+    // Past the passes the search takes, it says it did not search rather than counting 0 nodes.
+    let big = ["simulate", "-s", "zb-v", "-m", "16", "--comm", "0.2", "--optimal"];
+    let v = json(&big.iter().chain(&["--json"]).copied().collect::<Vec<_>>());
+    assert_eq!((&v["optimal"]["searched"], v["passes"].as_u64()), (&serde_json::json!(false), Some(384)), "{v}");
+    let out = ok(&big);
+    assert!(out.contains("not searched: 384 passes, more than the 256 the search takes"), "{out}");
     let out = ok(&["simulate", "-s", "zb-h1", "--mem-limit", "8", "--optimal"]);
     assert!(out.contains("optimal      24           proven: no order of these passes"), "{out}");
     assert!(out.contains("this schedule is 12.5% above it"), "{out}");

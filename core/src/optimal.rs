@@ -135,6 +135,9 @@ pub struct Optimum {
     /// What the search proved every order costs at least: the lower bound raised by the
     /// probes it finished (the cost itself when proven).
     pub bound: f64,
+    /// Whether the search ran at all: `false` past [`Budget::max_ops`] passes (or for
+    /// problems it cannot state), where the answer is the best order given and the bound.
+    pub searched: bool,
 }
 
 /// Why there is no optimum to report.
@@ -249,11 +252,21 @@ pub fn optimize(
     }
     if let Some((c, s)) = &best {
         if *c <= root + eps(root) {
-            return Ok(Optimum { schedule: s.clone(), cost: *c, proven: true, nodes: 0, lower_bound: lb, bound: *c });
+            let searched = search.is_some();
+            return Ok(Optimum {
+                schedule: s.clone(),
+                cost: *c,
+                proven: true,
+                nodes: 0,
+                lower_bound: lb,
+                bound: *c,
+                searched,
+            });
         }
     }
     let mut nodes = 0;
     let mut finished = false;
+    let ran = search.is_some();
     let mut searched = root;
     if let Some(search) = search.as_mut() {
         search.root_bound = root;
@@ -276,7 +289,7 @@ pub fn optimize(
     let searched = if (snapped - searched).abs() <= eps(searched) { snapped } else { searched };
     let bound = if finished { cost } else { searched.min(cost) };
     let proven = finished || cost <= bound + eps(bound);
-    Ok(Optimum { schedule, cost, proven, nodes, lower_bound: lb, bound })
+    Ok(Optimum { schedule, cost, proven, nodes, lower_bound: lb, bound, searched: ran })
 }
 
 /// The schedule of `orders` (op indices of `search`, per device), with `like`'s placement.

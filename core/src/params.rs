@@ -308,7 +308,15 @@ fn check_number(field: Field, value: f64) -> Result<(), ParamError> {
         return Err(ParamError::new(field, format!("{name} must be a finite number, found {shown}")).hint(hint));
     }
     if value < 0.0 {
-        return Err(ParamError::new(field, format!("{name} must not be negative, found {shown}")));
+        let hint = match field {
+            Field::MemLimit => {
+                "a limit is a size: in mem-f's unit, e.g. 8, or with a model e.g. 80GiB; leave it out for no limit"
+            }
+            Field::MemF | Field::MemW => "memory is a size: 0 or more, e.g. 1 or 0.5",
+            Field::Comm => "communication is the time of one hop between devices: 0 for none, e.g. 0.25",
+            _ => "times are durations: 0 or more, e.g. 1 or 2.5",
+        };
+        return Err(ParamError::new(field, format!("{name} must not be negative, found {shown}")).hint(hint));
     }
     if value > MAX_COST {
         let hint = match field {
@@ -615,7 +623,10 @@ mod tests {
         let mut c = Costs { f: f64::NAN, ..Costs::default() };
         assert_eq!(c.check().unwrap_err().field, Field::F);
         c.f = -1.0;
-        assert_eq!(c.check().unwrap_err().to_string(), "f must not be negative, found -1");
+        assert_eq!(
+            c.check().unwrap_err().to_string(),
+            "f must not be negative, found -1\n  hint: times are durations: 0 or more, e.g. 1 or 2.5"
+        );
         c = Costs { mem_w: Some(2.0), ..Costs::default() };
         assert_eq!(c.check().unwrap_err().field, Field::MemW);
         let p = ScheduleParams::new(0, 8);
