@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use bubblescope::bounds::{lower_bound, problem_limit, LowerBound};
+use bubblescope::bounds::{problem_limit, LowerBound};
 use bubblescope::error::short_number;
-use bubblescope::optimal::{Budget, Optimum};
+use bubblescope::optimal::{tight_lower_bound, Budget, Optimum};
 use bubblescope::render::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
@@ -90,6 +90,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "per_stage": per_stage,
         "attribution": attribution,
         "lower_bound": lower_bound.value,
+        "lower_bound_closed_form": lower_bound.closed_form.unwrap_or(lower_bound.value),
         "uniform_stages": c.is_uniform(),
         "prediction": prediction,
         "prediction_note": prediction_note,
@@ -103,10 +104,13 @@ fn memory_part(family: Option<&Family>, params: &ScheduleParams, cost: f64) -> O
     bubblescope::attribution::memory_part(family?, params, cost)?.ok()
 }
 
-/// The lower bound of the run's problem (same passes, dependencies, costs and memory limit).
+/// The lower bound of the run's problem (same passes, dependencies, costs and memory limit):
+/// the closed form, raised by the device relaxation on problems the search takes.
 fn lower_bound_of(family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> LowerBound {
     let limit = problem_limit(family, params, &a.stats);
-    lower_bound(&a.schedule, &params.costs, Some(limit))
+    // The schedule is an order of the problem when it fits the limit: nothing goes higher.
+    let known = (a.stats.peak_memory <= limit + 1e-9 * limit.max(1.0)).then_some(a.stats.cost);
+    tight_lower_bound(&a.schedule, &params.costs, Some(limit), known)
 }
 
 /// `simulate --optimal`: the best order of the same passes, as `optimal` and `gap` in JSON.
@@ -256,16 +260,21 @@ pub fn table(
         );
     }
     let lb = lower_bound_of(family, params, a);
+    let closed =
+        format!("device {}'s work {} + forced fill {} before, {} after", lb.device, n(lb.work), n(lb.head), n(lb.tail));
+    let why = match lb.closed_form {
+        None => format!("{closed} (any order, same memory)"),
+        Some(c) => format!(
+            "the device relaxation — each device, and each pair of devices, sequenced alone with the rest of the pipeline as time lags and memory exact (any order, same memory); closed form {}: {closed}",
+            n(c)
+        ),
+    };
     let _ = writeln!(
         out,
-        "{:<12} {:<12} within {}% of it: device {}'s work {} + forced fill {} before, {} after (any order, same memory)",
+        "{:<12} {:<12} within {}% of it: {why}",
         "lower bound",
         n(lb.value),
         format_number(100.0 * lb.excess(s.cost), 1),
-        lb.device,
-        n(lb.work),
-        n(lb.head),
-        n(lb.tail)
     );
     if !c.is_uniform() {
         let _ = writeln!(out, "{:<12} {:<12} does not apply: stages cost different amounts", "closed form", "—");

@@ -427,14 +427,18 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
     let e = fails(d, &["simulate", "-s", "1f1b", "--mem-f", "2e12"]);
     assert!(e.contains("hint: use a coarser unit, e.g. GiB instead of bytes"), "{e}");
     let e = fails(d, &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--flash-attention", "maybe"]);
-    assert!(e.contains("flash-attention must be on or off, found `maybe`") && e.contains("hint: write 1 or 0"), "{e}");
+    assert!(
+        e.contains("flash-attention must be on or off, found `maybe`")
+            && e.contains("hint: write on or off (or 1 or 0"),
+        "{e}"
+    );
     assert_eq!(
         fails(d, &["simulate", "-s", "1f1b", "--f", "-inf"]).trim_end(),
         "error: f must be a finite number, found -inf\n  hint: give a time or size in the cost unit, e.g. 1 or 2.5"
     );
     assert_eq!(
         fails(d, &["simulate", "-s", "1f1b", "--comm", "-0.5"]).trim_end(),
-        "error: comm must not be negative, found -0.5"
+        "error: comm must not be negative, found -0.5\n  hint: communication is the time of one hop between devices: 0 for none, e.g. 0.25"
     );
     // Counts out of range name the real limits.
     for (args, message) in [

@@ -60,6 +60,9 @@ pub struct LowerBound {
     pub tail: f64,
     /// Its longest dependency chain from a microbatch's first pass on it to its last.
     pub chain: f64,
+    /// The closed form's value when the device relaxation raised `value` above it
+    /// ([`crate::optimal::tight_lower_bound`]); `None`: `value` is the closed form's.
+    pub closed_form: Option<f64>,
 }
 
 impl LowerBound {
@@ -192,10 +195,18 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
             }
         }
         if best.as_ref().is_none_or(|b| value > b.value) {
-            best = Some(LowerBound { value, device: d as u32, work: w, head, tail, chain: f.chain });
+            best = Some(LowerBound { value, device: d as u32, work: w, head, tail, chain: f.chain, closed_form: None });
         }
     }
-    let mut best = best.unwrap_or(LowerBound { value: 0.0, device: 0, work: 0.0, head: 0.0, tail: 0.0, chain: 0.0 });
+    let mut best = best.unwrap_or(LowerBound {
+        value: 0.0,
+        device: 0,
+        work: 0.0,
+        head: 0.0,
+        tail: 0.0,
+        chain: 0.0,
+        closed_form: None,
+    });
     best.value = best.value.max(ideal);
     best
 }

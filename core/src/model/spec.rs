@@ -147,7 +147,7 @@ impl ModelSpec {
                             field,
                             format!("flash-attention must be on or off, found `{}`", short(t)),
                         )
-                        .hint("write 1 or 0 (true or false)"));
+                        .hint("write on or off (or 1 or 0, true or false)"));
                     }
                 };
             }

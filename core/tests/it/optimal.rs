@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bubblescope::bounds::{lower_bound, problem_limit};
-use bubblescope::optimal::{optimize, optimize_run, Budget};
+use bubblescope::optimal::{optimize, optimize_run, tight_lower_bound, Budget};
 use bubblescope::{analyze, run, validate, CostProfile, Costs, ScheduleParams, FAMILIES};
 use proptest::prelude::*;
 
@@ -34,6 +34,14 @@ fn check_bound(name: &str, params: &ScheduleParams) -> Result<(), TestCaseError>
     // Without a limit the bound can only be lower.
     let free = lower_bound(&a.schedule, &p.costs, None);
     prop_assert!(free.value <= lb.value + tol);
+    // The printed bound, raised by the relaxation (not capped by this cost here, so the check
+    // can fail): never below the closed form, never above a real order within the limit.
+    let tight = tight_lower_bound(&a.schedule, &p.costs, Some(limit), None);
+    prop_assert!(tight.value >= lb.value - tol, "{name} {p:?}: {tight:?} below the closed form {lb:?}");
+    prop_assert_eq!(tight.closed_form.is_some(), tight.value > lb.value + tol);
+    if a.stats.peak_memory <= limit + tol {
+        prop_assert!(tight.value <= a.stats.cost + tol, "{name} {p:?}: {tight:?} above cost {}", a.stats.cost);
+    }
     Ok(())
 }
 
