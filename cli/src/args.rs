@@ -506,6 +506,10 @@ pub struct SweepArgs {
     /// --microbatches) [default: each family's own].
     #[arg(long, value_name = "LIST")]
     pub chunks: Option<String>,
+    /// Microbatches per chunk round for the swept families that read it (interleaved 1F1B;
+    /// default P each)
+    #[arg(long, value_name = "G", value_parser = positive)]
+    pub group: Option<u32>,
     #[command(flatten)]
     pub costs: CostArgs,
     /// Print one JSON object (`runs` and `invalid`) instead of a table.

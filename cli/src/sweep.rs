@@ -64,6 +64,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             Some(text) => parse_counts(text, Field::Chunks, 1024).map_err(err)?,
             None => Vec::new(),
         },
+        group: args.group,
         mem_limits: args.costs.mem_limits()?,
         costs: args.costs.costs(None, args.devices)?,
         bytes: args.costs.model.given(),

@@ -103,6 +103,17 @@ fn invalid_combinations_are_listed_not_fatal() {
     assert!(lines[0].starts_with("schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,"));
     assert!(lines[1].starts_with("1f1b,3,6,1,,"));
     assert!(lines[2].starts_with("dualpipe,3,6,,,,,,,,,,\""), "{}", lines[2]);
+    // Interleaved 1F1B at M = 9 on 4 devices needs another group, and its hint names
+    // --group: the sweep takes it, and the run then equals simulate's with the same group.
+    let args = ["sweep", "--schedules", "interleaved-1f1b", "-p", "4", "-m", "9", "--chunks", "2", "--json"];
+    let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    assert!(v["invalid"][0]["error"].as_str().unwrap().contains("--group 5"), "{v}");
+    let grouped: Vec<&str> = args.iter().copied().chain(["--group", "5"]).collect();
+    let v: Value = serde_json::from_str(&ok(dir.path(), &grouped)).unwrap();
+    let single =
+        ["simulate", "-s", "interleaved-1f1b", "-p", "4", "-m", "9", "--chunks", "2", "--group", "5", "--json"];
+    let s: Value = serde_json::from_str(&ok(dir.path(), &single)).unwrap();
+    assert_eq!(v["runs"][0]["cost"], s["cost"], "{v}");
 }
 
 #[test]

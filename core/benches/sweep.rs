@@ -13,6 +13,7 @@ fn spec() -> SweepSpec {
         devices: 8,
         microbatches: (1..=10).map(|k| 8 * k).collect(),
         chunks: vec![],
+        group: None,
         mem_limits: vec![],
         costs: Costs { comm: 0.1, ..Costs::fbw(1.0, 1.2, 0.8) },
         bytes: false,

@@ -109,6 +109,7 @@ pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
         devices: params.devices,
         microbatches: vec![params.microbatches],
         chunks: Vec::new(),
+        group: params.group,
         mem_limits: params.mem_limit.into_iter().collect(),
         costs: params.costs.clone(),
         bytes: settings.model.given(),

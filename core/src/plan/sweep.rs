@@ -34,6 +34,9 @@ pub struct SweepSpec {
     pub microbatches: Vec<u32>,
     /// Chunk counts for the families that read `chunks`; empty: each family's default.
     pub chunks: Vec<u32>,
+    /// Microbatches per chunk round for the families that read `group` (interleaved 1F1B);
+    /// `None`: each family's default.
+    pub group: Option<u32>,
     /// Per-device activation memory limits; empty: none (memory-aware families use their
     /// default limit).
     pub mem_limits: Vec<f64>,
@@ -211,6 +214,11 @@ impl SweepSpec {
             return Err(ParamError::new(Field::Chunks, "none of the swept schedules reads --chunks")
                 .hint(format!("add a family that does ({}), or remove --chunks", readers.join(", "))));
         }
+        if self.group.is_some() && !self.families.iter().any(|f| f.uses(Field::Group)) {
+            let readers: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::Group)).map(|f| f.name).collect();
+            return Err(ParamError::new(Field::Group, "none of the swept schedules reads --group")
+                .hint(format!("add a family that does ({}), or remove --group", readers.join(", "))));
+        }
         let chunk_choices: Vec<Option<u32>> =
             if self.chunks.is_empty() { vec![None] } else { self.chunks.iter().copied().map(Some).collect() };
         let limit_choices: Vec<Option<f64>> =
@@ -224,6 +232,7 @@ impl SweepSpec {
                     for &limit in &limit_choices {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(self.costs.clone());
                         params.chunks = c;
+                        params.group = self.group.filter(|_| f.uses(Field::Group));
                         params.mem_limit = limit;
                         if self.bytes {
                             params.units = crate::render::Units::Model;
@@ -379,6 +388,7 @@ mod tests {
             devices: 4,
             microbatches: microbatches.to_vec(),
             chunks: vec![],
+            group: None,
             mem_limits: vec![],
             costs: Costs::default(),
             bytes: false,
@@ -402,6 +412,11 @@ mod tests {
         let runs = spec("interleaved-1f1b", &[8]).expand().unwrap();
         assert_eq!(runs[0].chunks(), crate::family("interleaved-1f1b").unwrap().with_defaults(&runs[0].params).chunks);
         assert!(SweepSpec { chunks: vec![2], ..spec("1f1b", &[8]) }.expand().unwrap_err().message.contains("--chunks"));
+        assert!(SweepSpec { group: Some(5), ..spec("1f1b", &[8]) }.expand().unwrap_err().message.contains("--group"));
+        // A group goes to the families that read it only: interleaved at M = 9 runs with 5.
+        let runs = SweepSpec { group: Some(5), ..spec("1f1b,interleaved-1f1b", &[9]) }.expand().unwrap();
+        assert_eq!(runs.iter().map(|r| r.params.group).collect::<Vec<_>>(), [None, Some(5)]);
+        assert!(runs.iter().all(|r| run_one(r.clone()).is_ok()), "{runs:?}");
     }
 
     #[test]
