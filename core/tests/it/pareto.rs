@@ -13,6 +13,7 @@ fn spec() -> SweepSpec {
         devices: 4,
         microbatches: vec![8, 12],
         chunks: vec![2, 3],
+        group: None,
         mem_limits: vec![6.0],
         costs: Costs { comm: 0.1, ..Costs::default() },
         bytes: false,
