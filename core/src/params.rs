@@ -75,6 +75,12 @@ pub struct CostProfile {
     pub mem_f: Vec<f64>,
     /// Memory the weight gradient still needs after B, per piece.
     pub mem_w: Vec<f64>,
+    /// The same model cut at whole layers into more pieces (a transformer's even split into
+    /// `P × chunks` stages, the embedding on the first and the LM head on the last): a
+    /// placement with exactly as many stages per pipeline as one of these has pieces runs
+    /// each stage at that piece's costs instead of a proportional part of the pieces above
+    /// (which would cut layers and the LM head in fractions). Empty for hand-set lists.
+    pub finer: Vec<Arc<CostProfile>>,
 }
 
 impl CostProfile {
@@ -87,6 +93,7 @@ impl CostProfile {
             w: vec![costs.w; pieces],
             mem_f: vec![costs.mem_f; pieces],
             mem_w: vec![costs.mem_w(); pieces],
+            finer: Vec::new(),
         }
     }
 
@@ -128,7 +135,7 @@ impl CostProfile {
         }
         let shares: Vec<[f64; 5]> = (0..devices).map(|k| self.share(k, devices)).collect();
         let list = |i: usize| shares.iter().map(|s| s[i]).collect();
-        CostProfile { f: list(0), b: list(1), w: list(2), mem_f: list(3), mem_w: list(4) }
+        CostProfile { f: list(0), b: list(1), w: list(2), mem_f: list(3), mem_w: list(4), finer: Vec::new() }
     }
 
     /// Checks the lists have equal, non-zero lengths, finite non-negative numbers and mem-w at
@@ -167,6 +174,9 @@ impl CostProfile {
                     ),
                 ));
             }
+        }
+        for finer in &self.finer {
+            finer.check()?;
         }
         Ok(())
     }
@@ -521,8 +531,10 @@ impl StageCosts {
     /// `(j+1)/S` and takes each piece it covers in proportion; `slices` divides further
     /// (sequence slices). The overlapped pair time scales with the stage's work.
     fn profiled(costs: &Costs, profile: &CostProfile, placement: &Placement, slices: f64) -> StageCosts {
-        let pieces = profile.pieces();
         let stages = placement.stages_per_pipeline() as usize;
+        // The model cut at whole layers into exactly these stages, when the profile has it.
+        let profile = profile.finer.iter().find(|p| p.pieces() == stages).map_or(profile, |p| &**p);
+        let pieces = profile.pieces();
         let fill = |kind: Cost| -> Vec<f64> {
             let values = profile.values(kind);
             (0..placement.stages())

@@ -226,6 +226,14 @@ pub fn DerivedTable() -> impl IntoView {
             )
         })
     };
+    // The stages the schedule cuts, when more than one per device, and where the head runs.
+    let cut = move || {
+        state.outcome.with(|o| {
+            let placement = &o.main.result.as_ref().ok()?.schedule.placement;
+            let stages = placement.stages_per_pipeline();
+            (stages > placement.devices()).then(|| (stages, placement.device_of(stages - 1).unwrap_or(0)))
+        })
+    };
     let foot = move || {
         derived.with(|d| {
             d.as_ref().map(|d| {
@@ -234,6 +242,16 @@ pub fn DerivedTable() -> impl IntoView {
                     s.push(' ');
                     s.push_str(&capitalise(note));
                     s.push('.');
+                }
+                if let Some((stages, head)) = cut() {
+                    let how = if d.finer.iter().any(|f| f.len() == stages as usize) {
+                        "the model cut at whole layers into its stages"
+                    } else {
+                        "each share cut in proportion (give a layout of that many stages to place every layer)"
+                    };
+                    s.push_str(&format!(
+                        " This schedule runs {stages} stages: {how}, the LM head on the last, on device {head}."
+                    ));
                 }
                 s
             })

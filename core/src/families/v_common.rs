@@ -156,6 +156,7 @@ pub(super) mod testing {
             w: vec![1.0; n],
             mem_f: mem_f.to_vec(),
             mem_w: mem_f.iter().map(|m| m / 2.0).collect(),
+            finer: Vec::new(),
         };
         ScheduleParams::new(devices, microbatches).with_costs(Costs::default().with_profile(profile, devices))
     }

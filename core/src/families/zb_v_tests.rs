@@ -701,7 +701,7 @@ fn too_little_memory_names_a_limit_that_works_with_unequal_stages() {
     let costs = model.derive(4).unwrap().costs();
     let gib = (1u64 << 30) as f64;
     let base = ScheduleParams::new(4, 8).with_costs(costs);
-    let mut smallest = None;
+    let (mut smallest, mut named_last) = (None, None);
     for tenths in (100..=600).step_by(5) {
         let limit = f64::from(tenths) / 10.0 * gib;
         match run("zb-v", &base.clone().with_mem_limit(limit)) {
@@ -718,10 +718,13 @@ fn too_little_memory_names_a_limit_that_works_with_unequal_stages() {
                     named.and_then(|n| crate::model::parse_bytes(&n.replace(' ', ""), crate::Field::MemLimit).ok());
                 let named = named.unwrap_or_else(|| panic!("{tenths}: {text}"));
                 assert!(run("zb-v", &base.clone().with_mem_limit(named)).is_ok(), "{tenths}: {named} does not work");
-                // The least limit itself, not the next whole chunk activation above it.
-                assert!(named <= 29.0 * gib, "{tenths}: {text}");
+                assert!(named > limit, "{tenths}: {text}");
+                named_last = Some(named);
             }
         }
     }
-    assert!(smallest.is_some_and(|t| t <= 300), "{smallest:?}");
+    // The least limit itself, not the next whole chunk activation above it: no further than
+    // the first scanned limit that works (a step of 0.5 GiB, under a chunk activation).
+    let (Some(t), Some(named)) = (smallest, named_last) else { panic!("{smallest:?} {named_last:?}") };
+    assert!(named <= f64::from(t) / 10.0 * gib, "{named} above the scanned {t} GiB/10 that works");
 }

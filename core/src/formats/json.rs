@@ -100,26 +100,47 @@ struct CostsJson {
 
 /// The `costs.profile` object: one list per cost, one number per piece of the model.
 #[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "an object of five lists, f, b, w, mem_f and mem_w")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an object of five lists, f, b, w, mem_f and mem_w, and optionally finer (more such objects)"
+)]
 struct ProfileJson {
     f: Vec<Number>,
     b: Vec<Number>,
     w: Vec<Number>,
     mem_f: Vec<Number>,
     mem_w: Vec<Number>,
+    /// The same model cut at whole layers into more pieces ([`CostProfile::finer`]); left out
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    finer: Vec<ProfileJson>,
 }
 
 impl From<&CostProfile> for ProfileJson {
     fn from(p: &CostProfile) -> ProfileJson {
         let list = |v: &[f64]| v.iter().copied().map(Number).collect();
-        ProfileJson { f: list(&p.f), b: list(&p.b), w: list(&p.w), mem_f: list(&p.mem_f), mem_w: list(&p.mem_w) }
+        ProfileJson {
+            f: list(&p.f),
+            b: list(&p.b),
+            w: list(&p.w),
+            mem_f: list(&p.mem_f),
+            mem_w: list(&p.mem_w),
+            finer: p.finer.iter().map(|f| ProfileJson::from(&**f)).collect(),
+        }
     }
 }
 
 impl From<ProfileJson> for CostProfile {
     fn from(p: ProfileJson) -> CostProfile {
         let list = |v: Vec<Number>| v.into_iter().map(|n| n.0).collect();
-        CostProfile { f: list(p.f), b: list(p.b), w: list(p.w), mem_f: list(p.mem_f), mem_w: list(p.mem_w) }
+        CostProfile {
+            f: list(p.f),
+            b: list(p.b),
+            w: list(p.w),
+            mem_f: list(p.mem_f),
+            mem_w: list(p.mem_w),
+            finer: p.finer.into_iter().map(|f| Arc::new(CostProfile::from(f))).collect(),
+        }
     }
 }
 

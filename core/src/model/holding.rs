@@ -2,7 +2,7 @@
 //! is the busiest: the playground's verdict line and the CLI's bottleneck line.
 
 use super::Derived;
-use crate::params::{CostProfile, Costs, StageCosts};
+use crate::params::{Costs, StageCosts};
 use crate::schedule::Placement;
 use crate::stats::Bottleneck;
 
@@ -23,19 +23,15 @@ impl Derived {
     /// pieces exactly as the simulator cuts their costs (stage `j` of `S` takes the model
     /// from `j/S` to `(j+1)/S`), and whether it holds the first or the last stage.
     pub fn holdings(&self, placement: &Placement) -> Vec<Holding> {
-        let layers: Vec<f64> = self.pieces.iter().map(|p| f64::from(p.piece.layers)).collect();
-        let profile = CostProfile {
-            f: layers.clone(),
-            b: vec![0.0; layers.len()],
-            w: vec![0.0; layers.len()],
-            mem_f: vec![0.0; layers.len()],
-            mem_w: vec![0.0; layers.len()],
-        };
+        let profile = self.quantity_profile(|p| f64::from(p.piece.layers));
         let costs = Costs::default().with_profile(profile, self.devices);
         let table = StageCosts::new(&costs, placement);
-        // Stage j of S covers pieces [j·N/S, (j+1)·N/S): it carries (a part of) the embedding
-        // or the LM head when that range reaches the first or the last piece, as its costs do.
-        let (n, per) = (self.pieces.len() as f64, f64::from(placement.stages_per_pipeline().max(1)));
+        // Stage j of S covers pieces [j·N/S, (j+1)·N/S) of the cut it runs (the finer one with
+        // S pieces when there is one): it carries (a part of) the embedding or the LM head
+        // when that range reaches the first or the last piece, as its costs do.
+        let per = placement.stages_per_pipeline().max(1);
+        let cut = self.finer.iter().find(|f| f.len() == per as usize).map_or(self.pieces.len(), Vec::len);
+        let (n, per) = (cut as f64, f64::from(per));
         let covers_first = |j: u32| f64::from(j) * n / per < 1.0;
         let covers_last = |j: u32| f64::from(j + 1) * n / per > n - 1.0;
         let embedding = self.pieces.first().is_some_and(|p| p.piece.embedding);

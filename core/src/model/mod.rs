@@ -57,10 +57,15 @@ pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
 pub use units::{byte_unit, format_bytes, parse_bytes, size_text, BYTE_UNITS};
 
 use crate::error::{Field, ParamError};
+use std::sync::Arc;
+
 use crate::params::{CostProfile, Costs};
 
 /// Default achieved TFLOP/s per device.
 pub const DEFAULT_TFLOPS: f64 = 400.0;
+/// Up to how many stages per device a model without a layout is also cut at whole layers
+/// ([`Derived::finer`]); families with more chunks share pieces in proportion.
+pub const MAX_CHUNKS_CUT: u32 = 8;
 /// Default link bandwidth between neighbouring devices, GB/s.
 pub const DEFAULT_BANDWIDTH_GBPS: f64 = 50.0;
 /// Default latency of one hop, µs.
@@ -279,29 +284,33 @@ impl Model {
         let [lmf, lmw] = self.layer_memory();
         let [hmf, hmw] = self.head_memory();
         let head = self.head_flops();
-        let pieces = layout
-            .pieces
-            .iter()
-            .map(|p| {
-                let n = f64::from(p.layers);
-                let h = if p.loss { head } else { 0.0 };
-                let mem_f =
-                    n * lmf + if p.loss { hmf } else { 0.0 } + if p.embedding { self.embedding_memory() } else { 0.0 };
-                let mem_w = n * lmw + if p.loss { hmw } else { 0.0 };
-                let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
-                let params =
-                    n * self.layer_params() + if p.embedding { vh } else { 0.0 } + if p.loss { vh } else { 0.0 };
-                PieceCosts {
-                    piece: *p,
-                    f: self.micros(n * lf + h),
-                    b: self.micros(n * lb + h),
-                    w: self.micros(n * lw + h),
-                    mem_f,
-                    mem_w,
-                    params,
-                }
-            })
-            .collect();
+        let piece_costs = |p: &Piece| {
+            let n = f64::from(p.layers);
+            let h = if p.loss { head } else { 0.0 };
+            let mem_f =
+                n * lmf + if p.loss { hmf } else { 0.0 } + if p.embedding { self.embedding_memory() } else { 0.0 };
+            let mem_w = n * lmw + if p.loss { hmw } else { 0.0 };
+            let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
+            let params = n * self.layer_params() + if p.embedding { vh } else { 0.0 } + if p.loss { vh } else { 0.0 };
+            PieceCosts {
+                piece: *p,
+                f: self.micros(n * lf + h),
+                b: self.micros(n * lb + h),
+                w: self.micros(n * lw + h),
+                mem_f,
+                mem_w,
+                params,
+            }
+        };
+        let pieces = layout.pieces.iter().map(piece_costs).collect();
+        // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
+        // device too: families with chunks run those stages, never fractions of a layer.
+        let finer = match self.layout {
+            Some(_) => Vec::new(),
+            None => (2..=MAX_CHUNKS_CUT)
+                .map(|v| Layout::even(self.layers, devices.saturating_mul(v)).pieces.iter().map(piece_costs).collect())
+                .collect(),
+        };
         let mut notes = Vec::new();
         if self.layout.is_none() && self.layers % devices != 0 {
             notes.push(format!(
@@ -310,7 +319,7 @@ impl Model {
                 self.layers % devices
             ));
         }
-        Ok(Derived { devices, layout, pieces, comm: self.comm(), notes })
+        Ok(Derived { devices, layout, pieces, finer, comm: self.comm(), notes })
     }
 }
 
@@ -352,6 +361,9 @@ pub struct Derived {
     pub layout: Layout,
     /// Costs of each piece, in pipeline order.
     pub pieces: Vec<PieceCosts>,
+    /// Without a given layout: the even split at whole layers into `k × devices` pieces for
+    /// `k` = 2 to [`MAX_CHUNKS_CUT`] (the stages of families with chunks); empty otherwise.
+    pub finer: Vec<Vec<PieceCosts>>,
     /// µs per hop.
     pub comm: f64,
     /// Things to tell the user (uneven splits).
@@ -361,14 +373,35 @@ pub struct Derived {
 impl Derived {
     /// The per-piece cost profile the simulator reads.
     pub fn profile(&self) -> CostProfile {
-        let list = |g: fn(&PieceCosts) -> f64| self.pieces.iter().map(g).collect();
-        CostProfile {
-            f: list(|p| p.f),
-            b: list(|p| p.b),
-            w: list(|p| p.w),
-            mem_f: list(|p| p.mem_f),
-            mem_w: list(|p| p.mem_w),
-        }
+        let of = |pieces: &[PieceCosts]| {
+            let list = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).collect();
+            CostProfile {
+                f: list(|p| p.f),
+                b: list(|p| p.b),
+                w: list(|p| p.w),
+                mem_f: list(|p| p.mem_f),
+                mem_w: list(|p| p.mem_w),
+                finer: Vec::new(),
+            }
+        };
+        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
+    }
+
+    /// One number of each piece (`value`) as a profile's `f` list, the other lists 0, with the
+    /// finer cuts: per-stage tables of any quantity cut as the simulator cuts costs.
+    pub fn quantity_profile(&self, value: fn(&PieceCosts) -> f64) -> CostProfile {
+        let of = |pieces: &[PieceCosts]| {
+            let zeros = vec![0.0; pieces.len()];
+            CostProfile {
+                f: pieces.iter().map(value).collect(),
+                b: zeros.clone(),
+                w: zeros.clone(),
+                mem_f: zeros.clone(),
+                mem_w: zeros,
+                finer: Vec::new(),
+            }
+        };
+        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
     }
 
     /// Costs for the schedule families: the profile, the communication time, and the mean

@@ -156,3 +156,58 @@ fn tensor_parallel_sizes_must_divide_heads_and_hidden() {
     assert!(Model { tp: 2048, ..m.clone() }.derive(4).is_err(), "tp above 1024 is refused");
     assert!(Model { tp: 8, ..m }.derive(4).is_ok());
 }
+
+/// The Megatron layout of `layers` over `stages` stages as evenly as possible (the first
+/// `layers % stages` stages one more), the embedding first and the LM head last: written out
+/// here as a user would, independently of [`Layout::even`].
+fn megatron_even(layers: u32, stages: u32) -> String {
+    (0..stages)
+        .map(|k| {
+            let n = layers / stages + u32::from(k < layers % stages);
+            let e = if k == 0 { "E" } else { "" };
+            let l = if k == stages - 1 { "L" } else { "" };
+            format!("{e}{}{l}", "t".repeat(n as usize))
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// Families that cut more stages than devices run the model cut at whole layers into those
+/// stages (the embedding on the first, the LM head on the last, wherever the placement puts
+/// them): exactly what the same model with that layout written out costs, never fractions
+/// of a layer, for interleaved, V-shaped and wave placements.
+#[test]
+fn chunked_families_cut_the_model_at_whole_layers_like_a_written_layout() {
+    let mut checked = 0;
+    for (model, devices) in
+        [(Model::new(16, 2048, 32, 2048, 1, 128_256), 4), (Model::new(24, 1024, 16, 1024, 1, 50_000), 4)]
+    {
+        for (family, chunks) in [
+            ("interleaved-1f1b", Some(2)),
+            ("interleaved-1f1b", Some(3)),
+            ("zb-v", None),
+            ("v-half", None),
+            ("hanayo", None),
+            ("1f1b", None),
+        ] {
+            let mut params = crate::ScheduleParams::new(devices, 8).with_costs(model.derive(devices).unwrap().costs());
+            params.chunks = chunks;
+            let Ok(derived) = crate::run(family, &params) else { continue };
+            let stages = derived.schedule.placement.stages_per_pipeline();
+            let written = Model { layout: Some(megatron_even(model.layers, stages)), ..model.clone() };
+            let mut exact = params.clone();
+            exact.costs = written.derive(devices).unwrap().costs();
+            let by_layout = crate::run(family, &exact).unwrap();
+            assert_eq!(derived.stats.cost, by_layout.stats.cost, "{family} {chunks:?}: {stages} stages");
+            assert_eq!(derived.stats.peak_memory, by_layout.stats.peak_memory, "{family} {chunks:?}");
+            // What each device holds: whole layers, the LM head where the last stage runs.
+            let holdings = model.derive(devices).unwrap().holdings(&derived.schedule.placement);
+            assert!(holdings.iter().all(|h| h.layers.fract() == 0.0), "{family} {chunks:?}: {holdings:?}");
+            let last = derived.schedule.placement.device_of(stages - 1).unwrap() as usize;
+            let heads: Vec<usize> = (0..holdings.len()).filter(|&d| holdings[d].loss).collect();
+            assert_eq!(heads, vec![last], "{family} {chunks:?}: {holdings:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} runs");
+}

@@ -656,6 +656,7 @@ mod tests {
             w: vec![0.1, 1.5],
             mem_f: vec![1.0, 1.0],
             mem_w: vec![0.5, 0.5],
+            finer: Vec::new(),
         };
         let costs = Costs { profile: Some(std::sync::Arc::new(profile)), ..Costs::default() };
         let p = ScheduleParams::new(2, 2).with_costs(costs.clone());

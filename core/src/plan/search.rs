@@ -92,8 +92,9 @@ pub struct Candidate {
     pub seq: Option<u32>,
     /// The layout given to the model (`None`: the even split or the model's own).
     pub layout: Option<String>,
-    /// Parameters of each piece of the cost profile, when static memory comes from the model.
-    pub piece_params: Option<Arc<Vec<f64>>>,
+    /// Parameters of each piece of the cost profile (in its `f` lists, with the finer cuts),
+    /// when static memory comes from the model.
+    pub piece_params: Option<Arc<CostProfile>>,
     /// Fixed static memory per device, otherwise.
     pub fixed_static: f64,
     /// The limit on activations plus static memory.
@@ -175,16 +176,8 @@ pub fn microbatch_candidates(devices: u32, global_batch: Option<u32>) -> Vec<u32
 /// Parameters each device holds under `placement`, from the parameters of each piece of the
 /// model: every stage takes the pieces it covers in proportion, the rule the simulator's cost
 /// table uses ([`StageCosts`]).
-pub fn device_params(piece_params: &[f64], placement: &Placement) -> Vec<f64> {
-    let zeros = vec![0.0; piece_params.len()];
-    let profile = CostProfile {
-        f: piece_params.to_vec(),
-        b: zeros.clone(),
-        w: zeros.clone(),
-        mem_f: zeros.clone(),
-        mem_w: zeros,
-    };
-    let costs = Costs { profile: Some(Arc::new(profile)), ..Costs::default() };
+pub fn device_params(piece_params: &CostProfile, placement: &Placement) -> Vec<f64> {
+    let costs = Costs { profile: Some(Arc::new(piece_params.clone())), ..Costs::default() };
     let table = StageCosts::new(&costs, placement);
     let mut out = vec![0.0; placement.devices() as usize];
     for (g, &p) in table.f.iter().enumerate() {
@@ -259,8 +252,7 @@ impl PlanSpec {
                             md.layout = layout.clone();
                         }
                         let derived = md.derive(self.devices)?;
-                        let params: Vec<f64> = derived.pieces.iter().map(|p| p.params).collect();
-                        (derived.costs(), Some(Arc::new(params)))
+                        (derived.costs(), Some(Arc::new(derived.quantity_profile(|p| p.params))))
                     }
                     CostSource::Costs(c) => (c.clone(), None),
                 };
@@ -334,6 +326,18 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
         Ok(s) => s,
         Err(e) => return Outcome::Invalid(e.to_string()),
     };
+    // A layout tried for the model names one piece per device: a family that cuts more
+    // stages would take fractions of its layers, so it runs with the even split only.
+    if let (Some(_), Some(profile)) = (&candidate.layout, &candidate.params.costs.profile) {
+        let stages = schedule.placement.stages_per_pipeline() as usize;
+        if profile.pieces() != stages && profile.finer.iter().all(|f| f.pieces() != stages) {
+            return Outcome::Invalid(format!(
+                "the layout has {} stages and {} cuts {stages}: tried with the even split only",
+                profile.pieces(),
+                family.name
+            ));
+        }
+    }
     let statics = match &candidate.piece_params {
         Some(p) => device_params(p, &schedule.placement).iter().map(|n| n * BYTES_PER_PARAMETER).collect(),
         None => vec![candidate.fixed_static; schedule.devices() as usize],
@@ -453,8 +457,9 @@ mod tests {
 
     #[test]
     fn device_params_follow_the_placement() {
-        let pieces = [10.0, 20.0, 30.0, 40.0];
-        assert_eq!(device_params(&pieces, &Placement::linear(4)), pieces.to_vec());
+        let values = [10.0, 20.0, 30.0, 40.0];
+        let pieces = CostProfile { f: values.to_vec(), ..CostProfile::uniform(&Costs::default(), 4) };
+        assert_eq!(device_params(&pieces, &Placement::linear(4)), values.to_vec());
         // V: device 0 holds the first half of share 0 and the second half of share 3.
         assert_eq!(device_params(&pieces, &Placement::v_shape(4)), vec![25.0, 25.0, 25.0, 25.0]);
         // Two replicas: every device holds share k and share P-1-k.
