@@ -107,7 +107,8 @@ pub struct CostArgs {
     #[arg(long = "mem-w", value_parser = |t: &str| parse_list(t, Field::MemW), value_name = "Y", allow_hyphen_values = true)]
     pub mem_w: Option<CostList>,
     /// Per-device activation memory limit, in mem-f's unit; with model flags also `80GiB`,
-    /// `512MiB` [default: none].
+    /// `512MiB` [default: none]. In `plan` the limit holds activations plus static memory
+    /// (weights and optimizer state, see --static-memory); elsewhere activations only.
     #[arg(long = "mem-limit", value_name = "L", allow_hyphen_values = true)]
     pub mem_limit: Option<String>,
     #[command(flatten)]

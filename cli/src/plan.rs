@@ -66,14 +66,35 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         families: all_families(),
     };
     let candidates = spec.candidates().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let searched = candidates.len();
+    let total = candidates.len();
     let mut found = PlanSearch::collect(crate::sweep::run_parallel(candidates, evaluate));
+    let searched = total - found.not_tried;
     found.plans.truncate(args.top as usize);
     for p in &mut found.plans {
         attribute_plan(p);
     }
     let bytes = model.is_some();
     let Some(best) = found.plans.first() else {
+        let mut hints = vec![
+            "raise --mem-limit, or use more devices (each holds less of the model)".to_string(),
+            "with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string(),
+        ];
+        // When the weights and optimizer state alone leave no room, say so and name --tp.
+        if let (Some(m), StaticMemory::FromModel) = (&model, &spec.static_memory) {
+            if let Ok(d) = m.derive(args.devices) {
+                let least = d.shares().iter().map(|s| s.params).fold(f64::INFINITY, f64::min) * BYTES_PER_PARAMETER;
+                if least >= limit {
+                    hints.insert(
+                        0,
+                        format!(
+                            "weights and optimizer state alone take {} or more per device ({BYTES_PER_PARAMETER} bytes per parameter of a share): split each stage over more GPUs with --tp (currently {}), or use more devices",
+                            format_bytes(least),
+                            m.tp
+                        ),
+                    );
+                }
+            }
+        }
         return Err(crate::user_error(
             &format!(
                 "no plan fits under the limit of {} per device ({searched} candidates: {} above it, {} invalid)",
@@ -81,10 +102,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 found.over_limit,
                 found.invalid
             ),
-            &[
-                "raise --mem-limit, or use more devices (each holds less of the model)",
-                "with a model, lower --static-memory, or a smaller --micro-batch or --global-batch",
-            ],
+            &hints,
         ));
     };
     if let Some(path) = &args.export {

@@ -143,4 +143,26 @@ fn bad_plan_requests_exit_2_with_hints() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(err.contains("\n  hint: "), "{args:?}: {err}");
     }
+    // Llama 3 70B's weights and Adam state alone overflow 80 GiB on 8 devices: the error says
+    // so and names --tp, with which the same search finds plans.
+    let big = [
+        "plan",
+        "--model",
+        "llama-3-70b",
+        "-p",
+        "8",
+        "--mem-limit",
+        "80GiB",
+        "--global-batch",
+        "8",
+        "--micro-batch",
+        "1",
+    ];
+    let err = fails(dir.path(), &big);
+    assert!(
+        err.contains("hint: weights and optimizer state alone take") && err.contains("--tp (currently 1)"),
+        "{err}"
+    );
+    let with_tp: Vec<&str> = big.iter().copied().chain(["--tp", "8"]).collect();
+    assert!(ok(dir.path(), &with_tp).starts_with("best plans on 8 devices under 80 GiB"));
 }

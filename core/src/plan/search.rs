@@ -131,6 +131,9 @@ pub struct PlanSearch {
     pub over_limit: usize,
     /// Candidates the family could not take (or refused as too slow to search).
     pub invalid: usize,
+    /// Candidates left out on running: a moved-layer layout with a family that cuts more
+    /// stages than it describes ([`Outcome::NotTried`]).
+    pub not_tried: usize,
 }
 
 /// Layer counts per share to try for `model` on `devices` devices: the model's own layout if
@@ -309,6 +312,9 @@ pub enum Outcome {
     OverLimit,
     /// The family could not take it (the reason), or its search is too slow to try.
     Invalid(String),
+    /// Not a candidate after all: the layout tried names one piece per device and the family
+    /// cuts more stages (it runs with the even split only).
+    NotTried,
 }
 
 /// Runs one candidate: the static memory its placement holds, the activation limit a
@@ -331,11 +337,7 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     if let (Some(_), Some(profile)) = (&candidate.layout, &candidate.params.costs.profile) {
         let stages = schedule.placement.stages_per_pipeline() as usize;
         if profile.pieces() != stages && profile.finer.iter().all(|f| f.pieces() != stages) {
-            return Outcome::Invalid(format!(
-                "the layout has {} stages and {} cuts {stages}: tried with the even split only",
-                profile.pieces(),
-                family.name
-            ));
+            return Outcome::NotTried;
         }
     }
     let statics = match &candidate.piece_params {
@@ -405,6 +407,7 @@ impl PlanSearch {
                 Outcome::Fits(p) => out.plans.push(*p),
                 Outcome::OverLimit => out.over_limit += 1,
                 Outcome::Invalid(_) => out.invalid += 1,
+                Outcome::NotTried => out.not_tried += 1,
             }
         }
         out.plans.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then(a.memory.total_cmp(&b.memory)));
