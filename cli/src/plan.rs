@@ -115,6 +115,22 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             // Standard output holds the CSV alone, so it can be piped.
             return Ok(());
         }
+        // The CSV holds the orders, not the costs: say how to read it back at the plan's.
+        let flags = match model.is_some() {
+            true => {
+                let mut m = args.costs.model.spec();
+                if let Some(b) = c.micro_batch {
+                    let _ = m.set(Field::MicroBatch, &b.to_string());
+                }
+                if let Some(layout) = &c.layout {
+                    let _ = m.set(Field::Layout, layout);
+                }
+                m.cli_flags()
+            }
+            false => "and the same cost flags".to_string(),
+        };
+        let shown = bubblescope::permalink::shell_word(&path.display().to_string());
+        eprintln!("wrote {shown}; read it back at the plan's costs with: bubblescope simulate --from {shown} {flags}");
     }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&json(&spec, &found, searched))?;

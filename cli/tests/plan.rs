@@ -112,6 +112,14 @@ fn the_winner_exports_and_imports_back() {
     let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
     let imported: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
     assert_eq!(imported["cost"], best["cost"], "{best}");
+    // The export says how to read it back; the command it prints gives the plan's cost.
+    let out = common::bubblescope(dir.path(), &args);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap_or_else(|| panic!("{said}"));
+    let mut again: Vec<&str> = command.split_whitespace().collect();
+    again.push("--json");
+    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
+    assert_eq!(read_back["cost"], best["cost"], "{said}");
 }
 
 #[test]
