@@ -59,7 +59,8 @@ impl Layout {
         if spec.is_empty() {
             return Err(err("the layout is empty").hint("write e.g. `Et*4|t*4|t*4|t*4L` or `4,4,4,4`"));
         }
-        let plain = spec.chars().all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace());
+        // No letter, group or stage mark: a list of counts, however mistyped (`8,8,-8`, `8;8`).
+        let plain = !spec.chars().any(|c| c.is_ascii_alphabetic() || "|()*".contains(c));
         let layout = if plain { parse_counts(spec)? } else { parse_megatron(spec)? };
         layout.check(layers, devices)?;
         Ok(layout)
@@ -128,6 +129,15 @@ impl Layout {
             ))
             .hint("put `E` in the first stage and `L` in the last"));
         }
+        // Data enters at the embedding and leaves at the head: the first and the last stage.
+        if let Some(k) = self.pieces.iter().position(|p| p.embedding).filter(|&k| k != 0) {
+            return Err(err(format!("the embedding (E) is in stage {}, expected the first stage", k + 1))
+                .hint("put `E` in the first stage and `L` in the last"));
+        }
+        if let Some(k) = self.pieces.iter().position(|p| p.loss).filter(|&k| k + 1 != n) {
+            return Err(err(format!("the LM head (L) is in stage {}, expected the last stage ({n})", k + 1))
+                .hint("put `E` in the first stage and `L` in the last"));
+        }
         Ok(())
     }
 }
@@ -170,6 +180,13 @@ fn parse_megatron(spec: &str) -> Result<Layout, ParamError> {
     if pos < chars.len() {
         return Err(err(format!("unexpected `{}` at position {} of the layout", chars[pos], pos + 1))
             .hint("parentheses must be balanced"));
+    }
+    for (mark, name) in [('E', "embeddings (E)"), ('L', "LM heads (L)")] {
+        let count = tokens.iter().filter(|&&t| t == mark).count();
+        if count > 1 {
+            return Err(err(format!("the layout has {count} {name}, expected one"))
+                .hint("put `E` in the first stage and `L` in the last"));
+        }
     }
     let mut pieces = vec![Piece::default()];
     for t in tokens {
@@ -300,5 +317,17 @@ mod tests {
         assert!(msg("(((t*100000)*100000)*100000)", 1, 1).contains("expands to more than"));
         assert!(msg("Et*99999999999999999999|L", 1, 1).contains("`*99999999999999999999` in the layout is too large"));
         assert!(msg("", 1, 1).contains("empty"));
+        // Counts mistyped are read as counts, and the item that is wrong is named.
+        assert!(msg("8,8,8,-8", 32, 4).contains("item 4 of the layout is `-8`"));
+        assert!(msg("8,8,8,8.5", 32, 4).contains("item 4 of the layout is `8.5`"));
+        assert!(msg("8;8;8;8", 32, 4).contains("item 1 of the layout is `8;8;8;8`"));
+        // One embedding first, one head last.
+        assert!(msg("Et*8|t*8|t*8|t*8LL", 32, 4).contains("the layout has 2 LM heads (L), expected one"));
+        assert!(msg("EEt*8|t*8|t*8|t*8L", 32, 4).contains("2 embeddings (E), expected one"));
+        assert!(msg("LEt*8|t*8|t*8|t*8", 32, 4).contains("the LM head (L) is in stage 1, expected the last stage (4)"));
+        assert!(msg("t*8|Et*8|t*8|t*8L", 32, 4).contains("the embedding (E) is in stage 2, expected the first stage"));
+        for bad in ["8,8,8,-8", "Et*8|t*8|t*8|t*8LL", "LEt*8|t*8|t*8|t*8"] {
+            assert!(msg(bad, 32, 4).contains("\n  hint: "), "{bad}");
+        }
     }
 }
