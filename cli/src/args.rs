@@ -394,7 +394,8 @@ pub struct SimulateArgs {
     pub optimal: bool,
     /// Search nodes `--optimal` may spend (implies `--optimal`), plus a quarter more to prove
     /// a bound when the search does not finish; the default, 120,000, takes up to about a
-    /// second natively at P = 4, M = 8. A larger budget proves more problems optimal and
+    /// second natively at P = 4, M = 8 with one chunk (96 passes) and several seconds for
+    /// two-chunk schedules (192 passes). A larger budget proves more problems optimal and
     /// narrows the interval of those it does not.
     #[arg(long, value_name = "N", value_parser = search_nodes)]
     pub optimal_nodes: Option<u64>,
