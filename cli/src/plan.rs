@@ -9,6 +9,7 @@ use bubblescope::formats::{self, ExportOptions, Format};
 use bubblescope::model::{format_bytes, parse_bytes};
 use bubblescope::plan::{
     all_families, attribute_plan, evaluate, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
+    MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 use bubblescope::render::format_number;
 use bubblescope::Field;
@@ -52,6 +53,26 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         None if model.is_some() => StaticMemory::FromModel,
         None => StaticMemory::Fixed(0.0),
     };
+    // What the search leaves out, said before it runs.
+    if let (Some(g), false) = (args.global_batch, keep_micro_batch) {
+        let tried = bubblescope::plan::microbatch_candidates(args.devices, Some(g));
+        if let Some(&most) = tried.last().filter(|_| g > args.devices.saturating_mul(MAX_PLAN_MICROBATCHES_PER_DEVICE))
+        {
+            eprintln!(
+                "note: microbatch counts above {} ({MAX_PLAN_MICROBATCHES_PER_DEVICE} per device) are not tried, so micro-batches are {} samples or more; --micro-batch fixes one",
+                args.devices.saturating_mul(MAX_PLAN_MICROBATCHES_PER_DEVICE),
+                g / most
+            );
+        }
+    }
+    if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
+        eprintln!(
+            "note: {} layers on {} devices: with one stage per device, {} devices hold no layer",
+            m.layers,
+            args.devices,
+            args.devices - m.layers
+        );
+    }
     let source = match &model {
         Some(m) => CostSource::Model(m.clone()),
         None => CostSource::Costs(args.costs.costs(None, args.devices)?),

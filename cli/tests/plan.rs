@@ -174,3 +174,27 @@ fn bad_plan_requests_exit_2_with_hints() {
     let with_tp: Vec<&str> = big.iter().copied().chain(["--tp", "8"]).collect();
     assert!(ok(dir.path(), &with_tp).starts_with("best plans on 8 devices under 80 GiB"));
 }
+
+#[test]
+fn the_search_says_what_it_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny =
+        ["--layers", "2", "--hidden", "64", "--heads", "2", "--seq", "64", "--vocab", "100", "--mem-limit", "1GiB"];
+    // 128 samples on 2 devices: counts above 64 are not tried, so micro-batches of 2 or more.
+    let args: Vec<&str> = ["plan", "-p", "2", "--global-batch", "128"].into_iter().chain(tiny).collect();
+    let out = common::bubblescope(dir.path(), &args);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        said.contains(
+            "note: microbatch counts above 64 (32 per device) are not tried, so micro-batches are 2 samples or more"
+        ),
+        "{said}"
+    );
+    // With the micro-batch fixed, nothing is left out.
+    let fixed: Vec<&str> = args.iter().copied().chain(["--micro-batch", "1"]).collect();
+    assert!(!String::from_utf8_lossy(&common::bubblescope(dir.path(), &fixed).stderr).contains("note:"));
+    // Two layers on four devices: two hold none.
+    let args: Vec<&str> = ["plan", "-p", "4", "--micro-batch", "1"].into_iter().chain(tiny).collect();
+    let said = String::from_utf8_lossy(&common::bubblescope(dir.path(), &args).stderr).to_string();
+    assert!(said.contains("note: 2 layers on 4 devices: with one stage per device, 2 devices hold no layer"), "{said}");
+}

@@ -10,6 +10,7 @@ pub use pareto::{dominates, front};
 pub use search::{
     all_families, attribute_plan, device_params, evaluate, layout_candidates, microbatch_candidates, plan, Candidate,
     CostSource, Outcome, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
+    MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 pub use sweep::{
     parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
