@@ -163,6 +163,8 @@ impl CostLists {
         } else if base.mem_w.is_none() && base.profile.is_none() {
             p.mem_w = p.mem_f.iter().map(|m| m / 2.0).collect();
         }
+        // The model's finer cuts describe the costs before these edits: they go.
+        p.finer.clear();
         Ok(Costs { profile: None, ..scalars }.with_profile(p, devices))
     }
 
@@ -217,6 +219,12 @@ mod tests {
         let over = CostLists { w: Some(vec![1.0]), ..CostLists::default() }.apply(&model, 4).unwrap();
         let shares = model.profile.as_deref().unwrap().per_device(4);
         assert_eq!((profile(&over).f, profile(&over).w), (shares.f, vec![1.0; 4]));
+        // Its whole-layer cuts for chunked families describe the costs before the edit: gone,
+        // so a two-chunk schedule runs at the edited times (W at 1 on every share).
+        assert!(!profile(&model).finer.is_empty() && profile(&over).finer.is_empty());
+        let zbv = |c: &Costs| crate::run("zb-v", &crate::ScheduleParams::new(4, 8).with_costs(c.clone())).unwrap();
+        let table = crate::StageCosts::for_schedule(&over, &zbv(&over).schedule);
+        assert!(table.w.iter().all(|&w| (w - 0.5).abs() < 1e-12), "{:?}", table.w);
     }
 
     #[test]

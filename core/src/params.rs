@@ -324,6 +324,7 @@ fn check_number(field: Field, value: f64) -> Result<(), ParamError> {
             }
             Field::MemF | Field::MemW => "memory is a size: 0 or more, e.g. 1 or 0.5",
             Field::Comm => "communication is the time of one hop between devices: 0 for none, e.g. 0.25",
+            Field::Overlap => "the overlapped F&B pair takes a positive time, e.g. 1.5; leave it out for no gain",
             _ => "times are durations: 0 or more, e.g. 1 or 2.5",
         };
         return Err(ParamError::new(field, format!("{name} must not be negative, found {shown}")).hint(hint));

@@ -304,11 +304,16 @@ impl Model {
         };
         let pieces = layout.pieces.iter().map(piece_costs).collect();
         // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
-        // device too: families with chunks run those stages, never fractions of a layer.
+        // device too, where the layers divide evenly into them: families with chunks run
+        // those stages, never fractions of a layer. (An uneven whole-layer cut makes some
+        // stages heavier than the next, which zb-v's heuristic cannot schedule; those stay
+        // proportional, as a layout of P pieces does.)
         let finer = match self.layout {
             Some(_) => Vec::new(),
             None => (2..=MAX_CHUNKS_CUT)
-                .map(|v| Layout::even(self.layers, devices.saturating_mul(v)).pieces.iter().map(piece_costs).collect())
+                .map(|v| devices.saturating_mul(v))
+                .filter(|&stages| self.layers % stages == 0)
+                .map(|stages| Layout::even(self.layers, stages).pieces.iter().map(piece_costs).collect())
                 .collect(),
         };
         let mut notes = Vec::new();
@@ -362,7 +367,8 @@ pub struct Derived {
     /// Costs of each piece, in pipeline order.
     pub pieces: Vec<PieceCosts>,
     /// Without a given layout: the even split at whole layers into `k × devices` pieces for
-    /// `k` = 2 to [`MAX_CHUNKS_CUT`] (the stages of families with chunks); empty otherwise.
+    /// `k` = 2 to [`MAX_CHUNKS_CUT`] where the layers divide evenly into them (the stages of
+    /// families with chunks); empty otherwise.
     pub finer: Vec<Vec<PieceCosts>>,
     /// µs per hop.
     pub comm: f64,

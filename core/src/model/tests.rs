@@ -194,6 +194,10 @@ fn chunked_families_cut_the_model_at_whole_layers_like_a_written_layout() {
             params.chunks = chunks;
             let Ok(derived) = crate::run(family, &params) else { continue };
             let stages = derived.schedule.placement.stages_per_pipeline();
+            if model.layers % stages != 0 {
+                // An uneven cut stays proportional (see `Derived::finer`).
+                continue;
+            }
             let written = Model { layout: Some(megatron_even(model.layers, stages)), ..model.clone() };
             let mut exact = params.clone();
             exact.costs = written.derive(devices).unwrap().costs();
@@ -209,5 +213,11 @@ fn chunked_families_cut_the_model_at_whole_layers_like_a_written_layout() {
             checked += 1;
         }
     }
-    assert!(checked >= 10, "only {checked} runs");
+    assert!(checked >= 8, "only {checked} runs");
+    // Where the layers do not divide into the stages the cut stays proportional, and zb-v
+    // runs (an uneven whole-layer cut is one its heuristic cannot schedule): the Zero Bubble
+    // paper's 1.5B model on its own 8 devices and 24 microbatches.
+    let p = crate::model::presets::model_preset("zb-1.5b").unwrap();
+    let params = crate::ScheduleParams::new(8, 24).with_costs(p.model.derive(8).unwrap().costs());
+    assert!(crate::run("zb-v", &params).is_ok());
 }
