@@ -127,10 +127,37 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         ));
     };
     if let Some(path) = &args.export {
-        let c = &best.candidate;
-        let schedule = bubblescope::generate(c.family.name, &c.params).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let text = formats::export(&schedule, Some(&c.params.costs), Format::PytorchCsv, &ExportOptions::default())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // The best plan PyTorch's CSV can hold (one pipeline): the winner unless it runs two.
+        let mut first_error = None;
+        let mut written = None;
+        for (k, plan) in found.plans.iter().enumerate() {
+            let c = &plan.candidate;
+            let exported = bubblescope::generate(c.family.name, &c.params).map_err(|e| e.to_string()).and_then(|s| {
+                formats::export(&s, Some(&c.params.costs), Format::PytorchCsv, &ExportOptions::default())
+                    .map_err(|e| e.to_string())
+            });
+            match exported {
+                Ok(text) => {
+                    written = Some((k, c, text));
+                    break;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let Some((k, c, text)) = written else {
+            return Err(anyhow::anyhow!("{}", first_error.unwrap_or_default()));
+        };
+        if k > 0 {
+            eprintln!(
+                "note: plan 1 ({}) cannot be written as a PyTorch schedule CSV: {}; --export wrote plan {} ({}), the best that can",
+                best.candidate.family.name,
+                first_error.as_deref().unwrap_or_default().lines().next().unwrap_or_default(),
+                k + 1,
+                c.family.name
+            );
+        }
         crate::write_output(path, text.as_bytes())?;
         if crate::is_std(path) {
             // Standard output holds the CSV alone, so it can be piped.

@@ -198,3 +198,25 @@ fn the_search_says_what_it_leaves_out() {
     let said = String::from_utf8_lossy(&common::bubblescope(dir.path(), &args).stderr).to_string();
     assert!(said.contains("note: 2 layers on 4 devices: with one stage per device, 2 devices hold no layer"), "{said}");
 }
+
+#[test]
+fn export_takes_the_best_plan_a_pytorch_csv_can_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    // DualPipe wins here, but its two pipelines do not fit PyTorch's CSV: the export takes
+    // the best plan that does, says so, and reads back at that plan's cost.
+    let args = ["plan", "--model", "zb-1.5b", "-p", "4", "--mem-limit", "40GiB", "--global-batch", "16"];
+    let v: Value =
+        serde_json::from_str(&ok(dir.path(), &args.iter().copied().chain(["--json"]).collect::<Vec<_>>())).unwrap();
+    let plans = v["plans"].as_array().unwrap();
+    assert_eq!(plans[0]["schedule"], "dualpipe", "{v}");
+    let k = plans.iter().position(|p| p["schedule"] != "dualpipe" && p["schedule"] != "dualpipe-v").unwrap();
+    let out = common::bubblescope(dir.path(), &args.iter().copied().chain(["--export", "x.csv"]).collect::<Vec<_>>());
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(said.contains("note: plan 1 (dualpipe) cannot be written as a PyTorch schedule CSV"), "{said}");
+    assert!(said.contains(&format!("--export wrote plan {}", k + 1)), "{said}");
+    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
+    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
+    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
+    assert_eq!(read_back["cost"], plans[k]["cost"], "{said}");
+}
