@@ -615,7 +615,8 @@ fn whole(text: &str, what: &str, max: u64, hint: &str) -> Result<u64, String> {
         .map_err(|_| fail(format!("expected a whole number, found `{}`", bubblescope::formats::sanitize(text))))?;
     match u64::try_from(value) {
         Ok(v) if (1..=max).contains(&v) => Ok(v),
-        _ if max == u64::from(u32::MAX) => Err(fail(format!("{what} must be at least 1, found {value}"))),
+        _ if max == u64::from(u32::MAX) && value < 1 => Err(fail(format!("{what} must be at least 1, found {value}"))),
+        _ if max == u64::from(u32::MAX) => Err(fail(format!("{what} must be at most {max}, found {value}"))),
         _ => Err(fail(format!("{what} must be between 1 and {max}, found {value}"))),
     }
 }

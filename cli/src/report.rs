@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use bubblescope::bounds::{problem_limit, LowerBound};
 use bubblescope::error::short_number;
-use bubblescope::optimal::{tight_lower_bound, Budget, Optimum};
+use bubblescope::optimal::{run_lower_bound, Budget, Optimum};
 use bubblescope::render::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
@@ -108,9 +108,7 @@ fn memory_part(family: Option<&Family>, params: &ScheduleParams, cost: f64) -> O
 /// the closed form, raised by the device relaxation on problems the search takes.
 fn lower_bound_of(family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> LowerBound {
     let limit = problem_limit(family, params, &a.stats);
-    // The schedule is an order of the problem when it fits the limit: nothing goes higher.
-    let known = (a.stats.peak_memory <= limit + 1e-9 * limit.max(1.0)).then_some(a.stats.cost);
-    tight_lower_bound(&a.schedule, &params.costs, Some(limit), known)
+    run_lower_bound(&a.schedule, &params.costs, limit, &a.stats)
 }
 
 /// `simulate --optimal`: the best order of the same passes, as `optimal` and `gap` in JSON.

@@ -445,6 +445,10 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
         (["simulate", "-s", "1f1b", "-p", "-1"], "devices must be between 1 and 1024, found -1"),
         (["simulate", "-s", "1f1b", "-m", "70000"], "microbatches must be between 1 and 65536, found 70000"),
         (["simulate", "-s", "interleaved-1f1b", "--chunks", "-2"], "must be at least 1, found -2"),
+        (
+            ["simulate", "-s", "interleaved-1f1b", "--chunks", "99999999999"],
+            "must be at most 4294967295, found 99999999999",
+        ),
     ] {
         let e = fails(d, &args);
         assert!(e.contains(message) && e.contains("\n  hint: "), "{e}");

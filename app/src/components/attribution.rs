@@ -54,9 +54,7 @@ pub fn AttributionBar() -> impl IntoView {
                 let limit = bubblescope::bounds::problem_limit(fam, &params, &a.stats);
                 // The closed form raised by the device relaxation (a few ms on problems the
                 // search takes; the closed form alone past them).
-                let fits = a.stats.peak_memory <= limit + 1e-9 * limit.max(1.0);
-                let known = fits.then_some(a.stats.cost);
-                let lb = bubblescope::optimal::tight_lower_bound(&a.schedule, &costs, Some(limit), known);
+                let lb = bubblescope::optimal::run_lower_bound(&a.schedule, &costs, limit, &a.stats);
                 let bound = Some((lb.value, lb.excess(a.stats.cost)));
                 shown.set(parts.map(|parts| Shown { id, gap, parts, memory, bound }));
             },
