@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use bubblescope::bounds::{problem_limit, LowerBound};
+use bubblescope::bounds::{problem_limit, LowerBound, Standing};
 use bubblescope::error::short_number;
 use bubblescope::optimal::{run_lower_bound, Budget, Optimum};
 use bubblescope::render::{format_micros, format_number, Units};
@@ -267,13 +267,15 @@ pub fn table(
             n(c)
         ),
     };
-    let _ = writeln!(
-        out,
-        "{:<12} {:<12} within {}% of it: {why}",
-        "lower bound",
-        n(lb.value),
-        format_number(100.0 * lb.excess(s.cost), 1),
-    );
+    let standing = match lb.standing(s, problem_limit(family, params, s)) {
+        Standing::Meets => "met: no order is cheaper".to_string(),
+        Standing::Within(excess) => format!("within {}% of it", format_number(100.0 * excess, 1)),
+        Standing::OverLimit { peak, limit } => {
+            let mem = |v: f64| if derived.is_some() { bubblescope::model::format_bytes(v) } else { n(v) };
+            format!("for orders within memory {}; this one peaks at {}, over it", mem(limit), mem(peak))
+        }
+    };
+    let _ = writeln!(out, "{:<12} {:<12} {standing}: {why}", "lower bound", n(lb.value));
     if !c.is_uniform() {
         let _ = writeln!(out, "{:<12} {:<12} does not apply: stages cost different amounts", "closed form", "—");
     }

@@ -26,6 +26,21 @@ fn every_run_has_a_lower_bound_and_the_table_says_how_far_above_it() {
     // Without communication the closed form is already tight and stays.
     let v = json(&["simulate", "-s", "zb-1p", "--json"]);
     assert_eq!(v["lower_bound"], v["lower_bound_closed_form"], "{v}");
+    // A schedule at the bound says so, not "within 0%".
+    let out = ok(&["simulate", "-s", "1f1b"]);
+    assert!(out.contains("lower bound  33           met: no order is cheaper"), "{out}");
+}
+
+#[test]
+fn a_run_over_its_memory_limit_is_not_measured_against_the_bound_of_orders_within_it() {
+    // GPipe holds all 8 forwards; at a limit of 3 every order within it costs more than
+    // GPipe's 33, so "within -15.4% of it" would be nonsense.
+    let v = json(&["simulate", "-s", "gpipe", "--mem-limit", "3", "--json"]);
+    let (bound, cost) = (v["lower_bound"].as_f64().unwrap(), v["cost"].as_f64().unwrap());
+    assert!(bound > cost, "{bound} vs {cost}");
+    let out = ok(&["simulate", "-s", "gpipe", "--mem-limit", "3"]);
+    assert!(out.contains("for orders within memory 3; this one peaks at 8, over it"), "{out}");
+    assert!(!out.contains("within -"), "{out}");
 }
 
 #[test]

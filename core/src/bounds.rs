@@ -74,6 +74,38 @@ impl LowerBound {
             0.0
         }
     }
+
+    /// How a run stands against the bound of its problem (`limit` from [`problem_limit`]):
+    /// a run whose peak is over the limit is not an order of the problem, so it may cost less
+    /// than the bound, and "within −15% of it" would mislead.
+    pub fn standing(&self, stats: &Stats, limit: f64) -> Standing {
+        if stats.peak_memory > limit + 1e-9 * limit.abs().max(1.0) {
+            return Standing::OverLimit { peak: stats.peak_memory, limit };
+        }
+        let excess = self.excess(stats.cost);
+        if excess <= 1e-9 {
+            Standing::Meets
+        } else {
+            Standing::Within(excess)
+        }
+    }
+}
+
+/// How a run's cost stands against the lower bound of its problem ([`LowerBound::standing`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Standing {
+    /// The cost is the bound: no order of the problem is cheaper.
+    Meets,
+    /// The cost is this fraction above the bound (0.018 for 1.8%).
+    Within(f64),
+    /// The run holds more activation memory than the limit: the bound is what orders within
+    /// the limit cost, not a measure of this run.
+    OverLimit {
+        /// The run's peak activation memory.
+        peak: f64,
+        /// The problem's limit.
+        limit: f64,
+    },
 }
 
 /// The memory limit of the problem a run solves: `--mem-limit`, or the family's default
@@ -308,6 +340,19 @@ mod tests {
     fn bound(name: &str, params: &ScheduleParams, limit: Option<f64>) -> (f64, f64) {
         let a = run(name, params).unwrap();
         (lower_bound(&a.schedule, &params.costs, limit).value, a.stats.cost)
+    }
+
+    #[test]
+    fn a_run_stands_against_the_bound_by_its_cost_unless_it_is_over_the_limit() {
+        let a = run("gpipe", &ScheduleParams::new(4, 8)).unwrap();
+        let lb = |value: f64| LowerBound { value, ..lower_bound(&a.schedule, &Costs::default(), None) };
+        // GPipe: cost 33, peak 8.
+        assert_eq!(lb(33.0).standing(&a.stats, 8.0), Standing::Meets);
+        let Standing::Within(x) = lb(30.0).standing(&a.stats, 8.0) else { panic!("above the bound") };
+        assert!((x - 0.1).abs() < 1e-12, "{x}");
+        assert_eq!(lb(39.0).standing(&a.stats, 3.0), Standing::OverLimit { peak: 8.0, limit: 3.0 });
+        // Over the limit even when the cost is above the bound.
+        assert!(matches!(lb(30.0).standing(&a.stats, 7.5), Standing::OverLimit { .. }));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use bubblescope::attribution::Parts;
+use bubblescope::bounds::Standing;
 use bubblescope::render::{format_number, Cause};
 use leptos::prelude::*;
 
@@ -20,9 +21,9 @@ struct Shown {
     /// The memory part (a memory-aware family against itself without a limit), reported
     /// beside the three, not inside them; `None` for families without a limit.
     memory: Option<f64>,
-    /// The lower bound on any order of the same passes under the same limit, and how far
-    /// the cost is above it.
-    bound: Option<(f64, f64)>,
+    /// The lower bound on any order of the same passes under the same limit, and how the
+    /// cost stands against it.
+    bound: Option<(f64, Standing)>,
 }
 
 /// The stacked bar of `cost − ideal` by cause.
@@ -55,7 +56,7 @@ pub fn AttributionBar() -> impl IntoView {
                 // The closed form raised by the device relaxation (a few ms on problems the
                 // search takes; the closed form alone past them).
                 let lb = bubblescope::optimal::run_lower_bound(&a.schedule, &costs, limit, &a.stats);
-                let bound = Some((lb.value, lb.excess(a.stats.cost)));
+                let bound = Some((lb.value, lb.standing(&a.stats, limit)));
                 shown.set(parts.map(|parts| Shown { id, gap, parts, memory, bound }));
             },
             Duration::ZERO,
@@ -106,13 +107,20 @@ pub fn AttributionBar() -> impl IntoView {
                             <span class="muted" data-testid="attribution-total" data-value=s.gap.to_string()>
                                 "cost − ideal = " {n(s.gap)}
                             </span>
-                            {s.bound.map(|(value, excess)| view! {
+                            {s.bound.map(|(value, standing)| view! {
                                 <span class="muted" data-testid="lower-bound" data-value=value.to_string()
                                     title="no order of the same passes under the same memory limit can finish sooner: the busiest device's work plus the fill its dependencies force">
-                                    {if excess <= 1e-9 {
-                                        format!("optimal: meets the lower bound {}", n(value))
-                                    } else {
-                                        format!("within {}% of the lower bound {}", format_number(excess * 100.0, 1), n(value))
+                                    {match standing {
+                                        Standing::Meets => format!("optimal: meets the lower bound {}", n(value)),
+                                        Standing::Within(excess) => format!(
+                                            "within {}% of the lower bound {}",
+                                            format_number(excess * 100.0, 1),
+                                            n(value)
+                                        ),
+                                        Standing::OverLimit { .. } => format!(
+                                            "over the memory limit: orders within it take at least {}",
+                                            n(value)
+                                        ),
                                     }}
                                 </span>
                             })}
