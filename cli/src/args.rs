@@ -168,6 +168,9 @@ pub struct ModelArgs {
     /// Attention heads.
     #[arg(long, value_name = "A", value_parser = |t: &str| model_count(t, Field::Heads))]
     pub heads: Option<u32>,
+    /// Key/value heads of grouped-query attention [default: heads; 8 for the Llama presets].
+    #[arg(long = "kv-heads", value_name = "G", value_parser = |t: &str| model_count(t, Field::KvHeads))]
+    pub kv_heads: Option<u32>,
     /// Sequence length in tokens.
     #[arg(long, value_name = "S", value_parser = |t: &str| model_count(t, Field::Seq))]
     pub seq: Option<u32>,
@@ -216,6 +219,7 @@ impl ModelArgs {
             layers: self.layers,
             hidden: self.hidden,
             heads: self.heads,
+            kv_heads: self.kv_heads,
             seq: self.seq,
             micro_batch: self.micro_batch,
             vocab: self.vocab,

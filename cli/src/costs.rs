@@ -43,10 +43,10 @@ fn presets_text() -> String {
 
 /// What was assumed beyond the formulas, said in every report.
 const ASSUMPTIONS: [&str; 5] = [
-    "F, B, W per layer: the Zero Bubble paper's Table 1 FLOPs (MLP terms scaled by ffn/4h); time = FLOPs / achieved TFLOP/s",
+    "F, B, W per layer: the Zero Bubble paper's Table 1 FLOPs (MLP terms scaled by ffn/4h, attention's projections by (1 + g/a)/2 with g key/value heads); time = FLOPs / achieved TFLOP/s",
     "LM head (last share): 2·b·s·h·v FLOPs each for F, B and W; holds its input (2·b·s·h bytes) until W and fp32 logits (4·b·s·v bytes) until B",
     "embedding (first share): no FLOPs; holds its dropout mask (b·s·h bytes) until B",
-    "activations: 16-bit, no recompute (Korthikanti et al.); with FlashAttention no score matrices (no 5·a·s/h term) and B recomputes the scores (+4·b·s²·h FLOPs)",
+    "activations: 16-bit, no recompute (Korthikanti et al.), K and V scaled by g/a with grouped-query attention; with FlashAttention no score matrices (no 5·a·s/h term) and B recomputes the scores (+4·b·s²·h FLOPs)",
     "tensor parallelism t (--tp, with sequence parallelism): every number is one GPU's, 1/t of the stage's FLOPs, activations, hop bytes and parameters; the collectives inside a layer are not timed (lower --tflops for them)",
 ];
 
@@ -70,7 +70,7 @@ fn json_report(m: &Model, d: &Derived) -> Value {
         .collect();
     json!({
         "inputs": {
-            "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "seq": m.seq,
+            "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads(), "seq": m.seq,
             "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(), "tflops": m.tflops,
             "bandwidth": m.bandwidth, "latency": m.latency, "devices": d.devices,
             "layout": d.layout.to_megatron(), "flash_attention": m.flash_attention, "tp": m.tp,
@@ -87,10 +87,11 @@ fn json_report(m: &Model, d: &Derived) -> Value {
 fn table(m: &Model, d: &Derived) -> String {
     let n = |v: f64| format_number(v, 1);
     let mut out = format!(
-        "{} layers · hidden {} · {} heads · ffn {} · sequence {} · microbatch {} · vocabulary {}\n{} TFLOP/s per device · {} GB/s · {} µs latency · layout {}{}\n\n",
+        "{} layers · hidden {} · {} heads{} · ffn {} · sequence {} · microbatch {} · vocabulary {}\n{} TFLOP/s per device · {} GB/s · {} µs latency · layout {}{}\n\n",
         m.layers,
         m.hidden,
         m.heads,
+        if m.kv_heads() == m.heads { String::new() } else { format!(" ({} key/value)", m.kv_heads()) },
         m.ffn(),
         m.seq,
         m.micro_batch,

@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn bubblescope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).output().expect("the binary runs")
@@ -31,11 +31,13 @@ fn rel(a: f64, b: f64) -> f64 {
 
 #[test]
 fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
-    for (layers, hidden, heads, seq, mb, vocab, devices, tflops) in [
-        (24u32, 2304u32, 24u32, 1024u32, 6u32, 50_257u32, 8u32, 220.0),
-        (46, 5120, 40, 1024, 1, 50_257, 16, 400.0),
-        (32, 4096, 32, 4096, 2, 128_256, 4, 312.0),
-        (7, 512, 8, 256, 3, 1000, 3, 100.0),
+    // The last number is the key/value heads (grouped-query attention), equal to the heads
+    // in the first two.
+    for (layers, hidden, heads, seq, mb, vocab, devices, tflops, kv) in [
+        (24u32, 2304u32, 24u32, 1024u32, 6u32, 50_257u32, 8u32, 220.0, 24u32),
+        (46, 5120, 40, 1024, 1, 50_257, 16, 400.0, 40),
+        (32, 4096, 32, 4096, 2, 128_256, 4, 312.0, 8),
+        (7, 512, 8, 256, 3, 1000, 3, 100.0, 2),
     ] {
         let s = |v: u32| v.to_string();
         let t = tflops.to_string();
@@ -57,10 +59,16 @@ fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
             &s(devices),
             "--tflops",
             &t,
+            "--kv-heads",
+            &s(kv),
             "--json",
         ]);
         let (b, s_, h, a, vv) = (f64::from(mb), f64::from(seq), f64::from(hidden), f64::from(heads), f64::from(vocab));
         let us = |flops: f64| flops / (tflops * 1e12) * 1e6;
+        // K and V are g/A of Q's size: attention's projections 2 + 2g/A of H² (4 at g = A),
+        // their activations 4·g/A of the 34 and of the 32 bytes.
+        let r = f64::from(kv) / a;
+        let weights = (20.0 + 4.0 * r) * h;
         let shares = v["shares"].as_array().expect("shares");
         assert_eq!(shares.len(), devices as usize);
         let mut total_layers = 0;
@@ -72,13 +80,13 @@ fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
             assert_eq!(l, expected_layers, "share {k}");
             let (l, last, first) = (f64::from(l), k + 1 == devices as usize, k == 0);
             let head = if last { 2.0 * b * s_ * h * vv } else { 0.0 };
-            let f = us(l * b * s_ * h * (24.0 * h + 4.0 * s_) + head);
-            let bw = us(l * b * s_ * h * (24.0 * h + 8.0 * s_) + head);
-            let w = us(l * 24.0 * b * s_ * h * h + head);
-            let mem_f = l * b * s_ * h * (34.0 + 5.0 * a * s_ / h)
+            let f = us(l * b * s_ * h * (weights + 4.0 * s_) + head);
+            let bw = us(l * b * s_ * h * (weights + 8.0 * s_) + head);
+            let w = us(l * b * s_ * h * weights + head);
+            let mem_f = l * b * s_ * h * (30.0 + 4.0 * r + 5.0 * a * s_ / h)
                 + if last { 2.0 * b * s_ * h + 4.0 * b * s_ * vv } else { 0.0 }
                 + if first { b * s_ * h } else { 0.0 };
-            let mem_w = l * 32.0 * b * s_ * h + if last { 2.0 * b * s_ * h } else { 0.0 };
+            let mem_w = l * (28.0 + 4.0 * r) * b * s_ * h + if last { 2.0 * b * s_ * h } else { 0.0 };
             for (key, want) in [("f", f), ("b", bw), ("w", w), ("mem_f", mem_f), ("mem_w", mem_w)] {
                 let got = share[key].as_f64().expect("number");
                 assert!(rel(got, want) < 1e-9, "share {k} {key}: {got} vs {want}");
@@ -87,7 +95,7 @@ fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
         assert_eq!(total_layers, layers);
         let comm = 2.0 * b * s_ * h / 50e9 * 1e6 + 5.0;
         assert!(rel(v["comm"].as_f64().expect("comm"), comm) < 1e-9);
-        assert_eq!(v["inputs"]["layers"], layers);
+        assert_eq!((&v["inputs"]["layers"], &v["inputs"]["kv_heads"]), (&json!(layers), &json!(kv)));
     }
 }
 
@@ -367,6 +375,11 @@ fn tensor_parallel_costs_are_per_gpu_and_checked() {
     let derived = link.settings().derived().unwrap().unwrap();
     let f0 = eight["shares"][0]["f"].as_f64().unwrap();
     assert!(rel(derived.shares()[0].f, f0) < 1e-12);
+    // Llama 3 has 8 key/value heads: 16 GPUs per stage cannot each take whole ones.
+    let e = fails(&["costs", "--model", "llama-3-70b", "--tp", "16"]);
+    assert!(e.starts_with("error: --tp 16 does not divide kv-heads 8"), "{e}");
+    let e = fails(&["costs", "--model", "llama-3-70b", "--kv-heads", "6"]);
+    assert!(e.starts_with("error: --kv-heads 6 does not divide heads 64") && e.contains("hint: pick kv-heads"), "{e}");
     let e = fails(&["costs", "--model", "llama-3-70b", "--tp", "3"]);
     assert!(
         e.starts_with("error: --tp 3 does not divide heads 64") && e.contains("hint: pick a tp that divides"),

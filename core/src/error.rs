@@ -84,6 +84,8 @@ pub enum Field {
     Hidden,
     /// Attention heads (`--heads`).
     Heads,
+    /// Key/value heads: query groups of grouped-query attention (`--kv-heads`).
+    KvHeads,
     /// Sequence length (`--seq`).
     Seq,
     /// Sequences per microbatch (`--micro-batch`).
@@ -108,7 +110,7 @@ pub enum Field {
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 29] = [
+    pub const ALL: [Field; 30] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -128,6 +130,7 @@ impl Field {
         Field::Layers,
         Field::Hidden,
         Field::Heads,
+        Field::KvHeads,
         Field::Seq,
         Field::MicroBatch,
         Field::Vocab,
@@ -167,6 +170,7 @@ impl Field {
             Field::Layers => "layers",
             Field::Hidden => "hidden",
             Field::Heads => "heads",
+            Field::KvHeads => "kv-heads",
             Field::Seq => "seq",
             Field::MicroBatch => "micro-batch",
             Field::Vocab => "vocab",

@@ -2,10 +2,10 @@
 //!
 //! The keys are the CLI's flag names (`schedule`, `devices`, `microbatches`, `chunks`, `group`,
 //! `waves`, `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`) plus
-//! the model's (`model`, `layers`, `hidden`, `heads`, `seq`, `micro-batch`, `vocab`, `ffn`,
-//! `tflops`, `bandwidth`, `latency`, `layout`: costs then come from the model, while the
-//! hand-set ones stay in the link) plus `compare` (comma-separated family names) and `v`, the
-//! format version. `f`, `b`, `w`, `mem-f` and `mem-w` take one number or one per device, as
+//! the model's (`model`, `layers`, `hidden`, `heads`, `kv-heads`, `seq`, `micro-batch`, `vocab`,
+//! `ffn`, `tflops`, `bandwidth`, `latency`, `layout`, `flash-attention`, `tp`: costs then come
+//! from the model, while the hand-set ones stay in the link) plus `compare` (comma-separated
+//! family names) and `v`, the format version. `f`, `b`, `w`, `mem-f` and `mem-w` take one number or one per device, as
 //! in the CLI; `mem-limit` takes a size with a unit (`80GiB`) when a model is given. Once links are
 //! shared this format is stable: new keys may be added, none renamed. Keys the engine does
 //! not know (the app's view settings such as `theme` or `embed`) are kept in `extra` in

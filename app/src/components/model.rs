@@ -88,6 +88,7 @@ fn ModelForm() -> impl IntoView {
                         layers: Some(m.layers),
                         hidden: Some(m.hidden),
                         heads: Some(m.heads),
+                        kv_heads: m.kv_heads,
                         seq: Some(m.seq),
                         micro_batch: Some(m.micro_batch),
                         vocab: Some(m.vocab),
@@ -116,6 +117,7 @@ fn ModelForm() -> impl IntoView {
                         Field::Layers => f64::from(m.layers),
                         Field::Hidden => f64::from(m.hidden),
                         Field::Heads => f64::from(m.heads),
+                        Field::KvHeads => f64::from(m.kv_heads()),
                         Field::Seq => f64::from(m.seq),
                         Field::MicroBatch => f64::from(m.micro_batch),
                         Field::Vocab => f64::from(m.vocab),
@@ -165,6 +167,7 @@ fn ModelForm() -> impl IntoView {
             {field("Layers", Field::Layers, NumberKind::Count, "")}
             {field("Hidden size", Field::Hidden, NumberKind::Count, "")}
             {field("Heads", Field::Heads, NumberKind::Count, "")}
+            {field("KV heads", Field::KvHeads, NumberKind::Count, "grouped-query attention")}
             {field("MLP width", Field::Ffn, NumberKind::Count, "")}
             {field("Sequence", Field::Seq, NumberKind::Count, "tokens")}
             {field("Microbatch", Field::MicroBatch, NumberKind::Count, "sequences")}

@@ -43,7 +43,16 @@
 //!
 //! Parameters (for static memory): per layer `4H² + 2·H·FFN` weights and `9H + FFN` biases and
 //! layer norms (`12H² + 13H` at FFN = 4H), `V·H` for the embedding and `V·H` for the LM head
-//! (untied). Grouped-query attention is not modelled: K and V count as full projections.
+//! (untied).
+//!
+//! Grouped-query attention (`kv_heads` = g key/value heads for the A query heads, 8 for the
+//! Llama 3 presets): the K and V projections are `H × H·g/A`, so attention's weights are
+//! `(2 + 2g/A)·H²` instead of `4H²` (and its biases `(2 + 2g/A)·H`), the F, B and W weight
+//! terms `(4 + 4g/A)·H` instead of `8H` (Megatron's FLOP count: `12·B·S·H²·(1 + g/A)` for
+//! attention's projections over the whole step), and the K and V activations, 4 of attention's
+//! 11 bytes per token and hidden unit, scale by `g/A` in mem-f and in mem-w alike (W needs
+//! their gradients as B leaves them). The scores are per query head and do not change. At
+//! g = A every formula above is unchanged.
 
 mod holding;
 mod layout;
@@ -75,7 +84,7 @@ pub const DEFAULT_LATENCY_US: f64 = 5.0;
 /// derived number stays finite and meaningful.
 fn model_size_limit(field: Field) -> u32 {
     match field {
-        Field::Layers | Field::Heads => 100_000,
+        Field::Layers | Field::Heads | Field::KvHeads => 100_000,
         Field::Tp => 1024,
         Field::Hidden | Field::MicroBatch => 1_000_000,
         Field::Ffn => 10_000_000,
@@ -92,6 +101,8 @@ pub struct Model {
     pub hidden: u32,
     /// Attention heads `A`.
     pub heads: u32,
+    /// Key/value heads `g` (query groups of grouped-query attention); `None` means `A`.
+    pub kv_heads: Option<u32>,
     /// Sequence length `S`.
     pub seq: u32,
     /// Sequences per microbatch `B`.
@@ -121,6 +132,7 @@ impl Model {
             layers,
             hidden,
             heads,
+            kv_heads: None,
             seq,
             micro_batch,
             vocab,
@@ -139,12 +151,24 @@ impl Model {
         self.ffn.unwrap_or(self.hidden.saturating_mul(4))
     }
 
+    /// Key/value heads `g` (default `A`: multi-head attention).
+    pub fn kv_heads(&self) -> u32 {
+        self.kv_heads.unwrap_or(self.heads)
+    }
+
+    /// `g/A`: the size of the K and V projections against Q's (1 without grouped-query
+    /// attention).
+    fn kv_ratio(&self) -> f64 {
+        f64::from(self.kv_heads()) / f64::from(self.heads.max(1))
+    }
+
     /// Checks every size is positive and every rate finite and positive.
     pub fn check(&self) -> Result<(), ParamError> {
         let sizes = [
             (Field::Layers, self.layers),
             (Field::Hidden, self.hidden),
             (Field::Heads, self.heads),
+            (Field::KvHeads, self.kv_heads()),
             (Field::Seq, self.seq),
             (Field::MicroBatch, self.micro_batch),
             (Field::Vocab, self.vocab),
@@ -173,6 +197,27 @@ impl Model {
                     divisors_hint(self.heads, self.hidden)
                 )));
             }
+        }
+        let g = self.kv_heads();
+        if g > self.heads || self.heads % g != 0 {
+            return Err(ParamError::new(
+                Field::KvHeads,
+                format!(
+                    "kv-heads {g} does not divide heads {}: each key/value head serves an equal group of query heads",
+                    self.heads
+                ),
+            )
+            .hint(format!(
+                "pick kv-heads among the divisors of heads, e.g. {}",
+                divisors_hint(self.heads, self.heads)
+            )));
+        }
+        if g % self.tp != 0 {
+            return Err(ParamError::new(
+                Field::Tp,
+                format!("tp {} does not divide kv-heads {g}: each GPU of a stage takes whole key/value heads", self.tp),
+            )
+            .hint(format!("pick a tp that divides kv-heads, e.g. {}", divisors_hint(g, g))));
         }
         let rates = [(Field::Tflops, self.tflops), (Field::Bandwidth, self.bandwidth)];
         for (field, v) in rates {
@@ -211,7 +256,7 @@ impl Model {
     pub fn layer_flops(&self) -> [f64; 3] {
         let (h, s, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.ffn()));
         let bsh = self.tokens_hidden();
-        let weights = 8.0 * h + 4.0 * ffn;
+        let weights = (4.0 + 4.0 * self.kv_ratio()) * h + 4.0 * ffn;
         let recompute = if self.flash_attention { 4.0 * s } else { 0.0 };
         let t = self.per_gpu();
         [bsh * (weights + 4.0 * s) * t, bsh * (weights + 8.0 * s + recompute) * t, bsh * weights * t]
@@ -224,7 +269,9 @@ impl Model {
         let bsh = self.tokens_hidden();
         let scores = if self.flash_attention { 0.0 } else { 5.0 * a * s / h };
         let t = self.per_gpu();
-        [bsh * (18.0 + 4.0 * ffn / h + scores) * t, bsh * (16.0 + 4.0 * ffn / h) * t]
+        // K and V take 4 of attention's 11 bytes per token and hidden unit, scaled by g/A.
+        let kv = 4.0 * (1.0 - self.kv_ratio());
+        [bsh * (18.0 - kv + 4.0 * ffn / h + scores) * t, bsh * (16.0 - kv + 4.0 * ffn / h) * t]
     }
 
     /// FLOPs of the LM head's F (and of its B, and of its W).
@@ -248,7 +295,8 @@ impl Model {
     /// Parameters of one transformer layer one GPU holds (`1/t` of them with tensor parallelism).
     pub fn layer_params(&self) -> f64 {
         let (h, ffn) = (f64::from(self.hidden), f64::from(self.ffn()));
-        (4.0 * h * h + 2.0 * h * ffn + 4.0 * h + ffn + h + 4.0 * h) * self.per_gpu()
+        let attention = 2.0 + 2.0 * self.kv_ratio();
+        (attention * h * h + 2.0 * h * ffn + attention * h + ffn + h + 4.0 * h) * self.per_gpu()
     }
 
     /// µs for `flops` at the device's achieved rate.

@@ -26,10 +26,16 @@ fn zero_bubble(layers: u32, heads: u32, hidden: u32, micro_batch: u32) -> Model 
     Model { tflops: 220.0, ..Model::new(layers, hidden, heads, 1024, micro_batch, 50_257) }
 }
 
-/// A SwiGLU model: three `H × intermediate` matrices, so the MLP counts as two of width
-/// `1.5 × intermediate` (Megatron's FLOP count does the same); trained with FlashAttention.
-fn swiglu(layers: u32, hidden: u32, heads: u32, intermediate: u32, seq: u32, vocab: u32) -> Model {
-    Model { ffn: Some(intermediate / 2 * 3), flash_attention: true, ..Model::new(layers, hidden, heads, seq, 1, vocab) }
+/// A Llama 3 model: SwiGLU, three `H × intermediate` matrices, so the MLP counts as two of
+/// width `1.5 × intermediate` (Megatron's FLOP count does the same); 8 key/value heads
+/// (grouped-query attention); trained with FlashAttention.
+fn llama(layers: u32, hidden: u32, heads: u32, intermediate: u32, seq: u32, vocab: u32) -> Model {
+    Model {
+        ffn: Some(intermediate / 2 * 3),
+        kv_heads: Some(8),
+        flash_attention: true,
+        ..Model::new(layers, hidden, heads, seq, 1, vocab)
+    }
 }
 
 /// Every model preset, in menu order.
@@ -70,16 +76,16 @@ pub fn model_presets() -> Vec<ModelPreset> {
         ModelPreset {
             key: "llama-3-8b",
             title: "Llama 3 8B (32 layers, H 4096, 128k vocabulary)",
-            source: "Meta Llama 3: 32 layers, 32 heads, SwiGLU 14336, vocabulary 128256, sequence 8192, FlashAttention",
-            model: swiglu(32, 4096, 32, 14_336, 8192, 128_256),
+            source: "Meta Llama 3: 32 layers, 32 heads (8 key/value), SwiGLU 14336, vocabulary 128256, sequence 8192, FlashAttention",
+            model: llama(32, 4096, 32, 14_336, 8192, 128_256),
             devices: 8,
             microbatches: 32,
         },
         ModelPreset {
             key: "llama-3-70b",
             title: "Llama 3 70B (80 layers, H 8192)",
-            source: "Meta Llama 3: 80 layers, 64 heads, SwiGLU 28672, vocabulary 128256, sequence 8192, FlashAttention",
-            model: swiglu(80, 8192, 64, 28_672, 8192, 128_256),
+            source: "Meta Llama 3: 80 layers, 64 heads (8 key/value), SwiGLU 28672, vocabulary 128256, sequence 8192, FlashAttention",
+            model: llama(80, 8192, 64, 28_672, 8192, 128_256),
             devices: 16,
             microbatches: 64,
         },
@@ -87,9 +93,9 @@ pub fn model_presets() -> Vec<ModelPreset> {
             key: "llama-3.2-1b",
             title: "Llama 3.2 1B (16 layers, H 2048): the LM head dominates",
             source:
-                "Meta Llama 3.2: 16 layers, 32 heads, SwiGLU 8192, vocabulary 128256, sequence 8192, FlashAttention; \
-                     on 8 devices the last share holds 2 layers and a head worth 2.6 more: twice the mean work",
-            model: swiglu(16, 2048, 32, 8192, 8192, 128_256),
+                "Meta Llama 3.2: 16 layers, 32 heads (8 key/value), SwiGLU 8192, vocabulary 128256, sequence 8192, FlashAttention; \
+                     on 8 devices the last share holds 2 layers and a head worth 2.8 more: twice the mean work",
+            model: llama(16, 2048, 32, 8192, 8192, 128_256),
             devices: 8,
             microbatches: 32,
         },

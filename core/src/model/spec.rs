@@ -23,6 +23,9 @@ pub struct ModelSpec {
     pub hidden: Option<u32>,
     /// Attention heads (`--heads`).
     pub heads: Option<u32>,
+    /// Key/value heads of grouped-query attention (`--kv-heads`); `None` keeps the preset's
+    /// (every head without one).
+    pub kv_heads: Option<u32>,
     /// Sequence length (`--seq`).
     pub seq: Option<u32>,
     /// Sequences per microbatch (`--micro-batch`).
@@ -69,6 +72,7 @@ impl ModelSpec {
             Field::Layers => n(self.layers),
             Field::Hidden => n(self.hidden),
             Field::Heads => n(self.heads),
+            Field::KvHeads => n(self.kv_heads),
             Field::Seq => n(self.seq),
             Field::MicroBatch => n(self.micro_batch),
             Field::Vocab => n(self.vocab),
@@ -119,6 +123,7 @@ impl ModelSpec {
             Field::Layers => self.layers = count(t)?,
             Field::Hidden => self.hidden = count(t)?,
             Field::Heads => self.heads = count(t)?,
+            Field::KvHeads => self.kv_heads = count(t)?,
             Field::Seq => self.seq = count(t)?,
             Field::MicroBatch => self.micro_batch = count(t)?,
             Field::Vocab => self.vocab = count(t)?,
@@ -186,6 +191,7 @@ impl ModelSpec {
         );
         if let Some(base) = b {
             m.ffn = base.ffn;
+            m.kv_heads = base.kv_heads;
             m.tflops = base.tflops;
             m.bandwidth = base.bandwidth;
             m.latency = base.latency;
@@ -196,6 +202,7 @@ impl ModelSpec {
         m.flash_attention = self.flash_attention.unwrap_or(m.flash_attention);
         m.tp = self.tp.unwrap_or(m.tp);
         m.ffn = self.ffn.or(m.ffn);
+        m.kv_heads = self.kv_heads.or(m.kv_heads);
         m.tflops = self.tflops.unwrap_or(m.tflops);
         m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
         m.latency = self.latency.unwrap_or(m.latency);
@@ -240,6 +247,7 @@ pub(crate) fn field_hint(field: Field) -> &'static str {
         Field::Bandwidth => "bandwidth is the link's GB/s between neighbouring devices (default 50)",
         Field::Latency => "latency is one hop's µs (default 5)",
         Field::Ffn => "ffn is the MLP width (default 4 × hidden; SwiGLU: 1.5 × the intermediate size)",
+        Field::KvHeads => "kv-heads is the key/value heads of grouped-query attention (default: heads; 8 for Llama 3); it must divide heads",
         Field::Tp => "tp is the tensor-parallel size of each pipeline stage (default 1), e.g. 8 for one node",
         _ => "give the model's real shape, or start from a preset (`bubblescope costs --list`)",
     }
@@ -283,8 +291,21 @@ mod tests {
     #[test]
     fn set_and_get_round_trip_every_field_and_bad_text_changes_nothing() {
         let mut spec = ModelSpec::default();
-        let values =
-            ["llama-3-8b", "32", "4096", "32", "8192", "1", "128256", "21504", "400", "50", "5", "Et*3|t*4|t*4|t*3L"];
+        let values = [
+            "llama-3-8b",
+            "32",
+            "4096",
+            "32",
+            "8",
+            "8192",
+            "1",
+            "128256",
+            "21504",
+            "400",
+            "50",
+            "5",
+            "Et*3|t*4|t*4|t*3L",
+        ];
         for (field, v) in MODEL_FIELDS.iter().zip(values) {
             spec.set(*field, v).unwrap();
             assert_eq!(spec.get(*field).as_deref(), Some(v));

@@ -221,3 +221,54 @@ fn chunked_families_cut_the_model_at_whole_layers_like_a_written_layout() {
     let params = crate::ScheduleParams::new(8, 24).with_costs(p.model.derive(8).unwrap().costs());
     assert!(crate::run("zb-v", &params).is_ok());
 }
+
+#[test]
+fn grouped_query_attention_shrinks_k_and_v_by_g_over_a() {
+    // Independent of the code's helpers: the module docs' formulas at g = 8 of A = 64.
+    let mha = Model { ffn: Some(43_008), flash_attention: true, ..Model::new(80, 8192, 64, 8192, 1, 128_256) };
+    let gqa = Model { kv_heads: Some(8), ..mha.clone() };
+    let (b, s, h, ffn, r) = (1.0, 8192.0, 8192.0, 43_008.0, 8.0 / 64.0);
+    let bsh = b * s * h;
+    let weights = (4.0 + 4.0 * r) * h + 4.0 * ffn;
+    let expect = [bsh * (weights + 4.0 * s), bsh * (weights + 12.0 * s), bsh * weights];
+    for (got, want) in gqa.layer_flops().iter().zip(expect) {
+        assert!(rel(*got, want) < 1e-12, "{got} vs {want}");
+    }
+    // K and V: 4 of attention's 11 bytes, scaled by g/A, in both mem-f and mem-w.
+    let ([f0, w0], [f1, w1]) = (mha.layer_memory(), gqa.layer_memory());
+    assert!(rel(f0 - f1, 4.0 * (1.0 - r) * bsh) < 1e-12 && rel(w0 - w1, 4.0 * (1.0 - r) * bsh) < 1e-12);
+    assert!(rel(f1 - w1, 2.0 * bsh) < 1e-12, "B frees the same 2 bytes as without GQA");
+    // At g = A nothing changes.
+    let same = Model { kv_heads: Some(64), ..mha.clone() };
+    assert_eq!(
+        (same.layer_flops(), same.layer_memory(), same.layer_params()),
+        (mha.layer_flops(), mha.layer_memory(), mha.layer_params())
+    );
+}
+
+#[test]
+fn llama_presets_have_their_published_parameter_counts() {
+    // Meta's model cards: Llama 3 8B has 8.03 B parameters, 70B 70.55 B (untied embedding
+    // and LM head). Counting K and V as full projections would say 8.8 B and 79.9 B.
+    for (key, published) in [("llama-3-8b", 8.03e9), ("llama-3-70b", 70.55e9)] {
+        let p = crate::model::presets::model_preset(key).unwrap();
+        let d = p.model.derive(p.devices).unwrap();
+        let total: f64 = d.pieces.iter().map(|x| x.params).sum();
+        assert!(rel(total, published) < 0.005, "{key}: {total} vs {published}");
+    }
+}
+
+#[test]
+fn kv_heads_must_divide_heads_and_be_divisible_by_tp() {
+    let m = Model { kv_heads: Some(6), ..Model::new(32, 4096, 32, 8192, 1, 128_256) };
+    let e = m.derive(4).unwrap_err();
+    assert_eq!(e.field, crate::error::Field::KvHeads);
+    assert!(e.message.starts_with("kv-heads 6 does not divide heads 32"), "{e}");
+    assert!(e.hints.iter().any(|h| h.contains("8")), "{:?}", e.hints);
+    let e = Model { kv_heads: Some(64), ..m.clone() }.derive(4).unwrap_err();
+    assert_eq!(e.field, crate::error::Field::KvHeads, "more key/value heads than heads");
+    let e = Model { kv_heads: Some(4), tp: 8, ..m.clone() }.derive(4).unwrap_err();
+    assert_eq!(e.field, crate::error::Field::Tp);
+    assert!(e.message.contains("tp 8 does not divide kv-heads 4"), "{e}");
+    assert!(Model { kv_heads: Some(8), tp: 8, ..m }.derive(4).is_ok());
+}
