@@ -196,7 +196,8 @@ pub fn csv(sweep: &Sweep) -> String {
 /// The readable table: runs by microbatch count, fastest first, the Pareto front marked `*`;
 /// then the invalid combinations with their reasons.
 pub fn table(sweep: &Sweep, model: bool) -> String {
-    let time = |v: f64| if model { format!("{} µs", format_number(v, 1)) } else { format_number(v, 4) };
+    // With a model, milliseconds throughout (as `plan` prints them): a column compares at a glance.
+    let time = |v: f64| if model { format!("{} ms", format_number(v / 1e3, 2)) } else { format_number(v, 4) };
     let memory = |v: f64| if model { format_bytes(v) } else { format_number(v, 4) };
     let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();
     rows.sort_by(|a, b| {

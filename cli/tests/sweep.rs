@@ -128,6 +128,20 @@ fn the_table_marks_the_front_and_sorts_by_speed() {
 }
 
 #[test]
+fn with_a_model_the_table_reads_in_milliseconds_and_gib_like_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-s", "1f1b", "-p", "8", "-m", "16", "--model", "llama-3.2-1b"];
+    let out = ok(
+        dir.path(),
+        &[&["sweep", "--schedules", "1f1b", "--devices", "8", "--microbatches", "16"], &args[6..]].concat(),
+    );
+    let v: Value = serde_json::from_str(&ok(dir.path(), &[&["simulate", "--json"], &args[..]].concat())).unwrap();
+    let ms = format!("{} ms", bubblescope::render::format_number(v["cost"].as_f64().unwrap() / 1e3, 2));
+    let row = out.lines().nth(1).unwrap();
+    assert!(row.contains(&ms) && row.contains("GiB") && !row.contains("µs"), "{row} should hold {ms}");
+}
+
+#[test]
 fn bad_lists_exit_2_with_hints() {
     let dir = tempfile::tempdir().unwrap();
     let base = ["sweep", "--schedules", "1f1b", "-p", "4"];
