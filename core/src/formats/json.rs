@@ -361,7 +361,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
         Some(Some(c)) => {
             let costs = Costs::from(c);
             match costs.check() {
-                Ok(()) => Some(costs),
+                Ok(()) => Some(drop_foreign_finer(costs, source, &mut out)),
                 Err(e) => {
                     let error = e.hints.iter().fold(source.error(format!("costs: {}", e.message)), |d, h| d.hint(h));
                     out.push(error.hint("the costs are not loaded"));
@@ -458,6 +458,35 @@ fn take_costs(map: &mut Map<String, Value>, source: &Source, out: &mut Diagnosti
             None
         }
     }
+}
+
+/// The file's costs without the finer cuts (`costs.profile.finer`) that are not the
+/// profile's model cut into more pieces ([`CostProfile::finer_mismatch`]), each with a
+/// warning: chunked families would otherwise run other costs than the profile says.
+fn drop_foreign_finer(mut costs: Costs, source: &Source, out: &mut Diagnostics) -> Costs {
+    let Some(profile) = costs.profile.as_deref() else { return costs };
+    let mismatches: Vec<(usize, String)> =
+        (0..profile.finer.len()).filter_map(|i| profile.finer_mismatch(i).map(|why| (i, why))).collect();
+    if mismatches.is_empty() {
+        return costs;
+    }
+    for (i, why) in &mismatches {
+        out.push(warning(
+            source
+                .error(format!("costs.profile.finer[{i}] is not the profile cut finer ({why}): it is ignored"))
+                .hint("finer holds the same model cut at whole layers into more pieces; without it, chunked schedules cut the profile's pieces in proportion"),
+        ));
+    }
+    let mut kept = profile.clone();
+    kept.finer = profile
+        .finer
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !mismatches.iter().any(|(j, _)| j == i))
+        .map(|(_, p)| p.clone())
+        .collect();
+    costs.profile = Some(Arc::new(kept));
+    costs
 }
 
 /// The file's costs made consistent with their per-piece profile on `devices` devices: the

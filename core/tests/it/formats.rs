@@ -385,6 +385,55 @@ fn json_keeps_per_piece_costs_and_the_times_they_give() {
 }
 
 #[test]
+fn json_finer_cuts_that_are_not_the_same_model_are_dropped_with_a_warning() {
+    // Llama 3 8B on 4 devices: finer cuts at 8, 16 and 32 pieces (its 32 layers divide).
+    let costs = bubblescope::model::ModelSpec::preset("llama-3-8b").resolve().unwrap().derive(4).unwrap().costs();
+    let finer: Vec<usize> = costs.profile.as_ref().unwrap().finer.iter().map(|p| p.pieces()).collect();
+    assert!(finer.len() >= 2, "{finer:?}");
+    let s = bubblescope::run("zb-h1", &ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap().schedule;
+    let file: serde_json::Value = serde_json::from_str(&export_json(&s, Some(&costs))).unwrap();
+    let read_edited = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut f = file.clone();
+        edit(&mut f["costs"]["profile"]["finer"]);
+        read(&f.to_string(), Format::Json)
+    };
+    for (what, edit, wanted) in [
+        (
+            "a piece's forward changed",
+            &(|f: &mut serde_json::Value| {
+                let x = f[0]["f"][0].as_f64().unwrap_or_else(|| f[0]["f"][0].as_str().unwrap().parse().unwrap());
+                f[0]["f"][0] = serde_json::json!(x + 1.0);
+            }) as &dyn Fn(&mut serde_json::Value),
+            "costs.profile.finer[0] is not the profile cut finer (its f adds up to",
+        ),
+        (
+            "no more pieces than the profile",
+            &|f: &mut serde_json::Value| {
+                f[0] = serde_json::json!({"f": [1], "b": [1], "w": [1], "mem_f": [1], "mem_w": [1]});
+            },
+            "costs.profile.finer[0] is not the profile cut finer (it has 1 pieces, not more than the profile's 4)",
+        ),
+        (
+            "the same count twice",
+            &|f: &mut serde_json::Value| f[1] = f[0].clone(),
+            "costs.profile.finer[1] is not the profile cut finer (an earlier finer cut has",
+        ),
+    ] {
+        let back = read_edited(edit);
+        let report = back.report();
+        assert!(back.schedule.is_some(), "{what}: {report}");
+        assert!(report.contains(wanted) && report.contains("hint: finer holds"), "{what}: {report}");
+        // The one cut is dropped, the rest of the costs kept.
+        let kept = back.costs.unwrap().profile.unwrap();
+        assert_eq!(kept.finer.len(), finer.len() - 1, "{what}");
+        assert_eq!(
+            (kept.f.clone(), kept.mem_f.clone()),
+            (costs.profile.as_ref().unwrap().f.clone(), costs.profile.as_ref().unwrap().mem_f.clone())
+        );
+    }
+}
+
+#[test]
 fn the_json_example_in_the_module_docs_loads() {
     let example = r#"{
   "format": "bubblescope-schedule",
