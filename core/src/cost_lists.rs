@@ -168,18 +168,27 @@ impl CostLists {
         Ok(Costs { profile: None, ..scalars }.with_profile(p, devices))
     }
 
-    /// The lists that give `costs` back through [`CostLists::apply`] on `costs`' scalars: one
-    /// per field whose shares differ, read from the profile (empty without one).
+    /// The per-device lists of `costs`' profile (empty without one): one number per device
+    /// share, which [`CostLists::apply`] on `costs`' scalars turns back into the same costs
+    /// when the profile has one piece per device and no finer cuts ([`CostLists::exact`]).
+    /// A profile of more pieces (a model's layers, read from a file) gives each share's sum:
+    /// the same stages for every family with one stage per device, where chunked families
+    /// cut the shares in proportion rather than at the file's pieces.
     pub fn of(costs: &Costs, devices: u32) -> CostLists {
         let mut lists = CostLists::default();
         let Some(profile) = &costs.profile else { return lists };
-        if profile.pieces() != devices as usize {
-            return lists;
-        }
-        for (field, values) in profile.lists() {
+        let shares = profile.per_device(devices as usize);
+        for (field, values) in shares.lists() {
             lists.set(field, Some(values.to_vec()));
         }
         lists
+    }
+
+    /// Whether [`CostLists::of`] says all of `costs` on `devices` devices: no profile, or one
+    /// piece per device and no finer cuts. Links and CLI lines write the lists, so where this
+    /// is false they give chunked families other stage costs than the profile does.
+    pub fn exact(costs: &Costs, devices: u32) -> bool {
+        costs.profile.as_ref().is_none_or(|p| p.pieces() == devices as usize && p.finer.is_empty())
     }
 }
 

@@ -474,6 +474,29 @@ mod tests {
     }
 
     #[test]
+    fn a_files_per_layer_costs_survive_a_link_as_per_device_lists() {
+        // Costs read from a model-exported file, set by hand: 18 pieces (16 layers, the
+        // embedding and the LM head) and finer cuts; the link writes each device's share.
+        let costs = crate::model::ModelSpec::preset("llama-3.2-1b").resolve().unwrap().derive(8).unwrap().costs();
+        assert!(!CostLists::exact(&costs, 8));
+        let mut link = Permalink::default();
+        link.schedule = "1f1b".into();
+        link.params = ScheduleParams::new(8, 16).with_costs(costs.clone());
+        let (back, warnings) = parse(&to_query(&link));
+        assert_eq!(warnings, Vec::<String>::new());
+        assert!(CostLists::exact(&back.params.costs, 8), "per-device lists say all of themselves");
+        // One stage per device: the same run, up to the order of floating sums.
+        let cost =
+            |c: &Costs| crate::run("1f1b", &ScheduleParams::new(8, 16).with_costs(c.clone())).unwrap().stats.cost;
+        let (a, b) = (cost(&costs), cost(&back.params.costs));
+        assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+        // The LM head's share stays the heaviest (a link of scalars would spread it evenly).
+        let f = &back.params.costs.profile.as_ref().unwrap().f;
+        assert!(f[7] > 2.0 * f[1], "{f:?}");
+        assert!(link.settings().cli_command().contains(" --f "), "{}", link.settings().cli_command());
+    }
+
+    #[test]
     fn bad_lists_and_model_values_warn_and_keep_the_rest() {
         let (link, warnings) = parse("devices=4&f=1,2,3&layers=0&model=gpt-17&mem-limit=80GiB&w=1,,2");
         assert_eq!(link.params.costs, Costs::default());

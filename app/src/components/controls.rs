@@ -298,8 +298,21 @@ pub fn CostInputs() -> impl IntoView {
                 })
                 .collect();
             (!shown.is_empty()).then(|| {
+                let finer = if bubblescope::CostLists::exact(&l.params.costs, l.params.devices) {
+                    String::new()
+                } else {
+                    let pieces = l.params.costs.profile.as_ref().map_or(0, |p| p.pieces());
+                    let cut = if pieces == l.params.devices as usize {
+                        "also cuts the model at whole layers into more stages".to_string()
+                    } else {
+                        format!("cuts the model into {pieces} pieces")
+                    };
+                    format!(
+                        " The opened file {cut}; a link carries each device's share, so a schedule with more stages than devices, opened from the link, cuts the shares in proportion instead."
+                    )
+                };
                 format!(
-                    "Per device from the link: {} (the boxes show the mean; editing one sets every device).",
+                    "Per device: {} (the boxes show the mean; editing one sets every device).{finer}",
                     shown.join(" · ")
                 )
             })
