@@ -479,9 +479,11 @@ mod tests {
         // embedding and the LM head) and finer cuts; the link writes each device's share.
         let costs = crate::model::ModelSpec::preset("llama-3.2-1b").resolve().unwrap().derive(8).unwrap().costs();
         assert!(!CostLists::exact(&costs, 8));
-        let mut link = Permalink::default();
-        link.schedule = "1f1b".into();
-        link.params = ScheduleParams::new(8, 16).with_costs(costs.clone());
+        let link = Permalink {
+            schedule: "1f1b".into(),
+            params: ScheduleParams::new(8, 16).with_costs(costs.clone()),
+            ..Permalink::default()
+        };
         let (back, warnings) = parse(&to_query(&link));
         assert_eq!(warnings, Vec::<String>::new());
         assert!(CostLists::exact(&back.params.costs, 8), "per-device lists say all of themselves");
