@@ -57,7 +57,7 @@ fn json_report(m: &Model, d: &Derived) -> Value {
         .enumerate()
         .map(|(k, s)| {
             json!({
-                "share": k, "layers": s.piece.layers, "embedding": s.piece.embedding, "lm_head": s.piece.loss,
+                "share": k, "layers": s.piece.layers, "mtp": s.piece.mtp, "embedding": s.piece.embedding, "lm_head": s.piece.loss,
                 "f": s.f, "b": s.b, "w": s.w, "mem_f": s.mem_f, "mem_w": s.mem_w, "params": s.params,
             })
         })
@@ -66,7 +66,7 @@ fn json_report(m: &Model, d: &Derived) -> Value {
         .pieces
         .iter()
         .enumerate()
-        .map(|(i, p)| json!({"stage": i, "layers": p.piece.layers, "f": p.f, "b": p.b, "w": p.w, "mem_f": p.mem_f, "mem_w": p.mem_w}))
+        .map(|(i, p)| json!({"stage": i, "layers": p.piece.layers, "mtp": p.piece.mtp, "f": p.f, "b": p.b, "w": p.w, "mem_f": p.mem_f, "mem_w": p.mem_w}))
         .collect();
     json!({
         "inputs": {
@@ -109,10 +109,13 @@ fn table(m: &Model, d: &Derived) -> String {
     for (k, s) in d.shares().iter().enumerate() {
         let mut holds = Vec::new();
         if s.piece.embedding {
-            holds.push("embedding");
+            holds.push("embedding".to_string());
+        }
+        if s.piece.mtp > 0 {
+            holds.push(format!("{} MTP layer{}", s.piece.mtp, if s.piece.mtp == 1 { "" } else { "s" }));
         }
         if s.piece.loss {
-            holds.push("LM head + loss");
+            holds.push("LM head + loss".to_string());
         }
         out.push_str(&format!(
             "{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  {}\n",

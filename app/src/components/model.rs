@@ -24,6 +24,9 @@ fn holds(p: &PieceCosts) -> String {
         parts.push("E".to_string());
     }
     parts.push(format!("{} layer{}", p.piece.layers, if p.piece.layers == 1 { "" } else { "s" }));
+    if p.piece.mtp > 0 {
+        parts.push(format!("{} MTP", p.piece.mtp));
+    }
     if p.piece.loss {
         parts.push("LM head".to_string());
     }

@@ -3,7 +3,7 @@
 //! Two spellings are accepted:
 //!
 //! * Megatron-Core's `--pipeline-model-parallel-layout`: `E` the embedding, `t` a transformer
-//!   layer, `m` a multi-token-prediction layer (counted as a transformer layer), `L` the loss
+//!   layer, `m` a multi-token-prediction layer (not one of `--layers`: see [`Piece::mtp`]), `L` the loss
 //!   and LM head, `|` between stages, `X*N` repeats the atom before it (a letter or a
 //!   parenthesised group) `N` times; commas and spaces are ignored. Stages are given in pipeline
 //!   order, `P × chunks` of them: `Et*3|(tt|)*29,m|L`.
@@ -23,8 +23,12 @@ pub const MAX_LAYOUT_STAGES: usize = 65_536;
 pub struct Piece {
     /// Whether it holds the embedding.
     pub embedding: bool,
-    /// Transformer layers (MTP layers count here too).
+    /// Transformer layers of the main model (what `--layers` counts).
     pub layers: u32,
+    /// Multi-token-prediction layers (`m`, DeepSeek-V3's MTP modules): each a transformer
+    /// layer, a projection and a pass through the shared LM head and loss, on top of
+    /// `--layers` as in Megatron-Core (`--mtp-num-layers`).
+    pub mtp: u32,
     /// Whether it holds the LM head and the loss.
     pub loss: bool,
 }
@@ -100,6 +104,11 @@ impl Layout {
                 1 => s.push('t'),
                 n => s.push_str(&format!("t*{n}")),
             }
+            match p.mtp {
+                0 => {}
+                1 => s.push('m'),
+                n => s.push_str(&format!("m*{n}")),
+            }
             if p.loss {
                 s.push('L');
             }
@@ -120,6 +129,15 @@ impl Layout {
                 self.layers()
             ))
             .hint("make the `t`s (or the counts) add up to --layers"));
+        }
+        // MTP modules predict from the main model's last hidden state: after every layer.
+        let first_mtp = self.pieces.iter().position(|p| p.mtp > 0);
+        let last_layer = self.pieces.iter().rposition(|p| p.layers > 0);
+        if let (Some(m), Some(t)) = (first_mtp, last_layer) {
+            if t > m {
+                return Err(err(format!("stage {t} holds a transformer layer after the MTP layer (m) of stage {m}"))
+                .hint("multi-token-prediction layers follow the model's last transformer layer: put every `m` after the last `t`"));
+            }
         }
         let embeddings = self.pieces.iter().filter(|p| p.embedding).count();
         let losses = self.pieces.iter().filter(|p| p.loss).count();
@@ -193,7 +211,8 @@ fn parse_megatron(spec: &str) -> Result<Layout, ParamError> {
         let Some(piece) = pieces.last_mut() else { break };
         match t {
             'E' => piece.embedding = true,
-            't' | 'm' => piece.layers += 1,
+            't' => piece.layers += 1,
+            'm' => piece.mtp += 1,
             'L' => piece.loss = true,
             _ => pieces.push(Piece::default()),
         }
@@ -281,12 +300,25 @@ mod tests {
 
     #[test]
     fn megatron_syntax_expands_groups_and_repetitions() {
-        let l = Layout::parse("Et*3|(tt|)*2,mL", 8, 4).unwrap();
-        assert_eq!(layers(&l), [3, 2, 2, 1]);
-        assert_eq!((l.pieces[0].embedding, l.pieces[3].loss), (true, true));
-        assert_eq!(l.to_megatron(), "Et*3|t*2|t*2|tL");
-        let again = Layout::parse(&l.to_megatron(), 8, 4).unwrap();
+        let l = Layout::parse("Et*3|(tt|)*2,mL", 7, 4).unwrap();
+        assert_eq!(layers(&l), [3, 2, 2, 0]);
+        assert_eq!((l.pieces[0].embedding, l.pieces[3].loss, l.pieces[3].mtp), (true, true, 1));
+        assert_eq!(l.to_megatron(), "Et*3|t*2|t*2|mL");
+        let again = Layout::parse(&l.to_megatron(), 7, 4).unwrap();
         assert_eq!(again, l);
+    }
+
+    #[test]
+    fn mtp_layers_are_not_among_the_layers_and_follow_the_last_one() {
+        // DeepSeek-V3's layout shape: the MTP module in the stage before the loss.
+        let l = Layout::parse("Et*3|(tt|)*29,m|L", 61, 32).unwrap();
+        assert_eq!((l.layers(), l.pieces[30].mtp, l.pieces[30].layers), (61, 1, 0));
+        assert_eq!(Layout::parse(&l.to_megatron(), 61, 32).unwrap(), l);
+        let msg = |s: &str| Layout::parse(s, 4, 2).unwrap_err().to_string();
+        assert!(msg("Et*2m|t*3L").contains("holds 5 transformer layers, expected --layers 4"));
+        let e = msg("Et*2m|t*2L");
+        assert!(e.contains("stage 1 holds a transformer layer after the MTP layer (m) of stage 0"), "{e}");
+        assert!(e.contains("hint: multi-token-prediction layers follow"), "{e}");
     }
 
     #[test]

@@ -23,6 +23,10 @@
 //! adding the forward's `4·B·S²·H` attention FLOPs to B (Dao et al.; Megatron's selective
 //! recompute has the same effect on both numbers).
 //!
+//! A multi-token-prediction layer (`m` in a layout, DeepSeek-V3's MTP module, not one of
+//! `layers`) costs a transformer layer plus its `2H → H` projection (`4·B·S·H²` FLOPs per
+//! pass) and its own pass through the shared LM head and loss (see `Model::mtp_extra`).
+//!
 //! The LM head (vocabulary `V`) on the last stage: `2·B·S·H·V` FLOPs for each of F, B and W;
 //! it holds its input, `2·B·S·H` bytes, until W, and the loss's fp32 logits, `4·B·S·V` bytes,
 //! until B. The embedding on the first stage: no FLOPs (a lookup), and `B·S·H` bytes (its
@@ -299,6 +303,21 @@ impl Model {
         (attention * h * h + 2.0 * h * ffn + attention * h + ffn + h + 4.0 * h) * self.per_gpu()
     }
 
+    /// What one MTP layer adds to a transformer layer: FLOPs of each of its F, B and W (its
+    /// `2H → H` projection, `4·B·S·H²`, and its pass through the shared LM head, `2·B·S·H·V`),
+    /// the bytes its F stores (the head's, the projection's `2H`-wide input, `4·B·S·H`, and
+    /// its embedding lookup's `B·S·H`), those W still needs (the head's input and the
+    /// projection's), and its parameters (the `2H²` projection and two norms; the embedding
+    /// and head weights are shared with `E` and `L` and counted there).
+    fn mtp_extra(&self) -> [f64; 4] {
+        let h = f64::from(self.hidden);
+        let bsh = self.tokens_hidden();
+        let t = self.per_gpu();
+        let [hmf, hmw] = self.head_memory();
+        let flops = 4.0 * bsh * h * t + self.head_flops();
+        [flops, hmf + (4.0 + 1.0) * bsh * t, hmw + 4.0 * bsh * t, (2.0 * h * h + 2.0 * h) * t]
+    }
+
     /// µs for `flops` at the device's achieved rate.
     fn micros(&self, flops: f64) -> f64 {
         flops / (self.tflops * 1e12) * 1e6
@@ -332,19 +351,26 @@ impl Model {
         let [lmf, lmw] = self.layer_memory();
         let [hmf, hmw] = self.head_memory();
         let head = self.head_flops();
+        let [mtp_flops, mtp_mf, mtp_mw, mtp_params] = self.mtp_extra();
         let piece_costs = |p: &Piece| {
-            let n = f64::from(p.layers);
-            let h = if p.loss { head } else { 0.0 };
-            let mem_f =
-                n * lmf + if p.loss { hmf } else { 0.0 } + if p.embedding { self.embedding_memory() } else { 0.0 };
-            let mem_w = n * lmw + if p.loss { hmw } else { 0.0 };
+            let (n, m) = (f64::from(p.layers), f64::from(p.mtp));
+            // An MTP layer: a transformer layer, plus its projection, embedding and head pass.
+            let h = if p.loss { head } else { 0.0 } + m * mtp_flops;
+            let mem_f = (n + m) * lmf
+                + m * mtp_mf
+                + if p.loss { hmf } else { 0.0 }
+                + if p.embedding { self.embedding_memory() } else { 0.0 };
+            let mem_w = (n + m) * lmw + m * mtp_mw + if p.loss { hmw } else { 0.0 };
             let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
-            let params = n * self.layer_params() + if p.embedding { vh } else { 0.0 } + if p.loss { vh } else { 0.0 };
+            let params = (n + m) * self.layer_params()
+                + m * mtp_params
+                + if p.embedding { vh } else { 0.0 }
+                + if p.loss { vh } else { 0.0 };
             PieceCosts {
                 piece: *p,
-                f: self.micros(n * lf + h),
-                b: self.micros(n * lb + h),
-                w: self.micros(n * lw + h),
+                f: self.micros((n + m) * lf + h),
+                b: self.micros((n + m) * lb + h),
+                w: self.micros((n + m) * lw + h),
                 mem_f,
                 mem_w,
                 params,
@@ -481,6 +507,7 @@ impl PieceCosts {
             piece: Piece {
                 embedding: pieces.iter().any(|p| p.piece.embedding),
                 layers: pieces.iter().map(|p| p.piece.layers).sum(),
+                mtp: pieces.iter().map(|p| p.piece.mtp).sum(),
                 loss: pieces.iter().any(|p| p.piece.loss),
             },
             f: add(|p| p.f),

@@ -272,3 +272,33 @@ fn kv_heads_must_divide_heads_and_be_divisible_by_tp() {
     assert!(e.message.contains("tp 8 does not divide kv-heads 4"), "{e}");
     assert!(Model { kv_heads: Some(8), tp: 8, ..m }.derive(4).is_ok());
 }
+
+#[test]
+fn an_mtp_layer_is_a_layer_plus_its_projection_embedding_and_head_pass() {
+    // Independent of the code's helpers: the formulas of `Model::mtp_extra`'s docs, on the
+    // last share of a 2-device Llama 3 8B with and without one MTP layer.
+    let plain = Model {
+        layout: Some("Et*16|t*16L".into()),
+        ..crate::model::presets::model_preset("llama-3-8b").unwrap().model
+    };
+    let mtp = Model { layout: Some("Et*16|t*16mL".into()), ..plain.clone() };
+    let (a, b) = (plain.derive(2).unwrap(), mtp.derive(2).unwrap());
+    assert_eq!(a.pieces[0], b.pieces[0], "the first share is untouched");
+    let (x, y) = (&a.pieces[1], &b.pieces[1]);
+    let (bs, h, v) = (8192.0, 4096.0, 128_256.0);
+    let bsh = bs * h;
+    let us = |flops: f64| flops / 400e12 * 1e6;
+    let [lf, lb, lw] = plain.layer_flops();
+    let [lmf, lmw] = plain.layer_memory();
+    let extra = 4.0 * bsh * h + 2.0 * bsh * v;
+    for (got, base, layer) in [(y.f, x.f, lf), (y.b, x.b, lb), (y.w, x.w, lw)] {
+        assert!(rel(got - base, us(layer + extra)) < 1e-9, "{got} - {base}");
+    }
+    // F keeps the head's logits (fp32) and input, the projection's 2H-wide input and the
+    // embedding lookup; W needs the head's input and the projection's.
+    let head_f = 2.0 * bsh + 4.0 * bs * v;
+    assert!(rel(y.mem_f - x.mem_f, lmf + head_f + 5.0 * bsh) < 1e-9);
+    assert!(rel(y.mem_w - x.mem_w, lmw + 2.0 * bsh + 4.0 * bsh) < 1e-9);
+    assert!(rel(y.params - x.params, plain.layer_params() + 2.0 * h * h + 2.0 * h) < 1e-9);
+    assert_eq!((y.piece.layers, y.piece.mtp), (16, 1));
+}
