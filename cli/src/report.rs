@@ -248,6 +248,17 @@ pub fn table(
             n(p.imbalance),
             n(p.schedule)
         );
+        if p.imbalance < 0.0 {
+            // Ideal is the busiest device's work: unequal stages raise it, and the gap to it
+            // can shrink (the playground says "shortens the gap").
+            let _ = writeln!(
+                out,
+                "{:<12} {:<12} imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by {} over the mean device's",
+                "",
+                "",
+                n(s.ideal - s.per_device.iter().map(|d| d.work).sum::<f64>() / s.per_device.len().max(1) as f64)
+            );
+        }
     }
     if let Some(m) = memory_part(family, params, s.cost) {
         let _ = writeln!(

@@ -386,3 +386,17 @@ fn tensor_parallel_costs_are_per_gpu_and_checked() {
         "{e}"
     );
 }
+
+#[test]
+fn a_negative_imbalance_part_says_why() {
+    // 1F1B, P = 4, M = 8, a last stage three times as heavy in F: devices 0–2 work 24, device 3
+    // works 40 (the ideal), the mean is 28; the same orders at equal stages idle more
+    // against their ideal, so imbalance is negative.
+    let out =
+        String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--f", "1,1,1,3"]).stdout)
+            .expect("utf-8");
+    assert!(out.contains("imbalance -1.5 + schedule 10.5"), "{out}");
+    assert!(out.contains("imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by 12 over the mean device's"), "{out}");
+    let even = String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8"]).stdout).expect("utf-8");
+    assert!(!even.contains("shortens"), "{even}");
+}
