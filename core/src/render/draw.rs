@@ -75,6 +75,10 @@ pub fn draw<DB: DrawingBackend>(
                 let width = (width.round() as u32).max(1);
                 area.draw(&PathElement::new(pts, color(*c).stroke_width(width))).map_err(err)?;
             }
+            Item::Polygon { points, color: c } => {
+                let pts: Vec<(i32, i32)> = points.iter().map(|&(x, y)| (px(x), px(y))).collect();
+                area.draw(&Polygon::new(pts, color(*c).filled())).map_err(err)?;
+            }
             Item::Dot { x, y, r, color: c } => {
                 let r = (r.round() as i32).max(1);
                 area.draw(&Circle::new((px(*x), px(*y)), r, color(*c).filled())).map_err(err)?;

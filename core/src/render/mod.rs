@@ -43,7 +43,7 @@ impl Scene {
                     *y1 += dy;
                 }
                 Item::Text { y, .. } | Item::Dot { y, .. } => *y += dy,
-                Item::Line { points, .. } => points.iter_mut().for_each(|p| p.1 += dy),
+                Item::Line { points, .. } | Item::Polygon { points, .. } => points.iter_mut().for_each(|p| p.1 += dy),
             }
             self.items.push(item);
         }

@@ -164,23 +164,95 @@ const LEGEND_MIN_STEP: f64 = 12.0;
 const RADIUS: f64 = 4.5;
 const FRONT_RADIUS: f64 = 5.5;
 
-/// The colour of family `name` among `families` on the chart: a hue per family group
-/// (classic, Zero Bubble, V-shape, two-directional, sequence-split), each family of a group a
-/// step lighter than the one before, so groups read at a glance and members stay apart.
-fn family_color(theme: &Theme, name: &str, families: &[&str]) -> Rgb {
+/// A marker's shape: families of one group share a hue and differ in shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Circle,
+    Square,
+    TriangleUp,
+    Diamond,
+    TriangleDown,
+    Hexagon,
+    Plus,
+}
+
+impl Shape {
+    /// The shapes in the order a group's members take them.
+    const ORDER: [Shape; 7] = [
+        Shape::Circle,
+        Shape::Square,
+        Shape::TriangleUp,
+        Shape::Diamond,
+        Shape::TriangleDown,
+        Shape::Hexagon,
+        Shape::Plus,
+    ];
+
+    /// Adds the shape centred at `(x, y)` with "radius" `r` (device pixels), scaled so every
+    /// shape covers about the circle's area.
+    fn add(self, scene: &mut Scene, (x, y): (f64, f64), r: f64, color: Rgb) {
+        let polygon = |corners: &[(f64, f64)], k: f64| Item::Polygon {
+            points: corners.iter().map(|&(dx, dy)| (x + dx * r * k, y + dy * r * k)).collect(),
+            color,
+        };
+        let item = match self {
+            Shape::Circle => Item::Dot { x, y, r, color },
+            Shape::Square => polygon(&[(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)], 0.89),
+            Shape::TriangleUp => polygon(&[(0.0, -1.0), (0.866, 0.5), (-0.866, 0.5)], 1.35),
+            Shape::TriangleDown => polygon(&[(0.0, 1.0), (0.866, -0.5), (-0.866, -0.5)], 1.35),
+            Shape::Diamond => polygon(&[(0.0, -1.0), (1.0, 0.0), (0.0, 1.0), (-1.0, 0.0)], 1.25),
+            Shape::Hexagon => {
+                let corners: Vec<(f64, f64)> = (0..6)
+                    .map(|i| {
+                        let a = std::f64::consts::FRAC_PI_3 * f64::from(i);
+                        (a.cos(), a.sin())
+                    })
+                    .collect();
+                polygon(&corners, 1.1)
+            }
+            Shape::Plus => {
+                let (a, b) = (0.38, 1.0);
+                polygon(
+                    &[
+                        (-a, -b),
+                        (a, -b),
+                        (a, -a),
+                        (b, -a),
+                        (b, a),
+                        (a, a),
+                        (a, b),
+                        (-a, b),
+                        (-a, a),
+                        (-b, a),
+                        (-b, -a),
+                        (-a, -a),
+                    ],
+                    1.2,
+                )
+            }
+        };
+        scene.items.push(item);
+    }
+}
+
+/// How family `name` among `families` is marked on the chart: a hue per family group
+/// (classic, Zero Bubble, V-shape, two-directional, sequence-split), and within a group each
+/// family a shape of its own ([`Shape::ORDER`]) and a step lighter (paler on light themes,
+/// brighter on dark ones), so groups read at a glance and members stay apart without relying
+/// on colour alone.
+fn family_style(theme: &Theme, name: &str, families: &[&str]) -> (Rgb, Shape) {
     // Categorical hues, dark enough for markers on both themes' plot backgrounds.
     const HUES: [Rgb; 5] = [Rgb(37, 99, 235), Rgb(217, 119, 6), Rgb(5, 150, 105), Rgb(147, 51, 234), Rgb(219, 39, 119)];
     let group = |n: &str| crate::family(n).map(|f| f.group);
     let Some(g) = group(name) else {
         let i = families.iter().position(|f| *f == name).unwrap_or(0);
-        return theme.device_color(i as u32, families.len() as u32);
+        return (theme.device_color(i as u32, families.len() as u32), Shape::ORDER[i % Shape::ORDER.len()]);
     };
     let hue = HUES[crate::FamilyGroup::ALL.iter().position(|x| *x == g).unwrap_or(0) % HUES.len()];
     let members: Vec<&&str> = families.iter().filter(|f| group(f) == Some(g)).collect();
     let k = members.iter().position(|f| **f == name).unwrap_or(0);
     let t = if members.len() <= 1 { 0.0 } else { 0.55 * k as f64 / (members.len() - 1) as f64 };
-    // Each member a step towards white: paler on light themes, brighter on dark ones.
-    hue.mix(Rgb(255, 255, 255), t)
+    (hue.mix(Rgb(255, 255, 255), t), Shape::ORDER[k % Shape::ORDER.len()])
 }
 
 /// Lays the chart out: the scene (device pixels) and where every marker is (CSS pixels).
@@ -256,7 +328,7 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
             families.push(p.family);
         }
     }
-    let color_of = |name: &str| family_color(t, name, &families);
+    let style_of = |name: &str| family_style(t, name, &families);
 
     // The front, joined in order of memory.
     let mut front: Vec<(f64, f64)> = finite
@@ -280,10 +352,11 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
         for (i, p) in finite.iter().filter(|(_, p)| p.pareto == on_front) {
             let (x, y) = (xm.at(p.peak_memory / mem_div), ym.at(p.cost / time_div));
             let r = if on_front { FRONT_RADIUS } else { RADIUS };
+            let (color, shape) = style_of(p.family);
             if on_front {
-                scene.items.push(Item::Dot { x: px(x), y: px(y), r: px(r + 1.5), color: t.text });
+                shape.add(&mut scene, (px(x), px(y)), px(r + 1.5), t.text);
             }
-            scene.items.push(Item::Dot { x: px(x), y: px(y), r: px(r), color: color_of(p.family) });
+            shape.add(&mut scene, (px(x), px(y)), px(r), color);
             markers.push(ParetoMarker { run: *i, x, y, r });
         }
     }
@@ -307,7 +380,8 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
         };
         let mut y = plot.1 + 6.0;
         for name in &families[..shown] {
-            scene.items.push(Item::Dot { x: px(lx + 5.0), y: px(y), r: px(RADIUS), color: color_of(name) });
+            let (color, shape) = style_of(name);
+            shape.add(&mut scene, (px(lx + 5.0), px(y)), px(RADIUS), color);
             scene.text(px(lx + 16.0), px(y), &fit_text(name, font, room), px(font), t.text, Anchor::Start);
             y += step;
         }
@@ -406,6 +480,31 @@ mod tests {
                 assert_eq!(more, 0, "21 families fit a 420 px chart");
             }
         }
+    }
+
+    #[test]
+    fn every_family_has_its_own_colour_and_shape_and_groups_share_a_hue() {
+        let names: Vec<&str> = crate::FAMILIES.iter().map(|f| f.name).collect();
+        let styles: Vec<(Rgb, Shape)> = names.iter().map(|n| family_style(&Theme::light(), n, &names)).collect();
+        for (i, a) in styles.iter().enumerate() {
+            for (j, b) in styles.iter().enumerate().skip(i + 1) {
+                let group = |k: usize| crate::family(names[k]).map(|f| f.group);
+                // Within a group the shape alone tells members apart (colour-blind readers).
+                if group(i) == group(j) && names.len() > 1 {
+                    assert_ne!(a.1, b.1, "{} and {}", names[i], names[j]);
+                }
+                assert_ne!(a, b, "{} and {}", names[i], names[j]);
+            }
+        }
+        // The chart draws the shapes: polygons for the non-circles, in the SVG too.
+        let points: Vec<ParetoPoint<'_>> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| ParetoPoint { family: n, peak_memory: i as f64, cost: 50.0 - i as f64, pareto: false })
+            .collect();
+        let (scene, _) = pareto_chart(&points, &ParetoOptions::default());
+        assert!(scene.items.iter().filter(|i| matches!(i, Item::Polygon { .. })).count() >= names.len());
+        assert!(pareto_svg(&points, &ParetoOptions::default()).contains("<polygon"));
     }
 
     #[test]

@@ -59,6 +59,13 @@ pub enum Item {
         /// Width in device pixels.
         width: f64,
     },
+    /// A filled polygon (the points in order, closed back to the first).
+    Polygon {
+        /// The corners.
+        points: Vec<(f64, f64)>,
+        /// Colour.
+        color: Rgb,
+    },
     /// A filled circle.
     Dot {
         /// Centre x.
