@@ -245,6 +245,12 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         }
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit, args.costs.units());
+    if args.costs.model.given() {
+        let derived = args.costs.model.model()?.derive(subject.params.devices).map_err(args::flag_error)?;
+        if let Some(note) = derived.proportional_cut_note(&subject.analysis.schedule.placement) {
+            eprintln!("note: {note}");
+        }
+    }
     let optimum = (args.optimal || args.optimal_nodes.is_some()).then(|| optimum(&subject, args.optimal_nodes));
     let cost = subject.analysis.stats.cost;
     let out = if args.json {

@@ -19,6 +19,23 @@ pub struct Holding {
 }
 
 impl Derived {
+    /// Whether `placement` runs more stages per pipeline than there are devices with no
+    /// whole-layer cut of that many pieces ([`Derived::finer`]: a layout was given with fewer
+    /// stages, or the layers do not divide), so each stage is a proportional part of the
+    /// pieces — the LM head and the embedding split across stages, and layers where they do
+    /// not divide; the note saying so, with the fix.
+    pub fn proportional_cut_note(&self, placement: &Placement) -> Option<String> {
+        let stages = placement.stages_per_pipeline();
+        let whole = self.pieces.len() == stages as usize || self.finer.iter().any(|f| f.len() == stages as usize);
+        (stages > self.devices && !whole).then(|| {
+            format!(
+                "this schedule runs {stages} stages on {} devices, but the model is cut into {} pieces: each stage takes a proportional part of their costs, which splits the LM head and the embedding across stages (and layers, where they do not divide); give a layout of {stages} stages to place every layer",
+                self.devices,
+                self.pieces.len()
+            )
+        })
+    }
+
     /// Each device's part of the model under `placement`: its stages' layers, cut from the
     /// pieces exactly as the simulator cuts their costs (stage `j` of `S` takes the model
     /// from `j/S` to `(j+1)/S`), and whether it holds the first or the last stage.
@@ -104,6 +121,25 @@ mod tests {
         // 30 layers on 4 devices: the first two shares hold 8.
         let h = m.derive(4).unwrap().holdings(&placement("1f1b", 4));
         assert_eq!(h.iter().map(|h| h.layers).collect::<Vec<_>>(), vec![8.0, 8.0, 7.0, 7.0]);
+    }
+
+    #[test]
+    fn a_proportional_cut_is_noted_only_where_no_whole_layer_cut_fits() {
+        let even = Model::new(32, 1024, 16, 1024, 1, 32_000);
+        // No layout: 32 layers cut whole into 8 stages for zb-v, and one per device for 1F1B.
+        let d = even.derive(4).unwrap();
+        assert_eq!(d.proportional_cut_note(&placement("zb-v", 4)), None);
+        assert_eq!(d.proportional_cut_note(&placement("1f1b", 4)), None);
+        // A layout of 4 stages: zb-v's 8 are cut in proportion, and the note says how to fix it.
+        let given = Model { layout: Some("8,8,8,8".into()), ..even.clone() };
+        let note = given.derive(4).unwrap().proportional_cut_note(&placement("zb-v", 4)).unwrap();
+        assert!(note.contains("runs 8 stages on 4 devices") && note.contains("give a layout of 8 stages"), "{note}");
+        // A layout of 8 stages places every layer.
+        let eight = Model { layout: Some("Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L".into()), ..even.clone() };
+        assert_eq!(eight.derive(4).unwrap().proportional_cut_note(&placement("zb-v", 4)), None);
+        // 30 layers do not divide into 8 stages: cut in proportion.
+        let odd = Model::new(30, 1024, 16, 1024, 1, 32_000).derive(4).unwrap();
+        assert!(odd.proportional_cut_note(&placement("zb-v", 4)).is_some());
     }
 
     #[test]
