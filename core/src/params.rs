@@ -184,7 +184,8 @@ impl CostProfile {
     /// Why finer cut `i` is not this profile's model cut into more pieces, if it is not:
     /// it must have more pieces than the profile, another count than the cuts before it, and
     /// the same total of every list (the same passes of the same model, only cut elsewhere;
-    /// a relative 1e-9 for the floating sums). A hand-edited file can break any of these.
+    /// a relative 1e-6, so numbers rounded for a file still match). A hand-edited file can
+    /// break any of these.
     pub fn finer_mismatch(&self, i: usize) -> Option<String> {
         let finer = self.finer.get(i)?;
         let (n, m) = (self.pieces(), finer.pieces());
@@ -197,12 +198,12 @@ impl CostProfile {
         let total = |v: &[f64]| v.iter().sum::<f64>();
         for ((field, base), (_, cut)) in self.lists().into_iter().zip(finer.lists()) {
             let (a, b) = (total(base), total(cut));
-            if (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1.0) {
+            if (a - b).abs() > 1e-6 * a.abs().max(b.abs()).max(1.0) {
                 return Some(format!(
                     "its {} adds up to {}, the profile's to {}",
                     field.name(),
-                    crate::error::short_number(b),
-                    crate::error::short_number(a)
+                    crate::render::format_number(b, 6),
+                    crate::render::format_number(a, 6)
                 ));
             }
         }

@@ -26,7 +26,9 @@ impl Derived {
     /// not divide; the note saying so, with the fix.
     pub fn proportional_cut_note(&self, placement: &Placement) -> Option<String> {
         let stages = placement.stages_per_pipeline();
-        let whole = self.pieces.len() == stages as usize || self.finer.iter().any(|f| f.len() == stages as usize);
+        // A multiple of the stages merges whole pieces; a matching finer cut is used as is.
+        let whole =
+            self.pieces.len() % stages.max(1) as usize == 0 || self.finer.iter().any(|f| f.len() == stages as usize);
         (stages > self.devices && !whole).then(|| {
             format!(
                 "this schedule runs {stages} stages on {} devices, but the model is cut into {} pieces: each stage takes a proportional part of their costs, which splits the LM head and the embedding across stages (and layers, where they do not divide); give a layout of {stages} stages to place every layer",
@@ -140,6 +142,9 @@ mod tests {
         // 30 layers do not divide into 8 stages: cut in proportion.
         let odd = Model::new(30, 1024, 16, 1024, 1, 32_000).derive(4).unwrap();
         assert!(odd.proportional_cut_note(&placement("zb-v", 4)).is_some());
+        // A layout finer than the stages (16 pieces into 8): whole pieces merge, no note.
+        let fine = Model { layout: Some("2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2".into()), ..even };
+        assert_eq!(fine.derive(4).unwrap().proportional_cut_note(&placement("zb-v", 4)), None);
     }
 
     #[test]

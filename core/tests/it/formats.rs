@@ -402,7 +402,7 @@ fn json_finer_cuts_that_are_not_the_same_model_are_dropped_with_a_warning() {
             "a piece's forward changed",
             &(|f: &mut serde_json::Value| {
                 let x = f[0]["f"][0].as_f64().unwrap_or_else(|| f[0]["f"][0].as_str().unwrap().parse().unwrap());
-                f[0]["f"][0] = serde_json::json!(x + 1.0);
+                f[0]["f"][0] = serde_json::json!(x * 2.0);
             }) as &dyn Fn(&mut serde_json::Value),
             "costs.profile.finer[0] is not the profile cut finer (its f adds up to",
         ),
