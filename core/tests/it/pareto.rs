@@ -33,11 +33,38 @@ fn golden_pareto_chart() {
     assert_golden_matches(&failures);
 }
 
-/// `(cx, cy)` of every circle of radius `r` in the document.
-fn circles(doc: &roxmltree::Document<'_>, r: &str) -> Vec<(f64, f64)> {
+/// A marker drawn in the document: its centre and "radius" (a circle's `r`, a polygon's
+/// farthest corner from the mean of its corners).
+#[derive(Debug)]
+struct Mark {
+    x: f64,
+    y: f64,
+    r: f64,
+}
+
+/// Every circle and filled polygon: families of one group differ in shape, so a marker is
+/// either.
+fn marks(doc: &roxmltree::Document<'_>) -> Vec<Mark> {
+    let num = |n: roxmltree::Node<'_, '_>, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
     doc.descendants()
-        .filter(|n| n.has_tag_name("circle") && n.attribute("r") == Some(r))
-        .map(|n| (n.attribute("cx").unwrap().parse().unwrap(), n.attribute("cy").unwrap().parse().unwrap()))
+        .filter_map(|n| {
+            if n.has_tag_name("circle") {
+                return Some(Mark { x: num(n, "cx"), y: num(n, "cy"), r: num(n, "r") });
+            }
+            if !n.has_tag_name("polygon") {
+                return None;
+            }
+            let corners: Vec<(f64, f64)> = n
+                .attribute("points")?
+                .split_whitespace()
+                .filter_map(|p| p.split_once(','))
+                .map(|(x, y)| (x.parse().unwrap(), y.parse().unwrap()))
+                .collect();
+            let k = corners.len() as f64;
+            let (x, y) = corners.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x / k, b + y / k));
+            let r = corners.iter().map(|(cx, cy)| (cx - x).hypot(cy - y)).fold(0.0, f64::max);
+            Some(Mark { x, y, r })
+        })
         .collect()
 }
 
@@ -50,16 +77,24 @@ fn the_svg_has_one_marker_per_run_and_the_front_joined() {
     let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
     let front = s.runs.iter().filter(|r| r.pareto).count();
     assert!(front >= 2 && front < s.runs.len());
-    // Markers: front runs get a ring (radius 7) under their dot (6, rounded from 5.5); other
-    // runs a dot of 5 (from 4.5). The legend uses the small dot too.
+    // Markers: one per run, front runs with a larger outline under them, and one per family in
+    // the legend.
     let families = s.runs.iter().map(|r| r.spec.family.name).collect::<std::collections::BTreeSet<_>>().len();
-    assert_eq!(circles(&doc, "7").len(), front);
-    assert_eq!(circles(&doc, "6").len(), front);
-    assert_eq!(circles(&doc, "5").len(), s.runs.len() - front + families);
-    // Every marker the geometry reports is a circle at that place.
-    let all: Vec<(f64, f64)> = ["5", "6"].iter().flat_map(|r| circles(&doc, r)).collect();
+    let all = marks(&doc);
+    assert_eq!(all.len(), s.runs.len() + front + families, "{all:?}");
+    // Every marker the geometry reports is drawn at that place; a front marker has an outline
+    // larger than itself centred on it.
+    let at = |x: f64, y: f64| -> Vec<&Mark> {
+        all.iter().filter(|m| (m.x - x).abs() < 1.0 && (m.y - y).abs() < 1.0).collect()
+    };
     for m in &geometry.markers {
-        assert!(all.iter().any(|&(x, y)| (x - m.x.round()).abs() < 0.5 && (y - m.y.round()).abs() < 0.5), "{m:?}");
+        let here = at(m.x, m.y);
+        let want = if s.runs[m.run].pareto { 2 } else { 1 };
+        assert!(here.len() >= want, "{m:?}: {here:?}");
+        if want == 2 {
+            let (lo, hi) = here.iter().fold((f64::MAX, 0.0_f64), |(lo, hi), h| (lo.min(h.r), hi.max(h.r)));
+            assert!(hi > lo + 0.5, "the front's outline is larger than its marker: {here:?}");
+        }
     }
     assert_eq!(geometry.markers.len(), s.runs.len());
     // The front is one polyline through every front marker, left to right.
