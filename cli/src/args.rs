@@ -397,10 +397,10 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub optimal: bool,
     /// Search nodes `--optimal` may spend (implies `--optimal`), plus a quarter more to prove
-    /// a bound when the search does not finish; the default, 120,000, takes up to about a
-    /// second natively at P = 4, M = 8 with one chunk (96 passes) and several seconds for
-    /// two-chunk schedules (192 passes). A larger budget proves more problems optimal and
-    /// narrows the interval of those it does not.
+    /// a bound when the search does not finish. Without it the search stops after about a
+    /// second natively whatever the family (a budget of work: about 330,000 nodes at P = 4,
+    /// M = 8 with one chunk, 70,000 with two). A larger budget proves more problems optimal
+    /// and narrows the interval of those it does not.
     #[arg(long, value_name = "N", value_parser = search_nodes)]
     pub optimal_nodes: Option<u64>,
 }
@@ -597,8 +597,8 @@ fn search_nodes(text: &str) -> Result<u64, String> {
         "search nodes",
         10_000_000_000,
         &format!(
-            "the default is {}, about a second at P = 4, M = 8 with one chunk; digits may be grouped, e.g. 1_000_000",
-            bubblescope::optimal::Budget::default().nodes
+            "without it the search spends about a second natively ({} million units of work, about 330,000 nodes at P = 4, M = 8 with one chunk); digits may be grouped, e.g. 1_000_000",
+            bubblescope::optimal::DEFAULT_WORK / 1_000_000
         ),
     )
 }

@@ -295,7 +295,7 @@ fn optimum(subject: &Subject, nodes: Option<u64>) -> Option<bubblescope::optimal
     use bubblescope::optimal::{optimize_run, Budget};
     let a = &subject.analysis;
     let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
-    let budget = nodes.map_or(Budget::default(), |nodes| Budget { nodes, ..Budget::default() });
+    let budget = nodes.map_or(Budget::default(), Budget::of_nodes);
     optimize_run(subject.family, &subject.params, &a.schedule, limit, budget).ok()
 }
 

@@ -25,7 +25,7 @@ fn main() {
         }
     };
     let limit = problem_limit(Some(f), &params, &r.stats);
-    let budget = Budget { nodes: num(7, Budget::default().nodes as f64) as u64, ..Budget::default() };
+    let budget = a.get(7).and_then(|v| v.parse().ok()).map_or(Budget::default(), Budget::of_nodes);
     let t = Instant::now();
     let o = match optimize_run(Some(f), &params, &r.schedule, limit, budget) {
         Ok(o) => o,

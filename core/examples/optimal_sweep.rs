@@ -41,7 +41,7 @@ fn main() {
                     let budget = std::env::var("NODES")
                         .ok()
                         .and_then(|v| v.parse().ok())
-                        .map_or(Budget::default(), |n| Budget { nodes: n, ..Budget::default() });
+                        .map_or(Budget::default(), Budget::of_nodes);
                     let Ok(o) = optimize_run(Some(family), &params, &a.schedule, limit, budget) else {
                         println!("{} P{p} M{m} {f},{b},{w} c{comm}: no optimum", family.name);
                         continue;

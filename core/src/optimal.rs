@@ -100,23 +100,43 @@ use crate::stats::stats;
 mod local;
 mod relaxation;
 
-/// How much search to spend.
+/// How much search to spend: the search stops at whichever of its two limits comes first
+/// (and the probes get a quarter more of each, see [`Search::run`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
     /// Search nodes (appended ops) before giving up.
     pub nodes: u64,
     /// Largest number of ops searched at all.
     pub max_ops: usize,
+    /// Units of work before giving up: one per op a node looks at, as a candidate, in its
+    /// earliest starts and in each one-machine bound. A node's time is close to proportional
+    /// to them (20–45 ns per unit natively across families, measured at P = 4, M = 8), while
+    /// its number of ops is not: a node of ZB-V costs five times one of ZB-H1. So a budget of
+    /// work takes about the same time for every family, where one of nodes took 0.4 s for
+    /// ZB-H1 and 4.5 s for ZB-V.
+    pub work: u64,
 }
 
 impl Default for Budget {
-    /// 120,000 nodes (and 30,000 for the probes when they do not suffice): 0.6–1 s natively at P = 4, M = 8 with 96 passes when the search runs to
-    /// the budget (measured under a load of 2); V-shaped schedules (192 passes) take several
-    /// times longer per node.
+    /// [`DEFAULT_WORK`] units of work, about a second natively at any family: about 330,000
+    /// nodes of ZB-H1 and 70,000 of ZB-V at P = 4, M = 8 (the probes included).
     fn default() -> Budget {
-        Budget { nodes: 120_000, max_ops: 256 }
+        Budget { nodes: u64::MAX, max_ops: 256, work: DEFAULT_WORK }
     }
 }
+
+impl Budget {
+    /// Exactly `nodes` search nodes, whatever their work (`--optimal-nodes`).
+    pub fn of_nodes(nodes: u64) -> Budget {
+        Budget { nodes, work: u64::MAX, ..Budget::default() }
+    }
+}
+
+/// The default budget's work: 40 million units (see [`Budget::work`]). Measured over the 425
+/// problems of every family at P = 4, M = 4..8 (`examples/optimal_sweep.rs`): 321 proven,
+/// against 318 with the 120,000 nodes it replaced, which lost no proof (the V shapes get
+/// fewer nodes, and none of theirs needed more) and won three of Chimera's.
+pub const DEFAULT_WORK: u64 = 40_000_000;
 
 /// Nodes per pair of devices [`tight_lower_bound`] lets the relaxation spend: a few
 /// milliseconds at P = 4, M = 8 (measured up to about 30 ms for V-shaped schedules).
@@ -162,6 +182,8 @@ pub struct Optimum {
     pub proven: bool,
     /// Search nodes visited.
     pub nodes: u64,
+    /// Work the search spent ([`Budget::work`]).
+    pub work: u64,
     /// The lower bound of the problem ([`crate::bounds::lower_bound`]).
     pub lower_bound: f64,
     /// What the search proved every order costs at least: the lower bound raised by the
@@ -290,21 +312,23 @@ pub fn optimize(
                 cost: *c,
                 proven: true,
                 nodes: 0,
+                work: 0,
                 lower_bound: lb,
                 bound: *c,
                 searched,
             });
         }
     }
-    let mut nodes = 0;
+    let (mut nodes, mut work) = (0, 0);
     let mut finished = false;
     let ran = search.is_some();
     let mut searched = root;
     if let Some(search) = search.as_mut() {
         search.root_bound = root;
         search.budget = budget.nodes;
+        search.work_budget = budget.work;
         searched = search.run(root);
-        nodes = search.nodes;
+        (nodes, work) = (search.nodes, search.work);
         finished = !search.aborted;
         if let Some(orders) = search.best_orders.take() {
             let s = orders_schedule(schedule, search, &orders);
@@ -321,7 +345,7 @@ pub fn optimize(
     let searched = if (snapped - searched).abs() <= eps(searched) { snapped } else { searched };
     let bound = if finished { cost } else { searched.min(cost) };
     let proven = finished || cost <= bound + eps(bound);
-    Ok(Optimum { schedule, cost, proven, nodes, lower_bound: lb, bound, searched: ran })
+    Ok(Optimum { schedule, cost, proven, nodes, work, lower_bound: lb, bound, searched: ran })
 }
 
 /// The schedule of `orders` (op indices of `search`, per device), with `like`'s placement.
@@ -458,6 +482,9 @@ struct Search {
     best_orders: Option<Vec<Vec<usize>>>,
     nodes: u64,
     budget: u64,
+    /// Work done (see [`Budget::work`]) and the most allowed.
+    work: u64,
+    work_budget: u64,
     aborted: bool,
     /// The probe's target: only completions costing at most this are sought (∞: any
     /// completion below the best found, a plain depth-first search).
@@ -793,6 +820,8 @@ impl Search {
             best_orders: None,
             nodes: 0,
             budget: 0,
+            work: 0,
+            work_budget: u64::MAX,
             aborted: false,
             target: f64::INFINITY,
             beyond: f64::INFINITY,
@@ -888,6 +917,7 @@ impl Search {
     /// starts as release dates and their paths to the end of an op on `d` as tails.
     fn bound(&mut self, cutoff: f64) -> f64 {
         let mut lb = self.root_bound;
+        self.work += self.topo.len() as u64;
         self.est.iter_mut().for_each(|e| *e = 0.0);
         for d in 0..self.devices {
             if let Some(first) = self.first[d] {
@@ -953,6 +983,7 @@ impl Search {
                         self.jobs.push(Job { release: self.rel[o], dur, delivery: (tl - dur).max(0.0) });
                     }
                 }
+                self.work += self.jobs.len() as u64;
                 lb = lb.max(jackson(&mut self.jobs, &mut self.heap) - first);
                 if lb >= cutoff {
                     return lb;
@@ -1135,12 +1166,14 @@ impl Search {
     /// bound, closing 42% of the gap between the root bound and the best order on average.
     fn run(&mut self, from: f64) -> f64 {
         let extra = self.budget / PROBE_SHARE;
+        let extra_work = self.work_budget / PROBE_SHARE;
         self.goal = from;
         self.dfs();
         if self.hit || !self.aborted {
             return self.best;
         }
-        self.budget += extra;
+        self.budget = self.budget.saturating_add(extra);
+        self.work_budget = self.work_budget.saturating_add(extra_work);
         self.aborted = false;
         let mut proven = from;
         loop {
@@ -1161,7 +1194,7 @@ impl Search {
     }
 
     fn dfs(&mut self) {
-        if self.nodes >= self.budget {
+        if self.nodes >= self.budget || self.work >= self.work_budget {
             self.aborted = true;
             return;
         }
@@ -1193,6 +1226,7 @@ impl Search {
         }
         let eps = self.eps();
         let mut candidates: Vec<(f64, u8, usize, usize)> = Vec::new();
+        self.work += self.ops.len() as u64;
         for o in 0..self.ops.len() {
             if self.placed[o] {
                 continue;
@@ -1338,10 +1372,10 @@ mod tests {
             let p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
             let a = run(family, &p).unwrap();
             let limit = Some(a.stats.peak_memory);
-            let full = optimize(&a.schedule, &costs, limit, &[], Budget { nodes: 5_000_000, max_ops: 256 }).unwrap();
+            let full = optimize(&a.schedule, &costs, limit, &[], Budget::of_nodes(5_000_000)).unwrap();
             assert!(full.proven && full.bound == full.cost, "{family} P{devices} M{microbatches}: {full:?}");
             for nodes in [1, 10, 100, 1_000, 10_000] {
-                let o = optimize(&a.schedule, &costs, limit, &[], Budget { nodes, max_ops: 256 }).unwrap();
+                let o = optimize(&a.schedule, &costs, limit, &[], Budget::of_nodes(nodes)).unwrap();
                 let at = format!(
                     "{family} P{devices} M{microbatches}, {nodes} nodes: {} {} {}",
                     o.lower_bound, o.bound, o.cost
@@ -1352,5 +1386,31 @@ mod tests {
             }
         }
         assert!(raised > 0, "the probes never raised a bound: the test shows nothing");
+    }
+
+    /// A budget of work stops the search once it is spent (plus the probes' quarter and the
+    /// node in progress), whatever the family's cost per node: a two-chunk problem gets
+    /// fewer nodes than a one-chunk one of the same size, and a budget of nodes is exact.
+    #[test]
+    fn a_budget_of_work_stops_every_family_after_about_the_same_work() {
+        let costs = Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) };
+        let budget = Budget { work: 2_000_000, ..Budget::default() };
+        let mut spent = Vec::new();
+        for family in ["zb-h1", "zb-v"] {
+            let p = ScheduleParams::new(4, 8).with_costs(costs.clone());
+            let a = run(family, &p).unwrap();
+            let limit = Some(a.stats.peak_memory);
+            let o = optimize(&a.schedule, &costs, limit, &[], budget).unwrap();
+            assert!(!o.proven, "{family}: the test needs a problem the budget does not prove");
+            // The most work one node does: every op as a candidate, in the earliest starts
+            // and in a one-machine bound for each pair of devices.
+            let per_node = (a.schedule.op_count() * (2 + 4 * 4)) as u64;
+            let most = budget.work + budget.work / PROBE_SHARE + per_node;
+            assert!(o.work >= budget.work && o.work <= most, "{family}: {} work, at most {most}", o.work);
+            spent.push(o.nodes);
+            let exact = optimize(&a.schedule, &costs, limit, &[], Budget::of_nodes(300)).unwrap();
+            assert!(exact.nodes <= 300 + 300 / PROBE_SHARE, "{family}: {} nodes", exact.nodes);
+        }
+        assert!(spent[1] < spent[0], "ZB-V's nodes cost more work than ZB-H1's: {spent:?}");
     }
 }

@@ -92,7 +92,7 @@ proptest! {
         let limit = f64::from(limit.max(devices));
         let params = ScheduleParams::new(devices, microbatches).with_costs(costs.clone()).with_mem_limit(limit);
         let base = run("zb-auto", &params).unwrap();
-        let budget = Budget { nodes: 20_000, max_ops: 256 };
+        let budget = Budget::of_nodes(20_000);
         let opt = optimize_run(bubblescope::family("zb-auto"), &params, &base.schedule, limit, budget).unwrap();
         // A real schedule of the same passes, within the limit, that simulates to its cost.
         prop_assert!(validate(&opt.schedule).iter().all(|d| d.severity != bubblescope::Severity::Error));
@@ -137,7 +137,7 @@ fn a_finished_search_proves_an_optimum_above_the_bound() {
     let params = ScheduleParams::new(3, 6).with_costs(costs.clone()).with_mem_limit(3.0);
     let a = run("zb-auto", &params).unwrap();
     // The proof takes about 180,000 nodes, more than the default budget.
-    let budget = Budget { nodes: 400_000, ..Budget::default() };
+    let budget = Budget::of_nodes(400_000);
     let opt = optimize(&a.schedule, &costs, Some(3.0), &[], budget).unwrap();
     assert_eq!((opt.lower_bound, opt.cost, opt.proven), (42.0, 44.0, true));
 }
