@@ -86,7 +86,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         static_memory,
         families: all_families(),
     };
-    let candidates = spec.candidates().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let candidates = spec.candidates().map_err(crate::args::flag_error)?;
     let total = candidates.len();
     let mut found = PlanSearch::collect(crate::sweep::run_parallel(candidates, evaluate));
     let searched = total - found.not_tried;

@@ -65,6 +65,12 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         v
     });
     let lower_bound = lower_bound_of(family, params, a);
+    let bound_memory = problem_limit(family, params, s);
+    let standing = match lower_bound.standing(s, bound_memory) {
+        Standing::Meets => "meets",
+        Standing::Within(_) => "within",
+        Standing::OverLimit { .. } => "over_limit",
+    };
     let prediction_note = (!c.is_uniform()).then_some("closed forms assume equal stages: none applies to these costs");
     json!({
         "schedule": name,
@@ -91,6 +97,8 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "attribution": attribution,
         "lower_bound": lower_bound.value,
         "lower_bound_closed_form": lower_bound.closed_form.unwrap_or(lower_bound.value),
+        "lower_bound_memory": bound_memory,
+        "lower_bound_standing": standing,
         "uniform_stages": c.is_uniform(),
         "prediction": prediction,
         "prediction_note": prediction_note,
@@ -250,7 +258,14 @@ pub fn table(
         );
         if p.imbalance < 0.0 {
             // Ideal is the busiest device's work: unequal stages raise it, and the gap to it
-            // can shrink (the playground says "shortens the gap").
+            // can shrink (the playground says "shortens the gap"). The two numbers the part
+            // is the difference of, from the attribution's own re-simulations.
+            let (no_comm, even) = bubblescope::attribution::variants(c);
+            let run = |costs: &bubblescope::Costs| {
+                bubblescope::simulate(&a.schedule, &StageCosts::for_schedule(costs, &a.schedule))
+                    .ok()
+                    .map(|t| bubblescope::stats(&a.schedule, &t, costs))
+            };
             let _ = writeln!(
                 out,
                 "{:<12} {:<12} imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by {} over the mean device's",
@@ -258,6 +273,19 @@ pub fn table(
                 "",
                 n(s.ideal - s.per_device.iter().map(|d| d.work).sum::<f64>() / s.per_device.len().max(1) as f64)
             );
+            if let (Some(s1), Some(s2)) = (run(&no_comm), run(&even)) {
+                let (moved, rise) = (s1.cost - s2.cost, s.ideal - s2.ideal);
+                let _ = writeln!(
+                    out,
+                    "{:<12} {:<12} imbalance = {} − {}: unequal stages move these orders' cost (communication 0) by {} and ideal by {}",
+                    "",
+                    "",
+                    n(moved),
+                    n(rise),
+                    n(moved),
+                    n(rise)
+                );
+            }
         }
     }
     if let Some(m) = memory_part(family, params, s.cost) {

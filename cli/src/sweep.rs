@@ -196,8 +196,11 @@ pub fn csv(sweep: &Sweep) -> String {
 /// The readable table: runs by microbatch count, fastest first, the Pareto front marked `*`;
 /// then the invalid combinations with their reasons.
 pub fn table(sweep: &Sweep, model: bool) -> String {
-    // With a model, milliseconds throughout (as `plan` prints them): a column compares at a glance.
-    let time = |v: f64| if model { format!("{} ms", format_number(v / 1e3, 2)) } else { format_number(v, 4) };
+    // With a model, milliseconds throughout (as `plan` prints them), with the same decimals in
+    // every row (four significant digits of the slowest run): a column compares at a glance.
+    let slowest = sweep.runs.iter().map(|r| r.stats.cost / 1e3).fold(0.0, f64::max);
+    let decimals = if slowest > 0.0 { (3 - slowest.log10().floor() as i32).clamp(0, 6) as usize } else { 2 };
+    let time = |v: f64| if model { format!("{:.decimals$} ms", v / 1e3) } else { format_number(v, 4) };
     let memory = |v: f64| if model { format_bytes(v) } else { format_number(v, 4) };
     let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();
     rows.sort_by(|a, b| {
@@ -213,7 +216,9 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     );
     for r in rows {
         let parts = r.attribution.map_or_else(String::new, |p| {
-            format!("{} + {} + {}", time(p.communication), time(p.imbalance), time(p.schedule))
+            // A sum written as one: a negative part is subtracted, not added.
+            let term = |v: f64| if v < 0.0 { format!(" − {}", time(-v)) } else { format!(" + {}", time(v)) };
+            format!("{}{}{}", time(p.communication), term(p.imbalance), term(p.schedule))
         });
         let _ = writeln!(
             out,

@@ -397,6 +397,14 @@ fn a_negative_imbalance_part_says_why() {
             .expect("utf-8");
     assert!(out.contains("imbalance -1.5 + schedule 10.5"), "{out}");
     assert!(out.contains("imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by 12 over the mean device's"), "{out}");
+    // What the part is the difference of: 1F1B at equal stages (F 1.5) costs 28 + 3·3.5 =
+    // 38.5, with these 49 (communication 0); ideal rises from 28 to 40. 10.5 − 12 = −1.5.
+    assert!(
+        out.contains(
+            "imbalance = 10.5 − 12: unequal stages move these orders' cost (communication 0) by 10.5 and ideal by 12"
+        ),
+        "{out}"
+    );
     let even = String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8"]).stdout).expect("utf-8");
     assert!(!even.contains("shortens"), "{even}");
 }

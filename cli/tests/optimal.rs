@@ -13,6 +13,8 @@ fn every_run_has_a_lower_bound_and_the_table_says_how_far_above_it() {
     // 1F1B at its own memory is optimal: its 33 is the bound.
     let v = json(&["simulate", "-s", "1f1b", "--json"]);
     assert_eq!((v["lower_bound"].as_f64(), v["cost"].as_f64()), (Some(33.0), Some(33.0)));
+    assert_eq!(v["lower_bound_standing"], "meets", "{v}");
+    assert_eq!(v["lower_bound_memory"], v["peak_memory"], "1F1B's problem is its own memory: {v}");
     assert!(v.get("optimal").is_none(), "optimal only with --optimal");
     // The table says how far above it the schedule is, and what the bound is made of. With
     // communication the device relaxation raises the closed form's 33 to 39, the optimum
@@ -23,6 +25,7 @@ fn every_run_has_a_lower_bound_and_the_table_says_how_far_above_it() {
     let v = json(&["simulate", "-s", "zb-1p", "--comm", "1", "--json", "--optimal"]);
     assert_eq!((v["lower_bound"].as_f64(), v["lower_bound_closed_form"].as_f64()), (Some(39.0), Some(33.0)), "{v}");
     assert_eq!(v["optimal"]["cost"].as_f64(), Some(39.0), "{v}");
+    assert_eq!(v["lower_bound_standing"], "within", "{v}");
     // Without communication the closed form is already tight and stays.
     let v = json(&["simulate", "-s", "zb-1p", "--json"]);
     assert_eq!(v["lower_bound"], v["lower_bound_closed_form"], "{v}");
@@ -38,6 +41,7 @@ fn a_run_over_its_memory_limit_is_not_measured_against_the_bound_of_orders_withi
     let v = json(&["simulate", "-s", "gpipe", "--mem-limit", "3", "--json"]);
     let (bound, cost) = (v["lower_bound"].as_f64().unwrap(), v["cost"].as_f64().unwrap());
     assert!(bound > cost, "{bound} vs {cost}");
+    assert_eq!((v["lower_bound_standing"].as_str(), v["lower_bound_memory"].as_f64()), (Some("over_limit"), Some(3.0)));
     let out = ok(&["simulate", "-s", "gpipe", "--mem-limit", "3"]);
     assert!(out.contains("for orders within memory 3; this one peaks at 8, over it"), "{out}");
     assert!(!out.contains("within -"), "{out}");
@@ -123,7 +127,10 @@ fn a_node_budget_bounds_the_search_and_more_nodes_never_answer_worse() {
     );
     for bad in ["0", "-3", "1e3", "x", "", "NaN", "1.5", "20000000000", "99999999999999999999999"] {
         let err = fails(&["simulate", "--optimal-nodes", bad]);
-        let hint = format!("\n  hint: the default is {}", bubblescope::optimal::Budget::default().nodes);
+        let hint = format!(
+            "\n  hint: without it the search spends about a second natively ({} million units of work",
+            bubblescope::optimal::DEFAULT_WORK / 1_000_000
+        );
         assert!(err.contains("--optimal-nodes") && err.contains(&hint), "{bad}: {err}");
     }
 }

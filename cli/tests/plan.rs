@@ -139,8 +139,13 @@ fn the_table_names_throughput_memory_and_attribution() {
 #[test]
 fn bad_plan_requests_exit_2_with_hints() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["plan", "-p", "4"], "--mem-limit is required"),
+        // A model setting's error names its flag, as in `simulate`.
+        (
+            &["plan", "-p", "4", "--mem-limit", "80GiB", "--model", "llama-3-8b", "--kv-heads", "5"],
+            "error: --kv-heads 5 does not divide heads 32",
+        ),
         (&["plan", "-p", "4", "--mem-limit", "5", "--export", "plan.json"], "does not end in .csv"),
         (&["plan", "-p", "4", "--mem-limit", "5", "--global-batch", "8"], "--global-batch needs costs from a model"),
         (&["plan", "-p", "4", "--mem-limit", "5", "--static-memory", "auto"], "needs a model"),

@@ -136,9 +136,18 @@ fn with_a_model_the_table_reads_in_milliseconds_and_gib_like_plan() {
         &[&["sweep", "--schedules", "1f1b", "--devices", "8", "--microbatches", "16"], &args[6..]].concat(),
     );
     let v: Value = serde_json::from_str(&ok(dir.path(), &[&["simulate", "--json"], &args[..]].concat())).unwrap();
-    let ms = format!("{} ms", bubblescope::render::format_number(v["cost"].as_f64().unwrap() / 1e3, 2));
+    // Four significant digits of the slowest run, the same decimals in every column.
+    let cost = v["cost"].as_f64().unwrap() / 1e3;
+    let decimals = (3 - cost.log10().floor() as i32).clamp(0, 6) as usize;
+    let ms = format!("{cost:.decimals$} ms");
     let row = out.lines().nth(1).unwrap();
     assert!(row.contains(&ms) && row.contains("GiB") && !row.contains("µs"), "{row} should hold {ms}");
+    // The parts read as the sum they are: a negative imbalance is subtracted, never "+ -".
+    let parts = row.split("GiB").nth(1).unwrap().trim();
+    let imbalance = v["attribution"]["imbalance"].as_f64().unwrap();
+    let sign = if imbalance < 0.0 { " − " } else { " + " };
+    let expected = format!("{:.decimals$} ms", imbalance.abs() / 1e3);
+    assert!(parts.contains(&format!("{sign}{expected}")) && !parts.contains("+ -"), "{parts}: imbalance {imbalance}");
 }
 
 #[test]

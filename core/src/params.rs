@@ -182,32 +182,50 @@ impl CostProfile {
     }
 
     /// Why finer cut `i` is not this profile's model cut into more pieces, if it is not:
-    /// it must have more pieces than the profile, another count than the cuts before it, and
-    /// the same total of every list (the same passes of the same model, only cut elsewhere;
-    /// a relative 1e-6, so numbers rounded for a file still match). A hand-edited file can
-    /// break any of these.
+    /// it must have more pieces than the profile, another count than the valid cuts before
+    /// it, and the same total of every list (the same passes of the same model, only cut
+    /// elsewhere; a relative 1e-6, so numbers rounded for a file still match). A hand-edited
+    /// file can break any of these.
     pub fn finer_mismatch(&self, i: usize) -> Option<String> {
-        let finer = self.finer.get(i)?;
-        let (n, m) = (self.pieces(), finer.pieces());
-        if m <= n {
-            return Some(format!("it has {m} pieces, not more than the profile's {n}"));
-        }
-        if self.finer[..i].iter().any(|p| p.pieces() == m) {
-            return Some(format!("an earlier finer cut has {m} pieces too"));
-        }
+        self.finer_mismatches().into_iter().nth(i).flatten()
+    }
+
+    /// [`CostProfile::finer_mismatch`] of every finer cut, in one pass: a cut repeats a count
+    /// only when an earlier cut with that count is itself kept.
+    pub fn finer_mismatches(&self) -> Vec<Option<String>> {
+        let n = self.pieces();
+        let mut kept: Vec<usize> = Vec::new();
         let total = |v: &[f64]| v.iter().sum::<f64>();
-        for ((field, base), (_, cut)) in self.lists().into_iter().zip(finer.lists()) {
-            let (a, b) = (total(base), total(cut));
-            if (a - b).abs() > 1e-6 * a.abs().max(b.abs()).max(1.0) {
-                return Some(format!(
-                    "its {} adds up to {}, the profile's to {}",
-                    field.name(),
-                    crate::render::format_number(b, 6),
-                    crate::render::format_number(a, 6)
-                ));
-            }
-        }
-        None
+        let significant = |v: f64| {
+            let magnitude = if v == 0.0 { 0 } else { v.abs().log10().floor() as i32 };
+            crate::render::format_number(v, (5 - magnitude).clamp(0, 12) as usize)
+        };
+        self.finer
+            .iter()
+            .map(|finer| {
+                let m = finer.pieces();
+                if m <= n {
+                    let noun = if m == 1 { "piece" } else { "pieces" };
+                    return Some(format!("it has {m} {noun}, not more than the profile's {n}"));
+                }
+                if kept.contains(&m) {
+                    return Some(format!("an earlier finer cut has {m} pieces too"));
+                }
+                for ((field, base), (_, cut)) in self.lists().into_iter().zip(finer.lists()) {
+                    let (a, b) = (total(base), total(cut));
+                    if (a - b).abs() > 1e-6 * a.abs().max(b.abs()).max(1.0) {
+                        return Some(format!(
+                            "its {} adds up to {}, the profile's to {}",
+                            field.name(),
+                            significant(b),
+                            significant(a)
+                        ));
+                    }
+                }
+                kept.push(m);
+                None
+            })
+            .collect()
     }
 
     /// The time one piece's `kind` pass takes.

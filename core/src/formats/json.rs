@@ -466,7 +466,7 @@ fn take_costs(map: &mut Map<String, Value>, source: &Source, out: &mut Diagnosti
 fn drop_foreign_finer(mut costs: Costs, source: &Source, out: &mut Diagnostics) -> Costs {
     let Some(profile) = costs.profile.as_deref() else { return costs };
     let mismatches: Vec<(usize, String)> =
-        (0..profile.finer.len()).filter_map(|i| profile.finer_mismatch(i).map(|why| (i, why))).collect();
+        profile.finer_mismatches().into_iter().enumerate().filter_map(|(i, why)| why.map(|w| (i, w))).collect();
     if mismatches.is_empty() {
         return costs;
     }

@@ -16,6 +16,8 @@ pub struct Holding {
     /// Whether it holds the LM head and the loss, or a part of them (a stage that cuts the
     /// last piece carries its share of the head's cost).
     pub loss: bool,
+    /// Multi-token-prediction layers it holds (`m` in a layout), cut like `layers`.
+    pub mtp: f64,
 }
 
 impl Derived {
@@ -55,10 +57,16 @@ impl Derived {
         let covers_last = |j: u32| f64::from(j + 1) * n / per > n - 1.0;
         let embedding = self.pieces.first().is_some_and(|p| p.piece.embedding);
         let loss = self.pieces.last().is_some_and(|p| p.piece.loss);
-        let mut out = vec![Holding { layers: 0.0, embedding: false, loss: false }; placement.devices() as usize];
+        let mtp = self.pieces.iter().any(|p| p.piece.mtp > 0).then(|| {
+            let costs = Costs::default().with_profile(self.quantity_profile(|p| f64::from(p.piece.mtp)), self.devices);
+            StageCosts::new(&costs, placement)
+        });
+        let mut out =
+            vec![Holding { layers: 0.0, embedding: false, loss: false, mtp: 0.0 }; placement.devices() as usize];
         for g in 0..placement.stages() {
             let Some(h) = placement.device_of(g).and_then(|d| out.get_mut(d as usize)) else { continue };
             h.layers += table.f.get(g as usize).copied().unwrap_or(0.0);
+            h.mtp += mtp.as_ref().and_then(|t| t.f.get(g as usize)).copied().unwrap_or(0.0);
             let local = placement.local_stage(g);
             h.embedding |= embedding && covers_first(local);
             h.loss |= loss && covers_last(local);
@@ -83,6 +91,10 @@ pub fn verdict(bottleneck: &Bottleneck, holdings: Option<&[Holding]>) -> String 
     let mut why = Vec::new();
     if h.loss {
         why.push("the LM head".to_string());
+    }
+    if h.mtp > 1e-9 {
+        let plural = if (h.mtp - 1.0).abs() < 1e-9 { "" } else { "s" };
+        why.push(format!("{} MTP layer{plural} (each a layer and a pass through the LM head)", layers(h.mtp)));
     }
     if h.layers > mean * (1.0 + 1e-9) {
         why.push(format!("{} layers against a mean of {}", layers(h.layers), layers(mean)));
@@ -149,7 +161,7 @@ mod tests {
 
     #[test]
     fn the_verdict_names_the_lm_head_and_extra_layers() {
-        let h = |layers: f64, loss: bool| Holding { layers, embedding: false, loss };
+        let h = |layers: f64, loss: bool| Holding { layers, embedding: false, loss, mtp: 0.0 };
         let b = Bottleneck { device: 3, work: 1.23, mean: 1.0 };
         let holdings = [h(4.0, false), h(4.0, false), h(4.0, false), h(4.0, true)];
         assert_eq!(verdict(&b, Some(&holdings)), "device 3 does 23% more work than the mean: the LM head");
@@ -159,5 +171,23 @@ mod tests {
             "device 3 does 23% more work than the mean: the LM head and 5 layers against a mean of 4.25"
         );
         assert_eq!(verdict(&b, None), "device 3 does 23% more work than the mean");
+    }
+
+    /// MTP layers are counted where the layout puts them, and the verdict names them.
+    #[test]
+    fn holdings_count_mtp_layers_and_the_verdict_names_them() {
+        let m = Model { layout: Some("Et*16|t*16m*3L".into()), ..Model::new(32, 1024, 16, 1024, 1, 32_000) };
+        let d = m.derive(2).unwrap();
+        let h = d.holdings(&placement("1f1b", 2));
+        assert_eq!((h[0].mtp, h[1].mtp), (0.0, 3.0));
+        let b = Bottleneck { device: 1, work: 1.5, mean: 1.0 };
+        assert_eq!(
+            verdict(&b, Some(&h)),
+            "device 1 does 50% more work than the mean: the LM head and 3 MTP layers (each a layer and a pass through the LM head)"
+        );
+        // ZB-V's 4 stages on 2 devices cut the layout's 2 pieces in proportion, as its costs
+        // are cut: the last piece's halves run on device 1 (stage 2) and device 0 (stage 3).
+        let v = d.holdings(&placement("zb-v", 2));
+        assert!((v[0].mtp - 1.5).abs() < 1e-9 && (v[1].mtp - 1.5).abs() < 1e-9, "{v:?}");
     }
 }

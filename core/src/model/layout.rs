@@ -135,7 +135,11 @@ impl Layout {
         let last_layer = self.pieces.iter().rposition(|p| p.layers > 0);
         if let (Some(m), Some(t)) = (first_mtp, last_layer) {
             if t > m {
-                return Err(err(format!("stage {t} holds a transformer layer after the MTP layer (m) of stage {m}"))
+                return Err(err(format!(
+                    "stage {} holds a transformer layer after the MTP layer (m) of stage {}",
+                    t + 1,
+                    m + 1
+                ))
                 .hint("multi-token-prediction layers follow the model's last transformer layer: put every `m` after the last `t`"));
             }
         }
@@ -206,11 +210,21 @@ fn parse_megatron(spec: &str) -> Result<Layout, ParamError> {
                 .hint("put `E` in the first stage and `L` in the last"));
         }
     }
+    let mtp = tokens.iter().filter(|&&t| t == 'm').count();
+    if mtp > MAX_MTP {
+        return Err(err(format!("the layout has {mtp} MTP layers (m), at most {MAX_MTP}"))
+            .hint("DeepSeek-V3 uses one (`--mtp-num-layers 1` in Megatron-Core)"));
+    }
     let mut pieces = vec![Piece::default()];
     for t in tokens {
+        let stage = pieces.len();
         let Some(piece) = pieces.last_mut() else { break };
         match t {
             'E' => piece.embedding = true,
+            't' if piece.mtp > 0 => {
+                return Err(err(format!("stage {stage} holds a transformer layer (t) after its MTP layer (m)"))
+                    .hint("multi-token-prediction layers follow the model's last transformer layer: put every `m` after the last `t`"));
+            }
             't' => piece.layers += 1,
             'm' => piece.mtp += 1,
             'L' => piece.loss = true,
@@ -219,6 +233,9 @@ fn parse_megatron(spec: &str) -> Result<Layout, ParamError> {
     }
     Ok(Layout { pieces })
 }
+
+/// The most MTP layers (`m`) a layout may hold.
+const MAX_MTP: usize = 64;
 
 /// The largest expanded layout, in tokens.
 const MAX_TOKENS: usize = 4_000_000;
@@ -317,8 +334,16 @@ mod tests {
         let msg = |s: &str| Layout::parse(s, 4, 2).unwrap_err().to_string();
         assert!(msg("Et*2m|t*3L").contains("holds 5 transformer layers, expected --layers 4"));
         let e = msg("Et*2m|t*2L");
-        assert!(e.contains("stage 1 holds a transformer layer after the MTP layer (m) of stage 0"), "{e}");
+        assert!(e.contains("stage 2 holds a transformer layer after the MTP layer (m) of stage 1"), "{e}");
         assert!(e.contains("hint: multi-token-prediction layers follow"), "{e}");
+        // Within a stage too: the `t` after the `m` is refused, not reordered.
+        for within in ["Et*2|mt*2L", "Emt*4L"] {
+            let p = if within.contains('|') { 2 } else { 1 };
+            let e = Layout::parse(within, 4, p).unwrap_err().to_string();
+            assert!(e.contains(&format!("stage {p} holds a transformer layer (t) after its MTP layer (m)")), "{e}");
+        }
+        let e = msg("Et*2|t*2m*65L");
+        assert!(e.contains("65 MTP layers (m), at most 64"), "{e}");
     }
 
     #[test]

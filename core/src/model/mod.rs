@@ -197,8 +197,8 @@ impl Model {
                     ),
                 )
                 .hint(format!(
-                    "pick a tp that divides both heads and hidden, e.g. {}",
-                    divisors_hint(self.heads, self.hidden)
+                    "pick a tp that divides heads, kv-heads and hidden, e.g. {}",
+                    divisors_hint(&[self.heads, self.hidden, self.kv_heads()], 1)
                 )));
             }
         }
@@ -212,8 +212,9 @@ impl Model {
                 ),
             )
             .hint(format!(
-                "pick kv-heads among the divisors of heads, e.g. {}",
-                divisors_hint(self.heads, self.heads)
+                "pick kv-heads among the divisors of heads{}, e.g. {} (a preset sets its own: the Llama presets 8)",
+                if self.tp > 1 { " that tp divides" } else { "" },
+                divisors_hint(&[self.heads], self.tp)
             )));
         }
         if g % self.tp != 0 {
@@ -221,7 +222,10 @@ impl Model {
                 Field::Tp,
                 format!("tp {} does not divide kv-heads {g}: each GPU of a stage takes whole key/value heads", self.tp),
             )
-            .hint(format!("pick a tp that divides kv-heads, e.g. {}", divisors_hint(g, g))));
+            .hint(format!(
+                "pick a tp that divides kv-heads, heads and hidden, e.g. {}",
+                divisors_hint(&[g, self.heads, self.hidden], 1)
+            )));
         }
         let rates = [(Field::Tflops, self.tflops), (Field::Bandwidth, self.bandwidth)];
         for (field, v) in rates {
@@ -307,8 +311,11 @@ impl Model {
     /// `2H → H` projection, `4·B·S·H²`, and its pass through the shared LM head, `2·B·S·H·V`),
     /// the bytes its F stores (the head's, the projection's `2H`-wide input, `4·B·S·H`, and
     /// its embedding lookup's `B·S·H`), those W still needs (the head's input and the
-    /// projection's), and its parameters (the `2H²` projection and two norms; the embedding
-    /// and head weights are shared with `E` and `L` and counted there).
+    /// projection's), and its parameters (the `2H²` projection and two norms). The embedding
+    /// and head weights are shared with `E` and `L`, but a stage that runs MTP holds its own
+    /// copy of the embedding, and of the head when it has no `L`, as Megatron-Core builds them
+    /// there (`pre_process or mtp_process`, `post_process or mtp_process`; counted in
+    /// [`Model::derive`]).
     fn mtp_extra(&self) -> [f64; 4] {
         let h = f64::from(self.hidden);
         let bsh = self.tokens_hidden();
@@ -362,10 +369,14 @@ impl Model {
                 + if p.embedding { self.embedding_memory() } else { 0.0 };
             let mem_w = (n + m) * lmw + m * mtp_mw + if p.loss { hmw } else { 0.0 };
             let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
+            // A stage running MTP builds its own embedding and output layer when it has not
+            // got them already (Megatron-Core: `pre_process or mtp_process`, and
+            // `post_process or mtp_process`).
+            let with_mtp = p.mtp > 0;
             let params = (n + m) * self.layer_params()
                 + m * mtp_params
-                + if p.embedding { vh } else { 0.0 }
-                + if p.loss { vh } else { 0.0 };
+                + if p.embedding || with_mtp { vh } else { 0.0 }
+                + if p.loss || with_mtp { vh } else { 0.0 };
             PieceCosts {
                 piece: *p,
                 f: self.micros((n + m) * lf + h),
@@ -403,13 +414,25 @@ impl Model {
 }
 
 /// Up to four tensor-parallel sizes that divide both `heads` and `hidden`, for a hint.
-fn divisors_hint(heads: u32, hidden: u32) -> String {
-    let fits: Vec<String> = [1u32, 2, 4, 8, 16, 32, 64]
-        .iter()
-        .filter(|t| heads % **t == 0 && hidden % **t == 0)
-        .map(u32::to_string)
-        .collect();
-    fits.into_iter().rev().take(4).collect::<Vec<_>>().join(", ")
+/// The largest few numbers that divide every one of `values` and are multiples of
+/// `multiple_of`, largest first ("none" when there is none).
+fn divisors_hint(values: &[u32], multiple_of: u32) -> String {
+    fn gcd(a: u32, b: u32) -> u32 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let g = values.iter().fold(0, |a, &v| gcd(a, v));
+    let step = multiple_of.max(1);
+    let fits: Vec<String> =
+        (1..=g).rev().filter(|d| g % d == 0 && d % step == 0).take(4).map(|d| d.to_string()).collect();
+    if fits.is_empty() {
+        "none: change tp first".to_string()
+    } else {
+        fits.join(", ")
+    }
 }
 
 /// One piece's costs, per microbatch: µs and bytes.

@@ -299,6 +299,32 @@ fn an_mtp_layer_is_a_layer_plus_its_projection_embedding_and_head_pass() {
     let head_f = 2.0 * bsh + 4.0 * bs * v;
     assert!(rel(y.mem_f - x.mem_f, lmf + head_f + 5.0 * bsh) < 1e-9);
     assert!(rel(y.mem_w - x.mem_w, lmw + 2.0 * bsh + 4.0 * bsh) < 1e-9);
-    assert!(rel(y.params - x.params, plain.layer_params() + 2.0 * h * h + 2.0 * h) < 1e-9);
+    // It embeds the shifted tokens itself: the last stage gains a copy of the embedding.
+    assert!(rel(y.params - x.params, plain.layer_params() + 2.0 * h * h + 2.0 * h + v * h) < 1e-9);
     assert_eq!((y.piece.layers, y.piece.mtp), (16, 1));
+    // DeepSeek-V3's shape, MTP on a stage of its own before the loss: that stage builds its
+    // own embedding and output layer (Megatron-Core), 2·V·H more parameters than its layers.
+    let apart = Model { layout: Some("Et*16|t*16|m|L".into()), ..plain.clone() }.derive(4).unwrap();
+    let own = &apart.pieces[2];
+    assert_eq!((own.piece.layers, own.piece.mtp, own.piece.embedding, own.piece.loss), (0, 1, false, false));
+    assert!(rel(own.params, plain.layer_params() + 2.0 * h * h + 2.0 * h + 2.0 * v * h) < 1e-9, "{}", own.params);
+}
+
+#[test]
+fn divisor_hints_list_every_common_divisor_that_fits() {
+    use super::divisors_hint;
+    assert_eq!(divisors_hint(&[40], 1), "40, 20, 10, 8");
+    assert_eq!(divisors_hint(&[7], 1), "7, 1");
+    assert_eq!(divisors_hint(&[64], 8), "64, 32, 16, 8");
+    assert_eq!(divisors_hint(&[8, 64, 4096], 1), "8, 4, 2, 1");
+    assert_eq!(divisors_hint(&[6], 4), "none: change tp first");
+    // The hints name values that pass the checks they are about.
+    let m = crate::model::presets::model_preset("llama-3-8b").unwrap().model;
+    let e = Model { kv_heads: Some(6), tp: 8, ..m.clone() }.derive(4).unwrap_err().to_string();
+    assert!(e.contains("divisors of heads that tp divides, e.g. 32, 16, 8 ("), "{e}");
+    for kv in [32, 16, 8] {
+        assert!(Model { kv_heads: Some(kv), tp: 8, ..m.clone() }.derive(4).is_ok(), "kv-heads {kv}");
+    }
+    let e = Model { tp: 3, ..m.clone() }.derive(4).unwrap_err().to_string();
+    assert!(e.contains("e.g. 8, 4, 2, 1"), "{e}");
 }

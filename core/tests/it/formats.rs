@@ -411,18 +411,34 @@ fn json_finer_cuts_that_are_not_the_same_model_are_dropped_with_a_warning() {
             &|f: &mut serde_json::Value| {
                 f[0] = serde_json::json!({"f": [1], "b": [1], "w": [1], "mem_f": [1], "mem_w": [1]});
             },
-            "costs.profile.finer[0] is not the profile cut finer (it has 1 pieces, not more than the profile's 4)",
+            "costs.profile.finer[0] is not the profile cut finer (it has 1 piece, not more than the profile's 4)",
         ),
         (
             "the same count twice",
             &|f: &mut serde_json::Value| f[1] = f[0].clone(),
             "costs.profile.finer[1] is not the profile cut finer (an earlier finer cut has",
         ),
+        (
+            // A repeat of a dropped cut's count is no repeat: the valid copy is kept.
+            "a valid cut after a dropped one of its count",
+            &|f: &mut serde_json::Value| {
+                f[1] = f[0].clone();
+                let x = f[0]["f"][0].as_f64().unwrap_or_else(|| f[0]["f"][0].as_str().unwrap().parse().unwrap());
+                f[0]["f"][0] = serde_json::json!(x * 2.0);
+            },
+            "costs.profile.finer[0] is not the profile cut finer (its f adds up to",
+        ),
     ] {
         let back = read_edited(edit);
         let report = back.report();
         assert!(back.schedule.is_some(), "{what}: {report}");
         assert!(report.contains(wanted) && report.contains("hint: finer holds"), "{what}: {report}");
+        assert_eq!(report.matches("is not the profile cut finer").count(), 1, "{what}: {report}");
+        // Totals print with at most 6 significant digits, not float noise.
+        for total in report.split("adds up to ").skip(1).map(|t| t.split([',', ')']).next().unwrap_or("")) {
+            let digits = total.chars().filter(char::is_ascii_digit).collect::<String>();
+            assert!(digits.trim_start_matches('0').len() <= 6, "{what}: {total} in {report}");
+        }
         // The one cut is dropped, the rest of the costs kept.
         let kept = back.costs.unwrap().profile.unwrap();
         assert_eq!(kept.finer.len(), finer.len() - 1, "{what}");
