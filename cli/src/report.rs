@@ -258,34 +258,26 @@ pub fn table(
         );
         if p.imbalance < 0.0 {
             // Ideal is the busiest device's work: unequal stages raise it, and the gap to it
-            // can shrink (the playground says "shortens the gap"). The two numbers the part
-            // is the difference of, from the attribution's own re-simulations.
-            let (no_comm, even) = bubblescope::attribution::variants(c);
-            let run = |costs: &bubblescope::Costs| {
-                bubblescope::simulate(&a.schedule, &StageCosts::for_schedule(costs, &a.schedule))
-                    .ok()
-                    .map(|t| bubblescope::stats(&a.schedule, &t, costs))
-            };
+            // can shrink (the playground says "shortens the gap"); the two terms the part is
+            // the difference of come from the attribution's own re-simulations.
+            let t = at.imbalance_terms;
             let _ = writeln!(
                 out,
                 "{:<12} {:<12} imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by {} over the mean device's",
                 "",
                 "",
-                n(s.ideal - s.per_device.iter().map(|d| d.work).sum::<f64>() / s.per_device.len().max(1) as f64)
+                n(t.ideal)
             );
-            if let (Some(s1), Some(s2)) = (run(&no_comm), run(&even)) {
-                let (moved, rise) = (s1.cost - s2.cost, s.ideal - s2.ideal);
-                let _ = writeln!(
-                    out,
-                    "{:<12} {:<12} imbalance = {} − {}: unequal stages move these orders' cost (communication 0) by {} and ideal by {}",
-                    "",
-                    "",
-                    n(moved),
-                    n(rise),
-                    n(moved),
-                    n(rise)
-                );
-            }
+            let _ = writeln!(
+                out,
+                "{:<12} {:<12} imbalance = {} − {}: unequal stages move these orders' cost (communication 0) by {} and ideal by {}",
+                "",
+                "",
+                n(t.cost),
+                n(t.ideal),
+                n(t.cost),
+                n(t.ideal)
+            );
         }
     }
     if let Some(m) = memory_part(family, params, s.cost) {

@@ -199,7 +199,7 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     // With a model, milliseconds throughout (as `plan` prints them), with the same decimals in
     // every row (four significant digits of the slowest run): a column compares at a glance.
     let slowest = sweep.runs.iter().map(|r| r.stats.cost / 1e3).fold(0.0, f64::max);
-    let decimals = if slowest > 0.0 { (3 - slowest.log10().floor() as i32).clamp(0, 6) as usize } else { 2 };
+    let decimals = bubblescope::render::significant_decimals(slowest, 4);
     let time = |v: f64| if model { format!("{:.decimals$} ms", v / 1e3) } else { format_number(v, 4) };
     let memory = |v: f64| if model { format_bytes(v) } else { format_number(v, 4) };
     let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();

@@ -58,6 +58,19 @@ pub struct Attribution {
     pub overall: Parts,
     /// Splits each device's idle time.
     pub per_device: Vec<Parts>,
+    /// The two terms the overall imbalance part is the difference of: how much unequal
+    /// stages move the cost of these orders (communication 0), and how much they raise the
+    /// ideal (the busiest device's work over the mean device's). `imbalance = cost − ideal`.
+    pub imbalance_terms: ImbalanceTerms,
+}
+
+/// See [`Attribution::imbalance_terms`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ImbalanceTerms {
+    /// Cost with these stages less cost with every stage at the mean (communication 0).
+    pub cost: f64,
+    /// Ideal with these stages less ideal with every stage at the mean.
+    pub ideal: f64,
 }
 
 /// Splits the bubble of `schedule` (whose stats under `costs` are `measured`).
@@ -87,7 +100,8 @@ pub fn variants(costs: &Costs) -> (Costs, Costs) {
 pub fn split(measured: &Stats, s1: &Stats, s2: &Stats) -> Attribution {
     let gap = measured.cost - measured.ideal;
     let communication = measured.cost - s1.cost;
-    let imbalance = (s1.cost - s2.cost) - (measured.ideal - s2.ideal);
+    let imbalance_terms = ImbalanceTerms { cost: s1.cost - s2.cost, ideal: measured.ideal - s2.ideal };
+    let imbalance = imbalance_terms.cost - imbalance_terms.ideal;
     let overall = Parts { communication, imbalance, schedule: gap - communication - imbalance };
     let per_device = measured
         .per_device
@@ -100,7 +114,7 @@ pub fn split(measured: &Stats, s1: &Stats, s2: &Stats) -> Attribution {
             Parts { communication, imbalance, schedule: d0.idle - communication - imbalance }
         })
         .collect();
-    Attribution { overall, per_device }
+    Attribution { overall, per_device, imbalance_terms }
 }
 
 /// The memory part of a run of `family` at `params` whose simulated cost is `cost`: `cost`

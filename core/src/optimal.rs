@@ -121,16 +121,19 @@ impl Default for Budget {
     /// [`DEFAULT_WORK`] units of work, about a second natively at any family: about 330,000
     /// nodes of ZB-H1 and 70,000 of ZB-V at P = 4, M = 8 (the probes included).
     fn default() -> Budget {
-        Budget { nodes: u64::MAX, max_ops: 256, work: DEFAULT_WORK }
+        Budget { nodes: u64::MAX, max_ops: MAX_OPS, work: DEFAULT_WORK }
     }
 }
 
 impl Budget {
     /// Exactly `nodes` search nodes, whatever their work (`--optimal-nodes`).
-    pub fn of_nodes(nodes: u64) -> Budget {
-        Budget { nodes, work: u64::MAX, ..Budget::default() }
+    pub const fn of_nodes(nodes: u64) -> Budget {
+        Budget { nodes, work: u64::MAX, max_ops: MAX_OPS }
     }
 }
+
+/// The most ops a problem may have to be searched at all.
+const MAX_OPS: usize = 256;
 
 /// The default budget's work: 40 million units (see [`Budget::work`]). Measured over the 425
 /// problems of every family at P = 4, M = 4..8 (`examples/optimal_sweep.rs`): 321 proven,

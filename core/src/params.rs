@@ -181,25 +181,16 @@ impl CostProfile {
         Ok(())
     }
 
-    /// Why finer cut `i` is not this profile's model cut into more pieces, if it is not:
-    /// it must have more pieces than the profile, another count than the valid cuts before
-    /// it, and the same total of every list (the same passes of the same model, only cut
-    /// elsewhere; a relative 1e-6, so numbers rounded for a file still match). A hand-edited
-    /// file can break any of these.
-    pub fn finer_mismatch(&self, i: usize) -> Option<String> {
-        self.finer_mismatches().into_iter().nth(i).flatten()
-    }
-
-    /// [`CostProfile::finer_mismatch`] of every finer cut, in one pass: a cut repeats a count
-    /// only when an earlier cut with that count is itself kept.
+    /// Why each finer cut is not this profile's model cut into more pieces, if it is not
+    /// (`None` for a cut that is): it must have more pieces than the profile, another count
+    /// than the valid cuts before it (a repeat of a dropped cut's count is no repeat), and the
+    /// same total of every list (the same passes of the same model, only cut elsewhere; a
+    /// relative 1e-6, so numbers rounded for a file still match). A hand-edited file can
+    /// break any of these.
     pub fn finer_mismatches(&self) -> Vec<Option<String>> {
         let n = self.pieces();
         let mut kept: Vec<usize> = Vec::new();
         let total = |v: &[f64]| v.iter().sum::<f64>();
-        let significant = |v: f64| {
-            let magnitude = if v == 0.0 { 0 } else { v.abs().log10().floor() as i32 };
-            crate::render::format_number(v, (5 - magnitude).clamp(0, 12) as usize)
-        };
         self.finer
             .iter()
             .map(|finer| {
@@ -217,8 +208,8 @@ impl CostProfile {
                         return Some(format!(
                             "its {} adds up to {}, the profile's to {}",
                             field.name(),
-                            significant(b),
-                            significant(a)
+                            crate::render::format_significant(b, 6),
+                            crate::render::format_significant(a, 6)
                         ));
                     }
                 }

@@ -22,7 +22,7 @@ use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
 
 /// The search budget of the family's generator.
-pub const BUDGET: Budget = Budget { nodes: 50_000, max_ops: 256, work: u64::MAX };
+pub const BUDGET: Budget = Budget::of_nodes(50_000);
 
 /// The registry entry.
 pub const FAMILY: Family = Family {

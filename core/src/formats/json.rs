@@ -461,7 +461,7 @@ fn take_costs(map: &mut Map<String, Value>, source: &Source, out: &mut Diagnosti
 }
 
 /// The file's costs without the finer cuts (`costs.profile.finer`) that are not the
-/// profile's model cut into more pieces ([`CostProfile::finer_mismatch`]), each with a
+/// profile's model cut into more pieces ([`CostProfile::finer_mismatches`]), each with a
 /// warning: chunked families would otherwise run other costs than the profile says.
 fn drop_foreign_finer(mut costs: Costs, source: &Source, out: &mut Diagnostics) -> Costs {
     let Some(profile) = costs.profile.as_deref() else { return costs };

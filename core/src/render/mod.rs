@@ -15,7 +15,7 @@ mod theme;
 mod units;
 
 pub use animate::{figure_animated_svg, AnimateOptions, DURATION_RANGE};
-pub use axis::{format_number, format_tick, ticks, TimeAxis};
+pub use axis::{format_number, format_significant, format_tick, significant_decimals, ticks, TimeAxis};
 pub use cursor::{Cursor, CursorState, DeviceAt};
 pub use draw::{draw, to_svg, DrawError, SVG_FONT_FACTOR};
 pub use figure::{
