@@ -247,9 +247,10 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     warn_over_limit(&subject.analysis, subject.params.mem_limit, args.costs.units());
     if args.costs.model.given() {
         let derived = args.costs.model.model()?.derive(subject.params.devices).map_err(args::flag_error)?;
-        if let Some(note) = derived.proportional_cut_note(&subject.analysis.schedule.placement) {
-            eprintln!("note: {note}");
-        }
+        note_proportional_cuts(
+            &derived,
+            [(subject.name.as_str(), subject.analysis.schedule.placement.stages_per_pipeline())],
+        );
     }
     let optimum = (args.optimal || args.optimal_nodes.is_some()).then(|| optimum(&subject, args.optimal_nodes));
     let cost = subject.analysis.stats.cost;
@@ -405,6 +406,13 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     for s in &subjects {
         warn_over_limit(&s.analysis, s.params.mem_limit, args.costs.units());
     }
+    if args.costs.model.given() {
+        let derived = args.costs.model.model()?.derive(params.devices).map_err(args::flag_error)?;
+        note_proportional_cuts(
+            &derived,
+            subjects.iter().map(|s| (s.name.as_str(), s.analysis.schedule.placement.stages_per_pipeline())),
+        );
+    }
     let causes = if args.causes {
         subjects
             .iter()
@@ -508,6 +516,39 @@ fn list(args: &ListArgs) -> Result<()> {
     };
     std::io::stdout().write_all(out.as_bytes()).context("writing to standard output")?;
     Ok(())
+}
+
+/// Says on stderr, once per stage count, which schedules cut the model's pieces in proportion
+/// ([`bubblescope::model::Derived::proportional_cut_note`]): `runs` pairs a schedule's name
+/// with its stages per pipeline. `simulate`, `render`, `sweep` and `plan` all cut this way.
+pub fn note_proportional_cuts<'a>(
+    derived: &bubblescope::model::Derived,
+    runs: impl IntoIterator<Item = (&'a str, u32)>,
+) {
+    let mut by_stages: std::collections::BTreeMap<u32, Vec<&str>> = std::collections::BTreeMap::new();
+    for (name, stages) in runs {
+        let names = by_stages.entry(stages).or_default();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let mut said = false;
+    for (stages, names) in by_stages {
+        if let Some(note) = derived.proportional_cut_note(stages) {
+            let who: Vec<String> = names.iter().map(|n| format!("`{}`", formats::sanitize(n))).collect();
+            let verb = if who.len() == 1 { "runs" } else { "run" };
+            // The reason once; further stage counts only with their own fix.
+            let note = if said {
+                format!(
+                    "{stages} stages, cut in proportion as well; give a layout of {stages} stages to place every layer"
+                )
+            } else {
+                note
+            };
+            eprintln!("note: {} {verb} {note}", who.join(", "));
+            said = true;
+        }
+    }
 }
 
 /// Says on stderr when a device's peak activation memory is above `--mem-limit` (in GiB and

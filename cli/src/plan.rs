@@ -94,6 +94,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     for p in &mut found.plans {
         attribute_plan(p);
     }
+    if let Some(m) = &model {
+        note_plan_cuts(m, args.devices, &found.plans);
+    }
     let bytes = model.is_some();
     let Some(best) = found.plans.first() else {
         let mut hints = vec![
@@ -188,6 +191,27 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         table(&spec, &found, searched, bytes)
     };
     crate::print(&out)
+}
+
+/// Says which of the plans shown cut the model's pieces in proportion (a family with more
+/// stages than devices on layers that do not divide into them), layout by layout.
+fn note_plan_cuts(model: &bubblescope::model::Model, devices: u32, plans: &[Plan]) {
+    let mut layouts: Vec<Option<&String>> = plans.iter().map(|p| p.candidate.layout.as_ref()).collect();
+    layouts.sort();
+    layouts.dedup();
+    for layout in layouts {
+        let mut m = model.clone();
+        if let Some(l) = layout {
+            m.layout = Some(l.clone());
+        }
+        let Ok(derived) = m.derive(devices) else { continue };
+        let runs = plans.iter().filter(|p| p.candidate.layout.as_ref() == layout).filter_map(|p| {
+            let c = &p.candidate;
+            let stages = bubblescope::generate(c.family.name, &c.params).ok()?.placement.stages_per_pipeline();
+            Some((c.family.name, stages))
+        });
+        crate::note_proportional_cuts(&derived, runs);
+    }
 }
 
 /// Refuses an export name that is not a CSV: plans export as PyTorch schedule CSV.

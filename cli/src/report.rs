@@ -70,6 +70,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         Standing::Meets => "meets",
         Standing::Within(_) => "within",
         Standing::OverLimit { .. } => "over_limit",
+        Standing::NoneFits { .. } => "none_fits",
     };
     let prediction_note = (!c.is_uniform()).then_some("closed forms assume equal stages: none applies to these costs");
     json!({
@@ -99,6 +100,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "lower_bound_closed_form": lower_bound.closed_form.unwrap_or(lower_bound.value),
         "lower_bound_memory": bound_memory,
         "lower_bound_standing": standing,
+        "least_memory": lower_bound.least_memory,
         "uniform_stages": c.is_uniform(),
         "prediction": prediction,
         "prediction_note": prediction_note,
@@ -298,15 +300,25 @@ pub fn table(
             n(c)
         ),
     };
-    let standing = match lb.standing(s, problem_limit(family, params, s)) {
-        Standing::Meets => "met: no order is cheaper".to_string(),
-        Standing::Within(excess) => format!("within {}% of it", format_number(100.0 * excess, 1)),
-        Standing::OverLimit { peak, limit } => {
-            let mem = |v: f64| if derived.is_some() { bubblescope::model::format_bytes(v) } else { n(v) };
-            format!("for orders within memory {}; this one peaks at {}, over it", mem(limit), mem(peak))
-        }
+    let mem = |v: f64| if derived.is_some() { bubblescope::model::format_bytes(v) } else { n(v) };
+    let (value, standing) = match lb.standing(s, problem_limit(family, params, s)) {
+        Standing::Meets => (n(lb.value), format!("met: no order is cheaper: {why}")),
+        Standing::Within(excess) => (n(lb.value), format!("within {}% of it: {why}", format_number(100.0 * excess, 1))),
+        Standing::OverLimit { peak, limit } => (
+            n(lb.value),
+            format!("for orders within memory {}; this one peaks at {}, over it: {why}", mem(limit), mem(peak)),
+        ),
+        Standing::NoneFits { least, limit } => (
+            "—".to_string(),
+            format!(
+                "none: no order fits memory {}, one op alone allocates {} (raise --mem-limit to at least {})",
+                mem(limit),
+                mem(least),
+                mem(least)
+            ),
+        ),
     };
-    let _ = writeln!(out, "{:<12} {:<12} {standing}: {why}", "lower bound", n(lb.value));
+    let _ = writeln!(out, "{:<12} {value:<12} {standing}", "lower bound");
     if !c.is_uniform() {
         let _ = writeln!(out, "{:<12} {:<12} does not apply: stages cost different amounts", "closed form", "—");
     }

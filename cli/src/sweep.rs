@@ -72,6 +72,10 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let specs = spec.expand().map_err(err)?;
     let sweep = Sweep::collect(run_parallel(specs, run_one));
     let model = args.costs.model.given();
+    if model {
+        let derived = args.costs.model.model()?.derive(args.devices).map_err(crate::args::flag_error)?;
+        crate::note_proportional_cuts(&derived, sweep.runs.iter().map(|r| (r.spec.family.name, r.stages)));
+    }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&json(&sweep))?;
         s.push('\n');

@@ -292,6 +292,8 @@ fn bad_model_sizes_get_a_hint() {
         ("--hidden", "4.5", "hidden must be a positive integer, found `4.5`"),
         ("--vocab", "", "expected a whole number ≥ 1, found nothing"),
         ("--tp", "-2", "tp must be a positive integer, found `-2`\n  hint: tp is the tensor-parallel size"),
+        ("--kv-heads", "4294967296", "kv-heads is too large: must be between 1 and 100000, found `4294967296`"),
+        ("--heads", "99999999999999999999", "heads is too large"),
     ] {
         let e = fails(&["costs", "--model", "llama-3-8b", "--devices", "8", flag, value]);
         assert!(e.contains(wanted) && e.contains("hint:"), "{flag} {value}: {e}");
@@ -407,4 +409,54 @@ fn a_negative_imbalance_part_says_why() {
     );
     let even = String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8"]).stdout).expect("utf-8");
     assert!(!even.contains("shortens"), "{even}");
+}
+
+#[test]
+fn every_command_that_cuts_a_model_in_proportion_says_so_once_per_stage_count() {
+    let stderr = |args: &[&str]| {
+        let out = bubblescope(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stderr).expect("utf-8")
+    };
+    let model = ["-p", "4", "-m", "8", "--model", "llama-3-8b", "--layers", "30"];
+    let reason = "8 stages on 4 devices, but the model is cut into 4 pieces";
+    fn joined<'a>(head: &[&'a str], tail: &[&'a str]) -> Vec<&'a str> {
+        [head, tail].concat()
+    }
+    let with = |head: &[&'static str]| joined(head, &model);
+    // 30 layers do not cut whole into zb-v's 8 stages; 1F1B's 4 stages take whole layers.
+    let e = stderr(&with(&["simulate", "-s", "zb-v"]));
+    assert!(e.contains(&format!("note: `zb-v` runs {reason}")), "{e}");
+    assert!(!stderr(&with(&["simulate", "-s", "1f1b"])).contains("in proportion"));
+    let svg = std::env::temp_dir().join(format!("bubblescope-cut-{}.svg", std::process::id()));
+    let e = stderr(&joined(&["render", "--compare", "zb-v,v-half,1f1b", "-o", svg.to_str().unwrap()], &model));
+    let _ = std::fs::remove_file(&svg);
+    assert!(e.contains(&format!("note: `zb-v`, `v-half` run {reason}")) && !e.contains("`1f1b`"), "{e}");
+    // A sweep names each stage count once: the reason the first time, the fix every time.
+    let e = stderr(
+        &[
+            &[
+                "sweep",
+                "--schedules",
+                "zb-v,1f1b,interleaved",
+                "--chunks",
+                "2,3",
+                "--devices",
+                "4",
+                "--microbatches",
+                "8",
+            ][..],
+            &model[4..],
+        ]
+        .concat(),
+    );
+    assert_eq!(e.matches("the model is cut into 4 pieces").count(), 1, "{e}");
+    assert!(e.contains(&format!("note: `zb-v`, `interleaved-1f1b` run {reason}")), "{e}");
+    assert!(
+        e.contains("note: `interleaved-1f1b` runs 12 stages, cut in proportion as well; give a layout of 12 stages"),
+        "{e}"
+    );
+    // A layout of 8 stages places every layer: no note.
+    let e = stderr(&with(&["simulate", "-s", "v-half", "--layout", "Et*4|t*4|t*4|t*4|t*4|t*4|t*3|t*3L"]));
+    assert!(!e.contains("in proportion") && !e.contains("cut into"), "{e}");
 }

@@ -48,6 +48,22 @@ fn a_run_over_its_memory_limit_is_not_measured_against_the_bound_of_orders_withi
 }
 
 #[test]
+fn a_limit_no_order_fits_says_so_instead_of_bounding_a_cost() {
+    // One forward allocates 1 (mem-f); under 1 there is no order at all, so a bound "for
+    // orders within memory 0.5" would describe nothing.
+    let v = json(&["simulate", "-s", "zb-1p", "--mem-limit", "0.5", "--json"]);
+    assert_eq!((v["lower_bound_standing"].as_str(), v["least_memory"].as_f64()), (Some("none_fits"), Some(1.0)), "{v}");
+    let out = ok(&["simulate", "-s", "1f1b", "--mem-limit", "0"]);
+    assert!(
+        out.contains("no order fits memory 0, one op alone allocates 1 (raise --mem-limit to at least 1)"),
+        "{out}"
+    );
+    // At the least memory some order exists (one microbatch at a time), and the bound is back.
+    let v = json(&["simulate", "-s", "1f1b", "--mem-limit", "1", "--json"]);
+    assert_eq!(v["lower_bound_standing"], "over_limit", "{v}");
+}
+
+#[test]
 fn memory_part_is_reported_beside_the_three_parts() {
     let v = json(&["simulate", "-s", "zb-auto", "--mem-limit", "4", "--json"]);
     let at = &v["attribution"];

@@ -225,3 +225,38 @@ fn export_takes_the_best_plan_a_pytorch_csv_can_hold() {
     let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
     assert_eq!(read_back["cost"], plans[k]["cost"], "{said}");
 }
+
+#[test]
+fn plans_that_cut_the_model_in_proportion_say_so() {
+    // 30 layers on 4 devices: interleaved 1F1B's 12 and 16 stages take no whole-layer cut.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "plan",
+        "--devices",
+        "4",
+        "--mem-limit",
+        "80GiB",
+        "--model",
+        "llama-3-8b",
+        "--layers",
+        "30",
+        "--global-batch",
+        "32",
+        "--top",
+        "5",
+        "--json",
+    ];
+    let out = common::bubblescope(dir.path(), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    // Every shown interleaved plan without a layout is noted, by its stage count.
+    let plans = v["plans"].as_array().unwrap();
+    let cut = |p: &&Value| p["schedule"] == "interleaved-1f1b" && p["layout"].is_null();
+    assert!(plans.iter().any(|p| cut(&p)), "{v}");
+    for p in plans.iter().filter(cut) {
+        let stages = 4 * p["chunks"].as_u64().unwrap();
+        assert!(e.contains(&format!("runs {stages} stages")), "{stages}: {e}");
+    }
+    assert_eq!(e.matches("the model is cut into 4 pieces").count(), 1, "{e}");
+}

@@ -63,6 +63,10 @@ pub struct LowerBound {
     /// The closed form's value when the device relaxation raised `value` above it
     /// ([`crate::optimal::tight_lower_bound`]); `None`: `value` is the closed form's.
     pub closed_form: Option<f64>,
+    /// The least memory limit any order fits: the largest allocation of a single op (a
+    /// device holds no less than nothing when an op starts). Below it the problem has no
+    /// order, and `value` bounds nothing ([`Standing::NoneFits`]).
+    pub least_memory: f64,
 }
 
 impl LowerBound {
@@ -75,10 +79,19 @@ impl LowerBound {
         }
     }
 
+    /// Whether any order of the problem fits `limit` as far as the bound can tell (no single
+    /// op allocates more than it).
+    pub fn fits(&self, limit: f64) -> bool {
+        self.least_memory <= limit + 1e-9 * limit.abs().max(1.0)
+    }
+
     /// How a run stands against the bound of its problem (`limit` from [`problem_limit`]):
     /// a run whose peak is over the limit is not an order of the problem, so it may cost less
     /// than the bound, and "within −15% of it" would mislead.
     pub fn standing(&self, stats: &Stats, limit: f64) -> Standing {
+        if !self.fits(limit) {
+            return Standing::NoneFits { least: self.least_memory, limit };
+        }
         if stats.peak_memory > limit + 1e-9 * limit.abs().max(1.0) {
             return Standing::OverLimit { peak: stats.peak_memory, limit };
         }
@@ -103,6 +116,13 @@ pub enum Standing {
     OverLimit {
         /// The run's peak activation memory.
         peak: f64,
+        /// The problem's limit.
+        limit: f64,
+    },
+    /// No order of the problem fits the limit: a single op allocates more than it.
+    NoneFits {
+        /// The least limit any order fits ([`LowerBound::least_memory`]).
+        least: f64,
         /// The problem's limit.
         limit: f64,
     },
@@ -227,7 +247,16 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
             }
         }
         if best.as_ref().is_none_or(|b| value > b.value) {
-            best = Some(LowerBound { value, device: d as u32, work: w, head, tail, chain: f.chain, closed_form: None });
+            best = Some(LowerBound {
+                value,
+                device: d as u32,
+                work: w,
+                head,
+                tail,
+                chain: f.chain,
+                closed_form: None,
+                least_memory: 0.0,
+            });
         }
     }
     let mut best = best.unwrap_or(LowerBound {
@@ -238,8 +267,11 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
         tail: 0.0,
         chain: 0.0,
         closed_form: None,
+        least_memory: 0.0,
     });
     best.value = best.value.max(ideal);
+    best.least_memory =
+        schedule.orders.iter().flatten().map(|op| op.passes().map(|p| table.alloc(p)).sum::<f64>()).fold(0.0, f64::max);
     best
 }
 
@@ -353,6 +385,9 @@ mod tests {
         assert_eq!(lb(39.0).standing(&a.stats, 3.0), Standing::OverLimit { peak: 8.0, limit: 3.0 });
         // Over the limit even when the cost is above the bound.
         assert!(matches!(lb(30.0).standing(&a.stats, 7.5), Standing::OverLimit { .. }));
+        // Below one forward's activation no order exists: the bound is not a cost.
+        assert_eq!(lb(39.0).standing(&a.stats, 0.5), Standing::NoneFits { least: 1.0, limit: 0.5 });
+        assert!(matches!(lb(39.0).standing(&a.stats, 1.0), Standing::OverLimit { .. }));
     }
 
     #[test]

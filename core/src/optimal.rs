@@ -153,7 +153,7 @@ const QUICK_RELAXATION_NODES: u64 = 2_000;
 /// [`crate::bounds::LowerBound::closed_form`] and its breakdown.
 pub fn tight_lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>, known: Option<f64>) -> LowerBound {
     let mut lb = lower_bound(schedule, costs, limit);
-    if schedule.op_count() > Budget::default().max_ops {
+    if schedule.op_count() > Budget::default().max_ops || limit.is_some_and(|l| !lb.fits(l)) {
         return lb;
     }
     let Some(search) = Search::new(schedule, costs, limit, None, lb.value) else { return lb };

@@ -182,7 +182,8 @@ impl CostProfile {
     }
 
     /// Why each finer cut is not this profile's model cut into more pieces, if it is not
-    /// (`None` for a cut that is): it must have more pieces than the profile, another count
+    /// (`None` for a cut that is): it must be a valid profile itself ([`CostProfile::check`]),
+    /// have more pieces than the profile, another count
     /// than the valid cuts before it (a repeat of a dropped cut's count is no repeat), and the
     /// same total of every list (the same passes of the same model, only cut elsewhere; a
     /// relative 1e-6, so numbers rounded for a file still match). A hand-edited file can
@@ -194,6 +195,9 @@ impl CostProfile {
         self.finer
             .iter()
             .map(|finer| {
+                if let Err(e) = finer.check() {
+                    return Some(e.message);
+                }
                 let m = finer.pieces();
                 if m <= n {
                     let noun = if m == 1 { "piece" } else { "pieces" };

@@ -121,6 +121,10 @@ pub fn AttributionBar() -> impl IntoView {
                                             "over the memory limit: orders within it take at least {}",
                                             n(value)
                                         ),
+                                        Standing::NoneFits { least, .. } => format!(
+                                            "no order fits the memory limit: one pass alone needs {}",
+                                            n(least)
+                                        ),
                                     }}
                                 </span>
                             })}

@@ -359,9 +359,10 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
 
     let costs = match take_costs(&mut map, source, &mut out) {
         Some(Some(c)) => {
-            let costs = Costs::from(c);
+            // A bad finer cut is dropped with a warning naming it, not the whole costs block.
+            let costs = drop_foreign_finer(Costs::from(c), source, &mut out);
             match costs.check() {
-                Ok(()) => Some(drop_foreign_finer(costs, source, &mut out)),
+                Ok(()) => Some(costs),
                 Err(e) => {
                     let error = e.hints.iter().fold(source.error(format!("costs: {}", e.message)), |d, h| d.hint(h));
                     out.push(error.hint("the costs are not loaded"));

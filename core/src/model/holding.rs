@@ -21,19 +21,20 @@ pub struct Holding {
 }
 
 impl Derived {
-    /// Whether `placement` runs more stages per pipeline than there are devices with no
-    /// whole-layer cut of that many pieces ([`Derived::finer`]: a layout was given with fewer
+    /// Whether a schedule of `stages` stages per pipeline
+    /// ([`crate::Placement::stages_per_pipeline`]) runs more stages than there are devices
+    /// with no whole-layer cut of that many pieces ([`Derived::finer`]: a layout was given with fewer
     /// stages, or the layers do not divide), so each stage is a proportional part of the
     /// pieces — the LM head and the embedding split across stages, and layers where they do
-    /// not divide; the note saying so, with the fix.
-    pub fn proportional_cut_note(&self, placement: &Placement) -> Option<String> {
-        let stages = placement.stages_per_pipeline();
+    /// not divide; the note saying so, with the fix (its subject is the schedule: "`zb-v` runs
+    /// …").
+    pub fn proportional_cut_note(&self, stages: u32) -> Option<String> {
         // A multiple of the stages merges whole pieces; a matching finer cut is used as is.
         let whole =
             self.pieces.len() % stages.max(1) as usize == 0 || self.finer.iter().any(|f| f.len() == stages as usize);
         (stages > self.devices && !whole).then(|| {
             format!(
-                "this schedule runs {stages} stages on {} devices, but the model is cut into {} pieces: each stage takes a proportional part of their costs, which splits the LM head and the embedding across stages (and layers, where they do not divide); give a layout of {stages} stages to place every layer",
+                "{stages} stages on {} devices, but the model is cut into {} pieces: each stage takes a proportional part of their costs, which splits the LM head and the embedding across stages (and layers, where they do not divide); give a layout of {stages} stages to place every layer",
                 self.devices,
                 self.pieces.len()
             )
@@ -142,21 +143,21 @@ mod tests {
         let even = Model::new(32, 1024, 16, 1024, 1, 32_000);
         // No layout: 32 layers cut whole into 8 stages for zb-v, and one per device for 1F1B.
         let d = even.derive(4).unwrap();
-        assert_eq!(d.proportional_cut_note(&placement("zb-v", 4)), None);
-        assert_eq!(d.proportional_cut_note(&placement("1f1b", 4)), None);
+        assert_eq!(d.proportional_cut_note(placement("zb-v", 4).stages_per_pipeline()), None);
+        assert_eq!(d.proportional_cut_note(placement("1f1b", 4).stages_per_pipeline()), None);
         // A layout of 4 stages: zb-v's 8 are cut in proportion, and the note says how to fix it.
         let given = Model { layout: Some("8,8,8,8".into()), ..even.clone() };
-        let note = given.derive(4).unwrap().proportional_cut_note(&placement("zb-v", 4)).unwrap();
-        assert!(note.contains("runs 8 stages on 4 devices") && note.contains("give a layout of 8 stages"), "{note}");
+        let note = given.derive(4).unwrap().proportional_cut_note(placement("zb-v", 4).stages_per_pipeline()).unwrap();
+        assert!(note.starts_with("8 stages on 4 devices") && note.contains("give a layout of 8 stages"), "{note}");
         // A layout of 8 stages places every layer.
         let eight = Model { layout: Some("Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L".into()), ..even.clone() };
-        assert_eq!(eight.derive(4).unwrap().proportional_cut_note(&placement("zb-v", 4)), None);
+        assert_eq!(eight.derive(4).unwrap().proportional_cut_note(placement("zb-v", 4).stages_per_pipeline()), None);
         // 30 layers do not divide into 8 stages: cut in proportion.
         let odd = Model::new(30, 1024, 16, 1024, 1, 32_000).derive(4).unwrap();
-        assert!(odd.proportional_cut_note(&placement("zb-v", 4)).is_some());
+        assert!(odd.proportional_cut_note(placement("zb-v", 4).stages_per_pipeline()).is_some());
         // A layout finer than the stages (16 pieces into 8): whole pieces merge, no note.
         let fine = Model { layout: Some("2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2".into()), ..even };
-        assert_eq!(fine.derive(4).unwrap().proportional_cut_note(&placement("zb-v", 4)), None);
+        assert_eq!(fine.derive(4).unwrap().proportional_cut_note(placement("zb-v", 4).stages_per_pipeline()), None);
     }
 
     #[test]

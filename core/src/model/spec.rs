@@ -98,6 +98,16 @@ impl ModelSpec {
             if t.is_empty() {
                 return Ok(None);
             }
+            // A whole number past `u32` is too large, not malformed: say so.
+            let too_large = t.len() > 9 && t.bytes().all(|b| b.is_ascii_digit()) && t.parse::<u32>().is_err();
+            if too_large {
+                let max = super::model_size_limit(field);
+                return Err(ParamError::new(
+                    field,
+                    format!("{} is too large: must be between 1 and {max}, found `{}`", field.name(), short(t)),
+                )
+                .hint(field_hint(field)));
+            }
             t.parse::<u32>().ok().filter(|v| *v > 0).map(Some).ok_or_else(|| {
                 ParamError::new(field, format!("{} must be a positive integer, found `{}`", field.name(), short(t)))
                     .hint(field_hint(field))

@@ -77,6 +77,8 @@ pub struct SweepRun {
     pub spec: RunSpec,
     /// Chunks per device of the generated schedule (what `simulate --json` reports).
     pub chunks: u32,
+    /// Stages per pipeline of the generated schedule (the model is cut into this many).
+    pub stages: u32,
     /// Its numbers.
     pub stats: Stats,
     /// `cost − ideal` split into communication, imbalance and schedule, as `simulate` reports
@@ -300,7 +302,8 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     }
     let attribution = attribute(&analysis.schedule, &spec.params.costs, &analysis.stats).ok().map(|a| a.overall);
     let chunks = analysis.schedule.placement.chunks_per_device();
-    Ok(SweepRun { spec, chunks, stats: analysis.stats, attribution, pareto: false })
+    let stages = analysis.schedule.placement.stages_per_pipeline();
+    Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, pareto: false })
 }
 
 impl Sweep {

@@ -428,6 +428,12 @@ fn json_finer_cuts_that_are_not_the_same_model_are_dropped_with_a_warning() {
             },
             "costs.profile.finer[0] is not the profile cut finer (its f adds up to",
         ),
+        (
+            // A cut that is no valid profile at all is dropped the same way, not the costs.
+            "a negative number in a cut",
+            &|f: &mut serde_json::Value| f[1]["w"][0] = serde_json::json!(-1.0),
+            "costs.profile.finer[1] is not the profile cut finer (w must not be negative, found -1)",
+        ),
     ] {
         let back = read_edited(edit);
         let report = back.report();
