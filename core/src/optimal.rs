@@ -43,11 +43,14 @@
 //! used only there, never pushed to dependents (there they would name one microbatch).
 //! [`crate::bounds::lower_bound`] is the bound at the root, where no device has started.
 //!
-//! Why these, and not a table of dominated states: a state whose device free times and
-//! pending arrivals are all no later than a visited one's is not, in this enumeration, cut
-//! safely, because its completions may start before the sweep point and so lie outside the
-//! visited subtree; and the span cost is not monotone in start times (a device may gain from
-//! starting later). The table kept is of identical states.
+//! **Visited states.** A state identical to one already searched is skipped, and so is one
+//! that is later everywhere than a searched state with the same ops placed: every device
+//! free no earlier, started no later, every result still awaited ready no earlier. That takes
+//! care: the span cost is not monotone in start times (a device may gain from starting
+//! later), so it applies only once every device has started; and in this enumeration a
+//! state's completions may start before its sweep point and so lie outside its subtree, so
+//! only states where no ready op could start before the sweep point may dominate (the
+//! argument is at [`Search::dominance_profile`]).
 //!
 //! **Symmetry.** Microbatches are identical. Two candidate ops of the same kind, stage and
 //! slice on one device, starting at the same time, whose microbatches are in the same state
@@ -87,7 +90,7 @@
 //! reads a clock, so it behaves the same natively and in WebAssembly, and the same on every
 //! run.
 
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, DefaultHasher};
 
 use crate::bounds::{lower_bound, LowerBound};
@@ -460,6 +463,14 @@ struct Search {
     est: Vec<f64>,
     /// States already explored (their subtrees need no second visit).
     seen: HashSet<Box<[u64]>, BuildHasherDefault<DefaultHasher>>,
+    /// Visited states by placed set, as (free times, minus first starts, pending ends): a
+    /// state no earlier anywhere than one of these is dominated (see
+    /// [`Search::dominance_profile`]); at most [`FRONT_SIZE`] per placed set.
+    fronts: HashMap<Box<[u64]>, Vec<Times>, BuildHasherDefault<DefaultHasher>>,
+    /// Whether the dominance rule is on (the tests turn it off to compare), and how many
+    /// nodes it skipped.
+    dominance: bool,
+    dominated: u64,
     /// Each device's ops.
     device_ops: Vec<Vec<usize>>,
     /// Release dates for the one-machine relaxations: earliest starts, raised by memory.
@@ -506,6 +517,12 @@ const NOT_DONE: usize = usize::MAX;
 /// What placing an op changed besides the op itself: its device's free time, first start and
 /// memory, and the sweep point and last device.
 type Undo = (f64, Option<f64>, f64, f64, usize);
+
+/// A state's times as the dominance rule compares them ([`Search::dominance_profile`]).
+type Times = Box<[f64]>;
+
+/// The most states kept per placed set for the dominance rule (the latest non-dominated).
+const FRONT_SIZE: usize = 16;
 
 /// The probes get `1 / PROBE_SHARE` of the node budget on top of it (see [`Search::run`]).
 const PROBE_SHARE: u64 = 4;
@@ -807,6 +824,9 @@ impl Search {
             last_device: 0,
             est: vec![0.0; n],
             seen: HashSet::default(),
+            fronts: HashMap::default(),
+            dominance: true,
+            dominated: 0,
             device_ops,
             rel: vec![0.0; n],
             mixed,
@@ -834,8 +854,12 @@ impl Search {
         })
     }
 
+    /// The tolerance of time comparisons: relative to the best cost, or to the root bound
+    /// before any order is known (an infinite best would make it infinite, and the first
+    /// order found would count as meeting the goal).
     fn eps(&self) -> f64 {
-        1e-9 * self.best.abs().clamp(1.0, 1e12)
+        let scale = if self.best.is_finite() { self.best } else { self.root_bound };
+        1e-9 * scale.abs().clamp(1.0, 1e12)
     }
 
     /// When op `o` could start now on its device, if its dependencies are placed.
@@ -1123,6 +1147,45 @@ impl Search {
         key.into_boxed_slice()
     }
 
+    /// The state as the dominance rule compares it, when the rule applies (every device
+    /// started, exact times, the rule on): the placed set, and the times that must all be no
+    /// later — free times, minus first starts, pending ends (the ends of placed results an
+    /// unplaced op still waits for, in key order: the same keys for the same placed set).
+    ///
+    /// **The rule.** A state `S'` is skipped when a visited state `S` has the same placed set
+    /// and, on every device, a free time no later and a first start no earlier, and every
+    /// pending result no later — provided no ready op of `S` could start before `S`'s sweep
+    /// point (then every completion of `S` is in `S`'s subtree). For a completion of `S'`
+    /// (the remaining ops in some per-device orders), the same orders timed from `S` start
+    /// every op no later (induction along the orders), with the same memory on every device
+    /// (memory follows the orders), so every device ends no later and, started no earlier,
+    /// spans no more; and since every op then starts at or after `S`'s first ready op,
+    /// which starts at or after the sweep point, that schedule is in `S`'s subtree.
+    /// In a depth-first search, `S` (not an ancestor: the placed sets differ) has returned,
+    /// so it has found, or cut by a bound, an order no dearer than each of `S'`'s. It is the
+    /// identical-state table generalised to states that are later everywhere; measured at
+    /// P = 4, M = 4..8 it skips about 1% of the nodes and proves one problem more.
+    fn dominance_profile(&self) -> Option<(Box<[u64]>, Times)> {
+        if !self.dominance || !self.tie_by_device || self.first.iter().any(Option::is_none) {
+            return None;
+        }
+        let n = self.ops.len();
+        let mut placed = vec![0u64; n.div_ceil(64)];
+        for (i, &p) in self.placed.iter().enumerate() {
+            if p {
+                placed[i / 64] |= 1 << (i % 64);
+            }
+        }
+        let mut times: Vec<f64> = self.free.clone();
+        times.extend(self.first.iter().map(|f| -f.unwrap_or(0.0)));
+        for (k, deps) in self.dependents.iter().enumerate() {
+            if self.from[k] != NOT_DONE && deps.iter().any(|&c| !self.placed[c]) {
+                times.push(self.end[k]);
+            }
+        }
+        Some((placed.into_boxed_slice(), times.into_boxed_slice()))
+    }
+
     /// Whether units `a` and `b` are in the same state, ignoring the dependency edges into the
     /// candidates `x` and `y`.
     fn same_state(&self, a: usize, b: usize, x: usize, y: usize) -> bool {
@@ -1188,6 +1251,7 @@ impl Search {
             self.beyond = f64::INFINITY;
             self.hit = false;
             self.seen.clear();
+            self.fronts.clear();
             self.dfs();
             if self.hit || self.aborted {
                 return proven;
@@ -1227,6 +1291,16 @@ impl Search {
         if !self.seen.insert(self.state_key()) {
             return;
         }
+        let profile = self.dominance_profile();
+        if let Some((placed, times)) = &profile {
+            let no_later = |v: &Times| v.iter().zip(times.iter()).all(|(a, b)| a <= b);
+            if self.fronts.get(placed).is_some_and(|front| front.iter().any(no_later)) {
+                self.dominated += 1;
+                return;
+            }
+        }
+        // Whether a ready op could start before the sweep point (see [`Search::dominance_profile`]).
+        let mut stranded = false;
         let eps = self.eps();
         let mut candidates: Vec<(f64, u8, usize, usize)> = Vec::new();
         self.work += self.ops.len() as u64;
@@ -1237,9 +1311,11 @@ impl Search {
             let Some(start) = self.start_of(o) else { continue };
             let d = self.ops[o].device;
             if start < self.now - eps {
+                stranded = true;
                 continue;
             }
             if self.tie_by_device && start == self.now && d < self.last_device && self.placed_count > 0 {
+                stranded = true;
                 continue;
             }
             if !self.fits(o) {
@@ -1258,6 +1334,15 @@ impl Search {
                 }
             }
             candidates.push((start, self.ops[o].priority, d, o));
+        }
+        // Only a state whose every completion is in its own subtree may dominate.
+        if let (Some((placed, times)), false) = (profile, stranded) {
+            let front = self.fronts.entry(placed).or_default();
+            front.retain(|v| !v.iter().zip(times.iter()).all(|(a, b)| b <= a));
+            if front.len() == FRONT_SIZE {
+                front.remove(0);
+            }
+            front.push(times);
         }
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         for (start, _, _, o) in candidates {
@@ -1389,6 +1474,59 @@ mod tests {
             }
         }
         assert!(raised > 0, "the probes never raised a bound: the test shows nothing");
+    }
+
+    /// A problem no known order fits (GPipe's own holds 4 forwards, the limit is 2) starts
+    /// the search without an incumbent: its first order must not pass for optimal. At P = 3,
+    /// M = 4 the optimum meets the lower bound, 21 (the first order found costs 24).
+    #[test]
+    fn without_an_order_that_fits_the_first_order_found_is_not_taken_for_the_optimum() {
+        let p = ScheduleParams::new(3, 4);
+        let a = run("gpipe", &p).unwrap();
+        let o = optimize(&a.schedule, &p.costs, Some(2.0), &[], Budget::default()).unwrap();
+        let lb = tight_lower_bound(&a.schedule, &p.costs, Some(2.0), None).value;
+        assert_eq!((o.cost, o.proven, lb), (21.0, true, 21.0), "{o:?}");
+        let again = crate::analyze(o.schedule.clone(), &p.costs).unwrap();
+        assert_eq!((again.stats.cost, again.stats.peak_memory), (21.0, 2.0));
+    }
+
+    /// The whole search from the root bound alone (no incumbent, relaxation or local search),
+    /// with the dominance rule on or off: the optimum and how many nodes the rule skipped.
+    fn exhaustive(schedule: &Schedule, costs: &Costs, limit: Option<f64>, dominance: bool) -> (f64, u64) {
+        let lb = lower_bound(schedule, costs, limit).value;
+        let mut s = Search::new(schedule, costs, limit, None, lb).unwrap();
+        s.dominance = dominance;
+        s.budget = u64::MAX;
+        let cost = s.run(lb);
+        assert!(!s.aborted && s.best_orders.is_some());
+        (cost, s.dominated)
+    }
+
+    /// Skipping states that are later everywhere than a searched one never changes the
+    /// optimum, over families with and without memory limits, communication and unequal
+    /// costs; and it does skip states (or the test shows nothing).
+    #[test]
+    fn the_dominance_rule_keeps_the_optimum() {
+        let mut skipped = 0;
+        for (family, devices, microbatches, costs) in [
+            ("1f1b", 3, 4, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
+            ("zb-h1", 3, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
+            ("zb-h1", 3, 5, Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) }),
+            ("zb-1p", 3, 5, Costs::fbw(3.0, 4.0, 2.0)),
+            ("interleaved-1f1b", 2, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
+            ("zb-v", 2, 3, Costs { comm: 0.25, ..Costs::fbw(2.0, 3.0, 1.0) }),
+            ("seq1f1b", 2, 3, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
+        ] {
+            let p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
+            let a = run(family, &p).unwrap();
+            let limit = Some(a.stats.peak_memory);
+            let (with, n) = exhaustive(&a.schedule, &costs, limit, true);
+            let (without, none) = exhaustive(&a.schedule, &costs, limit, false);
+            assert_eq!((with, none), (without, 0), "{family} P{devices} M{microbatches}");
+            assert!(with <= a.stats.cost, "{family}: {with} above the family's {}", a.stats.cost);
+            skipped += n;
+        }
+        assert!(skipped > 0, "the rule never applied");
     }
 
     /// A budget of work stops the search once it is spent (plus the probes' quarter and the
