@@ -89,4 +89,14 @@ export const tests = {
     const memory = Number(await page.locator('[data-testid=attribution-memory]').getAttribute('data-value'));
     assert(Math.abs(memory - j.attribution.memory) < 1e-9, `memory part ${memory} vs CLI ${j.attribution.memory}`);
   },
+
+  async 'a limit no order fits says so instead of printing a bound'({ page, base }) {
+    // One forward holds 1; under 0.5 no order of 1F1B's passes exists at all.
+    await open(page, base, 'schedule=1f1b&devices=4&microbatches=8&mem-limit=0.5');
+    await page.waitForSelector('[data-testid=lower-bound]');
+    const j = JSON.parse(cli(['simulate', '--json', '-s', '1f1b', '-p', '4', '-m', '8', '--mem-limit', '0.5']));
+    assert(j.lower_bound_standing === 'none_fits' && j.least_memory === 1, `CLI: ${j.lower_bound_standing} ${j.least_memory}`);
+    const text = await page.locator('[data-testid=lower-bound]').textContent();
+    assert(text.includes('no order fits the memory limit: one pass alone needs 1'), `playground: ${text}`);
+  },
 };

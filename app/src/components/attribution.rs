@@ -67,6 +67,11 @@ pub fn AttributionBar() -> impl IntoView {
         bubblescope::render::Units::Model => bubblescope::render::format_micros(v),
         bubblescope::render::Units::Cost => format_number(v, 4),
     };
+    // Memory in GiB (MiB, …) with a model, as the memory tiles print it.
+    let mem = move |v: f64| match state.units() {
+        bubblescope::render::Units::Model => bubblescope::model::format_bytes(v),
+        bubblescope::render::Units::Cost => format_number(v, 4),
+    };
     view! {
         <Show when=move || shown.with(Option::is_some)>
             {move || shown.get().map(|s| {
@@ -123,7 +128,7 @@ pub fn AttributionBar() -> impl IntoView {
                                         ),
                                         Standing::NoneFits { least, .. } => format!(
                                             "no order fits the memory limit: one pass alone needs {}",
-                                            n(least)
+                                            mem(least)
                                         ),
                                     }}
                                 </span>

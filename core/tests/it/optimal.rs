@@ -233,6 +233,10 @@ fn a_proven_optimum_is_the_least_cost_over_every_order() {
         ("1f1b", 3, 2, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }, 2.0),
         ("1f1b", 3, 2, profiled(Costs { comm: 1.0, ..Costs::default() }, &[1, 3, 2], &[2, 1, 3], &[1, 1, 1]), 1.0),
         ("zb-1p", 3, 1, profiled(Costs { comm: 1.0, ..Costs::default() }, &[2, 1, 3], &[1, 3, 2], &[2, 1, 1]), 1.0),
+        // GPipe's own order holds both forwards: under a limit of 1 the search starts with
+        // no order that fits (24³ orders).
+        ("gpipe", 3, 2, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }, 1.0),
+        ("gpipe", 3, 2, profiled(Costs::default(), &[1, 3, 2], &[2, 1, 3], &[1, 2, 1]), 1.0),
     ];
     for (name, devices, microbatches, costs, limit) in cases {
         let params = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
