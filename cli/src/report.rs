@@ -162,8 +162,14 @@ pub fn optimal_line(
                 Budget::default().max_ops
             )
         };
+        // A longer search may prove it or narrow the interval: say how to ask for one.
+        let longer = if o.searched {
+            format!(" (--optimal-nodes {} searches ten times as many nodes)", o.nodes.max(1000).saturating_mul(10))
+        } else {
+            String::new()
+        };
         format!(
-            "{searched}: every order {within} costs at least {}; this schedule is {}% above the best order and at most {}% above the optimum",
+            "{searched}: every order {within} costs at least {}; this schedule is {}% above the best order and at most {}% above the optimum{longer}",
             time(o.bound),
             pct(gap(cost, o.cost)),
             pct(gap(cost, o.bound))

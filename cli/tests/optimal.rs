@@ -117,6 +117,9 @@ fn optimal_reports_the_best_order_and_the_gap() {
         pct(cost / bound - 1.0)
     );
     assert!(out.contains(&said), "{out}\nexpected: {said}");
+    // And how to search longer: ten times the nodes this search used.
+    let nodes = v["optimal"]["nodes"].as_u64().unwrap();
+    assert!(out.contains(&format!("(--optimal-nodes {} searches ten times as many nodes)", nodes * 10)), "{out}");
     assert_eq!(v["optimal"]["searched"], true, "{v}");
     // Past the passes the search takes, it says it did not search rather than counting 0 nodes.
     let big = ["simulate", "-s", "zb-v", "-m", "16", "--comm", "0.2", "--optimal"];
