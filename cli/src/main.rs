@@ -273,11 +273,12 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             // Under the summary rows, before the per-device table.
             let a = &subject.analysis;
             let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
+            let fits = a.stats.peak_memory <= limit + 1e-9 * limit.abs().max(1.0);
             let (limit, time): (String, &dyn Fn(f64) -> String) = match derived {
                 Some(_) => (bubblescope::model::format_bytes(limit), &bubblescope::render::format_micros),
                 None => (bubblescope::render::format_number(limit, 4), &|v| bubblescope::render::format_number(v, 4)),
             };
-            let line = report::optimal_line(cost, o.as_ref(), &limit, a.schedule.op_count(), time);
+            let line = report::optimal_line(cost, o.as_ref(), &limit, a.schedule.op_count(), fits, time);
             match s.find("\n\n").and_then(|i| s[i + 2..].find("\n\n").map(|j| i + 2 + j + 1)) {
                 Some(at) => s.insert_str(at, &line),
                 None => s.push_str(&line),

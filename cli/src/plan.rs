@@ -194,24 +194,13 @@ pub fn run(args: &PlanArgs) -> Result<()> {
 }
 
 /// Says which of the plans shown cut the model's pieces in proportion (a family with more
-/// stages than devices on layers that do not divide into them), layout by layout.
+/// stages than devices on layers that do not divide into them). Only plans without a layout
+/// of their own can: `evaluate` leaves out a layout that describes other stages than the
+/// family cuts.
 fn note_plan_cuts(model: &bubblescope::model::Model, devices: u32, plans: &[Plan]) {
-    let mut layouts: Vec<Option<&String>> = plans.iter().map(|p| p.candidate.layout.as_ref()).collect();
-    layouts.sort();
-    layouts.dedup();
-    for layout in layouts {
-        let mut m = model.clone();
-        if let Some(l) = layout {
-            m.layout = Some(l.clone());
-        }
-        let Ok(derived) = m.derive(devices) else { continue };
-        let runs = plans.iter().filter(|p| p.candidate.layout.as_ref() == layout).filter_map(|p| {
-            let c = &p.candidate;
-            let stages = bubblescope::generate(c.family.name, &c.params).ok()?.placement.stages_per_pipeline();
-            Some((c.family.name, stages))
-        });
-        crate::note_proportional_cuts(&derived, runs);
-    }
+    let Ok(derived) = model.derive(devices) else { return };
+    let runs = plans.iter().filter(|p| p.candidate.layout.is_none()).map(|p| (p.candidate.family.name, p.stages));
+    crate::note_proportional_cuts(&derived, runs);
 }
 
 /// Refuses an export name that is not a CSV: plans export as PyTorch schedule CSV.

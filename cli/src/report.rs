@@ -133,13 +133,15 @@ pub fn add_optimal(value: &mut Value, cost: f64, optimum: Option<&Optimum>) {
 }
 
 /// `simulate --optimal` as a text line; `limit` is the problem's memory limit as printed (the
-/// one given, the family's, or else the schedule's own peak) and `passes` its size.
-/// `time` prints a cost (µs for a model).
+/// one given, the family's, or else the schedule's own peak), `passes` its size and `fits`
+/// whether this schedule keeps the limit (a run over it is no order of the problem, and its
+/// cost is not compared). `time` prints a cost (µs for a model).
 pub fn optimal_line(
     cost: f64,
     optimum: Option<&Optimum>,
     limit: &str,
     passes: usize,
+    fits: bool,
     time: &dyn Fn(f64) -> String,
 ) -> String {
     let within = format!("within memory {limit}");
@@ -147,12 +149,10 @@ pub fn optimal_line(
         return format!("{:<12} {:<12} no order of these passes {within} was found\n", "optimal", "—");
     };
     let pct = |v: f64| format_number(100.0 * v, 1);
+    let over = format!("this schedule peaks over memory {limit}, so it is no order of this problem");
     let what = if o.proven {
-        format!(
-            "proven: no order of these passes {within} is cheaper ({} search nodes); this schedule is {}% above it",
-            o.nodes,
-            pct(gap(cost, o.cost))
-        )
+        let versus = if fits { format!("this schedule is {}% above it", pct(gap(cost, o.cost))) } else { over };
+        format!("proven: no order of these passes {within} is cheaper ({} search nodes); {versus}", o.nodes)
     } else {
         let searched = if o.searched {
             format!("best order found, not proven ({} search nodes)", o.nodes)
@@ -164,16 +164,20 @@ pub fn optimal_line(
         };
         // A longer search may prove it or narrow the interval: say how to ask for one.
         let longer = if o.searched {
-            format!(" (--optimal-nodes {} searches ten times as many nodes)", o.nodes.max(1000).saturating_mul(10))
+            format!(" (--optimal-nodes {} searches longer)", o.nodes.max(1000).saturating_mul(8))
         } else {
             String::new()
         };
-        format!(
-            "{searched}: every order {within} costs at least {}; this schedule is {}% above the best order and at most {}% above the optimum{longer}",
-            time(o.bound),
-            pct(gap(cost, o.cost)),
-            pct(gap(cost, o.bound))
-        )
+        let versus = if fits {
+            format!(
+                "this schedule is {}% above the best order and at most {}% above the optimum",
+                pct(gap(cost, o.cost)),
+                pct(gap(cost, o.bound))
+            )
+        } else {
+            over
+        };
+        format!("{searched}: every order {within} costs at least {}; {versus}{longer}", time(o.bound))
     };
     format!("{:<12} {:<12} {what}\n", "optimal", time(o.cost))
 }
@@ -317,7 +321,7 @@ pub fn table(
         Standing::NoneFits { least, limit } => (
             "—".to_string(),
             format!(
-                "none: no order fits memory {}, one op alone allocates {} (raise --mem-limit to at least {})",
+                "none: no order fits memory {}: an op needs {} as it starts, with what its microbatch holds on its device then (raise --mem-limit to at least {})",
                 mem(limit),
                 mem(least),
                 mem(least)

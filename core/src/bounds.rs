@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use crate::families::Family;
 use crate::params::{Costs, ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Schedule};
-use crate::sim::{dependency, DepClass};
+use crate::sim::{dependency, provides, DepClass};
 use crate::stats::{device_work, ideal_work, Stats};
 
 /// A lower bound on the cost of every schedule of a problem, and where it comes from.
@@ -63,9 +63,9 @@ pub struct LowerBound {
     /// The closed form's value when the device relaxation raised `value` above it
     /// ([`crate::optimal::tight_lower_bound`]); `None`: `value` is the closed form's.
     pub closed_form: Option<f64>,
-    /// The least memory limit any order fits: the largest allocation of a single op (a
-    /// device holds no less than nothing when an op starts). Below it the problem has no
-    /// order, and `value` bounds nothing ([`Standing::NoneFits`]).
+    /// A floor on the least memory limit any order fits: the most an op needs as it starts
+    /// (its allocation on top of what its microbatch must hold on its device then). Below it
+    /// the problem has no order, and `value` bounds nothing ([`Standing::NoneFits`]).
     pub least_memory: f64,
 }
 
@@ -119,7 +119,7 @@ pub enum Standing {
         /// The problem's limit.
         limit: f64,
     },
-    /// No order of the problem fits the limit: a single op allocates more than it.
+    /// No order of the problem fits the limit: some op needs more than it as it starts.
     NoneFits {
         /// The least limit any order fits ([`LowerBound::least_memory`]).
         least: f64,
@@ -270,9 +270,71 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
         least_memory: 0.0,
     });
     best.value = best.value.max(ideal);
-    best.least_memory =
-        schedule.orders.iter().flatten().map(|op| op.passes().map(|p| table.alloc(p)).sum::<f64>()).fold(0.0, f64::max);
+    best.least_memory = least_memory(schedule, &table);
     best
+}
+
+/// The least memory limit any order of `schedule`'s passes fits (a floor on it): an op
+/// allocates at its start, on top of what its microbatch already holds on its device. Every
+/// pass has at most one dependency, so a pass's ancestors are the chain of dependencies
+/// above it: those on the op's device have run, and allocated; what the microbatch's other
+/// passes on the device may have released by then is at most what its passes that do not
+/// depend on the op release. Other microbatches hold nothing less than nothing. For an
+/// interleaved device holding stages 0 and 4, stage 4's forward starts while stage 0's
+/// activation is held: 2 mem-f, not 1.
+fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
+    let placement = &schedule.placement;
+    let key = |p: Pass| provides(p.kind).map(|c| (c, p.stage));
+    // The (class, stage) keys a pass waits for, directly or not.
+    let above = |p: Pass| -> Vec<(DepClass, u32)> {
+        let mut keys = Vec::new();
+        let mut at = dependency(placement, p);
+        // A pipeline's chain visits each stage at most twice (forward, input gradient).
+        let most = 2 * placement.stages_per_pipeline() as usize + 2;
+        while let Some(dep) = at.filter(|_| keys.len() < most) {
+            keys.push((dep.class, dep.stage));
+            // The pass that provides it (B stands for B or BW: both wait for the same).
+            let kind = match dep.class {
+                DepClass::Forward => PassKind::F,
+                DepClass::InputGrad => PassKind::B,
+            };
+            at = dependency(placement, Pass { kind, stage: dep.stage, microbatch: p.microbatch, slice: p.slice });
+        }
+        keys
+    };
+    // Each (microbatch, slice)'s passes on each device.
+    let mut on_device: BTreeMap<(u32, u32, usize), Vec<Pass>> = BTreeMap::new();
+    for (d, order) in schedule.orders.iter().enumerate() {
+        for p in order.iter().flat_map(|op| op.passes()) {
+            on_device.entry((p.microbatch, p.slice, d)).or_default().push(p);
+        }
+    }
+    let held_before = |p: Pass, d: usize| -> f64 {
+        let Some(mine) = on_device.get(&(p.microbatch, p.slice, d)) else { return 0.0 };
+        let waits_for = above(p);
+        let mut held = 0.0;
+        for &q in mine.iter().filter(|&&q| q != p) {
+            // `q` has run before `p` when `p` waits for it, and may have unless it waits for `p`.
+            if key(q).is_some_and(|k| waits_for.contains(&k)) {
+                held += table.alloc(q);
+            }
+            if !key(p).is_some_and(|k| above(q).contains(&k)) {
+                held -= table.release(q);
+            }
+        }
+        held.max(0.0)
+    };
+    let mut least = 0.0f64;
+    for (d, order) in schedule.orders.iter().enumerate() {
+        for op in order {
+            let alloc: f64 = op.passes().map(|p| table.alloc(p)).sum();
+            if alloc > 0.0 {
+                let held: f64 = op.passes().map(|p| held_before(p, d)).sum();
+                least = least.max(held + alloc);
+            }
+        }
+    }
+    least
 }
 
 /// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`.

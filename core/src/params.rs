@@ -196,7 +196,7 @@ impl CostProfile {
             .iter()
             .map(|finer| {
                 if let Err(e) = finer.check() {
-                    return Some(e.message);
+                    return Some(format!("it is no valid profile: {}", e.message.replace("the profile's ", "its ")));
                 }
                 let m = finer.pieces();
                 if m <= n {

@@ -127,7 +127,7 @@ pub fn AttributionBar() -> impl IntoView {
                                             n(value)
                                         ),
                                         Standing::NoneFits { least, .. } => format!(
-                                            "no order fits the memory limit: one pass alone needs {}",
+                                            "no order fits the memory limit: a pass needs {} as it starts",
                                             mem(least)
                                         ),
                                     }}

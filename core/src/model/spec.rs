@@ -104,7 +104,7 @@ impl ModelSpec {
                 let max = super::model_size_limit(field);
                 return Err(ParamError::new(
                     field,
-                    format!("{} is too large: must be between 1 and {max}, found `{}`", field.name(), short(t)),
+                    format!("{} must be between 1 and {max}, found {}", field.name(), short(t)),
                 )
                 .hint(field_hint(field)));
             }

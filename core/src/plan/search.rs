@@ -120,6 +120,8 @@ pub struct Plan {
     pub tokens_per_second: Option<f64>,
     /// The bubble split, for the plans shown ([`attribute_plan`]).
     pub attribution: Option<Parts>,
+    /// Stages per pipeline of its schedule (the model is cut into this many).
+    pub stages: u32,
 }
 
 /// The outcome of a search: fitting plans, fastest first, and what did not fit.
@@ -367,6 +369,7 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     if memory > candidate.limit {
         return Outcome::OverLimit;
     }
+    let stages = analysis.schedule.placement.stages_per_pipeline();
     let m = f64::from(candidate.params.microbatches);
     let samples = m * f64::from(candidate.micro_batch.unwrap_or(1));
     let cost = analysis.stats.cost;
@@ -387,6 +390,7 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
         throughput,
         tokens_per_second: tokens,
         attribution: None,
+        stages,
     }))
 }
 

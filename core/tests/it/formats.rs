@@ -432,7 +432,7 @@ fn json_finer_cuts_that_are_not_the_same_model_are_dropped_with_a_warning() {
             // A cut that is no valid profile at all is dropped the same way, not the costs.
             "a negative number in a cut",
             &|f: &mut serde_json::Value| f[1]["w"][0] = serde_json::json!(-1.0),
-            "costs.profile.finer[1] is not the profile cut finer (w must not be negative, found -1)",
+            "costs.profile.finer[1] is not the profile cut finer (it is no valid profile: w must not be negative, found -1)",
         ),
     ] {
         let back = read_edited(edit);
