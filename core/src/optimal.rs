@@ -1031,7 +1031,11 @@ impl Search {
     ///   release date plus its time, release that much.
     /// * A class anchored to an allocating class with lag `L` (each member follows its own
     ///   microbatch's member of that class by at least `L`): the `i`-th of its members whose
-    ///   anchor is unplaced starts at least `L` after the `i`-th raised date of the anchors.
+    ///   anchor is unplaced starts at least `L` after the `i`-th raised date of the anchors
+    ///   (the `i`-th of a part starts no earlier than the `i`-th of the whole). For a class
+    ///   that itself allocates, only when every unplaced member's anchor is unplaced: its
+    ///   dates are already ranks over all its members, and ranks over a part would match
+    ///   members to dates differently (found by a fuzzing review; no case was seen to hit it).
     ///
     /// Two rounds, the second with the releasing ops' raised dates. False when some
     /// allocation can never fit (no completion exists).
@@ -1110,6 +1114,14 @@ impl Search {
                         if !self.placed[o] && !self.placed[self.classes[c].anchors[k]] {
                             self.members.push(o);
                         }
+                    }
+                    // An allocating class's dates were raised by rank over all its unplaced
+                    // members; raising them again by rank over a part of them would need
+                    // another matching of members to dates (one of the others may start
+                    // first), so then the lags wait for every member's anchor to be unplaced.
+                    let unplaced = self.classes[c].members.iter().filter(|&&o| !self.placed[o]).count();
+                    if self.classes[c].alloc > 0.0 && self.members.len() != unplaced {
+                        continue;
                     }
                     self.members.sort_unstable_by(|&a, &b| self.rel[a].total_cmp(&self.rel[b]));
                     for (i, &o) in self.members.iter().enumerate() {
