@@ -193,22 +193,35 @@ fn permutations<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
 /// `limit` (each device's order permuted independently, every combination simulated).
 fn least_over_every_order(schedule: &bubblescope::Schedule, costs: &Costs, limit: f64) -> f64 {
     let orders: Vec<_> = schedule.orders.iter().map(|o| permutations(o)).collect();
-    let mut pick = vec![0usize; orders.len()];
     let mut least = f64::INFINITY;
+    for_every_combination(schedule, &orders, costs, |st| {
+        if st.peak_memory <= limit + 1e-9 {
+            least = least.min(st.cost);
+        }
+    });
+    least
+}
+
+/// Simulates `schedule` with every combination of one order per device from `orders` and
+/// hands the stats of each that runs to `seen`.
+fn for_every_combination(
+    schedule: &bubblescope::Schedule,
+    orders: &[Vec<Vec<bubblescope::Op>>],
+    costs: &Costs,
+    mut seen: impl FnMut(&bubblescope::Stats),
+) {
+    let mut pick = vec![0usize; orders.len()];
     loop {
         let mut s = schedule.clone();
-        s.orders = pick.iter().zip(&orders).map(|(&i, o)| o[i].clone()).collect();
+        s.orders = pick.iter().zip(orders).map(|(&i, o)| o[i].clone()).collect();
         if let Ok(t) = bubblescope::simulate(&s, &bubblescope::StageCosts::for_schedule(costs, &s)) {
-            let st = bubblescope::stats(&s, &t, costs);
-            if st.peak_memory <= limit + 1e-9 {
-                least = least.min(st.cost);
-            }
+            seen(&bubblescope::stats(&s, &t, costs));
         }
         // Next combination (odometer).
         let mut d = 0;
         loop {
             if d == pick.len() {
-                return least;
+                return;
             }
             pick[d] += 1;
             if pick[d] < orders[d].len() {
@@ -268,27 +281,9 @@ fn orders_that_can_run(placement: &bubblescope::Placement, ops: &[bubblescope::O
 /// The least peak memory over every set of per-device orders of `schedule`'s ops that runs.
 fn least_peak_over_every_order(schedule: &bubblescope::Schedule, costs: &Costs) -> f64 {
     let orders: Vec<_> = schedule.orders.iter().map(|o| orders_that_can_run(&schedule.placement, o)).collect();
-    let mut pick = vec![0usize; orders.len()];
     let mut least = f64::INFINITY;
-    loop {
-        let mut s = schedule.clone();
-        s.orders = pick.iter().zip(&orders).map(|(&i, o)| o[i].clone()).collect();
-        if let Ok(t) = bubblescope::simulate(&s, &bubblescope::StageCosts::for_schedule(costs, &s)) {
-            least = least.min(bubblescope::stats(&s, &t, costs).peak_memory);
-        }
-        let mut d = 0;
-        loop {
-            if d == pick.len() {
-                return least;
-            }
-            pick[d] += 1;
-            if pick[d] < orders[d].len() {
-                break;
-            }
-            pick[d] = 0;
-            d += 1;
-        }
-    }
+    for_every_combination(schedule, &orders, costs, |st| least = least.min(st.peak_memory));
+    least
 }
 
 #[test]
