@@ -408,25 +408,18 @@ impl<'a> Relax<'a> {
         let left = |s: usize| self.seq.slots[s].count - self.next[s];
         let tail = |s: usize| self.seq.slots[s].to_end.map_or(f64::NEG_INFINITY, |t| t - self.seq.slots[s].dur);
         let open: Vec<usize> = (0..self.seq.slots.len()).filter(|&s| left(s) > 0).collect();
+        // The ops that bound something, longest tail first: for a release `r`, the sets of
+        // ops released no earlier with a tail of at least `q` are the prefixes of this list
+        // (a prefix cut inside a run of equal tails bounds less than the whole run).
+        let mut by_tail: Vec<usize> = open.iter().copied().filter(|&s| tail(s) > f64::NEG_INFINITY).collect();
+        by_tail.sort_by(|&a, &b| tail(b).total_cmp(&tail(a)));
         let mut bound = 0.0f64;
         for &r_slot in &open {
             let r = next_at[r_slot];
-            for &q_slot in &open {
-                let q = tail(q_slot);
-                if q == f64::NEG_INFINITY {
-                    continue;
-                }
-                // Every op of the set starts no earlier than `r`, and the last to end has a
-                // tail of at least `q` (an empty set bounds nothing).
-                let set = open.iter().filter(|&&s| next_at[s] >= r && tail(s) >= q);
-                let (mut work, mut any) = (0.0, false);
-                for &s in set {
-                    work += left(s) as f64 * self.seq.slots[s].dur;
-                    any = true;
-                }
-                if any {
-                    bound = bound.max(r + work + q);
-                }
+            let mut work = 0.0;
+            for &s in by_tail.iter().filter(|&&s| next_at[s] >= r) {
+                work += left(s) as f64 * self.seq.slots[s].dur;
+                bound = bound.max(r + work + tail(s));
             }
         }
         bound
