@@ -4,7 +4,7 @@
 # tools/test.sh: it downloads OR-Tools (about 30 MB, PyPI) into target/cp-sat-venv once and
 # takes about --seconds per problem. See tools/cp_sat_check.py for what it compares.
 #
-#   tools/cp-sat-check.sh [--count N] [--seconds S] [--workers T] [--seed K] [--max-devices P]
+#   tools/cp-sat-check.sh [--count N] [--seconds S] [--workers T] [--seed K] [--deterministic] [--max-devices P]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -80,7 +80,7 @@ def asap_cost(problem, orders):
     return max(free[d] - first[d] for d in range(len(orders)) if first[d] is not None)
 
 
-def solve(problem, seconds, workers):
+def solve(problem, seconds, workers, seed=0, deterministic=False):
     ops = problem["ops"]
     comm = round(problem["comm"] * TIME_SCALE)
     limit = problem["limit"]
@@ -123,8 +123,14 @@ def solve(problem, seconds, workers):
         m.Add(last - first >= round(sum(ops[i]["time"] for i in mine) * TIME_SCALE))
     m.Minimize(cost)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = seconds
-    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    if deterministic:
+        # One worker and CP-SAT's deterministic clock: the same answers on every run.
+        solver.parameters.num_workers = 1
+        solver.parameters.max_deterministic_time = seconds
+    else:
+        solver.parameters.max_time_in_seconds = seconds
+        solver.parameters.num_workers = workers
     began = time.time()
     status = solver.Solve(m)
     out = {"status": solver.StatusName(status), "seconds": round(time.time() - began, 1)}
@@ -171,7 +177,12 @@ def main():
     ap.add_argument("--count", type=int, default=40, help="problems to check")
     ap.add_argument("--seconds", type=float, default=10, help="CP-SAT's time per problem")
     ap.add_argument("--workers", type=int, default=2, help="CP-SAT's threads")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="the sample's and CP-SAT's random seed")
+    ap.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="one worker, --seconds of CP-SAT's deterministic time: repeatable runs",
+    )
     ap.add_argument("--max-devices", type=int, default=4)
     args = ap.parse_args()
     families = subprocess.run([args.binary, "--families"], capture_output=True, text=True, check=True).stdout.split()
@@ -195,7 +206,7 @@ def main():
             continue  # the family does not generate at this size
         problem = json.loads(run.stdout)
         ours = problem["search"]
-        cp = solve(problem, args.seconds, args.workers)
+        cp = solve(problem, args.seconds, args.workers, args.seed, args.deterministic)
         checked += 1
         sim = simulated(args.binary, problem_args, cp["orders"]) if "orders" in cp else None
         wrong = disagreement(ours, cp, sim)
