@@ -12,13 +12,13 @@
 //! `optimal_problem --families` lists the families the search takes (one per line).
 //! `optimal_problem --time FAMILY P M F B W COMM < orders.json` reads per-device orders of
 //! the problem's ops (`[[op index, …], …]`, indices into `ops`) and prints what Bubblescope's
-//! simulator makes of them: `{"cost", "peak_memory", "fits"}`, so an order another solver
-//! found is judged by the same simulator as the search's.
+//! simulator makes of them: `{"cost", "fits"}`, judged by [`bubblescope::optimal::measure`]
+//! exactly as the search judges its own orders.
 
 use bubblescope::bounds::problem_limit;
-use bubblescope::optimal::{optimize_run, Budget};
-use bubblescope::sim::{dependency, simulate, KeySpace};
-use bubblescope::{family, run, stats, Costs, Schedule, ScheduleParams, StageCosts, FAMILIES};
+use bubblescope::optimal::{measure, optimize_run, same_problem, Budget};
+use bubblescope::sim::{dependency, KeySpace};
+use bubblescope::{family, run, Costs, Schedule, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::json;
 use std::io::Read;
 
@@ -43,18 +43,22 @@ fn problem() -> Result<(), String> {
         let v = a.get(i).ok_or("expected seven arguments")?;
         v.parse().map_err(|_| format!("`{v}` is not a number"))
     };
+    let count = |i: usize| -> Result<u32, String> {
+        let v = a.get(i).ok_or("expected seven arguments")?;
+        v.parse().map_err(|_| format!("`{v}` is not a whole number"))
+    };
     let name = a.first().ok_or("expected seven arguments")?;
     let f = family(name).ok_or_else(|| format!("unknown family `{name}`"))?;
     let costs = Costs { comm: num(6)?, ..Costs::fbw(num(3)?, num(4)?, num(5)?) };
-    let params = f.own_params(&ScheduleParams::new(num(1)? as u32, num(2)? as u32).with_costs(costs));
+    let params = f.own_params(&ScheduleParams::new(count(1)?, count(2)?).with_costs(costs));
     let r = run(name, &params).map_err(|e| e.to_string())?;
     let limit = problem_limit(Some(f), &params, &r.stats);
     let s = &r.schedule;
     let keys = KeySpace::checked(s).map_err(|e| e.to_string())?;
-    let table = StageCosts::for_schedule(&params.costs, s);
     if time_orders {
-        return time(s, &params.costs, &table, limit);
+        return time(s, &params.costs, limit);
     }
+    let table = StageCosts::for_schedule(&params.costs, s);
     let mut ops = Vec::new();
     for (d, order) in s.orders.iter().enumerate() {
         for op in order {
@@ -85,32 +89,20 @@ fn problem() -> Result<(), String> {
     Ok(())
 }
 
-/// Prints the simulator's cost and peak memory of the per-device orders on stdin (indices
-/// into the problem's ops, numbered device by device in `s`'s order).
-fn time(s: &Schedule, costs: &Costs, table: &StageCosts, limit: f64) -> Result<(), String> {
+/// Prints the simulated cost of the per-device orders on stdin (indices into the problem's
+/// ops, numbered device by device in `s`'s order) and whether they fit `limit`.
+fn time(s: &Schedule, costs: &Costs, limit: f64) -> Result<(), String> {
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text).map_err(|e| e.to_string())?;
     let orders: Vec<Vec<usize>> = serde_json::from_str(&text).map_err(|e| format!("orders on stdin: {e}"))?;
     let ops: Vec<_> = s.orders.iter().flatten().copied().collect();
-    let mut given = s.clone();
-    given.orders = Vec::with_capacity(orders.len());
-    for (d, order) in orders.iter().enumerate() {
-        let mut mine = Vec::with_capacity(order.len());
-        for &i in order {
-            let op = *ops.get(i).ok_or_else(|| format!("op {i} does not exist"))?;
-            mine.push(op);
-        }
-        if d >= s.orders.len() {
-            return Err(format!("device {d} does not exist"));
-        }
-        given.orders.push(mine);
-    }
-    if !bubblescope::optimal::same_problem(s, &given) {
+    let op = |i: usize| ops.get(i).copied().ok_or(format!("op {i} does not exist"));
+    let picked: Result<Vec<Vec<_>>, String> = orders.iter().map(|o| o.iter().map(|&i| op(i)).collect()).collect();
+    let given = Schedule { orders: picked?, ..s.clone() };
+    if !same_problem(s, &given) {
         return Err("the orders do not run the problem's ops on their devices".into());
     }
-    let t = simulate(&given, table).map_err(|e| e.to_string())?;
-    let st = stats(&given, &t, costs);
-    let fits = !limit.is_finite() || st.peak_memory <= limit + 1e-9 * limit.abs().max(1.0);
-    println!("{}", json!({"cost": st.cost, "peak_memory": st.peak_memory, "fits": fits}));
+    let (cost, fits) = measure(&given, costs, limit.is_finite().then_some(limit)).map_err(|e| e.to_string())?;
+    println!("{}", json!({"cost": cost, "fits": fits}));
     Ok(())
 }

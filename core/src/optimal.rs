@@ -255,8 +255,9 @@ fn tolerance(v: f64) -> f64 {
     1e-9 * v.abs().max(1.0)
 }
 
-/// The simulated cost of `s` and whether it meets `limit`.
-fn measure(s: &Schedule, costs: &Costs, limit: Option<f64>) -> Result<(f64, bool), SimError> {
+/// The simulated cost of `s` and whether its peak memory meets `limit` (within rounding):
+/// how the search judges every order, its own and any other.
+pub fn measure(s: &Schedule, costs: &Costs, limit: Option<f64>) -> Result<(f64, bool), SimError> {
     let t = simulate(s, &StageCosts::for_schedule(costs, s))?;
     let st = stats(s, &t, costs);
     let fits = limit.is_none_or(|l| st.peak_memory <= l + tolerance(l));
