@@ -298,11 +298,11 @@ impl CostArgs {
     }
 
     /// What the numbers mean: µs and bytes with model flags, cost units otherwise.
-    pub fn units(&self) -> bubblescope::render::Units {
+    pub fn units(&self) -> bubblescope::units::Units {
         if self.model.given() {
-            bubblescope::render::Units::Model
+            bubblescope::units::Units::Model
         } else {
-            bubblescope::render::Units::Cost
+            bubblescope::units::Units::Cost
         }
     }
 

@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 
 use bubblescope::bounds::{problem_limit, LowerBound, Standing};
-use bubblescope::error::short_number;
 use bubblescope::optimal::{run_lower_bound, Budget, Optimum};
-use bubblescope::render::{format_micros, format_number, Units};
+use bubblescope::units::short_number;
+use bubblescope::units::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
 
@@ -212,7 +212,7 @@ pub fn table(
     let share = |i: usize, scalar: f64| -> String {
         let show = |v: f64| match (units, i >= 3) {
             (Units::Model, false) => format_micros(v),
-            (Units::Model, true) => bubblescope::model::format_bytes(v),
+            (Units::Model, true) => bubblescope::units::format_bytes(v),
             (Units::Cost, _) => cn(v),
         };
         let values: Vec<f64> = match &c.profile {
@@ -249,9 +249,9 @@ pub fn table(
     for (label, value, note) in rows {
         // From a model: times in µs, memory in bytes, each also as people read it.
         let note = match (derived, label) {
-            (Some(_), "peak memory") => format!("bytes ({}), worst device", bubblescope::model::format_bytes(value)),
+            (Some(_), "peak memory") => format!("bytes ({}), worst device", bubblescope::units::format_bytes(value)),
             (Some(_), "cost" | "makespan" | "ideal") => {
-                format!("µs ({}): {note}", bubblescope::render::format_micros(value))
+                format!("µs ({}): {note}", bubblescope::units::format_micros(value))
             }
             _ => note.to_string(),
         };
@@ -310,7 +310,7 @@ pub fn table(
             n(c)
         ),
     };
-    let mem = |v: f64| if derived.is_some() { bubblescope::model::format_bytes(v) } else { n(v) };
+    let mem = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { n(v) };
     let (value, standing) = match lb.standing(s, problem_limit(family, params, s)) {
         Standing::Meets => (n(lb.value), format!("met: no order is cheaper: {why}")),
         Standing::Within(excess) => (n(lb.value), format!("within {}% of it: {why}", format_number(100.0 * excess, 1))),

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use bubblescope::attribution::Parts;
 use bubblescope::bounds::Standing;
-use bubblescope::render::{format_number, Cause};
+use bubblescope::render::Cause;
+use bubblescope::units::format_number;
 use leptos::prelude::*;
 
 use crate::causes::attribution_of;
@@ -64,13 +65,13 @@ pub fn AttributionBar() -> impl IntoView {
     });
     // In µs (ms, s) when the costs come from a model, as the tiles print them.
     let n = move |v: f64| match state.units() {
-        bubblescope::render::Units::Model => bubblescope::render::format_micros(v),
-        bubblescope::render::Units::Cost => format_number(v, 4),
+        bubblescope::units::Units::Model => bubblescope::units::format_micros(v),
+        bubblescope::units::Units::Cost => format_number(v, 4),
     };
     // Memory in GiB (MiB, …) with a model, as the memory tiles print it.
     let mem = move |v: f64| match state.units() {
-        bubblescope::render::Units::Model => bubblescope::model::format_bytes(v),
-        bubblescope::render::Units::Cost => format_number(v, 4),
+        bubblescope::units::Units::Model => bubblescope::units::format_bytes(v),
+        bubblescope::units::Units::Cost => format_number(v, 4),
     };
     view! {
         <Show when=move || shown.with(Option::is_some)>

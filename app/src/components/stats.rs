@@ -1,7 +1,8 @@
 //! Stats: headline tiles, the per-device table and the comparison table.
 
-use bubblescope::model::{format_bytes, verdict, Holding};
-use bubblescope::render::{format_micros, format_number, Units};
+use bubblescope::model::{verdict, Holding};
+use bubblescope::units::format_bytes;
+use bubblescope::units::{format_micros, format_number, Units};
 use bubblescope::{family, BubbleMeasure};
 use leptos::prelude::*;
 

@@ -1,6 +1,7 @@
 //! Integration tests of the public API.
 
 mod animate;
+mod architecture;
 mod formats;
 mod gaps;
 mod golden;

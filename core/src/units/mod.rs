@@ -1,7 +1,18 @@
-//! What a figure's numbers mean: abstract cost units (the papers' figures), or µs and bytes
-//! when the costs come from a model. Labels, summaries and memory ticks read it.
+//! Units and number formatting: the leaf every other module may use; it uses nothing of the
+//! crate.
+//!
+//! [`Units`] says what a run's numbers mean: abstract cost units (the papers' figures), or µs
+//! and bytes when the costs come from a model. Labels, summaries, messages and memory ticks
+//! read it. The submodules format numbers ([`number`]), byte sizes ([`bytes`]) and user text
+//! ([`text`]).
 
-use super::axis::format_number;
+pub mod bytes;
+pub mod number;
+pub mod text;
+
+pub use bytes::{byte_unit, format_bytes, parse_size, size_text, BadSize, BYTE_UNITS, GIB, MIB};
+pub use number::{format_micros, format_number, format_significant, short_number, significant_decimals};
+pub use text::{clean_text, shell_word};
 
 /// The units of a figure's times and memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -13,28 +24,14 @@ pub enum Units {
     Model,
 }
 
-const GIB: f64 = 1_073_741_824.0;
-const MIB: f64 = 1_048_576.0;
-
-/// A time in µs as people read it: `850 µs`, `12.4 ms`, `1.2 s`.
-pub fn format_micros(us: f64) -> String {
-    if us.abs() >= 1e6 {
-        format!("{} s", format_number(us / 1e6, 2))
-    } else if us.abs() >= 1e3 {
-        format!("{} ms", format_number(us / 1e3, 2))
-    } else {
-        format!("{} µs", format_number(us, 1))
-    }
-}
-
 impl Units {
     /// A memory amount in an error or hint: exact in mem-f's unit, and in bytes to 2 decimals
     /// of a GiB (MiB, KiB) rounded *up*, so that a limit read off a message and typed back
     /// (`--mem-limit 8.09GiB`) is never below what the message asked for.
     pub fn memory_in_message(self, v: f64) -> String {
         match self {
-            Units::Cost => crate::error::short_number(v),
-            Units::Model => match crate::model::byte_unit(v) {
+            Units::Cost => short_number(v),
+            Units::Model => match byte_unit(v) {
                 ("B", _) => format!("{} B", format_number(v.ceil(), 0)),
                 (name, size) => format!("{} {name}", format_number((v / size * 100.0 - 1e-9).ceil() / 100.0, 2)),
             },
@@ -53,7 +50,7 @@ impl Units {
     pub fn memory(self, v: f64) -> String {
         match self {
             Units::Cost => format_number(v, 3),
-            Units::Model => crate::model::format_bytes(v),
+            Units::Model => format_bytes(v),
         }
     }
 
