@@ -50,6 +50,10 @@ pub enum Command {
     /// gradients 4, fp32 master weights 4, Adam's two fp32 moments 8, as Megatron-Core counts
     /// without a distributed optimizer), and to 0 without one.
     Plan(PlanArgs),
+    /// Read a profiled PyTorch pipeline run (one Chrome trace per rank): the executed orders,
+    /// each device's compute, communication, waiting and overhead, the costs fitted from it,
+    /// and the same orders replayed at those costs.
+    Trace(crate::trace::TraceArgs),
 }
 
 /// Which family, at which sizes.

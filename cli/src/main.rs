@@ -6,6 +6,7 @@ mod output;
 mod plan;
 mod report;
 mod sweep;
+mod trace;
 
 use std::io::Write as _;
 use std::path::Path;
@@ -51,6 +52,7 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::Costs(args) => costs::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Trace(args) => trace::run(&args),
     }
 }
 
