@@ -12,10 +12,12 @@
 
 mod error;
 mod fit;
+mod replay;
 mod run;
 mod trace;
 
 pub use error::TraceError;
 pub use fit::{BackwardSplit, Fitted};
-pub use run::{assemble, DeviceSplit, MeasuredOp, MeasuredRun, Replay};
+pub use replay::Replay;
+pub use run::{assemble, DeviceSplit, MeasuredOp, MeasuredRun};
 pub use trace::{read_rank, RankTrace, Span, Step, Track, MAX_TRACE_BYTES};

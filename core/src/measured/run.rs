@@ -10,13 +10,12 @@
 
 use std::collections::BTreeMap;
 
-use super::fit::Fitted;
 use super::trace::{RankTrace, Span, Step, Track};
 use super::TraceError;
 use crate::formats::{compute_action, import, Dialect, Format, ImportOptions};
 use crate::params::StageCosts;
 use crate::schedule::{Op, PassKind, Schedule};
-use crate::sim::{dependency, simulate, simulate_timed, KeySpace, OpTimes, Timeline};
+use crate::sim::{dependency, KeySpace, OpTimes};
 use crate::units::format_micros;
 
 /// One executed pass (or overlapped pair), times in µs from the step's start.
@@ -89,17 +88,6 @@ pub struct MeasuredRun {
     pub offsets: Vec<f64>,
     /// What a reader should know about how the run was read.
     pub notes: Vec<String>,
-}
-
-/// The same orders run through the simulator.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Replay {
-    /// When every op ran.
-    pub timeline: Timeline,
-    /// From the first op's start to the last op's end (µs).
-    pub step_time: f64,
-    /// `(step_time − measured) / measured`.
-    pub error: f64,
 }
 
 /// How the pipeline's work is labelled in one rank's trace.
@@ -604,43 +592,5 @@ impl MeasuredRun {
     pub fn op_times(&self, memory: StageCosts) -> OpTimes {
         let list = |f: fn(&MeasuredOp) -> f64| self.ops.iter().map(|ops| ops.iter().map(f).collect()).collect();
         OpTimes { durations: list(MeasuredOp::duration), leads: list(|o| o.lead), hops: list(|o| o.hop), memory }
-    }
-
-    /// The costs fitted from the run.
-    pub fn fitted(&self) -> Fitted {
-        Fitted::of(self)
-    }
-
-    /// The orders replayed at the measured times: reproduces the measured step (and every
-    /// pass's work start and end).
-    ///
-    /// # Errors
-    /// Never for a run [`assemble`] built (its orders are a checked schedule).
-    pub fn replay_measured(&self) -> Result<Replay, crate::SimError> {
-        let memory = StageCosts::for_schedule(&self.fitted().costs(self.schedule.devices()), &self.schedule);
-        let timeline = simulate_timed(&self.schedule, &self.op_times(memory))?;
-        Ok(self.replay_of(timeline, true))
-    }
-
-    /// The orders replayed at the fitted costs: the prediction a plan makes for this run.
-    ///
-    /// # Errors
-    /// As [`MeasuredRun::replay_measured`].
-    pub fn replay_fitted(&self) -> Result<Replay, crate::SimError> {
-        let costs = self.fitted().costs(self.schedule.devices());
-        let timeline = simulate(&self.schedule, &StageCosts::for_schedule(&costs, &self.schedule))?;
-        Ok(self.replay_of(timeline, false))
-    }
-
-    fn replay_of(&self, timeline: Timeline, from_zero: bool) -> Replay {
-        let first = if from_zero {
-            0.0
-        } else {
-            timeline.devices.iter().filter_map(|d| d.ops.first()).map(|o| o.start).fold(f64::INFINITY, f64::min)
-        };
-        let first = if first.is_finite() { first } else { 0.0 };
-        let step_time = timeline.end() - first;
-        let error = if self.step_time > 0.0 { (step_time - self.step_time) / self.step_time } else { 0.0 };
-        Replay { timeline, step_time, error }
     }
 }
