@@ -25,6 +25,22 @@ pub struct TraceArgs {
     pub json: bool,
 }
 
+/// Whether `path` names profiler traces rather than a schedule file: a folder, a gzipped
+/// file, or JSON that starts like a Chrome trace.
+pub fn is_trace(path: &std::path::Path) -> bool {
+    use std::io::Read as _;
+    if path.is_dir() || path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
+        return true;
+    }
+    let mut head = Vec::new();
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    if file.take(64 << 10).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let head = String::from_utf8_lossy(&head);
+    head.contains("\"traceEvents\"") || head.contains("\"schemaVersion\"")
+}
+
 /// The trace files `paths` name: files as given, and in a folder its `*.pt.trace.json[.gz]`
 /// files (every `.json[.gz]` when it has none of those), by name.
 fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {

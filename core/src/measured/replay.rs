@@ -56,3 +56,35 @@ impl MeasuredRun {
         Replay { timeline, step_time, error }
     }
 }
+
+impl MeasuredRun {
+    /// The run's sizes and fitted costs as parameters (times in µs, memory in mem-f's unit).
+    pub fn params(&self) -> crate::ScheduleParams {
+        let mut params = crate::ScheduleParams::new(self.schedule.devices(), self.schedule.microbatches)
+            .with_costs(self.fitted().costs(self.schedule.devices()));
+        params.units = crate::units::Units::Measured;
+        params
+    }
+
+    /// The run as measured, as every schedule is analysed: the orders, the timeline of the
+    /// measured replay (which is the run's own), and its stats.
+    ///
+    /// # Errors
+    /// As [`MeasuredRun::replay_measured`].
+    pub fn analysis(&self) -> Result<crate::Analysis, crate::SimError> {
+        let replay = self.replay_measured()?;
+        let costs = self.fitted().costs(self.schedule.devices());
+        let stats = crate::stats::stats(&self.schedule, &replay.timeline, &costs);
+        Ok(crate::Analysis { schedule: self.schedule.clone(), timeline: replay.timeline, stats })
+    }
+
+    /// A heading: `measured run (ProfilerStep#2) · 2 devices · 4 microbatches`.
+    pub fn label(&self) -> String {
+        let step = self.step.map_or_else(String::new, |n| format!(" (ProfilerStep#{n})"));
+        format!(
+            "measured run{step} · {} · {}",
+            crate::schedule::counted(self.schedule.devices(), "device", "devices"),
+            crate::schedule::counted(self.schedule.microbatches, "microbatch", "microbatches")
+        )
+    }
+}
