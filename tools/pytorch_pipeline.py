@@ -404,8 +404,10 @@ def launch(job, devices, timeout):
             with open(path) as f:
                 errors.append(f"rank {rank}: " + f.read().strip().splitlines()[-1])
     if errors:
-        # A rank that failed on its own comes first; a peer of a failed rank fails second.
-        return errors[0]
+        # A rank whose peer failed sees a closed connection or a timeout: report the cause.
+        secondary = ("Connection closed by peer", "Timed out waiting", "Connection reset by peer")
+        primary = [e for e in errors if not any(s in e for s in secondary)]
+        return (primary or errors)[0]
     return failure
 
 
@@ -483,6 +485,10 @@ def _run_rank(rank, job):
 def make_rank_schedule(job, stages, microbatches, loss_fn):
     """The schedule object this rank runs: a PyTorch class, or the runtime loading a CSV."""
     _, _, schedules = torch_modules()
+    if job.get("csv") and job.get("runtime") == "multi":
+        lockstep = schedules.PipelineScheduleMulti(stages, microbatches, loss_fn=loss_fn)
+        lockstep._load_csv(job["csv"])  # compute_only is the only format it reads
+        return lockstep
     if job.get("csv"):
         runtime = schedules._PipelineScheduleRuntime(stages, microbatches, loss_fn=loss_fn)
         runtime._load_csv(job["csv"], format=job["format"])
@@ -907,8 +913,10 @@ def cmd_lower(args):
 # run
 
 
-def run_file(path, fmt, microbatches=None, timeout=180):
+def run_file(path, fmt, microbatches=None, timeout=180, runtime="runtime"):
     """Runs a schedule file in the runtime and compares gradients: (passed, detail)."""
+    if runtime == "multi" and fmt != "compute_only":
+        raise UserError("PipelineScheduleMulti reads only compute_only files", "use --format compute_only with --runtime multi")
     shape = file_shape(path)
     m = microbatches or shape.microbatches
     spec = ModelSpec(width=32, layers_per_stage=[1] * shape.stages, microbatch_size=2, microbatches=m, dtype="float64")
@@ -921,6 +929,7 @@ def run_file(path, fmt, microbatches=None, timeout=180):
             "stage_to_rank": shape.stage_to_rank,
             "csv": os.path.abspath(path),
             "format": fmt,
+            "runtime": runtime,
             "gloo_timeout": 60,
         }
         failure = launch(job, shape.devices, timeout)
@@ -961,7 +970,7 @@ def compare_grads(workdir, spec, size, tolerance=1e-5):
 def cmd_run(args):
     if not os.path.exists(args.file):
         raise UserError(f"{args.file} does not exist", "give a PyTorch schedule CSV")
-    ok, detail = run_file(args.file, args.format, args.microbatches, args.timeout)
+    ok, detail = run_file(args.file, args.format, args.microbatches, args.timeout, args.runtime)
     print(f"{'PASS' if ok else 'FAIL'} {args.file} {args.format} {detail}")
     return 0 if ok else 1
 
@@ -1170,6 +1179,13 @@ def parser():
     r.add_argument("--format", required=True, choices=["compute_only", "compute_comms"])
     r.add_argument("--microbatches", type=int, metavar="M", help="[default: the largest microbatch in the file + 1]")
     r.add_argument("--timeout", type=float, default=180)
+    r.add_argument(
+        "--runtime",
+        choices=["runtime", "multi"],
+        default="runtime",
+        help="runtime: _PipelineScheduleRuntime (the default, what PyTorch's multi-stage classes use); "
+        "multi: PipelineScheduleMulti, which runs a compute_only file in lock-step",
+    )
 
     c = sub.add_parser("check", help="every exported family and every PyTorch dump, run in PyTorch")
     c.add_argument("--cli", metavar="PATH", help="the bubblescope binary [default: target/release/bubblescope, then PATH]")
