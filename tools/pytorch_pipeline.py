@@ -1097,6 +1097,10 @@ def check_family(cli, family, devices, microbatches, torch_minor, tmp, tally):
                 return
             tally.report("FAIL", family, fmt, f"export failed: {first_line(text)}")
             continue
+        shape = file_shape(path)
+        if (shape.devices, shape.microbatches) != (devices, microbatches):
+            tally.report("FAIL", family, fmt, f"asked for P={devices} M={microbatches}, the file has P={shape.devices} M={shape.microbatches}")
+            continue
         files[fmt] = path
     for fmt, path in files.items():
         ok, detail = run_file(path, fmt)
@@ -1155,8 +1159,13 @@ def cmd_check(args):
     tmp = tempfile.mkdtemp(prefix="bubblescope-check-")
     try:
         dumps_dir = args.dumps or os.path.join(ROOT, "tests", "fixtures", "pytorch-dumps")
-        with open(os.path.join(dumps_dir, "index.json")) as f:
-            index = json.load(f)
+        index = {"dumps": []}
+        if not args.no_dumps:
+            try:
+                with open(os.path.join(dumps_dir, "index.json")) as f:
+                    index = json.load(f)
+            except OSError:
+                raise UserError(f"{dumps_dir} has no index.json", "write PyTorch's dumps with `tools/pytorch-check.sh dump DIR`, or pass --no-dumps")
         for entry in index["dumps"]:
             if "file" not in entry:
                 continue
@@ -1252,6 +1261,7 @@ def parser():
     c.add_argument("--families", metavar="A,B", help="only these families")
     c.add_argument("--dumps", metavar="DIR", help="PyTorch's dumps [default: tests/fixtures/pytorch-dumps]")
     c.add_argument("--dumps-only", action="store_true", help="only run PyTorch's dumps, and read them with the CLI if --cli is given")
+    c.add_argument("--no-dumps", action="store_true", help="only the exported families")
     return ap
 
 
