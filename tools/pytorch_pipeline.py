@@ -676,17 +676,29 @@ def cmd_trace(args):
         "processes": {"backend": "gloo", "device": "cpu", "threads_per_process": 1, "master_addr": "127.0.0.1"},
         "machine": {"cpus": os.cpu_count(), "load_average_before": round(load, 2)},
         "steps": {"warmup": 1, "profiled": args.steps, "profiler_steps": [f"ProfilerStep#{i}" for i in range(1, args.steps + 1)]},
-        "executed_compute_orders": executed_compute_orders(cls_name, orders, devices, microbatches),
-        "pipeline_order": orders["pipeline_order"],
-        "pipeline_order_with_comms": orders["pipeline_order_with_comms"],
+        # Orders are one string per rank in the CSV grammar: cells joined by commas, idle cells
+        # empty (an OVERLAP_F_B cell separates its parts with ';', never ',').
+        "executed_compute_orders": rows_text(executed_compute_orders(cls_name, orders, devices, microbatches)),
+        "pipeline_order": rows_text(orders["pipeline_order"]),
+        "pipeline_order_with_comms": rows_text(orders["pipeline_order_with_comms"]),
         "files": [f"rank{r}.pt.trace.json.gz" for r in range(devices)],
     }
-    with open(os.path.join(outdir, "run.json"), "w") as f:
-        json.dump(sidecar, f, indent=1)
-        f.write("\n")
+    write_sidecar(os.path.join(outdir, "run.json"), sidecar)
     sizes = ", ".join(f"{os.path.getsize(os.path.join(outdir, n)) // 1024} KiB" for n in sidecar["files"])
     print(f"trace: wrote {outdir} in {time.monotonic() - started:.1f} s (rank files {sizes})", file=sys.stderr)
     print_summary(outdir, sys.stdout)
+
+
+def rows_text(rows):
+    return None if rows is None else [",".join(row) for row in rows]
+
+
+def write_sidecar(path, sidecar):
+    """run.json, indented, with lists of numbers on one line."""
+    text = json.dumps(sidecar, indent=1)
+    text = re.sub(r"\[\s+([-\d.,\s]+?)\s+\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
+    with open(path, "w") as f:
+        f.write(text + "\n")
 
 
 # ---------------------------------------------------------------------------------------------
