@@ -1162,6 +1162,26 @@ def check_dump(cli, entry, dumps_dir, tmp, tally):
             tally.report("FAIL" if difference else "PASS", label, "compute_comms:lowering", difference or "the converted comms file is PyTorch's lowering")
 
 
+def default_dumps_dir(version):
+    """The committed dumps written by this torch version (the newest at the top, older ones in
+    torch-X.Y.Z/): a comms dump of one version need not load in another."""
+    base = os.path.join(ROOT, "tests", "fixtures", "pytorch-dumps")
+    older = os.path.join(base, f"torch-{version}")
+    if os.path.isdir(older):
+        return older
+    try:
+        with open(os.path.join(base, "index.json")) as f:
+            written_by = json.load(f)["torch"]
+    except (OSError, ValueError, KeyError):
+        return base
+    if written_by != version:
+        raise UserError(
+            f"the committed dumps are torch {written_by}'s, and there are none of torch {version}",
+            f"write them with `TORCH_VERSION={version} tools/pytorch-check.sh dump DIR` and pass --dumps DIR, or pass --no-dumps",
+        )
+    return base
+
+
 def cmd_check(args):
     cli = None if args.dumps_only and not args.cli else find_cli(args.cli)
     version = torch_version()
@@ -1170,7 +1190,7 @@ def cmd_check(args):
     tally = Tally()
     tmp = tempfile.mkdtemp(prefix="bubblescope-check-")
     try:
-        dumps_dir = args.dumps or os.path.join(ROOT, "tests", "fixtures", "pytorch-dumps")
+        dumps_dir = args.dumps or default_dumps_dir(version)
         index = {"dumps": []}
         if not args.no_dumps:
             try:
