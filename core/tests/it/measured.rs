@@ -218,7 +218,7 @@ fn a_rank_with_a_skewed_clock_is_aligned() {
 }
 
 fn error_of(result: Result<MeasuredRun, TraceError>) -> String {
-    let e = result.err().expect("an error");
+    let e = result.expect_err("an error");
     let text = e.to_string();
     assert!(text.lines().any(|l| l.trim_start().starts_with("hint: ")), "a hint: {text}");
     text
