@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 use super::trace::{RankTrace, Span, Step, Track};
 use super::TraceError;
 use crate::formats::{compute_action, import, Dialect, Format, ImportOptions};
-use crate::params::StageCosts;
 use crate::schedule::{Op, PassKind, Schedule};
-use crate::sim::{dependency, KeySpace, OpTimes};
+use crate::sim::{dependency, KeySpace, PerOpTimes};
 use crate::units::format_micros;
 
 /// One executed pass (or overlapped pair), times in µs from the step's start.
@@ -628,8 +627,8 @@ impl MeasuredRun {
     }
 
     /// The measured times as the simulator takes them: each op's duration, lead and hop.
-    pub fn op_times(&self, memory: StageCosts) -> OpTimes {
+    pub fn op_times(&self) -> PerOpTimes {
         let list = |f: fn(&MeasuredOp) -> f64| self.ops.iter().map(|ops| ops.iter().map(f).collect()).collect();
-        OpTimes { durations: list(MeasuredOp::duration), leads: list(|o| o.lead), hops: list(|o| o.hop), memory }
+        PerOpTimes { durations: list(MeasuredOp::duration), leads: list(|o| o.lead), hops: list(|o| o.hop) }
     }
 }
