@@ -284,15 +284,30 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
 /// activation is held: 2 mem-f, not 1.
 fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
     let placement = &schedule.placement;
-    let key = |p: Pass| provides(p.kind).map(|c| (c, p.stage));
-    // The (class, stage) keys a pass waits for, directly or not.
-    let above = |p: Pass| -> Vec<(DepClass, u32)> {
-        let mut keys = Vec::new();
+    let stages = placement.stages() as usize;
+    // A (class, stage) key as a bit index.
+    let bit = |class: DepClass, stage: u32| -> Option<usize> {
+        let s = stage as usize;
+        (s < stages).then(|| s + if class == DepClass::Forward { 0 } else { stages })
+    };
+    let key = |p: Pass| provides(p.kind).and_then(|c| bit(c, p.stage));
+    let words = (2 * stages).div_ceil(64).max(1);
+    // The (class, stage) keys a pass waits for, directly or not, as a bit set per (kind,
+    // stage): they do not depend on the microbatch or the slice.
+    let mut above: Vec<Option<Box<[u64]>>> = vec![None; PassKind::ALL.len() * stages];
+    let row = |p: Pass| p.kind.index() * stages + p.stage as usize;
+    for p in schedule.orders.iter().flatten().flat_map(|op| op.passes()) {
+        let Some(slot) = above.get_mut(row(p)).filter(|s| s.is_none()) else { continue };
+        let mut keys = vec![0u64; words].into_boxed_slice();
+        let mut count = 0;
         let mut at = dependency(placement, p);
         // A pipeline's chain visits each stage at most twice (forward, input gradient).
         let most = 2 * placement.stages_per_pipeline() as usize + 2;
-        while let Some(dep) = at.filter(|_| keys.len() < most) {
-            keys.push((dep.class, dep.stage));
+        while let Some(dep) = at.filter(|_| count < most) {
+            count += 1;
+            if let Some(b) = bit(dep.class, dep.stage) {
+                keys[b / 64] |= 1 << (b % 64);
+            }
             // The pass that provides it (B stands for B or BW: both wait for the same).
             let kind = match dep.class {
                 DepClass::Forward => PassKind::F,
@@ -300,25 +315,39 @@ fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
             };
             at = dependency(placement, Pass { kind, stage: dep.stage, microbatch: p.microbatch, slice: p.slice });
         }
-        keys
+        *slot = Some(keys);
+    }
+    let waits = |p: Pass, k: Option<usize>| -> bool {
+        match (k, above.get(row(p)).and_then(Option::as_ref)) {
+            (Some(b), Some(keys)) => keys[b / 64] >> (b % 64) & 1 == 1,
+            _ => false,
+        }
     };
-    // Each (microbatch, slice)'s passes on each device.
-    let mut on_device: BTreeMap<(u32, u32, usize), Vec<Pass>> = BTreeMap::new();
+    // Each (microbatch, slice)'s passes on each device, in the device's order.
+    let slices = schedule.slices.max(1) as usize;
+    let devices = schedule.orders.len();
+    let units = (schedule.microbatches as usize).saturating_mul(slices);
+    let unit = |p: Pass| {
+        (p.microbatch < schedule.microbatches && (p.slice as usize) < slices)
+            .then(|| p.microbatch as usize * slices + p.slice as usize)
+    };
+    let mut on_device: Vec<Vec<Pass>> = vec![Vec::new(); units * devices];
     for (d, order) in schedule.orders.iter().enumerate() {
         for p in order.iter().flat_map(|op| op.passes()) {
-            on_device.entry((p.microbatch, p.slice, d)).or_default().push(p);
+            if let Some(u) = unit(p) {
+                on_device[u * devices + d].push(p);
+            }
         }
     }
     let held_before = |p: Pass, d: usize| -> f64 {
-        let Some(mine) = on_device.get(&(p.microbatch, p.slice, d)) else { return 0.0 };
-        let waits_for = above(p);
+        let Some(mine) = unit(p).map(|u| &on_device[u * devices + d]) else { return 0.0 };
         let mut held = 0.0;
         for &q in mine.iter().filter(|&&q| q != p) {
             // `q` has run before `p` when `p` waits for it, and may have unless it waits for `p`.
-            if key(q).is_some_and(|k| waits_for.contains(&k)) {
+            if waits(p, key(q)) {
                 held += table.alloc(q);
             }
-            if !key(p).is_some_and(|k| above(q).contains(&k)) {
+            if !waits(q, key(p)) {
                 held -= table.release(q);
             }
         }

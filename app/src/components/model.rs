@@ -7,8 +7,8 @@
 use bubblescope::model::presets::{model_preset, model_presets};
 use bubblescope::model::{parse_bytes, Derived, ModelSpec, PieceCosts};
 use bubblescope::permalink::Settings;
-use bubblescope::units::format_bytes;
 use bubblescope::units::format_micros;
+use bubblescope::units::{format_bytes, GIB};
 use bubblescope::Field;
 use leptos::prelude::*;
 
@@ -328,7 +328,7 @@ pub fn SizeLimitField() -> impl IntoView {
         }
     };
     let error = move || local_error.get().or_else(|| state.error_for(Field::MemLimit));
-    let set = move |gib: Option<f64>| state.update(|l| l.params.mem_limit = gib.map(|g| g * 1_073_741_824.0));
+    let set = move |gib: Option<f64>| state.update(|l| l.params.mem_limit = gib.map(|g| g * GIB));
     view! {
         <div class="field" class:invalid=move || error().is_some()>
             <div class="field-head">

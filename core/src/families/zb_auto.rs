@@ -117,7 +117,7 @@ pub(crate) fn default_limit(params: &ScheduleParams) -> f64 {
 fn one_f_one_b_memory(params: &ScheduleParams) -> f64 {
     let p = params.devices;
     if params.costs.is_uniform() {
-        return f64::from(p) * params.costs.mem_f;
+        return params.one_f_one_b_memory();
     }
     let costs = StageCosts::new(&params.costs, &Placement::linear(p));
     (0..p).map(|d| f64::from(p - d) * costs.mem_f[d as usize]).fold(0.0, f64::max)

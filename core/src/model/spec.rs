@@ -8,6 +8,7 @@ use super::fields::field_hint;
 use super::presets::{model_preset, model_presets};
 use super::Model;
 use crate::error::{Field, ParamError};
+use crate::units::Units;
 
 /// The longest layout text a spec keeps (a layout of many stages is long, but not unbounded).
 pub const MAX_LAYOUT_TEXT: usize = 4096;
@@ -62,6 +63,16 @@ impl ModelSpec {
     /// Whether any model setting is given (then costs come from the model).
     pub fn given(&self) -> bool {
         *self != ModelSpec::default()
+    }
+
+    /// What the numbers mean: µs and bytes when costs come from the model, cost units
+    /// otherwise.
+    pub fn units(&self) -> Units {
+        if self.given() {
+            Units::Model
+        } else {
+            Units::Cost
+        }
     }
 
     /// The value of `field` as text (the URL value and the form's), if set.
