@@ -849,10 +849,7 @@ mod tests {
         let back = decode(&wire).unwrap();
         same(&back.main, &parts.main);
         same(&back.compare[0], &parts.compare[0]);
-        for cut in (0..wire.words.len()).step_by(wire.words.len() / 40 + 1) {
-            let damaged = Wire { words: wire.words[..cut].to_vec(), ..wire.clone() };
-            assert!(decode(&damaged).is_err(), "cut at {cut}");
-        }
+        damage_is_an_error(&wire, wire.words.len() / 40 + 1, decode);
     }
 
     #[test]
@@ -877,13 +874,17 @@ mod tests {
         assert!(model.params.costs.profile.as_ref().is_some_and(|p| !p.finer.is_empty()));
         let wire = encode_settings(&model);
         assert_eq!(decode_settings(&wire).unwrap(), model);
-        for cut in 0..wire.words.len() {
+        damage_is_an_error(&wire, 1, decode_settings);
+    }
+
+    /// Every `step`-th cut of `wire`'s words, and a word too many, fail to decode.
+    fn damage_is_an_error<T>(wire: &Wire, step: usize, decode: impl Fn(&Wire) -> Result<T, WireError>) {
+        for cut in (0..wire.words.len()).step_by(step) {
             let damaged = Wire { words: wire.words[..cut].to_vec(), ..wire.clone() };
-            assert!(decode_settings(&damaged).is_err(), "cut at {cut}");
+            assert!(decode(&damaged).is_err(), "cut at {cut}");
         }
-        let mut longer = wire;
-        longer.numbers.push(1.0);
-        assert!(decode_settings(&longer).is_err());
+        let longer = Wire { words: wire.words.iter().copied().chain([7]).collect(), ..wire.clone() };
+        assert!(decode(&longer).is_err(), "a word too many");
     }
 
     #[test]

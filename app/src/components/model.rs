@@ -15,6 +15,26 @@ use leptos::prelude::*;
 use super::inputs::{NumberField, NumberKind};
 use crate::state::AppState;
 
+/// The model's whole-number settings as the form shows them: label, setting, help.
+const MODEL_COUNTS: [(&str, Field, &str); 9] = [
+    ("Layers", Field::Layers, ""),
+    ("Hidden size", Field::Hidden, ""),
+    ("Heads", Field::Heads, ""),
+    ("KV heads", Field::KvHeads, "grouped-query attention"),
+    ("MLP width", Field::Ffn, ""),
+    ("Sequence", Field::Seq, "tokens"),
+    ("Microbatch", Field::MicroBatch, "sequences"),
+    ("Vocabulary", Field::Vocab, ""),
+    ("Tensor parallel", Field::Tp, "GPUs per stage; costs per GPU"),
+];
+
+/// The hardware's rates as the form shows them: label, setting, help.
+const MODEL_RATES: [(&str, Field, &str); 3] = [
+    ("TFLOP/s", Field::Tflops, "achieved, per device"),
+    ("Bandwidth", Field::Bandwidth, "GB/s per hop"),
+    ("Latency", Field::Latency, "µs per hop"),
+];
+
 /// The preset a fresh switch to "From a model" starts from.
 const FIRST_PRESET: &str = "llama-3-8b";
 
@@ -168,18 +188,8 @@ fn ModelForm() -> impl IntoView {
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || model_error().is_none()>{model_error}</p>
         </div>
         <div class="model-grid">
-            {field("Layers", Field::Layers, NumberKind::Count, "")}
-            {field("Hidden size", Field::Hidden, NumberKind::Count, "")}
-            {field("Heads", Field::Heads, NumberKind::Count, "")}
-            {field("KV heads", Field::KvHeads, NumberKind::Count, "grouped-query attention")}
-            {field("MLP width", Field::Ffn, NumberKind::Count, "")}
-            {field("Sequence", Field::Seq, NumberKind::Count, "tokens")}
-            {field("Microbatch", Field::MicroBatch, NumberKind::Count, "sequences")}
-            {field("Vocabulary", Field::Vocab, NumberKind::Count, "")}
-            {field("Tensor parallel", Field::Tp, NumberKind::Count, "GPUs per stage; costs per GPU")}
-            {field("TFLOP/s", Field::Tflops, NumberKind::Amount, "achieved, per device")}
-            {field("Bandwidth", Field::Bandwidth, NumberKind::Amount, "GB/s per hop")}
-            {field("Latency", Field::Latency, NumberKind::Amount, "µs per hop")}
+            {MODEL_COUNTS.into_iter().map(|(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
+            {MODEL_RATES.into_iter().map(|(label, f, help)| field(label, f, NumberKind::Amount, help)).collect_view()}
         </div>
         <label class="check">
             <input type="checkbox" data-testid="flash-attention" prop:checked=flash

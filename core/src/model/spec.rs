@@ -54,6 +54,14 @@ pub struct ModelSpec {
 /// the fields from [`Field::Model`] on: [`Field`] declares the model's settings last.
 pub const MODEL_FIELDS: &[Field] = Field::ALL.split_at(Field::Model as usize).1;
 
+/// A number setting of a [`ModelSpec`], to read or set.
+enum Slot<'a> {
+    /// A whole number (layers, sizes, tensor parallelism).
+    Count(&'a mut Option<u32>),
+    /// A rate (TFLOP/s, bandwidth, latency).
+    Rate(&'a mut Option<f64>),
+}
+
 impl ModelSpec {
     /// The spec of preset `key`, with nothing overridden.
     pub fn preset(key: &str) -> ModelSpec {
@@ -77,26 +85,43 @@ impl ModelSpec {
 
     /// The value of `field` as text (the URL value and the form's), if set.
     pub fn get(&self, field: Field) -> Option<String> {
-        let n = |v: Option<u32>| v.map(|v| v.to_string());
-        let x = |v: Option<f64>| v.map(|v| v.to_string());
         match field {
             Field::Model => self.preset.clone(),
-            Field::Layers => n(self.layers),
-            Field::Hidden => n(self.hidden),
-            Field::Heads => n(self.heads),
-            Field::KvHeads => n(self.kv_heads),
-            Field::Seq => n(self.seq),
-            Field::MicroBatch => n(self.micro_batch),
-            Field::Vocab => n(self.vocab),
-            Field::Ffn => n(self.ffn),
-            Field::Tflops => x(self.tflops),
-            Field::Bandwidth => x(self.bandwidth),
-            Field::Latency => x(self.latency),
             Field::Layout => self.layout.clone(),
             Field::FlashAttention => self.flash_attention.map(|on| if on { "1" } else { "0" }.to_string()),
-            Field::Tp => n(self.tp),
-            _ => None,
+            _ => {
+                let mut spec = self.clone();
+                match spec.slot(field)? {
+                    Slot::Count(v) => v.map(|v| v.to_string()),
+                    Slot::Rate(v) => v.map(|v| v.to_string()),
+                }
+            }
         }
+    }
+
+    /// The number setting `field` names: a whole number or a rate.
+    fn slot(&mut self, field: Field) -> Option<Slot<'_>> {
+        let rate = match field {
+            Field::Tflops => &mut self.tflops,
+            Field::Bandwidth => &mut self.bandwidth,
+            Field::Latency => &mut self.latency,
+            _ => {
+                let count = match field {
+                    Field::Layers => &mut self.layers,
+                    Field::Hidden => &mut self.hidden,
+                    Field::Heads => &mut self.heads,
+                    Field::KvHeads => &mut self.kv_heads,
+                    Field::Seq => &mut self.seq,
+                    Field::MicroBatch => &mut self.micro_batch,
+                    Field::Vocab => &mut self.vocab,
+                    Field::Ffn => &mut self.ffn,
+                    Field::Tp => &mut self.tp,
+                    _ => return None,
+                };
+                return Some(Slot::Count(count));
+            }
+        };
+        Some(Slot::Rate(rate))
     }
 
     /// Sets `field` from text (`""` unsets it).
@@ -142,18 +167,6 @@ impl ModelSpec {
                 }
                 self.preset = text_value(t);
             }
-            Field::Layers => self.layers = count(t)?,
-            Field::Hidden => self.hidden = count(t)?,
-            Field::Heads => self.heads = count(t)?,
-            Field::KvHeads => self.kv_heads = count(t)?,
-            Field::Seq => self.seq = count(t)?,
-            Field::MicroBatch => self.micro_batch = count(t)?,
-            Field::Vocab => self.vocab = count(t)?,
-            Field::Ffn => self.ffn = count(t)?,
-            Field::Tp => self.tp = count(t)?,
-            Field::Tflops => self.tflops = rate(t)?,
-            Field::Bandwidth => self.bandwidth = rate(t)?,
-            Field::Latency => self.latency = rate(t)?,
             Field::Layout => {
                 if t.len() > MAX_LAYOUT_TEXT {
                     return Err(ParamError::new(
@@ -178,10 +191,14 @@ impl ModelSpec {
                     }
                 };
             }
-            _ => {
-                return Err(ParamError::new(field, format!("{} is not a model setting", field.name()))
-                    .hint(format!("model settings: {}", field_names())));
-            }
+            _ => match self.slot(field) {
+                Some(Slot::Count(v)) => *v = count(t)?,
+                Some(Slot::Rate(v)) => *v = rate(t)?,
+                None => {
+                    return Err(ParamError::new(field, format!("{} is not a model setting", field.name()))
+                        .hint(format!("model settings: {}", field_names())));
+                }
+            },
         }
         Ok(())
     }

@@ -417,21 +417,32 @@ mod tests {
         assert_eq!(again.stats.cost, opt.cost);
     }
 
+    /// Small problems with communication and unequal costs, one and two chunks: family, P, M
+    /// and costs.
+    fn mixed_problems() -> [(&'static str, u32, u32, Costs); 4] {
+        [
+            ("1f1b", 3, 4, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
+            ("zb-h1", 3, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
+            ("zb-h1", 3, 5, Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) }),
+            ("interleaved-1f1b", 2, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
+        ]
+    }
+
+    /// A family's run and, as the problem's limit, its own peak memory.
+    fn at_its_peak(family: &str, devices: u32, microbatches: u32, costs: &Costs) -> (crate::Analysis, Option<f64>) {
+        let a = run(family, &ScheduleParams::new(devices, microbatches).with_costs(costs.clone())).unwrap();
+        let limit = Some(a.stats.peak_memory);
+        (a, limit)
+    }
+
     /// A search stopped by its budget reports a bound no order beats: never above the proven
     /// optimum (found with a large budget), never below the root bound, and raised above the
     /// root bound by the probes where the root bound is not tight.
     #[test]
     fn an_unfinished_search_proves_an_interval_around_the_optimum() {
         let mut raised = 0;
-        for (family, devices, microbatches, costs) in [
-            ("1f1b", 3, 4, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
-            ("zb-h1", 3, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
-            ("zb-h1", 3, 5, Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) }),
-            ("interleaved-1f1b", 2, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
-        ] {
-            let p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
-            let a = run(family, &p).unwrap();
-            let limit = Some(a.stats.peak_memory);
+        for (family, devices, microbatches, costs) in mixed_problems() {
+            let (a, limit) = at_its_peak(family, devices, microbatches, &costs);
             let full = optimize(&a.schedule, &costs, limit, &[], Budget::of_nodes(5_000_000)).unwrap();
             assert!(full.proven && full.bound == full.cost, "{family} P{devices} M{microbatches}: {full:?}");
             for nodes in [1, 10, 100, 1_000, 10_000] {
@@ -480,18 +491,13 @@ mod tests {
     #[test]
     fn the_dominance_rule_keeps_the_optimum() {
         let mut skipped = 0;
-        for (family, devices, microbatches, costs) in [
-            ("1f1b", 3, 4, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
-            ("zb-h1", 3, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
-            ("zb-h1", 3, 5, Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) }),
+        let more = [
             ("zb-1p", 3, 5, Costs::fbw(3.0, 4.0, 2.0)),
-            ("interleaved-1f1b", 2, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
             ("zb-v", 2, 3, Costs { comm: 0.25, ..Costs::fbw(2.0, 3.0, 1.0) }),
             ("seq1f1b", 2, 3, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
-        ] {
-            let p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
-            let a = run(family, &p).unwrap();
-            let limit = Some(a.stats.peak_memory);
+        ];
+        for (family, devices, microbatches, costs) in mixed_problems().into_iter().chain(more) {
+            let (a, limit) = at_its_peak(family, devices, microbatches, &costs);
             let (with, n) = exhaustive(&a.schedule, &costs, limit, true);
             let (without, none) = exhaustive(&a.schedule, &costs, limit, false);
             assert_eq!((with, none), (without, 0), "{family} P{devices} M{microbatches}");
