@@ -642,6 +642,7 @@ def cmd_trace(args):
     failure = launch(job, devices, timeout=args.timeout)
     if failure:
         shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(outdir, ignore_errors=True)  # nothing half-written is left behind
         raise UserError(f"the traced run failed: {failure}", "run the same schedule with `run` to see whether PyTorch accepts it")
     with open(os.path.join(workdir, "orders.json")) as f:
         orders = json.load(f)
