@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: core and CLI, the app's wasm-bindgen tests in headless Chromium, a release
-# build of the playground, and the browser end-to-end tests against it.
+# Runs every check: rustfmt and clippy (core, CLI, the app natively and for wasm), the core and
+# CLI tests, the app's wasm-bindgen tests in headless Chromium, a release build of the
+# playground, and the browser end-to-end tests against it.
 # Screenshots of the main views land in target/e2e/.
 set -euo pipefail
 
@@ -22,6 +23,10 @@ step() {
   printf '==> %s: ok (%ss)\n' "$name" "$((SECONDS - start))"
 }
 
+step "formatting (rustfmt)" cargo fmt --all --check
+step "lints: core and CLI (clippy)" cargo clippy --locked -p bubblescope -p bubblescope-cli --all-targets -- -D warnings
+step "lints: app, native (clippy)" cargo clippy --locked -p bubblescope-app --all-targets -- -D warnings
+step "lints: app, wasm (clippy)" cargo clippy --locked -p bubblescope-app --target wasm32-unknown-unknown --all-targets -- -D warnings
 step "core and CLI tests" cargo test --locked -p bubblescope -p bubblescope-cli
 step "app unit tests (native)" cargo test --locked -p bubblescope-app --lib
 step "app tests in headless Chromium" cargo test --locked -p bubblescope-app --target wasm32-unknown-unknown --test web

@@ -35,7 +35,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use crate::components::compare_all::{compute_all, AllState};
+use crate::compare::{compute_all, AllState};
 use crate::state::{
     admit, compute, effective_params, next_id, now_ms, planned, AppState, Budget, Computed, LoadedFile, Outcome,
     UiError,

@@ -5,6 +5,7 @@
 
 pub mod canvas;
 pub mod causes;
+pub mod compare;
 pub mod components;
 pub mod engine;
 pub mod state;
@@ -25,6 +26,8 @@ pub fn App() -> impl IntoView {
     let (link, warnings) = url::read_location();
     let embed = link.extra("embed") == Some("1");
     let state = AppState::new(link, warnings, embed);
+    // Every change of the settings or the file is computed, on the page or in the worker.
+    engine::run(state);
     provide_context(state);
     url::sync(state);
     components::follow_system_theme(state);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bubblescope::permalink::{Permalink, Settings};
-use bubblescope::render::Units;
+use bubblescope::units::Units;
 use bubblescope::{
     family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Field, Schedule, ScheduleParams, BASELINE,
 };
@@ -249,7 +249,7 @@ fn slow_search(family: &bubblescope::Family, params: &ScheduleParams) -> Option<
 /// Generates, validates and simulates family `name` under `params`, within `budget`.
 pub fn compute_one(name: &str, params: &ScheduleParams, budget: Budget, units: Units) -> Computed {
     let Some(fam) = family(name) else {
-        let e = bubblescope::families::unknown_family(name);
+        let e = bubblescope::registry::unknown_family(name);
         return Computed {
             name: name.to_string(),
             label: name.to_string(),
@@ -394,14 +394,21 @@ pub fn now_ms() -> f64 {
     }
 }
 
+/// Whether the system asks for a dark colour scheme (`prefers-color-scheme: dark`).
+pub fn prefers_dark() -> bool {
+    web_sys::window()
+        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+        .is_some_and(|m| m.matches())
+}
+
 impl AppState {
-    /// Creates the state from a permalink.
+    /// Creates the state from a permalink; [`crate::engine::run`] then computes every change.
     pub fn new(link: Permalink, warnings: Vec<String>, embed: bool) -> AppState {
         // `theme=` overrides the system's colour scheme.
         let theme = match link.extra(THEME_KEY) {
             Some("dark") => ThemeChoice::Dark,
             Some("light") => ThemeChoice::Light,
-            _ if crate::components::prefers_dark() => ThemeChoice::Dark,
+            _ if prefers_dark() => ThemeChoice::Dark,
             _ => ThemeChoice::Light,
         };
         let measure = link.extra(MEASURE_KEY).and_then(BubbleMeasure::from_key).unwrap_or(BubbleMeasure::OverCost);
@@ -424,7 +431,7 @@ impl AppState {
                 last_good.set(Some(o.main.clone()));
             }
         });
-        let state = AppState {
+        AppState {
             link,
             settings,
             file,
@@ -437,10 +444,7 @@ impl AppState {
             measure: RwSignal::new(measure),
             url_warnings: RwSignal::new(warnings),
             embed,
-        };
-        // Every change of the settings or the file is computed, on the page or in the worker.
-        crate::engine::run(state);
-        state
+        }
     }
 
     /// Shows bubble rates under `measure` and keeps it in the URL (a view preference: no
@@ -465,20 +469,20 @@ impl AppState {
     }
 
     /// What the numbers mean: µs and bytes when the costs come from a model.
-    pub fn units(&self) -> bubblescope::render::Units {
+    pub fn units(&self) -> bubblescope::units::Units {
         if self.link.with(|l| l.model.given()) {
-            bubblescope::render::Units::Model
+            bubblescope::units::Units::Model
         } else {
-            bubblescope::render::Units::Cost
+            bubblescope::units::Units::Cost
         }
     }
 
     /// [`AppState::units`] outside a reactive context.
-    pub fn units_untracked(&self) -> bubblescope::render::Units {
+    pub fn units_untracked(&self) -> bubblescope::units::Units {
         if self.link.with_untracked(|l| l.model.given()) {
-            bubblescope::render::Units::Model
+            bubblescope::units::Units::Model
         } else {
-            bubblescope::render::Units::Cost
+            bubblescope::units::Units::Cost
         }
     }
 

@@ -17,7 +17,7 @@ use bubblescope::{
     Analysis, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule, Stats, Timeline,
 };
 
-use crate::components::compare_all::{AllRefused, AllRun, AllRuns};
+use crate::compare::{AllRefused, AllRun, AllRuns};
 use crate::state::{Computed, UiError};
 
 /// What the worker computed for one settings change (the page adds the id and parameters).
@@ -456,7 +456,7 @@ mod tests {
     use bubblescope::{ScheduleParams, FAMILIES};
 
     fn computed(name: &str, params: &ScheduleParams) -> Computed {
-        crate::state::compute_one(name, params, crate::state::Budget::Background, bubblescope::render::Units::Cost)
+        crate::state::compute_one(name, params, crate::state::Budget::Background, bubblescope::units::Units::Cost)
     }
 
     fn same(a: &Computed, b: &Computed) {
@@ -533,7 +533,7 @@ mod tests {
         let mut params = ScheduleParams::new(4, 8);
         params.costs.comm = 0.5;
         let link = bubblescope::permalink::Permalink { params, ..Default::default() };
-        let all = crate::components::compare_all::compute_all(&link.settings()).unwrap();
+        let all = crate::compare::compute_all(&link.settings()).unwrap();
         assert!(all.runs.len() >= 15 && all.runs.iter().any(|r| r.pareto), "{} runs", all.runs.len());
         let key = |a: &AllRuns| {
             let runs: Vec<_> = a

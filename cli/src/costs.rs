@@ -3,8 +3,9 @@
 use std::io::Write as _;
 
 use anyhow::{Context as _, Result};
-use bubblescope::model::{self, format_bytes, Derived, Model};
-use bubblescope::render::format_number;
+use bubblescope::model::{self, Derived, Model};
+use bubblescope::units::format_bytes;
+use bubblescope::units::format_number;
 use serde_json::{json, Value};
 
 use crate::args::CostsArgs;

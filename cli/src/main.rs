@@ -2,27 +2,32 @@
 
 mod args;
 mod costs;
+mod output;
 mod plan;
 mod report;
 mod sweep;
+mod trace;
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use bubblescope::error::{short_number, with_hints};
 use bubblescope::formats::{self, Dialect, ExportOptions, Format, ImportOptions};
 use bubblescope::params::MAX_PASSES;
 use bubblescope::render::{
-    figure_animated_svg, figure_svg, format_number, AnimateOptions, FigureItem, FigureOptions, Theme, Units,
-    DURATION_RANGE,
+    figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
 };
+use bubblescope::units::short_number;
+use bubblescope::units::Units;
 use bubblescope::{analyze, family, generate, Analysis, Costs, ScheduleParams, FAMILIES};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
 
 use args::{Cli, Command, ConvertArgs, CostArgs, FamilyArgs, FileArgs, ListArgs, RenderArgs, SimulateArgs};
+use output::{
+    check_svg_output, is_std, note_proportional_cuts, read_input, refuse_overwrite, user_error, write_output,
+};
 
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
@@ -38,11 +43,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// An error with `hint:` lines, formatted by core's one formatter.
-fn user_error<H: AsRef<str>>(message: &str, hints: &[H]) -> anyhow::Error {
-    anyhow::anyhow!(with_hints(message, hints))
-}
-
 fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
     match cli.command {
         Command::Simulate(args) => simulate(&args, matches),
@@ -52,6 +52,7 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::Costs(args) => costs::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Trace(args) => trace::run(&args),
     }
 }
 
@@ -81,37 +82,6 @@ fn analyzed(name: &str, schedule: bubblescope::Schedule, params: ScheduleParams,
     let label = family.map_or_else(|| name.to_string(), |f| f.label(&params, units));
     let name = family.map_or(name, |f| f.name).to_string();
     Ok(Subject { name, label, params, family, analysis })
-}
-
-/// Whether `path` means standard input or output.
-fn is_std(path: &Path) -> bool {
-    path.as_os_str() == "-"
-}
-
-/// Reads a schedule file, or standard input for `-`: at most [`formats::MAX_FILE_BYTES`] plus
-/// one byte from any source (a pipe or a device never ends), then refuses.
-fn read_input(path: &Path) -> Result<String> {
-    let cap = formats::MAX_FILE_BYTES;
-    let mut bytes = Vec::new();
-    let read = if is_std(path) {
-        std::io::stdin().lock().take(cap as u64 + 1).read_to_end(&mut bytes)
-    } else {
-        std::fs::File::open(path).and_then(|f| f.take(cap as u64 + 1).read_to_end(&mut bytes))
-    };
-    let shown = if is_std(path) { "standard input".to_string() } else { path.display().to_string() };
-    read.map_err(|e| file_error("read", &shown, &e))?;
-    if bytes.len() > cap {
-        return Err(user_error(
-            &format!("{shown} has more than the {cap} bytes ({} MiB) an import reads", cap >> 20),
-            &["cut the schedule into smaller files"],
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        user_error(
-            &format!("{shown} is not UTF-8 text (byte {} is invalid)", e.utf8_error().valid_up_to()),
-            &["schedule files are PyTorch CSV or Bubblescope JSON"],
-        )
-    })
 }
 
 fn dialect(name: Option<&str>) -> Result<Option<Dialect>> {
@@ -149,6 +119,9 @@ fn import(
 }
 
 fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
+    if !is_std(path) && trace::is_trace(path) {
+        return measured_subject(file, path, costs);
+    }
     let (schedule, file_costs) = import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
     let name = match path.file_name() {
         _ if is_std(path) => "standard input".to_string(),
@@ -159,6 +132,33 @@ fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> 
     let run = formats::analyze_file(&name, schedule, costs.costs(file_costs.as_ref(), devices)?, costs.mem_limit()?);
     let analysis = run.analysis.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(Subject { name: path.display().to_string(), label: run.label, params: run.params, family: None, analysis })
+}
+
+/// A measured run read with `--from DIR`: its executed orders at their measured times.
+fn measured_subject(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
+    if file.from_format.is_some() || file.dialect.is_some() || file.merge_bw {
+        return Err(user_error(
+            &format!(
+                "{} holds profiler traces: --from-format, --dialect and --merge-bw read schedule files",
+                path.display()
+            ),
+            &["remove them; a trace's actions are PyTorch's current dialect as the runtime ran them"],
+        ));
+    }
+    if costs.costs_from.is_some() || costs.model.given() || !costs.hand_set_empty() {
+        return Err(user_error(
+            &format!("{} is a measured run: its times are measured, so cost flags do not apply", path.display()),
+            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
+        ));
+    }
+    let run = trace::load(&[path.to_path_buf()], None)?;
+    for note in run.notes.iter().chain(&run.fitted().notes) {
+        eprintln!("note: {note}");
+    }
+    let analysis = run.analysis().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut params = run.params();
+    params.mem_limit = costs.mem_limit()?;
+    Ok(Subject { name: path.display().to_string(), label: run.label(), params, family: None, analysis })
 }
 
 /// With `--from`, the family flags that the file decides must not be given: `--devices` and
@@ -195,42 +195,6 @@ fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
             "--schedule (or --from FILE) is required",
             &["pick one of the families `bubblescope list` prints, e.g. --schedule 1f1b"],
         )),
-    }
-}
-
-/// Refuses to write `output` when it is the file `input` (also through links): the write
-/// would destroy the schedule it reads.
-fn refuse_overwrite(input: &Path, output: &Path) -> Result<()> {
-    if is_std(input) || is_std(output) || !same_file(input, output) {
-        return Ok(());
-    }
-    Err(user_error(
-        &format!(
-            "the output {} is the input file {}: writing it would destroy the schedule",
-            output.display(),
-            input.display()
-        ),
-        &["write to another file, or to `-` for standard output"],
-    ))
-}
-
-/// Whether `a` and `b` name the same existing file (same device and inode on Unix, the same
-/// canonical path elsewhere).
-fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
-            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-            (Ok(x), Ok(y)) => x == y,
-            _ => false,
-        }
     }
 }
 
@@ -275,8 +239,8 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
             let fits = a.stats.peak_memory <= limit + 1e-9 * limit.abs().max(1.0);
             let (limit, time): (String, &dyn Fn(f64) -> String) = match derived {
-                Some(_) => (bubblescope::model::format_bytes(limit), &bubblescope::render::format_micros),
-                None => (bubblescope::render::format_number(limit, 4), &|v| bubblescope::render::format_number(v, 4)),
+                Some(_) => (bubblescope::units::format_bytes(limit), &bubblescope::units::format_micros),
+                None => (bubblescope::units::format_number(limit, 4), &|v| bubblescope::units::format_number(v, 4)),
             };
             let line = report::optimal_line(cost, o.as_ref(), &limit, a.schedule.op_count(), fits, time);
             match s.find("\n\n").and_then(|i| s[i + 2..].find("\n\n").map(|j| i + 2 + j + 1)) {
@@ -294,27 +258,12 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
 /// order within the limit is known), searching `nodes` nodes at most (the default budget
 /// without). Its cost is the simulator's: the order is re-simulated.
 fn optimum(subject: &Subject, nodes: Option<u64>) -> Option<bubblescope::optimal::Optimum> {
-    use bubblescope::optimal::{optimize_run, Budget};
+    use bubblescope::optimal::Budget;
+    use bubblescope::registry::optimize_run;
     let a = &subject.analysis;
     let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
     let budget = nodes.map_or(Budget::default(), Budget::of_nodes);
     optimize_run(subject.family, &subject.params, &a.schedule, limit, budget).ok()
-}
-
-/// Refuses an output name that asks for a raster or PDF image: `command` (render, sweep)
-/// writes SVG only.
-fn check_svg_output(path: &Path, command: &str) -> Result<()> {
-    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
-    match ext.as_deref() {
-        Some(ext @ ("png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp" | "tif" | "tiff" | "pdf")) => Err(user_error(
-            &format!("{command} writes SVG, but {} asks for {}", path.display(), ext.to_ascii_uppercase()),
-            &[
-                format!("name the output .svg, then convert it, e.g. `rsvg-convert -o figure.{ext} figure.svg`"),
-                "or open the schedule in the app, whose export saves the figure".to_string(),
-            ],
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// The families `--compare` (or `--schedule`) names, each once, by registry name.
@@ -435,7 +384,12 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         causes: args.causes,
         mem_limit: args.costs.mem_limit()?,
         theme,
-        units: args.costs.units(),
+        // A measured run's times are µs whatever the cost flags say.
+        units: if subjects.iter().any(|s| s.params.units == Units::Measured) {
+            Units::Measured
+        } else {
+            args.costs.units()
+        },
         ..FigureOptions::default()
     };
     let svg = if args.animate {
@@ -466,47 +420,6 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     write_output(&args.output, text.as_bytes())
 }
 
-/// Writes `text` to standard output.
-fn print(text: &str) -> Result<()> {
-    std::io::stdout().write_all(text.as_bytes()).context("writing to standard output")
-}
-
-fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
-    if is_std(path) {
-        std::io::stdout().write_all(bytes).context("writing to standard output")?;
-        return Ok(());
-    }
-    std::fs::write(path, bytes).map_err(|e| file_error("write", &path.display().to_string(), &e))
-}
-
-/// A file that could not be read or written (`action`: "read" or "write"), said in the
-/// CLI's own words with a hint, instead of the system's capitalised text.
-fn file_error(action: &str, shown: &str, e: &std::io::Error) -> anyhow::Error {
-    use std::io::ErrorKind;
-    let shown = formats::sanitize(shown);
-    let (message, hint) = match (action, e.kind()) {
-        ("read", ErrorKind::NotFound) => {
-            (format!("cannot read {shown}: no such file"), "check the path; `-` reads standard input".to_string())
-        }
-        (_, ErrorKind::NotFound) => (
-            format!("cannot write {shown}: its folder does not exist"),
-            "create the folder first, or give another path; `-` writes standard output".to_string(),
-        ),
-        (_, ErrorKind::PermissionDenied) => {
-            (format!("cannot {action} {shown}: permission denied"), "pick a path you may use".to_string())
-        }
-        (_, ErrorKind::IsADirectory) => {
-            (format!("cannot {action} {shown}: it is a folder"), "give a file's path".to_string())
-        }
-        _ => {
-            let text = e.to_string();
-            let text = text.split(" (os error").next().unwrap_or(&text).to_lowercase();
-            (format!("cannot {action} {shown}: {text}"), "check the path and try again".to_string())
-        }
-    };
-    user_error(&message, &[hint])
-}
-
 fn list(args: &ListArgs) -> Result<()> {
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&report::families_json())?;
@@ -519,49 +432,11 @@ fn list(args: &ListArgs) -> Result<()> {
     Ok(())
 }
 
-/// Says on stderr, once per stage count, which schedules cut the model's pieces in proportion
-/// ([`bubblescope::model::Derived::proportional_cut_note`]): `runs` pairs a schedule's name
-/// with its stages per pipeline. `simulate`, `render`, `sweep` and `plan` all cut this way.
-pub fn note_proportional_cuts<'a>(
-    derived: &bubblescope::model::Derived,
-    runs: impl IntoIterator<Item = (&'a str, u32)>,
-) {
-    let mut by_stages: std::collections::BTreeMap<u32, Vec<&str>> = std::collections::BTreeMap::new();
-    for (name, stages) in runs {
-        let names = by_stages.entry(stages).or_default();
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    let mut said = false;
-    for (stages, names) in by_stages {
-        if let Some(note) = derived.proportional_cut_note(stages) {
-            let who: Vec<String> = names.iter().map(|n| format!("`{}`", formats::sanitize(n))).collect();
-            let verb = if who.len() == 1 { "runs" } else { "run" };
-            // The reason once; further stage counts only with their own fix.
-            let note = if said {
-                format!(
-                    "{stages} stages, cut in proportion as well; give a layout of {stages} stages to place every layer"
-                )
-            } else {
-                note
-            };
-            eprintln!("note: {} {verb} {note}", who.join(", "));
-            said = true;
-        }
-    }
-}
-
 /// Says on stderr when a device's peak activation memory is above `--mem-limit` (in GiB and
 /// the like when costs come from a model).
 fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
     let Some(shown) = limit else { return };
-    // Four digits in the cost unit (three, `Units::memory`'s, could print a peak just above
-    // the limit as the limit).
-    let memory = |v: f64| match units {
-        Units::Model => units.memory(v),
-        Units::Cost => format_number(v, 4),
-    };
+    let memory = |v: f64| units.memory_detail(v);
     for d in analysis.stats.per_device.iter().filter(|d| d.over(limit)) {
         let _ = writeln!(
             std::io::stderr(),

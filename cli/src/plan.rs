@@ -6,12 +6,13 @@ use std::path::Path;
 
 use anyhow::Result;
 use bubblescope::formats::{self, ExportOptions, Format};
-use bubblescope::model::{format_bytes, parse_bytes};
+use bubblescope::model::parse_bytes;
 use bubblescope::plan::{
     all_families, attribute_plan, evaluate, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
     MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
-use bubblescope::render::format_number;
+use bubblescope::units::format_bytes;
+use bubblescope::units::format_number;
 use bubblescope::Field;
 use serde_json::{json, Value};
 
@@ -19,7 +20,7 @@ use crate::args::PlanArgs;
 
 pub fn run(args: &PlanArgs) -> Result<()> {
     let Some(limit) = args.costs.mem_limit()? else {
-        return Err(crate::user_error(
+        return Err(crate::output::user_error(
             "--mem-limit is required: plans are searched under a per-device memory limit",
             &["give e.g. --mem-limit 80GiB with a model, or a number in mem-f's unit"],
         ));
@@ -42,7 +43,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?,
         ),
         Some(text) => StaticMemory::Fixed(text.parse().map_err(|_| {
-            crate::user_error(
+            crate::output::user_error(
                 &format!(
                     "--static-memory must be a number in mem-f's unit or auto, found `{}`",
                     formats::sanitize(text)
@@ -119,7 +120,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 }
             }
         }
-        return Err(crate::user_error(
+        return Err(crate::output::user_error(
             &format!(
                 "no plan fits under the limit of {} per device ({searched} candidates: {} above it, {} invalid)",
                 if bytes { format_bytes(limit) } else { format_number(limit, 4) },
@@ -161,8 +162,8 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 c.family.name
             );
         }
-        crate::write_output(path, text.as_bytes())?;
-        if crate::is_std(path) {
+        crate::output::write_output(path, text.as_bytes())?;
+        if crate::output::is_std(path) {
             // Standard output holds the CSV alone, so it can be piped.
             return Ok(());
         }
@@ -180,7 +181,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             }
             false => "and the same cost flags".to_string(),
         };
-        let shown = bubblescope::permalink::shell_word(&path.display().to_string());
+        let shown = bubblescope::units::shell_word(&path.display().to_string());
         eprintln!("wrote {shown}; read it back at the plan's costs with: bubblescope simulate --from {shown} {flags}");
     }
     let out = if args.json {
@@ -190,7 +191,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     } else {
         table(&spec, &found, searched, bytes)
     };
-    crate::print(&out)
+    crate::output::print(&out)
 }
 
 /// Says which of the plans shown cut the model's pieces in proportion (a family with more
@@ -200,15 +201,15 @@ pub fn run(args: &PlanArgs) -> Result<()> {
 fn note_plan_cuts(model: &bubblescope::model::Model, devices: u32, plans: &[Plan]) {
     let Ok(derived) = model.derive(devices) else { return };
     let runs = plans.iter().filter(|p| p.candidate.layout.is_none()).map(|p| (p.candidate.family.name, p.stages));
-    crate::note_proportional_cuts(&derived, runs);
+    crate::output::note_proportional_cuts(&derived, runs);
 }
 
 /// Refuses an export name that is not a CSV: plans export as PyTorch schedule CSV.
 fn check_csv(path: &Path) -> Result<()> {
-    if crate::is_std(path) || Format::from_extension(&path.to_string_lossy()) == Some(Format::PytorchCsv) {
+    if crate::output::is_std(path) || Format::from_extension(&path.to_string_lossy()) == Some(Format::PytorchCsv) {
         return Ok(());
     }
-    Err(crate::user_error(
+    Err(crate::output::user_error(
         &format!("--export writes a PyTorch schedule CSV, but {} does not end in .csv", path.display()),
         &["name it plan.csv; `bubblescope convert plan.csv plan.json` turns it into other formats"],
     ))

@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 
 use bubblescope::bounds::{problem_limit, LowerBound, Standing};
-use bubblescope::error::short_number;
 use bubblescope::optimal::{run_lower_bound, Budget, Optimum};
-use bubblescope::render::{format_micros, format_number, Units};
+use bubblescope::units::short_number;
+use bubblescope::units::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
 
@@ -207,13 +207,13 @@ pub fn table(
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
     // Per-device shares when they differ (`F 1,1,1,3`), in µs and bytes for a model.
-    let units = if derived.is_some() { Units::Model } else { Units::Cost };
+    let units = if derived.is_some() { Units::Model } else { params.units };
     let devices = params.devices as usize;
     let share = |i: usize, scalar: f64| -> String {
         let show = |v: f64| match (units, i >= 3) {
-            (Units::Model, false) => format_micros(v),
-            (Units::Model, true) => bubblescope::model::format_bytes(v),
-            (Units::Cost, _) => cn(v),
+            (Units::Model | Units::Measured, false) => format_micros(v),
+            (Units::Model, true) => bubblescope::units::format_bytes(v),
+            (Units::Cost, _) | (Units::Measured, true) => cn(v),
         };
         let values: Vec<f64> = match &c.profile {
             Some(p) if !p.is_uniform() => (0..devices).map(|k| p.share(k, devices)[i]).collect(),
@@ -231,7 +231,7 @@ pub fn table(
         share(0, c.f),
         share(1, c.b),
         share(2, c.w),
-        if units == Units::Model { format_micros(c.comm) } else { cn(c.comm) },
+        if units.micros() { format_micros(c.comm) } else { cn(c.comm) },
         c.overlap.map(|o| format!(" · F&B {}", cn(o))).unwrap_or_default(),
         share(3, c.mem_f),
         share(4, c.mem_w())
@@ -249,9 +249,9 @@ pub fn table(
     for (label, value, note) in rows {
         // From a model: times in µs, memory in bytes, each also as people read it.
         let note = match (derived, label) {
-            (Some(_), "peak memory") => format!("bytes ({}), worst device", bubblescope::model::format_bytes(value)),
+            (Some(_), "peak memory") => format!("bytes ({}), worst device", bubblescope::units::format_bytes(value)),
             (Some(_), "cost" | "makespan" | "ideal") => {
-                format!("µs ({}): {note}", bubblescope::render::format_micros(value))
+                format!("µs ({}): {note}", bubblescope::units::format_micros(value))
             }
             _ => note.to_string(),
         };
@@ -310,7 +310,7 @@ pub fn table(
             n(c)
         ),
     };
-    let mem = |v: f64| if derived.is_some() { bubblescope::model::format_bytes(v) } else { n(v) };
+    let mem = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { n(v) };
     let (value, standing) = match lb.standing(s, problem_limit(family, params, s)) {
         Standing::Meets => (n(lb.value), format!("met: no order is cheaper: {why}")),
         Standing::Within(excess) => (n(lb.value), format!("within {}% of it: {why}", format_number(100.0 * excess, 1))),

@@ -5,11 +5,12 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Result;
-use bubblescope::model::format_bytes;
 use bubblescope::plan::{
     parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
 };
-use bubblescope::render::{format_number, pareto_svg, AxisUnit, ParetoOptions, Theme};
+use bubblescope::render::{pareto_svg, AxisUnit, ParetoOptions, Theme};
+use bubblescope::units::format_bytes;
+use bubblescope::units::format_number;
 use bubblescope::Field;
 use serde_json::{json, Value};
 
@@ -47,13 +48,13 @@ pub fn run_parallel<S: Send, T: Send, F: Fn(S) -> T + Sync>(specs: Vec<S>, run: 
 
 pub fn run(args: &SweepArgs) -> Result<()> {
     let theme = Theme::named(&args.theme).ok_or_else(|| {
-        crate::user_error(
+        crate::output::user_error(
             &format!("unknown theme `{}`", bubblescope::formats::sanitize(&args.theme)),
             &["use light or dark"],
         )
     })?;
     if let Some(path) = &args.output {
-        crate::check_svg_output(path, "sweep")?;
+        crate::output::check_svg_output(path, "sweep")?;
     }
     let err = |e: bubblescope::ParamError| anyhow::anyhow!("{e}");
     let spec = SweepSpec {
@@ -74,7 +75,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let model = args.costs.model.given();
     if model {
         let derived = args.costs.model.model()?.derive(args.devices).map_err(crate::args::flag_error)?;
-        crate::note_proportional_cuts(&derived, sweep.runs.iter().map(|r| (r.spec.family.name, r.stages)));
+        crate::output::note_proportional_cuts(&derived, sweep.runs.iter().map(|r| (r.spec.family.name, r.stages)));
     }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&json(&sweep))?;
@@ -87,9 +88,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     };
     if let Some(path) = &args.output {
         let svg = chart(&sweep, &spec.mem_limits, model, theme);
-        crate::write_output(path, svg.as_bytes())?;
+        crate::output::write_output(path, svg.as_bytes())?;
     }
-    crate::print(&out)
+    crate::output::print(&out)
 }
 
 /// The Pareto chart of a sweep.
@@ -203,7 +204,7 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     // With a model, milliseconds throughout (as `plan` prints them), with the same decimals in
     // every row (four significant digits of the slowest run): a column compares at a glance.
     let slowest = sweep.runs.iter().map(|r| r.stats.cost / 1e3).fold(0.0, f64::max);
-    let decimals = bubblescope::render::significant_decimals(slowest, 4);
+    let decimals = bubblescope::units::significant_decimals(slowest, 4);
     let time = |v: f64| if model { format!("{:.decimals$} ms", v / 1e3) } else { format_number(v, 4) };
     let memory = |v: f64| if model { format_bytes(v) } else { format_number(v, 4) };
     let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();

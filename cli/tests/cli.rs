@@ -126,7 +126,7 @@ fn render_writes_the_same_svg_as_the_core_figure() {
     assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
     let params = ScheduleParams::new(4, 8);
     let analysis = run("1f1b", &params).unwrap();
-    let label = family("1f1b").unwrap().label(&params, bubblescope::render::Units::Cost);
+    let label = family("1f1b").unwrap().label(&params, bubblescope::units::Units::Cost);
     let expected =
         figure_svg(&[FigureItem { label: &label, analysis: &analysis, causes: None }], &FigureOptions::default());
     assert_eq!(svg, expected);
@@ -159,7 +159,7 @@ fn render_animate_writes_the_core_s_animated_figure() {
     let svg = std::fs::read_to_string(dir.path().join("fill-and-drain.svg")).unwrap();
     let params = ScheduleParams::new(4, 8);
     let analysis = run("zb-h1", &params).unwrap();
-    let label = family("zb-h1").unwrap().label(&params, bubblescope::render::Units::Cost);
+    let label = family("zb-h1").unwrap().label(&params, bubblescope::units::Units::Cost);
     let anim = AnimateOptions { duration: 4.0, looping: true };
     let item = [FigureItem { label: &label, analysis: &analysis, causes: None }];
     assert_eq!(svg, figure_animated_svg(&item, &FigureOptions::default(), &anim));

@@ -117,7 +117,7 @@ fn optimal_reports_the_best_order_and_the_gap() {
     assert!(closed < lb && lb <= bound && bound < best, "{v}");
     assert_eq!(v["optimal"]["proven"], false, "{v}");
     let out = ok(&UNPROVEN.iter().chain(&["--optimal"]).copied().collect::<Vec<_>>());
-    let pct = |v: f64| bubblescope::render::format_number(100.0 * v, 1);
+    let pct = |v: f64| bubblescope::units::format_number(100.0 * v, 1);
     let cost = v["cost"].as_f64().unwrap();
     let said = format!(
         "best order found, not proven ({} search nodes): every order within memory 4 costs at least {bound}; \

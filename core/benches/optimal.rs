@@ -11,7 +11,8 @@
 //!   at their own memory.
 
 use bubblescope::bounds::problem_limit;
-use bubblescope::optimal::{optimize_run, Budget};
+use bubblescope::optimal::Budget;
+use bubblescope::registry::optimize_run;
 use bubblescope::{family, run, Costs, ScheduleParams};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 

@@ -4,7 +4,8 @@
 use std::time::Instant;
 
 use bubblescope::bounds::problem_limit;
-use bubblescope::optimal::{optimize_run, Budget};
+use bubblescope::optimal::Budget;
+use bubblescope::registry::optimize_run;
 use bubblescope::{family, run, Costs, ScheduleParams};
 
 fn main() {

@@ -16,7 +16,8 @@
 //! exactly as the search judges its own orders.
 
 use bubblescope::bounds::problem_limit;
-use bubblescope::optimal::{measure, optimize_run, same_problem, Budget};
+use bubblescope::optimal::{measure, same_problem, Budget};
+use bubblescope::registry::optimize_run;
 use bubblescope::sim::{dependency, KeySpace};
 use bubblescope::{family, run, Costs, Schedule, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::json;

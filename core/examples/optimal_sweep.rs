@@ -9,7 +9,8 @@
 use std::time::Instant;
 
 use bubblescope::bounds::problem_limit;
-use bubblescope::optimal::{optimize_run, Budget};
+use bubblescope::optimal::Budget;
+use bubblescope::registry::optimize_run;
 use bubblescope::{run, Costs, ScheduleParams, FAMILIES};
 
 fn main() {

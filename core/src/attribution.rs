@@ -26,6 +26,7 @@
 //! than any device can hold), both simulated. A heuristic is not monotone in its limit, so the
 //! part can be negative: the limited schedule happened to be better.
 
+use crate::analysis::{analyze, AnalyzeError};
 use crate::families::Family;
 use crate::params::Costs;
 use crate::schedule::Schedule;
@@ -131,9 +132,10 @@ pub fn memory_part(family: &Family, params: &ScheduleParams, cost: f64) -> Optio
     params.mem_limit?;
     let unlimited = f64::from(params.microbatches) * f64::from(params.devices) * params.costs.mem_f.max(0.0) + 1.0;
     let free = ScheduleParams { mem_limit: Some(unlimited), ..params.clone() };
-    Some(match crate::run(family.name, &free) {
+    let run = family.generate(&free).map_err(AnalyzeError::Param).and_then(|s| analyze(s, &free.costs));
+    Some(match run {
         Ok(a) => Ok(cost - a.stats.cost),
-        Err(crate::AnalyzeError::Param(e)) => Err(e),
+        Err(AnalyzeError::Param(e)) => Err(e),
         Err(e) => {
             Err(ParamError::new(Field::MemLimit, format!("{} without a memory limit cannot run: {e}", family.name)))
         }

@@ -3,8 +3,9 @@
 //! pipeline order; this module turns them into [`Costs`] (a [`CostProfile`] when shares
 //! differ) in one place for every edge.
 
-use crate::error::{short_number, Field, ParamError};
+use crate::error::{Field, ParamError};
 use crate::params::{CostProfile, Costs};
+use crate::units::short_number;
 
 /// The fields that take a list.
 pub const LIST_FIELDS: [Field; 5] = [Field::F, Field::B, Field::W, Field::MemF, Field::MemW];
@@ -49,7 +50,7 @@ pub fn parse_list(text: &str, field: Field) -> Result<Vec<f64>, ParamError> {
             .hint(hint()));
         }
         let v: f64 = item.parse().map_err(|_| {
-            let shown: String = crate::render::clean_text(item).chars().take(24).collect();
+            let shown: String = crate::units::clean_text(item).chars().take(24).collect();
             ParamError::new(field, format!("`{shown}` in the {} list is not a number", field.name())).hint(hint())
         })?;
         out.push(v);

@@ -270,7 +270,7 @@ mod tests {
         let w = lead.waited.unwrap();
         assert_eq!((w.op.device, w.communication), (0, 0.5));
         assert_eq!(lead.parts, Parts { communication: 0.5, imbalance: 0.0, schedule: 1.0 });
-        let text = lead.describe(&a.schedule, |v| crate::render::format_number(v, 4));
+        let text = lead.describe(&a.schedule, |v| crate::units::format_number(v, 4));
         assert_eq!(
             text,
             "idle 1.5 before F0 on device 1 — waited for F0 on device 0 (0.5 communication); schedule 1 · imbalance 0 · communication 0.5"

@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use crate::error::{Field, ParamError};
-use crate::render::Units;
 use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
+use crate::units::Units;
 
 /// Largest number of devices the engine accepts.
 pub const MAX_DEVICES: u32 = 1024;
@@ -212,8 +212,8 @@ impl CostProfile {
                         return Some(format!(
                             "its {} adds up to {}, the profile's to {}",
                             field.name(),
-                            crate::render::format_significant(b, 6),
-                            crate::render::format_significant(a, 6)
+                            crate::units::format_significant(b, 6),
+                            crate::units::format_significant(a, 6)
                         ));
                     }
                 }
@@ -246,7 +246,7 @@ enum Cost {
 }
 
 fn fmt_num(v: f64) -> String {
-    crate::render::format_number(v, 6)
+    crate::units::format_number(v, 6)
 }
 
 impl Costs {
@@ -335,8 +335,8 @@ impl Costs {
                     Field::MemW,
                     format!(
                         "mem-w must be at most mem-f, found mem-w {} > mem-f {}",
-                        crate::error::short_number(w),
-                        crate::error::short_number(self.mem_f)
+                        crate::units::short_number(w),
+                        crate::units::short_number(self.mem_f)
                     ),
                 )
                 .hint("mem-w is the part of a forward's activations the weight gradient still needs"));
@@ -351,7 +351,7 @@ impl Costs {
 }
 
 fn check_number(field: Field, value: f64) -> Result<(), ParamError> {
-    let (name, shown) = (field.name(), crate::error::short_number(value));
+    let (name, shown) = (field.name(), crate::units::short_number(value));
     if !value.is_finite() {
         let hint = match field {
             Field::MemLimit => "give a limit in mem-f's unit, e.g. 8, or with a model a size, e.g. 80GiB",
@@ -414,7 +414,7 @@ pub struct ScheduleParams {
     /// Per-device activation memory limit, in the unit of `mem_f`.
     pub mem_limit: Option<f64>,
     /// How messages write memory ([`ScheduleParams::memory_text`]); changes no schedule.
-    pub units: crate::render::Units,
+    pub units: crate::units::Units,
 }
 
 impl ScheduleParams {

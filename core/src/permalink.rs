@@ -17,6 +17,7 @@ use crate::cost_lists::{format_list, parse_list, CostLists, LIST_FIELDS};
 use crate::error::{Field, ParamError};
 use crate::model::{model_field, Derived, ModelSpec};
 use crate::params::{Costs, ScheduleParams};
+use crate::units::shell_word;
 
 /// The current permalink format version.
 pub const VERSION: u32 = 1;
@@ -65,11 +66,11 @@ pub struct Settings {
 
 impl Settings {
     /// What the numbers mean: µs and bytes when the costs come from a model.
-    pub fn units(&self) -> crate::render::Units {
+    pub fn units(&self) -> crate::units::Units {
         if self.model.given() {
-            crate::render::Units::Model
+            crate::units::Units::Model
         } else {
-            crate::render::Units::Cost
+            crate::units::Units::Cost
         }
     }
 
@@ -123,7 +124,7 @@ impl Settings {
         // Every family is checked against a limit (the chart draws it), not only those that
         // schedule to one.
         if let Some(limit) = p.mem_limit {
-            let text = if self.model.given() { crate::model::size_text(limit) } else { limit.to_string() };
+            let text = if self.model.given() { crate::units::size_text(limit) } else { limit.to_string() };
             let _ = write!(out, " --mem-limit {text}");
         }
         out
@@ -148,7 +149,7 @@ impl Settings {
                 let overlap = params.costs.overlap;
                 params.costs = derived?.costs();
                 params.costs.overlap = overlap;
-                params.units = crate::render::Units::Model;
+                params.units = crate::units::Units::Model;
                 Ok(params)
             }
         }
@@ -260,20 +261,9 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
     (link, warnings)
 }
 
-/// `text` as one shell word: as it is when it holds only characters no shell reads, else in
-/// single quotes (a quote inside closed, escaped and reopened).
-pub fn shell_word(text: &str) -> String {
-    let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=+@%".contains(c));
-    if plain {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
 /// A value as shown in a warning: cleaned and cut.
 fn short(value: &str) -> String {
-    crate::render::clean_text(value).chars().take(40).collect()
+    crate::units::clean_text(value).chars().take(40).collect()
 }
 
 /// Writes a permalink as a query string (without `?`). Only values that differ from the
@@ -396,7 +386,7 @@ mod tests {
                 profile: None,
             },
             mem_limit: Some(1609728.0),
-            units: crate::render::Units::Cost,
+            units: crate::units::Units::Cost,
         };
         link.compare = vec!["1f1b".into(), "zb-h1".into()];
         link.extra = vec![("theme".into(), "dark".into()), ("note".into(), "a&b c/d".into())];

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use bubblescope::attribution::Parts;
 use bubblescope::bounds::Standing;
-use bubblescope::render::{format_number, Cause};
+use bubblescope::render::Cause;
+use bubblescope::units::format_number;
 use leptos::prelude::*;
 
 use crate::causes::attribution_of;
@@ -63,15 +64,9 @@ pub fn AttributionBar() -> impl IntoView {
         );
     });
     // In µs (ms, s) when the costs come from a model, as the tiles print them.
-    let n = move |v: f64| match state.units() {
-        bubblescope::render::Units::Model => bubblescope::render::format_micros(v),
-        bubblescope::render::Units::Cost => format_number(v, 4),
-    };
+    let n = move |v: f64| state.units().time_detail(v);
     // Memory in GiB (MiB, …) with a model, as the memory tiles print it.
-    let mem = move |v: f64| match state.units() {
-        bubblescope::render::Units::Model => bubblescope::model::format_bytes(v),
-        bubblescope::render::Units::Cost => format_number(v, 4),
-    };
+    let mem = move |v: f64| state.units().memory_detail(v);
     view! {
         <Show when=move || shown.with(Option::is_some)>
             {move || shown.get().map(|s| {

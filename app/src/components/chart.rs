@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use bubblescope::gaps::Causes;
 use bubblescope::render::{
-    figure, format_number, memory_plot_band, FigureItem, FigureOptions, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
+    figure, memory_plot_band, FigureItem, FigureOptions, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
 };
+use bubblescope::units::format_number;
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;

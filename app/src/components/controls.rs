@@ -4,6 +4,7 @@ use bubblescope::permalink::Permalink;
 use bubblescope::{family, FamilyGroup, FamilyOption, Field, FAMILIES};
 use leptos::prelude::*;
 
+use super::costs::{error_signal, nice_ceiling, set, set_cost, set_mem_w};
 use super::inputs::{NumberField, NumberKind};
 use crate::state::{AppState, MAX_LIVE_DEVICES, MAX_LIVE_MICROBATCHES};
 
@@ -84,18 +85,6 @@ pub fn SchedulePicker() -> impl IntoView {
         </div>
     };
     section("Schedule", body)
-}
-
-fn set(state: AppState, f: impl Fn(&mut Permalink, f64) + Copy + Send + Sync + 'static) -> Callback<Option<f64>> {
-    Callback::new(move |v: Option<f64>| {
-        if let Some(v) = v {
-            state.update(|l| f(l, v));
-        }
-    })
-}
-
-fn error_signal(state: AppState, field: Field) -> Signal<Option<String>> {
-    Signal::derive(move || state.error_for(field))
 }
 
 /// Devices and microbatches.
@@ -226,114 +215,6 @@ fn option_control(state: AppState, option: FamilyOption) -> AnyView {
     }
 }
 
-/// Sets one hand-set cost to `v` on every device: a per-device list from the link gives way
-/// to the single number, the other lists stay.
-fn set_cost(link: &mut Permalink, field: Field, v: f64) {
-    let p = &mut link.params;
-    let mut lists = bubblescope::CostLists::of(&p.costs, p.devices);
-    lists.set(field, Some(vec![v]));
-    let base = bubblescope::Costs { profile: None, ..p.costs.clone() };
-    match lists.apply(&base, p.devices) {
-        Ok(costs) => p.costs = costs,
-        Err(_) => match field {
-            Field::F => p.costs.f = v,
-            Field::B => p.costs.b = v,
-            Field::W => p.costs.w = v,
-            _ => p.costs.mem_f = v,
-        },
-    }
-}
-
-/// Sets mem-w (`None`: half of mem-f) on every device.
-fn set_mem_w(link: &mut Permalink, v: Option<f64>) {
-    match v {
-        Some(v) => set_cost(link, Field::MemW, v),
-        None => {
-            let p = &mut link.params;
-            let mut lists = bubblescope::CostLists::of(&p.costs, p.devices);
-            lists.set(Field::MemW, None);
-            let base = bubblescope::Costs { profile: None, mem_w: None, ..p.costs.clone() };
-            p.costs = lists.apply(&base, p.devices).unwrap_or(base);
-        }
-    }
-}
-
-/// The smallest of 10, 20, 50, 100, 200, 500, … at or above `value`.
-fn nice_ceiling(value: f64) -> f64 {
-    let mut max = 10.0f64;
-    let mut k = 0;
-    while max < value && max < 1e12 {
-        max *= [2.0, 2.5, 2.0][k % 3];
-        k += 1;
-    }
-    max
-}
-
-/// A slider range shared by F, B and W that grows with the values.
-fn cost_range(state: AppState) -> Signal<(f64, f64, f64)> {
-    Signal::derive(move || {
-        let top = state.link.with(|l| l.params.costs.f.max(l.params.costs.b).max(l.params.costs.w));
-        let max = nice_ceiling(top * 1.5);
-        (0.0, max, max / 100.0)
-    })
-}
-
-/// F, B, W and communication, set by hand (inside the "Costs" panel).
-#[component]
-pub fn CostInputs() -> impl IntoView {
-    let state = expect_context::<AppState>();
-    let costs =
-        move |f: fn(&bubblescope::Costs) -> f64| Signal::derive(move || Some(state.link.with(|l| f(&l.params.costs))));
-    let range = cost_range(state);
-    let lists = move || {
-        state.link.with(|l| {
-            let lists = bubblescope::CostLists::of(&l.params.costs, l.params.devices);
-            let shown: Vec<String> = bubblescope::cost_lists::LIST_FIELDS
-                .iter()
-                .filter_map(|f| {
-                    lists
-                        .get(*f)
-                        .filter(|v| v.windows(2).any(|w| w[0] != w[1]))
-                        .map(|v| format!("{} = {}", f.name(), bubblescope::cost_lists::format_list(v)))
-                })
-                .collect();
-            (!shown.is_empty()).then(|| {
-                let finer = if bubblescope::CostLists::exact(&l.params.costs, l.params.devices) {
-                    String::new()
-                } else {
-                    let pieces = l.params.costs.profile.as_ref().map_or(0, |p| p.pieces());
-                    let cut = if pieces == l.params.devices as usize {
-                        "also cuts the model at whole layers into more stages".to_string()
-                    } else {
-                        format!("cuts the model into {pieces} pieces")
-                    };
-                    format!(
-                        " The opened file {cut}; a link carries each device's share, so a schedule with more stages than devices, opened from the link, cuts the shares in proportion instead."
-                    )
-                };
-                format!(
-                    "Per device: {} (the boxes show the mean; editing one sets every device).{finer}",
-                    shown.join(" · ")
-                )
-            })
-        })
-    };
-    view! {
-        <p class="help">"Times of one microbatch on 1/P of the model. Finer schedules run each piece at its fraction."</p>
-        {move || lists().map(|t| view! { <p class="help" data-testid="cost-lists">{t}</p> })}
-        <div class="grid-1">
-            <NumberField label="F · forward" id="f" value=costs(|c| c.f) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| set_cost(l, Field::F, v)) error=error_signal(state, Field::F)/>
-            <NumberField label="B · input gradient" id="b" value=costs(|c| c.b) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| set_cost(l, Field::B, v)) error=error_signal(state, Field::B)/>
-            <NumberField label="W · weight gradient" id="w" value=costs(|c| c.w) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| set_cost(l, Field::W, v)) error=error_signal(state, Field::W)/>
-            <NumberField label="Communication per hop" id="comm" value=costs(|c| c.comm) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| l.params.costs.comm = v) error=error_signal(state, Field::Comm)/>
-        </div>
-    }
-}
-
 /// mem-f, mem-w and the memory limit.
 #[component]
 pub fn MemoryInputs() -> impl IntoView {
@@ -416,11 +297,11 @@ pub fn CompareInputs() -> impl IntoView {
             .map(|f| view! { <option value=f.name>{f.title}</option> })
             .collect_view()
     };
-    let all_open = move || super::compare_all::is_open(state);
+    let all_open = move || crate::compare::is_open(state);
     let body = view! {
         <button type="button" class="button wide" data-testid="compare-all"
             aria-pressed=move || all_open().to_string()
-            on:click=move |_| super::compare_all::set_open(state, !all_open())>
+            on:click=move |_| crate::compare::set_open(state, !all_open())>
             {move || if all_open() { "Hide the comparison of all families" } else { "Compare all families (Pareto chart)" }}
         </button>
         <p class="help">"Stack other families below on one time axis, at the same settings."</p>
@@ -463,5 +344,25 @@ pub fn ResetButton() -> impl IntoView {
             }>
             "Reset all settings"
         </button>
+    }
+}
+
+/// The settings: beside the chart on wide screens; on phones and narrow windows below the
+/// chart and the headline stats, behind a toggle (closed at first, so a shared link opens on
+/// the picture).
+#[component]
+pub fn SettingsPanel() -> impl IntoView {
+    let open = RwSignal::new(false);
+    view! {
+        <aside class="sidebar" class:open=move || open.get() aria-label="Schedule settings">
+            <button type="button" class="button wide settings-toggle" data-testid="settings-toggle"
+                aria-controls="settings-body" aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)>
+                {move || if open.get() { "Hide settings ▴" } else { "Schedule settings ▾" }}
+            </button>
+            <div class="sidebar-body" id="settings-body">
+                <Controls/>
+            </div>
+        </aside>
     }
 }

@@ -5,9 +5,10 @@
 //! `bubblescope::model`.
 
 use bubblescope::model::presets::{model_preset, model_presets};
-use bubblescope::model::{format_bytes, parse_bytes, Derived, ModelSpec, PieceCosts};
+use bubblescope::model::{parse_bytes, Derived, ModelSpec, PieceCosts};
 use bubblescope::permalink::Settings;
-use bubblescope::render::format_micros;
+use bubblescope::units::format_bytes;
+use bubblescope::units::format_micros;
 use bubblescope::Field;
 use leptos::prelude::*;
 
@@ -66,7 +67,7 @@ pub fn ModelPanel() -> impl IntoView {
                 <button type="button" class="seg" data-testid="costs-from-model" aria-pressed=move || given.get().to_string()
                     on:click=move |_| switch(true)>"From a model"</button>
             </div>
-            <Show when=move || given.get() fallback=|| view! { <super::controls::CostInputs/> }>
+            <Show when=move || given.get() fallback=|| view! { <super::costs::CostInputs/> }>
                 <ModelForm/>
             </Show>
         </section>

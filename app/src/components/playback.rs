@@ -11,7 +11,8 @@
 
 use std::sync::Arc;
 
-use bubblescope::render::{format_number, Cursor, CursorState, GanttGeometry, Theme, Units};
+use bubblescope::render::{Cursor, CursorState, GanttGeometry, Theme};
+use bubblescope::units::{format_number, Units};
 use bubblescope::Analysis;
 use leptos::html::Canvas;
 use leptos::prelude::*;

@@ -1,8 +1,8 @@
 //! Tests of Chimera: the paper's bubble ratio, the closed forms, validity and errors.
 
 use super::*;
-use crate::families::generate;
 use crate::params::Costs;
+use crate::registry::generate;
 use crate::run;
 use crate::stats::Stats;
 

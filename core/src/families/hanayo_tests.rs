@@ -2,8 +2,8 @@
 
 use super::super::test_support::assert_valid_and_simulates;
 use super::*;
-use crate::families::generate;
 use crate::params::Costs;
+use crate::registry::generate;
 use crate::run;
 
 fn waves(devices: u32, microbatches: u32, waves: u32, costs: Costs) -> ScheduleParams {

@@ -3,8 +3,8 @@
 use super::super::appendix_a::{INTERLEAVED_M12, INTERLEAVED_M8};
 use super::super::test_support::assert_sizes_validate_and_simulate;
 use super::*;
-use crate::families::generate;
 use crate::params::Costs;
+use crate::registry::generate;
 use crate::{run, simulate, StageCosts};
 
 /// CLI costs for per-chunk costs `f, b, w` of a 2-chunk schedule: a chunk is half a device's

@@ -2,8 +2,8 @@
 
 use super::super::test_support::assert_sizes_validate_and_simulate;
 use super::*;
-use crate::families::generate;
 use crate::params::Costs;
+use crate::registry::generate;
 use crate::run;
 
 fn with_splits(devices: u32, microbatches: u32, slices: u32) -> ScheduleParams {

@@ -2,9 +2,10 @@
 
 use std::ops::RangeInclusive;
 
-use super::{generate, BubbleQuantity, Prediction};
+use super::{BubbleQuantity, Prediction};
 use crate::error::{Field, Severity};
 use crate::params::{Costs, ScheduleParams};
+use crate::registry::generate;
 use crate::schedule::Schedule;
 use crate::{simulate, validate, Analysis, StageCosts};
 

@@ -165,7 +165,7 @@ pub(super) mod testing {
     /// generates at its default limit, and under the explicit limit `scale` × that default
     /// (when it generates at all) no device's simulated peak exceeds it.
     pub(crate) fn assert_keeps_limits(family: &str, params: &ScheduleParams, scale: f64) {
-        let entry = crate::families::family(family).expect("a family");
+        let entry = crate::registry::family(family).expect("a family");
         let default =
             entry.option(crate::Field::MemLimit).and_then(|o| o.default_value(params)).expect("a memory-aware family");
         let at_default = run_ok(family, params);

@@ -107,7 +107,7 @@ fn generate_auto(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 
 /// zb-auto's default limit, `3·M·mem-f` of the heaviest stage: more than any schedule holds,
 /// so no limit.
-pub(super) fn default_limit(params: &ScheduleParams) -> f64 {
+pub(crate) fn default_limit(params: &ScheduleParams) -> f64 {
     3.0 * f64::from(params.microbatches) * heaviest_stage_mem_f(params)
 }
 
@@ -312,7 +312,7 @@ struct Heuristic<'a> {
     /// See [`Run::decisive`].
     decisive: Switches,
     /// How its error writes memory ([`ScheduleParams::memory_text`]).
-    units: crate::render::Units,
+    units: crate::units::Units,
 }
 
 impl<'a> Heuristic<'a> {
@@ -322,7 +322,7 @@ impl<'a> Heuristic<'a> {
         costs: &'a StageCosts,
         limit: f64,
         switches: Switches,
-        units: crate::render::Units,
+        units: crate::units::Units,
     ) -> Self {
         let devices = placement.devices();
         let n = devices as usize;

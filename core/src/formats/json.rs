@@ -514,8 +514,8 @@ fn reconcile_costs(costs: Costs, devices: u32, source: &Source, out: &mut Diagno
             source
                 .error(format!(
                     "costs.{name} is {}, but its profile gives {} per device: the profile's numbers are used",
-                    crate::error::short_number(given),
-                    crate::error::short_number(derived)
+                    crate::units::short_number(given),
+                    crate::units::short_number(derived)
                 ))
                 .hint("the per-device numbers are the means of the profile's pieces over the devices"),
         ));

@@ -83,12 +83,12 @@ pub fn verdict(bottleneck: &Bottleneck, holdings: Option<&[Holding]>) -> String 
     let head = format!(
         "device {} does {}% more work than the mean",
         bottleneck.device,
-        crate::render::format_number(100.0 * bottleneck.excess(), 1)
+        crate::units::format_number(100.0 * bottleneck.excess(), 1)
     );
     let Some(holdings) = holdings.filter(|h| !h.is_empty()) else { return head };
     let Some(h) = holdings.get(bottleneck.device as usize) else { return head };
     let mean = holdings.iter().map(|h| h.layers).sum::<f64>() / holdings.len() as f64;
-    let layers = |v: f64| crate::render::format_number(v, 2);
+    let layers = |v: f64| crate::units::format_number(v, 2);
     let mut why = Vec::new();
     if h.loss {
         why.push("the LM head".to_string());
@@ -116,7 +116,7 @@ mod tests {
 
     fn placement(name: &str, devices: u32) -> Placement {
         let p = crate::ScheduleParams::new(devices, 2 * devices);
-        crate::families::generate(name, &p).unwrap().placement
+        crate::registry::generate(name, &p).unwrap().placement
     }
 
     #[test]

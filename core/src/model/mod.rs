@@ -58,6 +58,7 @@
 //! their gradients as B leaves them). The scores are per query head and do not change. At
 //! g = A every formula above is unchanged.
 
+mod fields;
 mod holding;
 mod layout;
 pub mod presets;
@@ -67,7 +68,7 @@ mod units;
 pub use holding::{verdict, Holding};
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
 pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
-pub use units::{byte_unit, format_bytes, parse_bytes, size_text, BYTE_UNITS};
+pub use units::parse_bytes;
 
 use crate::error::{Field, ParamError};
 use std::sync::Arc;
@@ -83,18 +84,6 @@ pub const MAX_CHUNKS_CUT: u32 = 8;
 pub const DEFAULT_BANDWIDTH_GBPS: f64 = 50.0;
 /// Default latency of one hop, µs.
 pub const DEFAULT_LATENCY_US: f64 = 5.0;
-
-/// The largest value a model size may take: far above any real model, low enough that every
-/// derived number stays finite and meaningful.
-fn model_size_limit(field: Field) -> u32 {
-    match field {
-        Field::Layers | Field::Heads | Field::KvHeads => 100_000,
-        Field::Tp => 1024,
-        Field::Hidden | Field::MicroBatch => 1_000_000,
-        Field::Ffn => 10_000_000,
-        _ => 100_000_000,
-    }
-}
 
 /// A transformer and the hardware it runs on.
 #[derive(Clone, Debug, PartialEq)]
@@ -180,10 +169,10 @@ impl Model {
             (Field::Tp, self.tp),
         ];
         for (field, v) in sizes {
-            let max = model_size_limit(field);
+            let max = fields::model_size_limit(field);
             if v == 0 || v > max {
                 return Err(ParamError::new(field, format!("{} must be between 1 and {max}, found {v}", field.name()))
-                    .hint(spec::field_hint(field)));
+                    .hint(fields::field_hint(field)));
             }
         }
         for (field, v) in [(Field::Heads, self.heads), (Field::Hidden, self.hidden)] {
@@ -232,7 +221,7 @@ impl Model {
             if !v.is_finite() || v <= 0.0 || v > 1e9 {
                 return Err(ParamError::new(
                     field,
-                    format!("{} must be a positive number up to 1e9, found {}", field.name(), crate::render::format_number(v, 6)),
+                    format!("{} must be a positive number up to 1e9, found {}", field.name(), crate::units::format_number(v, 6)),
                 )
                 .hint("--tflops is the achieved TFLOP/s per device (default 400), --bandwidth the link's GB/s (default 50)"));
             }
@@ -240,10 +229,7 @@ impl Model {
         if !self.latency.is_finite() || self.latency < 0.0 || self.latency > 1e9 {
             return Err(ParamError::new(
                 Field::Latency,
-                format!(
-                    "latency must be between 0 and 1e9 µs, found {}",
-                    crate::render::format_number(self.latency, 6)
-                ),
+                format!("latency must be between 0 and 1e9 µs, found {}", crate::units::format_number(self.latency, 6)),
             )
             .hint("--latency is the time of one hop in µs (default 5)"));
         }

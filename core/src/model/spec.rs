@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::fields::field_hint;
 use super::presets::{model_preset, model_presets};
 use super::Model;
 use crate::error::{Field, ParamError};
@@ -101,7 +102,7 @@ impl ModelSpec {
             // A whole number past `u32` is too large, not malformed: say so.
             let too_large = t.len() > 9 && t.bytes().all(|b| b.is_ascii_digit()) && t.parse::<u32>().is_err();
             if too_large {
-                let max = super::model_size_limit(field);
+                let max = super::fields::model_size_limit(field);
                 return Err(ParamError::new(
                     field,
                     format!("{} must be between 1 and {max}, found {}", field.name(), short(t)),
@@ -235,7 +236,7 @@ impl ModelSpec {
                 let _ = write!(out, " --{key} {}", if value == "1" { "true" } else { "false" });
                 continue;
             }
-            let _ = write!(out, " --{key} {}", crate::permalink::shell_word(&value));
+            let _ = write!(out, " --{key} {}", crate::units::shell_word(&value));
         }
         out.trim_start().to_string()
     }
@@ -250,21 +251,8 @@ fn field_names() -> String {
     MODEL_FIELDS.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
 }
 
-/// What `field` of a model is, as the hint of its errors.
-pub(crate) fn field_hint(field: Field) -> &'static str {
-    match field {
-        Field::Tflops => "tflops is the achieved TFLOP/s per device (default 400)",
-        Field::Bandwidth => "bandwidth is the link's GB/s between neighbouring devices (default 50)",
-        Field::Latency => "latency is one hop's µs (default 5)",
-        Field::Ffn => "ffn is the MLP width (default 4 × hidden; SwiGLU: 1.5 × the intermediate size)",
-        Field::KvHeads => "kv-heads is the key/value heads of grouped-query attention (default: heads; 8 for Llama 3); it must divide heads",
-        Field::Tp => "tp is the tensor-parallel size of each pipeline stage (default 1), e.g. 8 for one node",
-        _ => "give the model's real shape, or start from a preset (`bubblescope costs --list`)",
-    }
-}
-
 fn short(t: &str) -> String {
-    crate::render::clean_text(t).chars().take(40).collect()
+    crate::units::clean_text(t).chars().take(40).collect()
 }
 
 /// The error for a preset key that does not exist, listing those that do.

@@ -1,70 +1,25 @@
-//! Byte sizes with units: `80GiB`, `512 MiB`, `1.5e9`.
+//! Byte sizes typed into a setting: [`crate::units::parse_size`] with the setting's name in
+//! the error.
 
 use crate::error::{Field, ParamError};
+use crate::units::{parse_size, BadSize};
 
-const UNITS: [(&str, f64); 11] = [
-    ("tib", 1_099_511_627_776.0),
-    ("gib", 1_073_741_824.0),
-    ("mib", 1_048_576.0),
-    ("kib", 1024.0),
-    ("tb", 1e12),
-    ("gb", 1e9),
-    ("mb", 1e6),
-    ("kb", 1e3),
-    ("t", 1_099_511_627_776.0),
-    ("g", 1_073_741_824.0),
-    ("b", 1.0),
-];
-
-/// The binary size units people write, largest first (the ones sizes are shown in).
-pub const BYTE_UNITS: [(&str, f64); 4] =
-    [("TiB", 1_099_511_627_776.0), ("GiB", 1_073_741_824.0), ("MiB", 1_048_576.0), ("KiB", 1024.0)];
-
-/// The largest of [`BYTE_UNITS`] that `bytes` reaches, or `("B", 1)`.
-pub fn byte_unit(bytes: f64) -> (&'static str, f64) {
-    BYTE_UNITS.iter().copied().find(|&(_, size)| bytes.abs() >= size).unwrap_or(("B", 1.0))
-}
-
-/// Reads a byte size: a number, optionally followed by a unit (`B`, `KB`/`MB`/`GB`/`TB` in
-/// powers of 1000, `KiB`/`MiB`/`GiB`/`TiB` in powers of 1024, `G`/`T` as GiB/TiB), any case.
+/// Reads a byte size for `field` (see [`parse_size`] for the units).
 ///
 /// # Errors
 /// A [`ParamError`] on `field` for anything else, negative or non-finite sizes.
 pub fn parse_bytes(text: &str, field: Field) -> Result<f64, ParamError> {
     let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let (number, factor) = UNITS
-        .iter()
-        .find_map(|(unit, factor)| lower.strip_suffix(unit).map(|n| (n.trim().to_string(), *factor)))
-        .unwrap_or((lower.clone(), 1.0));
-    let value: f64 = number.parse().map_err(|_| {
-        ParamError::new(field, format!("{} must be a size like 80GiB or 512MiB, found `{t}`", field.name()))
-            .hint("units: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
-    })?;
-    let bytes = value * factor;
-    if !bytes.is_finite() || bytes < 0.0 {
-        return Err(ParamError::new(field, format!("{} must be a non-negative size, found `{t}`", field.name()))
-            .hint("write e.g. 80GiB for an 80 GB GPU's memory"));
-    }
-    Ok(bytes)
-}
-
-/// A byte size as [`parse_bytes`] reads it back exactly: `80GiB` or `512MiB` when it is a whole
-/// number of them, else the number of bytes.
-pub fn size_text(bytes: f64) -> String {
-    for (name, size) in &BYTE_UNITS[..3] {
-        let n = bytes / size;
-        if n >= 1.0 && n.fract() == 0.0 {
-            return format!("{n}{name}");
+    parse_size(t).map_err(|bad| match bad {
+        BadSize::NotASize => {
+            ParamError::new(field, format!("{} must be a size like 80GiB or 512MiB, found `{t}`", field.name()))
+                .hint("units: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
         }
-    }
-    bytes.to_string()
-}
-
-/// A byte size for people: `80 GiB`, `1.5 MiB`, `512 B`.
-pub fn format_bytes(bytes: f64) -> String {
-    let (name, size) = byte_unit(bytes);
-    format!("{} {name}", crate::render::format_number(bytes / size, if size > 1.0 { 2 } else { 0 }))
+        BadSize::OutOfRange => {
+            ParamError::new(field, format!("{} must be a non-negative size, found `{t}`", field.name()))
+                .hint("write e.g. 80GiB for an 80 GB GPU's memory")
+        }
+    })
 }
 
 #[cfg(test)]
@@ -72,23 +27,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_read_in_both_unit_systems() {
-        let b = |s: &str| parse_bytes(s, Field::MemLimit).unwrap();
-        assert_eq!(b("80GiB"), 80.0 * 1_073_741_824.0);
-        assert_eq!(b("80 gib"), b("80G"));
-        assert_eq!(b("512MiB"), 512.0 * 1_048_576.0);
-        assert_eq!(b("1.5GB"), 1.5e9);
-        assert_eq!(b("1000"), 1000.0);
-        assert_eq!(b("7B"), 7.0);
+    fn size_errors_name_the_setting() {
+        assert_eq!(parse_bytes(" 80GiB ", Field::MemLimit), Ok(80.0 * crate::units::GIB));
         for bad in ["", "GiB", "80 parsecs", "-1GiB", "inf"] {
-            assert!(parse_bytes(bad, Field::MemLimit).is_err(), "{bad}");
+            let e = parse_bytes(bad, Field::MemLimit).unwrap_err();
+            assert!(e.to_string().starts_with("mem-limit must be"), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn sizes_print_in_binary_units() {
-        assert_eq!(format_bytes(80.0 * 1_073_741_824.0), "80 GiB");
-        assert_eq!(format_bytes(1536.0), "1.5 KiB");
-        assert_eq!(format_bytes(12.0), "12 B");
     }
 }

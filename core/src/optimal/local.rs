@@ -9,7 +9,7 @@
 //! and only proposes: what it finds is simulated and checked like any order before it is
 //! kept.
 
-use super::{tolerance, Search};
+use super::search::{tolerance, Search};
 
 /// Order evaluations the local search spends.
 pub(super) const MOVES: u32 = 100_000;

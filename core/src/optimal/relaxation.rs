@@ -51,7 +51,7 @@
 
 use std::collections::HashMap;
 
-use super::{tolerance, OpInfo, Search};
+use super::search::{tolerance, OpInfo, Search};
 
 /// The device relaxation's node budget per device (a device that needs more gives no bound).
 pub(super) const NODES_PER_DEVICE: u64 = 200_000;
@@ -703,7 +703,7 @@ mod tests {
         assert_eq!(relaxation_of(&a.schedule, &costs, 4.0), 39.0);
         // The closed forms give 33; with the relaxation the search proves 39 at once.
         assert_eq!(lower_bound(&a.schedule, &costs, Some(4.0)).value, 33.0);
-        let o = crate::optimal::optimize_run(
+        let o = crate::registry::optimize_run(
             crate::FAMILIES.iter().find(|f| f.name == "zb-h1"),
             &p,
             &a.schedule,

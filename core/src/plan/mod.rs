@@ -6,7 +6,7 @@ pub mod pareto;
 pub mod search;
 pub mod sweep;
 
-pub use pareto::{dominates, front};
+pub use pareto::{dominates, front, ParetoPoint};
 pub use search::{
     all_families, attribute_plan, device_params, evaluate, layout_candidates, microbatch_candidates, plan, Candidate,
     CostSource, Outcome, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,

@@ -1,5 +1,18 @@
 //! The memory/time Pareto front: the runs no other run beats on both peak memory and cost.
 
+/// One run on the memory/time plane, as the Pareto chart draws it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParetoPoint<'a> {
+    /// Its family's name (the colour and the legend entry).
+    pub family: &'a str,
+    /// Peak activation memory per device.
+    pub peak_memory: f64,
+    /// Time per iteration (the cost).
+    pub cost: f64,
+    /// Whether it is on the Pareto front.
+    pub pareto: bool,
+}
+
 /// Which of `points` — `(peak memory, cost)`, both to minimise — are on the Pareto front: no
 /// other point is at most as large in both and strictly smaller in one. Equal points are all on
 /// the front; a point with a NaN coordinate never is. O(n log n).

@@ -26,9 +26,10 @@ use std::sync::Arc;
 
 use crate::attribution::{attribute, Parts};
 use crate::error::{Field, ParamError};
-use crate::families::{Family, FAMILIES};
+use crate::families::Family;
 use crate::model::{Layout, Model};
 use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts, MAX_MICROBATCHES, MAX_PASSES};
+use crate::registry::FAMILIES;
 use crate::schedule::Placement;
 use crate::stats::Stats;
 
@@ -205,7 +206,7 @@ impl PlanSpec {
             if !s.is_finite() || s < 0.0 {
                 return Err(ParamError::new(
                     Field::MemLimit,
-                    format!("static memory must be a non-negative size, found {}", crate::error::short_number(s)),
+                    format!("static memory must be a non-negative size, found {}", crate::units::short_number(s)),
                 ));
             }
         }
@@ -275,7 +276,7 @@ impl PlanSpec {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(costs.clone());
                         params.chunks = c;
                         if model.is_some() {
-                            params.units = crate::render::Units::Model;
+                            params.units = crate::units::Units::Model;
                         }
                         let candidate = Candidate {
                             family,

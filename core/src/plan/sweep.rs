@@ -10,11 +10,12 @@
 //! every other family the limit is a check, and a run whose peak activation memory is above it
 //! is listed as invalid with that reason, so every listed run fits its limit.
 
+use super::pareto::ParetoPoint;
 use crate::attribution::{attribute, Parts};
 use crate::error::{Field, ParamError};
-use crate::families::{family, unknown_family, Family, FAMILIES};
+use crate::families::Family;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
-use crate::render::ParetoPoint;
+use crate::registry::{family, unknown_family, FAMILIES};
 use crate::stats::Stats;
 
 /// Most runs one sweep may expand to.
@@ -237,7 +238,7 @@ impl SweepSpec {
                         params.group = self.group.filter(|_| f.uses(Field::Group));
                         params.mem_limit = limit;
                         if self.bytes {
-                            params.units = crate::render::Units::Model;
+                            params.units = crate::units::Units::Model;
                         }
                         let run = RunSpec { family: f, params };
                         let n = run.passes();
@@ -284,9 +285,12 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
             let aware: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::MemLimit)).map(|f| f.name).collect();
             // Nearest, not rounded up as in the families' errors: a peak just above the limit
             // must not print as the limit rounded up.
-            let size = |v: f64| match spec.params.units {
-                crate::render::Units::Model => crate::model::format_bytes(v),
-                crate::render::Units::Cost => crate::error::short_number(v),
+            let size = |v: f64| {
+                if spec.params.units.bytes() {
+                    crate::units::format_bytes(v)
+                } else {
+                    crate::units::short_number(v)
+                }
             };
             let error = crate::error::with_hints(
                 &format!(

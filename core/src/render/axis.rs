@@ -92,53 +92,9 @@ fn trim(value: f64, step: f64) -> String {
     format!("{value:.decimals$}")
 }
 
-/// The decimals that give `value` `digits` significant digits (0 when its integer part has
-/// that many already; at most 12).
-pub fn significant_decimals(value: f64, digits: u32) -> usize {
-    if value == 0.0 || !value.is_finite() {
-        return 0;
-    }
-    let magnitude = value.abs().log10().floor() as i64;
-    (i64::from(digits) - 1 - magnitude).clamp(0, 12) as usize
-}
-
-/// `value` with `digits` significant digits, trailing zeros of a fraction dropped.
-pub fn format_significant(value: f64, digits: u32) -> String {
-    format_number(value, significant_decimals(value, digits))
-}
-
-/// Formats a number for labels and stats: integers without decimals, others with up to
-/// `max_decimals`, trailing zeros removed.
-pub fn format_number(value: f64, max_decimals: usize) -> String {
-    if !value.is_finite() {
-        return value.to_string();
-    }
-    if value == value.round() && value.abs() < 1e15 {
-        return format!("{value:.0}");
-    }
-    let s = format!("{value:.max_decimals$}");
-    // Only a fraction's zeros go: 8500.6 at no decimals is 8501, never 851.
-    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s.as_str() };
-    if s == "-0" {
-        "0".to_string()
-    } else {
-        s.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn significant_digits_count_from_the_first_nonzero_digit() {
-        assert_eq!(format_significant(488_810.227_958, 6), "488810");
-        assert_eq!(format_significant(3335.654, 6), "3335.65");
-        assert_eq!(format_significant(0.001_234_567, 3), "0.00123");
-        assert_eq!(format_significant(-12.345_67, 4), "-12.35");
-        assert_eq!((significant_decimals(677.34, 4), significant_decimals(0.13, 4)), (1, 4));
-        assert_eq!((significant_decimals(0.0, 4), significant_decimals(1e20, 4)), (0, 0));
-    }
 
     #[test]
     fn ticks_use_one_two_five_steps() {
@@ -158,12 +114,6 @@ mod tests {
         assert_eq!(format_tick(1_000_000.0, 500_000.0), "1.0M");
         assert_eq!(format_tick(1_500_000.0, 500_000.0), "1.5M");
         assert_eq!(format_tick(20_000.0, 5_000.0), "20k");
-        assert_eq!(format_number(0.27272727, 4), "0.2727");
-        assert_eq!(format_number(33.0, 4), "33");
-        // Regression: rounding to no decimals kept the integer's own zeros.
-        assert_eq!(format_number(8500.4, 0), "8500");
-        assert_eq!(format_number(99.7, 0), "100");
-        assert_eq!(format_number(1.50, 2), "1.5");
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Figures: the standard composition of Gantt chart, headings and memory chart that the CLI's
 //! `render` and the app's SVG export share, so both produce the same bytes.
 
-use super::axis::{format_number, TimeAxis};
+use super::axis::TimeAxis;
 use super::gantt::{gantt, gutter_for, GanttGeometry, GanttOptions, GanttPanel};
 use super::memory::{memory_chart, memory_plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
-use super::units::Units;
 use crate::gaps::Causes;
+use crate::units::format_number;
+use crate::units::Units;
 use crate::Analysis;
 
 /// One schedule in a figure.

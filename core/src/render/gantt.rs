@@ -4,10 +4,10 @@
 use super::axis::{format_tick, ticks, TimeAxis};
 use super::scene::{text_width, Anchor, Item, Scene};
 use super::theme::{Cause, Theme};
-use super::units::Units;
 use crate::gaps::Causes;
 use crate::schedule::{Op, Pass, PassKind, Schedule};
 use crate::sim::Timeline;
+use crate::units::Units;
 
 /// One schedule to draw: a panel of device rows.
 #[derive(Clone, Copy, Debug)]

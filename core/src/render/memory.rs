@@ -4,8 +4,8 @@ use super::axis::{format_tick, ticks, TimeAxis};
 use super::gantt::gutter_for;
 use super::scene::{fit_text, text_width, Anchor, Item, Scene};
 use super::theme::Theme;
-use super::units::Units;
 use crate::sim::Timeline;
+use crate::units::Units;
 
 /// Layout settings. Lengths are CSS pixels; `scale` turns them into device pixels.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,10 +12,9 @@ mod memory;
 mod pareto;
 mod scene;
 mod theme;
-mod units;
 
 pub use animate::{figure_animated_svg, AnimateOptions, DURATION_RANGE};
-pub use axis::{format_number, format_significant, format_tick, significant_decimals, ticks, TimeAxis};
+pub use axis::{format_tick, ticks, TimeAxis};
 pub use cursor::{Cursor, CursorState, DeviceAt};
 pub use draw::{draw, to_svg, DrawError, SVG_FONT_FACTOR};
 pub use figure::{
@@ -26,10 +25,9 @@ pub use gantt::{
     NARROW_CHART,
 };
 pub use memory::{memory_chart, memory_plot_band, MemoryOptions};
-pub use pareto::{pareto_chart, pareto_svg, AxisUnit, ParetoGeometry, ParetoMarker, ParetoOptions, ParetoPoint};
-pub use scene::{clean_text, text_width, Anchor, Item, LodCounts, Scene};
+pub use pareto::{pareto_chart, pareto_svg, AxisUnit, ParetoGeometry, ParetoMarker, ParetoOptions};
+pub use scene::{text_width, Anchor, Item, LodCounts, Scene};
 pub use theme::{BarKind, Cause, Rgb, Theme};
-pub use units::{format_micros, Units};
 
 impl Scene {
     /// Appends `other` below this scene (widths are expected to match), for figures that

@@ -8,19 +8,7 @@
 use super::axis::{format_tick, ticks};
 use super::scene::{fit_text, text_width, Anchor, Item, Scene};
 use super::theme::{Rgb, Theme};
-
-/// One run on the chart.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ParetoPoint<'a> {
-    /// Its family's name (the colour and the legend entry).
-    pub family: &'a str,
-    /// Peak activation memory per device.
-    pub peak_memory: f64,
-    /// Time per iteration (the cost).
-    pub cost: f64,
-    /// Whether it is on the Pareto front.
-    pub pareto: bool,
-}
+use crate::plan::ParetoPoint;
 
 /// What the numbers on an axis measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +27,7 @@ impl AxisUnit {
         match self {
             AxisUnit::Plain => (1.0, ""),
             AxisUnit::Bytes => {
-                let (name, size) = crate::model::byte_unit(max);
+                let (name, size) = crate::units::byte_unit(max);
                 (size, name)
             }
             AxisUnit::Micros => {
@@ -314,8 +302,11 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
     for &limit in &limits {
         let x = xm.at(limit / mem_div);
         scene.dashed_line((px(x), px(plot.1)), (px(x), px(plot.3)), t.alert, px(1.5), px(5.0));
-        let label =
-            format!("limit {}{}", super::format_number(limit / mem_div, 2), unit(mem_unit).replace(['(', ')'], ""));
+        let label = format!(
+            "limit {}{}",
+            crate::units::format_number(limit / mem_div, 2),
+            unit(mem_unit).replace(['(', ')'], "")
+        );
         let anchor = if x + text_width(&label, FONT - 1.0) + 4.0 > plot.2 { Anchor::End } else { Anchor::Start };
         let lx = if anchor == Anchor::End { x - 4.0 } else { x + 4.0 };
         scene.text(px(lx), px(plot.1 + 10.0), &label, px(FONT - 1.0), t.alert, anchor);

@@ -1,6 +1,7 @@
 //! Scenes: the picture as a flat list of items in device pixels, before any backend.
 
 use super::theme::Rgb;
+use crate::units::clean_text;
 
 /// Horizontal text anchor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,16 +150,6 @@ impl Scene {
             self.line((from.0 + dx * a, from.1 + dy * a), (from.0 + dx * b, from.1 + dy * b), color, width);
         }
     }
-}
-
-/// Removes control characters and caps the length, so file text is safe to draw.
-pub fn clean_text(text: &str) -> String {
-    const MAX: usize = 200;
-    let mut out: String = text.chars().filter(|c| !c.is_control()).take(MAX).collect();
-    if text.chars().filter(|c| !c.is_control()).nth(MAX).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 /// `text`, cut at the end with `…` so that its estimated width at `size` stays within

@@ -9,7 +9,7 @@ fn figures(families: &[&str], memory: bool, anim: &AnimateOptions) -> (String, S
     let analyses: Vec<(String, bubblescope::Analysis)> = families
         .iter()
         .map(|name| {
-            (family(name).unwrap().label(&params, bubblescope::render::Units::Cost), run(name, &params).unwrap())
+            (family(name).unwrap().label(&params, bubblescope::units::Units::Cost), run(name, &params).unwrap())
         })
         .collect();
     let items: Vec<FigureItem<'_>> =

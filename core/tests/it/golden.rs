@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 
 use bubblescope::gaps::{causes, Causes};
-use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme, Units};
+use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme};
+use bubblescope::units::Units;
 use bubblescope::{family, run, Costs, ScheduleParams};
 
 /// Largest reference file, to keep the repository small.

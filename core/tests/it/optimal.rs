@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use bubblescope::bounds::{lower_bound, problem_limit};
-use bubblescope::optimal::{optimize, optimize_run, tight_lower_bound, Budget};
+use bubblescope::optimal::{optimize, tight_lower_bound, Budget};
+use bubblescope::registry::optimize_run;
 use bubblescope::{analyze, run, validate, CostProfile, Costs, ScheduleParams, FAMILIES};
 use proptest::prelude::*;
 

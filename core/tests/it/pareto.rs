@@ -1,8 +1,9 @@
 //! The Pareto chart: a golden SVG and its XML structure (one marker per run, the front joined,
 //! the limit drawn, axis labels in readable units).
 
+use bubblescope::plan::ParetoPoint;
 use bubblescope::plan::{parse_schedules, sweep, SweepSpec};
-use bubblescope::render::{pareto_chart, pareto_svg, AxisUnit, ParetoOptions, ParetoPoint, Theme};
+use bubblescope::render::{pareto_chart, pareto_svg, AxisUnit, ParetoOptions, Theme};
 use bubblescope::Costs;
 
 use crate::golden::{assert_golden_matches, compare_golden};

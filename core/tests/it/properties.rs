@@ -39,7 +39,7 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
                         profile: None,
                     },
                     mem_limit: limit.map(|l| f64::from(l) / 2.0 * f64::from(devices)),
-                    units: bubblescope::render::Units::Cost,
+                    units: bubblescope::units::Units::Cost,
                 }
             },
         )

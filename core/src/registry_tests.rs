@@ -1,7 +1,8 @@
 //! Registry-level tests; each family's own numbers are tested in its file.
 
 use super::*;
-use crate::render::Units;
+use crate::families::{ZERO_BUBBLE, ZERO_BUBBLE_V};
+use crate::units::Units;
 use crate::{run, Costs};
 
 #[test]
@@ -77,13 +78,13 @@ fn every_family_rejects_the_options_it_does_not_read_by_name() {
 
 #[test]
 fn labels_count_in_the_right_number() {
-    let one = super::family("1f1b").unwrap();
+    let one = family("1f1b").unwrap();
     assert_eq!(one.label(&ScheduleParams::new(1, 1), Units::Cost), "1F1B · 1 device · 1 microbatch");
     assert_eq!(one.label(&ScheduleParams::new(4, 8), Units::Cost), "1F1B · 4 devices · 8 microbatches");
-    let interleaved = super::family("interleaved-1f1b").unwrap();
+    let interleaved = family("interleaved-1f1b").unwrap();
     assert!(interleaved.label(&ScheduleParams::new(2, 4).with_chunks(1), Units::Cost).ends_with(" · 1 chunk"));
     // A memory limit in the units of the costs: 80 GiB for a model, not 85899345920.
-    let zb = super::family("zb-auto").unwrap();
+    let zb = family("zb-auto").unwrap();
     let limited = ScheduleParams::new(4, 8).with_mem_limit(80.0 * 1024.0 * 1024.0 * 1024.0);
     assert!(zb.label(&limited, Units::Model).ends_with(" · limit 80 GiB"), "{}", zb.label(&limited, Units::Model));
     assert!(zb.label(&ScheduleParams::new(4, 8).with_mem_limit(4.5), Units::Cost).ends_with(" · limit 4.5"));
@@ -158,7 +159,7 @@ fn defaults_are_what_the_generators_use() {
 
 #[test]
 fn hanayo_defaults_to_two_waves() {
-    let hanayo = super::family("hanayo").unwrap();
+    let hanayo = family("hanayo").unwrap();
     let waves = hanayo.option(Field::Waves).unwrap();
     assert_eq!(waves.default_value(&ScheduleParams::new(4, 8)), Some(2.0));
     let p = ScheduleParams::new(4, 8);

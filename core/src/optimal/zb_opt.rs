@@ -13,11 +13,11 @@
 //! found so far (at worst the best heuristic), which `simulate --optimal` reports as not
 //! proven.
 
-use super::{
+use super::{optimize, Budget, OptimalError};
+use crate::error::{Field, ParamError};
+use crate::families::{
     per_device_microbatch, zb_auto, zb_h1, zb_h2, Family, FamilyGroup, FamilyOption, OptionDefault, SlowSearch,
 };
-use crate::error::{Field, ParamError};
-use crate::optimal::{optimize, Budget, OptimalError};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
 

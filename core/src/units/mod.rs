@@ -1,7 +1,18 @@
-//! What a figure's numbers mean: abstract cost units (the papers' figures), or µs and bytes
-//! when the costs come from a model. Labels, summaries and memory ticks read it.
+//! Units and number formatting: the leaf every other module may use; it uses nothing of the
+//! crate.
+//!
+//! [`Units`] says what a run's numbers mean: abstract cost units (the papers' figures), or µs
+//! and bytes when the costs come from a model. Labels, summaries, messages and memory ticks
+//! read it. The submodules format numbers ([`number`]), byte sizes ([`bytes`]) and user text
+//! ([`text`]).
 
-use super::axis::format_number;
+pub mod bytes;
+pub mod number;
+pub mod text;
+
+pub use bytes::{byte_unit, format_bytes, parse_size, size_text, BadSize, BYTE_UNITS, GIB, MIB};
+pub use number::{format_micros, format_number, format_significant, short_number, significant_decimals};
+pub use text::{clean_text, shell_word};
 
 /// The units of a figure's times and memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -11,19 +22,19 @@ pub enum Units {
     Cost,
     /// Times in µs, memory in bytes (costs derived from a model).
     Model,
+    /// Times in µs, memory in mem-f's unit (a measured run: its trace has times, no memory).
+    Measured,
 }
 
-const GIB: f64 = 1_073_741_824.0;
-const MIB: f64 = 1_048_576.0;
+impl Units {
+    /// Whether times are µs (a model's costs, or a measured run's).
+    pub fn micros(self) -> bool {
+        self != Units::Cost
+    }
 
-/// A time in µs as people read it: `850 µs`, `12.4 ms`, `1.2 s`.
-pub fn format_micros(us: f64) -> String {
-    if us.abs() >= 1e6 {
-        format!("{} s", format_number(us / 1e6, 2))
-    } else if us.abs() >= 1e3 {
-        format!("{} ms", format_number(us / 1e3, 2))
-    } else {
-        format!("{} µs", format_number(us, 1))
+    /// Whether memory is bytes.
+    pub fn bytes(self) -> bool {
+        self == Units::Model
     }
 }
 
@@ -33,8 +44,8 @@ impl Units {
     /// (`--mem-limit 8.09GiB`) is never below what the message asked for.
     pub fn memory_in_message(self, v: f64) -> String {
         match self {
-            Units::Cost => crate::error::short_number(v),
-            Units::Model => match crate::model::byte_unit(v) {
+            Units::Cost | Units::Measured => short_number(v),
+            Units::Model => match byte_unit(v) {
                 ("B", _) => format!("{} B", format_number(v.ceil(), 0)),
                 (name, size) => format!("{} {name}", format_number((v / size * 100.0 - 1e-9).ceil() / 100.0, 2)),
             },
@@ -45,7 +56,7 @@ impl Units {
     pub fn time(self, v: f64) -> String {
         match self {
             Units::Cost => format_number(v, 3),
-            Units::Model => format_micros(v),
+            Units::Model | Units::Measured => format_micros(v),
         }
     }
 
@@ -53,7 +64,28 @@ impl Units {
     pub fn memory(self, v: f64) -> String {
         match self {
             Units::Cost => format_number(v, 3),
-            Units::Model => crate::model::format_bytes(v),
+            Units::Model => format_bytes(v),
+            Units::Measured => format_number(v, 3),
+        }
+    }
+
+    /// A time to four decimals in cost units (µs, ms, s with a model or a measured run): what
+    /// detailed readouts print.
+    pub fn time_detail(self, v: f64) -> String {
+        if self.micros() {
+            format_micros(v)
+        } else {
+            format_number(v, 4)
+        }
+    }
+
+    /// A memory amount to four decimals in mem-f's unit (GiB, MiB, … for bytes): never the
+    /// limit printed for a peak just above it.
+    pub fn memory_detail(self, v: f64) -> String {
+        if self.bytes() {
+            format_bytes(v)
+        } else {
+            format_number(v, 4)
         }
     }
 
@@ -61,7 +93,7 @@ impl Units {
     pub fn time_axis(self) -> &'static str {
         match self {
             Units::Cost => "time (cost units)",
-            Units::Model => "time",
+            Units::Model | Units::Measured => "time",
         }
     }
 
@@ -70,6 +102,7 @@ impl Units {
         match self {
             Units::Cost => "unit of mem-f",
             Units::Model => "bytes",
+            Units::Measured => "unit of mem-f",
         }
     }
 
@@ -77,10 +110,10 @@ impl Units {
     /// seconds or milliseconds for µs (`0.5 s`, not `500k`), the plain number otherwise.
     pub fn time_ticks(self, span: f64) -> (f64, &'static str) {
         match self {
-            Units::Model if span >= 1e6 => (1e6, " s"),
-            Units::Model if span >= 1e3 => (1e3, " ms"),
-            Units::Model => (1.0, " µs"),
             Units::Cost => (1.0, ""),
+            _ if span >= 1e6 => (1e6, " s"),
+            _ if span >= 1e3 => (1e3, " ms"),
+            _ => (1.0, " µs"),
         }
     }
 

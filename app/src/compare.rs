@@ -1,0 +1,144 @@
+//! "Compare all families": what the view computes (every family at the settings, the CLI's
+//! sweep runs) and what travels back from its worker. The card that draws it is
+//! [`crate::components::CompareAllCard`].
+
+use std::sync::Arc;
+
+use bubblescope::permalink::Settings;
+use bubblescope::plan::{run_one, InvalidRun, ParetoPoint, RunSpec, Sweep, SweepSpec};
+use bubblescope::{Family, FAMILIES};
+use leptos::prelude::*;
+
+use crate::state::{AppState, MAX_LIVE_PASSES};
+
+/// The URL key of the view (`view=all`), a view preference.
+pub const VIEW_KEY: &str = "view";
+
+/// One family's run as the view shows it: what travels from the worker ([`crate::wire`]).
+#[derive(Clone, Debug)]
+pub struct AllRun {
+    /// Its family.
+    pub family: &'static Family,
+    /// Chunks per device it ran with.
+    pub chunks: u32,
+    /// Time per iteration.
+    pub cost: f64,
+    /// Peak activation memory per device.
+    pub peak_memory: f64,
+    /// The papers' bubble rate.
+    pub bubble_rate: f64,
+    /// Whether it is on the memory/time Pareto front.
+    pub pareto: bool,
+}
+
+/// A family that could not run at the settings, and why.
+#[derive(Clone, Debug)]
+pub struct AllRefused {
+    /// Its family.
+    pub family: &'static Family,
+    /// The reason, as the CLI's `sweep` gives it.
+    pub error: String,
+}
+
+/// Every family at the settings: the runs and the refusals.
+#[derive(Clone, Debug, Default)]
+pub struct AllRuns {
+    /// What ran, in registry order, the front marked.
+    pub runs: Vec<AllRun>,
+    /// What could not run.
+    pub invalid: Vec<AllRefused>,
+}
+
+impl AllRuns {
+    /// What the view needs of a finished sweep.
+    pub fn of(sweep: &Sweep) -> AllRuns {
+        AllRuns {
+            runs: sweep
+                .runs
+                .iter()
+                .map(|r| AllRun {
+                    family: r.spec.family,
+                    chunks: r.chunks,
+                    cost: r.stats.cost,
+                    peak_memory: r.stats.peak_memory,
+                    bubble_rate: r.stats.bubble_rate,
+                    pareto: r.pareto,
+                })
+                .collect(),
+            invalid: sweep
+                .invalid
+                .iter()
+                .map(|r| AllRefused { family: r.spec.family, error: r.error.clone() })
+                .collect(),
+        }
+    }
+
+    /// Every run as a point of the Pareto chart.
+    pub fn pareto_points(&self) -> Vec<ParetoPoint<'static>> {
+        self.runs
+            .iter()
+            .map(|r| ParetoPoint { family: r.family.name, peak_memory: r.peak_memory, cost: r.cost, pareto: r.pareto })
+            .collect()
+    }
+}
+
+/// Every family at `settings`, the way `bubblescope sweep --schedules all` runs them, but
+/// leaving out runs too big to compute live (they are listed as refused with the reason).
+/// Runs in the background worker ([`crate::engine::run_all`]); on the page only when the
+/// worker cannot start.
+///
+/// # Errors
+/// The settings' own error (a bad model, a bad cost list), as text.
+// The outcomes are the sweep's own type, as `plan::run_one` returns them.
+#[allow(clippy::result_large_err)]
+pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
+    let params = settings.effective_params().map_err(|e| e.to_string())?;
+    let spec = SweepSpec {
+        families: FAMILIES.iter().collect(),
+        devices: params.devices,
+        microbatches: vec![params.microbatches],
+        chunks: Vec::new(),
+        group: params.group,
+        mem_limits: params.mem_limit.into_iter().collect(),
+        costs: params.costs.clone(),
+        bytes: settings.model.given(),
+    };
+    let specs = spec.expand().map_err(|e| e.to_string())?;
+    let outcomes = specs.into_iter().map(|spec: RunSpec| match too_big_to_run_live(&spec) {
+        Some(error) => Err(InvalidRun { spec, error }),
+        None => run_one(spec),
+    });
+    Ok(AllRuns::of(&Sweep::collect(outcomes)))
+}
+
+/// Why `spec` is too big for the playground (too many passes, or a slow search past its live
+/// limit), if it is.
+fn too_big_to_run_live(spec: &RunSpec) -> Option<String> {
+    if spec.passes() > MAX_LIVE_PASSES {
+        return Some(format!("{} passes: more than the playground runs live", spec.passes()));
+    }
+    let search = spec.family.slow_search?;
+    let size = (search.size)(&spec.params)?;
+    (size > search.live_limit)
+        .then(|| format!("{} runs live up to {} = {}", search.what, search.unit, search.live_limit))
+}
+
+/// The view's data: the last runs computed (kept while newer ones compute) and whether newer
+/// ones are on their way.
+#[derive(Clone, Default)]
+pub struct AllState {
+    /// The latest finished result.
+    pub result: Option<Result<Arc<AllRuns>, String>>,
+    /// Whether the settings changed since (a computation is running).
+    pub pending: bool,
+}
+
+/// Opens or closes the view (kept in the URL as `view=all`).
+pub fn set_open(state: AppState, open: bool) {
+    state.link.update(|l| l.set_extra(VIEW_KEY, open.then(|| "all".to_string())));
+}
+
+/// Whether the view is open.
+pub fn is_open(state: AppState) -> bool {
+    state.link.with(|l| l.extra(VIEW_KEY) == Some("all"))
+}

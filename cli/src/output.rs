@@ -1,0 +1,171 @@
+//! What the CLI reads and writes: input files (capped), output files and standard output,
+//! user errors with `hint:` lines, and notes on standard error.
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use bubblescope::error::with_hints;
+use bubblescope::formats;
+
+/// An error with `hint:` lines, formatted by core's one formatter.
+pub fn user_error<H: AsRef<str>>(message: &str, hints: &[H]) -> anyhow::Error {
+    anyhow::anyhow!(with_hints(message, hints))
+}
+
+/// Whether `path` means standard input or output.
+pub fn is_std(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Reads a schedule file, or standard input for `-`: at most [`formats::MAX_FILE_BYTES`] plus
+/// one byte from any source (a pipe or a device never ends), then refuses.
+pub fn read_input(path: &Path) -> Result<String> {
+    let cap = formats::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    let read = if is_std(path) {
+        std::io::stdin().lock().take(cap as u64 + 1).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(cap as u64 + 1).read_to_end(&mut bytes))
+    };
+    let shown = if is_std(path) { "standard input".to_string() } else { path.display().to_string() };
+    read.map_err(|e| file_error("read", &shown, &e))?;
+    if bytes.len() > cap {
+        return Err(user_error(
+            &format!("{shown} has more than the {cap} bytes ({} MiB) an import reads", cap >> 20),
+            &["cut the schedule into smaller files"],
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        user_error(
+            &format!("{shown} is not UTF-8 text (byte {} is invalid)", e.utf8_error().valid_up_to()),
+            &["schedule files are PyTorch CSV or Bubblescope JSON"],
+        )
+    })
+}
+
+/// Refuses to write `output` when it is the file `input` (also through links): the write
+/// would destroy the schedule it reads.
+pub fn refuse_overwrite(input: &Path, output: &Path) -> Result<()> {
+    if is_std(input) || is_std(output) || !same_file(input, output) {
+        return Ok(());
+    }
+    Err(user_error(
+        &format!(
+            "the output {} is the input file {}: writing it would destroy the schedule",
+            output.display(),
+            input.display()
+        ),
+        &["write to another file, or to `-` for standard output"],
+    ))
+}
+
+/// Whether `a` and `b` name the same existing file (same device and inode on Unix, the same
+/// canonical path elsewhere).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        }
+    }
+}
+
+/// Refuses an output name that asks for a raster or PDF image: `command` (render, sweep)
+/// writes SVG only.
+pub fn check_svg_output(path: &Path, command: &str) -> Result<()> {
+    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some(ext @ ("png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp" | "tif" | "tiff" | "pdf")) => Err(user_error(
+            &format!("{command} writes SVG, but {} asks for {}", path.display(), ext.to_ascii_uppercase()),
+            &[
+                format!("name the output .svg, then convert it, e.g. `rsvg-convert -o figure.{ext} figure.svg`"),
+                "or open the schedule in the app, whose export saves the figure".to_string(),
+            ],
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `text` to standard output.
+pub fn print(text: &str) -> Result<()> {
+    std::io::stdout().write_all(text.as_bytes()).context("writing to standard output")
+}
+
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
+    if is_std(path) {
+        std::io::stdout().write_all(bytes).context("writing to standard output")?;
+        return Ok(());
+    }
+    std::fs::write(path, bytes).map_err(|e| file_error("write", &path.display().to_string(), &e))
+}
+
+/// A file that could not be read or written (`action`: "read" or "write"), said in the
+/// CLI's own words with a hint, instead of the system's capitalised text.
+pub fn file_error(action: &str, shown: &str, e: &std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let shown = formats::sanitize(shown);
+    let (message, hint) = match (action, e.kind()) {
+        ("read", ErrorKind::NotFound) => {
+            (format!("cannot read {shown}: no such file"), "check the path; `-` reads standard input".to_string())
+        }
+        (_, ErrorKind::NotFound) => (
+            format!("cannot write {shown}: its folder does not exist"),
+            "create the folder first, or give another path; `-` writes standard output".to_string(),
+        ),
+        (_, ErrorKind::PermissionDenied) => {
+            (format!("cannot {action} {shown}: permission denied"), "pick a path you may use".to_string())
+        }
+        (_, ErrorKind::IsADirectory) => {
+            (format!("cannot {action} {shown}: it is a folder"), "give a file's path".to_string())
+        }
+        _ => {
+            let text = e.to_string();
+            let text = text.split(" (os error").next().unwrap_or(&text).to_lowercase();
+            (format!("cannot {action} {shown}: {text}"), "check the path and try again".to_string())
+        }
+    };
+    user_error(&message, &[hint])
+}
+
+/// Says on stderr, once per stage count, which schedules cut the model's pieces in proportion
+/// ([`bubblescope::model::Derived::proportional_cut_note`]): `runs` pairs a schedule's name
+/// with its stages per pipeline. `simulate`, `render`, `sweep` and `plan` all cut this way.
+pub fn note_proportional_cuts<'a>(
+    derived: &bubblescope::model::Derived,
+    runs: impl IntoIterator<Item = (&'a str, u32)>,
+) {
+    let mut by_stages: std::collections::BTreeMap<u32, Vec<&str>> = std::collections::BTreeMap::new();
+    for (name, stages) in runs {
+        let names = by_stages.entry(stages).or_default();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let mut said = false;
+    for (stages, names) in by_stages {
+        if let Some(note) = derived.proportional_cut_note(stages) {
+            let who: Vec<String> = names.iter().map(|n| format!("`{}`", formats::sanitize(n))).collect();
+            let verb = if who.len() == 1 { "runs" } else { "run" };
+            // The reason once; further stage counts only with their own fix.
+            let note = if said {
+                format!(
+                    "{stages} stages, cut in proportion as well; give a layout of {stages} stages to place every layer"
+                )
+            } else {
+                note
+            };
+            eprintln!("note: {} {verb} {note}", who.join(", "));
+            said = true;
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! What each model setting is: the hint its errors give and the largest value it takes.
+
+use crate::error::Field;
+
+/// What `field` of a model is, as the hint of its errors.
+pub(crate) fn field_hint(field: Field) -> &'static str {
+    match field {
+        Field::Tflops => "tflops is the achieved TFLOP/s per device (default 400)",
+        Field::Bandwidth => "bandwidth is the link's GB/s between neighbouring devices (default 50)",
+        Field::Latency => "latency is one hop's µs (default 5)",
+        Field::Ffn => "ffn is the MLP width (default 4 × hidden; SwiGLU: 1.5 × the intermediate size)",
+        Field::KvHeads => "kv-heads is the key/value heads of grouped-query attention (default: heads; 8 for Llama 3); it must divide heads",
+        Field::Tp => "tp is the tensor-parallel size of each pipeline stage (default 1), e.g. 8 for one node",
+        _ => "give the model's real shape, or start from a preset (`bubblescope costs --list`)",
+    }
+}
+
+/// The largest value a model size may take: far above any real model, low enough that every
+/// derived number stays finite and meaningful.
+pub(crate) fn model_size_limit(field: Field) -> u32 {
+    match field {
+        Field::Layers | Field::Heads | Field::KvHeads => 100_000,
+        Field::Tp => 1024,
+        Field::Hidden | Field::MicroBatch => 1_000_000,
+        Field::Ffn => 10_000_000,
+        _ => 100_000_000,
+    }
+}

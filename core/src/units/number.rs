@@ -1,0 +1,105 @@
+//! Numbers as Bubblescope prints them: labels and stats ([`format_number`]), a fixed count of
+//! significant digits, messages ([`short_number`]), and µs as people read them.
+
+/// Formats a number for labels and stats: integers without decimals, others with up to
+/// `max_decimals`, trailing zeros removed.
+pub fn format_number(value: f64, max_decimals: usize) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    if value == value.round() && value.abs() < 1e15 {
+        return format!("{value:.0}");
+    }
+    let s = format!("{value:.max_decimals$}");
+    // Only a fraction's zeros go: 8500.6 at no decimals is 8501, never 851.
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s.as_str() };
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// The decimals that give `value` `digits` significant digits (0 when its integer part has
+/// that many already; at most 12).
+pub fn significant_decimals(value: f64, digits: u32) -> usize {
+    if value == 0.0 || !value.is_finite() {
+        return 0;
+    }
+    let magnitude = value.abs().log10().floor() as i64;
+    (i64::from(digits) - 1 - magnitude).clamp(0, 12) as usize
+}
+
+/// `value` with `digits` significant digits, trailing zeros of a fraction dropped.
+pub fn format_significant(value: f64, digits: u32) -> String {
+    format_number(value, significant_decimals(value, digits))
+}
+
+/// A number as messages print it: as short as it reads back exactly, never hundreds of
+/// digits. Whole numbers below 10^15 print plainly (`8000000`), other numbers below 10^15 and
+/// at least 10^-4 in Rust's shortest form (`0.1`, `-2.5`), everything else in exponent form
+/// (`1e308`, `1e-300`, `1.5e20`); `inf`, `-inf` and `NaN` as Rust names them.
+pub fn short_number(value: f64) -> String {
+    let magnitude = value.abs();
+    if !value.is_finite() || value == 0.0 {
+        return if value == 0.0 { "0".to_string() } else { value.to_string() };
+    }
+    if (1e-4..1e15).contains(&magnitude) {
+        value.to_string()
+    } else {
+        format!("{value:e}")
+    }
+}
+
+/// A time in µs as people read it: `850 µs`, `12.4 ms`, `1.2 s`.
+pub fn format_micros(us: f64) -> String {
+    if us.abs() >= 1e6 {
+        format!("{} s", format_number(us / 1e6, 2))
+    } else if us.abs() >= 1e3 {
+        format!("{} ms", format_number(us / 1e3, 2))
+    } else {
+        format!("{} µs", format_number(us, 1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_drop_a_fractions_zeros_only() {
+        assert_eq!(format_number(0.27272727, 4), "0.2727");
+        assert_eq!(format_number(33.0, 4), "33");
+        // Regression: rounding to no decimals kept the integer's own zeros.
+        assert_eq!(format_number(8500.4, 0), "8500");
+        assert_eq!(format_number(99.7, 0), "100");
+        assert_eq!(format_number(1.50, 2), "1.5");
+        assert_eq!(format_number(-0.0001, 2), "0");
+    }
+
+    #[test]
+    fn significant_digits_count_from_the_first_nonzero_digit() {
+        assert_eq!(format_significant(488_810.227_958, 6), "488810");
+        assert_eq!(format_significant(3335.654, 6), "3335.65");
+        assert_eq!(format_significant(0.001_234_567, 3), "0.00123");
+        assert_eq!(format_significant(-12.345_67, 4), "-12.35");
+        assert_eq!((significant_decimals(677.34, 4), significant_decimals(0.13, 4)), (1, 4));
+        assert_eq!((significant_decimals(0.0, 4), significant_decimals(1e20, 4)), (0, 0));
+    }
+
+    #[test]
+    fn numbers_in_messages_are_short() {
+        assert_eq!(short_number(1e308), "1e308");
+        assert_eq!(short_number(-1e-300), "-1e-300");
+        assert_eq!(short_number(8_000_000.0), "8000000");
+        assert_eq!(short_number(0.1), "0.1");
+        assert_eq!(short_number(1.5e20), "1.5e20");
+        assert_eq!(short_number(f64::NEG_INFINITY), "-inf");
+        assert_eq!(short_number(-0.0), "0");
+        for v in [1e308, 3.3e-7, 123.456, 1e15, 0.000_123_4] {
+            let s = short_number(v);
+            assert!(s.len() <= 24, "{s}");
+            assert_eq!(s.parse::<f64>().unwrap(), v, "{s} reads back");
+        }
+    }
+}
