@@ -70,7 +70,7 @@ pub fn MeasuredCard(run: Arc<MeasuredRun>) -> impl IntoView {
         <div class="measured-card" data-testid="measured-run">
             <p class="help">
                 <strong>"measured "</strong>
-                {format!("{} devices, {stages} stages, {microbatches} microbatches, {passes} passes{step}", devices)}
+                {format!("{devices} devices, {stages} stages, {microbatches} microbatches, {passes} passes{step}")}
             </p>
             <p class="measured-step" data-testid="measured-step">"step " {format_micros(run.step_time)}</p>
             <p class="help" data-testid="measured-prediction">{prediction}</p>
