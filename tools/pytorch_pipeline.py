@@ -642,7 +642,13 @@ def cmd_trace(args):
     failure = launch(job, devices, timeout=args.timeout)
     if failure:
         shutil.rmtree(workdir, ignore_errors=True)
-        raise UserError(f"the traced run failed: {failure}", "run the same schedule with `run` to see whether PyTorch accepts it")
+        shutil.rmtree(outdir, ignore_errors=True)  # nothing half-written is left behind
+        hint = (
+            f"check the file with `tools/pytorch-check.sh run {args.csv} --format {fmt}`"
+            if args.csv
+            else "each class's constraints on P, stages per rank and M are in tools/PYTORCH-NOTES.md"
+        )
+        raise UserError(f"the traced run failed: {failure}", hint)
     with open(os.path.join(workdir, "orders.json")) as f:
         orders = json.load(f)
     shutil.rmtree(workdir, ignore_errors=True)

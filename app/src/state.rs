@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use bubblescope::bounds::Standing;
 use bubblescope::gaps::Causes;
+use bubblescope::measured::MeasuredRun;
 use bubblescope::permalink::{Permalink, Settings};
+use bubblescope::sim::PerOpTimes;
 use bubblescope::units::Units;
 use bubblescope::{
     family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Family, Field, Schedule, ScheduleParams, BASELINE,
@@ -193,6 +195,19 @@ pub struct LoadedFile {
     pub schedule: Option<Arc<Schedule>>,
     /// Everything the import found wrong or noteworthy, with rows and columns.
     pub diagnostics: Vec<Diagnostic>,
+    /// Times measured per op, when the file is a measured run (a profiler trace, or
+    /// Bubblescope JSON with times): the schedule replays at them.
+    pub times: Option<PerOpTimes>,
+    /// The run read from profiler traces: its fitted costs and how they predict it.
+    pub measured: Option<Arc<MeasuredRun>>,
+}
+
+impl LoadedFile {
+    /// The costs a measured run's times come with (memory, and the predicted replay).
+    pub fn measured_costs(&self) -> Option<bubblescope::Costs> {
+        let run = self.measured.as_ref()?;
+        Some(run.fitted().costs(run.schedule.devices()))
+    }
 }
 
 /// Everything components share, provided once as context.
@@ -291,14 +306,42 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
         let computed = Computed::failed("file".into(), file.name.clone(), UiError { field: None, message });
         return (computed, params.clone());
     };
-    let run =
-        bubblescope::formats::analyze_file(&file.name, (**schedule).clone(), params.costs.clone(), params.mem_limit);
+    let costs = file.measured_costs().unwrap_or_else(|| params.costs.clone());
+    let run = bubblescope::formats::analyze_file_timed(
+        &file.name,
+        (**schedule).clone(),
+        costs,
+        params.mem_limit,
+        file.times.as_ref(),
+    );
+    let label = file.measured.as_ref().map_or(run.label, |m| m.label());
+    let mut run_params = run.params;
+    if file.times.is_some() {
+        run_params.units = bubblescope::units::Units::Measured;
+    }
     let computed = match run.analysis {
-        Ok(a) => Computed::analyzed("file".into(), run.label, None, &run.params, a, true),
-        Err(e) => Computed::failed("file".into(), run.label, UiError::from_analyze(e)),
+        Ok(a) => Computed::analyzed("file".into(), label, None, &run_params, a, true),
+        Err(e) => Computed::failed("file".into(), label, UiError::from_analyze(e)),
     };
-    (computed, run.params)
+    (computed, run_params)
 }
+
+/// A measured run's orders at the costs fitted from it (`params` the run's, their costs
+/// replaced): the plan's prediction, drawn below the run.
+fn compute_predicted(file: &LoadedFile, params: &ScheduleParams) -> Option<Computed> {
+    let (schedule, costs) = (file.schedule.as_ref()?, file.measured_costs()?);
+    let label = "predicted: the same orders at the fitted costs".to_string();
+    Some(match bubblescope::analyze((**schedule).clone(), &costs) {
+        Ok(a) => {
+            let p = ScheduleParams { costs, ..params.clone() };
+            Computed::analyzed(PREDICTED.into(), label, None, &p, a, false)
+        }
+        Err(e) => Computed::failed(PREDICTED.into(), label, UiError::from_analyze(e)),
+    })
+}
+
+/// The name of the predicted replay in an outcome's compared schedules.
+pub const PREDICTED: &str = "predicted";
 
 /// The families the settings compute without a file, each with its own parameters: the
 /// chosen one, the compared ones and the baseline (1F1B, unless it is the chosen one).
@@ -327,8 +370,10 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Place) ->
     let (main, params, compare, baseline) = match file {
         Some(file) => {
             let (main, params) = compute_file(file, &settings.params);
-            let compare =
-                settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units(), false)).collect();
+            let compare = compute_predicted(file, &params)
+                .into_iter()
+                .chain(settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units(), false)))
+                .collect();
             let baseline = baseline_of(&params, budget);
             (main, params, compare, baseline)
         }
@@ -464,14 +509,23 @@ impl AppState {
         self.view.update(|v| v.range = None);
     }
 
-    /// What the numbers mean: µs and bytes when the costs come from a model.
+    /// What the numbers mean: µs and bytes when the costs come from a model, µs for a
+    /// measured run.
     pub fn units(&self) -> bubblescope::units::Units {
-        self.link.with(|l| l.model.units())
+        if self.file.with(|f| f.as_ref().is_some_and(|f| f.times.is_some())) {
+            bubblescope::units::Units::Measured
+        } else {
+            self.link.with(|l| l.model.units())
+        }
     }
 
     /// [`AppState::units`] outside a reactive context.
     pub fn units_untracked(&self) -> bubblescope::units::Units {
-        self.link.with_untracked(|l| l.model.units())
+        if self.file.with_untracked(|f| f.as_ref().is_some_and(|f| f.times.is_some())) {
+            bubblescope::units::Units::Measured
+        } else {
+            self.link.with_untracked(|l| l.model.units())
+        }
     }
 
     /// The error for `field` in the current outcome, if any.
