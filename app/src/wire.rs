@@ -831,7 +831,7 @@ mod tests {
         // Communication and unequal stages: every part of the split, gaps that waited for a
         // hop, a memory part (zb-v under a limit) and a bound.
         let (link, warnings) =
-            bubblescope::permalink::parse("schedule=zb-v&devices=4&microbatches=8&f=1,1,2,1&comm=0.5&mem-limit=3");
+            bubblescope::permalink::parse("schedule=zb-v&devices=4&microbatches=8&f=1,1,2,1&comm=0.5&mem-limit=4.5");
         assert!(warnings.is_empty(), "{warnings:?}");
         let main = computed("zb-v", &link.params);
         let extras = main.extras.clone().unwrap();

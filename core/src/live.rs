@@ -177,7 +177,8 @@ mod tests {
     fn small_runs_stay_on_the_page_and_large_ones_go_to_the_worker() {
         let f = family("1f1b").unwrap();
         assert_eq!(place([(f, ScheduleParams::new(4, 8))]), Place::Page);
-        assert_eq!(place([(f, ScheduleParams::new(32, 256))]), Place::Worker);
+        assert_eq!(place([(f, ScheduleParams::new(32, 256))]), Place::Page, "16,384 passes");
+        assert_eq!(place([(f, ScheduleParams::new(64, 256))]), Place::Worker, "32,768 passes");
         let refused = ScheduleParams::new(65, 8);
         assert!(matches!(admit(f, &refused, Place::Worker), Err(Refusal::Devices(65))));
         assert_eq!(place([(f, refused)]), Place::Page, "a refusal costs nothing");

@@ -66,7 +66,7 @@ pub struct Settings {
 
 impl Settings {
     /// What the numbers mean: µs and bytes when the costs come from a model.
-    pub fn units(&self) -> crate::units::Units {
+    pub fn units(&self) -> Units {
         self.model.units()
     }
 
@@ -145,7 +145,7 @@ impl Settings {
                 let overlap = params.costs.overlap;
                 params.costs = derived?.costs();
                 params.costs.overlap = overlap;
-                params.units = crate::units::Units::Model;
+                params.units = Units::Model;
                 Ok(params)
             }
         }
@@ -218,7 +218,7 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             }
             "mem-limit" => match num(&value) {
                 Some(v) => p.mem_limit = Some(v),
-                None if parse_limit(&value, Units::Model).is_ok() => sized_limit = Some(value.clone()),
+                None if crate::model::parse_bytes(&value, Field::MemLimit).is_ok() => sized_limit = Some(value.clone()),
                 None => bad("a number ≥ 0, or a size like 80GiB with a model"),
             },
             _ if model_field(&key).is_some() => {
