@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 
 use crate::families::Family;
 use crate::params::{Costs, ScheduleParams, StageCosts};
-use crate::schedule::{Pass, PassKind, Schedule};
+use crate::schedule::{Op, Pass, PassKind, Schedule};
 use crate::sim::{dependency, provides, DepClass};
 use crate::stats::{device_work, ideal_work, Stats};
 
@@ -174,22 +174,45 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
     // Group passes by unit (microbatch, slice); count units by shape.
     let slices = schedule.slices.max(1) as usize;
     let units = schedule.microbatches as usize * slices;
-    let mut shapes_of: Vec<Vec<(u32, u8)>> = vec![Vec::new(); units];
-    for op in schedule.orders.iter().flatten() {
-        for p in op.passes() {
+    // A pass's (stage, kind) as one number, in the order of the pair.
+    let kinds = PassKind::ALL.len();
+    let mut shapes_of = Groups::new(units, |put| {
+        each_pass(schedule, |_, p| {
             let u = p.microbatch as usize * slices + p.slice as usize;
-            if let Some(v) = shapes_of.get_mut(u) {
-                v.push((p.stage, p.kind.index() as u8));
+            if u < units {
+                put(u, p.stage as usize * kinds + p.kind.index());
             }
-        }
-    }
+        });
+    });
+    let keys = shapes_of.items.iter().max().map_or(0, |&k| k + 1);
     let mut shapes: BTreeMap<Vec<(u32, u8)>, u64> = BTreeMap::new();
-    for mut v in shapes_of {
+    let (mut counts, mut shape) = (Vec::new(), Vec::new());
+    for u in 0..units {
+        let v = shapes_of.group_mut(u);
         if v.is_empty() {
             continue;
         }
-        v.sort_unstable();
-        *shapes.entry(v).or_insert(0) += 1;
+        // Sorted, by counting when there are few keys for the passes.
+        shape.clear();
+        if keys <= 4 * v.len() {
+            counts.clear();
+            counts.resize(keys, 0u32);
+            for &k in v.iter() {
+                counts[k] += 1;
+            }
+            for (k, &n) in counts.iter().enumerate() {
+                shape.extend(std::iter::repeat_n(((k / kinds) as u32, (k % kinds) as u8), n as usize));
+            }
+        } else {
+            v.sort_unstable();
+            shape.extend(v.iter().map(|&k| ((k / kinds) as u32, (k % kinds) as u8)));
+        }
+        match shapes.get_mut(shape.as_slice()) {
+            Some(count) => *count += 1,
+            None => {
+                shapes.insert(shape.clone(), 1);
+            }
+        }
     }
 
     let mut facts: Vec<DeviceFacts> = vec![DeviceFacts::default(); devices];
@@ -331,16 +354,15 @@ fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
         (p.microbatch < schedule.microbatches && (p.slice as usize) < slices)
             .then(|| p.microbatch as usize * slices + p.slice as usize)
     };
-    let mut on_device: Vec<Vec<Pass>> = vec![Vec::new(); units * devices];
-    for (d, order) in schedule.orders.iter().enumerate() {
-        for p in order.iter().flat_map(|op| op.passes()) {
+    let on_device = Groups::new(units * devices, |put| {
+        each_pass(schedule, |d, p| {
             if let Some(u) = unit(p) {
-                on_device[u * devices + d].push(p);
+                put(u * devices + d, p);
             }
-        }
-    }
+        });
+    });
     let held_before = |p: Pass, d: usize| -> f64 {
-        let Some(mine) = unit(p).map(|u| &on_device[u * devices + d]) else { return 0.0 };
+        let Some(mine) = unit(p).map(|u| on_device.group(u * devices + d)) else { return 0.0 };
         let mut held = 0.0;
         for &q in mine.iter().filter(|&&q| q != p) {
             // `q` has run before `p` when `p` waits for it, and may have unless it waits for `p`.
@@ -364,6 +386,60 @@ fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
         }
     }
     least
+}
+
+/// Calls `f` with each pass of `schedule` and its device, in the devices' orders.
+fn each_pass(schedule: &Schedule, mut f: impl FnMut(usize, Pass)) {
+    for (d, order) in schedule.orders.iter().enumerate() {
+        for op in order {
+            match *op {
+                Op::One(p) => f(d, p),
+                Op::Pair(a, b) => {
+                    f(d, a);
+                    f(d, b);
+                }
+            }
+        }
+    }
+}
+
+/// Items grouped by an index in `0..groups`, each group in the order the items came: one
+/// flat buffer (two passes over the items) instead of a vector per group.
+struct Groups<T> {
+    /// Where each group starts in `items`; the last entry is the end.
+    starts: Vec<usize>,
+    items: Vec<T>,
+}
+
+impl<T: Copy> Groups<T> {
+    /// Groups what `each` yields, `(group, item)`; it is called twice (once to count, once
+    /// to place).
+    fn new(groups: usize, each: impl Fn(&mut dyn FnMut(usize, T))) -> Groups<T> {
+        let mut starts = vec![0usize; groups + 1];
+        let mut fill = None;
+        each(&mut |g, t| {
+            starts[g + 1] += 1;
+            fill.get_or_insert(t);
+        });
+        for g in 0..groups {
+            starts[g + 1] += starts[g];
+        }
+        let mut items = fill.map(|t| vec![t; starts[groups]]).unwrap_or_default();
+        let mut next = starts.clone();
+        each(&mut |g, t| {
+            items[next[g]] = t;
+            next[g] += 1;
+        });
+        Groups { starts, items }
+    }
+
+    fn group(&self, g: usize) -> &[T] {
+        &self.items[self.starts[g]..self.starts[g + 1]]
+    }
+
+    fn group_mut(&mut self, g: usize) -> &mut [T] {
+        &mut self.items[self.starts[g]..self.starts[g + 1]]
+    }
 }
 
 /// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`.
