@@ -19,9 +19,10 @@ pub struct Cli {
 pub enum Command {
     /// Generate (or read) and simulate a schedule; print its cost, bubble and memory.
     ///
-    /// Cost is the longest device span; ideal is the busiest device's work (the sum of its
+    /// Cost is the longest device span; ideal is the mean device's work (the sum of its
     /// passes, an overlapped F&B pair counted at its --overlap time), so the bubble rate
-    /// (cost − ideal) / cost is never negative.
+    /// (cost − ideal) / cost is the share of GPU time idle: the Zero Bubble papers' rate with
+    /// equal stages, which is also printed against the busiest device's work.
     Simulate(SimulateArgs),
     /// Draw schedules on one time axis as an SVG figure.
     Render(RenderArgs),

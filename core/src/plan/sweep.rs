@@ -11,7 +11,7 @@
 //! is listed as invalid with that reason, so every listed run fits its limit.
 
 use super::pareto::ParetoPoint;
-use crate::attribution::{attribute, Parts};
+use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
@@ -268,7 +268,7 @@ impl SweepSpec {
 }
 
 /// Runs one combination as `simulate` would: generate, validate, simulate, measure
-/// ([`crate::run`]), then split the bubble ([`attribute`]).
+/// ([`crate::run`]), then split the bubble ([`overall`], as `simulate` splits it).
 ///
 /// # Errors
 /// An [`InvalidRun`] with the reason when the family cannot take the parameters, the schedule
@@ -301,7 +301,7 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
             return Err(InvalidRun { spec, error });
         }
     }
-    let attribution = attribute(&analysis.schedule, &spec.params.costs, &analysis.stats).ok().map(|a| a.overall);
+    let attribution = overall(&analysis.schedule, &spec.params.costs, &analysis.stats).ok();
     let chunks = analysis.schedule.placement.chunks_per_device();
     let stages = analysis.schedule.placement.stages_per_pipeline();
     Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, pareto: false })

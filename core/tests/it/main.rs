@@ -5,6 +5,7 @@ mod architecture;
 mod formats;
 mod gaps;
 mod golden;
+mod headline;
 mod optimal;
 mod pareto;
 mod properties;
