@@ -109,8 +109,8 @@ impl BubbleMeasure {
     /// Where the measure comes from.
     pub fn origin(self) -> &'static str {
         match self {
-            BubbleMeasure::OverCost => "of GPU time idle (the papers' with equal stages)",
-            BubbleMeasure::Paper => "Zero Bubble papers: M·(F+B+W) of the busiest device",
+            BubbleMeasure::OverCost => "of GPU time idle",
+            BubbleMeasure::Paper => "Zero Bubble papers, busiest device",
             BubbleMeasure::OverIdeal => "Megatron, DualPipe, ZB playground",
             BubbleMeasure::IdleOverMakespan => "utilisation view",
         }
