@@ -6,6 +6,7 @@ mod output;
 mod plan;
 mod report;
 mod sweep;
+mod trace;
 
 use std::io::Write as _;
 use std::path::Path;
@@ -18,7 +19,7 @@ use bubblescope::render::{
     figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
 };
 use bubblescope::units::short_number;
-use bubblescope::units::{format_number, Units};
+use bubblescope::units::Units;
 use bubblescope::{analyze, family, generate, Analysis, Costs, ScheduleParams, FAMILIES};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
@@ -51,6 +52,7 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::Costs(args) => costs::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Trace(args) => trace::run(&args),
     }
 }
 
@@ -117,6 +119,9 @@ fn import(
 }
 
 fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
+    if !is_std(path) && trace::is_trace(path) {
+        return measured_subject(file, path, costs);
+    }
     let (schedule, file_costs) = import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
     let name = match path.file_name() {
         _ if is_std(path) => "standard input".to_string(),
@@ -127,6 +132,33 @@ fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> 
     let run = formats::analyze_file(&name, schedule, costs.costs(file_costs.as_ref(), devices)?, costs.mem_limit()?);
     let analysis = run.analysis.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(Subject { name: path.display().to_string(), label: run.label, params: run.params, family: None, analysis })
+}
+
+/// A measured run read with `--from DIR`: its executed orders at their measured times.
+fn measured_subject(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
+    if file.from_format.is_some() || file.dialect.is_some() || file.merge_bw {
+        return Err(user_error(
+            &format!(
+                "{} holds profiler traces: --from-format, --dialect and --merge-bw read schedule files",
+                path.display()
+            ),
+            &["remove them; a trace's actions are PyTorch's current dialect as the runtime ran them"],
+        ));
+    }
+    if costs.costs_from.is_some() || costs.model.given() || !costs.hand_set_empty() {
+        return Err(user_error(
+            &format!("{} is a measured run: its times are measured, so cost flags do not apply", path.display()),
+            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
+        ));
+    }
+    let run = trace::load(&[path.to_path_buf()], None)?;
+    for note in run.notes.iter().chain(&run.fitted().notes) {
+        eprintln!("note: {note}");
+    }
+    let analysis = run.analysis().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut params = run.params();
+    params.mem_limit = costs.mem_limit()?;
+    Ok(Subject { name: path.display().to_string(), label: run.label(), params, family: None, analysis })
 }
 
 /// With `--from`, the family flags that the file decides must not be given: `--devices` and
@@ -352,7 +384,12 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         causes: args.causes,
         mem_limit: args.costs.mem_limit()?,
         theme,
-        units: args.costs.units(),
+        // A measured run's times are µs whatever the cost flags say.
+        units: if subjects.iter().any(|s| s.params.units == Units::Measured) {
+            Units::Measured
+        } else {
+            args.costs.units()
+        },
         ..FigureOptions::default()
     };
     let svg = if args.animate {
@@ -399,12 +436,7 @@ fn list(args: &ListArgs) -> Result<()> {
 /// the like when costs come from a model).
 fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
     let Some(shown) = limit else { return };
-    // Four digits in the cost unit (three, `Units::memory`'s, could print a peak just above
-    // the limit as the limit).
-    let memory = |v: f64| match units {
-        Units::Model => units.memory(v),
-        Units::Cost => format_number(v, 4),
-    };
+    let memory = |v: f64| units.memory_detail(v);
     for d in analysis.stats.per_device.iter().filter(|d| d.over(limit)) {
         let _ = writeln!(
             std::io::stderr(),

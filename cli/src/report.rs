@@ -210,13 +210,13 @@ pub fn table(
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
     // Per-device shares when they differ (`F 1,1,1,3`), in µs and bytes for a model.
-    let units = if derived.is_some() { Units::Model } else { Units::Cost };
+    let units = if derived.is_some() { Units::Model } else { params.units };
     let devices = params.devices as usize;
     let share = |i: usize, scalar: f64| -> String {
         let show = |v: f64| match (units, i >= 3) {
-            (Units::Model, false) => format_micros(v),
+            (Units::Model | Units::Measured, false) => format_micros(v),
             (Units::Model, true) => bubblescope::units::format_bytes(v),
-            (Units::Cost, _) => cn(v),
+            (Units::Cost, _) | (Units::Measured, true) => cn(v),
         };
         let values: Vec<f64> = match &c.profile {
             Some(p) if !p.is_uniform() => (0..devices).map(|k| p.share(k, devices)[i]).collect(),
@@ -234,7 +234,7 @@ pub fn table(
         share(0, c.f),
         share(1, c.b),
         share(2, c.w),
-        if units == Units::Model { format_micros(c.comm) } else { cn(c.comm) },
+        if units.micros() { format_micros(c.comm) } else { cn(c.comm) },
         c.overlap.map(|o| format!(" · F&B {}", cn(o))).unwrap_or_default(),
         share(3, c.mem_f),
         share(4, c.mem_w())

@@ -21,6 +21,7 @@ pub mod error;
 pub mod families;
 pub mod formats;
 pub mod gaps;
+pub mod measured;
 pub mod model;
 pub mod optimal;
 pub mod params;

@@ -65,15 +65,9 @@ pub fn AttributionBar() -> impl IntoView {
         );
     });
     // In µs (ms, s) when the costs come from a model, as the tiles print them.
-    let n = move |v: f64| match state.units() {
-        bubblescope::units::Units::Model => bubblescope::units::format_micros(v),
-        bubblescope::units::Units::Cost => format_number(v, 4),
-    };
+    let n = move |v: f64| state.units().time_detail(v);
     // Memory in GiB (MiB, …) with a model, as the memory tiles print it.
-    let mem = move |v: f64| match state.units() {
-        bubblescope::units::Units::Model => bubblescope::units::format_bytes(v),
-        bubblescope::units::Units::Cost => format_number(v, 4),
-    };
+    let mem = move |v: f64| state.units().memory_detail(v);
     view! {
         <Show when=move || shown.with(Option::is_some)>
             {move || shown.get().map(|s| {

@@ -2,7 +2,7 @@
 
 use bubblescope::model::{verdict, Holding};
 use bubblescope::units::format_bytes;
-use bubblescope::units::{format_micros, format_number, Units};
+use bubblescope::units::{format_micros, format_number};
 use bubblescope::{family, BubbleMeasure};
 use leptos::prelude::*;
 
@@ -20,16 +20,19 @@ fn holdings(state: AppState) -> Memo<Option<Vec<Holding>>> {
 /// Times and memory in the model's units (µs, bytes) when costs come from a model, else as
 /// the CLI prints them.
 fn time_text(state: AppState, v: f64) -> String {
-    match state.units() {
-        Units::Model => format_micros(v),
-        Units::Cost => n(v),
+    let units = state.units();
+    if units.micros() {
+        format_micros(v)
+    } else {
+        n(v)
     }
 }
 
 fn memory_text(state: AppState, v: f64) -> String {
-    match state.units() {
-        Units::Model => format_bytes(v),
-        Units::Cost => n(v),
+    if state.units().bytes() {
+        format_bytes(v)
+    } else {
+        n(v)
     }
 }
 

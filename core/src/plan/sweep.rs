@@ -285,9 +285,12 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
             let aware: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::MemLimit)).map(|f| f.name).collect();
             // Nearest, not rounded up as in the families' errors: a peak just above the limit
             // must not print as the limit rounded up.
-            let size = |v: f64| match spec.params.units {
-                crate::units::Units::Model => crate::units::format_bytes(v),
-                crate::units::Units::Cost => crate::units::short_number(v),
+            let size = |v: f64| {
+                if spec.params.units.bytes() {
+                    crate::units::format_bytes(v)
+                } else {
+                    crate::units::short_number(v)
+                }
             };
             let error = crate::error::with_hints(
                 &format!(
