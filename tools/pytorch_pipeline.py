@@ -642,7 +642,13 @@ def cmd_trace(args):
     failure = launch(job, devices, timeout=args.timeout)
     if failure:
         shutil.rmtree(workdir, ignore_errors=True)
-        raise UserError(f"the traced run failed: {failure}", "run the same schedule with `run` to see whether PyTorch accepts it")
+        shutil.rmtree(outdir, ignore_errors=True)  # nothing half-written is left behind
+        hint = (
+            f"check the file with `tools/pytorch-check.sh run {args.csv} --format {fmt}`"
+            if args.csv
+            else "each class's constraints on P, stages per rank and M are in tools/PYTORCH-NOTES.md"
+        )
+        raise UserError(f"the traced run failed: {failure}", hint)
     with open(os.path.join(workdir, "orders.json")) as f:
         orders = json.load(f)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -732,7 +738,9 @@ def rank_summary(trace, step=None):
         start, end = s["ts"], s["ts"] + s["dur"]
         if COMPUTE_NAME.match(s["name"]):
             # Waiting for a receive happens before the first operator of the pass.
-            first = next((o["ts"] for o in ops if start <= o["ts"] < end and o["name"] not in ("aten::empty",)), end)
+            # Buffers allocated for a receive (aten::empty*) and the receive itself come before
+            # the wait: not work.
+            first = next((o["ts"] for o in ops if start <= o["ts"] < end and not o["name"].startswith(("aten::empty", "c10d::"))), end)
             busy = end - first
             compute += busy
             wait += first - start
@@ -787,10 +795,32 @@ def print_summary(directory, out):
         print(f"  {kind}: {len(times)} passes, median {times[len(times) // 2] / 1000:.2f} ms, min {times[0] / 1000:.2f}, max {times[-1] / 1000:.2f}", file=out)
 
 
+def summary_json(directory):
+    """The same numbers as print_summary, for tests: an independent reading of the traces."""
+    files = sorted(f for f in os.listdir(directory) if ".pt.trace.json" in f)
+    ranks = []
+    for name in files:
+        trace = load_trace(os.path.join(directory, name))
+        rank = (trace.get("distributedInfo") or {}).get("rank", len(ranks))
+        s = rank_summary(trace)
+        if s:
+            ranks.append({"rank": rank, "file": name, "step": s["step"], "start": s["start"], "end": s["end"],
+                          "compute": s["compute"], "wait": s["wait"], "comm": s["comm"],
+                          "passes": [{"label": l, "dur": d, "busy": b} for l, d, b in s["passes"]]})
+    ranks.sort(key=lambda r: r["rank"])
+    step = max(r["end"] for r in ranks) - min(r["start"] for r in ranks) if ranks else None
+    return {"made_by": "tools/pytorch-check.sh summarize --json (Python, independent of Bubblescope)",
+            "step_time": step, "ranks": ranks}
+
+
 def cmd_summarize(args):
     if not os.path.isdir(args.dir):
         raise UserError(f"{args.dir} is not a directory", "give a directory written by `trace`")
-    print_summary(args.dir, sys.stdout)
+    if args.json:
+        json.dump(summary_json(args.dir), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_summary(args.dir, sys.stdout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1265,6 +1295,7 @@ def parser():
 
     s = sub.add_parser("summarize", help="what a trace directory measured, per rank")
     s.add_argument("dir", metavar="DIR")
+    s.add_argument("--json", action="store_true", help="print the numbers as JSON (the tests read them as an independent reading)")
 
     d = sub.add_parser("dump", help="PyTorch's CSV dumps of all its schedule classes (and the ZB1P grid)")
     d.add_argument("outdir", metavar="OUTDIR")

@@ -102,7 +102,7 @@ fn import(
     format: Option<&str>,
     dialect_name: Option<&str>,
     merge_bw: bool,
-) -> Result<(bubblescope::Schedule, Option<Costs>)> {
+) -> Result<(bubblescope::Schedule, Option<Costs>, Option<bubblescope::sim::PerOpTimes>)> {
     let text = read_input(path)?;
     let name = path.display().to_string();
     let format = formats::detect(&name, &text, format).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -115,23 +115,40 @@ fn import(
         let _ = writeln!(std::io::stderr(), "{}", imported.report());
     }
     let schedule = imported.schedule.with_context(|| format!("{} holds no schedule", formats::sanitize(&name)))?;
-    Ok((schedule, imported.costs))
+    Ok((schedule, imported.costs, imported.times))
 }
 
 fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
     if !is_std(path) && trace::is_trace(path) {
         return measured_subject(file, path, costs);
     }
-    let (schedule, file_costs) = import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
+    let (schedule, file_costs, times) =
+        import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
     let name = match path.file_name() {
         _ if is_std(path) => "standard input".to_string(),
         Some(n) => n.to_string_lossy().into_owned(),
         None => path.display().to_string(),
     };
     let devices = schedule.devices();
-    let run = formats::analyze_file(&name, schedule, costs.costs(file_costs.as_ref(), devices)?, costs.mem_limit()?);
+    if times.is_some() && (costs.model.given() || !costs.hand_set_empty() || costs.costs_from.is_some()) {
+        return Err(user_error(
+            &format!("{} is a measured run: its times are measured, so cost flags do not apply", path.display()),
+            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
+        ));
+    }
+    let run = formats::analyze_file_timed(
+        &name,
+        schedule,
+        costs.costs(file_costs.as_ref(), devices)?,
+        costs.mem_limit()?,
+        times.as_ref(),
+    );
     let analysis = run.analysis.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok(Subject { name: path.display().to_string(), label: run.label, params: run.params, family: None, analysis })
+    let mut params = run.params;
+    if times.is_some() {
+        params.units = Units::Measured;
+    }
+    Ok(Subject { name: path.display().to_string(), label: run.label, params, family: None, analysis })
 }
 
 /// A measured run read with `--from DIR`: its executed orders at their measured times.
@@ -402,8 +419,13 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
 
 fn convert(args: &ConvertArgs) -> Result<()> {
     refuse_overwrite(&args.input, &args.output)?;
-    let (schedule, file_costs) =
-        import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?;
+    let measured = (!is_std(&args.input) && trace::is_trace(&args.input))
+        .then(|| trace::load(std::slice::from_ref(&args.input), None))
+        .transpose()?;
+    let (schedule, file_costs, times) = match &measured {
+        Some(run) => (run.schedule.clone(), Some(run.fitted().costs(run.schedule.devices())), Some(run.op_times())),
+        None => import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?,
+    };
     let to = match args.to_format.as_deref() {
         Some(name) => Format::from_name(name).map_err(|e| anyhow::anyhow!("{e}"))?,
         None => Format::from_extension(&args.output.to_string_lossy()).ok_or_else(|| {
@@ -416,7 +438,15 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     let costs = args.costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     let options = ExportOptions { dialect: dialect(args.to_dialect.as_deref())?.unwrap_or_default() };
-    let text = formats::export(&schedule, Some(&costs), to, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let text = match (&times, to) {
+        // A measured run keeps its times: JSON carries them, a trace shows them.
+        (Some(times), Format::Json) => formats::export_json_timed(&schedule, Some(&costs), Some(times)),
+        (Some(times), Format::Perfetto) => {
+            let analysis = bubblescope::analyze_timed(schedule, &costs, times).map_err(|e| anyhow::anyhow!("{e}"))?;
+            formats::export_perfetto(&analysis.schedule, &analysis.timeline).map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+        _ => formats::export(&schedule, Some(&costs), to, &options).map_err(|e| anyhow::anyhow!("{e}"))?,
+    };
     write_output(&args.output, text.as_bytes())
 }
 

@@ -103,7 +103,12 @@ pub fn report_json(run: &MeasuredRun) -> Result<serde_json::Value> {
     let per_device: Vec<serde_json::Value> = run
         .devices
         .iter()
-        .map(|d| {
+        .zip(&run.ops)
+        .map(|(d, ops)| {
+            let passes: Vec<serde_json::Value> = ops
+                .iter()
+                .map(|o| json!({ "action": o.label, "start": o.span_start, "work": o.work_start, "end": o.end, "wait": o.waited }))
+                .collect();
             json!({
                 "device": d.device,
                 "start": d.start,
@@ -113,6 +118,7 @@ pub fn report_json(run: &MeasuredRun) -> Result<serde_json::Value> {
                 "wait": d.wait,
                 "overhead": d.overhead,
                 "order": d.order,
+                "passes": passes,
             })
         })
         .collect();

@@ -114,7 +114,7 @@ impl Fitted {
             let (d, i) = o.input_from?;
             let ops = run.ops.get(d as usize)?;
             let producer = ops.get(i as usize)?;
-            Some((o.work_start - producer.end - tail(ops, i as usize)).max(0.0))
+            Some(o.work_start - producer.end - tail(ops, i as usize))
         };
         // A pass's own code before its first operator is no wait: only a wait well above the
         // usual such time (that of passes with no input to await) shows the hop.
@@ -130,12 +130,12 @@ impl Fitted {
             .filter_map(hop)
             .collect();
         let comm = match median(waited) {
-            Some(c) => c,
+            Some(c) => c.max(0.0),
             None => {
                 let slack = run.ops.iter().flatten().filter_map(hop).fold(f64::INFINITY, f64::min);
                 if slack.is_finite() {
                     notes.push("no pass waited for an input: the hop is at most the smallest slack seen".to_string());
-                    slack
+                    slack.max(0.0)
                 } else {
                     0.0
                 }

@@ -4,7 +4,7 @@
 use super::fit::Fitted;
 use super::run::MeasuredRun;
 use crate::params::StageCosts;
-use crate::sim::{simulate, simulate_timed, Timeline};
+use crate::sim::{simulate, simulate_timed, OpTimes, Timeline};
 
 /// The same orders run through the simulator.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +30,7 @@ impl MeasuredRun {
     /// Never for a run [`assemble`] built (its orders are a checked schedule).
     pub fn replay_measured(&self) -> Result<Replay, crate::SimError> {
         let memory = StageCosts::for_schedule(&self.fitted().costs(self.schedule.devices()), &self.schedule);
-        let timeline = simulate_timed(&self.schedule, &self.op_times(memory))?;
+        let timeline = simulate_timed(&self.schedule, &OpTimes { times: self.op_times(), memory })?;
         Ok(self.replay_of(timeline, true))
     }
 

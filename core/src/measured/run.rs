@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 use super::trace::{RankTrace, Span, Step, Track};
 use super::TraceError;
 use crate::formats::{compute_action, import, Dialect, Format, ImportOptions};
-use crate::params::StageCosts;
 use crate::schedule::{Op, PassKind, Schedule};
-use crate::sim::{dependency, KeySpace, OpTimes};
+use crate::sim::{dependency, KeySpace, PerOpTimes};
 use crate::units::format_micros;
 
 /// One executed pass (or overlapped pair), times in µs from the step's start.
@@ -25,7 +24,7 @@ pub struct MeasuredOp {
     pub label: String,
     /// When the runtime began the action.
     pub span_start: f64,
-    /// When its work began: its first operator, and never before its input arrived.
+    /// When its work began: its first operator (allocations and receives aside).
     pub work_start: f64,
     /// When it ended.
     pub end: f64,
@@ -33,7 +32,8 @@ pub struct MeasuredOp {
     pub waited: f64,
     /// The device's time before the pass on other work (runtime, sends, receives posted).
     pub lead: f64,
-    /// From the awaited input's end on its device to `work_start` (0 with no such input).
+    /// From the awaited input's end on its device to `work_start` (0 with no such input;
+    /// negative when the producer's span holds its send, as GPipe's does).
     pub hop: f64,
     /// The op on another device whose result it waited for last: (device, position).
     pub input_from: Option<(u32, u32)>,
@@ -133,8 +133,8 @@ pub fn assemble(traces: Vec<RankTrace>, step: Option<u64>) -> Result<MeasuredRun
                 .collect()
         })
         .collect();
+    check_complete(&ranks, &compute, step)?;
     let schedule = executed_schedule(&ranks, &compute)?;
-    check_complete(&ranks, &compute, &schedule, step)?;
     let offsets = align(&ranks, &compute, &schedule)?;
     if offsets.iter().any(|&o| o != 0.0) {
         let moved: Vec<String> = offsets
@@ -217,8 +217,8 @@ fn order_ranks(traces: Vec<RankTrace>) -> Result<Vec<RankTrace>, TraceError> {
     }
     let missing: Vec<String> = (0..expected).filter(|r| !by_rank.contains_key(r)).map(|r| r.to_string()).collect();
     if !missing.is_empty() {
-        let noun = if missing.len() == 1 { "rank" } else { "ranks" };
-        return Err(TraceError::run(format!("{noun} {} of the run's {expected} are missing", missing.join(", ")))
+        let (noun, verb) = if missing.len() == 1 { ("rank", "is") } else { ("ranks", "are") };
+        return Err(TraceError::run(format!("{noun} {} of the run's {expected} {verb} missing", missing.join(", ")))
             .hint("give every rank's trace: torch.profiler writes one file per rank"));
     }
     Ok(by_rank.into_values().collect())
@@ -305,6 +305,38 @@ fn choose_step(
     let has_compute = |r: usize, w: (f64, f64)| {
         classified[r].iter().any(|(s, k)| matches!(k, Kind::Compute(_)) && s.start >= w.0 - 1e-6 && s.end <= w.1 + 1e-6)
     };
+    let chosen = choose_window(ranks, asked, window, has_compute)?;
+    same_run(ranks, &chosen.1)?;
+    Ok(chosen)
+}
+
+/// Refuses ranks of one host whose steps do not overlap in time: traces of different runs.
+fn same_run(ranks: &[RankTrace], windows: &[Window]) -> Result<(), TraceError> {
+    let host = ranks[0].host.as_deref();
+    if host.is_none() || ranks.iter().any(|r| r.host.as_deref() != host) {
+        return Ok(()); // Other hosts may run other clocks: `align` takes care of them.
+    }
+    let latest_start = windows.iter().map(|w| w.0).fold(f64::NEG_INFINITY, f64::max);
+    let earliest_end = windows.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
+    if latest_start > earliest_end {
+        let late = windows.iter().position(|w| w.0 == latest_start).unwrap_or(0);
+        return Err(TraceError::rank(
+            &ranks[late].source,
+            late as u32,
+            "its step does not overlap the other ranks' steps on the same host: these are traces of different runs",
+        )
+        .hint("give the traces of one run, one file per rank"));
+    }
+    Ok(())
+}
+
+/// The step and its windows (see [`choose_step`]).
+fn choose_window(
+    ranks: &[RankTrace],
+    asked: Option<u64>,
+    window: impl Fn(usize, u64) -> Option<Window>,
+    has_compute: impl Fn(usize, Window) -> bool,
+) -> Result<(Option<u64>, Vec<Window>), TraceError> {
     if let Some(n) = asked {
         let mut windows = Vec::new();
         for (r, rank) in ranks.iter().enumerate() {
@@ -381,14 +413,17 @@ fn op_cell(op: &Op) -> String {
 
 /// Refuses a step some rank cut off: every stage runs every microbatch's forward once, and its
 /// backward once (whole, or as its input and weight parts).
-fn check_complete(
-    ranks: &[RankTrace],
-    compute: &[Vec<(&Span, Op)>],
-    schedule: &Schedule,
-    step: Option<u64>,
-) -> Result<(), TraceError> {
-    let m = schedule.microbatches as usize;
-    let stages = schedule.placement.stages() as usize;
+fn check_complete(ranks: &[RankTrace], compute: &[Vec<(&Span, Op)>], step: Option<u64>) -> Result<(), TraceError> {
+    let passes = || compute.iter().flatten().flat_map(|(_, op)| op.passes());
+    let m = passes().map(|p| p.microbatch as usize + 1).max().unwrap_or(0);
+    let stages = passes().map(|p| p.stage as usize + 1).max().unwrap_or(0);
+    // The rank that ran each stage (the first seen).
+    let mut device_of = vec![0usize; stages];
+    for (d, ops) in compute.iter().enumerate().rev() {
+        for p in ops.iter().flat_map(|(_, op)| op.passes()) {
+            device_of[p.stage as usize] = d;
+        }
+    }
     // counts[stage][mb] = [F, B, W, BW]
     let mut counts = vec![vec![[0u32; 4]; m]; stages];
     for ops in compute {
@@ -406,7 +441,7 @@ fn check_complete(
             !(f == 1 && ((bw == 1 && b == 0 && w == 0) || (bw == 0 && b == 1 && w == 1)))
         });
         if let Some(mb) = short {
-            let device = schedule.placement.device_of(stage as u32).unwrap_or(0) as usize;
+            let device = device_of[stage];
             let at = step.map_or_else(|| "the trace".to_string(), |n| format!("profiler step {n}"));
             let [f, b, w, bw] = per_mb[mb];
             return Err(TraceError::rank(
@@ -519,12 +554,15 @@ fn measure_ops(
                 .map(|(i, (span, op))| {
                     let shift = offsets[d] - origin;
                     let (start, end) = (span.start + shift, span.end + shift);
-                    let first = span.first_work.map_or(start, |w| w + shift).clamp(start, end);
+                    // A pass that ran no operator (stage 0's input gradient: nothing needs it) did no work.
+                    let first = span.first_work.map_or(end, |w| w + shift).clamp(start, end);
                     let input = remote[d][i];
-                    let work_start = input.map_or(first, |(e, _)| first.max(e)).min(end);
+                    let work_start = first;
+                    // The hop is negative when the producer's span goes on after its result left
+                    // (GPipe's `Forward i` holds its send).
                     let (lead, waited, hop) = match input {
-                        Some((arrived, _)) => {
-                            ((start - previous_end).max(0.0), work_start - start, (work_start - arrived).max(0.0))
+                        Some((produced, _)) => {
+                            ((start - previous_end).max(0.0), work_start - start, work_start - produced)
                         }
                         None => ((work_start - previous_end).max(0.0), 0.0, 0.0),
                     };
@@ -589,8 +627,8 @@ impl MeasuredRun {
     }
 
     /// The measured times as the simulator takes them: each op's duration, lead and hop.
-    pub fn op_times(&self, memory: StageCosts) -> OpTimes {
+    pub fn op_times(&self) -> PerOpTimes {
         let list = |f: fn(&MeasuredOp) -> f64| self.ops.iter().map(|ops| ops.iter().map(f).collect()).collect();
-        OpTimes { durations: list(MeasuredOp::duration), leads: list(|o| o.lead), hops: list(|o| o.hop), memory }
+        PerOpTimes { durations: list(MeasuredOp::duration), leads: list(|o| o.lead), hops: list(|o| o.hop) }
     }
 }

@@ -64,6 +64,8 @@ pub struct RankTrace {
     pub rank: Option<u32>,
     /// `distributedInfo.world_size`.
     pub world_size: Option<u32>,
+    /// `host_name`, where the rank ran.
+    pub host: Option<String>,
     /// The pipeline's spans, by start.
     pub spans: Vec<Span>,
     /// Profiler steps, by start.
@@ -79,6 +81,14 @@ pub struct RankTrace {
 /// A [`TraceError`] naming the file: not JSON, cut off, over [`MAX_TRACE_BYTES`], or with no
 /// `traceEvents`.
 pub fn read_rank(source: &str, reader: impl Read) -> Result<RankTrace, TraceError> {
+    read_rank_capped(source, reader, MAX_TRACE_BYTES)
+}
+
+/// [`read_rank`] with another cap on the decompressed bytes.
+///
+/// # Errors
+/// As [`read_rank`].
+pub fn read_rank_capped(source: &str, reader: impl Read, cap: u64) -> Result<RankTrace, TraceError> {
     let mut reader = BufReader::with_capacity(1 << 16, reader);
     let gz = {
         use std::io::BufRead as _;
@@ -87,30 +97,32 @@ pub fn read_rank(source: &str, reader: impl Read) -> Result<RankTrace, TraceErro
     };
     if gz {
         let inner = flate2::bufread::MultiGzDecoder::new(reader);
-        read_json(source, BufReader::with_capacity(1 << 16, inner))
+        read_json(source, BufReader::with_capacity(1 << 16, inner), cap, true)
     } else {
-        read_json(source, reader)
+        read_json(source, reader, cap, false)
     }
 }
 
-fn read_json(source: &str, reader: impl Read) -> Result<RankTrace, TraceError> {
-    let capped = reader.take(MAX_TRACE_BYTES + 1);
+fn read_json(source: &str, reader: impl Read, cap: u64, gz: bool) -> Result<RankTrace, TraceError> {
+    let capped = reader.take(cap + 1);
     let mut counting = Counting { inner: capped, read: 0 };
     let mut collect = Collect::default();
     let result = {
         let mut de = serde_json::Deserializer::from_reader(&mut counting);
         (&mut de).deserialize_map(TopVisitor { collect: &mut collect }).and_then(|()| de.end())
     };
-    if counting.read > MAX_TRACE_BYTES {
+    if counting.read > cap {
         return Err(TraceError::file(
             source,
-            format!("it holds more than {} GiB of trace once decompressed", MAX_TRACE_BYTES >> 30),
+            format!("it holds more than {} of trace once decompressed", crate::units::format_bytes(cap as f64)),
         )
         .hint("profile fewer steps (torch.profiler's schedule: wait, warmup, active=1), or record without stacks and shapes"));
     }
     if let Err(e) = result {
         let what = if e.is_eof() {
             "it ends in the middle of the JSON: the file is cut off".to_string()
+        } else if e.is_io() && gz {
+            format!("its gzip stream is cut off or damaged ({})", e.to_string().split(" at line").next().unwrap_or(""))
         } else if e.is_io() {
             format!("cannot read it: {e}")
         } else {
@@ -146,6 +158,7 @@ impl<R: Read> Read for Counting<R> {
 struct Collect {
     rank: Option<u32>,
     world_size: Option<u32>,
+    host: Option<String>,
     saw_events: bool,
     spans: Vec<Span>,
     steps: Vec<Step>,
@@ -194,6 +207,7 @@ impl Collect {
             source: source.to_string(),
             rank: self.rank,
             world_size: self.world_size,
+            host: self.host,
             spans: self.spans,
             steps: self.steps,
             events: self.events,
@@ -225,6 +239,10 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                     self.collect.rank = info.rank;
                     self.collect.world_size = info.world_size;
                 }
+                Key::HostName => {
+                    let host: serde_json::Value = map.next_value()?;
+                    self.collect.host = host.as_str().map(|h| h.chars().take(MAX_LABEL).collect());
+                }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -237,6 +255,7 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
 enum Key {
     TraceEvents,
     DistributedInfo,
+    HostName,
     Other,
 }
 
@@ -252,6 +271,7 @@ impl<'de> de::Deserialize<'de> for Key {
                 Ok(match v {
                     "traceEvents" => Key::TraceEvents,
                     "distributedInfo" => Key::DistributedInfo,
+                    "host_name" => Key::HostName,
                     _ => Key::Other,
                 })
             }
@@ -507,7 +527,8 @@ fn name_of(v: &str) -> Name {
             || v.strip_prefix("Backward ").is_some_and(is_number));
     if keep {
         Name::Label(v.strip_prefix("PP:").unwrap_or(v).to_string())
-    } else if is_communication(v) {
+    } else if is_communication(v) || v.starts_with("aten::empty") {
+        // A buffer allocated for a receive comes before the wait: no work either.
         Name::Communication
     } else {
         Name::Other

@@ -49,19 +49,35 @@ impl Timing for StageCosts {
 }
 
 /// Times measured per op (a profiled run), parallel to a schedule's orders: each op's
-/// duration, the busy time before it that needs no input (`lead`), and the time its inputs
-/// from other devices took to arrive (`hop`, one per op: the arrival of its latest input).
-/// Memory follows `memory`, the stage costs' model.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OpTimes {
+/// duration, the busy time before it that needs none of its inputs (`leads`), and the time
+/// from its latest input's end on another device to its start (`hops`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PerOpTimes {
     /// `durations[d][i]`: the time of device d's i-th op.
     pub durations: Vec<Vec<f64>>,
     /// `leads[d][i]`: busy time before it, needing none of its inputs.
     pub leads: Vec<Vec<f64>>,
-    /// `hops[d][i]`: the time between its input's producer ending on another device and its
-    /// arrival.
+    /// `hops[d][i]`: from its latest input's end on another device to its start.
     pub hops: Vec<Vec<f64>>,
-    /// The memory model (and the times of any op the lists do not cover).
+}
+
+impl PerOpTimes {
+    /// Whether every list has one entry per op of `schedule`.
+    pub fn fits(&self, schedule: &Schedule) -> bool {
+        let shape = |lists: &Vec<Vec<f64>>| {
+            lists.len() == schedule.orders.len() && lists.iter().zip(&schedule.orders).all(|(l, o)| l.len() == o.len())
+        };
+        shape(&self.durations) && shape(&self.leads) && shape(&self.hops)
+    }
+}
+
+/// [`PerOpTimes`] with the memory model the simulator needs beside them (and the times of any
+/// op the lists do not cover).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpTimes {
+    /// The measured times.
+    pub times: PerOpTimes,
+    /// The stage costs' memory (and fallback times).
     pub memory: StageCosts,
 }
 
@@ -73,13 +89,13 @@ impl OpTimes {
 
 impl Timing for OpTimes {
     fn duration(&self, at: OpRef, op: &Op) -> f64 {
-        OpTimes::get(&self.durations, at).unwrap_or_else(|| self.memory.op(op))
+        OpTimes::get(&self.times.durations, at).unwrap_or_else(|| self.memory.op(op))
     }
     fn lead(&self, at: OpRef) -> f64 {
-        OpTimes::get(&self.leads, at).unwrap_or(0.0)
+        OpTimes::get(&self.times.leads, at).unwrap_or(0.0)
     }
     fn hop(&self, at: OpRef, _from: OpRef) -> f64 {
-        OpTimes::get(&self.hops, at).unwrap_or(self.memory.comm)
+        OpTimes::get(&self.times.hops, at).unwrap_or(self.memory.comm)
     }
     fn alloc(&self, pass: Pass) -> f64 {
         self.memory.alloc(pass)

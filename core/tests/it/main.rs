@@ -6,6 +6,7 @@ mod formats;
 mod gaps;
 mod golden;
 mod headline;
+mod measured;
 mod optimal;
 mod pareto;
 mod properties;
