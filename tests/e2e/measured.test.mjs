@@ -54,8 +54,9 @@ export const tests = {
     const files = rankFiles();
     files[1].buffer = files[1].buffer.subarray(0, 2000);
     await page.locator('[data-testid=import-file]').setInputFiles(files);
-    await page.waitForSelector('[data-testid=error-message]');
-    const message = await text(page, 'error-message');
+    const error = page.locator('.panel:has([data-testid=import-file]) [data-testid=error-message]');
+    await error.waitFor();
+    const message = await error.innerText();
     assert(message.includes('rank1.pt.trace.json.gz') && message.includes('hint:'), message);
   },
 };
