@@ -142,7 +142,13 @@ pub fn report_json(run: &MeasuredRun) -> Result<serde_json::Value> {
                 bubblescope::measured::BackwardSplit::FullOnly => "full",
             },
         },
-        "replay": { "step_time": replay.step_time, "error": replay.error },
+        "replay": {
+            "step_time": replay.step_time,
+            "error": replay.error,
+            "deviations": replay.deviations.iter().map(|d| json!({
+                "device": d.device, "action": d.label, "measured": d.measured, "predicted": d.predicted,
+            })).collect::<Vec<_>>(),
+        },
         "notes": run.notes.iter().chain(&fitted.notes).collect::<Vec<_>>(),
     }))
 }
@@ -192,6 +198,18 @@ fn report_text(run: &MeasuredRun) -> Result<String> {
         format_micros(replay.step_time),
         format_number(replay.error * 100.0, 1)
     ));
+    if replay.error.abs() > 0.01 {
+        out.push_str("the passes that differ most (measured: work and the device's time after it):\n");
+        for d in &replay.deviations {
+            out.push_str(&format!(
+                "  device {} {:<22} measured {:<10} predicted {}\n",
+                d.device,
+                d.label,
+                format_micros(d.measured),
+                format_micros(d.predicted)
+            ));
+        }
+    }
     for note in run.notes.iter().chain(&fitted.notes) {
         out.push_str(&format!("note: {note}\n"));
     }

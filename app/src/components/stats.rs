@@ -266,9 +266,9 @@ pub fn CompareTable() -> impl IntoView {
                         view! {
                             <tr>
                                 <td class="name">{c.label.clone()}</td>
-                                <td>{n(s.cost)}</td>
+                                <td>{time_text(state, s.cost)}</td>
                                 <td>{n(s.bubble_rate)}</td>
-                                <td>{n(s.peak_memory)}</td>
+                                <td>{memory_text(state, s.peak_memory)}</td>
                                 <td>{speed}</td>
                             </tr>
                         }

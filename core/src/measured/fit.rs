@@ -34,6 +34,9 @@ pub struct Fitted {
     pub comm: f64,
     /// The runtime's time per pass, included in `f`, `b` and `w`.
     pub overhead: f64,
+    /// The time of an overlapped F&B pair, as [`Costs::overlap`] takes it (scaled per stage
+    /// by its work), when the run has pairs.
+    pub overlap: Option<f64>,
     /// How the backwards were split.
     pub backward: BackwardSplit,
     /// What the fit could not see directly and assumed.
@@ -61,6 +64,8 @@ impl Fitted {
         let stages = run.schedule.placement.stages() as usize;
         let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); stages];
         let mut pairs = 0;
+        // Pairs: (the F's stage, the pair's device time).
+        let mut pair_samples: Vec<(usize, f64)> = Vec::new();
         for (order, ops) in run.schedule.orders.iter().zip(&run.ops) {
             for (i, (op, m)) in order.iter().zip(ops).enumerate() {
                 match *op {
@@ -69,7 +74,10 @@ impl Fitted {
                             s[p.kind.index()].push(m.duration() + tail(ops, i));
                         }
                     }
-                    Op::Pair(..) => pairs += 1,
+                    Op::Pair(first, _) => {
+                        pairs += 1;
+                        pair_samples.push((first.stage as usize, m.duration() + tail(ops, i)));
+                    }
                 }
             }
         }
@@ -141,7 +149,17 @@ impl Fitted {
                 }
             }
         };
-        Fitted { f, b, w, comm, overhead, backward, notes }
+        // A pair of stage s costs `overlap × work(s) / mean work` (`StageCosts`): solve each
+        // sample for `overlap`, take the median.
+        let work = |s: usize| {
+            f.get(s).copied().unwrap_or(0.0) + b.get(s).copied().unwrap_or(0.0) + w.get(s).copied().unwrap_or(0.0)
+        };
+        let devices = run.schedule.devices().max(1) as f64;
+        let mean_work = (0..stages).map(work).sum::<f64>() / devices;
+        let overlap = median(
+            pair_samples.iter().filter(|(s, _)| work(*s) > 0.0).map(|&(s, time)| time * mean_work / work(s)).collect(),
+        );
+        Fitted { f, b, w, comm, overhead, overlap, backward, notes }
     }
 
     /// The fitted costs as Bubblescope's costs for `devices` devices: a profile with one piece
@@ -159,6 +177,6 @@ impl Fitted {
             finer: Vec::new(),
         };
         let costs = Costs { comm: self.comm, ..Costs::default() };
-        costs.with_profile(profile, devices)
+        Costs { overlap: self.overlap, ..costs.with_profile(profile, devices) }
     }
 }

@@ -18,6 +18,6 @@ mod trace;
 
 pub use error::TraceError;
 pub use fit::{BackwardSplit, Fitted};
-pub use replay::Replay;
+pub use replay::{Deviation, Replay};
 pub use run::{assemble, DeviceSplit, MeasuredOp, MeasuredRun};
 pub use trace::{read_rank, read_rank_capped, RankTrace, Span, Step, Track, MAX_TRACE_BYTES};

@@ -15,6 +15,28 @@ pub struct Replay {
     pub step_time: f64,
     /// `(step_time − measured) / measured`.
     pub error: f64,
+    /// The passes whose time differs most between the run and the replay, largest first
+    /// (at most [`Replay::DEVIATIONS`]): where a prediction went wrong.
+    pub deviations: Vec<Deviation>,
+}
+
+/// One pass's time in the run and in a replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Deviation {
+    /// Its device.
+    pub device: u32,
+    /// The action, as the trace names it.
+    pub label: String,
+    /// Its device time in the run: its work and the device's time after it before the next
+    /// pass (what the fitted costs stand for).
+    pub measured: f64,
+    /// Its time in the replay.
+    pub predicted: f64,
+}
+
+impl Replay {
+    /// How many deviations a replay lists.
+    pub const DEVIATIONS: usize = 5;
 }
 
 impl MeasuredRun {
@@ -53,7 +75,22 @@ impl MeasuredRun {
         let first = if first.is_finite() { first } else { 0.0 };
         let step_time = timeline.end() - first;
         let error = if self.step_time > 0.0 { (step_time - self.step_time) / self.step_time } else { 0.0 };
-        Replay { timeline, step_time, error }
+        let mut deviations: Vec<Deviation> = Vec::new();
+        for (d, (ops, timed)) in self.ops.iter().zip(&timeline.devices).enumerate() {
+            for (i, (o, t)) in ops.iter().zip(&timed.ops).enumerate() {
+                let tail = ops.get(i + 1).map_or(0.0, |n| n.lead);
+                let measured = if from_zero { o.duration() } else { o.duration() + tail };
+                deviations.push(Deviation {
+                    device: d as u32,
+                    label: o.label.clone(),
+                    measured,
+                    predicted: t.end - t.start,
+                });
+            }
+        }
+        deviations.sort_by(|a, b| (b.measured - b.predicted).abs().total_cmp(&(a.measured - a.predicted).abs()));
+        deviations.truncate(Replay::DEVIATIONS);
+        Replay { timeline, step_time, error, deviations }
     }
 }
 

@@ -184,7 +184,7 @@ fn the_replay_at_fitted_costs_lands_near_the_measured_step() {
     for name in runs() {
         let run = load(&name);
         let replay = run.replay_fitted().unwrap();
-        assert!(replay.error.abs() < 0.35, "{name}: {:+.1}%", 100.0 * replay.error);
+        assert!(replay.error.abs() < 0.2, "{name}: {:+.1}%", 100.0 * replay.error);
     }
 }
 
