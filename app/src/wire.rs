@@ -350,7 +350,7 @@ impl Reader<'_> {
         let schedule = self.schedule()?;
         let timeline = self.timeline()?;
         let stats = self.stats()?;
-        Ok(Analysis { schedule, timeline, stats })
+        Ok(Analysis { schedule, timeline, stats, times: None })
     }
 
     fn pass(&mut self) -> Result<(Pass, bool), WireError> {

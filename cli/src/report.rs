@@ -275,7 +275,13 @@ pub fn table(
         };
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
     }
-    if let Ok(p) = bubblescope::attribution::overall(&a.schedule, c, s) {
+    // A measured run re-simulates at its own times; a planned one needs only the overall part.
+    let overall = if a.times.is_some() {
+        bubblescope::attribution::attribute(a, c).map(|at| at.overall)
+    } else {
+        bubblescope::attribution::overall(&a.schedule, c, s)
+    };
+    if let Ok(p) = overall {
         let _ = writeln!(
             out,
             "{:<12} {:<12} cost − ideal = communication {} + imbalance {} + schedule {}",

@@ -29,7 +29,11 @@ pub struct TraceArgs {
 /// file, or JSON that starts like a Chrome trace.
 pub fn is_trace(path: &std::path::Path) -> bool {
     use std::io::Read as _;
-    if path.is_dir() || path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
+    if path.is_dir() {
+        // A folder is a run when it holds traces; any other folder is no schedule file.
+        return trace_files(&[path.to_path_buf()]).is_ok();
+    }
+    if path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
         return true;
     }
     let mut head = Vec::new();

@@ -51,7 +51,7 @@ use crate::analysis::{analyze, Analysis, AnalyzeError};
 use crate::families::Family;
 use crate::params::Costs;
 use crate::schedule::Schedule;
-use crate::sim::{simulate, Timeline};
+use crate::sim::{simulate, simulate_timed, OpTimes, PerOpTimes, Timeline};
 use crate::stats::{stats, Stats};
 use crate::{Field, ParamError, ScheduleParams, SimError, StageCosts};
 
@@ -88,7 +88,7 @@ pub struct Attribution {
 /// A [`SimError`] if a re-simulation cannot finish (it cannot when the original did: the
 /// orders and dependencies are the same).
 pub fn attribute(analysis: &Analysis, costs: &Costs) -> Result<Attribution, SimError> {
-    let runs = Runs::new(&analysis.schedule, costs)?;
+    let runs = Runs::of(analysis, costs)?;
     Ok(runs.attribution(analysis, costs))
 }
 
@@ -132,6 +132,39 @@ pub(crate) struct Runs {
 }
 
 impl Runs {
+    /// The two re-simulations of `analysis`: of a measured run at its own times
+    /// ([`Runs::timed`]), else under the [`variants`] of `costs`.
+    pub(crate) fn of(analysis: &Analysis, costs: &Costs) -> Result<Runs, SimError> {
+        match &analysis.times {
+            Some(times) => Runs::timed(&analysis.schedule, costs, times),
+            None => Runs::new(&analysis.schedule, costs),
+        }
+    }
+
+    /// The re-simulations of a measured run: without communication, every hop 0 (its waits
+    /// for inputs from other devices gone); and besides at equal stages, every op taking the
+    /// mean time of its kind over the whole run. The runtime's time before each op stays.
+    pub(crate) fn timed(schedule: &Schedule, costs: &Costs, times: &PerOpTimes) -> Result<Runs, SimError> {
+        let memory = StageCosts::for_schedule(costs, schedule);
+        let zero_hops: Vec<Vec<f64>> = times.hops.iter().map(|h| vec![0.0; h.len()]).collect();
+        let no_comm = PerOpTimes { hops: zero_hops.clone(), ..times.clone() };
+        // The mean duration of each kind of op (by its passes' kinds, a pair as its own kind).
+        let kind = |op: &crate::schedule::Op| op.passes().fold(0usize, |k, p| k * 5 + p.kind.index() + 1);
+        let mut sums: std::collections::BTreeMap<usize, (f64, usize)> = std::collections::BTreeMap::new();
+        for (order, durations) in schedule.orders.iter().zip(&times.durations) {
+            for (op, d) in order.iter().zip(durations) {
+                let e = sums.entry(kind(op)).or_insert((0.0, 0));
+                e.0 += d;
+                e.1 += 1;
+            }
+        }
+        let mean = |op: &crate::schedule::Op| sums.get(&kind(op)).map_or(0.0, |&(s, n)| s / n.max(1) as f64);
+        let durations = schedule.orders.iter().map(|order| order.iter().map(mean).collect()).collect();
+        let even = PerOpTimes { durations, leads: times.leads.clone(), hops: zero_hops };
+        let run = |t: PerOpTimes| simulate_timed(schedule, &OpTimes { times: t, memory: memory.clone() });
+        Ok(Runs { no_comm: Some(run(no_comm)?), even: Some(run(even)?) })
+    }
+
     /// Simulates the orders of `schedule` under the two [`variants`] of `costs`.
     pub(crate) fn new(schedule: &Schedule, costs: &Costs) -> Result<Runs, SimError> {
         let (no_comm, even) = variants(costs);
@@ -152,6 +185,7 @@ impl Runs {
         let schedule = &analysis.schedule;
         let ts = self.timelines(&analysis.timeline);
         let cost_without_comm = match &self.no_comm {
+            // The cost is the longest span: it reads the timeline, not the costs.
             Some(t) => stats(schedule, t, &variants(costs).0).cost,
             None => analysis.stats.cost,
         };

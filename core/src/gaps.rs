@@ -173,7 +173,7 @@ fn waited(analysis: &Analysis, device: usize, position: usize, gap_start: f64) -
 /// A [`SimError`] if a re-simulation cannot finish (it cannot when the original did).
 pub fn causes(analysis: &Analysis, costs: &Costs) -> Result<Causes, SimError> {
     let schedule = &analysis.schedule;
-    let runs = Runs::new(schedule, costs)?;
+    let runs = Runs::of(analysis, costs)?;
     let attribution = runs.attribution(analysis, costs);
     let ts = runs.timelines(&analysis.timeline);
     let spans = ts.map(RunSpan::of);

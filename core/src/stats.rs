@@ -168,7 +168,17 @@ impl Stats {
 
 /// Computes the stats of `schedule` as simulated in `timeline` under `costs`.
 pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
-    let work = device_work(schedule, costs);
+    stats_of(schedule, timeline, costs, device_work(schedule, costs))
+}
+
+/// The stats of a measured run replayed in `timeline`: each device's work is the time its
+/// passes took, as measured (`costs` only say what equal stages would be).
+pub fn measured_stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
+    let work = timeline.devices.iter().map(|d| d.ops.iter().map(|o| o.end - o.start).sum()).collect();
+    stats_of(schedule, timeline, costs, work)
+}
+
+fn stats_of(schedule: &Schedule, timeline: &Timeline, costs: &Costs, work: Vec<f64>) -> Stats {
     let mut per_device = Vec::with_capacity(timeline.devices.len());
     let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
     for (device, dt) in timeline.devices.iter().enumerate() {
