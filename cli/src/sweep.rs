@@ -62,7 +62,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         devices: args.devices,
         microbatches: parse_microbatches(&args.microbatches).map_err(err)?,
         chunks: match &args.chunks {
-            Some(text) => parse_counts(text, Field::Chunks, 1024).map_err(err)?,
+            Some(text) => parse_counts(text, Field::Chunks, bubblescope::params::MAX_CHUNKS).map_err(err)?,
             None => Vec::new(),
         },
         group: args.group,

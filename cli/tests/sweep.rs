@@ -200,3 +200,22 @@ fn the_chart_is_written_as_svg() {
     assert!(svg.contains("limit 6"));
     assert!(svg.contains("Pareto front"));
 }
+
+#[test]
+fn simulate_refuses_as_many_chunks_as_sweep_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = bubblescope::params::MAX_CHUNKS.to_string();
+    let over = (bubblescope::params::MAX_CHUNKS + 1).to_string();
+    let sweep =
+        fails(dir.path(), &["sweep", "--schedules", "interleaved-1f1b", "-p", "4", "-m", "8", "--chunks", &over]);
+    let simulate = fails(dir.path(), &["simulate", "-s", "interleaved-1f1b", "--chunks", &over]);
+    for err in [&sweep, &simulate] {
+        assert!(err.contains(&format!("between 1 and {max}, found {over}")), "{err}");
+        assert!(err.contains("\n  hint: "), "{err}");
+    }
+    // The cap itself runs, with the lower bound simulate prints (65,536 passes).
+    let out = ok(dir.path(), &["simulate", "-s", "interleaved-1f1b", "--chunks", &max, "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["passes"], 65_536);
+    assert!(v["lower_bound"].as_f64().is_some_and(|b| b > 0.0), "{}", v["lower_bound"]);
+}

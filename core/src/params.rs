@@ -22,6 +22,9 @@ use crate::units::Units;
 pub const MAX_DEVICES: u32 = 1024;
 /// Largest number of microbatches the engine accepts.
 pub const MAX_MICROBATCHES: u32 = 65_536;
+/// Largest number of model chunks per device the engine accepts (`simulate`, `sweep` and the
+/// playground alike).
+pub const MAX_CHUNKS: u32 = 1024;
 /// Largest number of passes a generated schedule may have (a bound on memory and time).
 pub const MAX_PASSES: u64 = 8_000_000;
 
@@ -470,6 +473,13 @@ impl ScheduleParams {
                 Field::Microbatches,
                 format!("microbatches must be between 1 and {MAX_MICROBATCHES}, found {}", self.microbatches),
             ));
+        }
+        if let Some(chunks) = self.chunks.filter(|&c| c > MAX_CHUNKS) {
+            return Err(ParamError::new(
+                Field::Chunks,
+                format!("chunks must be between 1 and {MAX_CHUNKS}, found {chunks}"),
+            )
+            .hint(format!("a device holds at most {MAX_CHUNKS} chunks of the model; use fewer chunks")));
         }
         self.costs.check()?;
         if let Some(profile) = &self.costs.profile {
