@@ -260,3 +260,68 @@ fn plans_that_cut_the_model_in_proportion_say_so() {
     }
     assert_eq!(e.matches("the model is cut into 4 pieces").count(), 1, "{e}");
 }
+
+#[test]
+fn plan_export_writes_the_best_plan_one_csv_can_hold_beyond_top() {
+    // DualPipe fills the first six plans here; the best one-pipeline plan ranks seventh,
+    // past the five shown.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "plan",
+        "--devices",
+        "4",
+        "--mem-limit",
+        "3GiB",
+        "--layers",
+        "8",
+        "--hidden",
+        "1024",
+        "--heads",
+        "16",
+        "--seq",
+        "1024",
+        "--vocab",
+        "32000",
+        "--micro-batch",
+        "1",
+    ];
+    let all: Value = serde_json::from_str(&ok(
+        dir.path(),
+        &args.iter().copied().chain(["--top", "50", "--json"]).collect::<Vec<_>>(),
+    ))
+    .unwrap();
+    let plans = all["plans"].as_array().unwrap();
+    let k = plans.iter().position(|p| p["schedule"] != "dualpipe" && p["schedule"] != "dualpipe-v").unwrap();
+    assert!(k >= 5, "the first one-pipeline plan is shown anyway: {k}");
+    let out = common::bubblescope(dir.path(), &args.iter().copied().chain(["--export", "p.csv"]).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("--export wrote plan {} ({} · M ", k + 1, plans[k]["schedule"].as_str().unwrap())),
+        "{said}"
+    );
+    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
+    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
+    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
+    assert_eq!(read_back["cost"], plans[k]["cost"], "{said}");
+}
+
+#[test]
+fn plan_export_read_back_command_names_the_cost_flags_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["plan", "--devices", "4", "--mem-limit", "20", "--f", "1,1,1,2", "--comm", "0.25", "--w", "0.5"];
+    let v: Value =
+        serde_json::from_str(&ok(dir.path(), &args.iter().copied().chain(["--json"]).collect::<Vec<_>>())).unwrap();
+    let out = common::bubblescope(dir.path(), &args.iter().copied().chain(["--export", "p.csv"]).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{said}");
+    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
+    assert!(!command.contains("same cost flags"), "{command}");
+    for flag in ["--f 1,1,1,2", "--comm 0.25", "--w 0.5"] {
+        assert!(command.contains(flag), "{flag}: {command}");
+    }
+    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
+    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
+    assert_eq!(read_back["cost"], v["plans"][0]["cost"], "{said}");
+    assert_eq!(read_back["peak_memory"], v["plans"][0]["peak_memory"], "{said}");
+}
