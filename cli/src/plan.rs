@@ -66,14 +66,6 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             );
         }
     }
-    if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
-        eprintln!(
-            "note: {} layers on {} devices: with one stage per device, {} devices hold no layer",
-            m.layers,
-            args.devices,
-            args.devices - m.layers
-        );
-    }
     let source = match &model {
         Some(m) => CostSource::Model(m.clone()),
         None => CostSource::Costs(args.costs.costs(None, args.devices)?),
@@ -88,6 +80,16 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         families: all_families(),
     };
     let candidates = spec.candidates().map_err(crate::args::flag_error)?;
+    if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
+        let bare = args.devices - m.layers;
+        eprintln!(
+            "note: {} layers on {} devices: with one stage per device, {bare} device{} hold{} no layer",
+            m.layers,
+            args.devices,
+            if bare == 1 { "" } else { "s" },
+            if bare == 1 { "s" } else { "" }
+        );
+    }
     let total = candidates.len();
     let mut found = PlanSearch::collect(crate::sweep::run_parallel(candidates, evaluate));
     let searched = total - found.not_tried;

@@ -198,10 +198,14 @@ fn the_search_says_what_it_leaves_out() {
     // With the micro-batch fixed, nothing is left out.
     let fixed: Vec<&str> = args.iter().copied().chain(["--micro-batch", "1"]).collect();
     assert!(!String::from_utf8_lossy(&common::bubblescope(dir.path(), &fixed).stderr).contains("note:"));
-    // Two layers on four devices: two hold none.
-    let args: Vec<&str> = ["plan", "-p", "4", "--micro-batch", "1"].into_iter().chain(tiny).collect();
+    // Two layers on three devices: the last holds the LM head alone.
+    let args: Vec<&str> = ["plan", "-p", "3", "--micro-batch", "1"].into_iter().chain(tiny).collect();
     let said = String::from_utf8_lossy(&common::bubblescope(dir.path(), &args).stderr).to_string();
-    assert!(said.contains("note: 2 layers on 4 devices: with one stage per device, 2 devices hold no layer"), "{said}");
+    assert!(said.contains("note: 2 layers on 3 devices: with one stage per device, 1 device holds no layer"), "{said}");
+    // On four devices one would hold nothing at all: refused.
+    let args: Vec<&str> = ["plan", "-p", "4", "--micro-batch", "1"].into_iter().chain(tiny).collect();
+    let said = fails(dir.path(), &args);
+    assert!(said.starts_with("error: 2 layers cannot fill 4 devices: share 2 would hold no layer"), "{said}");
 }
 
 #[test]
@@ -324,4 +328,38 @@ fn plan_export_read_back_command_names_the_cost_flags_and_runs() {
     let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
     assert_eq!(read_back["cost"], v["plans"][0]["cost"], "{said}");
     assert_eq!(read_back["peak_memory"], v["plans"][0]["peak_memory"], "{said}");
+}
+
+#[test]
+fn plan_names_the_global_batch_when_micro_batches_would_be_too_large() {
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<&str> =
+        ["plan", "-p", "4", "--mem-limit", "3GiB", "--global-batch", "1000000000"].into_iter().chain(MODEL).collect();
+    let e = fails(dir.path(), &args);
+    assert!(e.contains("error: --global-batch 1000000000 over at most 128 microbatches leaves micro-batches of 7812500 samples or more, above the 1000000 a model takes\n  hint: "), "{e}");
+    assert!(!e.contains("--micro-batch must be"), "{e}");
+}
+
+#[test]
+fn plan_names_only_the_limit_it_exceeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fails(
+        dir.path(),
+        &[
+            "plan",
+            "--devices",
+            "64",
+            "--mem-limit",
+            "80GiB",
+            "--model",
+            "llama-3-70b",
+            "--global-batch",
+            "2048",
+            "--tp",
+            "8",
+        ],
+    );
+    assert!(e.starts_with("error: the plan search's candidates have "), "{e}");
+    assert!(e.contains(" passes together, more than the 32000000 supported\n  hint: "), "{e}");
+    assert!(!e.contains("candidates and"), "{e}");
 }
