@@ -29,16 +29,39 @@ use output::{
 };
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return clap_failure(&e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => return clap_failure(&e),
+    };
     let sub = matches.subcommand().map(|(_, m)| m);
     match run(cli, sub) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            // Bad input of any kind: a message, hints on their own lines, exit status 2.
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
-            ExitCode::from(2)
-        }
+        Err(err) => fail(&format!("{err:#}")),
+    }
+}
+
+/// Bad input of any kind: one `error:` line, hints on their own lines (a generic one when
+/// the message has none), exit status 2, nothing on standard output.
+fn fail(message: &str) -> ExitCode {
+    let mut text = message.trim_end().to_string();
+    if !text.lines().any(|l| l.trim_start().starts_with("hint:")) {
+        text.push_str("\n  hint: `bubblescope help` lists the commands, `bubblescope <command> --help` every flag");
+    }
+    let _ = writeln!(std::io::stderr(), "error: {text}");
+    ExitCode::from(2)
+}
+
+/// A clap error: help and version print as clap prints them; usage errors take the shape of
+/// every other error ([`output::usage_error`]).
+fn clap_failure(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => e.exit(),
+        _ => fail(&output::usage_error(e)),
     }
 }
 
@@ -48,7 +71,7 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::Render(args) => render(&args, matches),
         Command::Convert(args) => convert(&args),
         Command::List(args) => list(&args),
-        Command::Costs(args) => costs::run(&args),
+        Command::Costs(args) => costs::run(&args, matches),
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
     }
@@ -107,7 +130,7 @@ fn import(
     let options = ImportOptions { dialect: dialect(dialect_name)?, merge_bw, source: Some(name.clone()) };
     let imported = formats::import(&text, format, &options);
     if imported.has_errors() {
-        return Err(anyhow::anyhow!("{} cannot be used:\n{}", formats::sanitize(&name), imported.report()));
+        return Err(anyhow::anyhow!("{}", imported.failure(&formats::sanitize(&name))));
     }
     if !imported.diagnostics.is_empty() {
         let _ = writeln!(std::io::stderr(), "{}", imported.report());
@@ -156,6 +179,22 @@ fn reject_family_flags(matches: Option<&ArgMatches>, comparing: bool) -> Result<
     Ok(())
 }
 
+/// Without `--from`, the flags that say how to read a file (`--from-format`, `--dialect`)
+/// must not be given: nothing would read them.
+fn reject_file_flags(file: &FileArgs) -> Result<()> {
+    if file.from.is_some() {
+        return Ok(());
+    }
+    let given = [("--from-format", file.from_format.is_some()), ("--dialect", file.dialect.is_some())];
+    match given.iter().find(|g| g.1) {
+        Some((flag, _)) => Err(user_error(
+            &format!("{flag} applies to a schedule read with --from, but no --from is given"),
+            &[format!("read a file with --from FILE, or remove {flag}")],
+        )),
+        None => Ok(()),
+    }
+}
+
 fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
     match fam.schedule.as_deref() {
         Some(name) => Ok(name),
@@ -173,6 +212,7 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             from_file(&args.file, path, &args.costs)?
         }
         None => {
+            reject_file_flags(&args.file)?;
             generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?
         }
     };
@@ -272,13 +312,13 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     if !(args.width.is_finite() && (240.0..=20_000.0).contains(&args.width)) {
         return Err(user_error(
             &format!("--width must be between 240 and 20000 pixels, found {}", short_number(args.width)),
-            &[] as &[&str],
+            &["leave --width out for 960 pixels, or give e.g. --width 1600"],
         ));
     }
     if !(args.row_height.is_finite() && (4.0..=80.0).contains(&args.row_height)) {
         return Err(user_error(
             &format!("--row-height must be between 4 and 80 pixels, found {}", short_number(args.row_height)),
-            &[] as &[&str],
+            &["leave --row-height out for 22 pixels per device, or give e.g. --row-height 12"],
         ));
     }
     let (shortest, longest) = DURATION_RANGE;
@@ -288,15 +328,18 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
                 "--duration must be between {shortest} and {longest} seconds, found {}",
                 short_number(args.duration)
             ),
-            &[] as &[&str],
+            &["leave --duration out for 6 seconds, or give e.g. --duration 20"],
         ));
     }
+    if let Some(path) = &args.file.from {
+        refuse_overwrite(path, &args.output)?;
+    }
     check_svg_output(&args.output, "render")?;
+    reject_file_flags(&args.file)?;
     let mut subjects = Vec::new();
     let mut family_args = args.family.clone();
     if let Some(path) = &args.file.from {
         reject_family_flags(matches, !args.compare.is_empty())?;
-        refuse_overwrite(path, &args.output)?;
         let file = from_file(&args.file, path, &args.costs)?;
         // Compared families run at the file's sizes.
         family_args.devices = file.params.devices;

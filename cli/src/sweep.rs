@@ -53,6 +53,17 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             &["use light or dark"],
         )
     })?;
+    // One output per stream: `-o -` puts the chart alone on standard output.
+    let chart_to_stdout = args.output.as_deref().is_some_and(crate::output::is_std);
+    if let (true, Some(flag)) = (chart_to_stdout, [(args.json, "--json"), (args.csv, "--csv")].iter().find(|f| f.0)) {
+        return Err(crate::output::user_error(
+            &format!("-o - and {} both write to standard output", flag.1),
+            &[
+                format!("write the chart to a file (-o pareto.svg) and keep {}", flag.1),
+                format!("or leave out {} for the chart alone on standard output", flag.1),
+            ],
+        ));
+    }
     if let Some(path) = &args.output {
         crate::output::check_svg_output(path, "sweep")?;
     }
@@ -89,6 +100,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     if let Some(path) = &args.output {
         let svg = chart(&sweep, &spec.mem_limits, model, theme);
         crate::output::write_output(path, svg.as_bytes())?;
+    }
+    if chart_to_stdout {
+        return Ok(());
     }
     crate::output::print(&out)
 }

@@ -219,3 +219,16 @@ fn simulate_refuses_as_many_chunks_as_sweep_refuses() {
     assert_eq!(v["passes"], 65_536);
     assert!(v["lower_bound"].as_f64().is_some_and(|b| b > 0.0), "{}", v["lower_bound"]);
 }
+
+#[test]
+fn an_overlap_no_swept_family_reads_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fails(dir.path(), &["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", "--overlap", "1.5"]);
+    assert!(e.starts_with("error: none of the swept schedules reads --overlap\n  hint: add a family"), "{e}");
+    // With a family that reads it, the others run without it (as with --group).
+    let out =
+        ok(dir.path(), &["sweep", "--schedules", "1f1b,dualpipe", "-p", "4", "-m", "8", "--overlap", "1.5", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["invalid"].as_array().unwrap().len(), 0, "{v}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
+}
