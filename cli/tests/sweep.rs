@@ -49,10 +49,32 @@ fn rows_equal_simulate(costs: &[&str], limit: Option<&str>) {
         {
             assert_eq!(row[key], single[key], "{key} of {name} M {m}: sweep {row} vs simulate");
         }
-        for part in ["communication", "imbalance", "schedule"] {
+        for part in ["communication", "imbalance", "schedule", "memory"] {
             assert_eq!(row["attribution"][part], single["attribution"][part], "{part} of {name} M {m}");
         }
     }
+}
+
+#[test]
+fn sweep_attribution_has_the_memory_part_simulate_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let families = ["zb-auto", "zb-v", "v-auto", "zb-opt"];
+    let args =
+        ["sweep", "--schedules", "zb-auto,zb-v,v-auto,zb-opt", "-p", "4", "-m", "8", "--mem-limit", "4", "--json"];
+    let sweep: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let runs = sweep["runs"].as_array().unwrap();
+    for name in families {
+        let row = runs.iter().find(|r| r["schedule"] == name).unwrap_or_else(|| panic!("{name}: {sweep}"));
+        let sim = ["simulate", "-s", name, "-p", "4", "-m", "8", "--mem-limit", "4", "--json"];
+        let single: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
+        assert!(single["attribution"]["memory"].is_number(), "{name}: {}", single["attribution"]);
+        assert_eq!(row["attribution"]["memory"], single["attribution"]["memory"], "{name}");
+    }
+    // The CSV's last column and the table say it too.
+    let csv = ok(dir.path(), &args[..args.len() - 1].iter().copied().chain(["--csv"]).collect::<Vec<_>>());
+    assert!(csv.lines().next().unwrap().ends_with(",pareto,error,attribution_memory"), "{csv}");
+    let table = ok(dir.path(), &args[..args.len() - 1]);
+    assert!(table.contains(" · memory "), "{table}");
 }
 
 #[test]

@@ -85,6 +85,10 @@ pub struct SweepRun {
     /// `cost − ideal` split into communication, imbalance and schedule, as `simulate` reports
     /// it (`None` if a re-simulation failed, which it cannot when the first one finished).
     pub attribution: Option<Parts>,
+    /// The memory part beside it, as `simulate` reports it ([`crate::attribution::memory_part`]):
+    /// the cost over the same family with no memory limit, for families that schedule to the
+    /// run's limit (`None` otherwise).
+    pub memory: Option<f64>,
     /// Whether no other run of the sweep has both lower-or-equal peak memory and cost, one of
     /// them strictly lower.
     pub pareto: bool,
@@ -313,7 +317,8 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     let attribution = attribute(&analysis.schedule, &spec.params.costs, &analysis.stats).ok().map(|a| a.overall);
     let chunks = analysis.schedule.placement.chunks_per_device();
     let stages = analysis.schedule.placement.stages_per_pipeline();
-    Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, pareto: false })
+    let memory = crate::attribution::memory_part(spec.family, &spec.params, analysis.stats.cost).and_then(Result::ok);
+    Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, memory, pareto: false })
 }
 
 impl Sweep {
