@@ -673,3 +673,22 @@ fn a_memory_limit_past_a_tebibyte_is_taken_with_a_model() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["mem_limit"], 1_099_511_627_776.0);
 }
+
+#[test]
+fn duplicate_json_keys_are_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), TINY_CSV).unwrap();
+    ok(dir.path(), &["convert", "t.csv", "t.json"]);
+    let text = std::fs::read_to_string(dir.path().join("t.json")).unwrap();
+    let doubled = text.replacen("\"microbatches\": 2,", "\"microbatches\": 2, \"microbatches\": 3,", 1);
+    assert_ne!(doubled, text);
+    std::fs::write(dir.path().join("d.json"), doubled).unwrap();
+    let e = fails(dir.path(), &["simulate", "--from", "d.json"]);
+    assert!(
+        e.starts_with("error: d.json: the key `microbatches` appears twice in the top-level object at line "),
+        "{e}"
+    );
+    assert_eq!(e.matches("error:").count(), 1, "{e}");
+    assert!(!e.contains("out of range"), "{e}");
+    assert!(e.contains("\n  hint: keep one of the two"), "{e}");
+}
