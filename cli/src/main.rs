@@ -265,13 +265,43 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
 /// The best order of the subject's passes under its problem's memory limit (`None` when no
 /// order within the limit is known), searching `nodes` nodes at most (the default budget
 /// without). Its cost is the simulator's: the order is re-simulated.
+///
+/// A search that runs long says on stderr, every few seconds, how far it has come.
 fn optimum(subject: &Subject, nodes: Option<u64>) -> Option<bubblescope::optimal::Optimum> {
-    use bubblescope::optimal::Budget;
-    use bubblescope::registry::optimize_run;
+    use bubblescope::optimal::{Budget, Progress};
+    use bubblescope::registry::optimize_run_with_progress;
     let a = &subject.analysis;
     let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
     let budget = nodes.map_or(Budget::default(), Budget::of_nodes);
-    optimize_run(subject.family, &subject.params, &a.schedule, limit, budget).ok()
+    let start = std::time::Instant::now();
+    let mut shown = start;
+    let mut report = |p: &Progress| {
+        let now = std::time::Instant::now();
+        if now.duration_since(shown).as_secs_f64() >= PROGRESS_SECONDS {
+            shown = now;
+            eprintln!("{}", progress_line(now.duration_since(start).as_secs_f64(), p));
+        }
+    };
+    optimize_run_with_progress(subject.family, &subject.params, &a.schedule, limit, budget, &mut report).ok()
+}
+
+/// Seconds between two progress lines of a long search.
+const PROGRESS_SECONDS: f64 = 5.0;
+
+/// One progress line of the search: time, nodes, the best order and the proven bound.
+fn progress_line(seconds: f64, p: &bubblescope::optimal::Progress) -> String {
+    let best = if p.best.is_finite() { format_number(p.best, 4) } else { "none yet".to_string() };
+    let mut line = format!(
+        "note: searching for --optimal: {} s, {} nodes, best order {best}, every order at least {}",
+        format_number(seconds, 0),
+        p.nodes,
+        format_number(p.bound, 4)
+    );
+    line.push_str(&format!(", {} MiB of states remembered", p.memo_bytes >> 20));
+    if p.memo_dropped > 0 {
+        line.push_str(&format!(" (the cap: {} more not kept)", p.memo_dropped));
+    }
+    line
 }
 
 /// The families `--compare` (or `--schedule`) names, each once, by registry name.
@@ -456,5 +486,28 @@ fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
             memory(d.peak_memory),
             memory(shown)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_search_reports_time_nodes_best_and_bound() {
+        let p = bubblescope::optimal::Progress {
+            nodes: 1_234_567,
+            work: 0,
+            best: 31.0,
+            bound: 28.5,
+            memo_bytes: 256 << 20,
+            memo_dropped: 42,
+        };
+        assert_eq!(
+            progress_line(12.4, &p),
+            "note: searching for --optimal: 12 s, 1234567 nodes, best order 31, every order at least 28.5, 256 MiB of states remembered (the cap: 42 more not kept)"
+        );
+        let early = bubblescope::optimal::Progress { best: f64::INFINITY, memo_dropped: 0, ..p };
+        assert!(progress_line(5.0, &early).contains("best order none yet, every order at least 28.5"));
     }
 }
