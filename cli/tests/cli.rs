@@ -525,6 +525,9 @@ fn a_perfetto_trace_is_compact() {
     assert!(slices.iter().all(|e| e.get("args").is_none() && e["ts"].is_u64() && e["dur"].is_u64()));
 }
 
+/// Files to write before a run: (name, text).
+type Files<'a> = Vec<(&'a str, &'a str)>;
+
 /// Runs `args` in a fresh directory holding `files`, expects exit status 2 with nothing on
 /// standard output and no file written, and returns standard error.
 fn refused(files: &[(&str, &str)], args: &[&str]) -> String {
@@ -561,7 +564,7 @@ fn every_error_has_one_error_line_a_hint_and_writes_nothing() {
     let bad_csv = ("bad.csv", "rank,action\n0,F0\n");
     let deep = format!("{}t{}", "(".repeat(40), ")".repeat(40));
     let model = ["--layers", "40", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000"];
-    let cases: Vec<(Vec<(&str, &str)>, Vec<&str>)> = vec![
+    let cases: Vec<(Files, Vec<&str>)> = vec![
         // Clap's own usage errors.
         (vec![], vec!["costs", "--model", "llama-3-8b", "--devices", "8", "--f", "3"]),
         (vec![], vec!["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--json", "--csv"]),

@@ -453,10 +453,9 @@ fn check_derived(m: &Model, pieces: &[PieceCosts], finer: &[Vec<PieceCosts>]) ->
         return Err(ParamError::new(
             Field::Tflops,
             format!(
-                "at {} TFLOP/s a stage's pass takes {} µs, more than the {} µs supported",
+                "at {} TFLOP/s a stage's pass takes {} µs, more than the {MAX_COST:e} µs supported",
                 short_number(m.tflops),
                 big(slowest),
-                format!("{MAX_COST:e}")
             ),
         )
         .hint("tflops is the achieved TFLOP/s per device, e.g. 400 (the default); raise it, or use a smaller model"));
@@ -466,11 +465,10 @@ fn check_derived(m: &Model, pieces: &[PieceCosts], finer: &[Vec<PieceCosts>]) ->
         return Err(ParamError::new(
             Field::Bandwidth,
             format!(
-                "at {} GB/s and {} µs latency a hop takes {} µs, more than the {} µs supported",
+                "at {} GB/s and {} µs latency a hop takes {} µs, more than the {MAX_COST:e} µs supported",
                 short_number(m.bandwidth),
                 short_number(m.latency),
                 big(comm),
-                format!("{MAX_COST:e}")
             ),
         )
         .hint("bandwidth is the link's GB/s between neighbouring devices, e.g. 50 (the default); raise it"));
