@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use bubblescope::attribution::Attribution;
+use bubblescope::attribution::Parts;
 use bubblescope::gaps::Causes;
 use bubblescope::{Analysis, Costs};
 
@@ -19,14 +19,14 @@ thread_local! {
     static CACHE: RefCell<Vec<(Arc<Analysis>, Arc<Causes>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The split of `analysis`'s `cost − ideal` (and of each device's idle time): from its causes
-/// when they are kept, otherwise from the two re-simulations alone, without listing gaps (the
-/// bar under the stats needs no more, so a large schedule is not paid for twice).
-pub fn attribution_of(analysis: &Arc<Analysis>, costs: &Costs) -> Option<Attribution> {
+/// The split of `analysis`'s `cost − ideal`: from its causes when they are kept, otherwise
+/// from one re-simulation without communication, without listing gaps (the bar under the
+/// stats needs no more, so a large schedule is not paid for twice).
+pub fn attribution_of(analysis: &Arc<Analysis>, costs: &Costs) -> Option<Parts> {
     let kept = CACHE.with(|c| c.borrow().iter().find(|(a, _)| Arc::ptr_eq(a, analysis)).map(|(_, c)| c.clone()));
     match kept {
-        Some(causes) => Some(causes.attribution.clone()),
-        None => bubblescope::attribution::attribute(&analysis.schedule, costs, &analysis.stats).ok(),
+        Some(causes) => Some(causes.attribution.overall),
+        None => bubblescope::attribution::overall(&analysis.schedule, costs, &analysis.stats).ok(),
     }
 }
 

@@ -5,7 +5,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use bubblescope::measured::MeasuredRun;
 use bubblescope::permalink::{Permalink, Settings};
+use bubblescope::sim::PerOpTimes;
 use bubblescope::units::Units;
 use bubblescope::{
     family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Field, Schedule, ScheduleParams, BASELINE,
@@ -147,6 +149,19 @@ pub struct LoadedFile {
     pub schedule: Option<Arc<Schedule>>,
     /// Everything the import found wrong or noteworthy, with rows and columns.
     pub diagnostics: Vec<Diagnostic>,
+    /// Times measured per op, when the file is a measured run (a profiler trace, or
+    /// Bubblescope JSON with times): the schedule replays at them.
+    pub times: Option<PerOpTimes>,
+    /// The run read from profiler traces: its fitted costs and how they predict it.
+    pub measured: Option<Arc<MeasuredRun>>,
+}
+
+impl LoadedFile {
+    /// The costs a measured run's times come with (memory, and the predicted replay).
+    pub fn measured_costs(&self) -> Option<bubblescope::Costs> {
+        let run = self.measured.as_ref()?;
+        Some(run.fitted().costs(run.schedule.devices()))
+    }
 }
 
 /// Everything components share, provided once as context.
@@ -306,11 +321,33 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
             Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
         return (computed, params.clone());
     };
-    let run =
-        bubblescope::formats::analyze_file(&file.name, (**schedule).clone(), params.costs.clone(), params.mem_limit);
+    let costs = file.measured_costs().unwrap_or_else(|| params.costs.clone());
+    let run = bubblescope::formats::analyze_file_timed(
+        &file.name,
+        (**schedule).clone(),
+        costs,
+        params.mem_limit,
+        file.times.as_ref(),
+    );
     let result = run.analysis.map(Arc::new).map_err(UiError::from_analyze);
-    (Computed { name: "file".into(), label: run.label, result }, run.params)
+    let label = file.measured.as_ref().map_or(run.label, |m| m.label());
+    let mut run_params = run.params;
+    if file.times.is_some() {
+        run_params.units = bubblescope::units::Units::Measured;
+    }
+    (Computed { name: "file".into(), label, result }, run_params)
 }
+
+/// A measured run's orders at the costs fitted from it: the plan's prediction, drawn below
+/// the run.
+fn compute_predicted(file: &LoadedFile) -> Option<Computed> {
+    let (schedule, costs) = (file.schedule.as_ref()?, file.measured_costs()?);
+    let result = bubblescope::analyze((**schedule).clone(), &costs).map(Arc::new).map_err(UiError::from_analyze);
+    Some(Computed { name: PREDICTED.into(), label: "predicted: the same orders at the fitted costs".into(), result })
+}
+
+/// The name of the predicted replay in an outcome's compared schedules.
+pub const PREDICTED: &str = "predicted";
 
 /// The families the settings compute without a file, each with its own parameters: the
 /// chosen one, the compared ones and the baseline (1F1B, unless it is the chosen one).
@@ -339,7 +376,10 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Budget) -
     let (main, params, compare, baseline) = match file {
         Some(file) => {
             let (main, params) = compute_file(file, &settings.params);
-            let compare = settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units())).collect();
+            let compare = compute_predicted(file)
+                .into_iter()
+                .chain(settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units())))
+                .collect();
             let baseline = compute_one(BASELINE.name, &params, budget, settings.units()).result.ok();
             (main, params, compare, baseline)
         }
@@ -468,9 +508,12 @@ impl AppState {
         self.view.update(|v| v.range = None);
     }
 
-    /// What the numbers mean: µs and bytes when the costs come from a model.
+    /// What the numbers mean: µs and bytes when the costs come from a model, µs for a
+    /// measured run.
     pub fn units(&self) -> bubblescope::units::Units {
-        if self.link.with(|l| l.model.given()) {
+        if self.file.with(|f| f.as_ref().is_some_and(|f| f.times.is_some())) {
+            bubblescope::units::Units::Measured
+        } else if self.link.with(|l| l.model.given()) {
             bubblescope::units::Units::Model
         } else {
             bubblescope::units::Units::Cost
@@ -479,7 +522,9 @@ impl AppState {
 
     /// [`AppState::units`] outside a reactive context.
     pub fn units_untracked(&self) -> bubblescope::units::Units {
-        if self.link.with_untracked(|l| l.model.given()) {
+        if self.file.with_untracked(|f| f.as_ref().is_some_and(|f| f.times.is_some())) {
+            bubblescope::units::Units::Measured
+        } else if self.link.with_untracked(|l| l.model.given()) {
             bubblescope::units::Units::Model
         } else {
             bubblescope::units::Units::Cost

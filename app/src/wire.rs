@@ -246,6 +246,8 @@ impl Wire {
             s.bubble_rate,
             s.bubble_over_ideal,
             s.idle_over_makespan,
+            s.busiest_work,
+            s.bubble_rate_paper,
             s.peak_memory,
         ]);
         self.words.push(s.per_device.len() as u32);
@@ -411,7 +413,7 @@ impl Reader<'_> {
     }
 
     fn stats(&mut self) -> Result<Stats, WireError> {
-        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, peak_memory] =
+        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, busiest_work, bubble_rate_paper, peak_memory] =
             self.numbers()?;
         let n = self.count(1)?;
         let mut per_device = Vec::with_capacity(n);
@@ -420,7 +422,18 @@ impl Reader<'_> {
             let [start, end, span, busy, idle, bubble_rate, peak_memory, work] = self.numbers()?;
             per_device.push(DeviceStats { device, start, end, span, busy, idle, bubble_rate, peak_memory, work });
         }
-        Ok(Stats { cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, peak_memory, per_device })
+        Ok(Stats {
+            cost,
+            makespan,
+            ideal,
+            bubble_rate,
+            bubble_over_ideal,
+            idle_over_makespan,
+            busiest_work,
+            bubble_rate_paper,
+            peak_memory,
+            per_device,
+        })
     }
 }
 

@@ -19,9 +19,10 @@ pub struct Cli {
 pub enum Command {
     /// Generate (or read) and simulate a schedule; print its cost, bubble and memory.
     ///
-    /// Cost is the longest device span; ideal is the busiest device's work (the sum of its
+    /// Cost is the longest device span; ideal is the mean device's work (the sum of its
     /// passes, an overlapped F&B pair counted at its --overlap time), so the bubble rate
-    /// (cost − ideal) / cost is never negative.
+    /// (cost − ideal) / cost is the share of GPU time idle: the Zero Bubble papers' rate with
+    /// equal stages, which is also printed against the busiest device's work.
     Simulate(SimulateArgs),
     /// Draw schedules on one time axis as an SVG figure.
     Render(RenderArgs),
@@ -50,6 +51,10 @@ pub enum Command {
     /// gradients 4, fp32 master weights 4, Adam's two fp32 moments 8, as Megatron-Core counts
     /// without a distributed optimizer), and to 0 without one.
     Plan(PlanArgs),
+    /// Read a profiled PyTorch pipeline run (one Chrome trace per rank): the executed orders,
+    /// each device's compute, communication, waiting and overhead, the costs fitted from it,
+    /// and the same orders replayed at those costs.
+    Trace(crate::trace::TraceArgs),
 }
 
 /// Which family, at which sizes.
@@ -111,6 +116,14 @@ pub struct CostArgs {
     /// (weights and optimizer state, see --static-memory); elsewhere activations only.
     #[arg(long = "mem-limit", value_name = "L", allow_hyphen_values = true)]
     pub mem_limit: Option<String>,
+    /// F, B, W (per stage) and the hop fitted from a profiled run (a folder of per-rank
+    /// traces, or the files: see `bubblescope trace`), in µs, the runtime's per-pass overhead
+    /// included: any family at the costs the run measured.
+    #[arg(long = "costs-from", value_name = "DIR|FILE")]
+    pub costs_from: Option<std::path::PathBuf>,
+    /// The run `--costs-from` names, read once.
+    #[arg(skip)]
+    pub measured: std::cell::OnceCell<bubblescope::measured::MeasuredRun>,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -253,6 +266,11 @@ impl CostArgs {
         given.into_iter().filter(|(_, g)| *g).map(|(n, _)| n).collect()
     }
 
+    /// Whether no hand-set cost flag was given.
+    pub fn hand_set_empty(&self) -> bool {
+        self.hand_set().is_empty()
+    }
+
     /// The model these flags derive costs from, if any model flag is given.
     ///
     /// # Errors
@@ -271,9 +289,37 @@ impl CostArgs {
         self.model.model().map(Some)
     }
 
-    /// The costs: model flags, or hand-set flags over `base` (from a file) over the defaults.
-    /// Lists must have one number per device (`devices`).
+    /// The run `--costs-from` names, if given (read on first use).
+    pub fn measured(&self) -> Result<Option<&bubblescope::measured::MeasuredRun>> {
+        let Some(path) = &self.costs_from else { return Ok(None) };
+        if let Some(run) = self.measured.get() {
+            return Ok(Some(run));
+        }
+        let mut given = self.hand_set();
+        given.retain(|f| !["--mem-f", "--mem-w"].contains(f));
+        if self.model.given() {
+            given.push("model flags");
+        }
+        if !given.is_empty() {
+            bail!(
+                "{} cannot be combined with --costs-from\n  hint: --costs-from sets F, B, W and comm from the run; --mem-f and --mem-w may still set memory",
+                given.join(", ")
+            );
+        }
+        let run = crate::trace::load(std::slice::from_ref(path), None)?;
+        Ok(Some(self.measured.get_or_init(|| run)))
+    }
+
+    /// The costs: a measured run's, model flags, or hand-set flags over `base` (from a file)
+    /// over the defaults. Lists must have one number per device (`devices`).
     pub fn costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
+        if let Some(run) = self.measured()? {
+            let mut costs = run.fitted().costs(devices);
+            costs.overlap = self.overlap;
+            let list = |l: &Option<CostList>| l.as_ref().map(|l| l.0.clone());
+            let lists = CostLists { f: None, b: None, w: None, mem_f: list(&self.mem_f), mem_w: list(&self.mem_w) };
+            return lists.apply(&costs, devices).map_err(flag_error);
+        }
         if let Some(m) = self.model()? {
             let derived = m.derive(devices).map_err(flag_error)?;
             for note in &derived.notes {
@@ -297,9 +343,12 @@ impl CostArgs {
         lists.apply(&d, devices).map_err(flag_error)
     }
 
-    /// What the numbers mean: µs and bytes with model flags, cost units otherwise.
+    /// What the numbers mean: µs and bytes with model flags, µs with --costs-from, cost units
+    /// otherwise.
     pub fn units(&self) -> bubblescope::units::Units {
-        if self.model.given() {
+        if self.costs_from.is_some() {
+            bubblescope::units::Units::Measured
+        } else if self.model.given() {
             bubblescope::units::Units::Model
         } else {
             bubblescope::units::Units::Cost

@@ -6,6 +6,7 @@ mod output;
 mod plan;
 mod report;
 mod sweep;
+mod trace;
 
 use std::io::Write as _;
 use std::path::Path;
@@ -18,7 +19,7 @@ use bubblescope::render::{
     figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
 };
 use bubblescope::units::short_number;
-use bubblescope::units::{format_number, Units};
+use bubblescope::units::Units;
 use bubblescope::{analyze, family, generate, Analysis, Costs, ScheduleParams, FAMILIES};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
@@ -74,6 +75,7 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::Costs(args) => costs::run(&args, matches),
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Trace(args) => trace::run(&args),
     }
 }
 
@@ -123,7 +125,7 @@ fn import(
     format: Option<&str>,
     dialect_name: Option<&str>,
     merge_bw: bool,
-) -> Result<(bubblescope::Schedule, Option<Costs>)> {
+) -> Result<(bubblescope::Schedule, Option<Costs>, Option<bubblescope::sim::PerOpTimes>)> {
     let text = read_input(path)?;
     let name = path.display().to_string();
     let format = formats::detect(&name, &text, format).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -136,20 +138,67 @@ fn import(
         let _ = writeln!(std::io::stderr(), "{}", imported.report());
     }
     let schedule = imported.schedule.with_context(|| format!("{} holds no schedule", formats::sanitize(&name)))?;
-    Ok((schedule, imported.costs))
+    Ok((schedule, imported.costs, imported.times))
 }
 
 fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
-    let (schedule, file_costs) = import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
+    if !is_std(path) && trace::is_trace(path) {
+        return measured_subject(file, path, costs);
+    }
+    let (schedule, file_costs, times) =
+        import(path, file.from_format.as_deref(), file.dialect.as_deref(), file.merge_bw)?;
     let name = match path.file_name() {
         _ if is_std(path) => "standard input".to_string(),
         Some(n) => n.to_string_lossy().into_owned(),
         None => path.display().to_string(),
     };
     let devices = schedule.devices();
-    let run = formats::analyze_file(&name, schedule, costs.costs(file_costs.as_ref(), devices)?, costs.mem_limit()?);
+    if times.is_some() && (costs.model.given() || !costs.hand_set_empty() || costs.costs_from.is_some()) {
+        return Err(user_error(
+            &format!("{} is a measured run: its times are measured, so cost flags do not apply", path.display()),
+            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
+        ));
+    }
+    let run = formats::analyze_file_timed(
+        &name,
+        schedule,
+        costs.costs(file_costs.as_ref(), devices)?,
+        costs.mem_limit()?,
+        times.as_ref(),
+    );
     let analysis = run.analysis.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok(Subject { name: path.display().to_string(), label: run.label, params: run.params, family: None, analysis })
+    let mut params = run.params;
+    if times.is_some() {
+        params.units = Units::Measured;
+    }
+    Ok(Subject { name: path.display().to_string(), label: run.label, params, family: None, analysis })
+}
+
+/// A measured run read with `--from DIR`: its executed orders at their measured times.
+fn measured_subject(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
+    if file.from_format.is_some() || file.dialect.is_some() || file.merge_bw {
+        return Err(user_error(
+            &format!(
+                "{} holds profiler traces: --from-format, --dialect and --merge-bw read schedule files",
+                path.display()
+            ),
+            &["remove them; a trace's actions are PyTorch's current dialect as the runtime ran them"],
+        ));
+    }
+    if costs.costs_from.is_some() || costs.model.given() || !costs.hand_set_empty() {
+        return Err(user_error(
+            &format!("{} is a measured run: its times are measured, so cost flags do not apply", path.display()),
+            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
+        ));
+    }
+    let run = trace::load(&[path.to_path_buf()], None)?;
+    for note in run.notes.iter().chain(&run.fitted().notes) {
+        eprintln!("note: {note}");
+    }
+    let analysis = run.analysis().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut params = run.params();
+    params.mem_limit = costs.mem_limit()?;
+    Ok(Subject { name: path.display().to_string(), label: run.label(), params, family: None, analysis })
 }
 
 /// With `--from`, the family flags that the file decides must not be given: `--devices` and
@@ -290,6 +339,7 @@ const PROGRESS_SECONDS: f64 = 5.0;
 
 /// One progress line of the search: time, nodes, the best order and the proven bound.
 fn progress_line(seconds: f64, p: &bubblescope::optimal::Progress) -> String {
+    use bubblescope::units::format_number;
     let best = if p.best.is_finite() { format_number(p.best, 4) } else { "none yet".to_string() };
     let mut line = format!(
         "note: searching for --optimal: {} s, {} nodes, best order {best}, every order at least {}",
@@ -425,7 +475,12 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         causes: args.causes,
         mem_limit: args.costs.mem_limit()?,
         theme,
-        units: args.costs.units(),
+        // A measured run's times are µs whatever the cost flags say.
+        units: if subjects.iter().any(|s| s.params.units == Units::Measured) {
+            Units::Measured
+        } else {
+            args.costs.units()
+        },
         ..FigureOptions::default()
     };
     let svg = if args.animate {
@@ -438,8 +493,13 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
 
 fn convert(args: &ConvertArgs) -> Result<()> {
     refuse_overwrite(&args.input, &args.output)?;
-    let (schedule, file_costs) =
-        import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?;
+    let measured = (!is_std(&args.input) && trace::is_trace(&args.input))
+        .then(|| trace::load(std::slice::from_ref(&args.input), None))
+        .transpose()?;
+    let (schedule, file_costs, times) = match &measured {
+        Some(run) => (run.schedule.clone(), Some(run.fitted().costs(run.schedule.devices())), Some(run.op_times())),
+        None => import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?,
+    };
     let to = match args.to_format.as_deref() {
         Some(name) => Format::from_name(name).map_err(|e| anyhow::anyhow!("{e}"))?,
         None => Format::from_extension(&args.output.to_string_lossy()).ok_or_else(|| {
@@ -452,7 +512,15 @@ fn convert(args: &ConvertArgs) -> Result<()> {
     let costs = args.costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     let options = ExportOptions { dialect: dialect(args.to_dialect.as_deref())?.unwrap_or_default() };
-    let text = formats::export(&schedule, Some(&costs), to, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let text = match (&times, to) {
+        // A measured run keeps its times: JSON carries them, a trace shows them.
+        (Some(times), Format::Json) => formats::export_json_timed(&schedule, Some(&costs), Some(times)),
+        (Some(times), Format::Perfetto) => {
+            let analysis = bubblescope::analyze_timed(schedule, &costs, times).map_err(|e| anyhow::anyhow!("{e}"))?;
+            formats::export_perfetto(&analysis.schedule, &analysis.timeline).map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+        _ => formats::export(&schedule, Some(&costs), to, &options).map_err(|e| anyhow::anyhow!("{e}"))?,
+    };
     write_output(&args.output, text.as_bytes())
 }
 
@@ -472,12 +540,7 @@ fn list(args: &ListArgs) -> Result<()> {
 /// the like when costs come from a model).
 fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
     let Some(shown) = limit else { return };
-    // Four digits in the cost unit (three, `Units::memory`'s, could print a peak just above
-    // the limit as the limit).
-    let memory = |v: f64| match units {
-        Units::Model => units.memory(v),
-        Units::Cost => format_number(v, 4),
-    };
+    let memory = |v: f64| units.memory_detail(v);
     for d in analysis.stats.per_device.iter().filter(|d| d.over(limit)) {
         let _ = writeln!(
             std::io::stderr(),

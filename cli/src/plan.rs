@@ -237,6 +237,7 @@ fn plan_json(p: &Plan) -> Value {
         "activation_limit": c.params.mem_limit,
         "cost": p.stats.cost,
         "bubble_rate": p.stats.bubble_rate,
+        "bubble_rate_paper": p.stats.bubble_rate_paper,
         "peak_memory": p.stats.peak_memory,
         "static_memory": p.static_memory,
         "memory": p.memory,
@@ -292,7 +293,7 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
         };
         let _ = writeln!(
             out,
-            "   throughput {speed} · {} per step of {} samples · bubble {}%",
+            "   throughput {speed} · {} per step of {} samples · bubble {}% of GPU time",
             time(p.stats.cost),
             format_number(p.samples, 0),
             format_number(p.stats.bubble_rate * 100.0, 2)

@@ -137,6 +137,7 @@ fn run_json(r: &SweepRun) -> Value {
     let mut v = key(&r.spec, Some(r.chunks));
     v["cost"] = json!(r.stats.cost);
     v["bubble_rate"] = json!(r.stats.bubble_rate);
+    v["bubble_rate_paper"] = json!(r.stats.bubble_rate_paper);
     v["peak_memory"] = json!(r.stats.peak_memory);
     v["attribution"] = r.attribution.map_or(Value::Null, |p| {
         json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule, "memory": r.memory})
@@ -179,18 +180,19 @@ fn key_csv(spec: &RunSpec, chunks: Option<u32>) -> String {
 }
 
 /// `sweep --csv`: the runs, then the invalid combinations (numbers empty, `error` set on one
-/// line, its hints after ` — hint: `); the memory part comes last, after the columns that
-/// were there before it.
+/// line, its hints after ` — hint: `). Columns are only ever added at the end
+/// (`bubble_rate_paper` came after `error`, then `attribution_memory`).
 pub fn csv(sweep: &Sweep) -> String {
     let mut out = String::from(
         "schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,\
-         attribution_communication,attribution_imbalance,attribution_schedule,pareto,error,attribution_memory\n",
+         attribution_communication,attribution_imbalance,attribution_schedule,pareto,error,bubble_rate_paper,\
+         attribution_memory\n",
     );
     for r in &sweep.runs {
         let a = r.attribution;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},,{}",
+            "{},{},{},{},{},{},{},{},,{},{}",
             key_csv(&r.spec, Some(r.chunks)),
             r.stats.cost,
             r.stats.bubble_rate,
@@ -199,13 +201,14 @@ pub fn csv(sweep: &Sweep) -> String {
             opt(a.map(|a| a.imbalance)),
             opt(a.map(|a| a.schedule)),
             r.pareto,
+            r.stats.bubble_rate_paper,
             opt(r.memory)
         );
     }
     for i in &sweep.invalid {
         let _ = writeln!(
             out,
-            "{},,,,,,,,{},",
+            "{},,,,,,,,{},,",
             key_csv(&i.spec, i.spec.chunks()),
             field(&i.error.replace("\n  hint: ", " — hint: "))
         );
@@ -236,10 +239,8 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     );
     for r in rows {
         let parts = r.attribution.map_or_else(String::new, |p| {
-            // A sum written as one: a negative part is subtracted, not added.
-            let term = |v: f64| if v < 0.0 { format!(" − {}", time(-v)) } else { format!(" + {}", time(v)) };
             let memory = r.memory.map(|m| format!(" · memory {}", time(m))).unwrap_or_default();
-            format!("{}{}{}{memory}", time(p.communication), term(p.imbalance), term(p.schedule))
+            format!("{} + {} + {}{memory}", time(p.communication), time(p.imbalance), time(p.schedule))
         });
         let _ = writeln!(
             out,

@@ -133,8 +133,9 @@ fn unequal_lists_report_per_stage_costs_and_each_devices_work() {
     assert_eq!((stages[7]["f"].as_f64(), stages[7]["device"].as_u64()), (Some(1.5), Some(0)));
     assert_eq!(stages[0]["f"].as_f64(), Some(0.5));
     let work: Vec<f64> = v["per_device"].as_array().unwrap().iter().map(|d| d["work"].as_f64().unwrap()).collect();
-    let ideal = v["ideal"].as_f64().unwrap();
-    assert_eq!(ideal, work.iter().copied().fold(0.0, f64::max));
+    // Ideal is the mean device's work; the busiest device's is reported beside it.
+    assert_eq!(v["ideal"].as_f64().unwrap(), work.iter().sum::<f64>() / 4.0);
+    assert_eq!(v["busiest_work"].as_f64().unwrap(), work.iter().copied().fold(0.0, f64::max));
     assert_eq!(v["uniform_stages"], false);
     assert!(v["prediction"].is_null() && v["prediction_note"].is_string());
 }
@@ -390,25 +391,25 @@ fn tensor_parallel_costs_are_per_gpu_and_checked() {
 }
 
 #[test]
-fn a_negative_imbalance_part_says_why() {
+fn imbalance_is_the_busiest_devices_work_over_the_means() {
     // 1F1B, P = 4, M = 8, a last stage three times as heavy in F: devices 0–2 work 24, device 3
-    // works 40 (the ideal), the mean is 28; the same orders at equal stages idle more
-    // against their ideal, so imbalance is negative.
+    // works 40, the mean is 28 (the ideal); the step costs 49. Of the 21 idle per device:
+    // 12 because device 3 works 12 more than the mean, 9 the orders leave beyond device 3's
+    // work (the papers' bubble, against the busiest device).
     let out =
         String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--f", "1,1,1,3"]).stdout)
             .expect("utf-8");
-    assert!(out.contains("imbalance -1.5 + schedule 10.5"), "{out}");
-    assert!(out.contains("imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by 12 over the mean device's"), "{out}");
-    // What the part is the difference of: 1F1B at equal stages (F 1.5) costs 28 + 3·3.5 =
-    // 38.5, with these 49 (communication 0); ideal rises from 28 to 40. 10.5 − 12 = −1.5.
     assert!(
-        out.contains(
-            "imbalance = 10.5 − 12: unequal stages move these orders' cost (communication 0) by 10.5 and ideal by 12"
-        ),
+        out.contains("bubble       21           cost − ideal = communication 0 + imbalance 12 + schedule 9"),
         "{out}"
     );
+    assert!(out.contains("busiest      40           busiest device's work"), "{out}");
+    assert!(out.contains("bubble rate  0.4286       (cost − ideal) / cost: the share of GPU time idle"), "{out}");
+    assert!(out.contains("             0.1837       (cost − busiest work) / cost: the Zero Bubble papers'"), "{out}");
+    assert!(!out.contains("shortens") && !out.contains("imbalance -"), "{out}");
+    // With equal stages the busiest device is the mean one: no row for it.
     let even = String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8"]).stdout).expect("utf-8");
-    assert!(!even.contains("shortens"), "{even}");
+    assert!(!even.contains("busiest     "), "{even}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::fmt;
 use crate::error::{Diagnostic, ParamError, Severity, SimError};
 use crate::params::{Costs, StageCosts};
 use crate::schedule::Schedule;
-use crate::sim::{simulate, Timeline};
+use crate::sim::{simulate, simulate_timed, OpTimes, PerOpTimes, Timeline};
 use crate::stats::{stats, Stats};
 use crate::validate::validate;
 
@@ -61,6 +61,22 @@ impl From<SimError> for AnalyzeError {
     fn from(e: SimError) -> Self {
         AnalyzeError::Sim(e)
     }
+}
+
+/// Validates, simulates and measures `schedule` at the times measured per op (`times`, a
+/// profiled run's), memory from `costs`.
+///
+/// # Errors
+/// As [`analyze`].
+pub fn analyze_timed(schedule: Schedule, costs: &Costs, times: &PerOpTimes) -> Result<Analysis, AnalyzeError> {
+    let problems: Vec<Diagnostic> = validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
+    if !problems.is_empty() {
+        return Err(AnalyzeError::Invalid(problems));
+    }
+    let memory = StageCosts::for_schedule(costs, &schedule);
+    let timeline = simulate_timed(&schedule, &OpTimes { times: times.clone(), memory })?;
+    let stats = stats(&schedule, &timeline, costs);
+    Ok(Analysis { schedule, timeline, stats })
 }
 
 /// Validates, simulates and measures `schedule` under `costs`.

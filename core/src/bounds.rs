@@ -7,7 +7,7 @@
 //!
 //! **The bound.** For every device `d` it bounds `span_d` from below, and returns the largest:
 //!
-//! * **work**: `span_d ≥ work_d`, the sum of its ops' times (the busiest device gives `ideal`);
+//! * **work**: `span_d ≥ work_d`, the sum of its ops' times (the busiest device gives `Stats::busiest_work`);
 //! * **critical path**: the passes of one microbatch on `d` form a dependency chain that
 //!   leaves `d` and comes back (through the later stages and back down, with a hop's
 //!   communication each way). From the first of them on `d` to the end of the last, at least
@@ -43,12 +43,12 @@ use crate::families::Family;
 use crate::params::{Costs, ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Schedule};
 use crate::sim::{dependency, provides, DepClass};
-use crate::stats::{device_work, ideal_work, Stats};
+use crate::stats::{busiest_work, device_work, Stats};
 
 /// A lower bound on the cost of every schedule of a problem, and where it comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LowerBound {
-    /// The bound: the largest device bound, and at least `ideal`.
+    /// The bound: the largest device bound, and at least the busiest device's work.
     pub value: f64,
     /// The device whose bound it is.
     pub device: u32,
@@ -165,7 +165,7 @@ struct DeviceFacts {
 pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> LowerBound {
     let table = StageCosts::for_schedule(costs, schedule);
     let work = device_work(schedule, costs);
-    let ideal = ideal_work(schedule, costs, &work);
+    let busiest = busiest_work(schedule, costs, &work);
     let devices = schedule.orders.len();
     let pair_time =
         schedule.orders.iter().flatten().filter(|op| op.is_pair()).map(|op| table.op(op)).fold(f64::INFINITY, f64::min);
@@ -270,7 +270,7 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
         closed_form: None,
         least_memory: 0.0,
     });
-    best.value = best.value.max(ideal);
+    best.value = best.value.max(busiest);
     best.least_memory = least_memory(schedule, &table);
     best
 }

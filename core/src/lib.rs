@@ -21,6 +21,7 @@ pub mod error;
 pub mod families;
 pub mod formats;
 pub mod gaps;
+pub mod measured;
 pub mod model;
 pub mod optimal;
 pub mod params;
@@ -35,7 +36,7 @@ pub mod stats;
 pub mod units;
 pub mod validate;
 
-pub use analysis::{analyze, Analysis, AnalyzeError};
+pub use analysis::{analyze, analyze_timed, Analysis, AnalyzeError};
 pub use cost_lists::CostLists;
 pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
 pub use families::{BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch};

@@ -1,6 +1,7 @@
-//! The attribution bar under the stats: `cost − ideal` of the main schedule split into
-//! communication, imbalance and schedule (the numbers `simulate --json` prints as
-//! `attribution`), with the memory part beside it when the core reports one.
+//! The attribution bar under the stats: `cost − ideal` of the main schedule (the GPU time a
+//! step leaves idle, per device) split into communication, imbalance and schedule, every part
+//! `≥ 0` (the numbers `simulate --json` prints as `attribution`), with the memory part beside
+//! it when the core reports one.
 
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ struct Shown {
 pub fn AttributionBar() -> impl IntoView {
     let state = expect_context::<AppState>();
     let shown = RwSignal::new(None::<Shown>);
-    // Computed just after the chart is drawn (two re-simulations of the same orders), so a
+    // Computed just after the chart is drawn (a re-simulation of the same orders), so a
     // slider move redraws the chart first; with the shading on, from the chart's causes.
     Effect::new(move |_| {
         let o = state.outcome.get();
@@ -48,7 +49,7 @@ pub fn AttributionBar() -> impl IntoView {
                 if state.outcome.with_untracked(|o| o.id) != id {
                     return;
                 }
-                let parts = attribution_of(&a, &costs).map(|at| at.overall);
+                let parts = attribution_of(&a, &costs);
                 let fam = bubblescope::family(&name);
                 let memory = fam
                     .and_then(|f| bubblescope::attribution::memory_part(f, &params, a.stats.cost))
@@ -64,19 +65,13 @@ pub fn AttributionBar() -> impl IntoView {
         );
     });
     // In µs (ms, s) when the costs come from a model, as the tiles print them.
-    let n = move |v: f64| match state.units() {
-        bubblescope::units::Units::Model => bubblescope::units::format_micros(v),
-        bubblescope::units::Units::Cost => format_number(v, 4),
-    };
+    let n = move |v: f64| state.units().time_detail(v);
     // Memory in GiB (MiB, …) with a model, as the memory tiles print it.
-    let mem = move |v: f64| match state.units() {
-        bubblescope::units::Units::Model => bubblescope::units::format_bytes(v),
-        bubblescope::units::Units::Cost => format_number(v, 4),
-    };
+    let mem = move |v: f64| state.units().memory_detail(v);
     view! {
         <Show when=move || shown.with(Option::is_some)>
             {move || shown.get().map(|s| {
-                let positive: f64 = Cause::ALL.iter().map(|c| c.of(&s.parts).max(0.0)).sum();
+                let positive: f64 = s.parts.total();
                 let segments = Cause::STACK.iter().filter(|c| c.of(&s.parts) > 0.0).map(|c| {
                     let v = c.of(&s.parts);
                     let width = format!("{}%", v / positive.max(f64::MIN_POSITIVE) * 100.0);
@@ -87,11 +82,10 @@ pub fn AttributionBar() -> impl IntoView {
                 }).collect_view();
                 let labels = Cause::STACK.iter().map(|c| {
                     let v = c.of(&s.parts);
-                    let note = (v < 0.0).then_some(" (shortens the gap)");
                     view! {
                         <span class="attr-label" data-testid=format!("attribution-{}", c.name()) data-value=v.to_string()>
                             <span class=format!("attr-swatch cause-{}", c.name())></span>
-                            {c.name()} " " <strong>{n(v)}</strong> {note}
+                            {c.name()} " " <strong>{n(v)}</strong>
                         </span>
                     }
                 }).collect_view();
@@ -110,7 +104,8 @@ pub fn AttributionBar() -> impl IntoView {
                         aria-label="Bubble by cause">
                         <div class="attr-head">
                             <span class="attr-title">"Bubble by cause"</span>
-                            <span class="muted" data-testid="attribution-total" data-value=s.gap.to_string()>
+                            <span class="muted" data-testid="attribution-total" data-value=s.gap.to_string()
+                                title="the time each device idles in a step, on average (ideal is the mean device's work): communication is what the hops add, imbalance the busiest device's work over the mean's, schedule the rest">
                                 "cost − ideal = " {n(s.gap)}
                             </span>
                             {s.bound.map(|(value, standing)| view! {

@@ -156,6 +156,9 @@ pub fn ChartCard(
         let _ = canvas.set_attribute("data-drawn", &scene.counts.drawn.to_string());
         let _ = canvas.set_attribute("data-merged", &scene.counts.merged.to_string());
         let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
+        // What each stacked panel is, for assistive technology and tests.
+        let labels: Vec<&str> = panels.iter().map(|s| s.label.as_str()).collect();
+        let _ = canvas.set_attribute("data-panels", &labels.join(" | "));
         draw_error.set(result.err());
         let mut frame = ChartFrame {
             geometry: fig.geometry.clone(),
@@ -218,7 +221,26 @@ pub fn ChartCard(
             };
             let op = a.schedule.orders[device as usize][pos];
             let timed = a.timeline.devices[device as usize].ops[pos];
-            Some(describe(a, device, op, timed, x, y))
+            let mut tip = describe(a, device, op, timed, x, y);
+            // A measured run and its prediction: the same op in the other panel.
+            let measured = state.file.with_untracked(|f| f.as_ref().is_some_and(|f| f.measured.is_some()));
+            if measured && panel < 2 && panels.len() >= 2 {
+                let took = |s: &Shown| {
+                    let o = s.analysis.timeline.devices.get(device as usize)?.ops.get(pos)?;
+                    Some(o.end - o.start)
+                };
+                if let (Some(m), Some(p)) = (took(&panels[0]), took(&panels[1])) {
+                    let u = units.get_untracked();
+                    let sign = if m >= p { "+" } else { "−" };
+                    tip.lines.push(format!(
+                        "measured {} · predicted {} · measured − predicted {sign}{}",
+                        u.time_detail(m),
+                        u.time_detail(p),
+                        u.time_detail((m - p).abs())
+                    ));
+                }
+            }
+            Some(tip)
         })
     };
 

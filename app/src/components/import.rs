@@ -1,5 +1,6 @@
 //! Opening a schedule file: drop or pick a PyTorch CSV or Bubblescope JSON, see it with its
-//! validation messages.
+//! validation messages; or a measured run: the per-rank profiler traces of a PyTorch run,
+//! several files at once.
 
 use std::sync::Arc;
 
@@ -17,8 +18,103 @@ pub fn load(name: &str, text: &str) -> (LoadedFile, Option<bubblescope::Costs>) 
     let format = formats::detect(&name, text, None).unwrap_or(Format::PytorchCsv);
     let imported =
         formats::import(text, format, &ImportOptions { dialect: None, merge_bw: false, source: Some(name.clone()) });
-    let file = LoadedFile { name, schedule: imported.schedule.map(Arc::new), diagnostics: imported.diagnostics };
+    let file = LoadedFile {
+        name,
+        schedule: imported.schedule.map(Arc::new),
+        diagnostics: imported.diagnostics,
+        times: imported.times,
+        measured: None,
+    };
     (file, imported.costs)
+}
+
+/// The most bytes one trace file may have for the playground to read it (compressed or
+/// not): larger runs read with the CLI (`bubblescope convert DIR run.json`, then open it).
+pub const MAX_TRACE_FILE_BYTES: f64 = 64.0 * 1_048_576.0;
+
+/// Whether a file looks like a profiler trace: gzipped, or JSON that starts like one.
+pub fn is_trace(name: &str, head: &[u8]) -> bool {
+    head.starts_with(&[0x1f, 0x8b]) || name.to_ascii_lowercase().ends_with(".json.gz") || {
+        let text = String::from_utf8_lossy(&head[..head.len().min(64 << 10)]);
+        text.contains("\"traceEvents\"") || text.contains("\"schemaVersion\"")
+    }
+}
+
+/// Reads the per-rank traces `files` (name, bytes) as one measured run.
+///
+/// # Errors
+/// What [`bubblescope::measured`] says: the file and rank, and a hint.
+pub fn load_traces(files: &[(String, Vec<u8>)]) -> Result<LoadedFile, String> {
+    let mut ranks = Vec::new();
+    for (name, bytes) in files {
+        ranks.push(
+            bubblescope::measured::read_rank(&formats::sanitize(name), bytes.as_slice()).map_err(|e| e.to_string())?,
+        );
+    }
+    let run = bubblescope::measured::assemble(ranks, None).map_err(|e| e.to_string())?;
+    let name = match files {
+        [(one, _)] => formats::sanitize(one),
+        _ => format!("{} trace files", files.len()),
+    };
+    Ok(LoadedFile {
+        name,
+        schedule: Some(Arc::new(run.schedule.clone())),
+        diagnostics: Vec::new(),
+        times: Some(run.op_times()),
+        measured: Some(Arc::new(run)),
+    })
+}
+
+/// Reads every picked or dropped file: several, or any trace, as one measured run; else one
+/// schedule file.
+fn read_files(state: AppState, files: web_sys::FileList, error: RwSignal<Option<String>>) {
+    let list: Vec<web_sys::File> = (0..files.length()).filter_map(|i| files.get(i)).collect();
+    let Some(first) = list.first().cloned() else { return };
+    let traces = list.len() > 1 || first.name().to_ascii_lowercase().ends_with(".gz");
+    if !traces {
+        // One file: a schedule, unless its content says trace (read_file decides).
+        read_file(state, first, error);
+        return;
+    }
+    read_trace_files(state, list, error);
+}
+
+fn read_trace_files(state: AppState, list: Vec<web_sys::File>, error: RwSignal<Option<String>>) {
+    if let Some(big) = list.iter().find(|f| f.size() > MAX_TRACE_FILE_BYTES) {
+        error.set(Some(format!(
+            "{} has {} bytes, more than the {} the playground reads from a trace file\nhint: read the run with the CLI and open its JSON: bubblescope convert DIR run.json",
+            formats::sanitize(&big.name()),
+            big.size(),
+            MAX_TRACE_FILE_BYTES
+        )));
+        return;
+    }
+    error.set(None);
+    leptos::task::spawn_local(async move {
+        let mut files = Vec::new();
+        for file in list {
+            match wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
+                Ok(buffer) => files.push((file.name(), js_sys::Uint8Array::new(&buffer).to_vec())),
+                Err(_) => {
+                    error.set(Some(format!("cannot read {}", formats::sanitize(&file.name()))));
+                    return;
+                }
+            }
+        }
+        match load_traces(&files) {
+            Ok(loaded) => open(state, loaded),
+            Err(e) => error.set(Some(e)),
+        }
+    });
+}
+
+/// Shows `loaded` instead of the families, zoomed out.
+fn open(state: AppState, loaded: LoadedFile) {
+    state.view.update(|v| {
+        v.range = None;
+        v.highlight = None;
+    });
+    state.file.set(Some(loaded));
 }
 
 fn read_file(state: AppState, file: web_sys::File, error: RwSignal<Option<String>>) {
@@ -34,19 +130,23 @@ fn read_file(state: AppState, file: web_sys::File, error: RwSignal<Option<String
     }
     error.set(None);
     leptos::task::spawn_local(async move {
-        match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-            Ok(text) => {
-                let text = text.as_string().unwrap_or_default();
+        match wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
+            Ok(buffer) => {
+                let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+                if is_trace(&name, &bytes) {
+                    match load_traces(&[(name, bytes)]) {
+                        Ok(loaded) => open(state, loaded),
+                        Err(e) => error.set(Some(e)),
+                    }
+                    return;
+                }
+                let text = String::from_utf8_lossy(&bytes);
                 let (loaded, costs) = load(&name, &text);
                 // Costs stored in a JSON file become the settings, so the sliders show them.
                 if let Some(costs) = costs {
                     state.link.update(|l| l.params.costs = costs);
                 }
-                state.view.update(|v| {
-                    v.range = None;
-                    v.highlight = None;
-                });
-                state.file.set(Some(loaded));
+                open(state, loaded);
             }
             Err(_) => error.set(Some(format!("cannot read {}", formats::sanitize(&name)))),
         }
@@ -61,8 +161,8 @@ pub fn ImportPanel() -> impl IntoView {
     let dragging = RwSignal::new(false);
     let on_pick = move |ev: web_sys::Event| {
         let input = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok());
-        if let Some(file) = input.as_ref().and_then(|i| i.files()).and_then(|f| f.get(0)) {
-            read_file(state, file, error);
+        if let Some(files) = input.as_ref().and_then(|i| i.files()) {
+            read_files(state, files, error);
         }
         if let Some(i) = input {
             i.set_value("");
@@ -71,8 +171,8 @@ pub fn ImportPanel() -> impl IntoView {
     let on_drop = move |ev: web_sys::DragEvent| {
         ev.prevent_default();
         dragging.set(false);
-        if let Some(file) = ev.data_transfer().and_then(|d| d.files()).and_then(|f| f.get(0)) {
-            read_file(state, file, error);
+        if let Some(files) = ev.data_transfer().and_then(|d| d.files()) {
+            read_files(state, files, error);
         }
     };
     let open = move || state.file.get();
@@ -86,9 +186,9 @@ pub fn ImportPanel() -> impl IntoView {
                 on:dragleave=move |_| dragging.set(false)
                 on:drop=on_drop
             >
-                <input type="file" class="sr-only" accept=".csv,.json,text/csv,application/json" data-testid="import-file" on:change=on_pick/>
-                <span class="dropzone-main">"Drop a file or click to open"</span>
-                <span class="help">"PyTorch schedule CSV (either dialect, with or without SEND/RECV) or Bubblescope JSON"</span>
+                <input type="file" multiple class="sr-only" accept=".csv,.json,.gz,text/csv,application/json,application/gzip" data-testid="import-file" on:change=on_pick/>
+                <span class="dropzone-main">"Drop files or click to open"</span>
+                <span class="help">"PyTorch schedule CSV (either dialect, with or without SEND/RECV), Bubblescope JSON, or a measured run: every rank's profiler trace (.json or .json.gz) at once"</span>
             </label>
             <Show when=move || error.get().is_some()>
                 <p class="field-error" role="alert" data-testid="error-message">{move || error.get()}</p>
@@ -111,6 +211,7 @@ pub fn ImportPanel() -> impl IntoView {
                             }}
                         </p>
                         <Diagnostics list=f.diagnostics.clone()/>
+                        {f.measured.clone().map(|run| view! { <super::measured::MeasuredCard run=run/> })}
                     </div>
                 }
             })}

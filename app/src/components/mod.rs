@@ -11,6 +11,7 @@ mod export;
 mod header;
 mod import;
 mod inputs;
+mod measured;
 mod model;
 mod playback;
 mod progress;

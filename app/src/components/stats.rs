@@ -2,7 +2,7 @@
 
 use bubblescope::model::{verdict, Holding};
 use bubblescope::units::format_bytes;
-use bubblescope::units::{format_micros, format_number, Units};
+use bubblescope::units::{format_micros, format_number};
 use bubblescope::{family, BubbleMeasure};
 use leptos::prelude::*;
 
@@ -20,16 +20,19 @@ fn holdings(state: AppState) -> Memo<Option<Vec<Holding>>> {
 /// Times and memory in the model's units (µs, bytes) when costs come from a model, else as
 /// the CLI prints them.
 fn time_text(state: AppState, v: f64) -> String {
-    match state.units() {
-        Units::Model => format_micros(v),
-        Units::Cost => n(v),
+    let units = state.units();
+    if units.micros() {
+        format_micros(v)
+    } else {
+        n(v)
     }
 }
 
 fn memory_text(state: AppState, v: f64) -> String {
-    match state.units() {
-        Units::Model => format_bytes(v),
-        Units::Cost => n(v),
+    if state.units().bytes() {
+        format_bytes(v)
+    } else {
+        n(v)
     }
 }
 
@@ -108,7 +111,9 @@ pub fn StatTiles() -> impl IntoView {
             <div class="tile">
                 <div class="tile-label">"Cost"<span class="tile-sub" title="longest device span">" longest device span"</span></div>
                 <div class="tile-value" data-testid="stat-cost">{move || stats().map(|s| time_text(state, s.cost)).unwrap_or_else(|| "—".into())}</div>
-                <div class="tile-foot" title="ideal: the busiest device's work — the sum of its passes, an overlapped F&B pair at its overlap time">"ideal " {move || stats().map(|s| time_text(state, s.ideal)).unwrap_or_default()} " · makespan " {move || stats().map(|s| time_text(state, s.makespan)).unwrap_or_default()}</div>
+                <div class="tile-foot" title="ideal: the mean device's work — the sum of its passes, an overlapped F&B pair at its overlap time; busiest: the busiest device's, which no order can beat">"ideal " {move || stats().map(|s| time_text(state, s.ideal)).unwrap_or_default()}
+                    {move || stats().filter(|s| s.busiest_work != s.ideal).map(|s| format!(" · busiest {}", time_text(state, s.busiest_work)))}
+                    " · makespan " {move || stats().map(|s| time_text(state, s.makespan)).unwrap_or_default()}</div>
             </div>
             <div class="tile">
                 <div class="tile-label">
@@ -125,7 +130,7 @@ pub fn StatTiles() -> impl IntoView {
                     </select>
                 </div>
                 <div class="tile-value" data-testid="stat-bubble-rate">{move || bubble().map(n).unwrap_or_else(|| "—".into())}</div>
-                <div class="tile-foot">
+                <div class="tile-foot" data-testid="stat-bubble-foot">
                     {move || bubble().map(|b| format!("{}% · ", format_number(b * 100.0, 2))).unwrap_or_default()}
                     {move || state.measure.get().origin()}
                 </div>
@@ -203,6 +208,7 @@ pub fn DeviceTable() -> impl IntoView {
                                 <td>{format!("{}%", format_number(share * 100.0, 1))}</td>
                                 <td>{time_text(state, d.idle)}</td>
                                 <td>{format!("{}%", format_number(d.bubble_rate * 100.0, 2))}</td>
+                                <td data-testid="idle-share">{format!("{}%", format_number(a.stats.idle_share(d.device as usize) * 100.0, 2))}</td>
                                 <td>{memory_text(state, d.peak_memory)}{over.then_some(" ⚠")}</td>
                                 <td class="muted">{expected}</td>
                             </tr>
@@ -228,7 +234,9 @@ pub fn DeviceTable() -> impl IntoView {
                                 <th title="transformer layers it holds (costs from a model)">"layers"</th>
                                 <th title="its work as a share of the slowest device's">"of slowest"</th>
                                 <th>"idle"</th>
-                                <th title="idle / span">"bubble"</th><th>"peak memory"</th>
+                                <th title="idle / span: between its own first and last pass">"bubble"</th>
+                                <th title="(cost − work) / cost: the share of the step it does no work; their mean is the bubble rate">"idle share"</th>
+                                <th>"peak memory"</th>
                                 <th title=move || formula().unwrap_or("")>"formula"</th>
                             </tr>
                         </thead>
@@ -258,9 +266,9 @@ pub fn CompareTable() -> impl IntoView {
                         view! {
                             <tr>
                                 <td class="name">{c.label.clone()}</td>
-                                <td>{n(s.cost)}</td>
+                                <td>{time_text(state, s.cost)}</td>
                                 <td>{n(s.bubble_rate)}</td>
-                                <td>{n(s.peak_memory)}</td>
+                                <td>{memory_text(state, s.peak_memory)}</td>
                                 <td>{speed}</td>
                             </tr>
                         }

@@ -5,6 +5,7 @@
 use crate::error::ParamError;
 use crate::params::{check_mem_limit, Costs, ScheduleParams};
 use crate::schedule::Schedule;
+use crate::sim::PerOpTimes;
 use crate::{analyze, Analysis, AnalyzeError};
 
 use super::{sanitize, Format, FormatError};
@@ -67,11 +68,25 @@ pub struct FileAnalysis {
 /// checks the costs and the limit, then [`analyze`]s it at its own sizes. `name` is
 /// [`sanitize`]d for the label.
 pub fn analyze_file(name: &str, schedule: Schedule, costs: Costs, mem_limit: Option<f64>) -> FileAnalysis {
+    analyze_file_timed(name, schedule, costs, mem_limit, None)
+}
+
+/// [`analyze_file`] for a file that holds a measured run: at its times per op when given.
+pub fn analyze_file_timed(
+    name: &str,
+    schedule: Schedule,
+    costs: Costs,
+    mem_limit: Option<f64>,
+    times: Option<&PerOpTimes>,
+) -> FileAnalysis {
     let mut params = ScheduleParams::new(schedule.devices(), schedule.microbatches).with_costs(costs.clone());
     params.mem_limit = mem_limit;
     let label = schedule.file_label(&sanitize(name));
     let checked: Result<(), ParamError> = costs.check().and_then(|()| mem_limit.map_or(Ok(()), check_mem_limit));
-    let analysis = checked.map_err(AnalyzeError::Param).and_then(|()| analyze(schedule, &costs));
+    let analysis = checked.map_err(AnalyzeError::Param).and_then(|()| match times {
+        Some(times) => crate::analysis::analyze_timed(schedule, &costs, times),
+        None => analyze(schedule, &costs),
+    });
     FileAnalysis { label, params, analysis }
 }
 

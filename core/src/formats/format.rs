@@ -6,6 +6,7 @@ use super::text;
 use crate::error::{Diagnostic, Severity};
 use crate::params::Costs;
 use crate::schedule::Schedule;
+use crate::sim::PerOpTimes;
 
 /// Largest file an importer reads: 16 MiB.
 pub const MAX_FILE_BYTES: usize = 16 << 20;
@@ -150,6 +151,8 @@ pub struct Imported {
     pub schedule: Option<Schedule>,
     /// The costs stored in the file (JSON only).
     pub costs: Option<Costs>,
+    /// Times measured per op, when the file holds a measured run (JSON only).
+    pub times: Option<PerOpTimes>,
     /// Errors and warnings, in file order within each check.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -195,7 +198,7 @@ impl Imported {
     }
 
     pub(super) fn failed(diagnostic: Diagnostic) -> Imported {
-        Imported { schedule: None, costs: None, diagnostics: vec![diagnostic] }
+        Imported { schedule: None, costs: None, times: None, diagnostics: vec![diagnostic] }
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::params::{CostProfile, Costs, MAX_DEVICES, MAX_PASSES};
 use crate::schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
+use crate::sim::PerOpTimes;
 
 use super::check::{self, Draft};
 use super::text::{quote, sanitize_to, warning, Diagnostics, Source};
@@ -20,7 +21,7 @@ pub const JSON_FORMAT: &str = "bubblescope-schedule";
 /// The version this crate writes and reads.
 pub const JSON_VERSION: u64 = 1;
 
-const FIELDS: [&str; 7] = ["format", "version", "placement", "microbatches", "slices", "costs", "orders"];
+const FIELDS: [&str; 8] = ["format", "version", "placement", "microbatches", "slices", "costs", "orders", "times"];
 
 /// A cost: written as a JSON number when every JSON reader gets it back bit for bit, else as a
 /// string holding the number.
@@ -179,6 +180,12 @@ impl From<CostsJson> for Costs {
 /// The layout is fixed and diff-friendly: one line per top-level field and one line per
 /// device's order.
 pub fn export_json(schedule: &Schedule, costs: Option<&Costs>) -> String {
+    export_json_timed(schedule, costs, None)
+}
+
+/// [`export_json`] with the times a measured run took per op (`times`, one list per device
+/// parallel to its order: `lead`, `duration`, `hop`), so the file reads back to the same run.
+pub fn export_json_timed(schedule: &Schedule, costs: Option<&Costs>, times: Option<&PerOpTimes>) -> String {
     let placement = &schedule.placement;
     let placement = PlacementJson {
         kind: placement.kind().name().to_string(),
@@ -207,8 +214,74 @@ pub fn export_json(schedule: &Schedule, costs: Option<&Costs>) -> String {
         }
         out.push(']');
     }
-    out.push_str(if schedule.orders.is_empty() { "]\n}\n" } else { "\n  ]\n}\n" });
+    out.push_str(if schedule.orders.is_empty() { "]" } else { "\n  ]" });
+    if let Some(times) = times {
+        out.push_str(",\n  \"times\": {");
+        let lists = [("lead", &times.leads), ("duration", &times.durations), ("hop", &times.hops)];
+        for (i, (name, lists)) in lists.into_iter().enumerate() {
+            out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+            out.push_str(&format!("\"{name}\": ["));
+            for (device, list) in lists.iter().enumerate() {
+                let numbers: Vec<Number> = list.iter().copied().map(Number).collect();
+                out.push_str(if device == 0 { "\n      " } else { ",\n      " });
+                out.push_str(&json(&numbers));
+            }
+            out.push_str(if lists.is_empty() { "]" } else { "\n    ]" });
+        }
+        out.push_str("\n  }");
+    }
+    out.push_str("\n}\n");
     out
+}
+
+/// The `times` object of a measured run.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object of three lists of lists: lead, duration and hop")]
+struct TimesJson {
+    lead: Vec<Vec<Number>>,
+    duration: Vec<Vec<Number>>,
+    hop: Vec<Vec<Number>>,
+}
+
+/// Reads `times`, checked against the schedule it times: one number per op, finite, and
+/// durations and leads not negative. A problem drops the times with a warning (the schedule
+/// still reads, at its costs).
+fn take_times(
+    map: &mut Map<String, Value>,
+    schedule: &Schedule,
+    source: &Source,
+    out: &mut Diagnostics,
+) -> Option<PerOpTimes> {
+    let value = map.remove("times")?;
+    let times: TimesJson = match serde_json::from_value(value) {
+        Ok(t) => t,
+        Err(e) => {
+            out.push(warning(
+                source
+                    .error(format!("times: {}", sanitize_long(&e.to_string())))
+                    .hint("the times are ignored: the schedule runs at its costs"),
+            ));
+            return None;
+        }
+    };
+    let list = |v: Vec<Vec<Number>>| v.into_iter().map(|l| l.into_iter().map(|n| n.0).collect()).collect();
+    let times = PerOpTimes { leads: list(times.lead), durations: list(times.duration), hops: list(times.hop) };
+    let problem = if !times.fits(schedule) {
+        Some("lead, duration and hop must each have one number per op of every device's order".to_string())
+    } else if times.durations.iter().chain(&times.leads).flatten().any(|v| !(v.is_finite() && *v >= 0.0)) {
+        Some("durations and leads must be finite and not negative".to_string())
+    } else if times.hops.iter().flatten().any(|v| !v.is_finite()) {
+        Some("hops must be finite".to_string())
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        out.push(warning(
+            source.error(format!("times: {problem}")).hint("the times are ignored: the schedule runs at its costs"),
+        ));
+        return None;
+    }
+    Some(times)
 }
 
 /// Compact JSON for the plain field types above, whose serialisation cannot fail.
@@ -409,7 +482,7 @@ impl<'de> Visitor<'de> for At<'_> {
 /// Reads Bubblescope JSON.
 pub(super) fn import(text: &str, source: &Source) -> Imported {
     let mut out = Diagnostics::default();
-    let fail = |out: Diagnostics| Imported { schedule: None, costs: None, diagnostics: out.finish() };
+    let fail = |out: Diagnostics| Imported { schedule: None, costs: None, times: None, diagnostics: out.finish() };
     // A UTF-8 byte-order mark is allowed, as in CSV files (editors on Windows write one).
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: Value = match parse_unique(text) {
@@ -498,13 +571,13 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     let orders = take::<Vec<Vec<Value>>>(&mut map, "orders", None, source, &mut out);
     let (Some(placement), Some(microbatches), Some(slices), Some(orders)) = (placement, microbatches, slices, orders)
     else {
-        return Imported { schedule: None, costs, diagnostics: out.finish() };
+        return Imported { schedule: None, costs, times: None, diagnostics: out.finish() };
     };
     let placement = match build_placement(placement) {
         Ok(p) => p,
         Err(message) => {
             out.push(source.error(format!("placement: {message}")));
-            return Imported { schedule: None, costs, diagnostics: out.finish() };
+            return Imported { schedule: None, costs, times: None, diagnostics: out.finish() };
         }
     };
     let costs = costs.map(|c| reconcile_costs(c, placement.devices(), source, &mut out));
@@ -520,7 +593,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     };
     if let Some(problem) = problem {
         out.push(source.error(problem));
-        return Imported { schedule: None, costs, diagnostics: out.finish() };
+        return Imported { schedule: None, costs, times: None, diagnostics: out.finish() };
     }
 
     let mut rows: Vec<Vec<(Op, usize)>> = Vec::with_capacity(orders.len());
@@ -553,11 +626,12 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
             placement.stages_per_pipeline(),
             2 * needed
         )));
-        return Imported { schedule: None, costs, diagnostics: out.finish() };
+        return Imported { schedule: None, costs, times: None, diagnostics: out.finish() };
     }
     let draft = Draft { placement, microbatches, slices, rows };
     let checked = check::check(draft, source, &|p| pass_text(p, slices), &costs.clone().unwrap_or_default(), &mut out);
-    Imported { schedule: Some(checked.schedule), costs, diagnostics: out.finish() }
+    let times = take_times(&mut map, &checked.schedule, source, &mut out);
+    Imported { schedule: Some(checked.schedule), costs, times, diagnostics: out.finish() }
 }
 
 /// Removes `costs` from `map` and reads it (`null` or missing: no costs); a malformed object

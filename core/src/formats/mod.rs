@@ -160,9 +160,9 @@ mod pytorch;
 mod text;
 
 pub use convert::{export, export_analysis, import};
-pub use file::{analyze_file, detect, sniff, FileAnalysis};
+pub use file::{analyze_file, analyze_file_timed, detect, sniff, FileAnalysis};
 pub use format::{Dialect, ExportOptions, Format, FormatError, ImportOptions, Imported, MAX_FILE_BYTES};
-pub use json::{export_json, JSON_FORMAT, JSON_VERSION};
+pub use json::{export_json, export_json_timed, JSON_FORMAT, JSON_VERSION};
 pub use perfetto::{export_perfetto, MAX_TRACE_BYTES};
-pub use pytorch::{export_pytorch_csv, CsvForm};
+pub use pytorch::{compute_action, export_pytorch_csv, CsvForm};
 pub use text::{sanitize, MAX_QUOTED_CHARS};

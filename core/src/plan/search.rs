@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use crate::attribution::{attribute, Parts};
+use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::model::{Layout, Model};
@@ -438,11 +438,11 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     }))
 }
 
-/// Splits a plan's bubble (three more simulations: done for the plans shown only).
+/// Splits a plan's bubble (generated again and simulated without communication: done for the plans shown only).
 pub fn attribute_plan(plan: &mut Plan) {
     let c = &plan.candidate;
     if let Ok(schedule) = crate::generate(c.family.name, &c.params) {
-        plan.attribution = attribute(&schedule, &c.params.costs, &plan.stats).ok().map(|a| a.overall);
+        plan.attribution = overall(&schedule, &c.params.costs, &plan.stats).ok();
     }
 }
 

@@ -11,7 +11,7 @@
 //! is listed as invalid with that reason, so every listed run fits its limit.
 
 use super::pareto::ParetoPoint;
-use crate::attribution::{attribute, Parts};
+use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
@@ -281,7 +281,7 @@ impl SweepSpec {
 }
 
 /// Runs one combination as `simulate` would: generate, validate, simulate, measure
-/// ([`crate::run`]), then split the bubble ([`attribute`]).
+/// ([`crate::run`]), then split the bubble ([`overall`], as `simulate` splits it).
 ///
 /// # Errors
 /// An [`InvalidRun`] with the reason when the family cannot take the parameters, the schedule
@@ -298,9 +298,12 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
             let aware: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::MemLimit)).map(|f| f.name).collect();
             // Nearest, not rounded up as in the families' errors: a peak just above the limit
             // must not print as the limit rounded up.
-            let size = |v: f64| match spec.params.units {
-                crate::units::Units::Model => crate::units::format_bytes(v),
-                crate::units::Units::Cost => crate::units::short_number(v),
+            let size = |v: f64| {
+                if spec.params.units.bytes() {
+                    crate::units::format_bytes(v)
+                } else {
+                    crate::units::short_number(v)
+                }
             };
             let error = crate::error::with_hints(
                 &format!(
@@ -314,7 +317,7 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
             return Err(InvalidRun { spec, error });
         }
     }
-    let attribution = attribute(&analysis.schedule, &spec.params.costs, &analysis.stats).ok().map(|a| a.overall);
+    let attribution = overall(&analysis.schedule, &spec.params.costs, &analysis.stats).ok();
     let chunks = analysis.schedule.placement.chunks_per_device();
     let stages = analysis.schedule.placement.stages_per_pipeline();
     let memory = crate::attribution::memory_part(spec.family, &spec.params, analysis.stats.cost).and_then(Result::ok);

@@ -13,7 +13,97 @@ pub use deps::{dependency, provides, Dep, DepClass, KeySpace};
 
 use crate::error::{SimError, Stuck};
 use crate::params::StageCosts;
-use crate::schedule::Schedule;
+use crate::schedule::{Op, Pass, Schedule};
+
+/// How long each op takes, how long a result takes to reach another device, and what memory
+/// passes hold.
+pub trait Timing {
+    /// The time of the op at `at`.
+    fn duration(&self, at: OpRef, op: &Op) -> f64;
+    /// Time the device spends right before the op at `at` on work that needs none of the op's
+    /// inputs (0 for planned runs).
+    fn lead(&self, _at: OpRef) -> f64 {
+        0.0
+    }
+    /// The time a result of `from` takes to reach the op at `at` on another device.
+    fn hop(&self, at: OpRef, from: OpRef) -> f64;
+    /// Activation memory `pass` allocates when it starts.
+    fn alloc(&self, pass: Pass) -> f64;
+    /// Activation memory `pass` releases when it ends.
+    fn release(&self, pass: Pass) -> f64;
+}
+
+impl Timing for StageCosts {
+    fn duration(&self, _at: OpRef, op: &Op) -> f64 {
+        self.op(op)
+    }
+    fn hop(&self, _at: OpRef, _from: OpRef) -> f64 {
+        self.comm
+    }
+    fn alloc(&self, pass: Pass) -> f64 {
+        StageCosts::alloc(self, pass)
+    }
+    fn release(&self, pass: Pass) -> f64 {
+        StageCosts::release(self, pass)
+    }
+}
+
+/// Times measured per op (a profiled run), parallel to a schedule's orders: each op's
+/// duration, the busy time before it that needs none of its inputs (`leads`), and the time
+/// from its latest input's end on another device to its start (`hops`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PerOpTimes {
+    /// `durations[d][i]`: the time of device d's i-th op.
+    pub durations: Vec<Vec<f64>>,
+    /// `leads[d][i]`: busy time before it, needing none of its inputs.
+    pub leads: Vec<Vec<f64>>,
+    /// `hops[d][i]`: from its latest input's end on another device to its start.
+    pub hops: Vec<Vec<f64>>,
+}
+
+impl PerOpTimes {
+    /// Whether every list has one entry per op of `schedule`.
+    pub fn fits(&self, schedule: &Schedule) -> bool {
+        let shape = |lists: &Vec<Vec<f64>>| {
+            lists.len() == schedule.orders.len() && lists.iter().zip(&schedule.orders).all(|(l, o)| l.len() == o.len())
+        };
+        shape(&self.durations) && shape(&self.leads) && shape(&self.hops)
+    }
+}
+
+/// [`PerOpTimes`] with the memory model the simulator needs beside them (and the times of any
+/// op the lists do not cover).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpTimes {
+    /// The measured times.
+    pub times: PerOpTimes,
+    /// The stage costs' memory (and fallback times).
+    pub memory: StageCosts,
+}
+
+impl OpTimes {
+    fn get(list: &[Vec<f64>], at: OpRef) -> Option<f64> {
+        list.get(at.device as usize)?.get(at.position as usize).copied()
+    }
+}
+
+impl Timing for OpTimes {
+    fn duration(&self, at: OpRef, op: &Op) -> f64 {
+        OpTimes::get(&self.times.durations, at).unwrap_or_else(|| self.memory.op(op))
+    }
+    fn lead(&self, at: OpRef) -> f64 {
+        OpTimes::get(&self.times.leads, at).unwrap_or(0.0)
+    }
+    fn hop(&self, at: OpRef, _from: OpRef) -> f64 {
+        OpTimes::get(&self.times.hops, at).unwrap_or(self.memory.comm)
+    }
+    fn alloc(&self, pass: Pass) -> f64 {
+        self.memory.alloc(pass)
+    }
+    fn release(&self, pass: Pass) -> f64 {
+        self.memory.release(pass)
+    }
+}
 
 /// Where an op sits: its device and position in that device's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +177,14 @@ const UNSET: u64 = u64::MAX;
 /// [`SimError::Malformed`] when a pass is outside the schedule's stages, microbatches or
 /// slices, and [`SimError::Deadlock`] when no device can make progress.
 pub fn simulate(schedule: &Schedule, costs: &StageCosts) -> Result<Timeline, SimError> {
+    simulate_timed(schedule, costs)
+}
+
+/// Simulates `schedule` with any [`Timing`]: [`simulate`] is this with the stage costs.
+///
+/// # Errors
+/// As [`simulate`].
+pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timeline, SimError> {
     let keys = KeySpace::checked(schedule)?;
     let placement = &schedule.placement;
     let n_devices = schedule.orders.len();
@@ -120,7 +218,8 @@ pub fn simulate(schedule: &Schedule, costs: &StageCosts) -> Result<Timeline, Sim
         let d = device as usize;
         let order = &schedule.orders[d];
         while let Some(op) = order.get(next[d]) {
-            let mut start = free[d];
+            let at = OpRef { device, position: next[d] as u32 };
+            let mut start = free[d] + costs.lead(at);
             let mut waited_for = None;
             let mut blocked = None;
             for pass in op.passes() {
@@ -131,7 +230,7 @@ pub fn simulate(schedule: &Schedule, costs: &StageCosts) -> Result<Timeline, Sim
                     break;
                 }
                 let from = unpack(producer[k]);
-                let comm = if from.device == device { 0.0 } else { costs.comm };
+                let comm = if from.device == device { 0.0 } else { costs.hop(at, from) };
                 let arrival = done[k] + comm;
                 if arrival > start {
                     start = arrival;
@@ -144,7 +243,7 @@ pub fn simulate(schedule: &Schedule, costs: &StageCosts) -> Result<Timeline, Sim
                 break;
             }
 
-            let end = start + costs.op(op);
+            let end = start + costs.duration(at, op);
             let timeline = &mut devices[d];
             timeline.ops.push(TimedOp { start, end, waited_for });
             let alloc: f64 = op.passes().map(|p| costs.alloc(p)).sum();

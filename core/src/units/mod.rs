@@ -22,6 +22,20 @@ pub enum Units {
     Cost,
     /// Times in µs, memory in bytes (costs derived from a model).
     Model,
+    /// Times in µs, memory in mem-f's unit (a measured run: its trace has times, no memory).
+    Measured,
+}
+
+impl Units {
+    /// Whether times are µs (a model's costs, or a measured run's).
+    pub fn micros(self) -> bool {
+        self != Units::Cost
+    }
+
+    /// Whether memory is bytes.
+    pub fn bytes(self) -> bool {
+        self == Units::Model
+    }
 }
 
 impl Units {
@@ -30,7 +44,7 @@ impl Units {
     /// (`--mem-limit 8.09GiB`) is never below what the message asked for.
     pub fn memory_in_message(self, v: f64) -> String {
         match self {
-            Units::Cost => short_number(v),
+            Units::Cost | Units::Measured => short_number(v),
             Units::Model => match byte_unit(v) {
                 ("B", _) => format!("{} B", format_number(v.ceil(), 0)),
                 (name, size) => format!("{} {name}", format_number((v / size * 100.0 - 1e-9).ceil() / 100.0, 2)),
@@ -42,7 +56,7 @@ impl Units {
     pub fn time(self, v: f64) -> String {
         match self {
             Units::Cost => format_number(v, 3),
-            Units::Model => format_micros(v),
+            Units::Model | Units::Measured => format_micros(v),
         }
     }
 
@@ -51,6 +65,27 @@ impl Units {
         match self {
             Units::Cost => format_number(v, 3),
             Units::Model => format_bytes(v),
+            Units::Measured => format_number(v, 3),
+        }
+    }
+
+    /// A time to four decimals in cost units (µs, ms, s with a model or a measured run): what
+    /// detailed readouts print.
+    pub fn time_detail(self, v: f64) -> String {
+        if self.micros() {
+            format_micros(v)
+        } else {
+            format_number(v, 4)
+        }
+    }
+
+    /// A memory amount to four decimals in mem-f's unit (GiB, MiB, … for bytes): never the
+    /// limit printed for a peak just above it.
+    pub fn memory_detail(self, v: f64) -> String {
+        if self.bytes() {
+            format_bytes(v)
+        } else {
+            format_number(v, 4)
         }
     }
 
@@ -58,7 +93,7 @@ impl Units {
     pub fn time_axis(self) -> &'static str {
         match self {
             Units::Cost => "time (cost units)",
-            Units::Model => "time",
+            Units::Model | Units::Measured => "time",
         }
     }
 
@@ -67,6 +102,7 @@ impl Units {
         match self {
             Units::Cost => "unit of mem-f",
             Units::Model => "bytes",
+            Units::Measured => "unit of mem-f",
         }
     }
 
@@ -74,10 +110,10 @@ impl Units {
     /// seconds or milliseconds for µs (`0.5 s`, not `500k`), the plain number otherwise.
     pub fn time_ticks(self, span: f64) -> (f64, &'static str) {
         match self {
-            Units::Model if span >= 1e6 => (1e6, " s"),
-            Units::Model if span >= 1e3 => (1e3, " ms"),
-            Units::Model => (1.0, " µs"),
             Units::Cost => (1.0, ""),
+            _ if span >= 1e6 => (1e6, " s"),
+            _ if span >= 1e3 => (1e3, " ms"),
+            _ => (1.0, " µs"),
         }
     }
 

@@ -21,7 +21,8 @@ const CORE_LAYERS: &[(&str, &[&str])] = &[
     ("analyses", &["bounds", "attribution", "gaps"]),
     ("search", &["optimal"]),
     ("registry", &["registry"]),
-    ("planning, files and links", &["plan", "formats", "permalink"]),
+    ("files and links", &["formats", "permalink"]),
+    ("planning and measured runs", &["plan", "measured"]),
     ("drawing", &["render"]),
     ("the API", &[""]),
 ];

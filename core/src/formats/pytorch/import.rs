@@ -100,16 +100,16 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
                 .error("the file has no compute actions (F, I, W, B, BW)")
                 .hint("PyTorch's schedule CSV has one row per rank, e.g. `0F0,0F1,0B0,0B1`"),
         );
-        return Imported { schedule: None, costs: None, diagnostics: out.finish() };
+        return Imported { schedule: None, costs: None, times: None, diagnostics: out.finish() };
     }
 
     // The placement and sizes the cells imply.
     let namer = move |p: Pass| pass_text(p, dialect);
     let Some(placement) = infer_placement(&mut actions.ops, rows as u32, source, &namer, &mut out) else {
-        return Imported { schedule: None, costs: None, diagnostics: out.finish() };
+        return Imported { schedule: None, costs: None, times: None, diagnostics: out.finish() };
     };
     let Some(microbatches) = count_microbatches(&actions.ops, &placement, source, &mut out) else {
-        return Imported { schedule: None, costs: None, diagnostics: out.finish() };
+        return Imported { schedule: None, costs: None, times: None, diagnostics: out.finish() };
     };
 
     // The schedule, checked in the file's terms.
@@ -141,7 +141,7 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
             format!("{what}: FSDP and gradient-reduction actions are not modelled"),
         ));
     }
-    Imported { schedule: Some(checked.schedule), costs: None, diagnostics: out.finish() }
+    Imported { schedule: Some(checked.schedule), costs: None, times: None, diagnostics: out.finish() }
 }
 
 /// Every non-empty cell as a token, and what the cells say about the dialect. Unreadable

@@ -19,5 +19,29 @@ mod placement;
 pub use export::export_pytorch_csv;
 pub(super) use import::import;
 
+use crate::schedule::{Op, Pass};
+use grammar::{parse_cell, pass_kind, RawPass, Token};
+
+/// The compute op of one action as PyTorch's runtime names it (a cell, or a profiler label
+/// without its `PP:` prefix) in the current dialect: `0F3`, `1I2`, `2B0`,
+/// `(0F7;7B3)OVERLAP_F_B`. `Ok(None)` for an action that computes nothing (SEND, RECV,
+/// UNSHARD, …).
+///
+/// # Errors
+/// Why the text is not an action, with a hint.
+pub fn compute_action(text: &str) -> Result<Option<Op>, (String, String)> {
+    let pass = |raw: RawPass| {
+        pass_kind(raw.word, super::Dialect::Current)
+            .map(|kind| Pass::new(kind, raw.stage, raw.microbatch))
+            .map_err(|e| (e.to_string(), "profiler labels use the current dialect: F, I, W, B".to_string()))
+    };
+    match parse_cell(text) {
+        Token::Compute(raw) => pass(raw).map(|p| Some(Op::One(p))),
+        Token::Pair(a, b) => Ok(Some(Op::Pair(pass(a)?, pass(b)?))),
+        Token::Idle | Token::Comms(_) | Token::Ignored => Ok(None),
+        Token::Bad(why) => Err(*why),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,62 @@
+// Measured runs: the per-rank profiler traces of a real PyTorch run, opened together, drawn
+// with the plan's prediction beside them, and planned again at the fitted costs.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { assert, assertEq, cli, open, redraws, text, waitForRedraw } from './harness.mjs';
+
+const run = path.resolve('tests/fixtures/traces/interleaved-zb');
+
+function rankFiles() {
+  return ['rank0.pt.trace.json.gz', 'rank1.pt.trace.json.gz'].map((name) => ({
+    name,
+    mimeType: 'application/gzip',
+    buffer: fs.readFileSync(path.join(run, name)),
+  }));
+}
+
+export const tests = {
+  async 'the rank files of a run open as the measured run and its prediction'({ page, base, shot }) {
+    await open(page, base);
+    const before = await redraws(page);
+    await page.locator('[data-testid=import-file]').setInputFiles(rankFiles());
+    await page.waitForSelector('[data-testid=measured-run]');
+    await waitForRedraw(page, before);
+    const expected = JSON.parse(cli(['trace', run, '--json']));
+    const step = await text(page, 'measured-step');
+    const ms = (expected.step_time / 1000).toFixed(2).replace(/0+$/, '').replace(/\.$/, '');
+    assert(step.includes(`${ms} ms`), `step ${step} like the CLI's ${expected.step_time} µs`);
+    const prediction = await text(page, 'measured-prediction');
+    assert(prediction.startsWith('predicted ') && prediction.includes('% of the measured step'), prediction);
+    assertEq(await page.locator('[data-testid=fitted-costs] tbody tr').count(), expected.stages, 'one row per stage');
+    // The chart stacks the run and the same orders at the fitted costs, in µs.
+    const chart = await page.locator('[data-testid=gantt-canvas]').getAttribute('data-panels');
+    assert(chart.includes('measured run'), 'the run is labelled measured');
+    assert(chart.includes('predicted: the same orders at the fitted costs'), 'the prediction is drawn beside it');
+    await shot('measured-run');
+  },
+
+  async 'planning with the fitted costs compares every family on the run'({ page, base }) {
+    await open(page, base);
+    const before = await redraws(page);
+    await page.locator('[data-testid=import-file]').setInputFiles(rankFiles());
+    await page.waitForSelector('[data-testid=measured-run]');
+    await waitForRedraw(page, before);
+    await page.locator('[data-testid=use-fitted-costs]').click();
+    await page.waitForFunction(() => new URL(location.href).searchParams.get('devices') === '2');
+    const url = new URL(page.url());
+    assert(url.searchParams.get('microbatches') === '4', url.search);
+    assert(Number(url.searchParams.get('f')?.split(',')[0]) > 1000, `F in µs: ${url.search}`);
+  },
+
+  async 'a broken trace names the file and gives a hint'({ page, base }) {
+    await open(page, base);
+    const files = rankFiles();
+    files[1].buffer = files[1].buffer.subarray(0, 2000);
+    await page.locator('[data-testid=import-file]').setInputFiles(files);
+    const error = page.locator('.panel:has([data-testid=import-file]) [data-testid=error-message]');
+    await error.waitFor();
+    const message = await error.innerText();
+    assert(message.includes('rank1.pt.trace.json.gz') && message.includes('hint:'), message);
+  },
+};
