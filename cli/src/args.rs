@@ -534,9 +534,9 @@ pub struct CostsArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// Number of devices (pipeline ranks), P.
-    #[arg(long, short = 'p', value_name = "P", default_value_t = 4)]
+    #[arg(long, short = 'p', value_name = "P", default_value_t = 4, value_parser = devices)]
     pub devices: u32,
-    /// Print one JSON object instead of a table.
+    /// Print one JSON object instead of a table (with --list: the presets).
     #[arg(long)]
     pub json: bool,
     /// List the model presets instead.
@@ -573,7 +573,8 @@ pub struct SweepArgs {
     /// Print CSV (one row per run, then the invalid combinations) instead of a table.
     #[arg(long)]
     pub csv: bool,
-    /// Also write the Pareto chart (peak memory against time per iteration) as SVG.
+    /// Also write the Pareto chart (peak memory against time per iteration) as SVG; the name
+    /// ends in .svg or has no extension (`-`: the chart alone on standard output).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Colour theme of the chart: light or dark.

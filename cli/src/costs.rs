@@ -11,9 +11,24 @@ use serde_json::{json, Value};
 use crate::args::CostsArgs;
 
 /// Runs `bubblescope costs`.
-pub fn run(args: &CostsArgs) -> Result<()> {
+pub fn run(args: &CostsArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
     let out = if args.list {
-        presets_text()
+        // The list is every preset as it is: flags that shape one model do not apply.
+        let devices_given =
+            matches.is_some_and(|m| m.value_source("devices") == Some(clap::parser::ValueSource::CommandLine));
+        if args.model.given() || devices_given {
+            return Err(crate::output::user_error(
+                "--list prints every model preset, so it takes no model flags or --devices",
+                &["leave out --list to derive costs, e.g. `bubblescope costs --model llama-3-8b --devices 8`"],
+            ));
+        }
+        if args.json {
+            let mut s = serde_json::to_string_pretty(&presets_json())?;
+            s.push('\n');
+            s
+        } else {
+            presets_text()
+        }
     } else {
         let m = args.model.model()?;
         let derived = m.derive(args.devices).map_err(crate::args::flag_error)?;
@@ -29,6 +44,27 @@ pub fn run(args: &CostsArgs) -> Result<()> {
         }
     };
     std::io::stdout().write_all(out.as_bytes()).context("writing to standard output")
+}
+
+/// `costs --list --json`: every preset with its model's inputs.
+fn presets_json() -> Value {
+    let presets: Vec<Value> = model::presets::model_presets()
+        .iter()
+        .map(|p| {
+            let m = &p.model;
+            json!({
+                "key": p.key, "title": p.title, "source": p.source,
+                "devices": p.devices, "microbatches": p.microbatches,
+                "model": {
+                    "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads(),
+                    "seq": m.seq, "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(),
+                    "tflops": m.tflops, "bandwidth": m.bandwidth, "latency": m.latency,
+                    "layout": m.layout, "flash_attention": m.flash_attention, "tp": m.tp,
+                },
+            })
+        })
+        .collect();
+    json!({ "presets": presets })
 }
 
 fn presets_text() -> String {
@@ -97,9 +133,9 @@ fn table(m: &Model, d: &Derived) -> String {
         m.seq,
         m.micro_batch,
         m.vocab,
-        format_number(m.tflops, 2),
-        format_number(m.bandwidth, 2),
-        format_number(m.latency, 2),
+        bubblescope::units::short_number(m.tflops),
+        bubblescope::units::short_number(m.bandwidth),
+        bubblescope::units::short_number(m.latency),
         d.layout.to_megatron(),
         if m.tp > 1 { format!(" · tensor parallel {} (numbers per GPU)", m.tp) } else { String::new() }
     );

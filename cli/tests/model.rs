@@ -461,3 +461,78 @@ fn every_command_that_cuts_a_model_in_proportion_says_so_once_per_stage_count() 
     let e = stderr(&with(&["simulate", "-s", "v-half", "--layout", "Et*4|t*4|t*4|t*4|t*4|t*4|t*3|t*3L"]));
     assert!(!e.contains("in proportion") && !e.contains("cut into"), "{e}");
 }
+
+/// Runs `args`, expects exit status 2 and returns standard error.
+fn refused(args: &[&str]) -> String {
+    let out = bubblescope(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.stdout.is_empty());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn absurd_rates_are_refused_naming_the_rate_in_short_numbers() {
+    for command in [&["costs"][..], &["simulate", "-s", "1f1b"]] {
+        let with = |flags: &[&str]| -> String {
+            let args: Vec<&str> =
+                command.iter().copied().chain(["--model", "llama-3-8b"]).chain(flags.iter().copied()).collect();
+            refused(&args)
+        };
+        let e = with(&["--tflops", "1e-300"]);
+        assert!(e.starts_with("error: at 1e-300 TFLOP/s a stage's pass takes 6.36e307 µs, more than the 1e12 µs supported\n  hint: tflops is"), "{e}");
+        let e = with(&["--bandwidth", "1e-300"]);
+        assert!(e.starts_with("error: at 1e-300 GB/s and 5 µs latency a hop takes "), "{e}");
+        assert!(!e.contains("--f") && !e.starts_with("error: f "), "blames a flag never given: {e}");
+        let e = with(&["--tflops", "1e300"]);
+        assert!(e.starts_with("error: --tflops must be a positive number up to 1e9, found 1e300\n"), "{e}");
+        assert!(e.len() < 300, "{e}");
+    }
+    // A small but possible rate prints as given, not as 0.
+    let out = bubblescope(&["costs", "--model", "llama-3-8b", "--tflops", "0.001"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0.001 TFLOP/s per device"));
+}
+
+#[test]
+fn more_devices_than_layers_is_refused_with_a_hint() {
+    let model = [
+        "--layers",
+        "8",
+        "--hidden",
+        "1024",
+        "--heads",
+        "16",
+        "--seq",
+        "1024",
+        "--vocab",
+        "32000",
+        "--micro-batch",
+        "1",
+    ];
+    let args: Vec<&str> = ["costs", "--devices", "16"].into_iter().chain(model).collect();
+    let e = refused(&args);
+    assert!(
+        e.starts_with("error: 8 layers cannot fill 16 devices: 7 shares (8 to 14) would hold no layer, embedding or LM head\n  hint: use at most 8 devices, or a model of at least 16 layers\n"),
+        "{e}"
+    );
+    let args: Vec<&str> = ["simulate", "-s", "1f1b", "-p", "16"].into_iter().chain(model).collect();
+    assert!(refused(&args).starts_with("error: 8 layers cannot fill 16 devices"));
+    // A layout that gives every share something is taken: nine shares, the last the LM head.
+    let args: Vec<&str> =
+        ["costs", "--devices", "9", "--layout", "Et|t|t|t|t|t|t|t|L"].into_iter().chain(model).collect();
+    let out = bubblescope(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Shares with the embedding or the head alone are said plainly.
+    let args: Vec<&str> = ["costs", "--devices", "9"].into_iter().chain(model).collect();
+    let out = bubblescope(&args);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "note: 8 layers on 9 devices: share 8 holds no transformer layer, only the embedding or the LM head"
+        ),
+        "{said}"
+    );
+    // A layout leaving a device empty is refused too.
+    let args: Vec<&str> = ["costs", "--devices", "4", "--layout", "Et*4||t*4|L"].into_iter().chain(model).collect();
+    let e = refused(&args);
+    assert!(e.starts_with("error: the layout leaves devices empty: share 1 would hold no layer"), "{e}");
+}

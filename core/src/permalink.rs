@@ -102,23 +102,9 @@ impl Settings {
                 let _ = write!(out, " --overlap {o}");
             }
         } else {
-            let (c, d) = (&p.costs, Costs::default());
-            let lists = CostLists::of(c, p.devices);
-            let nums = [
-                (Field::F, Some(c.f), Some(d.f)),
-                (Field::B, Some(c.b), Some(d.b)),
-                (Field::W, Some(c.w), Some(d.w)),
-                (Field::Comm, Some(c.comm), Some(d.comm)),
-                (Field::Overlap, c.overlap.filter(|_| reads(Field::Overlap)), None),
-                (Field::MemF, Some(c.mem_f), Some(d.mem_f)),
-                (Field::MemW, c.mem_w, None),
-            ];
-            for (field, value, default) in nums {
-                if let Some(list) = lists.get(field) {
-                    let _ = write!(out, " --{} {}", field.name(), format_list(list));
-                } else if let Some(v) = value.filter(|v| Some(*v) != default) {
-                    let _ = write!(out, " --{} {v}", field.name());
-                }
+            let flags = crate::cost_lists::cost_flags(&p.costs, p.devices, reads(Field::Overlap));
+            if !flags.is_empty() {
+                let _ = write!(out, " {flags}");
             }
         }
         // Every family is checked against a limit (the chart draws it), not only those that

@@ -10,7 +10,7 @@ use crate::families::{
     chimera, dualpipe, dualpipe_v, gpipe, hanayo, interleaved, one_f_one_b, one_f_one_b_v, seq1f1b, v_auto, v_half_min,
     zb_auto, zb_h1, zb_h2, zb_v, zb_v_handcrafted, Family,
 };
-use crate::optimal::{optimize, same_problem, zb_opt, Budget, OptimalError, Optimum};
+use crate::optimal::{optimize_with_progress, same_problem, zb_opt, Budget, OptimalError, Optimum, Progress};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
 
@@ -135,13 +135,28 @@ pub fn run(name: &str, params: &ScheduleParams) -> Result<Analysis, AnalyzeError
 /// generated when the problem is small enough to search.
 ///
 /// # Errors
-/// As [`optimize`].
+/// As [`crate::optimal::optimize`].
 pub fn optimize_run(
     family: Option<&Family>,
     params: &ScheduleParams,
     schedule: &Schedule,
     limit: f64,
     budget: Budget,
+) -> Result<Optimum, OptimalError> {
+    optimize_run_with_progress(family, params, schedule, limit, budget, &mut |_| {})
+}
+
+/// [`optimize_run`], reporting the search's [`Progress`] to `progress`.
+///
+/// # Errors
+/// As [`crate::optimal::optimize`].
+pub fn optimize_run_with_progress(
+    family: Option<&Family>,
+    params: &ScheduleParams,
+    schedule: &Schedule,
+    limit: f64,
+    budget: Budget,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<Optimum, OptimalError> {
     let mut incumbents = Vec::new();
     if schedule.op_count() <= budget.max_ops {
@@ -159,7 +174,7 @@ pub fn optimize_run(
             }
         }
     }
-    optimize(schedule, &params.costs, Some(limit), &incumbents, budget)
+    optimize_with_progress(schedule, &params.costs, Some(limit), &incumbents, budget, progress)
 }
 
 #[cfg(test)]

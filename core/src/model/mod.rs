@@ -59,6 +59,7 @@
 //! g = A every formula above is unchanged.
 
 mod fields;
+pub(crate) use fields::model_size_limit;
 mod holding;
 mod layout;
 pub mod presets;
@@ -221,7 +222,7 @@ impl Model {
             if !v.is_finite() || v <= 0.0 || v > 1e9 {
                 return Err(ParamError::new(
                     field,
-                    format!("{} must be a positive number up to 1e9, found {}", field.name(), crate::units::format_number(v, 6)),
+                    format!("{} must be a positive number up to 1e9, found {}", field.name(), crate::units::short_number(v)),
                 )
                 .hint("--tflops is the achieved TFLOP/s per device (default 400), --bandwidth the link's GB/s (default 50)"));
             }
@@ -229,7 +230,7 @@ impl Model {
         if !self.latency.is_finite() || self.latency < 0.0 || self.latency > 1e9 {
             return Err(ParamError::new(
                 Field::Latency,
-                format!("latency must be between 0 and 1e9 µs, found {}", crate::units::format_number(self.latency, 6)),
+                format!("latency must be between 0 and 1e9 µs, found {}", crate::units::short_number(self.latency)),
             )
             .hint("--latency is the time of one hop in µs (default 5)"));
         }
@@ -373,7 +374,7 @@ impl Model {
                 params,
             }
         };
-        let pieces = layout.pieces.iter().map(piece_costs).collect();
+        let pieces: Vec<PieceCosts> = layout.pieces.iter().map(piece_costs).collect();
         // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
         // device too, where the layers divide evenly into them: families with chunks run
         // those stages, never fractions of a layer. (An uneven whole-layer cut makes some
@@ -388,7 +389,47 @@ impl Model {
                 .collect(),
         };
         let mut notes = Vec::new();
-        if self.layout.is_none() && self.layers % devices != 0 {
+        let derived_pieces: &[PieceCosts] = &pieces;
+        check_derived(self, derived_pieces, &finer)?;
+        // Every share holds something: a layer, an MTP layer, the embedding or the LM head.
+        let per = (layout.pieces.len() / devices.max(1) as usize).max(1);
+        let shares: Vec<PieceCosts> = derived_pieces.chunks(per).map(PieceCosts::sum).collect();
+        let holds_nothing =
+            |s: &&PieceCosts| s.piece.layers == 0 && s.piece.mtp == 0 && !s.piece.embedding && !s.piece.loss;
+        let empty: Vec<usize> = shares.iter().enumerate().filter(|(_, s)| holds_nothing(s)).map(|(k, _)| k).collect();
+        if let Some(&first) = empty.first() {
+            let which = match empty.as_slice() {
+                [_] => format!("share {first} would hold"),
+                [.., last] => format!("{} shares ({first} to {last}) would hold", empty.len()),
+                [] => String::new(),
+            };
+            let e = match self.layout {
+                None => ParamError::new(
+                    Field::Devices,
+                    format!(
+                        "{} layers cannot fill {devices} devices: {which} no layer, embedding or LM head",
+                        self.layers
+                    ),
+                )
+                .hint(format!("use at most {} devices, or a model of at least {devices} layers", self.layers.max(1)))
+                .hint("or give a --layout that puts something on every device"),
+                Some(_) => ParamError::new(
+                    Field::Layout,
+                    format!("the layout leaves devices empty: {which} no layer, embedding or LM head"),
+                )
+                .hint("give every device's stages at least one `t`, `m`, `E` or `L`"),
+            };
+            return Err(e);
+        }
+        let bare: Vec<usize> = shares.iter().enumerate().filter(|(_, s)| s.piece.layers == 0).map(|(k, _)| k).collect();
+        if let (Some(first), Some(last)) = (bare.first(), bare.last()) {
+            let which =
+                if first == last { format!("share {first} holds") } else { format!("shares {first} to {last} hold") };
+            notes.push(format!(
+                "{} layers on {devices} devices: {which} no transformer layer, only the embedding or the LM head",
+                self.layers
+            ));
+        } else if self.layout.is_none() && self.layers % devices != 0 {
             notes.push(format!(
                 "{} layers do not divide over {devices} devices: the first {} shares hold one layer more",
                 self.layers,
@@ -397,6 +438,54 @@ impl Model {
         }
         Ok(Derived { devices, layout, pieces, finer, comm: self.comm(), notes })
     }
+}
+
+/// Refuses derived numbers past what the engine takes ([`crate::params::MAX_COST`]), naming
+/// the setting that made them so: a time through the rates, memory through the sizes.
+fn check_derived(m: &Model, pieces: &[PieceCosts], finer: &[Vec<PieceCosts>]) -> Result<(), ParamError> {
+    use crate::params::MAX_COST;
+    use crate::units::short_number;
+    // Three significant digits for a number far out of range.
+    let big = |v: f64| if v.abs() >= 1e6 { format!("{v:.2e}") } else { short_number(v) };
+    let all = pieces.iter().chain(finer.iter().flatten());
+    let slowest = all.clone().map(|p| p.f.max(p.b).max(p.w)).fold(0.0, f64::max);
+    if slowest.is_nan() || slowest > MAX_COST {
+        return Err(ParamError::new(
+            Field::Tflops,
+            format!(
+                "at {} TFLOP/s a stage's pass takes {} µs, more than the {MAX_COST:e} µs supported",
+                short_number(m.tflops),
+                big(slowest),
+            ),
+        )
+        .hint("tflops is the achieved TFLOP/s per device, e.g. 400 (the default); raise it, or use a smaller model"));
+    }
+    let comm = m.comm();
+    if comm.is_nan() || comm > MAX_COST {
+        return Err(ParamError::new(
+            Field::Bandwidth,
+            format!(
+                "at {} GB/s and {} µs latency a hop takes {} µs, more than the {MAX_COST:e} µs supported",
+                short_number(m.bandwidth),
+                short_number(m.latency),
+                big(comm),
+            ),
+        )
+        .hint("bandwidth is the link's GB/s between neighbouring devices, e.g. 50 (the default); raise it"));
+    }
+    let most = all.map(|p| p.mem_f.max(p.mem_w)).fold(0.0, f64::max);
+    if most.is_nan() || most > MAX_COST {
+        return Err(ParamError::new(
+            Field::MicroBatch,
+            format!(
+                "a stage holds {} of activations per microbatch, more than the {} supported",
+                crate::units::format_bytes(most),
+                crate::units::format_bytes(MAX_COST)
+            ),
+        )
+        .hint("use a smaller --micro-batch or --seq, or more devices"));
+    }
+    Ok(())
 }
 
 /// Up to four tensor-parallel sizes that divide both `heads` and `hidden`, for a hint.
