@@ -62,7 +62,7 @@ fn clap_failure(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => e.exit(),
-        _ => fail(&output::usage_error(e)),
+        _ => fail(&output::usage_error(e, &<args::Cli as clap::CommandFactory>::command())),
     }
 }
 

@@ -16,17 +16,20 @@ pub fn user_error<H: AsRef<str>>(message: &str, hints: &[H]) -> anyhow::Error {
 /// A clap usage error in the shape of every other error (without the `error: ` its caller
 /// adds): clap's message on one line (a list it gives below joined onto it), its tips and
 /// hints as `hint:` lines, then the usage and where to find every flag.
-pub fn usage_error(e: &clap::Error) -> String {
+pub fn usage_error(e: &clap::Error, cli: &clap::Command) -> String {
     use clap::error::ErrorKind;
     let rendered = e.render().to_string();
-    let cli = <crate::args::Cli as clap::CommandFactory>::command();
     let command = std::env::args().nth(1).filter(|a| cli.get_subcommands().any(|c| c.get_name() == a));
     let help = match &command {
         Some(c) => format!("`bubblescope {c} --help` lists every flag"),
         None => "`bubblescope --help` lists the commands".to_string(),
     };
     if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        let commands = "simulate, render, convert, list, costs, sweep or plan";
+        let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).filter(|n| *n != "help").collect();
+        let commands = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(", "),
+        };
         return match &command {
             Some(c) => with_hints(&format!("`bubblescope {c}` needs more arguments"), &[help]),
             None => with_hints("no command given", &[format!("give one of {commands}; {help}")]),

@@ -29,11 +29,8 @@ pub struct TraceArgs {
 /// file, or JSON that starts like a Chrome trace.
 pub fn is_trace(path: &std::path::Path) -> bool {
     use std::io::Read as _;
-    if path.is_dir() {
-        // A folder is a run when it holds traces; any other folder is no schedule file.
-        return trace_files(&[path.to_path_buf()]).is_ok();
-    }
-    if path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
+    // A folder can only be a run: one without traces is refused as such, with what it lacks.
+    if path.is_dir() || path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
         return true;
     }
     let mut head = Vec::new();
@@ -73,7 +70,7 @@ fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         if chosen.is_empty() {
             return Err(user_error(
                 &format!("{} holds no trace files (.json or .json.gz)", path.display()),
-                &["give the folder torch.profiler wrote, with one trace per rank"],
+                &["give the folder torch.profiler wrote, with one trace per rank, or a schedule file (.csv or .json)"],
             ));
         }
         out.extend(chosen);
