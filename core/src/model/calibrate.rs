@@ -196,10 +196,11 @@ fn least_squares(stage: &Stage, measured: [f64; 3]) -> Efficiency {
         }
         best
     };
-    grid.iter().take(STARTS).map(|&start| settle(start)).min_by(|a, b| a.1.total_cmp(&b.1)).map_or(
-        super::hardware::DEFAULT_EFFICIENCY,
-        |(e, _)| e,
-    )
+    grid.iter()
+        .take(STARTS)
+        .map(|&start| settle(start))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(super::hardware::DEFAULT_EFFICIENCY, |(e, _)| e)
 }
 
 /// How far off a fitted pass may be before the measurement counts as out of the model's

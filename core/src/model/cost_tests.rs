@@ -102,7 +102,14 @@ fn every_measured_row_comes_out_within_6_percent() {
         let got = row.predicted(DEFAULT_EFFICIENCY);
         for p in [F, B, W] {
             let e = rel(got[p], row.measured[p]);
-            assert!(e.abs() < 0.06, "{} {}: {:.3} ms vs {} ms ({e:+.3})", row.name, ["F", "B", "W"][p], got[p], row.measured[p]);
+            assert!(
+                e.abs() < 0.06,
+                "{} {}: {:.3} ms vs {} ms ({e:+.3})",
+                row.name,
+                ["F", "B", "W"][p],
+                got[p],
+                row.measured[p]
+            );
         }
     }
 }
@@ -232,7 +239,10 @@ fn model_sizes_that_do_not_fit_together_are_refused_with_a_hint() {
     let m = Model::new(8, 1024, 16, 1024, 1, 32_000);
     let error = |m: Model| m.derive(4).unwrap_err();
     let e = error(Model { heads: 7, ..m.clone() });
-    assert_eq!((e.field, e.message.as_str()), (crate::Field::Heads, "heads 7 does not divide hidden 1024: each head takes an equal slice of the hidden size"));
+    assert_eq!(
+        (e.field, e.message.as_str()),
+        (crate::Field::Heads, "heads 7 does not divide hidden 1024: each head takes an equal slice of the hidden size")
+    );
     assert!(e.hints[0].contains("e.g. 4, 8, 16 or 2") || e.hints[0].contains("8"), "{:?}", e.hints);
     let e = error(Model { hidden: 1000, ..m.clone() });
     assert_eq!(e.field, crate::Field::Heads);
@@ -242,7 +252,10 @@ fn model_sizes_that_do_not_fit_together_are_refused_with_a_hint() {
     assert!(e.message.starts_with("tp 2 does not divide ffn 4097"), "{e}");
     assert!(e.hints[0].contains("4096 or 4098"), "{:?}", e.hints);
     let e = error(Model { tp: 32, ..m.clone() });
-    assert_eq!((e.field, e.message.as_str()), (crate::Field::Tp, "tp 32 does not divide heads 16: each GPU of a stage takes an equal part"));
+    assert_eq!(
+        (e.field, e.message.as_str()),
+        (crate::Field::Tp, "tp 32 does not divide heads 16: each GPU of a stage takes an equal part")
+    );
 }
 
 #[test]
@@ -265,7 +278,10 @@ fn calibrations_out_of_reach_name_the_pass() {
     let spec = ModelSpec { gpu: Some("a100-80gb".into()), ..ModelSpec::preset("zb-1.5b") };
     let e = spec.calibrated(8, [18_522.0, 18_086.0, 3_000.0]).unwrap_err();
     assert_eq!(e.field, crate::Field::Calibrate);
-    assert!(e.message.starts_with("calibrate's W of 3 ms: faster than 3 layers can run on NVIDIA A100 SXM 80GB"), "{e}");
+    assert!(
+        e.message.starts_with("calibrate's W of 3 ms: faster than 3 layers can run on NVIDIA A100 SXM 80GB"),
+        "{e}"
+    );
     let e = spec.calibrated(8, [2_000.0, 18_086.0, 9_337.0]).unwrap_err();
     assert!(e.message.starts_with("calibrate's F of 2 ms: faster than"), "{e}");
     // Each pass reachable alone, but not together: B twice F is not this model's shape.

@@ -27,8 +27,8 @@
 //! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Depth:
 //! `docs/cost-model.md`.
 
-mod fields;
 pub mod calibrate;
+mod fields;
 pub mod gpu;
 pub mod hardware;
 mod holding;
@@ -42,8 +42,8 @@ pub use calibrate::Calibration;
 pub use gpu::{Gpu, DEFAULT_GPU, GPUS};
 pub use hardware::{Efficiency, Hops, DEFAULT_EFFICIENCY};
 pub use holding::{verdict, Holding};
-pub use roofline::{Breakdown, Term};
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
+pub use roofline::{Breakdown, Term};
 pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
 pub use units::parse_bytes;
 
@@ -193,7 +193,9 @@ impl Model {
         if g > a || a % g != 0 {
             return Err(ParamError::new(
                 Field::KvHeads,
-                format!("kv-heads {g} does not divide heads {a}: each key/value head serves an equal group of query heads"),
+                format!(
+                    "kv-heads {g} does not divide heads {a}: each key/value head serves an equal group of query heads"
+                ),
             )
             .hint(format!(
                 "pick kv-heads among the divisors of heads{}, e.g. {} (a preset sets its own: the Llama presets 8)",
@@ -214,12 +216,11 @@ impl Model {
                 } else {
                     String::new()
                 };
-                return Err(ParamError::new(Field::Tp, format!("tp {t} does not divide {} {v}: {why}", field.name())).hint(
-                    format!(
+                return Err(ParamError::new(Field::Tp, format!("tp {t} does not divide {} {v}: {why}", field.name()))
+                    .hint(format!(
                         "pick a tp that divides heads, kv-heads, hidden and ffn, e.g. {}{other}",
                         divisors_hint(&[a, h, g, self.ffn()], 1)
-                    ),
-                ));
+                    )));
             }
         }
         Ok(())
@@ -230,22 +231,26 @@ impl Model {
     fn check_hardware(&self) -> Result<(), ParamError> {
         let gpu = self.gpu()?;
         let number = |v: f64| crate::units::format_number(v, 6);
-        let rates = [
-            (Field::Tflops, self.tflops, gpu.peak_tflops),
-            (Field::Bandwidth, self.bandwidth, 1e9),
-        ];
+        let rates = [(Field::Tflops, self.tflops, gpu.peak_tflops), (Field::Bandwidth, self.bandwidth, 1e9)];
         for (field, value, max) in rates {
             let Some(v) = value else { continue };
             if !v.is_finite() || v <= 0.0 || v > max {
                 let what = if field == Field::Tflops { format!("{}'s peak", gpu.key) } else { "1e9".to_string() };
                 return Err(ParamError::new(
                     field,
-                    format!("{} must be a positive number up to {} ({what}), found {}", field.name(), number(max), number(v)),
+                    format!(
+                        "{} must be a positive number up to {} ({what}), found {}",
+                        field.name(),
+                        number(max),
+                        number(v)
+                    ),
                 )
                 .hint(fields::field_hint(field)));
             }
         }
-        for (field, value) in [(Field::GemmEfficiency, self.gemm_efficiency), (Field::MemoryEfficiency, self.memory_efficiency)] {
+        for (field, value) in
+            [(Field::GemmEfficiency, self.gemm_efficiency), (Field::MemoryEfficiency, self.memory_efficiency)]
+        {
             if let Some(v) = value {
                 hardware::check_efficiency(field, v)?;
             }

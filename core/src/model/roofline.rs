@@ -218,7 +218,8 @@ impl Model {
         } else {
             // Each score matmul reads or writes the `B·A·S²` scores and two `T × H` operands
             // (K and V at g/A of the size).
-            let score_matmul = |o: &mut Ops, pass| o.add(pass, Term::Attention, 2.0 * t * s * h, 2.0 * (scores + (1.0 + r) * t * h));
+            let score_matmul =
+                |o: &mut Ops, pass| o.add(pass, Term::Attention, 2.0 * t * s * h, 2.0 * (scores + (1.0 + r) * t * h));
             for pass in [F, F, B, B, B, B] {
                 score_matmul(&mut o, pass);
             }

@@ -141,8 +141,11 @@ impl ModelSpec {
                 return Ok(None);
             }
             let v = t.parse::<f64>().map_err(|_| {
-                ParamError::new(field, format!("{} must be a number above 0 and at most 1, found `{}`", field.name(), short(t)))
-                    .hint(field_hint(field))
+                ParamError::new(
+                    field,
+                    format!("{} must be a number above 0 and at most 1, found `{}`", field.name(), short(t)),
+                )
+                .hint(field_hint(field))
             })?;
             super::hardware::check_efficiency(field, v).map(|()| Some(v))
         };
