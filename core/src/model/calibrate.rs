@@ -306,7 +306,7 @@ impl ModelSpec {
         }
         let model = self.resolve()?;
         model.derive(devices)?;
-        let layers = super::median_layers(&model.layout(devices)?, devices);
+        let layers = super::derive::median_layers(&model.layout(devices)?, devices);
         let fit = model.calibrate_to(measured, layers)?;
         let round = |x: f64| ((x * 1e4).round() / 1e4).max(1e-4);
         let spec = ModelSpec {

@@ -335,7 +335,7 @@ proptest! {
         let devices = 8;
         let truth = ModelSpec { gemm_efficiency: Some(gemm), memory_efficiency: Some(memory), ..spec.clone() };
         let d = truth.resolve().unwrap().derive(devices).unwrap();
-        let layers = median_layers(&d.layout, devices);
+        let layers = derive::median_layers(&d.layout, devices);
         let measured = d.layer.totals().map(|t| t * f64::from(layers));
         let fit = spec.resolve().unwrap().calibrate_to(measured, layers).unwrap();
         prop_assert!(fit.residuals.iter().all(|r| r.abs() < 1e-9), "{fit:?}");

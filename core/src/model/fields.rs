@@ -1,6 +1,6 @@
 //! What each model setting is: the hint its errors give and the largest value it takes.
 
-use crate::error::Field;
+use crate::error::{Field, ParamError};
 
 /// What `field` of a model is, as the hint of its errors.
 pub(crate) fn field_hint(field: Field) -> &'static str {
@@ -30,4 +30,19 @@ pub(crate) fn model_size_limit(field: Field) -> u32 {
         Field::Ffn => 10_000_000,
         _ => 100_000_000,
     }
+}
+
+/// An efficiency is a fraction of a ceiling: above 0, at most 1.
+///
+/// # Errors
+/// A [`ParamError`] on `field` otherwise.
+pub(crate) fn check_efficiency(field: Field, value: f64) -> Result<(), ParamError> {
+    if value > 0.0 && value <= 1.0 {
+        return Ok(());
+    }
+    Err(ParamError::new(
+        field,
+        format!("{} must be above 0 and at most 1, found {}", field.name(), crate::units::format_number(value, 6)),
+    )
+    .hint(field_hint(field)))
 }

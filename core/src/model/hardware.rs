@@ -121,18 +121,3 @@ impl Model {
         Ok(Hops { within, across, nodes: u32::try_from(nodes).unwrap_or(u32::MAX), crossings })
     }
 }
-
-/// An efficiency is a fraction of a ceiling: above 0, at most 1.
-///
-/// # Errors
-/// A [`ParamError`] on `field` otherwise.
-pub fn check_efficiency(field: crate::error::Field, value: f64) -> Result<(), ParamError> {
-    if value > 0.0 && value <= 1.0 {
-        return Ok(());
-    }
-    Err(ParamError::new(
-        field,
-        format!("{} must be above 0 and at most 1, found {}", field.name(), crate::units::format_number(value, 6)),
-    )
-    .hint(super::fields::field_hint(field)))
-}

@@ -28,6 +28,7 @@
 //! `docs/cost-model.md`.
 
 pub mod calibrate;
+mod derive;
 mod fields;
 pub mod gpu;
 pub mod hardware;
@@ -39,6 +40,7 @@ mod spec;
 mod units;
 
 pub use calibrate::Calibration;
+pub use derive::{Derived, PieceCosts};
 pub use gpu::{Gpu, DEFAULT_GPU, GPUS};
 pub use hardware::{Efficiency, Hops, DEFAULT_EFFICIENCY};
 pub use holding::{verdict, Holding};
@@ -48,9 +50,6 @@ pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
 pub use units::parse_bytes;
 
 use crate::error::{Field, ParamError};
-use std::sync::Arc;
-
-use crate::params::{CostProfile, Costs};
 
 /// Up to how many stages per device a model without a layout is also cut at whole layers
 /// ([`Derived::finer`]); families with more chunks share pieces in proportion.
@@ -252,7 +251,7 @@ impl Model {
             [(Field::GemmEfficiency, self.gemm_efficiency), (Field::MemoryEfficiency, self.memory_efficiency)]
         {
             if let Some(v) = value {
-                hardware::check_efficiency(field, v)?;
+                fields::check_efficiency(field, v)?;
             }
         }
         if self.tflops.is_some() && self.gemm_efficiency.is_some() {
@@ -335,7 +334,7 @@ impl Model {
     /// copy of the embedding, and of the head when it has no `L`, as Megatron-Core builds them
     /// there (`pre_process or mtp_process`, `post_process or mtp_process`; counted in
     /// [`Model::derive`]).
-    fn mtp_extra(&self) -> [f64; 4] {
+    pub(crate) fn mtp_extra(&self) -> [f64; 4] {
         let h = f64::from(self.hidden);
         let bsh = self.tokens_hidden();
         let t = self.per_gpu();
@@ -351,126 +350,6 @@ impl Model {
             None => Ok(Layout::even(self.layers, devices)),
         }
     }
-
-    /// Every piece's costs on `devices` devices.
-    ///
-    /// # Errors
-    /// A [`ParamError`] naming the model setting or the layout that is wrong.
-    pub fn derive(&self, devices: u32) -> Result<Derived, ParamError> {
-        self.check()?;
-        if devices == 0 {
-            return Err(ParamError::new(Field::Devices, "devices must be at least 1, found 0")
-                .hint("--devices is the number of pipeline ranks"));
-        }
-        let layout = self.layout(devices)?;
-        let efficiency = self.efficiency()?;
-        let rates = self.rates(efficiency)?;
-        let layer = Breakdown::of(&self.layer_ops(), &rates);
-        let head = Breakdown::of(&self.head_ops(), &rates);
-        let embedding = Breakdown::of(&self.embedding_ops(), &rates);
-        let mtp = Breakdown::of(&self.mtp_ops(), &rates);
-        let [lmf, lmw] = self.layer_memory();
-        let [hmf, hmw] = self.head_memory();
-        let [_, mtp_mf, mtp_mw, mtp_params] = self.mtp_extra();
-        let (lt, ht, et, mt) = (layer.totals(), head.totals(), embedding.totals(), mtp.totals());
-        let piece_costs = |p: &Piece| {
-            let (n, m) = (f64::from(p.layers), f64::from(p.mtp));
-            let (loss, emb) = (f64::from(u8::from(p.loss)), f64::from(u8::from(p.embedding)));
-            // An MTP layer: a transformer layer, plus its projection, embedding and head pass.
-            let time = |pass: usize| (n + m) * lt[pass] + m * mt[pass] + loss * ht[pass] + emb * et[pass];
-            let mem_f = (n + m) * lmf
-                + m * mtp_mf
-                + if p.loss { hmf } else { 0.0 }
-                + if p.embedding { self.embedding_memory() } else { 0.0 };
-            let mem_w = (n + m) * lmw + m * mtp_mw + if p.loss { hmw } else { 0.0 };
-            let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
-            // A stage running MTP builds its own embedding and output layer when it has not
-            // got them already (Megatron-Core: `pre_process or mtp_process`, and
-            // `post_process or mtp_process`).
-            let with_mtp = p.mtp > 0;
-            let params = (n + m) * self.layer_params()
-                + m * mtp_params
-                + if p.embedding || with_mtp { vh } else { 0.0 }
-                + if p.loss || with_mtp { vh } else { 0.0 };
-            PieceCosts {
-                piece: *p,
-                f: time(roofline::F),
-                b: time(roofline::B),
-                w: time(roofline::W),
-                mem_f,
-                mem_w,
-                params,
-            }
-        };
-        let pieces = layout.pieces.iter().map(piece_costs).collect();
-        // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
-        // device too, where the layers divide evenly into them: families with chunks run
-        // those stages, never fractions of a layer. (An uneven whole-layer cut makes some
-        // stages heavier than the next, which zb-v's heuristic cannot schedule; those stay
-        // proportional, as a layout of P pieces does.)
-        let finer = match self.layout {
-            Some(_) => Vec::new(),
-            None => (2..=MAX_CHUNKS_CUT)
-                .map(|v| devices.saturating_mul(v))
-                .filter(|&stages| self.layers % stages == 0)
-                .map(|stages| Layout::even(self.layers, stages).pieces.iter().map(piece_costs).collect())
-                .collect(),
-        };
-        let hops = self.hops(devices)?;
-        let mut notes = Vec::new();
-        if self.layout.is_none() && self.layers % devices != 0 {
-            notes.push(format!(
-                "{} layers do not divide over {devices} devices: the first {} shares hold one layer more",
-                self.layers,
-                self.layers % devices
-            ));
-        }
-        notes.extend(hops_note(&hops, self.gpus_per_node));
-        Ok(Derived {
-            devices,
-            layout,
-            pieces,
-            finer,
-            comm: hops.slowest(),
-            hops,
-            gpu: self.gpu()?,
-            efficiency,
-            layer,
-            head,
-            embedding,
-            notes,
-        })
-    }
-}
-
-/// The transformer layers of the median device (the upper median, as the Zero Bubble runtime
-/// picks its median rank): what a calibration's measured times cover.
-pub(crate) fn median_layers(layout: &Layout, devices: u32) -> u32 {
-    let per = (layout.pieces.len() / devices.max(1) as usize).max(1);
-    let mut layers: Vec<u32> = layout.pieces.chunks(per).map(|c| c.iter().map(|p| p.layers).sum()).collect();
-    layers.sort_unstable();
-    layers.get(layers.len() / 2).copied().unwrap_or(0).max(1)
-}
-
-/// The note for a pipeline whose hops differ: which cross nodes, and that every hop is timed
-/// at the slowest.
-fn hops_note(hops: &Hops, per_node: u32) -> Option<String> {
-    hops.differ().then(|| {
-        let crossing: Vec<String> = hops.crossings.iter().map(|k| format!("{k}→{}", k + 1)).collect();
-        let which = if crossing.is_empty() {
-            "only the hop from the last device back to the first (interleaved and wave placements)".to_string()
-        } else {
-            format!("{} hop{} ({})", crossing.len(), if crossing.len() == 1 { "" } else { "s" }, crossing.join(", "))
-        };
-        let time = crate::units::format_micros;
-        format!(
-            "the devices span {} nodes of {per_node} GPUs: {which} cross nodes at {} each, the others take {}; the simulator times every hop at the slowest, {} (an upper bound)",
-            hops.nodes,
-            time(hops.across),
-            time(hops.within),
-            time(hops.slowest())
-        )
-    })
 }
 
 /// The divisors of `of` nearest `value`, up to four, ascending ("8, 10, 20 or 25").
@@ -519,127 +398,6 @@ fn divisors_hint(values: &[u32], multiple_of: u32) -> String {
         "none: change tp first".to_string()
     } else {
         fits.join(", ")
-    }
-}
-
-/// One piece's costs, per microbatch: µs and bytes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PieceCosts {
-    /// What it holds.
-    pub piece: Piece,
-    /// Forward µs.
-    pub f: f64,
-    /// Input-gradient µs.
-    pub b: f64,
-    /// Weight-gradient µs.
-    pub w: f64,
-    /// Activation bytes a forward stores.
-    pub mem_f: f64,
-    /// Of those, bytes W still needs after B.
-    pub mem_w: f64,
-    /// Parameters it holds.
-    pub params: f64,
-}
-
-/// A model's costs on a pipeline: its pieces, the communication per hop, what the hardware
-/// achieves, and notes for the user.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Derived {
-    /// Devices.
-    pub devices: u32,
-    /// How the layers are cut.
-    pub layout: Layout,
-    /// Costs of each piece, in pipeline order.
-    pub pieces: Vec<PieceCosts>,
-    /// Without a given layout: the even split at whole layers into `k × devices` pieces for
-    /// `k` = 2 to [`MAX_CHUNKS_CUT`] where the layers divide evenly into them (the stages of
-    /// families with chunks); empty otherwise.
-    pub finer: Vec<Vec<PieceCosts>>,
-    /// µs per hop: the slowest hop ([`Hops::slowest`]), the one time the simulator uses.
-    pub comm: f64,
-    /// The hops within and across nodes.
-    pub hops: Hops,
-    /// The GPU.
-    pub gpu: &'static Gpu,
-    /// The efficiencies the times are priced at (given or default).
-    pub efficiency: Efficiency,
-    /// One transformer layer's µs per pass, by term.
-    pub layer: Breakdown,
-    /// The LM head's µs per pass, by term.
-    pub head: Breakdown,
-    /// The embedding's µs per pass, by term.
-    pub embedding: Breakdown,
-    /// Things to tell the user (uneven splits, hops that differ).
-    pub notes: Vec<String>,
-}
-
-impl Derived {
-    /// The per-piece cost profile the simulator reads.
-    pub fn profile(&self) -> CostProfile {
-        let of = |pieces: &[PieceCosts]| {
-            let list = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).collect();
-            CostProfile {
-                f: list(|p| p.f),
-                b: list(|p| p.b),
-                w: list(|p| p.w),
-                mem_f: list(|p| p.mem_f),
-                mem_w: list(|p| p.mem_w),
-                finer: Vec::new(),
-            }
-        };
-        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
-    }
-
-    /// One number of each piece (`value`) as a profile's `f` list, the other lists 0, with the
-    /// finer cuts: per-stage tables of any quantity cut as the simulator cuts costs.
-    pub fn quantity_profile(&self, value: fn(&PieceCosts) -> f64) -> CostProfile {
-        let of = |pieces: &[PieceCosts]| {
-            let zeros = vec![0.0; pieces.len()];
-            CostProfile {
-                f: pieces.iter().map(value).collect(),
-                b: zeros.clone(),
-                w: zeros.clone(),
-                mem_f: zeros.clone(),
-                mem_w: zeros,
-                finer: Vec::new(),
-            }
-        };
-        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
-    }
-
-    /// Costs for the schedule families: the profile, the communication time, and the mean
-    /// share's scalars.
-    pub fn costs(&self) -> Costs {
-        Costs { comm: self.comm, ..Costs::default() }.with_profile(self.profile(), self.devices)
-    }
-
-    /// The device shares (the pieces a device holds under plain 1F1B), each summed into one
-    /// piece: share `k` is entry `k`.
-    pub fn shares(&self) -> Vec<PieceCosts> {
-        let per = (self.pieces.len() / self.devices.max(1) as usize).max(1);
-        self.pieces.chunks(per).map(PieceCosts::sum).collect()
-    }
-}
-
-impl PieceCosts {
-    /// Consecutive pieces as one: their layers and costs added, holding the embedding or the
-    /// LM head if any of them does.
-    pub fn sum(pieces: &[PieceCosts]) -> PieceCosts {
-        let add = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).sum();
-        PieceCosts {
-            piece: Piece {
-                embedding: pieces.iter().any(|p| p.piece.embedding),
-                layers: pieces.iter().map(|p| p.piece.layers).sum(),
-                mtp: pieces.iter().map(|p| p.piece.mtp).sum(),
-                loss: pieces.iter().any(|p| p.piece.loss),
-            },
-            f: add(|p| p.f),
-            b: add(|p| p.b),
-            w: add(|p| p.w),
-            mem_f: add(|p| p.mem_f),
-            mem_w: add(|p| p.mem_w),
-            params: add(|p| p.params),
-        }
     }
 }
 

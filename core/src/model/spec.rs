@@ -147,7 +147,7 @@ impl ModelSpec {
                 )
                 .hint(field_hint(field))
             })?;
-            super::hardware::check_efficiency(field, v).map(|()| Some(v))
+            super::fields::check_efficiency(field, v).map(|()| Some(v))
         };
         match field {
             Field::Model => {
