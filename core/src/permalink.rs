@@ -461,7 +461,10 @@ mod tests {
         assert_eq!((link.model.gemm_efficiency, link.model.memory_efficiency), (None, Some(0.6)));
         assert_eq!(
             warnings,
-            vec!["ignored gpu=a100: unknown gpu `a100`", "ignored gemm-efficiency=1.5: gemm-efficiency must be above 0 and at most 1, found 1.5"]
+            vec![
+                "ignored gpu=a100: unknown gpu `a100`",
+                "ignored gemm-efficiency=1.5: gemm-efficiency must be above 0 and at most 1, found 1.5"
+            ]
         );
         assert!(!parse("calibrate=1,2,3").0.model.given(), "a calibration is not a link key");
     }
