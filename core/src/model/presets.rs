@@ -95,7 +95,7 @@ pub fn model_presets() -> Vec<ModelPreset> {
             title: "Llama 3.2 1B (16 layers, H 2048): the LM head dominates",
             source:
                 "Meta Llama 3.2: 16 layers, 32 heads (8 key/value), SwiGLU 8192, vocabulary 128256, sequence 8192, FlashAttention, H100 SXM; \
-                     on 8 devices the last share holds 2 layers and a head worth 2.8 more: twice the mean work",
+                     on 8 devices the last share holds 2 layers and a head worth 3.4 more: over twice the mean work",
             model: llama(16, 2048, 32, 8192, 8192, 128_256),
             devices: 8,
             microbatches: 32,
