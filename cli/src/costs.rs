@@ -237,10 +237,10 @@ fn terms_text(d: &Derived) -> String {
     let matmul = d.layer.term(Term::Matmul);
     if total[F] > 0.0 {
         out.push_str(&format!(
-            "W/F = {}: W is the weight-gradient matmuls alone; F adds {} µs of attention scores, norms, activations and residuals ({} of F) beside its own matmuls\n",
+            "W/F = {}: W is the weight-gradient matmuls alone; F adds {} µs of attention scores, norms, activations and residuals ({}% of F) beside its own matmuls\n",
             format_number(total[W] / total[F], 2),
             n(total[F] - matmul[F]),
-            format!("{}%", format_number(100.0 * (total[F] - matmul[F]) / total[F], 0)),
+            format_number(100.0 * (total[F] - matmul[F]) / total[F], 0),
         ));
     }
     out

@@ -6,7 +6,7 @@
 //! datasheet's NVLink, Infinity Fabric or PCIe number counts both directions and is halved
 //! here. Network figures are a typical server's NIC per GPU (the vendor's reference system
 //! where there is one). Nothing here is an achieved rate: the efficiencies of
-//! [`super::roofline`] turn ceilings into times.
+//! [`super::roofline`] turn ceilings into times. Uses only errors and units.
 
 use crate::error::{Field, ParamError};
 
