@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use bubblescope::model::{self, Model, ModelSpec};
+use bubblescope::model::{self, Calibration, Model, ModelSpec};
+use bubblescope::units::format_number;
 use bubblescope::{CostLists, Costs, Field, ScheduleParams};
 use clap::{Args, Parser, Subcommand};
 
@@ -196,10 +197,32 @@ pub struct ModelArgs {
     /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
     #[arg(long, value_name = "FFN", value_parser = |t: &str| model_count(t, Field::Ffn))]
     pub ffn: Option<u32>,
-    /// Achieved TFLOP/s per device [default: 400].
+    /// GPU the model runs on (see `bubblescope costs --list`): its peak FLOP/s, HBM bandwidth
+    /// and links price the work [default: the preset's; h100-sxm].
+    #[arg(long, value_name = "GPU", value_parser = gpu_key)]
+    pub gpu: Option<String>,
+    /// GPUs per node: a hop between devices on different nodes crosses the network
+    /// [default: 8].
+    #[arg(long = "gpus-per-node", value_name = "N", value_parser = |t: &str| model_count(t, Field::GpusPerNode))]
+    pub gpus_per_node: Option<u32>,
+    /// Fraction of the GPU's peak FLOP/s the matrix multiplications reach [default: 0.8].
+    #[arg(long = "gemm-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::GemmEfficiency))]
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of the GPU's HBM bandwidth the memory-bound kernels reach (the forward's
+    /// reach 0.62 of it) [default: 0.64].
+    #[arg(long = "memory-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::MemoryEfficiency))]
+    pub memory_efficiency: Option<f64>,
+    /// Fit --gemm-efficiency and --memory-efficiency to measured F,B,W of one microbatch
+    /// through the median device's transformer layers (no embedding or LM head), in µs or with
+    /// a unit: `18.5ms,18.1ms,9.3ms`. Other microbatch sizes, sequence lengths and layouts
+    /// then follow from the fitted efficiencies.
+    #[arg(long, value_name = "F,B,W", value_parser = calibrate_times)]
+    pub calibrate: Option<[f64; 3]>,
+    /// Achieved TFLOP/s of the matrix multiplications per GPU, in place of the GPU's peak ×
+    /// --gemm-efficiency.
     #[arg(long, value_name = "T")]
     pub tflops: Option<f64>,
-    /// Link bandwidth between neighbouring devices, GB/s [default: 50].
+    /// Achieved GB/s of every hop between devices, in place of the GPU's links.
     #[arg(long, value_name = "GBPS")]
     pub bandwidth: Option<f64>,
     /// Latency of one hop, µs [default: 5].
@@ -219,10 +242,34 @@ pub struct ModelArgs {
     pub tp: Option<u32>,
 }
 
+/// A `--gpu` value: a GPU preset's key (core's reader, with its suggestion).
+fn gpu_key(text: &str) -> Result<String, String> {
+    let mut spec = ModelSpec::default();
+    spec.set(Field::Gpu, text).map_err(|e| e.to_string())?;
+    spec.gpu.ok_or_else(|| "expected a gpu, found nothing\n  hint: see `bubblescope costs --list`".to_string())
+}
+
+/// An efficiency: a number above 0 and at most 1 (core's reader).
+fn fraction(text: &str, field: Field) -> Result<f64, String> {
+    let mut spec = ModelSpec::default();
+    spec.set(field, text).map_err(|e| e.to_string())?;
+    spec.get(field).and_then(|v| v.parse().ok()).ok_or_else(|| {
+        format!(
+            "expected a number above 0 and at most 1, found nothing\n  hint: give --{} a value, e.g. 0.7",
+            field.name()
+        )
+    })
+}
+
+/// A `--calibrate` value: three times (core's reader).
+fn calibrate_times(text: &str) -> Result<[f64; 3], String> {
+    model::calibrate::parse_times(text).map_err(|e| e.to_string())
+}
+
 impl ModelArgs {
     /// Whether any model flag is given.
     pub fn given(&self) -> bool {
-        self.spec() != ModelSpec::default()
+        self.spec() != ModelSpec::default() || self.calibrate.is_some()
     }
 
     /// The flags as a model spec (the same type the permalink reads).
@@ -243,13 +290,51 @@ impl ModelArgs {
             layout: self.layout.clone(),
             flash_attention: self.flash_attention,
             tp: self.tp,
+            gpu: self.gpu.clone(),
+            gpus_per_node: self.gpus_per_node,
+            gemm_efficiency: self.gemm_efficiency,
+            memory_efficiency: self.memory_efficiency,
         }
     }
 
-    /// The model the flags describe: a preset's, then each flag over it.
-    pub fn model(&self) -> Result<Model> {
-        self.spec().resolve().map_err(flag_error)
+    /// The flags with --calibrate done on `devices` devices: the fitted efficiencies in place
+    /// of it, and the calibration (none without --calibrate).
+    pub fn calibrated(&self, devices: u32) -> Result<(ModelArgs, Option<Calibration>)> {
+        let Some(times) = self.calibrate else { return Ok((self.clone(), None)) };
+        let (spec, calibration) = self.spec().calibrated(devices, times).map_err(flag_error)?;
+        let args = ModelArgs {
+            gemm_efficiency: spec.gemm_efficiency,
+            memory_efficiency: spec.memory_efficiency,
+            calibrate: None,
+            ..self.clone()
+        };
+        Ok((args, Some(calibration)))
     }
+
+    /// The model the flags describe on `devices` devices: a preset's, then each flag over it,
+    /// calibrated when --calibrate is given.
+    pub fn model(&self, devices: u32) -> Result<Model> {
+        self.calibrated(devices)?.0.spec().resolve().map_err(flag_error)
+    }
+}
+
+/// What a calibration gave, as the one note every command prints.
+pub fn calibration_note(c: &Calibration) -> String {
+    let pct = |r: f64| format!("{:+.1}%", r * 100.0);
+    let mut note = format!(
+        "calibrated to F, B, W of {} layer{}: --gemm-efficiency {} --memory-efficiency {} (the model then gives F {}, B {}, W {})",
+        c.layers,
+        if c.layers == 1 { "" } else { "s" },
+        format_number(c.efficiency.gemm, 4),
+        format_number(c.efficiency.memory, 4),
+        pct(c.residuals[0]),
+        pct(c.residuals[1]),
+        pct(c.residuals[2]),
+    );
+    if !c.determined {
+        note.push_str("; every operator is memory-bound at this size, so the gemm efficiency is not determined: calibrate a larger microbatch to predict others");
+    }
+    note
 }
 
 impl CostArgs {
@@ -271,11 +356,12 @@ impl CostArgs {
         self.hand_set().is_empty()
     }
 
-    /// The model these flags derive costs from, if any model flag is given.
+    /// The model spec these flags derive costs from, if any model flag is given (checked, not
+    /// yet calibrated: a calibration needs the devices).
     ///
     /// # Errors
     /// When model flags are mixed with hand-set costs, or the model is incomplete.
-    pub fn model(&self) -> Result<Option<Model>> {
+    pub fn model(&self) -> Result<Option<ModelSpec>> {
         if !self.model.given() {
             return Ok(None);
         }
@@ -286,7 +372,9 @@ impl CostArgs {
                 hand.join(", ")
             );
         }
-        self.model.model().map(Some)
+        let spec = self.model.spec();
+        spec.resolve().map_err(flag_error)?;
+        Ok(Some(spec))
     }
 
     /// The run `--costs-from` names, if given (read on first use).
@@ -320,8 +408,12 @@ impl CostArgs {
             let lists = CostLists { f: None, b: None, w: None, mem_f: list(&self.mem_f), mem_w: list(&self.mem_w) };
             return lists.apply(&costs, devices).map_err(flag_error);
         }
-        if let Some(m) = self.model()? {
-            let derived = m.derive(devices).map_err(flag_error)?;
+        if self.model()?.is_some() {
+            let (model, calibration) = self.model.calibrated(devices)?;
+            if let Some(c) = &calibration {
+                eprintln!("note: {}", calibration_note(c));
+            }
+            let derived = model.model(devices)?.derive(devices).map_err(flag_error)?;
             for note in &derived.notes {
                 eprintln!("note: {note}");
             }

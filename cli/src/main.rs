@@ -267,7 +267,8 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit, args.costs.units());
     if args.costs.model.given() {
-        let derived = args.costs.model.model()?.derive(subject.params.devices).map_err(args::flag_error)?;
+        let derived =
+            args.costs.model.model(subject.params.devices)?.derive(subject.params.devices).map_err(args::flag_error)?;
         note_proportional_cuts(
             &derived,
             [(subject.name.as_str(), subject.analysis.schedule.placement.stages_per_pipeline())],
@@ -286,7 +287,13 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     } else {
         // With costs from a model: figures in µs and bytes, and why the bottleneck is one.
         let derived = match args.costs.model.given() {
-            true => Some(args.costs.model.model()?.derive(subject.params.devices).map_err(args::flag_error)?),
+            true => Some(
+                args.costs
+                    .model
+                    .model(subject.params.devices)?
+                    .derive(subject.params.devices)
+                    .map_err(args::flag_error)?,
+            ),
             false => None,
         };
         let mut s = report::table(&subject.label, subject.family, &subject.params, &subject.analysis, derived.as_ref());
@@ -448,7 +455,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         warn_over_limit(&s.analysis, s.params.mem_limit, args.costs.units());
     }
     if args.costs.model.given() {
-        let derived = args.costs.model.model()?.derive(params.devices).map_err(args::flag_error)?;
+        let derived = args.costs.model.model(params.devices)?.derive(params.devices).map_err(args::flag_error)?;
         note_proportional_cuts(
             &derived,
             subjects.iter().map(|s| (s.name.as_str(), s.analysis.schedule.placement.stages_per_pipeline())),

@@ -19,10 +19,10 @@ use serde_json::{json, Value};
 use crate::args::PlanArgs;
 
 pub fn run(args: &PlanArgs) -> Result<()> {
-    let Some(limit) = args.costs.mem_limit()? else {
+    let Some(limit) = mem_limit(args)? else {
         return Err(crate::output::user_error(
             "--mem-limit is required: plans are searched under a per-device memory limit",
-            &["give e.g. --mem-limit 80GiB with a model, or a number in mem-f's unit"],
+            &["give e.g. --mem-limit 80GiB with a model (or --gpu, whose memory it then is), or a number in mem-f's unit"],
         ));
     };
     if let Some(path) = &args.export {
@@ -31,11 +31,20 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     // With a global batch the micro-batch size follows from each microbatch count, unless the
     // user fixes it.
     let mut costs = args.costs.clone();
+    // A calibration fits the model as the flags give it, before plans vary the micro-batch.
+    let (calibrated, calibration) = costs.model.calibrated(args.devices)?;
+    if let Some(c) = &calibration {
+        eprintln!("note: {}", crate::args::calibration_note(c));
+    }
+    costs.model = calibrated;
     let keep_micro_batch = args.global_batch.is_some() && costs.model.micro_batch.is_some();
     if args.global_batch.is_some() && costs.model.given() {
         costs.model.micro_batch.get_or_insert(1);
     }
-    let model = costs.model()?;
+    let model = match costs.model()? {
+        Some(spec) => Some(spec.resolve().map_err(crate::args::flag_error)?),
+        None => None,
+    };
     let static_memory = match args.static_memory.as_deref().map(str::trim) {
         Some("auto") => StaticMemory::FromModel,
         Some(text) if model.is_some() => StaticMemory::Fixed(
@@ -157,7 +166,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         // The CSV holds the orders, not the costs: say how to read it back at the plan's.
         let flags = match model.is_some() {
             true => {
-                let mut m = args.costs.model.spec();
+                let mut m = costs.model.spec();
                 if let Some(b) = c.micro_batch {
                     let _ = m.set(Field::MicroBatch, &b.to_string());
                 }
@@ -196,6 +205,24 @@ fn describe(p: &Plan) -> String {
     }
     let _ = write!(out, " · layout {}", c.layout.as_deref().unwrap_or("default"));
     out
+}
+
+/// The memory limit: --mem-limit, or with --gpu (and no --mem-limit) the GPU's HBM, said in a
+/// note. Without --gpu nothing is assumed.
+fn mem_limit(args: &PlanArgs) -> Result<Option<f64>> {
+    if let Some(limit) = args.costs.mem_limit()? {
+        return Ok(Some(limit));
+    }
+    let Some(key) = &args.costs.model.gpu else { return Ok(None) };
+    let gpu = bubblescope::model::gpu::gpu(key)
+        .ok_or_else(|| crate::args::flag_error(bubblescope::model::gpu::unknown_gpu(key)))?;
+    eprintln!(
+        "note: --mem-limit is {}'s memory, {} ({} GB): weights, optimizer state and activations must fit in it",
+        gpu.key,
+        format_bytes(gpu.hbm_bytes),
+        format_number(gpu.hbm_bytes / 1e9, 0)
+    );
+    Ok(Some(gpu.hbm_bytes))
 }
 
 /// Says which of the plans shown cut the model's pieces in proportion (a family with more

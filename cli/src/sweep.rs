@@ -85,7 +85,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let sweep = Sweep::collect(run_parallel(specs, run_one));
     let model = args.costs.model.given();
     if model {
-        let derived = args.costs.model.model()?.derive(args.devices).map_err(crate::args::flag_error)?;
+        let derived = args.costs.model.model(args.devices)?.derive(args.devices).map_err(crate::args::flag_error)?;
         crate::output::note_proportional_cuts(&derived, sweep.runs.iter().map(|r| (r.spec.family.name, r.stages)));
     }
     let out = if args.json {

@@ -664,8 +664,12 @@ fn costs_list_json_prints_the_presets_as_json() {
     let v: serde_json::Value = serde_json::from_str(&ok_in_scratch(&["costs", "--list", "--json"])).unwrap();
     let presets = v["presets"].as_array().unwrap();
     assert!(presets.iter().any(|p| p["key"] == "llama-3-8b" && p["model"]["layers"] == 32), "{v}");
+    let gpus = v["gpus"].as_array().unwrap();
+    assert!(gpus.iter().any(|g| g["key"] == "a100-80gb" && g["peak_tflops"] == 312.0), "{v}");
+    // The text lists the same presets and GPUs, one unindented line each under two headings.
     let text = ok_in_scratch(&["costs", "--list"]);
-    assert_eq!(text.lines().filter(|l| !l.starts_with(' ')).count(), presets.len(), "{text}");
+    let named = text.lines().filter(|l| !l.starts_with(' ') && !l.is_empty() && !l.ends_with("):")).count();
+    assert_eq!(named, presets.len() + gpus.len(), "{text}");
     let e = fails_in_scratch(&["costs", "--list", "--model", "llama-3-8b"]);
     assert!(e.starts_with("error: --list prints every model preset, so it takes no model flags or --devices"), "{e}");
 }

@@ -213,7 +213,7 @@ fn export_takes_the_best_plan_a_pytorch_csv_can_hold() {
     let dir = tempfile::tempdir().unwrap();
     // DualPipe wins here, but its two pipelines do not fit PyTorch's CSV: the export takes
     // the best plan that does, says so, and reads back at that plan's cost.
-    let args = ["plan", "--model", "zb-1.5b", "-p", "4", "--mem-limit", "40GiB", "--global-batch", "16"];
+    let args = ["plan", "--model", "zb-6.2b", "-p", "4", "--mem-limit", "80GiB", "--global-batch", "16"];
     let v: Value =
         serde_json::from_str(&ok(dir.path(), &args.iter().copied().chain(["--json"]).collect::<Vec<_>>())).unwrap();
     let plans = v["plans"].as_array().unwrap();

@@ -35,9 +35,9 @@ pub struct ModelSpec {
     pub vocab: Option<u32>,
     /// MLP width (`--ffn`).
     pub ffn: Option<u32>,
-    /// Achieved TFLOP/s per device (`--tflops`).
+    /// Achieved TFLOP/s of the matmuls (`--tflops`).
     pub tflops: Option<f64>,
-    /// Link bandwidth, GB/s (`--bandwidth`).
+    /// Achieved GB/s of every hop (`--bandwidth`).
     pub bandwidth: Option<f64>,
     /// Hop latency, µs (`--latency`).
     pub latency: Option<f64>,
@@ -47,6 +47,14 @@ pub struct ModelSpec {
     pub flash_attention: Option<bool>,
     /// Tensor-parallel size with sequence parallelism (`--tp`); `None` is 1.
     pub tp: Option<u32>,
+    /// The GPU (`--gpu`); `None` keeps the preset's (H100 SXM without one).
+    pub gpu: Option<String>,
+    /// GPUs per node (`--gpus-per-node`); `None` is 8.
+    pub gpus_per_node: Option<u32>,
+    /// Fraction of peak FLOP/s the matmuls reach (`--gemm-efficiency`).
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of HBM bandwidth the memory-bound kernels reach (`--memory-efficiency`).
+    pub memory_efficiency: Option<f64>,
 }
 
 /// The settings a spec holds, as fields: their names are the CLI flags and URL keys. They are
@@ -84,6 +92,10 @@ impl ModelSpec {
             Field::Layout => self.layout.clone(),
             Field::FlashAttention => self.flash_attention.map(|on| if on { "1" } else { "0" }.to_string()),
             Field::Tp => n(self.tp),
+            Field::Gpu => self.gpu.clone(),
+            Field::GpusPerNode => n(self.gpus_per_node),
+            Field::GemmEfficiency => x(self.gemm_efficiency),
+            Field::MemoryEfficiency => x(self.memory_efficiency),
             _ => None,
         }
     }
@@ -124,6 +136,19 @@ impl ModelSpec {
             })
         };
         let text_value = |t: &str| (!t.is_empty()).then(|| t.to_string());
+        let fraction = |t: &str| -> Result<Option<f64>, ParamError> {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            let v = t.parse::<f64>().map_err(|_| {
+                ParamError::new(
+                    field,
+                    format!("{} must be a number above 0 and at most 1, found `{}`", field.name(), short(t)),
+                )
+                .hint(field_hint(field))
+            })?;
+            super::fields::check_efficiency(field, v).map(|()| Some(v))
+        };
         match field {
             Field::Model => {
                 if !t.is_empty() && model_preset(t).is_none() {
@@ -140,6 +165,15 @@ impl ModelSpec {
             Field::Vocab => self.vocab = count(t)?,
             Field::Ffn => self.ffn = count(t)?,
             Field::Tp => self.tp = count(t)?,
+            Field::GpusPerNode => self.gpus_per_node = count(t)?,
+            Field::GemmEfficiency => self.gemm_efficiency = fraction(t)?,
+            Field::MemoryEfficiency => self.memory_efficiency = fraction(t)?,
+            Field::Gpu => {
+                if !t.is_empty() && super::gpu::gpu(t).is_none() {
+                    return Err(super::gpu::unknown_gpu(t));
+                }
+                self.gpu = text_value(t);
+            }
             Field::Tflops => self.tflops = rate(t)?,
             Field::Bandwidth => self.bandwidth = rate(t)?,
             Field::Latency => self.latency = rate(t)?,
@@ -206,6 +240,10 @@ impl ModelSpec {
             m.tflops = base.tflops;
             m.bandwidth = base.bandwidth;
             m.latency = base.latency;
+            m.gpu.clone_from(&base.gpu);
+            m.gpus_per_node = base.gpus_per_node;
+            m.gemm_efficiency = base.gemm_efficiency;
+            m.memory_efficiency = base.memory_efficiency;
             m.layout.clone_from(&base.layout);
             m.flash_attention = base.flash_attention;
             m.tp = base.tp;
@@ -214,9 +252,15 @@ impl ModelSpec {
         m.tp = self.tp.unwrap_or(m.tp);
         m.ffn = self.ffn.or(m.ffn);
         m.kv_heads = self.kv_heads.or(m.kv_heads);
-        m.tflops = self.tflops.unwrap_or(m.tflops);
-        m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
+        m.tflops = self.tflops.or(m.tflops);
+        m.bandwidth = self.bandwidth.or(m.bandwidth);
         m.latency = self.latency.unwrap_or(m.latency);
+        if self.gpu.is_some() {
+            m.gpu.clone_from(&self.gpu);
+        }
+        m.gpus_per_node = self.gpus_per_node.unwrap_or(m.gpus_per_node);
+        m.gemm_efficiency = self.gemm_efficiency.or(m.gemm_efficiency);
+        m.memory_efficiency = self.memory_efficiency.or(m.memory_efficiency);
         if self.layout.is_some() {
             m.layout.clone_from(&self.layout);
         }
@@ -303,13 +347,29 @@ mod tests {
             "50",
             "5",
             "Et*3|t*4|t*4|t*3L",
+            "1",
+            "2",
+            "a100-80gb",
+            "4",
+            "0.7",
+            "0.6",
         ];
+        assert_eq!(values.len(), MODEL_FIELDS.len());
         for (field, v) in MODEL_FIELDS.iter().zip(values) {
             spec.set(*field, v).unwrap();
             assert_eq!(spec.get(*field).as_deref(), Some(v));
         }
         let before = spec.clone();
-        for (field, bad) in [(Field::Layers, "0"), (Field::Hidden, "-1"), (Field::Tflops, "NaN"), (Field::Model, "x")] {
+        for (field, bad) in [
+            (Field::Layers, "0"),
+            (Field::Hidden, "-1"),
+            (Field::Tflops, "NaN"),
+            (Field::Model, "x"),
+            (Field::Gpu, "a100"),
+            (Field::GemmEfficiency, "1.5"),
+            (Field::MemoryEfficiency, "0"),
+            (Field::GpusPerNode, "0"),
+        ] {
             let e = spec.set(field, bad).unwrap_err();
             assert_eq!(e.field, field);
             assert!(!e.hints.is_empty(), "{e}");
