@@ -61,6 +61,10 @@ pub struct Gap {
     pub waited: Option<Waited>,
     /// Its split: parts `≥ 0` that sum to `end − start`.
     pub parts: Parts,
+    /// Of `parts.schedule`, the time a measured runtime was busy with its own work before the
+    /// op (posting sends, bookkeeping: the op's lead in [`crate::sim::PerOpTimes`]), right at
+    /// the gap's start; 0 for a plan.
+    pub overhead: f64,
 }
 
 impl Gap {
@@ -94,8 +98,13 @@ impl Gap {
             None => {}
         }
         let p = self.parts;
+        let overhead = if self.overhead > 0.0 {
+            format!(" (of it runtime overhead {})", number(self.overhead))
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "; schedule {} · imbalance {} · communication {}",
+            "; schedule {}{overhead} · imbalance {} · communication {}",
             number(p.schedule),
             number(p.imbalance),
             number(p.communication)
@@ -194,7 +203,10 @@ pub fn causes(analysis: &Analysis, costs: &Costs) -> Result<Causes, SimError> {
             let start = end - g0;
             let before = (i < dt.ops.len()).then_some(i as u32);
             let waited = before.and_then(|_| waited(analysis, d, i, start));
-            gaps.push(Gap { device: d as u32, start, end, before, waited, parts });
+            // A measured run's lead is in every re-simulation, so it is schedule time.
+            let lead = analysis.times.as_ref().and_then(|t| t.leads.get(d)?.get(i).copied()).unwrap_or(0.0);
+            let overhead = lead.clamp(0.0, parts.schedule);
+            gaps.push(Gap { device: d as u32, start, end, before, waited, parts, overhead });
         }
         devices.push(gaps);
     }
