@@ -214,10 +214,11 @@ pub struct ModelArgs {
     pub memory_efficiency: Option<f64>,
     /// Fit --gemm-efficiency and --memory-efficiency to measured F,B,W of one microbatch
     /// through the median device's transformer layers (no embedding or LM head), in µs or with
-    /// a unit: `18.5ms,18.1ms,9.3ms`. Other microbatch sizes, sequence lengths and layouts
-    /// then follow from the fitted efficiencies.
-    #[arg(long, value_name = "F,B,W", value_parser = calibrate_times)]
-    pub calibrate: Option<[f64; 3]>,
+    /// a unit: `18.5ms,18.1ms,9.3ms`; or to a profiled run (its traces' folder or files, as
+    /// `trace` reads them): its middle stage's fitted F, B, W, the runtime's overhead taken
+    /// off. Other microbatch sizes, sequence lengths and layouts then follow.
+    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times)]
+    pub calibrate: Option<Calibrate>,
     /// Achieved TFLOP/s of the matrix multiplications per GPU, in place of the GPU's peak ×
     /// --gemm-efficiency.
     #[arg(long, value_name = "T")]
@@ -261,9 +262,22 @@ fn fraction(text: &str, field: Field) -> Result<f64, String> {
     })
 }
 
-/// A `--calibrate` value: three times (core's reader).
-fn calibrate_times(text: &str) -> Result<[f64; 3], String> {
-    model::calibrate::parse_times(text).map_err(|e| e.to_string())
+/// What `--calibrate` fits to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Calibrate {
+    /// F, B and W µs of the median device's layers, given by hand.
+    Times([f64; 3]),
+    /// A profiled run: its middle stage's fitted times.
+    Run(std::path::PathBuf),
+}
+
+/// A `--calibrate` value: three times (core's reader), or a profiled run's path.
+fn calibrate_times(text: &str) -> Result<Calibrate, String> {
+    let path = std::path::Path::new(text);
+    if !text.contains(',') && path.exists() {
+        return Ok(Calibrate::Run(path.to_path_buf()));
+    }
+    model::calibrate::parse_times(text).map(Calibrate::Times).map_err(|e| e.to_string())
 }
 
 impl ModelArgs {
@@ -300,8 +314,34 @@ impl ModelArgs {
     /// The flags with --calibrate done on `devices` devices: the fitted efficiencies in place
     /// of it, and the calibration (none without --calibrate).
     pub fn calibrated(&self, devices: u32) -> Result<(ModelArgs, Option<Calibration>)> {
-        let Some(times) = self.calibrate else { return Ok((self.clone(), None)) };
-        let (spec, calibration) = self.spec().calibrated(devices, times).map_err(flag_error)?;
+        let (spec, calibration) = match &self.calibrate {
+            None => return Ok((self.clone(), None)),
+            Some(Calibrate::Times(times)) => self.spec().calibrated(devices, *times).map_err(flag_error)?,
+            Some(Calibrate::Run(path)) => {
+                let run = crate::trace::load(std::slice::from_ref(path), None)?;
+                let (stage, times) = run.fitted().calibration_stage().map_err(|e| {
+                    anyhow::anyhow!("--calibrate {}: {e}", bubblescope::formats::sanitize(&path.display().to_string()))
+                })?;
+                let (stages, _, _) = run.sizes();
+                let model = self.spec().resolve().map_err(flag_error)?;
+                let layout = model.layout(stages).map_err(flag_error)?;
+                let layers = layout.pieces.get(stage).map_or(0, |p| p.layers);
+                if layers == 0 {
+                    bail!(
+                        "--calibrate: the model cut into the run's {stages} stages puts no transformer layer on stage {stage}\n  \
+                         hint: give the model the run profiled (its layers and --layout), or calibrate by hand with F,B,W"
+                    );
+                }
+                eprintln!(
+                    "note: calibrating to the run's stage {stage} ({layers} layer{}): F {}, B {}, W {} (the runtime's overhead taken off)",
+                    if layers == 1 { "" } else { "s" },
+                    bubblescope::units::format_micros(times[0]),
+                    bubblescope::units::format_micros(times[1]),
+                    bubblescope::units::format_micros(times[2]),
+                );
+                self.spec().calibrated_layers(layers, times).map_err(flag_error)?
+            }
+        };
         let args = ModelArgs {
             gemm_efficiency: spec.gemm_efficiency,
             memory_efficiency: spec.memory_efficiency,

@@ -292,6 +292,19 @@ impl ModelSpec {
     /// `memory-efficiency`), when the model is wrong, or when no efficiency in (0, 1] reaches
     /// the measured times (naming the pass).
     pub fn calibrated(&self, devices: u32, measured: [f64; 3]) -> Result<(ModelSpec, Calibration), ParamError> {
+        let model = self.resolve()?;
+        model.derive(devices)?;
+        let layers = super::derive::median_layers(&model.layout(devices)?, devices);
+        self.calibrated_layers(layers, measured)
+    }
+
+    /// This spec with the efficiencies under which `layers` of its transformer layers take
+    /// `measured` F, B and W µs; and the calibration. What [`ModelSpec::calibrated`] does once
+    /// it knows the layers (a measured run's stage gives them itself).
+    ///
+    /// # Errors
+    /// As [`ModelSpec::calibrated`].
+    pub fn calibrated_layers(&self, layers: u32, measured: [f64; 3]) -> Result<(ModelSpec, Calibration), ParamError> {
         let set = [
             (Field::Tflops, self.tflops.is_some()),
             (Field::GemmEfficiency, self.gemm_efficiency.is_some()),
@@ -305,8 +318,6 @@ impl ModelSpec {
             .hint(format!("give --calibrate or --{}, not both", field.name())));
         }
         let model = self.resolve()?;
-        model.derive(devices)?;
-        let layers = super::derive::median_layers(&model.layout(devices)?, devices);
         let fit = model.calibrate_to(measured, layers)?;
         let round = |x: f64| ((x * 1e4).round() / 1e4).max(1e-4);
         let spec = ModelSpec {
