@@ -64,7 +64,7 @@ pub fn App() -> impl IntoView {
             </div>
             <footer class="footer">
                 "Bubblescope simulates pipeline schedules exactly in your browser; nothing leaves this page. "
-                "Numbers follow the Zero Bubble papers' definitions: cost is the longest device span, bubble rate is (cost − ideal) / cost."
+                "Cost is the longest device span (the Zero Bubble papers' definition); the bubble rate is (cost − ideal) / cost with ideal the mean device's work: the share of GPU time idle, the papers' rate whenever stages are equal."
             </footer>
         </div>
     }

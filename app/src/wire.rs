@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use bubblescope::attribution::{Attribution, ImbalanceTerms, Parts as AttributionParts};
+use bubblescope::attribution::{Attribution, Parts as AttributionParts};
 use bubblescope::bounds::Standing;
 use bubblescope::gaps::{Causes, Gap, Waited};
 use bubblescope::model::ModelSpec;
@@ -201,6 +201,10 @@ pub fn encode_settings(settings: &Settings) -> Wire {
     w.opt_text(m.layout.as_deref());
     w.opt_word(m.flash_attention.map(u32::from));
     w.opt_word(m.tp);
+    w.opt_text(m.gpu.as_deref());
+    w.opt_word(m.gpus_per_node);
+    w.opt_number(m.gemm_efficiency);
+    w.opt_number(m.memory_efficiency);
     w
 }
 
@@ -235,6 +239,9 @@ pub fn decode_settings(wire: &Wire) -> Result<Settings, WireError> {
     let layout = r.opt_text()?;
     let flash_attention = r.opt_word()?.map(|v| v != 0);
     let tp = r.opt_word()?;
+    let gpu = r.opt_text()?;
+    let gpus_per_node = r.opt_word()?;
+    let [gemm_efficiency, memory_efficiency] = [r.opt_number()?, r.opt_number()?];
     let model = ModelSpec {
         preset,
         layers,
@@ -251,6 +258,10 @@ pub fn decode_settings(wire: &Wire) -> Result<Settings, WireError> {
         layout,
         flash_attention,
         tp,
+        gpu,
+        gpus_per_node,
+        gemm_efficiency,
+        memory_efficiency,
     };
     r.finished()?;
     Ok(Settings { schedule, params, compare, model })
@@ -383,12 +394,11 @@ impl Wire {
         for p in &a.per_device {
             self.parts(p);
         }
-        self.numbers.extend([a.imbalance_terms.cost, a.imbalance_terms.ideal]);
         self.words.extend([c.clamped as u32, c.devices.len() as u32]);
         for gaps in &c.devices {
             self.words.push(gaps.len() as u32);
             for g in gaps {
-                self.numbers.extend([g.start, g.end]);
+                self.numbers.extend([g.start, g.end, g.overhead]);
                 self.parts(&g.parts);
                 match (g.before, g.waited) {
                     (None, _) => self.words.push(0),
@@ -461,6 +471,8 @@ impl Wire {
             s.bubble_rate,
             s.bubble_over_ideal,
             s.idle_over_makespan,
+            s.busiest_work,
+            s.bubble_rate_paper,
             s.peak_memory,
         ]);
         self.words.push(s.per_device.len() as u32);
@@ -656,8 +668,7 @@ impl Reader<'_> {
             )));
         }
         let per_device = (0..n).map(|_| self.parts()).collect::<Result<Vec<_>, _>>()?;
-        let [cost, ideal] = self.numbers()?;
-        let attribution = Attribution { overall, per_device, imbalance_terms: ImbalanceTerms { cost, ideal } };
+        let attribution = Attribution { overall, per_device };
         let clamped = self.word()? as usize;
         let n = self.count(1)?;
         if n != analysis.timeline.devices.len() {
@@ -672,7 +683,7 @@ impl Reader<'_> {
             let ops = &analysis.timeline.devices[d].ops;
             let mut gaps = Vec::with_capacity(count);
             for _ in 0..count {
-                let [start, end] = self.numbers()?;
+                let [start, end, overhead] = self.numbers()?;
                 let parts = self.parts()?;
                 let (before, waited) = match self.word()? {
                     0 => (None, None),
@@ -690,7 +701,7 @@ impl Reader<'_> {
                 if before.is_some_and(|b| b as usize >= ops.len()) {
                     return Err(WireError(format!("a gap on device {d} precedes an op it does not have")));
                 }
-                gaps.push(Gap { device: d as u32, start, end, before, waited, parts });
+                gaps.push(Gap { device: d as u32, start, end, before, waited, parts, overhead });
             }
             devices.push(gaps);
         }
@@ -701,7 +712,7 @@ impl Reader<'_> {
         let schedule = self.schedule()?;
         let timeline = self.timeline()?;
         let stats = self.stats()?;
-        Ok(Analysis { schedule, timeline, stats })
+        Ok(Analysis { schedule, timeline, stats, times: None })
     }
 
     fn pass(&mut self) -> Result<(Pass, bool), WireError> {
@@ -764,7 +775,7 @@ impl Reader<'_> {
     }
 
     fn stats(&mut self) -> Result<Stats, WireError> {
-        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, peak_memory] =
+        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, busiest_work, bubble_rate_paper, peak_memory] =
             self.numbers()?;
         let n = self.count(1)?;
         let mut per_device = Vec::with_capacity(n);
@@ -773,7 +784,18 @@ impl Reader<'_> {
             let [start, end, span, busy, idle, bubble_rate, peak_memory, work] = self.numbers()?;
             per_device.push(DeviceStats { device, start, end, span, busy, idle, bubble_rate, peak_memory, work });
         }
-        Ok(Stats { cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, peak_memory, per_device })
+        Ok(Stats {
+            cost,
+            makespan,
+            ideal,
+            bubble_rate,
+            bubble_over_ideal,
+            idle_over_makespan,
+            busiest_work,
+            bubble_rate_paper,
+            peak_memory,
+            per_device,
+        })
     }
 }
 

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use bubblescope::model::{self, Model, ModelSpec};
+use bubblescope::model::{self, Calibration, Model, ModelSpec};
+use bubblescope::units::format_number;
 use bubblescope::{CostLists, Costs, Field, ScheduleParams};
 use clap::{Args, Parser, Subcommand};
 
@@ -19,9 +20,10 @@ pub struct Cli {
 pub enum Command {
     /// Generate (or read) and simulate a schedule; print its cost, bubble and memory.
     ///
-    /// Cost is the longest device span; ideal is the busiest device's work (the sum of its
+    /// Cost is the longest device span; ideal is the mean device's work (the sum of its
     /// passes, an overlapped F&B pair counted at its --overlap time), so the bubble rate
-    /// (cost − ideal) / cost is never negative.
+    /// (cost − ideal) / cost is the share of GPU time idle: the Zero Bubble papers' rate with
+    /// equal stages, which is also printed against the busiest device's work.
     #[command(after_long_help = SIMULATE_EXAMPLES, after_help = SIMULATE_MORE)]
     Simulate(SimulateArgs),
     /// Draw schedules on one time axis as an SVG figure.
@@ -203,10 +205,33 @@ pub struct ModelArgs {
     /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
     #[arg(long, value_name = "FFN", value_parser = |t: &str| model_count(t, Field::Ffn), hide_short_help = true)]
     pub ffn: Option<u32>,
-    /// Achieved TFLOP/s per device [default: 400].
+    /// GPU the model runs on (see `bubblescope costs --list`): its peak FLOP/s, HBM bandwidth
+    /// and links price the work [default: the preset's; h100-sxm].
+    #[arg(long, value_name = "GPU", value_parser = gpu_key)]
+    pub gpu: Option<String>,
+    /// GPUs per node: a hop between devices on different nodes crosses the network
+    /// [default: 8].
+    #[arg(long = "gpus-per-node", value_name = "N", value_parser = |t: &str| model_count(t, Field::GpusPerNode), hide_short_help = true)]
+    pub gpus_per_node: Option<u32>,
+    /// Fraction of the GPU's peak FLOP/s the matrix multiplications reach [default: 0.8].
+    #[arg(long = "gemm-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::GemmEfficiency), hide_short_help = true)]
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of the GPU's HBM bandwidth the memory-bound kernels reach (the forward's
+    /// reach 0.62 of it) [default: 0.64].
+    #[arg(long = "memory-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::MemoryEfficiency), hide_short_help = true)]
+    pub memory_efficiency: Option<f64>,
+    /// Fit --gemm-efficiency and --memory-efficiency to measured F,B,W of one microbatch
+    /// through the median device's transformer layers (no embedding or LM head), in µs or with
+    /// a unit: `18.5ms,18.1ms,9.3ms`; or to a profiled run (its traces' folder or files, as
+    /// `trace` reads them): its middle stage's fitted F, B, W, the runtime's overhead taken
+    /// off. Other microbatch sizes, sequence lengths and layouts then follow.
+    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times, hide_short_help = true)]
+    pub calibrate: Option<Calibrate>,
+    /// Achieved TFLOP/s of the matrix multiplications per GPU, in place of the GPU's peak ×
+    /// --gemm-efficiency.
     #[arg(long, value_name = "T", hide_short_help = true)]
     pub tflops: Option<f64>,
-    /// Link bandwidth between neighbouring devices, GB/s [default: 50].
+    /// Achieved GB/s of every hop between devices, in place of the GPU's links.
     #[arg(long, value_name = "GBPS", hide_short_help = true)]
     pub bandwidth: Option<f64>,
     /// Latency of one hop, µs [default: 5].
@@ -226,10 +251,47 @@ pub struct ModelArgs {
     pub tp: Option<u32>,
 }
 
+/// A `--gpu` value: a GPU preset's key (core's reader, with its suggestion).
+fn gpu_key(text: &str) -> Result<String, String> {
+    let mut spec = ModelSpec::default();
+    spec.set(Field::Gpu, text).map_err(|e| e.to_string())?;
+    spec.gpu.ok_or_else(|| "expected a gpu, found nothing\n  hint: see `bubblescope costs --list`".to_string())
+}
+
+/// An efficiency: a number above 0 and at most 1 (core's reader).
+fn fraction(text: &str, field: Field) -> Result<f64, String> {
+    let mut spec = ModelSpec::default();
+    spec.set(field, text).map_err(|e| e.to_string())?;
+    spec.get(field).and_then(|v| v.parse().ok()).ok_or_else(|| {
+        format!(
+            "expected a number above 0 and at most 1, found nothing\n  hint: give --{} a value, e.g. 0.7",
+            field.name()
+        )
+    })
+}
+
+/// What `--calibrate` fits to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Calibrate {
+    /// F, B and W µs of the median device's layers, given by hand.
+    Times([f64; 3]),
+    /// A profiled run: its middle stage's fitted times.
+    Run(std::path::PathBuf),
+}
+
+/// A `--calibrate` value: three times (core's reader), or a profiled run's path.
+fn calibrate_times(text: &str) -> Result<Calibrate, String> {
+    let path = std::path::Path::new(text);
+    if !text.contains(',') && path.exists() {
+        return Ok(Calibrate::Run(path.to_path_buf()));
+    }
+    model::calibrate::parse_times(text).map(Calibrate::Times).map_err(|e| e.to_string())
+}
+
 impl ModelArgs {
     /// Whether any model flag is given.
     pub fn given(&self) -> bool {
-        self.spec() != ModelSpec::default()
+        self.spec() != ModelSpec::default() || self.calibrate.is_some()
     }
 
     /// The flags as a model spec (the same type the permalink reads).
@@ -250,13 +312,77 @@ impl ModelArgs {
             layout: self.layout.clone(),
             flash_attention: self.flash_attention,
             tp: self.tp,
+            gpu: self.gpu.clone(),
+            gpus_per_node: self.gpus_per_node,
+            gemm_efficiency: self.gemm_efficiency,
+            memory_efficiency: self.memory_efficiency,
         }
     }
 
-    /// The model the flags describe: a preset's, then each flag over it.
-    pub fn model(&self) -> Result<Model> {
-        self.spec().resolve().map_err(flag_error)
+    /// The flags with --calibrate done on `devices` devices: the fitted efficiencies in place
+    /// of it, and the calibration (none without --calibrate).
+    pub fn calibrated(&self, devices: u32) -> Result<(ModelArgs, Option<Calibration>)> {
+        let (spec, calibration) = match &self.calibrate {
+            None => return Ok((self.clone(), None)),
+            Some(Calibrate::Times(times)) => self.spec().calibrated(devices, *times).map_err(flag_error)?,
+            Some(Calibrate::Run(path)) => {
+                let run = crate::trace::load(std::slice::from_ref(path), None)?;
+                let (stage, times) = run.fitted().calibration_stage().map_err(|e| {
+                    anyhow::anyhow!("--calibrate {}: {e}", bubblescope::formats::sanitize(&path.display().to_string()))
+                })?;
+                let (stages, _, _) = run.sizes();
+                let model = self.spec().resolve().map_err(flag_error)?;
+                let layout = model.layout(stages).map_err(flag_error)?;
+                let layers = layout.pieces.get(stage).map_or(0, |p| p.layers);
+                if layers == 0 {
+                    bail!(
+                        "--calibrate: the model cut into the run's {stages} stages puts no transformer layer on stage {stage}\n  \
+                         hint: give the model the run profiled (its layers and --layout), or calibrate by hand with F,B,W"
+                    );
+                }
+                eprintln!(
+                    "note: calibrating to the run's stage {stage} ({layers} layer{}): F {}, B {}, W {} (the runtime's overhead taken off)",
+                    if layers == 1 { "" } else { "s" },
+                    bubblescope::units::format_micros(times[0]),
+                    bubblescope::units::format_micros(times[1]),
+                    bubblescope::units::format_micros(times[2]),
+                );
+                self.spec().calibrated_layers(layers, times).map_err(flag_error)?
+            }
+        };
+        let args = ModelArgs {
+            gemm_efficiency: spec.gemm_efficiency,
+            memory_efficiency: spec.memory_efficiency,
+            calibrate: None,
+            ..self.clone()
+        };
+        Ok((args, Some(calibration)))
     }
+
+    /// The model the flags describe on `devices` devices: a preset's, then each flag over it,
+    /// calibrated when --calibrate is given.
+    pub fn model(&self, devices: u32) -> Result<Model> {
+        self.calibrated(devices)?.0.spec().resolve().map_err(flag_error)
+    }
+}
+
+/// What a calibration gave, as the one note every command prints.
+pub fn calibration_note(c: &Calibration) -> String {
+    let pct = |r: f64| format!("{:+.1}%", r * 100.0);
+    let mut note = format!(
+        "calibrated to F, B, W of {} layer{}: --gemm-efficiency {} --memory-efficiency {} (the model then gives F {}, B {}, W {})",
+        c.layers,
+        if c.layers == 1 { "" } else { "s" },
+        format_number(c.efficiency.gemm, 4),
+        format_number(c.efficiency.memory, 4),
+        pct(c.residuals[0]),
+        pct(c.residuals[1]),
+        pct(c.residuals[2]),
+    );
+    if !c.determined {
+        note.push_str("; every operator is memory-bound at this size, so the gemm efficiency is not determined: calibrate a larger microbatch to predict others");
+    }
+    note
 }
 
 impl CostArgs {
@@ -278,11 +404,12 @@ impl CostArgs {
         self.hand_set().is_empty()
     }
 
-    /// The model these flags derive costs from, if any model flag is given.
+    /// The model spec these flags derive costs from, if any model flag is given (checked, not
+    /// yet calibrated: a calibration needs the devices).
     ///
     /// # Errors
     /// When model flags are mixed with hand-set costs, or the model is incomplete.
-    pub fn model(&self) -> Result<Option<Model>> {
+    pub fn model(&self) -> Result<Option<ModelSpec>> {
         if !self.model.given() {
             return Ok(None);
         }
@@ -293,7 +420,9 @@ impl CostArgs {
                 hand.join(", ")
             );
         }
-        self.model.model().map(Some)
+        let spec = self.model.spec();
+        spec.resolve().map_err(flag_error)?;
+        Ok(Some(spec))
     }
 
     /// The run `--costs-from` names, if given (read on first use).
@@ -327,8 +456,12 @@ impl CostArgs {
             let lists = CostLists { f: None, b: None, w: None, mem_f: list(&self.mem_f), mem_w: list(&self.mem_w) };
             return lists.apply(&costs, devices).map_err(flag_error);
         }
-        if let Some(m) = self.model()? {
-            let derived = m.derive(devices).map_err(flag_error)?;
+        if self.model()?.is_some() {
+            let (model, calibration) = self.model.calibrated(devices)?;
+            if let Some(c) = &calibration {
+                eprintln!("note: {}", calibration_note(c));
+            }
+            let derived = model.model(devices)?.derive(devices).map_err(flag_error)?;
             for note in &derived.notes {
                 eprintln!("note: {note}");
             }
@@ -464,7 +597,8 @@ pub struct SimulateArgs {
 /// What `simulate -h` ends with: the options it leaves out, by name.
 pub const SIMULATE_MORE: &str = "\
 More options (--group, --waves, --seq-splits, --overlap, --costs-from, --mem-w, the model's
---layers … --tp, --from-format, --dialect, --merge-bw, --optimal-nodes) and examples: --help";
+--layers … --tp, the GPU's --gpus-per-node … --calibrate, --from-format, --dialect,
+--merge-bw, --optimal-nodes) and examples: --help";
 
 /// The examples `simulate --help` ends with.
 pub const SIMULATE_EXAMPLES: &str = "\
@@ -556,9 +690,9 @@ pub struct CostsArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// Number of devices (pipeline ranks), P.
-    #[arg(long, short = 'p', value_name = "P", default_value_t = 4)]
+    #[arg(long, short = 'p', value_name = "P", default_value_t = 4, value_parser = devices)]
     pub devices: u32,
-    /// Print one JSON object instead of a table.
+    /// Print one JSON object instead of a table (with --list: the presets).
     #[arg(long)]
     pub json: bool,
     /// List the model presets instead.
@@ -595,7 +729,8 @@ pub struct SweepArgs {
     /// Print CSV (one row per run, then the invalid combinations) instead of a table.
     #[arg(long)]
     pub csv: bool,
-    /// Also write the Pareto chart (peak memory against time per iteration) as SVG.
+    /// Also write the Pareto chart (peak memory against time per iteration) as SVG; the name
+    /// ends in .svg or has no extension (`-`: the chart alone on standard output).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Colour theme of the chart: light or dark.

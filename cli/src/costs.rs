@@ -1,57 +1,136 @@
-//! `bubblescope costs`: a transformer config's per-share costs, as a table or JSON.
+//! `bubblescope costs`: a transformer config's per-share costs on a GPU, each pass's terms,
+//! the hops and the calibration, as a table or JSON; `--list` shows the model and GPU presets.
 
 use std::io::Write as _;
 
 use anyhow::{Context as _, Result};
-use bubblescope::model::{self, Derived, Model};
-use bubblescope::units::format_bytes;
-use bubblescope::units::format_number;
+use bubblescope::model::roofline::{B, F, FORWARD_MEMORY_SHARE, W};
+use bubblescope::model::{self, Breakdown, Calibration, Derived, Model, Term, GPUS};
+use bubblescope::units::{format_bytes, format_number};
 use serde_json::{json, Value};
 
 use crate::args::CostsArgs;
 
 /// Runs `bubblescope costs`.
-pub fn run(args: &CostsArgs) -> Result<()> {
+pub fn run(args: &CostsArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
     let out = if args.list {
-        presets_text()
+        // The list is every preset as it is: flags that shape one model do not apply.
+        let devices_given =
+            matches.is_some_and(|m| m.value_source("devices") == Some(clap::parser::ValueSource::CommandLine));
+        if args.model.given() || devices_given {
+            return Err(crate::output::user_error(
+                "--list prints every model preset, so it takes no model flags or --devices",
+                &["leave out --list to derive costs, e.g. `bubblescope costs --model llama-3-8b --devices 8`"],
+            ));
+        }
+        if args.json {
+            let mut s = serde_json::to_string_pretty(&presets_json())?;
+            s.push('\n');
+            s
+        } else {
+            presets_text()
+        }
     } else {
-        let m = args.model.model()?;
+        let (flags, calibration) = args.model.calibrated(args.devices)?;
+        let m = flags.model(args.devices)?;
         let derived = m.derive(args.devices).map_err(crate::args::flag_error)?;
         for note in &derived.notes {
             eprintln!("note: {note}");
         }
         if args.json {
-            let mut s = serde_json::to_string_pretty(&json_report(&m, &derived))?;
+            let mut s = serde_json::to_string_pretty(&json_report(&m, &derived, calibration.as_ref()))?;
             s.push('\n');
             s
         } else {
-            table(&m, &derived)
+            table(&m, &derived, calibration.as_ref())
         }
     };
     std::io::stdout().write_all(out.as_bytes()).context("writing to standard output")
 }
 
+/// `costs --list --json`: every preset with its model's inputs.
+fn presets_json() -> Value {
+    let presets: Vec<Value> = model::presets::model_presets()
+        .iter()
+        .map(|p| {
+            let m = &p.model;
+            json!({
+                "key": p.key, "title": p.title, "source": p.source,
+                "devices": p.devices, "microbatches": p.microbatches,
+                "model": {
+                    "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads(),
+                    "seq": m.seq, "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(),
+                    "gpu": m.gpu, "tflops": m.tflops, "bandwidth": m.bandwidth, "latency": m.latency,
+                    "layout": m.layout, "flash_attention": m.flash_attention, "tp": m.tp,
+                },
+            })
+        })
+        .collect();
+    let gpus: Vec<Value> = GPUS
+        .iter()
+        .map(|g| {
+            json!({
+                "key": g.key, "name": g.name, "peak_tflops": g.peak_tflops, "hbm_gbps": g.hbm_gbps,
+                "hbm_bytes": g.hbm_bytes, "link": g.link, "link_gbps": g.link_gbps,
+                "network_gbps": g.network_gbps, "host_link": g.host_link, "host_gbps": g.host_gbps,
+                "source": g.source,
+            })
+        })
+        .collect();
+    json!({ "presets": presets, "gpus": gpus })
+}
+
 fn presets_text() -> String {
-    let mut out = String::new();
+    let mut out = String::from("models (--model):\n");
     for p in model::presets::model_presets() {
         out.push_str(&format!(
             "{:<14} {}\n{:<14} {} · {} devices, {} microbatches\n",
             p.key, p.title, "", p.source, p.devices, p.microbatches
         ));
     }
+    out.push_str("\ngpus (--gpu):\n");
+    for g in GPUS {
+        out.push_str(&format!(
+            "{:<14} {}: {} TFLOP/s dense BF16, {} GB/s HBM, {} GB\n{:<14} within a node {} GB/s each way ({}); network {} GB/s per GPU; host {} GB/s each way ({})\n{:<14} {}\n",
+            g.key,
+            g.name,
+            format_number(g.peak_tflops, 1),
+            format_number(g.hbm_gbps, 0),
+            format_number(g.hbm_bytes / 1e9, 0),
+            "",
+            format_number(g.link_gbps, 0),
+            g.link,
+            format_number(g.network_gbps, 0),
+            format_number(g.host_gbps, 0),
+            g.host_link,
+            "",
+            g.source
+        ));
+    }
     out
 }
 
 /// What was assumed beyond the formulas, said in every report.
-const ASSUMPTIONS: [&str; 5] = [
-    "F, B, W per layer: the Zero Bubble paper's Table 1 FLOPs (MLP terms scaled by ffn/4h, attention's projections by (1 + g/a)/2 with g key/value heads); time = FLOPs / achieved TFLOP/s",
-    "LM head (last share): 2·b·s·h·v FLOPs each for F, B and W; holds its input (2·b·s·h bytes) until W and fp32 logits (4·b·s·v bytes) until B",
-    "embedding (first share): no FLOPs; holds its dropout mask (b·s·h bytes) until B",
-    "activations: 16-bit, no recompute (Korthikanti et al.), K and V scaled by g/a with grouped-query attention; with FlashAttention no score matrices (no 5·a·s/h term) and B recomputes the scores (+4·b·s²·h FLOPs)",
-    "tensor parallelism t (--tp, with sequence parallelism): every number is one GPU's, 1/t of the stage's FLOPs, activations, hop bytes and parameters; the collectives inside a layer are not timed (lower --tflops for them)",
+const ASSUMPTIONS: [&str; 6] = [
+    "matmul FLOPs per layer: the Zero Bubble paper's Table 1 (MLP terms scaled by ffn/4h, attention's projections by (1 + g/a)/2 with g key/value heads); LM head 2·b·s·h·v each for F, B and W",
+    "time: each operator at the slower of its FLOPs at the achieved matmul rate and its bytes (16-bit tensors, fp32 weight gradients) at the achieved HBM bandwidth; forward kernels at 0.62 of the backward's bandwidth share; W is the weight-gradient matmuls alone",
+    "embedding (first share): a lookup and its dropout; in B its dense table gradient (12·v·h bytes); LM head (last share): a final norm, its matmul and a cross-entropy with fp32 probabilities",
+    "activations: 16-bit, no recompute (Korthikanti et al.), K and V scaled by g/a with grouped-query attention; with FlashAttention no score matrices (no 5·a·s/h term), its fused kernel at the matmul rate, and B recomputes the scores (+4·b·s²·h FLOPs)",
+    "tensor parallelism t (--tp, with sequence parallelism): every number is one GPU's, 1/t of the stage's FLOPs, bytes, activations, hop bytes and parameters; the collectives inside a layer are not timed (lower --gemm-efficiency for them)",
+    "hops: one microbatch's activation (2·b·s·h/t bytes per GPU) plus the latency; NCCL send/recv reach 0.16 of an NVLink switch's bandwidth, 0.7 of a direct link's, 0.8 of the network's; devices fill nodes in order; the simulator times every hop at the slowest",
 ];
 
-fn json_report(m: &Model, d: &Derived) -> Value {
+fn terms_json(b: &Breakdown) -> Value {
+    let mut map = serde_json::Map::new();
+    for (term, t) in &b.terms {
+        map.insert(term.name().to_string(), json!({"f": t[F], "b": t[B], "w": t[W]}));
+    }
+    let total = b.totals();
+    map.insert("total".to_string(), json!({"f": total[F], "b": total[B], "w": total[W]}));
+    Value::Object(map)
+}
+
+fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Value {
     let shares: Vec<Value> = d
         .shares()
         .iter()
@@ -69,26 +148,49 @@ fn json_report(m: &Model, d: &Derived) -> Value {
         .enumerate()
         .map(|(i, p)| json!({"stage": i, "layers": p.piece.layers, "mtp": p.piece.mtp, "f": p.f, "b": p.b, "w": p.w, "mem_f": p.mem_f, "mem_w": p.mem_w}))
         .collect();
+    let g = d.gpu;
     json!({
         "inputs": {
             "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads(), "seq": m.seq,
             "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(), "tflops": m.tflops,
             "bandwidth": m.bandwidth, "latency": m.latency, "devices": d.devices,
             "layout": d.layout.to_megatron(), "flash_attention": m.flash_attention, "tp": m.tp,
+            "gpu": g.key, "gpus_per_node": m.gpus_per_node,
+            "gemm_efficiency": m.gemm_efficiency, "memory_efficiency": m.memory_efficiency,
+        },
+        "gpu": {
+            "key": g.key, "name": g.name, "peak_tflops": g.peak_tflops, "hbm_gbps": g.hbm_gbps, "hbm_bytes": g.hbm_bytes,
+            "link": g.link, "link_gbps": g.link_gbps, "network_gbps": g.network_gbps,
+            "host_link": g.host_link, "host_gbps": g.host_gbps, "source": g.source,
+        },
+        "efficiency": {
+            "gemm": d.efficiency.gemm, "memory": d.efficiency.memory,
+            "forward_memory": d.efficiency.memory * FORWARD_MEMORY_SHARE,
+            "calibration": calibration.map(|c| json!({
+                "measured": {"f": c.measured[F], "b": c.measured[B], "w": c.measured[W]},
+                "layers": c.layers,
+                "residuals": {"f": c.residuals[F], "b": c.residuals[B], "w": c.residuals[W]},
+                "determined": c.determined,
+            })),
         },
         "units": {"time": "µs", "memory": "bytes"},
         "shares": shares,
         "stages": pieces,
+        "terms": {"layer": terms_json(&d.layer), "lm_head": terms_json(&d.head), "embedding": terms_json(&d.embedding)},
         "comm": d.comm,
+        "hops": {
+            "within_node": d.hops.within, "across_nodes": d.hops.across, "nodes": d.hops.nodes,
+            "crossings": d.hops.crossings, "simulated": d.comm,
+        },
         "notes": d.notes,
         "assumptions": ASSUMPTIONS,
     })
 }
 
-fn table(m: &Model, d: &Derived) -> String {
+fn table(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> String {
     let n = |v: f64| format_number(v, 1);
     let mut out = format!(
-        "{} layers · hidden {} · {} heads{} · ffn {} · sequence {} · microbatch {} · vocabulary {}\n{} TFLOP/s per device · {} GB/s · {} µs latency · layout {}{}\n\n",
+        "{} layers · hidden {} · {} heads{} · ffn {} · sequence {} · microbatch {} · vocabulary {} · layout {}{}\n",
         m.layers,
         m.hidden,
         m.heads,
@@ -97,14 +199,15 @@ fn table(m: &Model, d: &Derived) -> String {
         m.seq,
         m.micro_batch,
         m.vocab,
-        format_number(m.tflops, 2),
-        format_number(m.bandwidth, 2),
-        format_number(m.latency, 2),
         d.layout.to_megatron(),
         if m.tp > 1 { format!(" · tensor parallel {} (numbers per GPU)", m.tp) } else { String::new() }
     );
+    out.push_str(&hardware_text(m, d));
+    if let Some(c) = calibration {
+        out.push_str(&format!("{}\n", crate::args::calibration_note(c)));
+    }
     out.push_str(&format!(
-        "{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  holds\n",
+        "\n{:>5}  {:>6}  {:>12}  {:>12}  {:>12}  {:>12}  {:>12}  holds\n",
         "share", "layers", "F µs", "B µs", "W µs", "mem-f", "mem-w"
     ));
     for (k, s) in d.shares().iter().enumerate() {
@@ -130,9 +233,103 @@ fn table(m: &Model, d: &Derived) -> String {
             holds.join(", ")
         ));
     }
-    out.push_str(&format!("\ncommunication per hop: {} µs\n", format_number(d.comm, 3)));
+    out.push_str(&terms_text(d));
+    out.push_str(&hops_text(d));
     for a in ASSUMPTIONS {
         out.push_str(&format!("assumes: {a}\n"));
     }
+    out
+}
+
+/// The GPU and the rates the work is priced at.
+fn hardware_text(m: &Model, d: &Derived) -> String {
+    let g = d.gpu;
+    let e = d.efficiency;
+    let matmuls = match m.tflops {
+        Some(t) => {
+            // Any positive rate reads as given, never as 0 (`1e-300 TFLOP/s, 1.01e-303 of peak`).
+            let small = |v: f64| {
+                if v.abs() >= 1e-4 {
+                    bubblescope::units::format_significant(v, 4)
+                } else {
+                    format!("{v:.2e}")
+                }
+            };
+            format!("matmuls at {} TFLOP/s (--tflops, {} of peak)", small(t), small(e.gemm))
+        }
+        None => format!(
+            "matmuls at {} of peak ({} TFLOP/s)",
+            format_number(e.gemm, 4),
+            format_number(g.peak_tflops * e.gemm, 1)
+        ),
+    };
+    format!(
+        "{}: {} TFLOP/s peak BF16, {} GB/s HBM, {} GB · {matmuls} · memory-bound kernels at {} of HBM bandwidth ({} GB/s; the forward's at {} of that, {} GB/s)\n",
+        g.name,
+        format_number(g.peak_tflops, 1),
+        format_number(g.hbm_gbps, 0),
+        format_number(g.hbm_bytes / 1e9, 0),
+        format_number(e.memory, 4),
+        format_number(g.hbm_gbps * e.memory, 0),
+        format_number(FORWARD_MEMORY_SHARE, 2),
+        format_number(g.hbm_gbps * e.memory * FORWARD_MEMORY_SHARE, 0),
+    )
+}
+
+/// One layer's terms per pass, the LM head's and the embedding's, and why W is what it is.
+fn terms_text(d: &Derived) -> String {
+    let n = |v: f64| format_number(v, 1);
+    let mut out = format!("\none layer, one microbatch (µs):\n{:<16}  {:>10}  {:>10}  {:>10}\n", "term", "F", "B", "W");
+    for (term, t) in &d.layer.terms {
+        out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", label(*term), n(t[F]), n(t[B]), n(t[W])));
+    }
+    let total = d.layer.totals();
+    out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", "total", n(total[F]), n(total[B]), n(total[W])));
+    for (name, b) in [("LM head + loss", &d.head), ("embedding", &d.embedding)] {
+        let t = b.totals();
+        out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", name, n(t[F]), n(t[B]), n(t[W])));
+    }
+    let matmul = d.layer.term(Term::Matmul);
+    if total[F] > 0.0 {
+        out.push_str(&format!(
+            "W/F = {}: W is the weight-gradient matmuls alone; F adds {} µs of attention scores, norms, activations and residuals ({}% of F) beside its own matmuls\n",
+            format_number(total[W] / total[F], 2),
+            n(total[F] - matmul[F]),
+            format_number(100.0 * (total[F] - matmul[F]) / total[F], 0),
+        ));
+    }
+    out
+}
+
+fn label(term: Term) -> &'static str {
+    match term {
+        Term::Matmul => "matmuls",
+        Term::Attention => "attention scores",
+        Term::Norm => "layer norms",
+        Term::Activation => "activation",
+        Term::Residual => "residual+dropout",
+        Term::BiasGrad => "bias gradients",
+        Term::Head => "LM head + loss",
+        Term::Embedding => "embedding",
+    }
+}
+
+/// The hops: within and across nodes, and the one time the simulator uses.
+fn hops_text(d: &Derived) -> String {
+    let h = &d.hops;
+    let mut out = format!(
+        "\nhop within a node: {} µs · across nodes: {} µs · {} device{} on {} node{}",
+        format_number(h.within, 3),
+        format_number(h.across, 3),
+        d.devices,
+        if d.devices == 1 { "" } else { "s" },
+        h.nodes,
+        if h.nodes == 1 { "" } else { "s" },
+    );
+    if !h.crossings.is_empty() {
+        let k: Vec<String> = h.crossings.iter().map(|k| format!("{k}→{}", k + 1)).collect();
+        out.push_str(&format!(" (crossing at {})", k.join(", ")));
+    }
+    out.push_str(&format!("\ncommunication per hop: {} µs\n", format_number(d.comm, 3)));
     out
 }

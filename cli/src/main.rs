@@ -30,16 +30,39 @@ use output::{
 };
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return clap_failure(&e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => return clap_failure(&e),
+    };
     let sub = matches.subcommand().map(|(_, m)| m);
     match run(cli, sub) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            // Bad input of any kind: a message, hints on their own lines, exit status 2.
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
-            ExitCode::from(2)
-        }
+        Err(err) => fail(&format!("{err:#}")),
+    }
+}
+
+/// Bad input of any kind: one `error:` line, hints on their own lines (a generic one when
+/// the message has none), exit status 2, nothing on standard output.
+fn fail(message: &str) -> ExitCode {
+    let mut text = message.trim_end().to_string();
+    if !text.lines().any(|l| l.trim_start().starts_with("hint:")) {
+        text.push_str("\n  hint: `bubblescope help` lists the commands, `bubblescope <command> --help` every flag");
+    }
+    let _ = writeln!(std::io::stderr(), "error: {text}");
+    ExitCode::from(2)
+}
+
+/// A clap error: help and version print as clap prints them; usage errors take the shape of
+/// every other error ([`output::usage_error`]).
+fn clap_failure(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => e.exit(),
+        _ => fail(&output::usage_error(e, &<args::Cli as clap::CommandFactory>::command())),
     }
 }
 
@@ -49,7 +72,7 @@ fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
         Command::Render(args) => render(&args, matches),
         Command::Convert(args) => convert(&args),
         Command::List(args) => list(&args),
-        Command::Costs(args) => costs::run(&args),
+        Command::Costs(args) => costs::run(&args, matches),
         Command::Sweep(args) => sweep::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Trace(args) => trace::run(&args),
@@ -109,7 +132,7 @@ fn import(
     let options = ImportOptions { dialect: dialect(dialect_name)?, merge_bw, source: Some(name.clone()) };
     let imported = formats::import(&text, format, &options);
     if imported.has_errors() {
-        return Err(anyhow::anyhow!("{} cannot be used:\n{}", formats::sanitize(&name), imported.report()));
+        return Err(anyhow::anyhow!("{}", imported.failure(&formats::sanitize(&name))));
     }
     if !imported.diagnostics.is_empty() {
         let _ = writeln!(std::io::stderr(), "{}", imported.report());
@@ -205,6 +228,22 @@ fn reject_family_flags(matches: Option<&ArgMatches>, comparing: bool) -> Result<
     Ok(())
 }
 
+/// Without `--from`, the flags that say how to read a file (`--from-format`, `--dialect`)
+/// must not be given: nothing would read them.
+fn reject_file_flags(file: &FileArgs) -> Result<()> {
+    if file.from.is_some() {
+        return Ok(());
+    }
+    let given = [("--from-format", file.from_format.is_some()), ("--dialect", file.dialect.is_some())];
+    match given.iter().find(|g| g.1) {
+        Some((flag, _)) => Err(user_error(
+            &format!("{flag} applies to a schedule read with --from, but no --from is given"),
+            &[format!("read a file with --from FILE, or remove {flag}")],
+        )),
+        None => Ok(()),
+    }
+}
+
 fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
     match fam.schedule.as_deref() {
         Some(name) => Ok(name),
@@ -222,12 +261,14 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             from_file(&args.file, path, &args.costs)?
         }
         None => {
+            reject_file_flags(&args.file)?;
             generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?
         }
     };
     warn_over_limit(&subject.analysis, subject.params.mem_limit, args.costs.units());
     if args.costs.model.given() {
-        let derived = args.costs.model.model()?.derive(subject.params.devices).map_err(args::flag_error)?;
+        let derived =
+            args.costs.model.model(subject.params.devices)?.derive(subject.params.devices).map_err(args::flag_error)?;
         note_proportional_cuts(
             &derived,
             [(subject.name.as_str(), subject.analysis.schedule.placement.stages_per_pipeline())],
@@ -246,7 +287,13 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     } else {
         // With costs from a model: figures in µs and bytes, and why the bottleneck is one.
         let derived = match args.costs.model.given() {
-            true => Some(args.costs.model.model()?.derive(subject.params.devices).map_err(args::flag_error)?),
+            true => Some(
+                args.costs
+                    .model
+                    .model(subject.params.devices)?
+                    .derive(subject.params.devices)
+                    .map_err(args::flag_error)?,
+            ),
             false => None,
         };
         let mut s = report::table(&subject.label, subject.family, &subject.params, &subject.analysis, derived.as_ref());
@@ -274,13 +321,44 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
 /// The best order of the subject's passes under its problem's memory limit (`None` when no
 /// order within the limit is known), searching `nodes` nodes at most (the default budget
 /// without). Its cost is the simulator's: the order is re-simulated.
+///
+/// A search that runs long says on stderr, every few seconds, how far it has come.
 fn optimum(subject: &Subject, nodes: Option<u64>) -> Option<bubblescope::optimal::Optimum> {
-    use bubblescope::optimal::Budget;
-    use bubblescope::registry::optimize_run;
+    use bubblescope::optimal::{Budget, Progress};
+    use bubblescope::registry::optimize_run_with_progress;
     let a = &subject.analysis;
     let limit = bubblescope::bounds::problem_limit(subject.family, &subject.params, &a.stats);
     let budget = nodes.map_or(Budget::default(), Budget::of_nodes);
-    optimize_run(subject.family, &subject.params, &a.schedule, limit, budget).ok()
+    let start = std::time::Instant::now();
+    let mut shown = start;
+    let mut report = |p: &Progress| {
+        let now = std::time::Instant::now();
+        if now.duration_since(shown).as_secs_f64() >= PROGRESS_SECONDS {
+            shown = now;
+            eprintln!("{}", progress_line(now.duration_since(start).as_secs_f64(), p));
+        }
+    };
+    optimize_run_with_progress(subject.family, &subject.params, &a.schedule, limit, budget, &mut report).ok()
+}
+
+/// Seconds between two progress lines of a long search.
+const PROGRESS_SECONDS: f64 = 5.0;
+
+/// One progress line of the search: time, nodes, the best order and the proven bound.
+fn progress_line(seconds: f64, p: &bubblescope::optimal::Progress) -> String {
+    use bubblescope::units::format_number;
+    let best = if p.best.is_finite() { format_number(p.best, 4) } else { "none yet".to_string() };
+    let mut line = format!(
+        "note: searching for --optimal: {} s, {} nodes, best order {best}, every order at least {}",
+        format_number(seconds, 0),
+        p.nodes,
+        format_number(p.bound, 4)
+    );
+    line.push_str(&format!(", {} MiB of states remembered", p.memo_bytes >> 20));
+    if p.memo_dropped > 0 {
+        line.push_str(&format!(" (the cap: {} more not kept)", p.memo_dropped));
+    }
+    line
 }
 
 /// The families `--compare` (or `--schedule`) names, each once, by registry name.
@@ -321,13 +399,13 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     if !(args.width.is_finite() && (240.0..=20_000.0).contains(&args.width)) {
         return Err(user_error(
             &format!("--width must be between 240 and 20000 pixels, found {}", short_number(args.width)),
-            &[] as &[&str],
+            &["leave --width out for 960 pixels, or give e.g. --width 1600"],
         ));
     }
     if !(args.row_height.is_finite() && (4.0..=80.0).contains(&args.row_height)) {
         return Err(user_error(
             &format!("--row-height must be between 4 and 80 pixels, found {}", short_number(args.row_height)),
-            &[] as &[&str],
+            &["leave --row-height out for 22 pixels per device, or give e.g. --row-height 12"],
         ));
     }
     let (shortest, longest) = DURATION_RANGE;
@@ -337,15 +415,18 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
                 "--duration must be between {shortest} and {longest} seconds, found {}",
                 short_number(args.duration)
             ),
-            &[] as &[&str],
+            &["leave --duration out for 6 seconds, or give e.g. --duration 20"],
         ));
     }
+    if let Some(path) = &args.file.from {
+        refuse_overwrite(path, &args.output)?;
+    }
     check_svg_output(&args.output, "render")?;
+    reject_file_flags(&args.file)?;
     let mut subjects = Vec::new();
     let mut family_args = args.family.clone();
     if let Some(path) = &args.file.from {
         reject_family_flags(matches, !args.compare.is_empty())?;
-        refuse_overwrite(path, &args.output)?;
         let file = from_file(&args.file, path, &args.costs)?;
         // Compared families run at the file's sizes.
         family_args.devices = file.params.devices;
@@ -374,7 +455,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         warn_over_limit(&s.analysis, s.params.mem_limit, args.costs.units());
     }
     if args.costs.model.given() {
-        let derived = args.costs.model.model()?.derive(params.devices).map_err(args::flag_error)?;
+        let derived = args.costs.model.model(params.devices)?.derive(params.devices).map_err(args::flag_error)?;
         note_proportional_cuts(
             &derived,
             subjects.iter().map(|s| (s.name.as_str(), s.analysis.schedule.placement.stages_per_pipeline())),
@@ -475,5 +556,28 @@ fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
             memory(d.peak_memory),
             memory(shown)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_search_reports_time_nodes_best_and_bound() {
+        let p = bubblescope::optimal::Progress {
+            nodes: 1_234_567,
+            work: 0,
+            best: 31.0,
+            bound: 28.5,
+            memo_bytes: 256 << 20,
+            memo_dropped: 42,
+        };
+        assert_eq!(
+            progress_line(12.4, &p),
+            "note: searching for --optimal: 12 s, 1234567 nodes, best order 31, every order at least 28.5, 256 MiB of states remembered (the cap: 42 more not kept)"
+        );
+        let early = bubblescope::optimal::Progress { best: f64::INFINITY, memo_dropped: 0, ..p };
+        assert!(progress_line(5.0, &early).contains("best order none yet, every order at least 28.5"));
     }
 }

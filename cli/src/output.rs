@@ -13,6 +13,66 @@ pub fn user_error<H: AsRef<str>>(message: &str, hints: &[H]) -> anyhow::Error {
     anyhow::anyhow!(with_hints(message, hints))
 }
 
+/// A clap usage error in the shape of every other error (without the `error: ` its caller
+/// adds): clap's message on one line (a list it gives below joined onto it), its tips and
+/// hints as `hint:` lines, then the usage and where to find every flag.
+pub fn usage_error(e: &clap::Error, cli: &clap::Command) -> String {
+    use clap::error::ErrorKind;
+    let rendered = e.render().to_string();
+    let command = std::env::args().nth(1).filter(|a| cli.get_subcommands().any(|c| c.get_name() == a));
+    let help = match &command {
+        Some(c) => format!("`bubblescope {c} --help` lists every flag"),
+        None => "`bubblescope --help` lists the commands".to_string(),
+    };
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).filter(|n| *n != "help").collect();
+        let commands = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(", "),
+        };
+        return match &command {
+            Some(c) => with_hints(&format!("`bubblescope {c}` needs more arguments"), &[help]),
+            None => with_hints("no command given", &[format!("give one of {commands}; {help}")]),
+        };
+    }
+    let mut message = String::new();
+    let mut items: Vec<String> = Vec::new();
+    let mut hints: Vec<String> = Vec::new();
+    let mut usage = None;
+    for line in rendered.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = line.strip_prefix("error: ") {
+            message = rest.trim().to_string();
+        } else if let Some(rest) = trimmed.strip_prefix("tip: ").or_else(|| trimmed.strip_prefix("hint: ")) {
+            hints.push(rest.to_string());
+        } else if let Some(rest) = trimmed.strip_prefix("Usage: ") {
+            usage = Some(rest.to_string());
+        } else if trimmed.is_empty() || trimmed.starts_with("For more information") {
+            continue;
+        } else if usage.is_none() && hints.is_empty() {
+            // The list under a message such as "the following required arguments were not
+            // provided:".
+            items.push(trimmed.to_string());
+        }
+    }
+    if message.is_empty() {
+        message = "the command line cannot be read".to_string();
+    }
+    if !items.is_empty() {
+        message = format!("{} {}", message.trim_end_matches(':').to_string() + ":", items.join(", "));
+    }
+    // Clap's usage line names the arguments missing; after other errors it names those
+    // it suggests, which reads as advice to give them all.
+    if let (Some(u), ErrorKind::MissingRequiredArgument) = (usage, e.kind()) {
+        hints.push(format!("usage: {u}"));
+    }
+    if e.kind() == ErrorKind::ArgumentConflict {
+        hints.push("give only one of the two".to_string());
+    }
+    hints.push(help);
+    with_hints(&message, &hints)
+}
+
 /// Whether `path` means standard input or output.
 pub fn is_std(path: &Path) -> bool {
     path.as_os_str() == "-"
@@ -80,11 +140,15 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Refuses an output name that asks for a raster or PDF image: `command` (render, sweep)
-/// writes SVG only.
+/// Refuses an output name that is not SVG: `command` (render, sweep) writes SVG only, to a
+/// name ending in `.svg` or without an extension (or `-`).
 pub fn check_svg_output(path: &Path, command: &str) -> Result<()> {
+    if is_std(path) {
+        return Ok(());
+    }
     let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
+        None | Some("svg") => Ok(()),
         Some(ext @ ("png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp" | "tif" | "tiff" | "pdf")) => Err(user_error(
             &format!("{command} writes SVG, but {} asks for {}", path.display(), ext.to_ascii_uppercase()),
             &[
@@ -92,7 +156,14 @@ pub fn check_svg_output(path: &Path, command: &str) -> Result<()> {
                 "or open the schedule in the app, whose export saves the figure".to_string(),
             ],
         )),
-        _ => Ok(()),
+        Some(ext) => Err(user_error(
+            &format!(
+                "{command} writes SVG, but {} ends in .{}, expected .svg or no extension",
+                formats::sanitize(&path.display().to_string()),
+                formats::sanitize(ext)
+            ),
+            &["name the output e.g. figure.svg, or `-` for standard output"],
+        )),
     }
 }
 

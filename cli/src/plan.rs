@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use bubblescope::formats::{self, ExportOptions, Format};
+use bubblescope::formats::{self, Format};
 use bubblescope::model::parse_bytes;
 use bubblescope::plan::{
-    all_families, attribute_plan, evaluate, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
-    MAX_PLAN_MICROBATCHES_PER_DEVICE,
+    all_families, attribute_plan, evaluate, export_best, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory,
+    BYTES_PER_PARAMETER, MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 use bubblescope::units::format_bytes;
 use bubblescope::units::format_number;
@@ -19,10 +19,10 @@ use serde_json::{json, Value};
 use crate::args::PlanArgs;
 
 pub fn run(args: &PlanArgs) -> Result<()> {
-    let Some(limit) = args.costs.mem_limit()? else {
+    let Some(limit) = mem_limit(args)? else {
         return Err(crate::output::user_error(
             "--mem-limit is required: plans are searched under a per-device memory limit",
-            &["give e.g. --mem-limit 80GiB with a model, or a number in mem-f's unit"],
+            &["give e.g. --mem-limit 80GiB with a model (or --gpu, whose memory it then is), or a number in mem-f's unit"],
         ));
     };
     if let Some(path) = &args.export {
@@ -31,11 +31,20 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     // With a global batch the micro-batch size follows from each microbatch count, unless the
     // user fixes it.
     let mut costs = args.costs.clone();
+    // A calibration fits the model as the flags give it, before plans vary the micro-batch.
+    let (calibrated, calibration) = costs.model.calibrated(args.devices)?;
+    if let Some(c) = &calibration {
+        eprintln!("note: {}", crate::args::calibration_note(c));
+    }
+    costs.model = calibrated;
     let keep_micro_batch = args.global_batch.is_some() && costs.model.micro_batch.is_some();
     if args.global_batch.is_some() && costs.model.given() {
         costs.model.micro_batch.get_or_insert(1);
     }
-    let model = costs.model()?;
+    let model = match costs.model()? {
+        Some(spec) => Some(spec.resolve().map_err(crate::args::flag_error)?),
+        None => None,
+    };
     let static_memory = match args.static_memory.as_deref().map(str::trim) {
         Some("auto") => StaticMemory::FromModel,
         Some(text) if model.is_some() => StaticMemory::Fixed(
@@ -66,14 +75,6 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             );
         }
     }
-    if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
-        eprintln!(
-            "note: {} layers on {} devices: with one stage per device, {} devices hold no layer",
-            m.layers,
-            args.devices,
-            args.devices - m.layers
-        );
-    }
     let source = match &model {
         Some(m) => CostSource::Model(m.clone()),
         None => CostSource::Costs(args.costs.costs(None, args.devices)?),
@@ -88,9 +89,25 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         families: all_families(),
     };
     let candidates = spec.candidates().map_err(crate::args::flag_error)?;
+    if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
+        let bare = args.devices - m.layers;
+        eprintln!(
+            "note: {} layers on {} devices: with one stage per device, {bare} device{} hold{} no layer",
+            m.layers,
+            args.devices,
+            if bare == 1 { "" } else { "s" },
+            if bare == 1 { "s" } else { "" }
+        );
+    }
     let total = candidates.len();
     let mut found = PlanSearch::collect(crate::sweep::run_parallel(candidates, evaluate));
     let searched = total - found.not_tried;
+    // The export looks past --top: the best plan one CSV can hold may rank lower.
+    let export = match (&args.export, found.plans.is_empty()) {
+        (Some(_), false) => Some(export_best(&found.plans).map_err(|e| anyhow::anyhow!("{e}"))?),
+        _ => None,
+    };
+    let exported = export.as_ref().map(|e| found.plans[e.index].clone());
     found.plans.truncate(args.top as usize);
     for p in &mut found.plans {
         attribute_plan(p);
@@ -99,7 +116,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         note_plan_cuts(m, args.devices, &found.plans);
     }
     let bytes = model.is_some();
-    let Some(best) = found.plans.first() else {
+    if found.plans.is_empty() {
         let mut hints = vec![
             "raise --mem-limit, or use more devices (each holds less of the model)".to_string(),
             "with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string(),
@@ -129,40 +146,19 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             ),
             &hints,
         ));
-    };
-    if let Some(path) = &args.export {
-        // The best plan PyTorch's CSV can hold (one pipeline): the winner unless it runs two.
-        let mut first_error = None;
-        let mut written = None;
-        for (k, plan) in found.plans.iter().enumerate() {
-            let c = &plan.candidate;
-            let exported = bubblescope::generate(c.family.name, &c.params).map_err(|e| e.to_string()).and_then(|s| {
-                formats::export(&s, Some(&c.params.costs), Format::PytorchCsv, &ExportOptions::default())
-                    .map_err(|e| e.to_string())
-            });
-            match exported {
-                Ok(text) => {
-                    written = Some((k, c, text));
-                    break;
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        let Some((k, c, text)) = written else {
-            return Err(anyhow::anyhow!("{}", first_error.unwrap_or_default()));
-        };
-        if k > 0 {
+    }
+    if let (Some(path), Some(export), Some(plan)) = (&args.export, &export, &exported) {
+        let c = &plan.candidate;
+        if export.index > 0 {
             eprintln!(
                 "note: plan 1 ({}) cannot be written as a PyTorch schedule CSV: {}; --export wrote plan {} ({}), the best that can",
-                best.candidate.family.name,
-                first_error.as_deref().unwrap_or_default().lines().next().unwrap_or_default(),
-                k + 1,
-                c.family.name
+                found.plans[0].candidate.family.name,
+                export.skipped.as_deref().unwrap_or_default(),
+                export.index + 1,
+                describe(plan)
             );
         }
-        crate::output::write_output(path, text.as_bytes())?;
+        crate::output::write_output(path, export.text.as_bytes())?;
         if crate::output::is_std(path) {
             // Standard output holds the CSV alone, so it can be piped.
             return Ok(());
@@ -170,7 +166,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         // The CSV holds the orders, not the costs: say how to read it back at the plan's.
         let flags = match model.is_some() {
             true => {
-                let mut m = args.costs.model.spec();
+                let mut m = costs.model.spec();
                 if let Some(b) = c.micro_batch {
                     let _ = m.set(Field::MicroBatch, &b.to_string());
                 }
@@ -179,10 +175,13 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 }
                 m.cli_flags()
             }
-            false => "and the same cost flags".to_string(),
+            false => {
+                bubblescope::cost_lists::cost_flags(&c.params.costs, c.params.devices, c.family.uses(Field::Overlap))
+            }
         };
         let shown = bubblescope::units::shell_word(&path.display().to_string());
-        eprintln!("wrote {shown}; read it back at the plan's costs with: bubblescope simulate --from {shown} {flags}");
+        let command = format!("bubblescope simulate --from {shown} {flags}");
+        eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
     }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&json(&spec, &found, searched))?;
@@ -192,6 +191,38 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         table(&spec, &found, searched, bytes)
     };
     crate::output::print(&out)
+}
+
+/// A plan in one line: family, microbatches, chunks, micro-batch and layout.
+fn describe(p: &Plan) -> String {
+    let c = &p.candidate;
+    let mut out = format!("{} · M {}", c.family.name, c.params.microbatches);
+    if let Some(v) = chunks(p) {
+        let _ = write!(out, " · chunks {v}");
+    }
+    if let Some(b) = c.micro_batch {
+        let _ = write!(out, " · micro-batch {b}");
+    }
+    let _ = write!(out, " · layout {}", c.layout.as_deref().unwrap_or("default"));
+    out
+}
+
+/// The memory limit: --mem-limit, or with --gpu (and no --mem-limit) the GPU's HBM, said in a
+/// note. Without --gpu nothing is assumed.
+fn mem_limit(args: &PlanArgs) -> Result<Option<f64>> {
+    if let Some(limit) = args.costs.mem_limit()? {
+        return Ok(Some(limit));
+    }
+    let Some(key) = &args.costs.model.gpu else { return Ok(None) };
+    let gpu = bubblescope::model::gpu::gpu(key)
+        .ok_or_else(|| crate::args::flag_error(bubblescope::model::gpu::unknown_gpu(key)))?;
+    eprintln!(
+        "note: --mem-limit is {}'s memory, {} ({} GB): weights, optimizer state and activations must fit in it",
+        gpu.key,
+        format_bytes(gpu.hbm_bytes),
+        format_number(gpu.hbm_bytes / 1e9, 0)
+    );
+    Ok(Some(gpu.hbm_bytes))
 }
 
 /// Says which of the plans shown cut the model's pieces in proportion (a family with more
@@ -233,6 +264,7 @@ fn plan_json(p: &Plan) -> Value {
         "activation_limit": c.params.mem_limit,
         "cost": p.stats.cost,
         "bubble_rate": p.stats.bubble_rate,
+        "bubble_rate_paper": p.stats.bubble_rate_paper,
         "peak_memory": p.stats.peak_memory,
         "static_memory": p.static_memory,
         "memory": p.memory,
@@ -278,15 +310,7 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
     let _ = writeln!(out);
     for (i, p) in found.plans.iter().enumerate() {
         let c = &p.candidate;
-        let mut head = format!("{}. {} · M {}", i + 1, c.family.name, c.params.microbatches);
-        if let Some(v) = chunks(p) {
-            let _ = write!(head, " · chunks {v}");
-        }
-        if let Some(b) = c.micro_batch {
-            let _ = write!(head, " · micro-batch {b}");
-        }
-        let _ = write!(head, " · layout {}", c.layout.as_deref().unwrap_or("default"));
-        let _ = writeln!(out, "{head}");
+        let _ = writeln!(out, "{}. {}", i + 1, describe(p));
         let speed = match (c.micro_batch, p.tokens_per_second) {
             (Some(_), Some(t)) => {
                 format!("{} samples/s, {} tokens/s", format_number(p.throughput, 2), format_number(t, 0))
@@ -296,7 +320,7 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
         };
         let _ = writeln!(
             out,
-            "   throughput {speed} · {} per step of {} samples · bubble {}%",
+            "   throughput {speed} · {} per step of {} samples · bubble {}% of GPU time",
             time(p.stats.cost),
             format_number(p.samples, 0),
             format_number(p.stats.bubble_rate * 100.0, 2)

@@ -26,6 +26,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
                 "busy": d.busy,
                 "idle": d.idle,
                 "bubble_rate": d.bubble_rate,
+                "idle_share": s.idle_share(d.device as usize),
                 "peak_memory": d.peak_memory,
                 "work": d.work,
                 "over_limit": d.over_limit(limit),
@@ -55,7 +56,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
             })
         })
         .collect();
-    let attribution = bubblescope::attribution::attribute(&a.schedule, c, s).ok().map(|at| {
+    let attribution = bubblescope::attribution::attribute(a, c).ok().map(|at| {
         let parts = |p: &bubblescope::attribution::Parts| {
             json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule})
         };
@@ -92,6 +93,8 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "bubble_rate": s.bubble_rate,
         "bubble_over_ideal": s.bubble_over_ideal,
         "idle_over_makespan": s.idle_over_makespan,
+        "busiest_work": s.busiest_work,
+        "bubble_rate_paper": s.bubble_rate_paper,
         "peak_memory": s.peak_memory,
         "per_device": per_device,
         "per_stage": per_stage,
@@ -223,28 +226,48 @@ pub fn table(
         share(4, c.mem_w())
     );
     let _ = writeln!(out);
-    let rows: [(&str, f64, &str); 7] = [
-        ("cost", s.cost, "longest device span"),
-        ("makespan", s.makespan, "first start to last end"),
-        ("ideal", s.ideal, "busiest device's work (M·(F+B+W) with equal stages; F&B pairs at their overlap time)"),
-        ("bubble rate", s.bubble_rate, "(cost − ideal) / cost"),
-        ("", s.bubble_over_ideal, "(cost − ideal) / ideal"),
-        ("", s.idle_over_makespan, "idle / (devices × makespan)"),
-        ("peak memory", s.peak_memory, "unit of mem-f, worst device"),
-    ];
+    // The busiest device's work only when it is not the mean's (unequal stages, or pairs).
+    let busiest = (s.busiest_work != s.ideal).then_some((
+        "busiest",
+        s.busiest_work,
+        "busiest device's work: no order of these passes costs less",
+    ));
+    let rows: Vec<(&str, f64, &str)> = [
+        Some(("cost", s.cost, "longest device span")),
+        Some(("makespan", s.makespan, "first start to last end")),
+        Some(("ideal", s.ideal, "mean device's work (M·(F+B+W) with equal stages; F&B pairs at their overlap time)")),
+        busiest,
+        Some(("bubble rate", s.bubble_rate, "(cost − ideal) / cost: the share of GPU time idle")),
+        Some((
+            "",
+            s.bubble_rate_paper,
+            "(cost − busiest work) / cost: the Zero Bubble papers' (M·(F+B+W) with equal stages)",
+        )),
+        Some(("", s.bubble_over_ideal, "(cost − ideal) / ideal")),
+        Some(("", s.idle_over_makespan, "idle / (devices × makespan)")),
+        Some(("peak memory", s.peak_memory, "unit of mem-f, worst device")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     for (label, value, note) in rows {
         // From a model: times in µs, memory in bytes, each also as people read it.
         let note = match (derived, label) {
             (Some(_), "peak memory") => format!("bytes ({}), worst device", bubblescope::units::format_bytes(value)),
-            (Some(_), "cost" | "makespan" | "ideal") => {
+            (Some(_), "cost" | "makespan" | "ideal" | "busiest") => {
                 format!("µs ({}): {note}", bubblescope::units::format_micros(value))
             }
             _ => note.to_string(),
         };
         let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
     }
-    if let Ok(at) = bubblescope::attribution::attribute(&a.schedule, c, s) {
-        let p = at.overall;
+    // A measured run re-simulates at its own times; a planned one needs only the overall part.
+    let overall = if a.times.is_some() {
+        bubblescope::attribution::attribute(a, c).map(|at| at.overall)
+    } else {
+        bubblescope::attribution::overall(&a.schedule, c, s)
+    };
+    if let Ok(p) = overall {
         let _ = writeln!(
             out,
             "{:<12} {:<12} cost − ideal = communication {} + imbalance {} + schedule {}",
@@ -254,29 +277,6 @@ pub fn table(
             n(p.imbalance),
             n(p.schedule)
         );
-        if p.imbalance < 0.0 {
-            // Ideal is the busiest device's work: unequal stages raise it, and the gap to it
-            // can shrink (the playground says "shortens the gap"); the two terms the part is
-            // the difference of come from the attribution's own re-simulations.
-            let t = at.imbalance_terms;
-            let _ = writeln!(
-                out,
-                "{:<12} {:<12} imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by {} over the mean device's",
-                "",
-                "",
-                n(t.ideal)
-            );
-            let _ = writeln!(
-                out,
-                "{:<12} {:<12} imbalance = {} − {}: unequal stages move these orders' cost (communication 0) by {} and ideal by {}",
-                "",
-                "",
-                n(t.cost),
-                n(t.ideal),
-                n(t.cost),
-                n(t.ideal)
-            );
-        }
     }
     if let Some(m) = bubblescope::findings::memory_part(family, params, s.cost) {
         let _ = writeln!(
@@ -340,14 +340,14 @@ pub fn table(
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}",
-        "device", "start", "end", "work", "busy", "idle", "bubble", "peak mem"
+        "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>10}  {:>8}",
+        "device", "start", "end", "work", "busy", "idle", "bubble", "idle share", "peak mem"
     );
     for d in &s.per_device {
         let flag = if d.over_limit(params.mem_limit) { "  over limit" } else { "" };
         let _ = writeln!(
             out,
-            "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>8}{flag}",
+            "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>10}  {:>8}{flag}",
             d.device,
             n(d.start),
             n(d.end),
@@ -355,9 +355,14 @@ pub fn table(
             n(d.busy),
             n(d.idle),
             format_number(d.bubble_rate, 4),
+            format_number(s.idle_share(d.device as usize), 4),
             n(d.peak_memory)
         );
     }
+    let _ = writeln!(
+        out,
+        "(idle: between the device's first and last pass; bubble: idle / its span; idle share: (cost − work) / cost, whose mean over devices is the bubble rate)"
+    );
     out
 }
 

@@ -53,6 +53,17 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             &["use light or dark"],
         )
     })?;
+    // One output per stream: `-o -` puts the chart alone on standard output.
+    let chart_to_stdout = args.output.as_deref().is_some_and(crate::output::is_std);
+    if let (true, Some(flag)) = (chart_to_stdout, [(args.json, "--json"), (args.csv, "--csv")].iter().find(|f| f.0)) {
+        return Err(crate::output::user_error(
+            &format!("-o - and {} both write to standard output", flag.1),
+            &[
+                format!("write the chart to a file (-o pareto.svg) and keep {}", flag.1),
+                format!("or leave out {} for the chart alone on standard output", flag.1),
+            ],
+        ));
+    }
     if let Some(path) = &args.output {
         crate::output::check_svg_output(path, "sweep")?;
     }
@@ -62,7 +73,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         devices: args.devices,
         microbatches: parse_microbatches(&args.microbatches).map_err(err)?,
         chunks: match &args.chunks {
-            Some(text) => parse_counts(text, Field::Chunks, 1024).map_err(err)?,
+            Some(text) => parse_counts(text, Field::Chunks, bubblescope::params::MAX_CHUNKS).map_err(err)?,
             None => Vec::new(),
         },
         group: args.group,
@@ -74,7 +85,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let sweep = Sweep::collect(run_parallel(specs, run_one));
     let model = args.costs.model.given();
     if model {
-        let derived = args.costs.model.model()?.derive(args.devices).map_err(crate::args::flag_error)?;
+        let derived = args.costs.model.model(args.devices)?.derive(args.devices).map_err(crate::args::flag_error)?;
         crate::output::note_proportional_cuts(&derived, sweep.runs.iter().map(|r| (r.spec.family.name, r.stages)));
     }
     let out = if args.json {
@@ -89,6 +100,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     if let Some(path) = &args.output {
         let svg = chart(&sweep, &spec.mem_limits, model, theme);
         crate::output::write_output(path, svg.as_bytes())?;
+    }
+    if chart_to_stdout {
+        return Ok(());
     }
     crate::output::print(&out)
 }
@@ -123,11 +137,11 @@ fn run_json(r: &SweepRun) -> Value {
     let mut v = key(&r.spec, Some(r.chunks));
     v["cost"] = json!(r.stats.cost);
     v["bubble_rate"] = json!(r.stats.bubble_rate);
+    v["bubble_rate_paper"] = json!(r.stats.bubble_rate_paper);
     v["peak_memory"] = json!(r.stats.peak_memory);
-    v["attribution"] = r.attribution.map_or(
-        Value::Null,
-        |p| json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule}),
-    );
+    v["attribution"] = r.attribution.map_or(Value::Null, |p| {
+        json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule, "memory": r.memory})
+    });
     v["pareto"] = json!(r.pareto);
     v
 }
@@ -166,17 +180,19 @@ fn key_csv(spec: &RunSpec, chunks: Option<u32>) -> String {
 }
 
 /// `sweep --csv`: the runs, then the invalid combinations (numbers empty, `error` set on one
-/// line, its hints after ` — hint: `).
+/// line, its hints after ` — hint: `). Columns are only ever added at the end
+/// (`bubble_rate_paper` came after `error`, then `attribution_memory`).
 pub fn csv(sweep: &Sweep) -> String {
     let mut out = String::from(
         "schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,\
-         attribution_communication,attribution_imbalance,attribution_schedule,pareto,error\n",
+         attribution_communication,attribution_imbalance,attribution_schedule,pareto,error,bubble_rate_paper,\
+         attribution_memory\n",
     );
     for r in &sweep.runs {
         let a = r.attribution;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},",
+            "{},{},{},{},{},{},{},{},,{},{}",
             key_csv(&r.spec, Some(r.chunks)),
             r.stats.cost,
             r.stats.bubble_rate,
@@ -184,13 +200,15 @@ pub fn csv(sweep: &Sweep) -> String {
             opt(a.map(|a| a.communication)),
             opt(a.map(|a| a.imbalance)),
             opt(a.map(|a| a.schedule)),
-            r.pareto
+            r.pareto,
+            r.stats.bubble_rate_paper,
+            opt(r.memory)
         );
     }
     for i in &sweep.invalid {
         let _ = writeln!(
             out,
-            "{},,,,,,,,{}",
+            "{},,,,,,,,{},,",
             key_csv(&i.spec, i.spec.chunks()),
             field(&i.error.replace("\n  hint: ", " — hint: "))
         );
@@ -221,9 +239,8 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     );
     for r in rows {
         let parts = r.attribution.map_or_else(String::new, |p| {
-            // A sum written as one: a negative part is subtracted, not added.
-            let term = |v: f64| if v < 0.0 { format!(" − {}", time(-v)) } else { format!(" + {}", time(v)) };
-            format!("{}{}{}", time(p.communication), term(p.imbalance), term(p.schedule))
+            let memory = r.memory.map(|m| format!(" · memory {}", time(m))).unwrap_or_default();
+            format!("{} + {} + {}{memory}", time(p.communication), time(p.imbalance), time(p.schedule))
         });
         let _ = writeln!(
             out,

@@ -29,6 +29,7 @@ pub struct TraceArgs {
 /// file, or JSON that starts like a Chrome trace.
 pub fn is_trace(path: &std::path::Path) -> bool {
     use std::io::Read as _;
+    // A folder can only be a run: one without traces is refused as such, with what it lacks.
     if path.is_dir() || path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
         return true;
     }
@@ -69,7 +70,7 @@ fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         if chosen.is_empty() {
             return Err(user_error(
                 &format!("{} holds no trace files (.json or .json.gz)", path.display()),
-                &["give the folder torch.profiler wrote, with one trace per rank"],
+                &["give the folder torch.profiler wrote, with one trace per rank, or a schedule file (.csv or .json)"],
             ));
         }
         out.extend(chosen);

@@ -90,7 +90,7 @@ fn bad_input_exits_2_with_a_message_and_hints() {
         (&["simulate", "-s", "zb-auto", "--mem-limit", "0.5"], "error: cannot fit memory: "),
         (&["render", "-s", "1f1b", "--theme", "neon", "-o", "x.svg"], "error: unknown theme `neon`"),
         (&["simulate", "--from", "missing.csv"], "error: cannot read missing.csv: no such file"),
-        (&["simulate", "--from", "."], "error: cannot read .: it is a folder"),
+        (&["simulate", "--from", "."], "error: . holds no trace files (.json or .json.gz)"),
         (
             &["render", "-s", "1f1b", "-o", "no/such/folder/x.svg"],
             "error: cannot write no/such/folder/x.svg: its folder",
@@ -250,7 +250,10 @@ fn a_broken_file_is_reported_like_a_compiler() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.csv"), "0F0,0Q1\n1F0\n").unwrap();
     let e = fails(dir.path(), &["simulate", "--from", "bad.csv"]);
-    assert!(e.starts_with("error: bad.csv cannot be used:\n"), "{e}");
+    // One `error:` line: the file's problems are listed under it, each with its hints.
+    assert!(e.starts_with("error: bad.csv cannot be used: 3 errors\n"), "{e}");
+    assert_eq!(e.lines().filter(|l| l.contains("error:")).count(), 1, "{e}");
+    assert!(e.contains("\n    hint: "), "{e}");
     assert!(e.contains("bad.csv, row 0, column 1: cannot read cell `0Q1`: unknown action type `Q`"), "{e}");
     std::fs::write(dir.path().join("deadlock.csv"), "0F0,0I0,0W0\n1I0,1F0,1W0\n").unwrap();
     let e = fails(dir.path(), &["simulate", "--from", "deadlock.csv"]);
@@ -422,8 +425,12 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
     assert!(e.starts_with("error: f must be at most 1e12, found 1e308\n"), "{e}");
     assert!(e.len() < 200, "{e}");
     // Sizes get a size hint, not the time-unit one.
-    let e = fails(d, &["simulate", "-s", "zb-auto", "--model", "llama-3-8b", "--mem-limit", "2TiB"]);
-    assert!(e.contains("mem-limit must be at most 1e12") && e.contains("hint: a limit this large is no limit"), "{e}");
+    let e = fails(d, &["simulate", "-s", "zb-auto", "--model", "llama-3-8b", "--mem-limit", "2048TiB"]);
+    assert!(
+        e.contains("mem-limit must be at most 1125899906842624 (1 PiB in bytes), found 2.251799813685248e15")
+            && e.contains("hint: a limit this large is no limit"),
+        "{e}"
+    );
     let e = fails(d, &["simulate", "-s", "1f1b", "--mem-f", "2e12"]);
     assert!(e.contains("hint: use a coarser unit, e.g. GiB instead of bytes"), "{e}");
     let e = fails(d, &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--flash-attention", "maybe"]);
@@ -535,4 +542,179 @@ fn simulate_help_groups_its_options_and_the_summary_is_short() {
         assert!(long.contains(flag), "`simulate --help` lacks {flag}");
     }
     assert!(long.trim_end().ends_with("bubblescope simulate --from schedule.csv --json"), "{long}");
+}
+
+/// Files to write before a run: (name, text).
+type Files<'a> = Vec<(&'a str, &'a str)>;
+
+/// Runs `args` in a fresh directory holding `files`, expects exit status 2 with nothing on
+/// standard output and no file written, and returns standard error.
+fn refused(files: &[(&str, &str)], args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let out = common::bubblescope(dir.path(), args);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?} wrote to standard output: {}", String::from_utf8_lossy(&out.stdout));
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let mut expected: Vec<String> = files.iter().map(|(n, _)| n.to_string()).collect();
+    expected.sort();
+    assert_eq!(names, expected, "{args:?} wrote a file");
+    stderr
+}
+
+/// The shape of every error: one `error:` line first (lowercase, or opening with a flag or a
+/// quoted name), at least one `hint:` line.
+fn assert_error_shape(args: &[&str], e: &str) {
+    let first = e.lines().next().unwrap_or_default();
+    let message = first.strip_prefix("error: ").unwrap_or_else(|| panic!("{args:?}: {e}"));
+    let opening = message.chars().next().unwrap_or(' ');
+    assert!(!opening.is_uppercase(), "{args:?}: not lowercase: {e}");
+    assert_eq!(e.matches("error:").count(), 1, "{args:?}: more than one error line: {e}");
+    assert!(e.lines().any(|l| l.trim_start().starts_with("hint: ")), "{args:?}: no hint: {e}");
+}
+
+#[test]
+fn every_error_has_one_error_line_a_hint_and_writes_nothing() {
+    let bad_csv = ("bad.csv", "rank,action\n0,F0\n");
+    let deep = format!("{}t{}", "(".repeat(40), ")".repeat(40));
+    let model = ["--layers", "40", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000"];
+    let cases: Vec<(Files, Vec<&str>)> = vec![
+        // Clap's own usage errors.
+        (vec![], vec!["costs", "--model", "llama-3-8b", "--devices", "8", "--f", "3"]),
+        (vec![], vec!["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--json", "--csv"]),
+        (vec![], vec!["sweep", "-p", "4"]),
+        (vec![], vec!["simulate", "--bogus"]),
+        (vec![], vec!["simulate", "--devices", "0"]),
+        (vec![], vec!["render", "-s", "1f1b", "--theme"]),
+        (vec![], vec!["frobnicate"]),
+        (vec![], vec![]),
+        (vec![], vec!["costs", "--devices", "x"]),
+        // Render's ranges.
+        (vec![], vec!["render", "-s", "1f1b", "-o", "x.svg", "--width", "0"]),
+        (vec![], vec!["render", "-s", "1f1b", "-o", "x.svg", "--animate", "--duration", "600.1"]),
+        (vec![], vec!["render", "-s", "1f1b", "-o", "x.svg", "--row-height", "0"]),
+        // Outputs.
+        (vec![], vec!["render", "-s", "1f1b", "-o", "a.txt"]),
+        (vec![], vec!["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "-o", "-", "--json"]),
+        (vec![], vec!["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "-o", "-", "--csv"]),
+        // Files.
+        (vec![bad_csv], vec!["simulate", "--from", "bad.csv"]),
+        (vec![bad_csv], vec!["convert", "bad.csv", "out.json"]),
+        (vec![("bad.json", "{\"a\": 1}")], vec!["simulate", "--from", "bad.json"]),
+        (vec![], vec!["simulate", "--from", "missing.csv"]),
+        // Flags nothing reads.
+        (vec![], vec!["simulate", "-s", "1f1b", "--dialect", "legacy"]),
+        (vec![], vec!["simulate", "-s", "1f1b", "--from-format", "json"]),
+        (vec![], vec!["render", "-s", "1f1b", "-o", "x.svg", "--dialect", "legacy"]),
+        (vec![], vec!["costs", "--list", "--model", "llama-3-8b"]),
+        (vec![], vec!["costs", "--list", "--devices", "8"]),
+        (vec![], vec!["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--overlap", "1.5"]),
+        // Models.
+        ([].into(), ["costs", "--micro-batch", "1", "--layout", deep.as_str()].into_iter().chain(model).collect()),
+        (vec![], vec!["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--tflops", "1e-300"]),
+        (vec![], vec!["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--mem-limit", "2048TiB"]),
+    ];
+    for (files, args) in &cases {
+        let e = refused(files, args);
+        assert_error_shape(args, &e);
+    }
+}
+
+#[test]
+fn clap_usage_errors_take_the_shape_of_every_error() {
+    let e = fails_in_scratch(&["costs", "--model", "llama-3-8b", "--devices", "8", "--f", "3"]);
+    assert_eq!(
+        e,
+        "error: unexpected argument '--f' found\n  hint: a similar argument exists: '--ffn'\n  hint: `bubblescope costs --help` lists every flag\n"
+    );
+    let e = fails_in_scratch(&["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--json", "--csv"]);
+    assert!(
+        e.starts_with("error: the argument '--json' cannot be used with '--csv'\n  hint: give only one of the two\n"),
+        "{e}"
+    );
+    let e = fails_in_scratch(&["sweep", "-p", "4"]);
+    assert!(
+        e.starts_with("error: the following required arguments were not provided: --schedules <LIST|all>, --microbatches <LIST|RANGE>\n"),
+        "{e}"
+    );
+    // A value parser's own hint stays.
+    let e = fails_in_scratch(&["simulate", "--devices", "0"]);
+    assert!(e.contains("devices must be between 1 and 1024, found 0\n  hint: --devices is the number"), "{e}");
+    // Help and version still print to standard output and succeed.
+    assert!(ok_in_scratch(&["--help"]).contains("Usage: bubblescope"));
+    assert!(ok_in_scratch(&["--version"]).starts_with("bubblescope "));
+}
+
+#[test]
+fn sweep_writes_one_output_per_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fails(dir.path(), &["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "-o", "-", "--json"]);
+    assert!(e.starts_with("error: -o - and --json both write to standard output\n  hint: "), "{e}");
+    // `-o -` alone: the chart alone.
+    let out = ok(dir.path(), &["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "-o", "-"]);
+    assert!(out.starts_with("<svg") && out.trim_end().ends_with("</svg>"), "{}", &out[..60.min(out.len())]);
+}
+
+#[test]
+fn render_refuses_an_output_name_that_is_not_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fails(dir.path(), &["render", "-s", "1f1b", "-o", "a.txt"]);
+    assert!(e.starts_with("error: render writes SVG, but a.txt ends in .txt, expected .svg or no extension\n"), "{e}");
+    assert!(!dir.path().join("a.txt").exists());
+    ok(dir.path(), &["render", "-s", "1f1b", "-o", "figure"]);
+    ok(dir.path(), &["render", "-s", "1f1b", "-o", "figure.SVG"]);
+}
+
+#[test]
+fn file_flags_without_a_file_are_errors_naming_them() {
+    let e = fails_in_scratch(&["simulate", "-s", "1f1b", "--dialect", "legacy"]);
+    assert!(e.starts_with("error: --dialect applies to a schedule read with --from, but no --from is given"), "{e}");
+    let e = fails_in_scratch(&["simulate", "-s", "1f1b", "--from-format", "json"]);
+    assert!(e.starts_with("error: --from-format applies to a schedule read with --from"), "{e}");
+}
+
+#[test]
+fn costs_list_json_prints_the_presets_as_json() {
+    let v: serde_json::Value = serde_json::from_str(&ok_in_scratch(&["costs", "--list", "--json"])).unwrap();
+    let presets = v["presets"].as_array().unwrap();
+    assert!(presets.iter().any(|p| p["key"] == "llama-3-8b" && p["model"]["layers"] == 32), "{v}");
+    let gpus = v["gpus"].as_array().unwrap();
+    assert!(gpus.iter().any(|g| g["key"] == "a100-80gb" && g["peak_tflops"] == 312.0), "{v}");
+    // The text lists the same presets and GPUs, one unindented line each under two headings.
+    let text = ok_in_scratch(&["costs", "--list"]);
+    let named = text.lines().filter(|l| !l.starts_with(' ') && !l.is_empty() && !l.ends_with("):")).count();
+    assert_eq!(named, presets.len() + gpus.len(), "{text}");
+    let e = fails_in_scratch(&["costs", "--list", "--model", "llama-3-8b"]);
+    assert!(e.starts_with("error: --list prints every model preset, so it takes no model flags or --devices"), "{e}");
+}
+
+#[test]
+fn a_memory_limit_past_a_tebibyte_is_taken_with_a_model() {
+    let out = ok_in_scratch(&["simulate", "-s", "zb-auto", "--model", "llama-3-8b", "--mem-limit", "1TiB", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["mem_limit"], 1_099_511_627_776.0);
+}
+
+#[test]
+fn duplicate_json_keys_are_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), TINY_CSV).unwrap();
+    ok(dir.path(), &["convert", "t.csv", "t.json"]);
+    let text = std::fs::read_to_string(dir.path().join("t.json")).unwrap();
+    let doubled = text.replacen("\"microbatches\": 2,", "\"microbatches\": 2, \"microbatches\": 3,", 1);
+    assert_ne!(doubled, text);
+    std::fs::write(dir.path().join("d.json"), doubled).unwrap();
+    let e = fails(dir.path(), &["simulate", "--from", "d.json"]);
+    assert!(
+        e.starts_with("error: d.json: the key `microbatches` appears twice in the top-level object at line "),
+        "{e}"
+    );
+    assert_eq!(e.matches("error:").count(), 1, "{e}");
+    assert!(!e.contains("out of range"), "{e}");
+    assert!(e.contains("\n  hint: keep one of the two"), "{e}");
 }

@@ -32,10 +32,12 @@ fn rel(a: f64, b: f64) -> f64 {
 #[test]
 fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
     // The last number is the key/value heads (grouped-query attention), equal to the heads
-    // in the first two.
+    // in the first two. Default GPU (H100 SXM: 3,350 GB/s HBM, NVLink at 450 GB/s each way),
+    // memory-bound kernels at 0.64 of HBM bandwidth (the forward's at 0.62 of that).
+    let hbm = 3350e9 * 0.64;
     for (layers, hidden, heads, seq, mb, vocab, devices, tflops, kv) in [
         (24u32, 2304u32, 24u32, 1024u32, 6u32, 50_257u32, 8u32, 220.0, 24u32),
-        (46, 5120, 40, 1024, 1, 50_257, 16, 400.0, 40),
+        (46, 5120, 40, 1024, 1, 50_257, 8, 400.0, 40),
         (32, 4096, 32, 4096, 2, 128_256, 4, 312.0, 8),
         (7, 512, 8, 256, 3, 1000, 3, 100.0, 2),
     ] {
@@ -64,13 +66,27 @@ fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
             "--json",
         ]);
         let (b, s_, h, a, vv) = (f64::from(mb), f64::from(seq), f64::from(hidden), f64::from(heads), f64::from(vocab));
-        let us = |flops: f64| flops / (tflops * 1e12) * 1e6;
+        let bsh = b * s_ * h;
         // K and V are g/A of Q's size: attention's projections 2 + 2g/A of H² (4 at g = A),
         // their activations 4·g/A of the 34 and of the 32 bytes.
         let r = f64::from(kv) / a;
         let weights = (20.0 + 4.0 * r) * h;
+        // W is the weight-gradient matmuls alone, at --tflops (compute-bound here).
+        let term = |name: &str, pass: &str| v["terms"]["layer"][name][pass].as_f64().unwrap_or(0.0);
+        let layer_w = bsh * weights / (tflops * 1e12) * 1e6;
+        assert!(rel(term("matmuls", "w"), layer_w) < 1e-9, "{} vs {layer_w}", term("matmuls", "w"));
+        assert!(rel(term("total", "w"), layer_w) < 1e-9);
+        // Two layer norms read and write 2 bytes per element: 8·B·S·H bytes in F, 12 in B.
+        assert!(rel(term("norms", "f"), 8.0 * bsh / (hbm * 0.62) * 1e6) < 1e-9);
+        assert!(rel(term("norms", "b"), 12.0 * bsh / hbm * 1e6) < 1e-9);
+        assert_eq!(v["efficiency"]["memory"], 0.64);
         let shares = v["shares"].as_array().expect("shares");
         assert_eq!(shares.len(), devices as usize);
+        let head = |pass: &str| v["terms"]["lm_head"]["total"][pass].as_f64().expect("head");
+        let embedding = |pass: &str| v["terms"]["embedding"]["total"][pass].as_f64().expect("embedding");
+        assert!(
+            rel(v["terms"]["lm_head"]["lm_head"]["w"].as_f64().unwrap(), 2.0 * bsh * vv / (tflops * 1e12) * 1e6) < 1e-9
+        );
         let mut total_layers = 0;
         for (k, share) in shares.iter().enumerate() {
             let l = share["layers"].as_u64().expect("layers") as u32;
@@ -79,21 +95,25 @@ fn costs_json_equals_the_formulas_over_a_grid_of_configs() {
             let expected_layers = layers / devices + u32::from((k as u32) < layers % devices);
             assert_eq!(l, expected_layers, "share {k}");
             let (l, last, first) = (f64::from(l), k + 1 == devices as usize, k == 0);
-            let head = if last { 2.0 * b * s_ * h * vv } else { 0.0 };
-            let f = us(l * b * s_ * h * (weights + 4.0 * s_) + head);
-            let bw = us(l * b * s_ * h * (weights + 8.0 * s_) + head);
-            let w = us(l * b * s_ * h * weights + head);
-            let mem_f = l * b * s_ * h * (30.0 + 4.0 * r + 5.0 * a * s_ / h)
-                + if last { 2.0 * b * s_ * h + 4.0 * b * s_ * vv } else { 0.0 }
-                + if first { b * s_ * h } else { 0.0 };
-            let mem_w = l * (28.0 + 4.0 * r) * b * s_ * h + if last { 2.0 * b * s_ * h } else { 0.0 };
-            for (key, want) in [("f", f), ("b", bw), ("w", w), ("mem_f", mem_f), ("mem_w", mem_w)] {
+            for pass in ["f", "b", "w"] {
+                let want = l * term("total", pass)
+                    + if last { head(pass) } else { 0.0 }
+                    + if first { embedding(pass) } else { 0.0 };
+                let got = share[pass].as_f64().expect("number");
+                assert!(rel(got, want) < 1e-9, "share {k} {pass}: {got} vs {want}");
+            }
+            let mem_f = l * bsh * (30.0 + 4.0 * r + 5.0 * a * s_ / h)
+                + if last { 2.0 * bsh + 4.0 * b * s_ * vv } else { 0.0 }
+                + if first { bsh } else { 0.0 };
+            let mem_w = l * (28.0 + 4.0 * r) * bsh + if last { 2.0 * bsh } else { 0.0 };
+            for (key, want) in [("mem_f", mem_f), ("mem_w", mem_w)] {
                 let got = share[key].as_f64().expect("number");
                 assert!(rel(got, want) < 1e-9, "share {k} {key}: {got} vs {want}");
             }
         }
         assert_eq!(total_layers, layers);
-        let comm = 2.0 * b * s_ * h / 50e9 * 1e6 + 5.0;
+        // One node of H100s: a hop over NVLink at 0.16 of 450 GB/s, plus 5 µs.
+        let comm = 2.0 * bsh / (450e9 * 0.16) * 1e6 + 5.0;
         assert!(rel(v["comm"].as_f64().expect("comm"), comm) < 1e-9);
         assert_eq!((&v["inputs"]["layers"], &v["inputs"]["kv_heads"]), (&json!(layers), &json!(kv)));
     }
@@ -133,8 +153,9 @@ fn unequal_lists_report_per_stage_costs_and_each_devices_work() {
     assert_eq!((stages[7]["f"].as_f64(), stages[7]["device"].as_u64()), (Some(1.5), Some(0)));
     assert_eq!(stages[0]["f"].as_f64(), Some(0.5));
     let work: Vec<f64> = v["per_device"].as_array().unwrap().iter().map(|d| d["work"].as_f64().unwrap()).collect();
-    let ideal = v["ideal"].as_f64().unwrap();
-    assert_eq!(ideal, work.iter().copied().fold(0.0, f64::max));
+    // Ideal is the mean device's work; the busiest device's is reported beside it.
+    assert_eq!(v["ideal"].as_f64().unwrap(), work.iter().sum::<f64>() / 4.0);
+    assert_eq!(v["busiest_work"].as_f64().unwrap(), work.iter().copied().fold(0.0, f64::max));
     assert_eq!(v["uniform_stages"], false);
     assert!(v["prediction"].is_null() && v["prediction_note"].is_string());
 }
@@ -234,6 +255,16 @@ fn every_bad_model_or_list_input_exits_2_with_an_error_and_a_hint() {
         ("-p", "0"),
         ("--layout", ""),
         ("--layout", "Et*99999999999999999999|L"),
+        ("--gpu", "a100"),
+        ("--gpu", ""),
+        ("--gemm-efficiency", "1.5"),
+        ("--memory-efficiency", "0"),
+        ("--memory-efficiency", "x"),
+        ("--gpus-per-node", "0"),
+        ("--calibrate", "1,2"),
+        ("--calibrate", "1ms,2ms,-3ms"),
+        ("--calibrate", "1us,1us,1us"),
+        ("--tflops", "2000"),
     ];
     let model_cases = over_a_model.map(|(flag, value)| ["costs", "--model", "llama-3-8b", flag, value]);
     for args in cases.iter().copied().chain(model_cases.iter().map(|a| a.as_slice())) {
@@ -338,6 +369,9 @@ fn the_playground_s_cli_line_runs_the_same_schedule() {
         "schedule=1f1b&devices=4&microbatches=8&mem-limit=3",
         "schedule=Interleaved%201F1B&devices=4&microbatches=8&chunks=2",
         "schedule=1f1b&devices=4&microbatches=8&model=zb-1.5b&layout=6,6,%096,6",
+        // GPUs, nodes and efficiencies (a calibration's, as the playground writes them).
+        "schedule=zb-h1&devices=16&microbatches=32&model=zb-14.6b&gpu=h100-sxm&gpus-per-node=4&gemm-efficiency=0.7&memory-efficiency=0.55",
+        "schedule=1f1b&devices=8&microbatches=16&model=llama-3-8b&gpu=mi300x&tflops=500&bandwidth=40",
     ] {
         let (link, warnings) = bubblescope::permalink::parse(query);
         assert!(warnings.is_empty(), "{query}: {warnings:?}");
@@ -390,25 +424,25 @@ fn tensor_parallel_costs_are_per_gpu_and_checked() {
 }
 
 #[test]
-fn a_negative_imbalance_part_says_why() {
+fn imbalance_is_the_busiest_devices_work_over_the_means() {
     // 1F1B, P = 4, M = 8, a last stage three times as heavy in F: devices 0–2 work 24, device 3
-    // works 40 (the ideal), the mean is 28; the same orders at equal stages idle more
-    // against their ideal, so imbalance is negative.
+    // works 40, the mean is 28 (the ideal); the step costs 49. Of the 21 idle per device:
+    // 12 because device 3 works 12 more than the mean, 9 the orders leave beyond device 3's
+    // work (the papers' bubble, against the busiest device).
     let out =
         String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--f", "1,1,1,3"]).stdout)
             .expect("utf-8");
-    assert!(out.contains("imbalance -1.5 + schedule 10.5"), "{out}");
-    assert!(out.contains("imbalance shortens the gap: ideal is the busiest device's work, which unequal stages raise by 12 over the mean device's"), "{out}");
-    // What the part is the difference of: 1F1B at equal stages (F 1.5) costs 28 + 3·3.5 =
-    // 38.5, with these 49 (communication 0); ideal rises from 28 to 40. 10.5 − 12 = −1.5.
     assert!(
-        out.contains(
-            "imbalance = 10.5 − 12: unequal stages move these orders' cost (communication 0) by 10.5 and ideal by 12"
-        ),
+        out.contains("bubble       21           cost − ideal = communication 0 + imbalance 12 + schedule 9"),
         "{out}"
     );
+    assert!(out.contains("busiest      40           busiest device's work"), "{out}");
+    assert!(out.contains("bubble rate  0.4286       (cost − ideal) / cost: the share of GPU time idle"), "{out}");
+    assert!(out.contains("             0.1837       (cost − busiest work) / cost: the Zero Bubble papers'"), "{out}");
+    assert!(!out.contains("shortens") && !out.contains("imbalance -"), "{out}");
+    // With equal stages the busiest device is the mean one: no row for it.
     let even = String::from_utf8(bubblescope(&["simulate", "-s", "1f1b", "-p", "4", "-m", "8"]).stdout).expect("utf-8");
-    assert!(!even.contains("shortens"), "{even}");
+    assert!(!even.contains("busiest     "), "{even}");
 }
 
 #[test]
@@ -459,4 +493,245 @@ fn every_command_that_cuts_a_model_in_proportion_says_so_once_per_stage_count() 
     // A layout of 8 stages places every layer: no note.
     let e = stderr(&with(&["simulate", "-s", "v-half", "--layout", "Et*4|t*4|t*4|t*4|t*4|t*4|t*3|t*3L"]));
     assert!(!e.contains("in proportion") && !e.contains("cut into"), "{e}");
+}
+
+/// Runs `args`, expects exit status 2 and returns standard error.
+fn refused(args: &[&str]) -> String {
+    let out = bubblescope(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.stdout.is_empty());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn absurd_rates_are_refused_naming_the_rate_in_short_numbers() {
+    for command in [&["costs"][..], &["simulate", "-s", "1f1b"]] {
+        let with = |flags: &[&str]| -> String {
+            let args: Vec<&str> =
+                command.iter().copied().chain(["--model", "llama-3-8b"]).chain(flags.iter().copied()).collect();
+            refused(&args)
+        };
+        let e = with(&["--tflops", "1e-300"]);
+        assert!(e.starts_with("error: at 1e-300 TFLOP/s a stage's pass takes 6.36e307 µs, more than the 1e12 µs supported\n  hint: raise --tflops"), "{e}");
+        let e = with(&["--bandwidth", "1e-300"]);
+        assert!(e.starts_with("error: at 1e-300 GB/s and 5 µs latency a hop takes "), "{e}");
+        assert!(!e.contains("--f") && !e.starts_with("error: f "), "blames a flag never given: {e}");
+        let e = with(&["--tflops", "1e300"]);
+        assert!(
+            e.starts_with("error: --tflops must be a positive number up to 989.4 (h100-sxm's peak), found 1e300\n"),
+            "{e}"
+        );
+        assert!(e.len() < 300, "{e}");
+    }
+    // A small but possible rate prints as given, not as 0.
+    let out = bubblescope(&["costs", "--model", "llama-3-8b", "--tflops", "0.001"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("matmuls at 0.001 TFLOP/s (--tflops, 1.01e-6 of peak)"));
+}
+
+#[test]
+fn more_devices_than_layers_is_refused_with_a_hint() {
+    let model = [
+        "--layers",
+        "8",
+        "--hidden",
+        "1024",
+        "--heads",
+        "16",
+        "--seq",
+        "1024",
+        "--vocab",
+        "32000",
+        "--micro-batch",
+        "1",
+    ];
+    let args: Vec<&str> = ["costs", "--devices", "16"].into_iter().chain(model).collect();
+    let e = refused(&args);
+    assert!(
+        e.starts_with("error: 8 layers cannot fill 16 devices: 7 shares (8 to 14) would hold no layer, embedding or LM head\n  hint: use at most 8 devices, or a model of at least 16 layers\n"),
+        "{e}"
+    );
+    let args: Vec<&str> = ["simulate", "-s", "1f1b", "-p", "16"].into_iter().chain(model).collect();
+    assert!(refused(&args).starts_with("error: 8 layers cannot fill 16 devices"));
+    // A layout that gives every share something is taken: nine shares, the last the LM head.
+    let args: Vec<&str> =
+        ["costs", "--devices", "9", "--layout", "Et|t|t|t|t|t|t|t|L"].into_iter().chain(model).collect();
+    let out = bubblescope(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Shares with the embedding or the head alone are said plainly.
+    let args: Vec<&str> = ["costs", "--devices", "9"].into_iter().chain(model).collect();
+    let out = bubblescope(&args);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "note: 8 layers on 9 devices: share 8 holds no transformer layer, only the embedding or the LM head"
+        ),
+        "{said}"
+    );
+    // A layout leaving a device empty is refused too.
+    let args: Vec<&str> = ["costs", "--devices", "4", "--layout", "Et*4||t*4|L"].into_iter().chain(model).collect();
+    let e = refused(&args);
+    assert!(e.starts_with("error: the layout leaves devices empty: share 1 would hold no layer"), "{e}");
+}
+
+#[test]
+fn the_zero_bubble_1_5b_profile_on_a100_through_the_cli() {
+    // The paper's 1.5B model on 8 A100s: F 18.522, B 18.086, W 9.337 ms and 0.601 ms per hop.
+    let v = json(&["costs", "--model", "zb-1.5b", "--gpu", "a100-80gb", "--devices", "8", "--json"]);
+    let middle = &v["shares"][3];
+    for (key, measured) in [("f", 18_522.0), ("b", 18_086.0), ("w", 9_337.0)] {
+        let got = middle[key].as_f64().unwrap();
+        assert!(rel(got, measured) < 0.10, "{key}: {got} vs {measured}");
+    }
+    assert!(rel(v["comm"].as_f64().unwrap(), 601.0) < 0.15, "{}", v["comm"]);
+    assert_eq!((v["gpu"]["key"].as_str(), v["gpu"]["peak_tflops"].as_f64()), (Some("a100-80gb"), Some(312.0)));
+    // The table shows each term, and why W is about half of F.
+    let table =
+        String::from_utf8(bubblescope(&["costs", "--model", "zb-1.5b", "--gpu", "a100-80gb", "-p", "8"]).stdout)
+            .unwrap();
+    for wanted in [
+        "one layer, one microbatch (µs):",
+        "attention scores",
+        "layer norms",
+        "bias gradients",
+        "W/F = 0.49: W is the weight-gradient matmuls alone",
+    ] {
+        assert!(table.contains(wanted), "{wanted}: {table}");
+    }
+    assert!(table.contains("NVIDIA A100 SXM 80GB: 312 TFLOP/s peak BF16, 2039 GB/s HBM, 80 GB"), "{table}");
+}
+
+#[test]
+fn costs_list_shows_every_gpu_with_its_source() {
+    let out = String::from_utf8(bubblescope(&["costs", "--list"]).stdout).unwrap();
+    assert!(out.contains("models (--model):") && out.contains("gpus (--gpu):"), "{out}");
+    for g in bubblescope::model::GPUS {
+        assert!(out.contains(&format!("{:<14} {}:", g.key, g.name)), "{}: {out}", g.key);
+        assert!(out.contains(g.source), "{}", g.key);
+    }
+}
+
+#[test]
+fn every_command_takes_a_gpu() {
+    let dir = std::env::temp_dir().join(format!("bubblescope-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("gpu.svg");
+    let cost = |gpu: &str| {
+        json(&["simulate", "-s", "1f1b", "-p", "8", "-m", "16", "--model", "zb-1.5b", "--gpu", gpu, "--json"])["cost"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(cost("a100-80gb") > 2.0 * cost("h100-sxm"), "a third of the FLOP/s and of the bandwidth");
+    run(&["render", "-s", "zb-h1", "-p", "8", "--model", "zb-1.5b", "--gpu", "b200", "-o", svg.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("ms"));
+    let sweep = json(&[
+        "sweep",
+        "--schedules",
+        "1f1b,zb-h1",
+        "-p",
+        "8",
+        "-m",
+        "16",
+        "--model",
+        "zb-1.5b",
+        "--gpu",
+        "h200",
+        "--json",
+    ]);
+    assert_eq!(sweep["runs"].as_array().unwrap().len(), 2);
+    // A plan with --gpu and no --mem-limit fits the GPU's memory, and says so.
+    let out = bubblescope(&["plan", "-p", "8", "--model", "zb-1.5b", "--gpu", "a100-40gb", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("note: --mem-limit is a100-40gb's memory, 37.25 GiB (40 GB)"), "{said}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mem_limit"].as_f64(), Some(40e9));
+    // Without --gpu nothing is assumed.
+    let e = fails(&["plan", "-p", "8", "--model", "zb-1.5b"]);
+    assert!(e.contains("--mem-limit is required"), "{e}");
+}
+
+#[test]
+fn hops_across_nodes_are_noted_and_timed_at_the_slowest() {
+    let v = json(&["costs", "--model", "zb-14.6b", "-p", "16", "--json"]);
+    assert_eq!(v["hops"]["nodes"], 2);
+    assert_eq!(v["hops"]["crossings"], json!([7]));
+    assert_eq!(v["comm"], v["hops"]["across_nodes"]);
+    let out = bubblescope(&["simulate", "-s", "1f1b", "-p", "16", "-m", "32", "--model", "zb-14.6b"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("note: the devices span 2 nodes of 8 GPUs: 1 hop (7→8) cross nodes at"), "{said}");
+    assert!(said.contains("the simulator times every hop at the slowest"), "{said}");
+    let one = json(&["costs", "--model", "zb-14.6b", "-p", "16", "--gpus-per-node", "16", "--json"]);
+    assert_eq!((one["hops"]["nodes"].as_u64(), one["comm"].clone()), (Some(1), one["hops"]["within_node"].clone()));
+}
+
+#[test]
+fn calibration_fits_the_efficiencies_and_every_command_carries_them() {
+    let base = ["--model", "zb-1.5b", "--gpu", "a100-80gb", "-p", "8"];
+    let with = |head: &[&str], tail: &[&str]| -> Vec<String> {
+        head.iter().chain(&base).chain(tail).map(|s| s.to_string()).collect()
+    };
+    let args = with(&["costs"], &["--calibrate", "18.522ms,18.086ms,9.337ms", "--json"]);
+    let v = json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let c = &v["efficiency"]["calibration"];
+    assert_eq!(c["layers"], 3);
+    for pass in ["f", "b", "w"] {
+        assert!(c["residuals"][pass].as_f64().unwrap().abs() < 0.02, "{c}");
+    }
+    let (gemm, memory) = (v["efficiency"]["gemm"].as_f64().unwrap(), v["efficiency"]["memory"].as_f64().unwrap());
+    assert!((0.7..0.9).contains(&gemm) && (0.5..0.9).contains(&memory), "{gemm} {memory}");
+    // The same in µs, and a simulation calibrated equals one given those efficiencies.
+    let us = json(
+        &with(&["costs"], &["--calibrate", "18522,18086,9337", "--json"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(us["efficiency"], v["efficiency"]);
+    let sim = |tail: &[&str]| {
+        let a = with(&["simulate", "-s", "zb-h1", "-m", "24"], tail);
+        bubblescope(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let calibrated = sim(&["--calibrate", "18.522ms,18.086ms,9.337ms", "--json"]);
+    let note = String::from_utf8_lossy(&calibrated.stderr);
+    assert!(note.contains("note: calibrated to F, B, W of 3 layers: --gemm-efficiency "), "{note}");
+    let (g, m) = (gemm.to_string(), memory.to_string());
+    let given = sim(&["--gemm-efficiency", &g, "--memory-efficiency", &m, "--json"]);
+    let cost = |o: &Output| serde_json::from_slice::<Value>(&o.stdout).unwrap()["cost"].clone();
+    assert_eq!(cost(&calibrated), cost(&given));
+    // Out of reach: the pass is named, and why.
+    let e =
+        fails(&with(&["costs"], &["--calibrate", "18.5ms,18.1ms,3ms"]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(e.starts_with("error: calibrate's W of 3 ms: faster than 3 layers can run on NVIDIA A100 SXM 80GB"), "{e}");
+    assert!(e.contains("hint: the times are one microbatch through 3 layers"), "{e}");
+    let e =
+        fails(&with(&["costs"], &["--calibrate", "18.5ms,40ms,9.3ms"]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(e.starts_with("error: calibrate's B of 40 ms: the closest the model comes is"), "{e}");
+    let e = fails(
+        &with(&["costs"], &["--calibrate", "18.5ms,18ms,9.3ms", "--gemm-efficiency", "0.7"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(e.contains("calibrate fits the efficiencies, so gemm-efficiency cannot be given with it"), "{e}");
+}
+
+#[test]
+fn model_sizes_that_do_not_fit_together_are_refused() {
+    let custom = ["costs", "--layers", "8", "--seq", "1024", "--micro-batch", "1", "--vocab", "32000"];
+    for (extra, wanted) in [
+        (&["--hidden", "1024", "--heads", "7"][..], "error: --heads 7 does not divide hidden 1024"),
+        (&["--hidden", "1000", "--heads", "16"][..], "error: --heads 16 does not divide hidden 1000"),
+        (
+            &["--hidden", "1024", "--heads", "16", "--ffn", "4097", "--tp", "2"][..],
+            "error: --tp 2 does not divide ffn 4097",
+        ),
+        (&["--hidden", "1024", "--heads", "16", "--kv-heads", "5"][..], "error: --kv-heads 5 does not divide heads 16"),
+        (&["--hidden", "1000", "--heads", "8", "--tp", "16"][..], "error: --tp 16 does not divide heads 8"),
+    ] {
+        let args: Vec<&str> = custom.iter().chain(extra).copied().collect();
+        let e = fails(&args);
+        assert!(e.starts_with(wanted) && e.contains("\n  hint: "), "{args:?}: {e}");
+    }
+    let e = fails(&["costs", "--model", "llama-3-8b", "--gpu", "h100"]);
+    assert!(e.contains("unknown gpu `h100`\n  hint: did you mean `h100-sxm`?"), "{e}");
 }

@@ -198,10 +198,14 @@ fn the_search_says_what_it_leaves_out() {
     // With the micro-batch fixed, nothing is left out.
     let fixed: Vec<&str> = args.iter().copied().chain(["--micro-batch", "1"]).collect();
     assert!(!String::from_utf8_lossy(&common::bubblescope(dir.path(), &fixed).stderr).contains("note:"));
-    // Two layers on four devices: two hold none.
-    let args: Vec<&str> = ["plan", "-p", "4", "--micro-batch", "1"].into_iter().chain(tiny).collect();
+    // Two layers on three devices: the last holds the LM head alone.
+    let args: Vec<&str> = ["plan", "-p", "3", "--micro-batch", "1"].into_iter().chain(tiny).collect();
     let said = String::from_utf8_lossy(&common::bubblescope(dir.path(), &args).stderr).to_string();
-    assert!(said.contains("note: 2 layers on 4 devices: with one stage per device, 2 devices hold no layer"), "{said}");
+    assert!(said.contains("note: 2 layers on 3 devices: with one stage per device, 1 device holds no layer"), "{said}");
+    // On four devices one would hold nothing at all: refused.
+    let args: Vec<&str> = ["plan", "-p", "4", "--micro-batch", "1"].into_iter().chain(tiny).collect();
+    let said = fails(dir.path(), &args);
+    assert!(said.starts_with("error: 2 layers cannot fill 4 devices: share 2 would hold no layer"), "{said}");
 }
 
 #[test]
@@ -209,7 +213,7 @@ fn export_takes_the_best_plan_a_pytorch_csv_can_hold() {
     let dir = tempfile::tempdir().unwrap();
     // DualPipe wins here, but its two pipelines do not fit PyTorch's CSV: the export takes
     // the best plan that does, says so, and reads back at that plan's cost.
-    let args = ["plan", "--model", "zb-1.5b", "-p", "4", "--mem-limit", "40GiB", "--global-batch", "16"];
+    let args = ["plan", "--model", "zb-6.2b", "-p", "4", "--mem-limit", "80GiB", "--global-batch", "16"];
     let v: Value =
         serde_json::from_str(&ok(dir.path(), &args.iter().copied().chain(["--json"]).collect::<Vec<_>>())).unwrap();
     let plans = v["plans"].as_array().unwrap();
@@ -259,4 +263,103 @@ fn plans_that_cut_the_model_in_proportion_say_so() {
         assert!(e.contains(&format!("runs {stages} stages")), "{stages}: {e}");
     }
     assert_eq!(e.matches("the model is cut into 4 pieces").count(), 1, "{e}");
+}
+
+#[test]
+fn plan_export_writes_the_best_plan_one_csv_can_hold_beyond_top() {
+    // DualPipe fills the first six plans here; the best one-pipeline plan ranks seventh,
+    // past the five shown.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "plan",
+        "--devices",
+        "4",
+        "--mem-limit",
+        "3GiB",
+        "--layers",
+        "8",
+        "--hidden",
+        "1024",
+        "--heads",
+        "16",
+        "--seq",
+        "1024",
+        "--vocab",
+        "32000",
+        "--micro-batch",
+        "1",
+    ];
+    let all: Value = serde_json::from_str(&ok(
+        dir.path(),
+        &args.iter().copied().chain(["--top", "50", "--json"]).collect::<Vec<_>>(),
+    ))
+    .unwrap();
+    let plans = all["plans"].as_array().unwrap();
+    let k = plans.iter().position(|p| p["schedule"] != "dualpipe" && p["schedule"] != "dualpipe-v").unwrap();
+    assert!(k >= 5, "the first one-pipeline plan is shown anyway: {k}");
+    let out = common::bubblescope(dir.path(), &args.iter().copied().chain(["--export", "p.csv"]).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("--export wrote plan {} ({} · M ", k + 1, plans[k]["schedule"].as_str().unwrap())),
+        "{said}"
+    );
+    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
+    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
+    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
+    assert_eq!(read_back["cost"], plans[k]["cost"], "{said}");
+}
+
+#[test]
+fn plan_export_read_back_command_names_the_cost_flags_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["plan", "--devices", "4", "--mem-limit", "20", "--f", "1,1,1,2", "--comm", "0.25", "--w", "0.5"];
+    let v: Value =
+        serde_json::from_str(&ok(dir.path(), &args.iter().copied().chain(["--json"]).collect::<Vec<_>>())).unwrap();
+    let out = common::bubblescope(dir.path(), &args.iter().copied().chain(["--export", "p.csv"]).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{said}");
+    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
+    assert!(!command.contains("same cost flags"), "{command}");
+    for flag in ["--f 1,1,1,2", "--comm 0.25", "--w 0.5"] {
+        assert!(command.contains(flag), "{flag}: {command}");
+    }
+    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
+    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
+    assert_eq!(read_back["cost"], v["plans"][0]["cost"], "{said}");
+    assert_eq!(read_back["peak_memory"], v["plans"][0]["peak_memory"], "{said}");
+}
+
+#[test]
+fn plan_names_the_global_batch_when_micro_batches_would_be_too_large() {
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<&str> =
+        ["plan", "-p", "4", "--mem-limit", "3GiB", "--global-batch", "1000000000"].into_iter().chain(MODEL).collect();
+    let e = fails(dir.path(), &args);
+    assert!(e.contains("error: --global-batch 1000000000 over at most 128 microbatches leaves micro-batches of 7812500 samples or more, above the 1000000 a model takes\n  hint: "), "{e}");
+    assert!(!e.contains("--micro-batch must be"), "{e}");
+}
+
+#[test]
+fn plan_names_only_the_limit_it_exceeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fails(
+        dir.path(),
+        &[
+            "plan",
+            "--devices",
+            "64",
+            "--mem-limit",
+            "80GiB",
+            "--model",
+            "llama-3-70b",
+            "--global-batch",
+            "2048",
+            "--tp",
+            "8",
+        ],
+    );
+    assert!(e.starts_with("error: the plan search's candidates have "), "{e}");
+    assert!(e.contains(" passes together, more than the 32000000 supported\n  hint: "), "{e}");
+    assert!(!e.contains("candidates and"), "{e}");
 }

@@ -49,10 +49,32 @@ fn rows_equal_simulate(costs: &[&str], limit: Option<&str>) {
         {
             assert_eq!(row[key], single[key], "{key} of {name} M {m}: sweep {row} vs simulate");
         }
-        for part in ["communication", "imbalance", "schedule"] {
+        for part in ["communication", "imbalance", "schedule", "memory"] {
             assert_eq!(row["attribution"][part], single["attribution"][part], "{part} of {name} M {m}");
         }
     }
+}
+
+#[test]
+fn sweep_attribution_has_the_memory_part_simulate_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let families = ["zb-auto", "zb-v", "v-auto", "zb-opt"];
+    let args =
+        ["sweep", "--schedules", "zb-auto,zb-v,v-auto,zb-opt", "-p", "4", "-m", "8", "--mem-limit", "4", "--json"];
+    let sweep: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let runs = sweep["runs"].as_array().unwrap();
+    for name in families {
+        let row = runs.iter().find(|r| r["schedule"] == name).unwrap_or_else(|| panic!("{name}: {sweep}"));
+        let sim = ["simulate", "-s", name, "-p", "4", "-m", "8", "--mem-limit", "4", "--json"];
+        let single: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
+        assert!(single["attribution"]["memory"].is_number(), "{name}: {}", single["attribution"]);
+        assert_eq!(row["attribution"]["memory"], single["attribution"]["memory"], "{name}");
+    }
+    // The CSV's last column and the table say it too.
+    let csv = ok(dir.path(), &args[..args.len() - 1].iter().copied().chain(["--csv"]).collect::<Vec<_>>());
+    assert!(csv.lines().next().unwrap().ends_with(",pareto,error,bubble_rate_paper,attribution_memory"), "{csv}");
+    let table = ok(dir.path(), &args[..args.len() - 1]);
+    assert!(table.contains(" · memory "), "{table}");
 }
 
 #[test]
@@ -142,12 +164,12 @@ fn with_a_model_the_table_reads_in_milliseconds_and_gib_like_plan() {
     let ms = format!("{cost:.decimals$} ms");
     let row = out.lines().nth(1).unwrap();
     assert!(row.contains(&ms) && row.contains("GiB") && !row.contains("µs"), "{row} should hold {ms}");
-    // The parts read as the sum they are: a negative imbalance is subtracted, never "+ -".
+    // The parts read as the sum they are, every one of them ≥ 0.
     let parts = row.split("GiB").nth(1).unwrap().trim();
-    let imbalance = v["attribution"]["imbalance"].as_f64().unwrap();
-    let sign = if imbalance < 0.0 { " − " } else { " + " };
-    let expected = format!("{:.decimals$} ms", imbalance.abs() / 1e3);
-    assert!(parts.contains(&format!("{sign}{expected}")) && !parts.contains("+ -"), "{parts}: imbalance {imbalance}");
+    let at = &v["attribution"];
+    let part = |k: &str| format!("{:.decimals$} ms", at[k].as_f64().unwrap() / 1e3);
+    assert_eq!(parts, format!("{} + {} + {}", part("communication"), part("imbalance"), part("schedule")));
+    assert!(at["imbalance"].as_f64().unwrap() > 0.0, "the LM head makes the last device the busiest: {at}");
 }
 
 #[test]
@@ -199,4 +221,63 @@ fn the_chart_is_written_as_svg() {
     assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
     assert!(svg.contains("limit 6"));
     assert!(svg.contains("Pareto front"));
+}
+
+#[test]
+fn simulate_refuses_as_many_chunks_as_sweep_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = bubblescope::params::MAX_CHUNKS.to_string();
+    let over = (bubblescope::params::MAX_CHUNKS + 1).to_string();
+    let sweep =
+        fails(dir.path(), &["sweep", "--schedules", "interleaved-1f1b", "-p", "4", "-m", "8", "--chunks", &over]);
+    let simulate = fails(dir.path(), &["simulate", "-s", "interleaved-1f1b", "--chunks", &over]);
+    for err in [&sweep, &simulate] {
+        assert!(err.contains(&format!("between 1 and {max}, found {over}")), "{err}");
+        assert!(err.contains("\n  hint: "), "{err}");
+    }
+    // The cap itself runs, with the lower bound simulate prints (65,536 passes).
+    let out = ok(dir.path(), &["simulate", "-s", "interleaved-1f1b", "--chunks", &max, "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["passes"], 65_536);
+    assert!(v["lower_bound"].as_f64().is_some_and(|b| b > 0.0), "{}", v["lower_bound"]);
+}
+
+#[test]
+fn an_overlap_no_swept_family_reads_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fails(dir.path(), &["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", "--overlap", "1.5"]);
+    assert!(e.starts_with("error: none of the swept schedules reads --overlap\n  hint: add a family"), "{e}");
+    // With a family that reads it, the others run without it (as with --group).
+    let out =
+        ok(dir.path(), &["sweep", "--schedules", "1f1b,dualpipe", "-p", "4", "-m", "8", "--overlap", "1.5", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["invalid"].as_array().unwrap().len(), 0, "{v}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
+}
+
+#[test]
+fn rounding_noise_does_not_put_a_run_on_the_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "sweep",
+        "--schedules",
+        "v-half,seq1f1b",
+        "--devices",
+        "4",
+        "-m",
+        "4",
+        "--f",
+        "1,1,1,2",
+        "--comm",
+        "0.2",
+        "--json",
+    ];
+    let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    let run = |name: &str| runs.iter().find(|r| r["schedule"] == name).unwrap().clone();
+    let (v_half, seq) = (run("v-half"), run("seq1f1b"));
+    // The same cost up to the last bits; seq1f1b holds less.
+    assert!((v_half["cost"].as_f64().unwrap() - seq["cost"].as_f64().unwrap()).abs() < 1e-9, "{v}");
+    assert!(seq["peak_memory"].as_f64() < v_half["peak_memory"].as_f64(), "{v}");
+    assert_eq!((v_half["pareto"].as_bool(), seq["pareto"].as_bool()), (Some(false), Some(true)), "{v}");
 }

@@ -117,3 +117,33 @@ fn bad_trace_input_names_the_file_and_gives_a_hint() {
     let e = fails(dir.path(), &["trace", "missing-folder"]);
     assert!(e.contains("missing-folder") && e.contains("hint:"), "{e}");
 }
+
+/// `--calibrate RUN` fits the model to the run's middle stage, the runtime's overhead taken
+/// off: exactly what giving those times by hand does, read independently from `trace --json`.
+#[test]
+fn calibrate_takes_a_profiled_run_as_its_middle_stages_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = fixture("zbv");
+    let v: Value = serde_json::from_str(&ok(dir.path(), &["trace", &run, "--json"])).unwrap();
+    let fitted = &v["fitted"];
+    let stages = v["stages"].as_u64().unwrap() as usize;
+    assert_eq!(stages, 4);
+    // Stages 1 and 2 hold neither embedding nor head; the upper median of the two is 2.
+    let overhead = fitted["overhead"].as_f64().unwrap();
+    let times: Vec<String> =
+        ["f", "b", "w"].iter().map(|k| (fitted[k][2].as_f64().unwrap() - overhead).to_string()).collect();
+    // 24 layers cut into the run's 4 stages: 6 on stage 2; micro-batch 1 makes these CPU times
+    // reachable for neither, so both forms must refuse alike, naming the same pass.
+    let model = ["costs", "--model", "zb-1.5b", "--gpu", "a100-80gb", "-p", "4", "--layout", "Et*6|t*6|t*6|t*6L"];
+    let times = times.join(",");
+    let by_hand: Vec<&str> = model.iter().copied().chain(["--calibrate", times.as_str()]).collect();
+    let from_run: Vec<&str> = model.iter().copied().chain(["--calibrate", run.as_str()]).collect();
+    let a = fails(dir.path(), &by_hand);
+    let b = fails(dir.path(), &from_run);
+    let error = |e: &str| e.lines().skip_while(|l| !l.starts_with("error:")).collect::<Vec<_>>().join("\n");
+    assert_eq!(error(&a), error(&b));
+    assert!(b.contains("note: calibrating to the run's stage 2 (6 layers)"), "{b}");
+    // A run with full backwards only measures no W.
+    let e = fails(dir.path(), &["costs", "--model", "zb-1.5b", "-p", "4", "--calibrate", &fixture("gpipe")]);
+    assert!(e.contains("full backwards only") && e.contains("hint:"), "{e}");
+}

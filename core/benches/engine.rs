@@ -1,6 +1,6 @@
 //! The engine on a big schedule: simulating about 400,000 passes (64 devices × 1024
 //! microbatches, split backward, 2 chunks per device: the handcrafted ZB-V), validating them,
-//! and laying out the chart with level of detail.
+//! and laying out the chart with level of detail; and the lower bound of 1,024 chunks.
 //!
 //! `cargo bench -p bubblescope --bench engine`
 
@@ -30,6 +30,17 @@ fn engine(c: &mut Criterion) {
     });
     group.bench_function("generate zb-v-handcrafted", |b| {
         b.iter(|| generate("zb-v-handcrafted", black_box(&params)).map(|s| s.op_count()));
+    });
+    group.finish();
+    // The closed-form lower bound `simulate` prints, on 65,536 passes of 1,024 chunks (before
+    // it was linear this took minutes).
+    let mut many = ScheduleParams::new(4, 8);
+    many.chunks = Some(1024);
+    let chunked = generate("interleaved-1f1b", &many).expect("generates");
+    let mut group = c.benchmark_group("1024 chunks");
+    group.sample_size(10);
+    group.bench_function("lower bound", |b| {
+        b.iter(|| bubblescope::bounds::lower_bound(black_box(&chunked), &many.costs, None).value);
     });
     group.finish();
 }

@@ -58,7 +58,7 @@ fn zero_bubble_v(c: &mut Criterion) {
     c.bench_function("zb-v p32 m256 paper-costs simulate --json", |b| {
         b.iter(|| {
             let a = run("zb-v", black_box(&paper)).unwrap();
-            let parts = bubblescope::attribution::attribute(&a.schedule, &paper.costs, &a.stats).unwrap();
+            let parts = bubblescope::attribution::attribute(&a, &paper.costs).unwrap();
             let bound = bubblescope::findings::bound(family, &paper, &a);
             (parts.overall.schedule, bound.lower.value)
         });

@@ -3,12 +3,13 @@
 //! generator in front of it.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{Diagnostic, ParamError, Severity, SimError};
 use crate::params::{Costs, StageCosts};
 use crate::schedule::Schedule;
 use crate::sim::{simulate, simulate_timed, OpTimes, PerOpTimes, Timeline};
-use crate::stats::{stats, Stats};
+use crate::stats::{measured_stats, stats, Stats};
 use crate::validate::validate;
 
 /// A schedule with its simulated timeline and stats.
@@ -20,6 +21,9 @@ pub struct Analysis {
     pub timeline: Timeline,
     /// The numbers.
     pub stats: Stats,
+    /// The times measured per op, when this is a measured run: the timeline replays them, and
+    /// every analysis of it (work, attribution, gap causes) reads them instead of the costs.
+    pub times: Option<Arc<PerOpTimes>>,
 }
 
 /// Why a schedule could not be analysed.
@@ -75,8 +79,8 @@ pub fn analyze_timed(schedule: Schedule, costs: &Costs, times: &PerOpTimes) -> R
     }
     let memory = StageCosts::for_schedule(costs, &schedule);
     let timeline = simulate_timed(&schedule, &OpTimes { times: times.clone(), memory })?;
-    let stats = stats(&schedule, &timeline, costs);
-    Ok(Analysis { schedule, timeline, stats })
+    let stats = measured_stats(&schedule, &timeline, costs);
+    Ok(Analysis { schedule, timeline, stats, times: Some(Arc::new(times.clone())) })
 }
 
 /// Validates, simulates and measures `schedule` under `costs`.
@@ -92,5 +96,5 @@ pub fn analyze(schedule: Schedule, costs: &Costs) -> Result<Analysis, AnalyzeErr
     let stage_costs = StageCosts::for_schedule(costs, &schedule);
     let timeline = simulate(&schedule, &stage_costs)?;
     let stats = stats(&schedule, &timeline, costs);
-    Ok(Analysis { schedule, timeline, stats })
+    Ok(Analysis { schedule, timeline, stats, times: None })
 }

@@ -1,23 +1,44 @@
 //! Why there is bubble: a schedule's `cost − ideal` and each device's idle time, split into
-//! named parts that add up exactly.
+//! named parts that are never negative and add up exactly.
 //!
-//! The same pass orders are simulated three times (the simulator computes every number):
+//! **Overall.** `cost − ideal` is the GPU time a step leaves idle, per device (`ideal` is the
+//! mean device's work, so `(cost − ideal) / cost` is the share of GPU time idle). With `c₀`
+//! the cost as simulated, `c₁` the cost of the same orders simulated with communication 0,
+//! `w̄` the mean device's work and `ŵ` the busiest device's:
 //!
-//! 1. as given — cost `c₀`, ideal `i₀` (the busiest device's work);
-//! 2. with communication 0 — cost `c₁`;
-//! 3. with communication 0 and every stage at the mean stage's cost — cost `c₂`, ideal `i₂`.
+//! * **communication** = `c₀ − c₁`: what the hops between devices add to the step;
+//! * **imbalance** = `ŵ − w̄`: the busiest device's work over the mean's. No order of these
+//!   passes can cost less than `ŵ`, so unequal stages cost the mean device at least this much
+//!   idle time in every step, whatever the schedule;
+//! * **schedule** = what is left, `c₁ − ŵ`: how far these orders, without communication, are
+//!   from the busiest device's work (warm-up, cool-down and the waits the order creates).
 //!
-//! * **communication** = `c₀ − c₁`: what the orders lose to hops between devices;
-//! * **imbalance** = `(c₁ − c₂) − (i₀ − i₂)`: what unequal stages add beyond the extra work of
-//!   the busiest device (which the ideal already counts);
-//!   Measured against the busiest device's work, unequal stages can even shrink the gap (the
-//!   light devices fill the warm-up faster), so this part may be negative; per device it is the
-//!   time light devices wait for heavy ones, never negative in practice.
-//! * **schedule** = the rest, `c₂ − i₂` up to rounding: warm-up, cool-down and the waits the
-//!   order itself creates.
+//! Each part is `≥ 0`: the simulator is monotone in durations for fixed orders (no op starts
+//! earlier when an op or a hop takes longer; a property test checks it), so `c₀ ≥ c₁`; and
+//! `c₁ ≥ ŵ` since the busiest device's span holds all its work. The parts are computed clamped
+//! (imbalance to at most `cost − ideal`, communication to at most what imbalance leaves) so
+//! that rounding can never make one negative, and schedule is the exact rest. With equal stages
+//! `ŵ = w̄`: imbalance is 0 and the split is the one the papers' bubble has. The papers'
+//! `(cost − ŵ) / cost` ([`crate::Stats::bubble_rate_paper`]) is communication + schedule over
+//! cost: the headline rate exceeds it by exactly imbalance / cost.
 //!
-//! Per device the same split applies to its idle time (span − busy): `idle₀ − idle₁`,
-//! `idle₁ − idle₂`, `idle₂`.
+//! Example: ZB-H1 on 4 devices with F 1,1,1,3, B 1,1,1,3, W 1,1,1,2 and 8 microbatches. The
+//! devices work 24, 24, 24 and 64 (mean 34) and the step costs 64: `cost − ideal` = 30,
+//! communication 0, imbalance 64 − 34 = 30, schedule 64 − 64 = 0. 47% of GPU time is idle,
+//! all of it because three devices have less than half the fourth one's work; the papers'
+//! rate, against the busiest device's work, is 0.
+//!
+//! **Per device.** A device's own idle time (between its first and last pass, the span less its
+//! work) is split gap by gap ([`crate::gaps`]): the gap before the same op compared across
+//! three simulations of the same orders — as given (`g₀`), with communication 0 (`g₁`), and
+//! with communication 0 at the mean stage's costs (`g₂`): communication = `g₀ − g₁`,
+//! imbalance = `g₁ − g₂`, schedule = `g₂`, clamped so that each is `≥ 0` and they sum to `g₀`
+//! (without communication a device's previous op may end earlier while the next one still
+//! waits for a slow stage, so a gap can grow). A device's parts are the sums of its gaps'
+//! parts, exactly, so the chart's shading adds up to them. Averaged over devices they need
+//! not equal the overall parts: those split the step (`cost − work` per device, idle before
+//! the first pass and after the last included) against the busiest device's work; these
+//! split the idle time the device sees between its own passes, against equal stages.
 //!
 //! **memory** ([`memory_part`]) is reported beside the three, not inside: it compares two
 //! *schedules*, not two timings of one. For a family that schedules to a memory limit (its
@@ -26,15 +47,15 @@
 //! than any device can hold), both simulated. A heuristic is not monotone in its limit, so the
 //! part can be negative: the limited schedule happened to be better.
 
-use crate::analysis::{analyze, AnalyzeError};
+use crate::analysis::{analyze, Analysis, AnalyzeError};
 use crate::families::Family;
 use crate::params::Costs;
 use crate::schedule::Schedule;
-use crate::sim::simulate;
+use crate::sim::{simulate, simulate_timed, OpTimes, PerOpTimes, Timeline};
 use crate::stats::{stats, Stats};
 use crate::{Field, ParamError, ScheduleParams, SimError, StageCosts};
 
-/// One split of a bubble (of `cost − ideal`, or of one device's idle time).
+/// One split of a bubble (of `cost − ideal`, or of one device's idle time): every part `≥ 0`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Parts {
     /// Lost to communication.
@@ -55,39 +76,45 @@ impl Parts {
 /// The split of a schedule's bubble, overall and per device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Attribution {
-    /// Splits `cost − ideal`.
+    /// Splits `cost − ideal` (see the module docs).
     pub overall: Parts,
-    /// Splits each device's idle time.
+    /// Splits each device's idle time: the sums of its gaps' parts ([`crate::gaps`]).
     pub per_device: Vec<Parts>,
-    /// The two terms the overall imbalance part is the difference of: how much unequal
-    /// stages move the cost of these orders (communication 0), and how much they raise the
-    /// ideal (the busiest device's work over the mean device's). `imbalance = cost − ideal`.
-    pub imbalance_terms: ImbalanceTerms,
 }
 
-/// See [`Attribution::imbalance_terms`].
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ImbalanceTerms {
-    /// Cost with these stages less cost with every stage at the mean (communication 0).
-    pub cost: f64,
-    /// Ideal with these stages less ideal with every stage at the mean.
-    pub ideal: f64,
-}
-
-/// Splits the bubble of `schedule` (whose stats under `costs` are `measured`).
+/// Splits the bubble of `analysis`, simulated under `costs`: overall and per device.
 ///
 /// # Errors
 /// A [`SimError`] if a re-simulation cannot finish (it cannot when the original did: the
 /// orders and dependencies are the same).
-pub fn attribute(schedule: &Schedule, costs: &Costs, measured: &Stats) -> Result<Attribution, SimError> {
-    let (no_comm, even) = variants(costs);
-    let run = |c: &Costs| -> Result<Stats, SimError> {
-        let timeline = simulate(schedule, &StageCosts::for_schedule(c, schedule))?;
-        Ok(stats(schedule, &timeline, c))
+pub fn attribute(analysis: &Analysis, costs: &Costs) -> Result<Attribution, SimError> {
+    let runs = Runs::of(analysis, costs)?;
+    Ok(runs.attribution(analysis, costs))
+}
+
+/// Splits `cost − ideal` of `schedule` (whose stats under `costs` are `measured`) alone: one
+/// re-simulation, without communication (none when there is no communication).
+///
+/// # Errors
+/// A [`SimError`] if the re-simulation cannot finish (it cannot when the original did).
+pub fn overall(schedule: &Schedule, costs: &Costs, measured: &Stats) -> Result<Parts, SimError> {
+    let cost_without_comm = if costs.comm == 0.0 {
+        measured.cost
+    } else {
+        let no_comm = variants(costs).0;
+        let timeline = simulate(schedule, &StageCosts::for_schedule(&no_comm, schedule))?;
+        stats(schedule, &timeline, &no_comm).cost
     };
-    let s1 = if costs.comm == 0.0 { measured.clone() } else { run(&no_comm)? };
-    let s2 = if costs.is_uniform() { s1.clone() } else { run(&even)? };
-    Ok(split(measured, &s1, &s2))
+    Ok(overall_parts(measured, cost_without_comm))
+}
+
+/// The overall split from the stats as simulated and the cost of the same orders without
+/// communication (see the module docs for the definition).
+pub fn overall_parts(measured: &Stats, cost_without_comm: f64) -> Parts {
+    let gap = measured.cost - measured.ideal;
+    let imbalance = (measured.busiest_work - measured.ideal).clamp(0.0, gap.max(0.0));
+    let communication = (measured.cost - cost_without_comm).clamp(0.0, (gap - imbalance).max(0.0));
+    Parts { communication, imbalance, schedule: (gap - imbalance - communication).max(0.0) }
 }
 
 /// The costs of the two re-simulations: without communication, and without communication at
@@ -96,26 +123,134 @@ pub fn variants(costs: &Costs) -> (Costs, Costs) {
     (Costs { comm: 0.0, ..costs.clone() }, Costs { comm: 0.0, profile: None, ..costs.clone() })
 }
 
-/// The split from the stats of the three simulations: as given (`measured`), without
-/// communication (`s1`), and without communication at mean stage costs (`s2`).
-pub fn split(measured: &Stats, s1: &Stats, s2: &Stats) -> Attribution {
-    let gap = measured.cost - measured.ideal;
-    let communication = measured.cost - s1.cost;
-    let imbalance_terms = ImbalanceTerms { cost: s1.cost - s2.cost, ideal: measured.ideal - s2.ideal };
-    let imbalance = imbalance_terms.cost - imbalance_terms.ideal;
-    let overall = Parts { communication, imbalance, schedule: gap - communication - imbalance };
-    let per_device = measured
-        .per_device
-        .iter()
-        .zip(&s1.per_device)
-        .zip(&s2.per_device)
-        .map(|((d0, d1), d2)| {
-            let communication = d0.idle - d1.idle;
-            let imbalance = d1.idle - d2.idle;
-            Parts { communication, imbalance, schedule: d0.idle - communication - imbalance }
-        })
-        .collect();
-    Attribution { overall, per_device, imbalance_terms }
+/// The two re-simulations of a schedule's orders, without communication and without
+/// communication at mean stage costs; `None` where one would repeat the run before it (no
+/// communication, or equal stages).
+pub(crate) struct Runs {
+    pub(crate) no_comm: Option<Timeline>,
+    pub(crate) even: Option<Timeline>,
+}
+
+impl Runs {
+    /// The two re-simulations of `analysis`: of a measured run at its own times
+    /// ([`Runs::timed`]), else under the [`variants`] of `costs`.
+    pub(crate) fn of(analysis: &Analysis, costs: &Costs) -> Result<Runs, SimError> {
+        match &analysis.times {
+            Some(times) => Runs::timed(&analysis.schedule, costs, times),
+            None => Runs::new(&analysis.schedule, costs),
+        }
+    }
+
+    /// The re-simulations of a measured run: without communication, every hop 0 (its waits
+    /// for inputs from other devices gone); and besides at equal stages, every op taking the
+    /// mean time of its kind over the whole run. The runtime's time before each op stays.
+    pub(crate) fn timed(schedule: &Schedule, costs: &Costs, times: &PerOpTimes) -> Result<Runs, SimError> {
+        let memory = StageCosts::for_schedule(costs, schedule);
+        let zero_hops: Vec<Vec<f64>> = times.hops.iter().map(|h| vec![0.0; h.len()]).collect();
+        let no_comm = PerOpTimes { hops: zero_hops.clone(), ..times.clone() };
+        // The mean duration of each kind of op (by its passes' kinds, a pair as its own kind).
+        let kind = |op: &crate::schedule::Op| op.passes().fold(0usize, |k, p| k * 5 + p.kind.index() + 1);
+        let mut sums: std::collections::BTreeMap<usize, (f64, usize)> = std::collections::BTreeMap::new();
+        for (order, durations) in schedule.orders.iter().zip(&times.durations) {
+            for (op, d) in order.iter().zip(durations) {
+                let e = sums.entry(kind(op)).or_insert((0.0, 0));
+                e.0 += d;
+                e.1 += 1;
+            }
+        }
+        let mean = |op: &crate::schedule::Op| sums.get(&kind(op)).map_or(0.0, |&(s, n)| s / n.max(1) as f64);
+        let durations = schedule.orders.iter().map(|order| order.iter().map(mean).collect()).collect();
+        let even = PerOpTimes { durations, leads: times.leads.clone(), hops: zero_hops };
+        let run = |t: PerOpTimes| simulate_timed(schedule, &OpTimes { times: t, memory: memory.clone() });
+        Ok(Runs { no_comm: Some(run(no_comm)?), even: Some(run(even)?) })
+    }
+
+    /// Simulates the orders of `schedule` under the two [`variants`] of `costs`.
+    pub(crate) fn new(schedule: &Schedule, costs: &Costs) -> Result<Runs, SimError> {
+        let (no_comm, even) = variants(costs);
+        let run = |c: &Costs| simulate(schedule, &StageCosts::for_schedule(c, schedule));
+        let no_comm = if costs.comm == 0.0 { None } else { Some(run(&no_comm)?) };
+        let even = if costs.is_uniform() { None } else { Some(run(&even)?) };
+        Ok(Runs { no_comm, even })
+    }
+
+    /// The three timelines: as given, without communication, at mean stage costs.
+    pub(crate) fn timelines<'a>(&'a self, given: &'a Timeline) -> [&'a Timeline; 3] {
+        let no_comm = self.no_comm.as_ref().unwrap_or(given);
+        [given, no_comm, self.even.as_ref().unwrap_or(no_comm)]
+    }
+
+    /// The attribution of `analysis` from these runs.
+    pub(crate) fn attribution(&self, analysis: &Analysis, costs: &Costs) -> Attribution {
+        let schedule = &analysis.schedule;
+        let ts = self.timelines(&analysis.timeline);
+        let cost_without_comm = match &self.no_comm {
+            // The cost is the longest span: it reads the timeline, not the costs.
+            Some(t) => stats(schedule, t, &variants(costs).0).cost,
+            None => analysis.stats.cost,
+        };
+        let overall = overall_parts(&analysis.stats, cost_without_comm);
+        let spans = ts.map(RunSpan::of);
+        let eps = tiny_gap(spans[0]);
+        let per_device = (0..analysis.timeline.devices.len())
+            .map(|d| {
+                let ops = analysis.timeline.devices[d].ops.len();
+                // The gaps between its first and last op: its idle time.
+                (1..ops).fold(Parts::default(), |sum, i| {
+                    let [g0, g1, g2] = [0, 1, 2].map(|k| gap_before(ts[k], spans[k], d, i));
+                    if g0 <= eps {
+                        return sum;
+                    }
+                    let p = split_gap(g0, g1, g2).0;
+                    Parts {
+                        communication: sum.communication + p.communication,
+                        imbalance: sum.imbalance + p.imbalance,
+                        schedule: sum.schedule + p.schedule,
+                    }
+                })
+            })
+            .collect();
+        Attribution { overall, per_device }
+    }
+}
+
+/// A whole run's start and end: the first op's start and the last op's end.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunSpan {
+    pub(crate) start: f64,
+    pub(crate) end: f64,
+}
+
+impl RunSpan {
+    pub(crate) fn of(timeline: &Timeline) -> RunSpan {
+        let start =
+            timeline.devices.iter().filter_map(|d| d.ops.first()).map(|o| o.start).fold(f64::INFINITY, f64::min);
+        RunSpan { start: if start.is_finite() { start } else { 0.0 }, end: timeline.end() }
+    }
+}
+
+/// Gaps of this length or shorter in a run over `span` are rounding, not idle time.
+pub(crate) fn tiny_gap(span: RunSpan) -> f64 {
+    1e-12 * (span.end - span.start).abs().max(1.0)
+}
+
+/// The gap before op `i` of `device` (`i == len` is the tail, `i == 0` the lead from the
+/// run's start), in `timeline`.
+pub(crate) fn gap_before(timeline: &Timeline, span: RunSpan, device: usize, i: usize) -> f64 {
+    let ops = &timeline.devices[device].ops;
+    let from = if i == 0 { span.start } else { ops[i - 1].end };
+    let to = ops.get(i).map_or(span.end, |o| o.start);
+    to - from
+}
+
+/// Splits a gap of length `g0` from the same gap's lengths without communication (`g1`) and
+/// at mean stage costs (`g2`); whether clamping changed a part.
+pub(crate) fn split_gap(g0: f64, g1: f64, g2: f64) -> (Parts, bool) {
+    let (c, i) = (g0 - g1, g1 - g2);
+    let communication = c.clamp(0.0, g0.max(0.0));
+    let imbalance = i.clamp(0.0, (g0 - communication).max(0.0));
+    let parts = Parts { communication, imbalance, schedule: (g0 - communication - imbalance).max(0.0) };
+    (parts, communication != c || imbalance != i)
 }
 
 /// The memory part of a run of `family` at `params` whose simulated cost is `cost`: `cost`
@@ -171,39 +306,70 @@ mod tests {
     #[test]
     fn one_f_one_b_at_equal_costs_is_all_schedule() {
         let a = run("1f1b", &ScheduleParams::new(4, 8)).unwrap();
-        let parts = attribute(&a.schedule, &Costs::default(), &a.stats).unwrap();
+        let parts = attribute(&a, &Costs::default()).unwrap();
         assert_eq!(parts.overall, Parts { communication: 0.0, imbalance: 0.0, schedule: 9.0 });
         assert_eq!(parts.per_device[0].schedule, a.stats.per_device[0].idle);
+        assert_eq!(overall(&a.schedule, &Costs::default(), &a.stats).unwrap(), parts.overall);
     }
 
     #[test]
     fn communication_is_what_the_hops_cost() {
         let costs = Costs { comm: 1.0, ..Costs::default() };
         let a = run("1f1b", &ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
-        let parts = attribute(&a.schedule, &costs, &a.stats).unwrap();
+        let parts = attribute(&a, &costs).unwrap();
         let free = run("1f1b", &ScheduleParams::new(4, 8)).unwrap();
         assert_eq!(parts.overall.communication, a.stats.cost - free.stats.cost);
         assert!(parts.overall.communication > 0.0);
+        assert_eq!(parts.overall.imbalance, 0.0);
+        assert_eq!(overall(&a.schedule, &costs, &a.stats).unwrap(), parts.overall);
+    }
+
+    fn heavy_last(f: f64, b: f64, w: f64) -> Costs {
+        let base = Costs::default();
+        let mut profile = CostProfile::uniform(&base, 4);
+        profile.f[3] = f;
+        profile.b[3] = b;
+        profile.w[3] = w;
+        base.with_profile(profile, 4)
     }
 
     #[test]
     fn a_heavy_last_stage_shows_as_imbalance() {
-        let base = Costs::default();
-        let mut profile = CostProfile::uniform(&base, 4);
-        profile.f[3] = 3.0;
-        profile.b[3] = 3.0;
-        let costs = base.with_profile(profile, 4);
+        let costs = heavy_last(3.0, 3.0, 1.0);
         let a = run("1f1b", &ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
-        let parts = attribute(&a.schedule, &costs, &a.stats).unwrap();
+        let parts = attribute(&a, &costs).unwrap();
         // The light devices wait for the heavy one: 8 microbatches × 4 of extra F+B on the
         // last stage, less what they themselves had to spare.
         for d in 0..3 {
             assert!(parts.per_device[d].imbalance > 20.0, "{parts:?}");
         }
         assert_eq!(parts.per_device[3], Parts::default(), "the heavy device never waits");
-        // Overall: with mean stages the gap would be 12 (3 slots of 4); it is 9 here.
-        assert_eq!(parts.overall.schedule, 12.0);
-        assert_eq!(parts.overall.imbalance, -3.0);
-        assert!((parts.overall.total() - (a.stats.cost - a.stats.ideal)).abs() < 1e-12);
+        // Work 24, 24, 24, 56: mean 32, busiest 56; the step costs 65.
+        assert_eq!((a.stats.ideal, a.stats.busiest_work, a.stats.cost), (32.0, 56.0, 65.0));
+        assert_eq!(parts.overall, Parts { communication: 0.0, imbalance: 24.0, schedule: 9.0 });
+        assert_eq!(parts.overall.total(), a.stats.cost - a.stats.ideal);
+        // The headline is the papers' rate plus imbalance over cost.
+        assert_eq!(a.stats.bubble_rate, 33.0 / 65.0);
+        assert_eq!(a.stats.bubble_rate_paper, 9.0 / 65.0);
+    }
+
+    /// The example: the papers' rate says no bubble, while half of GPU time is idle.
+    #[test]
+    fn zb_h1_with_a_heavy_last_stage_idles_half_the_gpus() {
+        let costs = heavy_last(3.0, 3.0, 2.0);
+        let a = run("zb-h1", &ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
+        let s = &a.stats;
+        let work: Vec<f64> = s.per_device.iter().map(|d| d.work).collect();
+        assert_eq!(work, [24.0, 24.0, 24.0, 64.0]);
+        assert_eq!((s.cost, s.ideal, s.busiest_work), (64.0, 34.0, 64.0));
+        assert_eq!(s.bubble_rate, 30.0 / 64.0);
+        assert_eq!(s.bubble_rate, 1.0 - work.iter().sum::<f64>() / (4.0 * s.cost));
+        assert_eq!(s.bubble_rate_paper, 0.0);
+        let parts = attribute(&a, &costs).unwrap();
+        assert_eq!(parts.overall, Parts { communication: 0.0, imbalance: 30.0, schedule: 0.0 });
+        // Each device's own idle share; their mean is the headline.
+        let shares: Vec<f64> = (0..4).map(|d| s.idle_share(d)).collect();
+        assert_eq!(shares, [40.0 / 64.0, 40.0 / 64.0, 40.0 / 64.0, 0.0]);
+        assert_eq!(shares.iter().sum::<f64>() / 4.0, s.bubble_rate);
     }
 }

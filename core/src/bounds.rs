@@ -7,7 +7,7 @@
 //!
 //! **The bound.** For every device `d` it bounds `span_d` from below, and returns the largest:
 //!
-//! * **work**: `span_d ≥ work_d`, the sum of its ops' times (the busiest device gives `ideal`);
+//! * **work**: `span_d ≥ work_d`, the sum of its ops' times (the busiest device gives `Stats::busiest_work`);
 //! * **critical path**: the passes of one microbatch on `d` form a dependency chain that
 //!   leaves `d` and comes back (through the later stages and back down, with a hop's
 //!   communication each way). From the first of them on `d` to the end of the last, at least
@@ -32,7 +32,7 @@
 //! (an overlapped F&B pair's passes at the pair's time when that is shorter), each hop between
 //! devices at the communication time. The bound holds for every order that meets the limit;
 //! it is computed per microbatch *shape* (the set of passes one microbatch has), so it is
-//! linear in the passes times the stages of one shape.
+//! linear in the passes (up to sorting them).
 //!
 //! Without a limit the memory caps are off. [`problem_limit`] names the limit a run's problem
 //! has.
@@ -43,12 +43,12 @@ use crate::families::Family;
 use crate::params::{Costs, ScheduleParams, StageCosts};
 use crate::schedule::{Op, Pass, PassKind, Schedule};
 use crate::sim::{dependency, provides, DepClass};
-use crate::stats::{device_work, ideal_work, Stats};
+use crate::stats::{busiest_work, device_work, Stats};
 
 /// A lower bound on the cost of every schedule of a problem, and where it comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LowerBound {
-    /// The bound: the largest device bound, and at least `ideal`.
+    /// The bound: the largest device bound, and at least the busiest device's work.
     pub value: f64,
     /// The device whose bound it is.
     pub device: u32,
@@ -142,7 +142,7 @@ pub fn problem_limit(family: Option<&Family>, params: &ScheduleParams, stats: &S
 }
 
 /// Per-device facts of one microbatch shape, gathered before the caps are applied.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct DeviceFacts {
     /// Shortest lag from a root's start to a non-root's start.
     head_lag: Option<f64>,
@@ -165,7 +165,7 @@ struct DeviceFacts {
 pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> LowerBound {
     let table = StageCosts::for_schedule(costs, schedule);
     let work = device_work(schedule, costs);
-    let ideal = ideal_work(schedule, costs, &work);
+    let busiest = busiest_work(schedule, costs, &work);
     let devices = schedule.orders.len();
     let pair_time =
         schedule.orders.iter().flatten().filter(|op| op.is_pair()).map(|op| table.op(op)).fold(f64::INFINITY, f64::min);
@@ -216,8 +216,9 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
     }
 
     let mut facts: Vec<DeviceFacts> = vec![DeviceFacts::default(); devices];
+    let mut last = vec![None; devices.max(1)];
     for (shape, count) in &shapes {
-        shape_facts(schedule, &table, &dur, shape, *count, &mut facts);
+        shape_facts(schedule, &table, &dur, shape, *count, &mut facts, &mut last);
     }
 
     let tolerance = |l: f64| 1e-9 * l.abs().max(1.0);
@@ -292,7 +293,7 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
         closed_form: None,
         least_memory: 0.0,
     });
-    best.value = best.value.max(ideal);
+    best.value = best.value.max(busiest);
     best.least_memory = least_memory(schedule, &table);
     best
 }
@@ -305,87 +306,110 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
 /// depend on the op release. Other microbatches hold nothing less than nothing. For an
 /// interleaved device holding stages 0 and 4, stage 4's forward starts while stage 0's
 /// activation is held: 2 mem-f, not 1.
+///
+/// Linear up to a sort: the dependency keys form one forest for every microbatch
+/// ([`KeyTree`]), so a pass's held memory is a sum over its ancestors and descendants on its
+/// device, gathered per microbatch along that forest.
 fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
-    let placement = &schedule.placement;
-    let stages = placement.stages() as usize;
-    // A (class, stage) key as a bit index.
-    let bit = |class: DepClass, stage: u32| -> Option<usize> {
-        let s = stage as usize;
-        (s < stages).then(|| s + if class == DepClass::Forward { 0 } else { stages })
-    };
-    let key = |p: Pass| provides(p.kind).and_then(|c| bit(c, p.stage));
-    let words = (2 * stages).div_ceil(64).max(1);
-    // The (class, stage) keys a pass waits for, directly or not, as a bit set per (kind,
-    // stage): they do not depend on the microbatch or the slice.
-    let mut above: Vec<Option<Box<[u64]>>> = vec![None; PassKind::ALL.len() * stages];
-    let row = |p: Pass| p.kind.index() * stages + p.stage as usize;
-    for p in schedule.orders.iter().flatten().flat_map(|op| op.passes()) {
-        let Some(slot) = above.get_mut(row(p)).filter(|s| s.is_none()) else { continue };
-        let mut keys = vec![0u64; words].into_boxed_slice();
-        let mut count = 0;
-        let mut at = dependency(placement, p);
-        // A pipeline's chain visits each stage at most twice (forward, input gradient).
-        let most = 2 * placement.stages_per_pipeline() as usize + 2;
-        while let Some(dep) = at.filter(|_| count < most) {
-            count += 1;
-            if let Some(b) = bit(dep.class, dep.stage) {
-                keys[b / 64] |= 1 << (b % 64);
-            }
-            // The pass that provides it (B stands for B or BW: both wait for the same).
-            let kind = match dep.class {
-                DepClass::Forward => PassKind::F,
-                DepClass::InputGrad => PassKind::B,
-            };
-            at = dependency(placement, Pass { kind, stage: dep.stage, microbatch: p.microbatch, slice: p.slice });
-        }
-        *slot = Some(keys);
+    least_memory_counted(schedule, table).0
+}
+
+/// [`least_memory`], and the steps it took (entries visited), which tests hold to a multiple
+/// of the passes.
+fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
+    let tree = KeyTree::new(&schedule.placement);
+    // Each (microbatch, slice)'s passes with their device, and the ops they belong to.
+    struct Item {
+        unit: (u32, u32),
+        tin: u32,
+        device: usize,
+        op: usize,
+        pass: Pass,
     }
-    let waits = |p: Pass, k: Option<usize>| -> bool {
-        match (k, above.get(row(p)).and_then(Option::as_ref)) {
-            (Some(b), Some(keys)) => keys[b / 64] >> (b % 64) & 1 == 1,
-            _ => false,
-        }
-    };
-    // Each (microbatch, slice)'s passes on each device, in the device's order.
-    let slices = schedule.slices.max(1) as usize;
-    let devices = schedule.orders.len();
-    let units = (schedule.microbatches as usize).saturating_mul(slices);
-    let unit = |p: Pass| {
-        (p.microbatch < schedule.microbatches && (p.slice as usize) < slices)
-            .then(|| p.microbatch as usize * slices + p.slice as usize)
-    };
-    let on_device = Groups::new(units * devices, |put| {
-        each_pass(schedule, |d, p| {
-            if let Some(u) = unit(p) {
-                put(u * devices + d, p);
-            }
-        });
-    });
-    let held_before = |p: Pass, d: usize| -> f64 {
-        let Some(mine) = unit(p).map(|u| on_device.group(u * devices + d)) else { return 0.0 };
-        let mut held = 0.0;
-        for &q in mine.iter().filter(|&&q| q != p) {
-            // `q` has run before `p` when `p` waits for it, and may have unless it waits for `p`.
-            if waits(p, key(q)) {
-                held += table.alloc(q);
-            }
-            if !waits(q, key(p)) {
-                held -= table.release(q);
-            }
-        }
-        held.max(0.0)
-    };
-    let mut least = 0.0f64;
+    let mut items = Vec::new();
+    let mut ops: Vec<(usize, f64)> = Vec::new();
     for (d, order) in schedule.orders.iter().enumerate() {
         for op in order {
             let alloc: f64 = op.passes().map(|p| table.alloc(p)).sum();
-            if alloc > 0.0 {
-                let held: f64 = op.passes().map(|p| held_before(p, d)).sum();
-                least = least.max(held + alloc);
+            for p in op.passes() {
+                if let Some(node) = tree.node(p) {
+                    items.push(Item {
+                        unit: (p.microbatch, p.slice),
+                        tin: tree.tin[node],
+                        device: d,
+                        op: ops.len(),
+                        pass: p,
+                    });
+                }
             }
+            ops.push((d, alloc));
         }
     }
-    least
+    items.sort_by_key(|i| (i.unit, i.device, i.tin));
+    let mut steps = 0u64;
+    let mut held = vec![0.0f64; ops.len()];
+    // One (unit, device) group at a time: its passes in pre-order of the key forest.
+    let mut at = 0;
+    while at < items.len() {
+        let key = (items[at].unit, items[at].device);
+        let end = at + items[at..].iter().take_while(|i| (i.unit, i.device) == key).count();
+        let group = &items[at..end];
+        // Entries: one per key node present (B and BW at one stage share one).
+        let mut entry_of = Vec::with_capacity(group.len());
+        let mut tins: Vec<u32> = Vec::new();
+        let (mut allocs, mut releases): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        for i in group {
+            if tins.last() != Some(&i.tin) {
+                tins.push(i.tin);
+                allocs.push(0.0);
+                releases.push(0.0);
+            }
+            let e = tins.len() - 1;
+            allocs[e] += table.alloc(i.pass);
+            releases[e] += table.release(i.pass);
+            entry_of.push(e);
+        }
+        // The nearest present ancestor of each entry, by a stack of the open ones.
+        let n = tins.len();
+        let mut up: Vec<Option<usize>> = vec![None; n];
+        let mut stack: Vec<usize> = Vec::new();
+        for e in 0..n {
+            while let Some(&top) = stack.last() {
+                steps += 1;
+                if tree.is_ancestor(tree.at(tins[top]), tree.at(tins[e])) {
+                    break;
+                }
+                stack.pop();
+            }
+            up[e] = stack.last().copied();
+            stack.push(e);
+        }
+        // Allocated by ancestors (pre-order), released by descendants (reverse pre-order).
+        let mut above = vec![0.0f64; n];
+        for e in 0..n {
+            if let Some(u) = up[e] {
+                above[e] = above[u] + allocs[u];
+            }
+        }
+        let mut below = vec![0.0f64; n];
+        for e in (0..n).rev() {
+            if let Some(u) = up[e] {
+                below[u] += releases[e] + below[e];
+            }
+        }
+        let released: f64 = releases.iter().sum();
+        for (i, &e) in group.iter().zip(&entry_of) {
+            steps += 1;
+            // Everything of the microbatch on the device may have been released except what
+            // waits for this pass (nothing waits for a W).
+            let kept = if provides(i.pass.kind).is_some() { below[e] } else { 0.0 };
+            let may_release = released - table.release(i.pass) - kept;
+            held[i.op] += (above[e] - may_release).max(0.0);
+        }
+        at = end;
+    }
+    let least = ops.iter().zip(&held).filter(|((_, alloc), _)| *alloc > 0.0).map(|((_, alloc), h)| h + alloc);
+    (least.fold(0.0f64, f64::max), steps)
 }
 
 /// Calls `f` with each pass of `schedule` and its device, in the devices' orders.
@@ -433,16 +457,90 @@ impl<T: Copy> Groups<T> {
         Groups { starts, items }
     }
 
-    fn group(&self, g: usize) -> &[T] {
-        &self.items[self.starts[g]..self.starts[g + 1]]
-    }
-
     fn group_mut(&mut self, g: usize) -> &mut [T] {
         &mut self.items[self.starts[g]..self.starts[g + 1]]
     }
 }
 
-/// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`.
+/// The dependency rule's keys as one forest, the same for every microbatch: a node per
+/// (stage, F), (stage, B or BW) and (stage, W), its parent the key it waits for, numbered in
+/// pre-order (`tin`) with the end of each subtree (`tout`), so that ancestry is two
+/// comparisons.
+struct KeyTree {
+    stages: u32,
+    /// Pre-order number of each node.
+    tin: Vec<u32>,
+    /// One past the last pre-order number in each node's subtree.
+    tout: Vec<u32>,
+    /// The node of each pre-order number.
+    order: Vec<usize>,
+}
+
+impl KeyTree {
+    fn new(placement: &crate::schedule::Placement) -> KeyTree {
+        let stages = placement.stages();
+        let n = 3 * stages as usize;
+        let kinds = [PassKind::F, PassKind::B, PassKind::W];
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut is_root = vec![true; n];
+        for stage in 0..stages {
+            for (k, kind) in kinds.into_iter().enumerate() {
+                let node = 3 * stage as usize + k;
+                let Some(dep) = dependency(placement, Pass::new(kind, stage, 0)) else { continue };
+                if dep.stage >= stages {
+                    continue;
+                }
+                let class = match dep.class {
+                    DepClass::Forward => 0,
+                    DepClass::InputGrad => 1,
+                };
+                children[3 * dep.stage as usize + class].push(node);
+                is_root[node] = false;
+            }
+        }
+        let (mut tin, mut tout) = (vec![u32::MAX; n], vec![0u32; n]);
+        let mut order = Vec::with_capacity(n);
+        // Iterative depth-first walk: (node, whether its children are done).
+        let mut stack: Vec<(usize, bool)> = (0..n).rev().filter(|&v| is_root[v]).map(|v| (v, false)).collect();
+        while let Some((v, done)) = stack.pop() {
+            if done {
+                tout[v] = order.len() as u32;
+                continue;
+            }
+            tin[v] = order.len() as u32;
+            order.push(v);
+            stack.push((v, true));
+            stack.extend(children[v].iter().rev().map(|&c| (c, false)));
+        }
+        KeyTree { stages, tin, tout, order }
+    }
+
+    /// The node of `pass` (none for a stage outside the placement, or a node no walk reached).
+    fn node(&self, pass: Pass) -> Option<usize> {
+        let k = match pass.kind {
+            PassKind::F => 0,
+            PassKind::B | PassKind::BW => 1,
+            PassKind::W => 2,
+        };
+        let node = (pass.stage < self.stages).then(|| 3 * pass.stage as usize + k)?;
+        (self.tin[node] != u32::MAX).then_some(node)
+    }
+
+    /// The node numbered `tin` in pre-order.
+    fn at(&self, tin: u32) -> usize {
+        self.order[tin as usize]
+    }
+
+    /// Whether `a` is a strict ancestor of `b`.
+    fn is_ancestor(&self, a: usize, b: usize) -> bool {
+        self.tin[a] < self.tin[b] && self.tout[b] <= self.tout[a]
+    }
+}
+
+/// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`, in time
+/// linear in the shape's passes (up to a sort): each pass's nearest ancestor on its own
+/// device comes from one walk of the shape's dependency forest. `last` holds one slot per
+/// device, all `None`, and is left so.
 fn shape_facts(
     schedule: &Schedule,
     table: &StageCosts,
@@ -450,83 +548,93 @@ fn shape_facts(
     shape: &[(u32, u8)],
     count: u64,
     facts: &mut [DeviceFacts],
+    last: &mut [Option<usize>],
 ) {
     let placement = &schedule.placement;
     let passes: Vec<Pass> = shape.iter().map(|&(stage, k)| Pass::new(PassKind::ALL[k as usize], stage, 0)).collect();
     let n = passes.len();
-    let device: Vec<usize> = passes.iter().map(|p| placement.device_of(p.stage).unwrap_or(0) as usize).collect();
-    // The index of each pass's dependency inside the shape.
-    let find = |class: DepClass, stage: u32| -> Option<usize> {
-        passes.iter().position(|p| {
-            p.stage == stage
-                && match class {
-                    DepClass::Forward => p.kind == PassKind::F,
-                    DepClass::InputGrad => p.kind.is_input_grad(),
-                }
-        })
-    };
-    let parent: Vec<Option<usize>> =
-        passes.iter().map(|&p| dependency(placement, p).and_then(|d| find(d.class, d.stage))).collect();
-    // Earliest starts with unlimited devices, in an order where parents come first.
-    let mut order: Vec<usize> = (0..n).collect();
-    let rank = |i: usize| -> (u8, i64) {
-        let p = passes[i];
-        let local = i64::from(placement.local_stage(p.stage));
-        let pipe = i64::from(placement.pipeline_of(p.stage)) << 40;
-        match p.kind {
-            PassKind::F => (0, pipe + local),
-            PassKind::B | PassKind::BW => (1, pipe - local),
-            PassKind::W => (2, pipe + local),
-        }
-    };
-    order.sort_by_key(|&i| rank(i));
-    let mut est = vec![0.0f64; n];
-    for &i in &order {
-        if let Some(j) = parent[i] {
-            let comm = if device[i] == device[j] { 0.0 } else { table.comm };
-            est[i] = est[j] + dur(passes[j]) + comm;
+    let device: Vec<usize> = passes
+        .iter()
+        .map(|p| placement.device_of(p.stage).unwrap_or(0) as usize)
+        .map(|d| d.min(last.len().saturating_sub(1)))
+        .collect();
+    // The index of each pass's dependency inside the shape: the first pass providing it.
+    let mut provider: BTreeMap<(u8, u32), usize> = BTreeMap::new();
+    for (i, p) in passes.iter().enumerate() {
+        if let Some(class) = provides(p.kind) {
+            provider.entry((class as u8, p.stage)).or_insert(i);
         }
     }
-    // Roots, leaves, lags: walk each pass's ancestors.
-    let mut is_leaf = vec![true; n];
-    let mut tail_lag: Vec<Option<f64>> = vec![None; n];
-    let mut is_root = vec![false; n];
-    for v in 0..n {
-        let end_v = est[v] + dur(passes[v]);
-        let mut root = v;
-        let mut cursor = parent[v];
-        let mut steps = 0;
-        while let Some(q) = cursor {
-            if device[q] == device[v] {
-                root = q;
-                is_leaf[q] = false;
-                let lag = end_v - est[q] - dur(passes[q]);
-                tail_lag[q] = Some(tail_lag[q].map_or(lag, |t: f64| t.max(lag)));
-            }
-            cursor = parent[q];
-            steps += 1;
-            if steps > n {
-                break;
-            }
+    let parent: Vec<Option<usize>> = passes
+        .iter()
+        .map(|&p| dependency(placement, p).and_then(|d| provider.get(&(d.class as u8, d.stage)).copied()))
+        .collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, p) in parent.iter().enumerate() {
+        if let Some(j) = *p {
+            children[j].push(i);
         }
+    }
+    // A depth-first walk from the passes without a dependency in the shape: earliest starts
+    // with unlimited devices (parents first), and each pass's nearest ancestor on its device.
+    let mut est = vec![0.0f64; n];
+    let mut up: Vec<Option<usize>> = vec![None; n];
+    let mut pre: Vec<usize> = Vec::with_capacity(n);
+    let mut stack: Vec<(usize, bool)> = (0..n).rev().filter(|&i| parent[i].is_none()).map(|i| (i, false)).collect();
+    let mut saved: Vec<Option<usize>> = vec![None; n];
+    while let Some((v, done)) = stack.pop() {
+        if done {
+            last[device[v]] = saved[v];
+            continue;
+        }
+        if let Some(j) = parent[v] {
+            let comm = if device[v] == device[j] { 0.0 } else { table.comm };
+            est[v] = est[j] + dur(passes[j]) + comm;
+        }
+        up[v] = last[device[v]];
+        saved[v] = last[device[v]];
+        last[device[v]] = Some(v);
+        pre.push(v);
+        stack.push((v, true));
+        stack.extend(children[v].iter().rev().map(|&c| (c, false)));
+    }
+    let end = |v: usize| est[v] + dur(passes[v]);
+    // Roots (no ancestor on their device), their chains and lags, in pre-order.
+    let mut root: Vec<usize> = (0..n).collect();
+    for &v in &pre {
+        if let Some(u) = up[v] {
+            root[v] = root[u];
+        }
+        let r = root[v];
         let f = &mut facts[device[v]];
-        f.chain = f.chain.max(end_v - est[root]);
-        if root == v {
-            is_root[v] = true;
+        f.chain = f.chain.max(end(v) - est[r]);
+        if r == v {
             f.roots.push((table.alloc(passes[v]), dur(passes[v]), count));
         } else {
-            let lag = est[v] - est[root];
+            let lag = est[v] - est[r];
             f.head_lag = Some(f.head_lag.map_or(lag, |h| h.min(lag)));
         }
     }
-    for q in 0..n {
+    // Leaves (no descendant on their device) and the latest end below each other pass.
+    let mut latest: Vec<Option<f64>> = vec![None; n];
+    for &v in pre.iter().rev() {
+        if let Some(u) = up[v] {
+            let below = latest[v].map_or(end(v), |l| l.max(end(v)));
+            latest[u] = Some(latest[u].map_or(below, |l: f64| l.max(below)));
+        }
+    }
+    for &q in &pre {
         let f = &mut facts[device[q]];
-        if is_leaf[q] {
-            f.root_leaf |= is_root[q];
-            f.leaves.push((table.release(passes[q]), dur(passes[q]), count));
-            f.leaf_allocates |= table.alloc(passes[q]) > 0.0;
-        } else if let Some(lag) = tail_lag[q] {
-            f.tail_lag = Some(f.tail_lag.map_or(lag, |t| t.min(lag)));
+        match latest[q] {
+            None => {
+                f.root_leaf |= up[q].is_none();
+                f.leaves.push((table.release(passes[q]), dur(passes[q]), count));
+                f.leaf_allocates |= table.alloc(passes[q]) > 0.0;
+            }
+            Some(l) => {
+                let lag = l - est[q] - dur(passes[q]);
+                f.tail_lag = Some(f.tail_lag.map_or(lag, |t| t.min(lag)));
+            }
         }
     }
 }
@@ -535,6 +643,242 @@ fn shape_facts(
 mod tests {
     use super::*;
     use crate::{run, ScheduleParams};
+
+    /// The pairwise definitions the linear [`least_memory`] and [`shape_facts`] replaced
+    /// (quadratic in the stages), kept as their oracles.
+    mod pairwise {
+        use super::super::*;
+
+        /// The least memory limit any order of `schedule`'s passes fits (a floor on it): an op
+        /// allocates at its start, on top of what its microbatch already holds on its device. Every
+        /// pass has at most one dependency, so a pass's ancestors are the chain of dependencies
+        /// above it: those on the op's device have run, and allocated; what the microbatch's other
+        /// passes on the device may have released by then is at most what its passes that do not
+        /// depend on the op release. Other microbatches hold nothing less than nothing. For an
+        /// interleaved device holding stages 0 and 4, stage 4's forward starts while stage 0's
+        /// activation is held: 2 mem-f, not 1.
+        pub(super) fn least_memory_pairwise(schedule: &Schedule, table: &StageCosts) -> f64 {
+            let placement = &schedule.placement;
+            let key = |p: Pass| provides(p.kind).map(|c| (c, p.stage));
+            // The (class, stage) keys a pass waits for, directly or not.
+            let above = |p: Pass| -> Vec<(DepClass, u32)> {
+                let mut keys = Vec::new();
+                let mut at = dependency(placement, p);
+                // A pipeline's chain visits each stage at most twice (forward, input gradient).
+                let most = 2 * placement.stages_per_pipeline() as usize + 2;
+                while let Some(dep) = at.filter(|_| keys.len() < most) {
+                    keys.push((dep.class, dep.stage));
+                    // The pass that provides it (B stands for B or BW: both wait for the same).
+                    let kind = match dep.class {
+                        DepClass::Forward => PassKind::F,
+                        DepClass::InputGrad => PassKind::B,
+                    };
+                    at = dependency(
+                        placement,
+                        Pass { kind, stage: dep.stage, microbatch: p.microbatch, slice: p.slice },
+                    );
+                }
+                keys
+            };
+            // Each (microbatch, slice)'s passes on each device.
+            let mut on_device: BTreeMap<(u32, u32, usize), Vec<Pass>> = BTreeMap::new();
+            for (d, order) in schedule.orders.iter().enumerate() {
+                for p in order.iter().flat_map(|op| op.passes()) {
+                    on_device.entry((p.microbatch, p.slice, d)).or_default().push(p);
+                }
+            }
+            let held_before = |p: Pass, d: usize| -> f64 {
+                let Some(mine) = on_device.get(&(p.microbatch, p.slice, d)) else { return 0.0 };
+                let waits_for = above(p);
+                let mut held = 0.0;
+                for &q in mine.iter().filter(|&&q| q != p) {
+                    // `q` has run before `p` when `p` waits for it, and may have unless it waits for `p`.
+                    if key(q).is_some_and(|k| waits_for.contains(&k)) {
+                        held += table.alloc(q);
+                    }
+                    if !key(p).is_some_and(|k| above(q).contains(&k)) {
+                        held -= table.release(q);
+                    }
+                }
+                held.max(0.0)
+            };
+            let mut least = 0.0f64;
+            for (d, order) in schedule.orders.iter().enumerate() {
+                for op in order {
+                    let alloc: f64 = op.passes().map(|p| table.alloc(p)).sum();
+                    if alloc > 0.0 {
+                        let held: f64 = op.passes().map(|p| held_before(p, d)).sum();
+                        least = least.max(held + alloc);
+                    }
+                }
+            }
+            least
+        }
+
+        /// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`.
+        pub(super) fn shape_facts_walk(
+            schedule: &Schedule,
+            table: &StageCosts,
+            dur: &dyn Fn(Pass) -> f64,
+            shape: &[(u32, u8)],
+            count: u64,
+            facts: &mut [DeviceFacts],
+        ) {
+            let placement = &schedule.placement;
+            let passes: Vec<Pass> =
+                shape.iter().map(|&(stage, k)| Pass::new(PassKind::ALL[k as usize], stage, 0)).collect();
+            let n = passes.len();
+            let device: Vec<usize> =
+                passes.iter().map(|p| placement.device_of(p.stage).unwrap_or(0) as usize).collect();
+            // The index of each pass's dependency inside the shape.
+            let find = |class: DepClass, stage: u32| -> Option<usize> {
+                passes.iter().position(|p| {
+                    p.stage == stage
+                        && match class {
+                            DepClass::Forward => p.kind == PassKind::F,
+                            DepClass::InputGrad => p.kind.is_input_grad(),
+                        }
+                })
+            };
+            let parent: Vec<Option<usize>> =
+                passes.iter().map(|&p| dependency(placement, p).and_then(|d| find(d.class, d.stage))).collect();
+            // Earliest starts with unlimited devices, in an order where parents come first.
+            let mut order: Vec<usize> = (0..n).collect();
+            let rank = |i: usize| -> (u8, i64) {
+                let p = passes[i];
+                let local = i64::from(placement.local_stage(p.stage));
+                let pipe = i64::from(placement.pipeline_of(p.stage)) << 40;
+                match p.kind {
+                    PassKind::F => (0, pipe + local),
+                    PassKind::B | PassKind::BW => (1, pipe - local),
+                    PassKind::W => (2, pipe + local),
+                }
+            };
+            order.sort_by_key(|&i| rank(i));
+            let mut est = vec![0.0f64; n];
+            for &i in &order {
+                if let Some(j) = parent[i] {
+                    let comm = if device[i] == device[j] { 0.0 } else { table.comm };
+                    est[i] = est[j] + dur(passes[j]) + comm;
+                }
+            }
+            // Roots, leaves, lags: walk each pass's ancestors.
+            let mut is_leaf = vec![true; n];
+            let mut tail_lag: Vec<Option<f64>> = vec![None; n];
+            let mut is_root = vec![false; n];
+            for v in 0..n {
+                let end_v = est[v] + dur(passes[v]);
+                let mut root = v;
+                let mut cursor = parent[v];
+                let mut steps = 0;
+                while let Some(q) = cursor {
+                    if device[q] == device[v] {
+                        root = q;
+                        is_leaf[q] = false;
+                        let lag = end_v - est[q] - dur(passes[q]);
+                        tail_lag[q] = Some(tail_lag[q].map_or(lag, |t: f64| t.max(lag)));
+                    }
+                    cursor = parent[q];
+                    steps += 1;
+                    if steps > n {
+                        break;
+                    }
+                }
+                let f = &mut facts[device[v]];
+                f.chain = f.chain.max(end_v - est[root]);
+                if root == v {
+                    is_root[v] = true;
+                    f.roots.push((table.alloc(passes[v]), dur(passes[v]), count));
+                } else {
+                    let lag = est[v] - est[root];
+                    f.head_lag = Some(f.head_lag.map_or(lag, |h| h.min(lag)));
+                }
+            }
+            for q in 0..n {
+                let f = &mut facts[device[q]];
+                if is_leaf[q] {
+                    f.root_leaf |= is_root[q];
+                    f.leaves.push((table.release(passes[q]), dur(passes[q]), count));
+                    f.leaf_allocates |= table.alloc(passes[q]) > 0.0;
+                } else if let Some(lag) = tail_lag[q] {
+                    f.tail_lag = Some(f.tail_lag.map_or(lag, |t| t.min(lag)));
+                }
+            }
+        }
+    }
+
+    /// Every family's runs at small sizes, with equal and unequal costs and communication.
+    fn sample_runs() -> Vec<(Schedule, Costs)> {
+        let mut out = Vec::new();
+        let costs = [
+            Costs::default(),
+            Costs { comm: 1.0, ..Costs::default() },
+            Costs { f: 1.0, b: 2.0, w: 0.5, comm: 0.25, mem_f: 2.0, mem_w: Some(0.5), ..Costs::default() },
+        ];
+        for f in crate::FAMILIES {
+            for (p, m) in [(2, 4), (4, 8), (3, 7)] {
+                for chunks in [None, Some(3)] {
+                    for c in &costs {
+                        let mut params = ScheduleParams::new(p, m).with_costs(c.clone());
+                        params.chunks = chunks.filter(|_| f.uses(crate::Field::Chunks));
+                        if let Ok(a) = run(f.name, &params) {
+                            out.push((a.schedule, c.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn least_memory_and_shape_facts_match_their_pairwise_definitions() {
+        let runs = sample_runs();
+        assert!(runs.len() > 100, "{}", runs.len());
+        for (schedule, costs) in &runs {
+            let table = StageCosts::for_schedule(costs, schedule);
+            let (fast, slow) = (least_memory(schedule, &table), pairwise::least_memory_pairwise(schedule, &table));
+            assert!((fast - slow).abs() <= 1e-9 * slow.abs().max(1.0), "{:?}: {fast} vs {slow}", schedule.placement);
+            let dur = |p: Pass| table.pass(p);
+            let devices = schedule.orders.len();
+            let shape: Vec<(u32, u8)> = {
+                let mut v: Vec<(u32, u8)> = schedule
+                    .orders
+                    .iter()
+                    .flatten()
+                    .flat_map(|op| op.passes())
+                    .filter(|p| p.microbatch == 0 && p.slice == 0)
+                    .map(|p| (p.stage, p.kind.index() as u8))
+                    .collect();
+                v.sort_unstable();
+                v
+            };
+            let mut fast = vec![DeviceFacts::default(); devices];
+            let mut slow = vec![DeviceFacts::default(); devices];
+            shape_facts(schedule, &table, &dur, &shape, 3, &mut fast, &mut vec![None; devices]);
+            pairwise::shape_facts_walk(schedule, &table, &dur, &shape, 3, &mut slow);
+            for f in fast.iter_mut().chain(slow.iter_mut()) {
+                f.roots.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+                f.leaves.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+            }
+            assert_eq!(fast, slow, "{:?}", schedule.placement);
+        }
+    }
+
+    #[test]
+    fn simulate_with_many_chunks_finishes_in_linear_time() {
+        // 1,024 chunks: 65,536 passes, each of whose microbatches has 2,048 passes on its
+        // device (the pairwise definition took billions of steps here).
+        let mut params = ScheduleParams::new(4, 8);
+        params.chunks = Some(1024);
+        let a = run("interleaved-1f1b", &params).unwrap();
+        let table = StageCosts::for_schedule(&params.costs, &a.schedule);
+        let (least, steps) = least_memory_counted(&a.schedule, &table);
+        // Device 0's last forward waits for its 1,023 earlier ones, each holding 1/1024.
+        assert!((least - 1.0).abs() < 1e-9, "{least}");
+        let passes = a.schedule.pass_count() as u64;
+        assert!(steps <= 3 * passes, "{steps} steps for {passes} passes");
+    }
 
     fn bound(name: &str, params: &ScheduleParams, limit: Option<f64>) -> (f64, f64) {
         let a = run(name, params).unwrap();

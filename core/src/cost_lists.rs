@@ -193,6 +193,32 @@ impl CostLists {
     }
 }
 
+/// The hand-set cost flags that give `costs` on `devices` devices, as a CLI line writes them
+/// (`--f 1,1,1,2 --comm 0.2`): lists where shares differ, a number where it is not the
+/// default, `--overlap` only when `overlap` (the family reads it). Empty for the defaults.
+pub fn cost_flags(costs: &Costs, devices: u32, overlap: bool) -> String {
+    let d = Costs::default();
+    let lists = CostLists::of(costs, devices);
+    let nums = [
+        (Field::F, Some(costs.f), Some(d.f)),
+        (Field::B, Some(costs.b), Some(d.b)),
+        (Field::W, Some(costs.w), Some(d.w)),
+        (Field::Comm, Some(costs.comm), Some(d.comm)),
+        (Field::Overlap, costs.overlap.filter(|_| overlap), None),
+        (Field::MemF, Some(costs.mem_f), Some(d.mem_f)),
+        (Field::MemW, costs.mem_w, None),
+    ];
+    let mut out = Vec::new();
+    for (field, value, default) in nums {
+        if let Some(list) = lists.get(field) {
+            out.push(format!("--{} {}", field.name(), format_list(list)));
+        } else if let Some(v) = value.filter(|v| Some(*v) != default) {
+            out.push(format!("--{} {v}", field.name()));
+        }
+    }
+    out.join(" ")
+}
+
 /// A list as text: `4,4,4,6`, or one number when all are equal.
 pub fn format_list(values: &[f64]) -> String {
     match values.first() {

@@ -60,6 +60,9 @@ pub enum Field {
     MemW,
     /// Per-device memory limit (`--mem-limit`).
     MemLimit,
+    /// Measured F, B and W to fit a model's efficiencies to (`--calibrate`): a command, not a
+    /// setting, so no URL key (the fitted efficiencies are).
+    Calibrate,
     /// A model preset (`--model`).
     Model,
     /// Transformer layers of the model (`--layers`).
@@ -78,9 +81,9 @@ pub enum Field {
     Vocab,
     /// MLP width (`--ffn`).
     Ffn,
-    /// Achieved TFLOP/s per device (`--tflops`).
+    /// Achieved TFLOP/s of the matrix multiplications per device (`--tflops`).
     Tflops,
-    /// Link bandwidth between neighbouring devices, GB/s (`--bandwidth`).
+    /// Achieved bandwidth of every hop between devices, GB/s (`--bandwidth`).
     Bandwidth,
     /// Latency of one hop, µs (`--latency`).
     Latency,
@@ -90,11 +93,21 @@ pub enum Field {
     FlashAttention,
     /// Tensor-parallel size with sequence parallelism (`--tp`).
     Tp,
+    /// The GPU preset (`--gpu`).
+    Gpu,
+    /// GPUs per node: which hops cross nodes (`--gpus-per-node`).
+    GpusPerNode,
+    /// Achieved fraction of the GPU's peak FLOP/s in matrix multiplications
+    /// (`--gemm-efficiency`).
+    GemmEfficiency,
+    /// Achieved fraction of the GPU's HBM bandwidth in memory-bound kernels
+    /// (`--memory-efficiency`).
+    MemoryEfficiency,
 }
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 30] = [
+    pub const ALL: [Field; 35] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -110,6 +123,7 @@ impl Field {
         Field::MemF,
         Field::MemW,
         Field::MemLimit,
+        Field::Calibrate,
         Field::Model,
         Field::Layers,
         Field::Hidden,
@@ -125,6 +139,10 @@ impl Field {
         Field::Layout,
         Field::FlashAttention,
         Field::Tp,
+        Field::Gpu,
+        Field::GpusPerNode,
+        Field::GemmEfficiency,
+        Field::MemoryEfficiency,
     ];
 
     /// The field called `name` (see [`Field::name`]).
@@ -165,6 +183,11 @@ impl Field {
             Field::Layout => "layout",
             Field::FlashAttention => "flash-attention",
             Field::Tp => "tp",
+            Field::Gpu => "gpu",
+            Field::GpusPerNode => "gpus-per-node",
+            Field::GemmEfficiency => "gemm-efficiency",
+            Field::MemoryEfficiency => "memory-efficiency",
+            Field::Calibrate => "calibrate",
         }
     }
 }

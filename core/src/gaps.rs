@@ -7,9 +7,10 @@
 //! and last op add up to its idle time ([`crate::DeviceStats::idle`]); with the lead and the
 //! tail they add up to `makespan − busy`.
 //!
-//! The split compares the same gap — the gap before the same op on the same device — across
-//! the three simulations [`crate::attribution`] runs: as given (`g₀`), without communication
-//! (`g₁`) and without communication at mean stage costs (`g₂`):
+//! The split is the one [`crate::attribution`] defines per device: the same gap — the gap
+//! before the same op on the same device — compared across three simulations of the same
+//! orders: as given (`g₀`), without communication (`g₁`) and without communication at mean
+//! stage costs (`g₂`):
 //!
 //! * communication = `g₀ − g₁`, imbalance = `g₁ − g₂`, schedule = `g₂`.
 //!
@@ -19,18 +20,18 @@
 //! communication to `0..=g₀`, imbalance to `0..=g₀ − communication`, and schedule is what
 //! remains. Every part is then `≥ 0` and the parts sum to `g₀`; [`Causes::clamped`] counts the
 //! gaps where clamping changed a part (a gap lost to one cause is then credited to the
-//! remaining ones). Without clamping the gaps of a device sum, part by part, to its split in
-//! [`crate::attribution::Attribution::per_device`].
+//! remaining ones). The gaps between a device's first and last op sum, part by part, exactly
+//! to its split in [`crate::attribution::Attribution::per_device`] (which is defined as that
+//! sum); the lead and tail gaps are shaded too, but they are outside the device's idle time.
 //!
 //! The waited-for pass is the simulator's own record ([`crate::sim::TimedOp::waited_for`]):
 //! the dependency whose result arrived last. The communication in the wait is the part of the
 //! gap after that pass ended on its (other) device: the hop.
 
-use crate::attribution::{split, variants, Attribution, Parts};
+use crate::attribution::{gap_before, split_gap, tiny_gap, Attribution, Parts, RunSpan, Runs};
 use crate::schedule::{Op, Pass, Schedule};
-use crate::sim::{dependency, provides, simulate, OpRef, Timeline};
-use crate::stats::stats;
-use crate::{Analysis, Costs, SimError, StageCosts};
+use crate::sim::{dependency, provides, OpRef};
+use crate::{Analysis, Costs, SimError};
 
 /// The pass a gap waited for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -60,6 +61,10 @@ pub struct Gap {
     pub waited: Option<Waited>,
     /// Its split: parts `≥ 0` that sum to `end − start`.
     pub parts: Parts,
+    /// Of `parts.schedule`, the time a measured runtime was busy with its own work before the
+    /// op (posting sends, bookkeeping: the op's lead in [`crate::sim::PerOpTimes`]), right at
+    /// the gap's start; 0 for a plan.
+    pub overhead: f64,
 }
 
 impl Gap {
@@ -93,8 +98,13 @@ impl Gap {
             None => {}
         }
         let p = self.parts;
+        let overhead = if self.overhead > 0.0 {
+            format!(" (of it runtime overhead {})", number(self.overhead))
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "; schedule {} · imbalance {} · communication {}",
+            "; schedule {}{overhead} · imbalance {} · communication {}",
             number(p.schedule),
             number(p.imbalance),
             number(p.communication)
@@ -145,29 +155,6 @@ impl Causes {
     }
 }
 
-/// The whole run's start and end: the first op's start and the last op's end.
-fn run_span(timeline: &Timeline) -> (f64, f64) {
-    let start = timeline.devices.iter().filter_map(|d| d.ops.first()).map(|o| o.start).fold(f64::INFINITY, f64::min);
-    (if start.is_finite() { start } else { 0.0 }, timeline.end())
-}
-
-/// The gap before op `i` of `device` (`i == len` is the tail), in `timeline`.
-fn gap_before(timeline: &Timeline, span: (f64, f64), device: usize, i: usize) -> f64 {
-    let ops = &timeline.devices[device].ops;
-    let from = if i == 0 { span.0 } else { ops[i - 1].end };
-    let to = ops.get(i).map_or(span.1, |o| o.start);
-    to - from
-}
-
-/// Splits `g0` from the same gap's lengths in the three simulations; whether it clamped.
-fn split_gap(g0: f64, g1: f64, g2: f64) -> (Parts, bool) {
-    let (c, i) = (g0 - g1, g1 - g2);
-    let communication = c.clamp(0.0, g0);
-    let imbalance = i.clamp(0.0, g0 - communication);
-    let parts = Parts { communication, imbalance, schedule: (g0 - communication - imbalance).max(0.0) };
-    (parts, communication != c || imbalance != i)
-}
-
 /// What op `position` on `device` waited for, from the simulator's record.
 fn waited(analysis: &Analysis, device: usize, position: usize, gap_start: f64) -> Option<Waited> {
     let timed = analysis.timeline.devices[device].ops[position];
@@ -195,36 +182,31 @@ fn waited(analysis: &Analysis, device: usize, position: usize, gap_start: f64) -
 /// A [`SimError`] if a re-simulation cannot finish (it cannot when the original did).
 pub fn causes(analysis: &Analysis, costs: &Costs) -> Result<Causes, SimError> {
     let schedule = &analysis.schedule;
-    let (no_comm, even) = variants(costs);
-    let run = |c: &Costs| simulate(schedule, &StageCosts::for_schedule(c, schedule));
-    let t1 = if costs.comm == 0.0 { None } else { Some(run(&no_comm)?) };
-    let t1r = t1.as_ref().unwrap_or(&analysis.timeline);
-    let t2 = if costs.is_uniform() { None } else { Some(run(&even)?) };
-    let t2r = t2.as_ref().unwrap_or(t1r);
-    let s1 = if t1.is_some() { stats(schedule, t1r, &no_comm) } else { analysis.stats.clone() };
-    let s2 = if t2.is_some() { stats(schedule, t2r, &even) } else { s1.clone() };
-    let attribution = split(&analysis.stats, &s1, &s2);
-
-    let spans = [run_span(&analysis.timeline), run_span(t1r), run_span(t2r)];
-    // Shorter than this is rounding, not idle time.
-    let eps = 1e-12 * (spans[0].1 - spans[0].0).abs().max(1.0);
+    let runs = Runs::of(analysis, costs)?;
+    let attribution = runs.attribution(analysis, costs);
+    let ts = runs.timelines(&analysis.timeline);
+    let spans = ts.map(RunSpan::of);
+    let eps = tiny_gap(spans[0]);
     let mut clamped = 0;
     let mut devices = Vec::with_capacity(schedule.orders.len());
     for (d, dt) in analysis.timeline.devices.iter().enumerate() {
         let mut gaps = Vec::new();
         for i in 0..=dt.ops.len() {
-            let g0 = gap_before(&analysis.timeline, spans[0], d, i);
+            let g0 = gap_before(ts[0], spans[0], d, i);
             if g0 <= eps || dt.ops.is_empty() {
                 continue;
             }
-            let (g1, g2) = (gap_before(t1r, spans[1], d, i), gap_before(t2r, spans[2], d, i));
+            let (g1, g2) = (gap_before(ts[1], spans[1], d, i), gap_before(ts[2], spans[2], d, i));
             let (parts, was_clamped) = split_gap(g0, g1, g2);
             clamped += usize::from(was_clamped);
-            let end = dt.ops.get(i).map_or(spans[0].1, |o| o.start);
+            let end = dt.ops.get(i).map_or(spans[0].end, |o| o.start);
             let start = end - g0;
             let before = (i < dt.ops.len()).then_some(i as u32);
             let waited = before.and_then(|_| waited(analysis, d, i, start));
-            gaps.push(Gap { device: d as u32, start, end, before, waited, parts });
+            // A measured run's lead is in every re-simulation, so it is schedule time.
+            let lead = analysis.times.as_ref().and_then(|t| t.leads.get(d)?.get(i).copied()).unwrap_or(0.0);
+            let overhead = lead.clamp(0.0, parts.schedule);
+            gaps.push(Gap { device: d as u32, start, end, before, waited, parts, overhead });
         }
         devices.push(gaps);
     }

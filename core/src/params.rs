@@ -22,11 +22,17 @@ use crate::units::Units;
 pub const MAX_DEVICES: u32 = 1024;
 /// Largest number of microbatches the engine accepts.
 pub const MAX_MICROBATCHES: u32 = 65_536;
+/// Largest number of model chunks per device the engine accepts (`simulate`, `sweep` and the
+/// playground alike).
+pub const MAX_CHUNKS: u32 = 1024;
 /// Largest number of passes a generated schedule may have (a bound on memory and time).
 pub const MAX_PASSES: u64 = 8_000_000;
 
 /// Largest time or memory a cost may take.
 pub const MAX_COST: f64 = 1e12;
+/// Largest memory limit: 1 PiB, so that any limit a device has, in bytes, is taken as given
+/// (`--mem-limit 1TiB` with a model).
+pub const MAX_MEM_LIMIT: f64 = 1_125_899_906_842_624.0;
 /// Smallest positive time or memory a cost may take (0 itself is allowed): with at most 1e12
 /// beside it, a smaller one would be below f64's precision and print as 0.
 pub const MIN_POSITIVE_COST: f64 = 1e-9;
@@ -386,11 +392,24 @@ fn check_number(field: Field, value: f64) -> Result<(), ParamError> {
     Ok(())
 }
 
-/// Checks a per-device memory limit is a finite number in the range every cost has.
+/// Checks a per-device memory limit is a finite number from 0 to [`MAX_MEM_LIMIT`].
 ///
 /// # Errors
 /// A [`ParamError`] on `mem-limit` otherwise.
 pub fn check_mem_limit(limit: f64) -> Result<(), ParamError> {
+    if limit.is_finite() && limit > MAX_COST {
+        if limit <= MAX_MEM_LIMIT {
+            return Ok(());
+        }
+        return Err(ParamError::new(
+            Field::MemLimit,
+            format!(
+                "mem-limit must be at most {MAX_MEM_LIMIT} (1 PiB in bytes), found {}",
+                crate::units::short_number(limit)
+            ),
+        )
+        .hint("a limit this large is no limit: leave mem-limit out"));
+    }
     check_number(Field::MemLimit, limit)
 }
 
@@ -476,6 +495,13 @@ impl ScheduleParams {
                 Field::Microbatches,
                 format!("microbatches must be between 1 and {MAX_MICROBATCHES}, found {}", self.microbatches),
             ));
+        }
+        if let Some(chunks) = self.chunks.filter(|&c| c > MAX_CHUNKS) {
+            return Err(ParamError::new(
+                Field::Chunks,
+                format!("chunks must be between 1 and {MAX_CHUNKS}, found {chunks}"),
+            )
+            .hint(format!("a device holds at most {MAX_CHUNKS} chunks of the model; use fewer chunks")));
         }
         self.costs.check()?;
         if let Some(profile) = &self.costs.profile {

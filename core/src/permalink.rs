@@ -3,8 +3,10 @@
 //! The keys are the CLI's flag names (`schedule`, `devices`, `microbatches`, `chunks`, `group`,
 //! `waves`, `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`) plus
 //! the model's (`model`, `layers`, `hidden`, `heads`, `kv-heads`, `seq`, `micro-batch`, `vocab`,
-//! `ffn`, `tflops`, `bandwidth`, `latency`, `layout`, `flash-attention`, `tp`: costs then come
-//! from the model, while the hand-set ones stay in the link) plus `compare` (comma-separated
+//! `ffn`, `tflops`, `bandwidth`, `latency`, `layout`, `flash-attention`, `tp`, `gpu`,
+//! `gpus-per-node`, `gemm-efficiency`, `memory-efficiency`: costs then come from the model,
+//! while the hand-set ones stay in the link; a calibration is carried as the efficiencies it
+//! fitted) plus `compare` (comma-separated
 //! family names) and `v`, the format version. `f`, `b`, `w`, `mem-f` and `mem-w` take one number or one per device, as
 //! in the CLI; `mem-limit` takes a size with a unit (`80GiB`) when a model is given. Once links are
 //! shared this format is stable: new keys may be added, none renamed. Keys the engine does
@@ -98,23 +100,9 @@ impl Settings {
                 let _ = write!(out, " --overlap {o}");
             }
         } else {
-            let (c, d) = (&p.costs, Costs::default());
-            let lists = CostLists::of(c, p.devices);
-            let nums = [
-                (Field::F, Some(c.f), Some(d.f)),
-                (Field::B, Some(c.b), Some(d.b)),
-                (Field::W, Some(c.w), Some(d.w)),
-                (Field::Comm, Some(c.comm), Some(d.comm)),
-                (Field::Overlap, c.overlap.filter(|_| reads(Field::Overlap)), None),
-                (Field::MemF, Some(c.mem_f), Some(d.mem_f)),
-                (Field::MemW, c.mem_w, None),
-            ];
-            for (field, value, default) in nums {
-                if let Some(list) = lists.get(field) {
-                    let _ = write!(out, " --{} {}", field.name(), format_list(list));
-                } else if let Some(v) = value.filter(|v| Some(*v) != default) {
-                    let _ = write!(out, " --{} {v}", field.name());
-                }
+            let flags = crate::cost_lists::cost_flags(&p.costs, p.devices, reads(Field::Overlap));
+            if !flags.is_empty() {
+                let _ = write!(out, " {flags}");
             }
         }
         // Every family is checked against a limit (the chart draws it), not only those that
@@ -433,6 +421,34 @@ mod tests {
         }
         let (link, _) = parse("schedule=x%3Btouch%20%2Ftmp%2Fp%3B&devices=2");
         assert!(link.settings().cli_command().starts_with("bubblescope simulate -s 'x;touch /tmp/p;' -p 2"));
+    }
+
+    #[test]
+    fn gpu_and_efficiency_keys_round_trip_and_drive_the_costs() {
+        let q = "schedule=zb-h1&devices=16&microbatches=32&model=zb-14.6b&gpu=h100-sxm&gpus-per-node=4&gemm-efficiency=0.7&memory-efficiency=0.55";
+        let (link, warnings) = parse(q);
+        assert_eq!(warnings, Vec::<String>::new());
+        let m = &link.model;
+        assert_eq!((m.gpu.as_deref(), m.gpus_per_node), (Some("h100-sxm"), Some(4)));
+        assert_eq!((m.gemm_efficiency, m.memory_efficiency), (Some(0.7), Some(0.55)));
+        let (back, _) = parse(&to_query(&link));
+        assert_eq!(back, link);
+        assert!(to_query(&link).contains("&gpu=h100-sxm&gpus-per-node=4&gemm-efficiency=0.7&memory-efficiency=0.55"));
+        let d = link.settings().derived().unwrap().unwrap();
+        assert_eq!((d.gpu.key, d.efficiency.gemm, d.hops.nodes), ("h100-sxm", 0.7, 4));
+        // Bad values warn and keep the rest: an unknown GPU names the closest, an efficiency
+        // outside (0, 1] is refused.
+        let (link, warnings) = parse("model=zb-1.5b&gpu=a100&gemm-efficiency=1.5&memory-efficiency=0.6");
+        assert_eq!(link.model.gpu, None);
+        assert_eq!((link.model.gemm_efficiency, link.model.memory_efficiency), (None, Some(0.6)));
+        assert_eq!(
+            warnings,
+            vec![
+                "ignored gpu=a100: unknown gpu `a100`",
+                "ignored gemm-efficiency=1.5: gemm-efficiency must be above 0 and at most 1, found 1.5"
+            ]
+        );
+        assert!(!parse("calibrate=1,2,3").0.model.given(), "a calibration is not a link key");
     }
 
     #[test]

@@ -10,9 +10,10 @@ use crate::families::{
     chimera, dualpipe, dualpipe_v, gpipe, hanayo, interleaved, one_f_one_b, one_f_one_b_v, seq1f1b, v_auto, v_half_min,
     zb_auto, zb_h1, zb_h2, zb_v, zb_v_handcrafted, Family,
 };
-use crate::optimal::{optimize, same_problem, zb_opt, Budget, OptimalError, Optimum};
+use crate::optimal::{optimize_with_progress, same_problem, zb_opt, Budget, OptimalError, Optimum, Progress};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
+use crate::units::names::{self, normal};
 
 /// Every family, in picker order.
 pub static FAMILIES: &[Family] = &[
@@ -68,12 +69,6 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("zerobubblev", "zb-v"),
 ];
 
-/// `name` lower-cased without separators (`-`, `_`, `.`, spaces): the form names are
-/// compared in.
-fn normal(name: &str) -> String {
-    name.chars().filter(|c| !matches!(c, '-' | '_' | '.' | ' ')).flat_map(char::to_lowercase).collect()
-}
-
 /// Generates the schedule of family `name` for `params`.
 ///
 /// # Errors
@@ -83,40 +78,15 @@ pub fn generate(name: &str, params: &ScheduleParams) -> Result<Schedule, ParamEr
     family(name).ok_or_else(|| unknown_family(name))?.generate(params)
 }
 
-/// The error for a family name that does not exist, with the closest name as a hint. Names
-/// are compared in [`normal`] form; a name that contains what was typed is preferred (the
-/// shortest such), then one that what was typed starts with or contains (the longest), then
-/// the closest by edit distance (at most 3).
+/// The error for a family name that does not exist, with the closest name
+/// ([`names::closest`]) as a hint.
 pub fn unknown_family(name: &str) -> ParamError {
     let names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
     let mut err = ParamError::new(Field::Schedule, format!("unknown schedule `{name}`"));
-    let typed = normal(name);
-    // Names that contain what was typed (the shortest), then names typed with more after
-    // them (the longest), then the closest by edit distance.
-    let containing = names.iter().filter(|n| typed.len() >= 2 && normal(n).contains(&typed)).min_by_key(|n| n.len());
-    let contained = || names.iter().filter(|n| typed.contains(&normal(n))).max_by_key(|n| n.len());
-    let closest = || {
-        names.iter().map(|n| (edit_distance(&typed, &normal(n)), n)).filter(|(d, _)| *d <= 3).min_by_key(|(d, _)| *d)
-    };
-    if let Some(best) = containing.or_else(contained).or_else(|| closest().map(|(_, n)| n)) {
+    if let Some(best) = names::closest(name, &names) {
         err = err.hint(format!("did you mean `{best}`?"));
     }
     err.hint(format!("expected one of: {}", names.join(", ")))
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// Generates family `name` for `params`, then [`analyze`]s it.
@@ -135,13 +105,28 @@ pub fn run(name: &str, params: &ScheduleParams) -> Result<Analysis, AnalyzeError
 /// generated when the problem is small enough to search.
 ///
 /// # Errors
-/// As [`optimize`].
+/// As [`crate::optimal::optimize`].
 pub fn optimize_run(
     family: Option<&Family>,
     params: &ScheduleParams,
     schedule: &Schedule,
     limit: f64,
     budget: Budget,
+) -> Result<Optimum, OptimalError> {
+    optimize_run_with_progress(family, params, schedule, limit, budget, &mut |_| {})
+}
+
+/// [`optimize_run`], reporting the search's [`Progress`] to `progress`.
+///
+/// # Errors
+/// As [`crate::optimal::optimize`].
+pub fn optimize_run_with_progress(
+    family: Option<&Family>,
+    params: &ScheduleParams,
+    schedule: &Schedule,
+    limit: f64,
+    budget: Budget,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<Optimum, OptimalError> {
     let mut incumbents = Vec::new();
     if schedule.op_count() <= budget.max_ops {
@@ -159,7 +144,7 @@ pub fn optimize_run(
             }
         }
     }
-    optimize(schedule, &params.costs, Some(limit), &incumbents, budget)
+    optimize_with_progress(schedule, &params.costs, Some(limit), &incumbents, budget, progress)
 }
 
 #[cfg(test)]

@@ -1,13 +1,25 @@
-//! Stats: cost, bubble rates and peak memory, with the papers' definitions.
+//! Stats: cost, bubble rates and peak memory.
 //!
 //! * `cost` is the longest per-device span, first op start to last op end (Zero Bubble §5.3:
-//!   "the largest execution time of all stages").
-//! * `ideal` is the busiest device's work: the sum of its passes' times, an overlapped F&B pair
-//!   counted at its overlap time. With equal stages and no overlap this is the papers'
-//!   `M * (F + B + W)`; with unequal stages or overlapped pairs no schedule can beat it, so the
-//!   bubble rate is never negative.
-//! * `bubble_rate` is `(cost - ideal) / cost`, the papers' metric. The other normalisations
-//!   users meet are kept next to it, each named for what it divides by.
+//!   "the largest execution time of all stages"): one training step takes this long, and
+//!   every device is held for all of it.
+//! * A device's *work* is the sum of its passes' times, an overlapped F&B pair counted at its
+//!   overlap time. `ideal` is the mean device's work, `Σ work / devices`; with equal stages
+//!   and no overlap every device does the papers' `M * (F + B + W)`, and `ideal` is exactly
+//!   that.
+//! * `bubble_rate` is `(cost - ideal) / cost = 1 - Σ work / (devices * cost)`: the share of
+//!   GPU time idle in a step. With equal stages it is the papers' `(cost - M(F+B+W)) / cost`.
+//!   With unequal stages it also counts what the lighter devices idle while the busiest one
+//!   works (on 4 devices with one doing twice the others' work, at least 3/8 of GPU time).
+//! * `bubble_rate_paper` is `(cost - busiest_work) / cost`, the papers' metric measured
+//!   against the busiest device's work: the same number with equal stages, and with unequal
+//!   stages what the busiest device alone idles (`bubble_rate - bubble_rate_paper =
+//!   (busiest_work - ideal) / cost`, the imbalance part of [`crate::attribution`] over cost).
+//!   The other normalisations users meet are kept next to them, each named for what it
+//!   divides by ([`BubbleMeasure`]).
+//! * Per device, [`Stats::idle_share`] is `(cost - work) / cost`, the share of the step the
+//!   device does no work; their mean is `bubble_rate`. [`DeviceStats::bubble_rate`] is the
+//!   idle time between its own first and last pass over that span.
 
 use crate::params::{Costs, StageCosts};
 use crate::schedule::Schedule;
@@ -43,15 +55,23 @@ pub struct Stats {
     pub cost: f64,
     /// First op start to last op end over all devices.
     pub makespan: f64,
-    /// The busiest device's work (`M * (F + B + W)` with equal stages and no overlap).
+    /// The mean device's work, `Σ work / devices` (`M * (F + B + W)` with equal stages and
+    /// no overlap).
     pub ideal: f64,
-    /// `(cost - ideal) / cost`: the papers' bubble rate.
+    /// `(cost - ideal) / cost = 1 - Σ work / (devices * cost)`: the share of GPU time idle
+    /// (the papers' bubble rate with equal stages).
     pub bubble_rate: f64,
     /// `(cost - ideal) / ideal`: bubble relative to ideal compute (Megatron, DualPipe issues,
     /// the Zero Bubble playground).
     pub bubble_over_ideal: f64,
     /// Total idle device time over `devices * makespan` (idle inside the makespan).
     pub idle_over_makespan: f64,
+    /// The busiest device's work: the least any order of these passes can cost
+    /// (`M * (F + B + W)` with equal stages and no overlap).
+    pub busiest_work: f64,
+    /// `(cost - busiest_work) / cost`: the Zero Bubble papers' bubble rate, against the
+    /// busiest device's work (equal to `bubble_rate` with equal stages).
+    pub bubble_rate_paper: f64,
     /// Highest activation memory of any device.
     pub peak_memory: f64,
     /// Per-device numbers.
@@ -61,8 +81,10 @@ pub struct Stats {
 /// A bubble-rate normalisation, for labels and switches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BubbleMeasure {
-    /// `(cost - ideal) / cost`.
+    /// `(cost - ideal) / cost`, ideal the mean device's work: the share of GPU time idle.
     OverCost,
+    /// `(cost - busiest work) / cost`: the Zero Bubble papers' `(cost - M(F+B+W)) / cost`.
+    Paper,
     /// `(cost - ideal) / ideal`.
     OverIdeal,
     /// Idle device time over `devices * makespan`.
@@ -70,14 +92,15 @@ pub enum BubbleMeasure {
 }
 
 impl BubbleMeasure {
-    /// Every measure, the papers' first.
-    pub const ALL: [BubbleMeasure; 3] =
-        [BubbleMeasure::OverCost, BubbleMeasure::OverIdeal, BubbleMeasure::IdleOverMakespan];
+    /// Every measure, the headline first.
+    pub const ALL: [BubbleMeasure; 4] =
+        [BubbleMeasure::OverCost, BubbleMeasure::Paper, BubbleMeasure::OverIdeal, BubbleMeasure::IdleOverMakespan];
 
     /// The formula, as a label.
     pub fn label(self) -> &'static str {
         match self {
             BubbleMeasure::OverCost => "(cost − ideal) / cost",
+            BubbleMeasure::Paper => "(cost − busiest work) / cost",
             BubbleMeasure::OverIdeal => "(cost − ideal) / ideal",
             BubbleMeasure::IdleOverMakespan => "idle / (devices × makespan)",
         }
@@ -86,7 +109,8 @@ impl BubbleMeasure {
     /// Where the measure comes from.
     pub fn origin(self) -> &'static str {
         match self {
-            BubbleMeasure::OverCost => "Zero Bubble papers",
+            BubbleMeasure::OverCost => "of GPU time idle",
+            BubbleMeasure::Paper => "Zero Bubble papers, busiest device",
             BubbleMeasure::OverIdeal => "Megatron, DualPipe, ZB playground",
             BubbleMeasure::IdleOverMakespan => "utilisation view",
         }
@@ -96,6 +120,7 @@ impl BubbleMeasure {
     pub fn of(self, stats: &Stats) -> f64 {
         match self {
             BubbleMeasure::OverCost => stats.bubble_rate,
+            BubbleMeasure::Paper => stats.bubble_rate_paper,
             BubbleMeasure::OverIdeal => stats.bubble_over_ideal,
             BubbleMeasure::IdleOverMakespan => stats.idle_over_makespan,
         }
@@ -103,10 +128,12 @@ impl BubbleMeasure {
 }
 
 impl BubbleMeasure {
-    /// The measure's key in permalinks and the app (`measure=ideal`): `cost`, `ideal` or `idle`.
+    /// The measure's key in permalinks and the app (`measure=ideal`): `cost`, `paper`,
+    /// `ideal` or `idle`.
     pub fn key(self) -> &'static str {
         match self {
             BubbleMeasure::OverCost => "cost",
+            BubbleMeasure::Paper => "paper",
             BubbleMeasure::OverIdeal => "ideal",
             BubbleMeasure::IdleOverMakespan => "idle",
         }
@@ -132,11 +159,28 @@ impl Stats {
     pub fn speedup_over(&self, baseline: &Stats) -> Option<f64> {
         (self.cost > 0.0).then(|| baseline.cost / self.cost)
     }
+
+    /// `device`'s own idle share: `(cost - work) / cost`, the share of the step it does no
+    /// work (idle between its passes, and before and after them). The mean over devices is
+    /// [`Stats::bubble_rate`]; 0 for a device that does not exist.
+    pub fn idle_share(&self, device: usize) -> f64 {
+        self.per_device.get(device).map_or(0.0, |d| ratio(self.cost - d.work, self.cost))
+    }
 }
 
 /// Computes the stats of `schedule` as simulated in `timeline` under `costs`.
 pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
-    let work = device_work(schedule, costs);
+    stats_of(schedule, timeline, costs, device_work(schedule, costs))
+}
+
+/// The stats of a measured run replayed in `timeline`: each device's work is the time its
+/// passes took, as measured (`costs` only say what equal stages would be).
+pub fn measured_stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
+    let work = timeline.devices.iter().map(|d| d.ops.iter().map(|o| o.end - o.start).sum()).collect();
+    stats_of(schedule, timeline, costs, work)
+}
+
+fn stats_of(schedule: &Schedule, timeline: &Timeline, costs: &Costs, work: Vec<f64>) -> Stats {
     let mut per_device = Vec::with_capacity(timeline.devices.len());
     let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
     for (device, dt) in timeline.devices.iter().enumerate() {
@@ -163,7 +207,8 @@ pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
     }
     let makespan = if last >= first { last - first } else { 0.0 };
     let cost = per_device.iter().map(|d| d.span).fold(0.0, f64::max);
-    let ideal = ideal_work(schedule, costs, &work);
+    let ideal = mean_work(schedule, costs, &work);
+    let busiest = busiest_work(schedule, costs, &work);
     let busy_total: f64 = per_device.iter().map(|d| d.busy).sum();
     let capacity = makespan * per_device.len() as f64;
     Stats {
@@ -173,6 +218,8 @@ pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
         bubble_rate: ratio(cost - ideal, cost),
         bubble_over_ideal: ratio(cost - ideal, ideal),
         idle_over_makespan: ratio(capacity - busy_total, capacity),
+        busiest_work: busiest,
+        bubble_rate_paper: ratio(cost - busiest, cost),
         peak_memory: per_device.iter().map(|d| d.peak_memory).fold(0.0, f64::max),
         per_device,
     }
@@ -219,15 +266,27 @@ pub fn device_work(schedule: &Schedule, costs: &Costs) -> Vec<f64> {
 /// The busiest device's work. With equal stages, no overlapped pairs and every device doing
 /// `M` microbatches' share, that is exactly the papers' `M * (F + B + W)`, returned as written
 /// (summing pass by pass could differ in the last bit).
-pub(crate) fn ideal_work(schedule: &Schedule, costs: &Costs, work: &[f64]) -> f64 {
-    let busiest = work.iter().copied().fold(0.0, f64::max);
+pub(crate) fn busiest_work(schedule: &Schedule, costs: &Costs, work: &[f64]) -> f64 {
+    as_written(schedule, costs, work.iter().copied().fold(0.0, f64::max))
+}
+
+/// The mean device's work, `Σ work / devices`: with equal stages and no overlapped pairs, the
+/// papers' `M * (F + B + W)` as written, like [`busiest_work`] (then every device does it).
+pub(crate) fn mean_work(schedule: &Schedule, costs: &Costs, work: &[f64]) -> f64 {
+    let mean = if work.is_empty() { 0.0 } else { work.iter().sum::<f64>() / work.len() as f64 };
+    as_written(schedule, costs, mean)
+}
+
+/// `value`, or the papers' `M * (F + B + W)` when costs are uniform, no op is an overlapped
+/// pair and `value` equals it up to rounding.
+fn as_written(schedule: &Schedule, costs: &Costs, value: f64) -> f64 {
     let paper = f64::from(schedule.microbatches) * (costs.f + costs.b + costs.w);
     let pairs = schedule.orders.iter().flatten().any(|op| op.is_pair());
     let tolerance = 1e-9 * paper.abs().max(1.0);
-    if costs.is_uniform() && !pairs && (busiest - paper).abs() <= tolerance {
+    if costs.is_uniform() && !pairs && (value - paper).abs() <= tolerance {
         paper
     } else {
-        busiest
+        value
     }
 }
 

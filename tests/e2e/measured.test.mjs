@@ -29,6 +29,11 @@ export const tests = {
     const prediction = await text(page, 'measured-prediction');
     assert(prediction.startsWith('predicted ') && prediction.includes('% of the measured step'), prediction);
     assertEq(await page.locator('[data-testid=fitted-costs] tbody tr').count(), expected.stages, 'one row per stage');
+    // The headline tiles say they are measured, with the prediction at the fitted costs below.
+    assertEq(await page.locator('[data-testid=stat-measured]').count(), 2, 'cost and bubble tiles badged');
+    const cost = await text(page, 'stat-cost-predicted');
+    const replayMs = (expected.replay.step_time / 1000).toFixed(2).replace(/0+$/, '').replace(/\.$/, '');
+    assert(cost.includes(`predicted ${replayMs} ms`), `${cost} like the CLI's replay ${expected.replay.step_time} µs`);
     // The chart stacks the run and the same orders at the fitted costs, in µs.
     const chart = await page.locator('[data-testid=gantt-canvas]').getAttribute('data-panels');
     assert(chart.includes('measured run'), 'the run is labelled measured');
@@ -54,8 +59,9 @@ export const tests = {
     const files = rankFiles();
     files[1].buffer = files[1].buffer.subarray(0, 2000);
     await page.locator('[data-testid=import-file]').setInputFiles(files);
-    await page.waitForSelector('[data-testid=error-message]');
-    const message = await text(page, 'error-message');
+    const error = page.locator('.panel:has([data-testid=import-file]) [data-testid=error-message]');
+    await error.waitFor();
+    const message = await error.innerText();
     assert(message.includes('rank1.pt.trace.json.gz') && message.includes('hint:'), message);
   },
 };

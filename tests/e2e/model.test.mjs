@@ -31,6 +31,43 @@ function cliBubble(args) {
 }
 
 export const tests = {
+  async 'a GPU, efficiencies and a calibration price the model as the CLI does'({ page, base, shot }) {
+    await open(page, base, 'schedule=zb-h1&devices=8&microbatches=24&model=zb-1.5b');
+    const args = ['-s', 'zb-h1', '-p', '8', '-m', '24', '--model', 'zb-1.5b'];
+    // The Zero Bubble preset runs on the A100 it was profiled on; the menu says so.
+    assertEq(await page.locator('[data-testid=model-gpu]').inputValue(), 'a100-80gb', 'the preset\'s GPU');
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble(args), 'bubble rate on A100');
+    const before = await redraws(page);
+    await page.locator('[data-testid=model-gpu]').selectOption('h100-sxm');
+    await waitForRedraw(page, before);
+    await urlHas(page, 'gpu', 'h100-sxm');
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble([...args, '--gpu', 'h100-sxm']), 'bubble rate on H100');
+    assert((await text(page, 'model-cli')).includes('--gpu h100-sxm'), 'the CLI line carries --gpu');
+    // An efficiency is a URL key and a flag.
+    await change(page, 'gemm-efficiency-input', 0.6);
+    await urlHas(page, 'gemm-efficiency', '0.6');
+    assertEq(
+      await text(page, 'stat-bubble-rate'),
+      cliBubble([...args, '--gpu', 'h100-sxm', '--gemm-efficiency', '0.6']),
+      'bubble rate at gemm efficiency 0.6',
+    );
+    // A calibration fits both efficiencies and writes them into the link.
+    await page.locator('[data-testid=model-gpu]').selectOption('a100-80gb');
+    await urlHas(page, 'gpu', 'a100-80gb');
+    await page.locator('[data-testid=calibrate-input]').fill('18.522ms,18.086ms,9.337ms');
+    await page.locator('[data-testid=calibrate-input]').dispatchEvent('change');
+    const fitted = JSON.parse(cli(['costs', '--model', 'zb-1.5b', '--gpu', 'a100-80gb', '-p', '8', '--calibrate', '18.522ms,18.086ms,9.337ms', '--json']));
+    await urlHas(page, 'gemm-efficiency', String(fitted.efficiency.gemm));
+    await urlHas(page, 'memory-efficiency', String(fitted.efficiency.memory));
+    assert((await text(page, 'calibrate-result')).startsWith('Fitted to 3 layers'), 'the fit is said');
+    // Out of reach: the pass is named next to the box.
+    await page.locator('[data-testid=calibrate-input]').fill('18.5ms,18.1ms,3ms');
+    await page.locator('[data-testid=calibrate-input]').dispatchEvent('change');
+    const error = await page.locator('[data-testid=model-panel] [data-testid=error-message]:visible').first().textContent();
+    assert(error.includes("calibrate's W of 3 ms"), `the error names W: ${error}`);
+    await shot('model-gpu-calibrated');
+  },
+
   async 'a model drives the costs live, and switching back keeps the hand-set ones'({ page, base, shot }) {
     await open(page, base, 'schedule=1f1b&devices=8&microbatches=16&f=2');
     const handBubble = await text(page, 'stat-bubble-rate');

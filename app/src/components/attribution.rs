@@ -1,6 +1,7 @@
-//! The attribution bar under the stats: `cost − ideal` of the main schedule split into
-//! communication, imbalance and schedule (the numbers `simulate --json` prints as
-//! `attribution`), with the memory part beside it when the core reports one.
+//! The attribution bar under the stats: `cost − ideal` of the main schedule (the GPU time a
+//! step leaves idle, per device) split into communication, imbalance and schedule, every part
+//! `≥ 0` (the numbers `simulate --json` prints as `attribution`), with the memory part beside
+//! it when the core reports one.
 
 use bubblescope::attribution::Parts;
 use bubblescope::bounds::Standing;
@@ -44,7 +45,7 @@ pub fn AttributionBar() -> impl IntoView {
     view! {
         <Show when=move || shown.with(Option::is_some)>
             {move || shown.get().map(|s| {
-                let positive: f64 = Cause::ALL.iter().map(|c| c.of(&s.parts).max(0.0)).sum();
+                let positive: f64 = s.parts.total();
                 let segments = Cause::STACK.iter().filter(|c| c.of(&s.parts) > 0.0).map(|c| {
                     let v = c.of(&s.parts);
                     let width = format!("{}%", v / positive.max(f64::MIN_POSITIVE) * 100.0);
@@ -55,11 +56,10 @@ pub fn AttributionBar() -> impl IntoView {
                 }).collect_view();
                 let labels = Cause::STACK.iter().map(|c| {
                     let v = c.of(&s.parts);
-                    let note = (v < 0.0).then_some(" (shortens the gap)");
                     view! {
                         <span class="attr-label" data-testid=format!("attribution-{}", c.name()) data-value=v.to_string()>
                             <span class=format!("attr-swatch cause-{}", c.name())></span>
-                            {c.name()} " " <strong>{n(v)}</strong> {note}
+                            {c.name()} " " <strong>{n(v)}</strong>
                         </span>
                     }
                 }).collect_view();
@@ -78,7 +78,8 @@ pub fn AttributionBar() -> impl IntoView {
                         aria-label="Bubble by cause">
                         <div class="attr-head">
                             <span class="attr-title">"Bubble by cause"</span>
-                            <span class="muted" data-testid="attribution-total" data-value=s.gap.to_string()>
+                            <span class="muted" data-testid="attribution-total" data-value=s.gap.to_string()
+                                title="the time each device idles in a step, on average (ideal is the mean device's work): communication is what the hops add, imbalance the busiest device's work over the mean's, schedule the rest">
                                 "cost − ideal = " {n(s.gap)}
                             </span>
                             {s.bound.map(|(value, standing)| view! {

@@ -74,8 +74,8 @@ pub fn MeasuredCard(run: Arc<MeasuredRun>) -> impl IntoView {
             </p>
             <p class="measured-step" data-testid="measured-step">"step " {format_micros(run.step_time)}</p>
             <p class="help" data-testid="measured-prediction">{prediction}</p>
-            <table class="compact">
-                <thead><tr><th>"device"</th><th>"compute"</th><th>"comm"</th><th>"wait"</th><th>"overhead"</th></tr></thead>
+            <table class="table compact measured-split">
+                <thead><tr><th>"dev"</th><th>"compute"</th><th>"comm"</th><th>"wait"</th><th title="the runtime's own time between passes">"other"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
             <p class="help">
@@ -85,7 +85,7 @@ pub fn MeasuredCard(run: Arc<MeasuredRun>) -> impl IntoView {
                     format_micros(fitted.comm)
                 )}
             </p>
-            <table class="compact" data-testid="fitted-costs">
+            <table class="table compact measured-costs" data-testid="fitted-costs">
                 <thead><tr><th>"stage"</th><th>"F"</th><th>"B"</th><th>"W"</th></tr></thead>
                 <tbody>{costs}</tbody>
             </table>

@@ -4,11 +4,11 @@
 //! in the link meanwhile, so switching back restores them. Every number comes from
 //! `bubblescope::model`.
 
+use bubblescope::model::calibrate::parse_times;
 use bubblescope::model::presets::{model_preset, model_presets};
-use bubblescope::model::{parse_bytes, Derived, ModelSpec, PieceCosts};
+use bubblescope::model::{parse_bytes, Derived, ModelSpec, PieceCosts, Term, DEFAULT_GPU, GPUS};
 use bubblescope::permalink::Settings;
-use bubblescope::units::format_micros;
-use bubblescope::units::{format_bytes, GIB};
+use bubblescope::units::{format_bytes, format_micros, format_number, GIB};
 use bubblescope::Field;
 use leptos::prelude::*;
 
@@ -28,11 +28,14 @@ const MODEL_COUNTS: [(&str, Field, &str); 9] = [
     ("Tensor parallel", Field::Tp, "GPUs per stage; costs per GPU"),
 ];
 
-/// The hardware's rates as the form shows them: label, setting, help.
-const MODEL_RATES: [(&str, Field, &str); 3] = [
-    ("TFLOP/s", Field::Tflops, "achieved, per device"),
-    ("Bandwidth", Field::Bandwidth, "GB/s per hop"),
-    ("Latency", Field::Latency, "µs per hop"),
+/// The hardware's settings as the form shows them: label, setting, kind, help.
+const MODEL_HARDWARE: [(&str, Field, NumberKind, &str); 6] = [
+    ("GEMM efficiency", Field::GemmEfficiency, NumberKind::Amount, "of peak FLOP/s"),
+    ("Memory efficiency", Field::MemoryEfficiency, NumberKind::Amount, "of HBM bandwidth"),
+    ("GPUs per node", Field::GpusPerNode, NumberKind::Count, "hops between nodes cross the network"),
+    ("TFLOP/s", Field::Tflops, NumberKind::Amount, "matmuls, achieved; overrides the efficiency"),
+    ("Bandwidth", Field::Bandwidth, NumberKind::Amount, "GB/s per hop; overrides the links"),
+    ("Latency", Field::Latency, NumberKind::Amount, "µs per hop"),
 ];
 
 /// The preset a fresh switch to "From a model" starts from.
@@ -117,12 +120,16 @@ fn ModelForm() -> impl IntoView {
                         micro_batch: Some(m.micro_batch),
                         vocab: Some(m.vocab),
                         ffn: m.ffn,
-                        tflops: Some(m.tflops),
-                        bandwidth: Some(m.bandwidth),
+                        tflops: m.tflops,
+                        bandwidth: m.bandwidth,
                         latency: Some(m.latency),
                         layout: m.layout,
                         flash_attention: Some(m.flash_attention),
                         tp: (m.tp > 1).then_some(m.tp),
+                        gpu: m.gpu,
+                        gpus_per_node: Some(m.gpus_per_node),
+                        gemm_efficiency: m.gemm_efficiency,
+                        memory_efficiency: m.memory_efficiency,
                     };
                 } else {
                     l.model.preset = None;
@@ -137,23 +144,28 @@ fn ModelForm() -> impl IntoView {
         let value = Signal::derive(move || {
             spec.with(|s| s.get(field)).and_then(|t| t.parse::<f64>().ok()).or_else(|| {
                 resolved.with(|m| {
-                    m.as_ref().map(|m| match field {
-                        Field::Layers => f64::from(m.layers),
-                        Field::Hidden => f64::from(m.hidden),
-                        Field::Heads => f64::from(m.heads),
-                        Field::KvHeads => f64::from(m.kv_heads()),
-                        Field::Seq => f64::from(m.seq),
-                        Field::MicroBatch => f64::from(m.micro_batch),
-                        Field::Vocab => f64::from(m.vocab),
-                        Field::Ffn => f64::from(m.ffn()),
+                    m.as_ref().and_then(|m| match field {
+                        Field::Layers => Some(f64::from(m.layers)),
+                        Field::Hidden => Some(f64::from(m.hidden)),
+                        Field::Heads => Some(f64::from(m.heads)),
+                        Field::KvHeads => Some(f64::from(m.kv_heads())),
+                        Field::Seq => Some(f64::from(m.seq)),
+                        Field::MicroBatch => Some(f64::from(m.micro_batch)),
+                        Field::Vocab => Some(f64::from(m.vocab)),
+                        Field::Ffn => Some(f64::from(m.ffn())),
+                        // Overrides: empty while the GPU's figures set them.
                         Field::Tflops => m.tflops,
                         Field::Bandwidth => m.bandwidth,
-                        Field::Tp => f64::from(m.tp),
-                        _ => m.latency,
+                        Field::Tp => Some(f64::from(m.tp)),
+                        Field::GpusPerNode => Some(f64::from(m.gpus_per_node)),
+                        Field::GemmEfficiency => m.efficiency().ok().map(|e| e.gemm),
+                        Field::MemoryEfficiency => m.efficiency().ok().map(|e| e.memory),
+                        _ => Some(m.latency),
                     })
                 })
             })
         });
+        let optional = matches!(field, Field::Tflops | Field::Bandwidth);
         let on_change = Callback::new(move |v: Option<f64>| {
             let text = v.map(|v| v.to_string()).unwrap_or_default();
             state.update(|l| {
@@ -166,9 +178,20 @@ fn ModelForm() -> impl IntoView {
         });
         let error = Signal::derive(move || state.error_for(field));
         view! {
-            <NumberField label=label id=field.name() value=value kind=kind help=help on_change=on_change error=error/>
+            <NumberField label=label id=field.name() value=value kind=kind help=help on_change=on_change error=error
+                optional=optional placeholder=if optional { "from the GPU" } else { "" }/>
         }
     };
+    // The GPU: the link's, or the preset's, or the default.
+    let gpu =
+        move || resolved.with(|m| m.as_ref().and_then(|m| m.gpu.clone()).unwrap_or_else(|| DEFAULT_GPU.to_string()));
+    let set_gpu = move |key: String| {
+        state.update(|l| {
+            let _ = l.model.set(Field::Gpu, &key);
+        });
+    };
+    let gpu_source = move || GPUS.iter().find(|g| g.key == gpu()).map(|g| g.source);
+    let gpu_error = move || state.error_for(Field::Gpu);
     let flash = move || resolved.with(|m| m.as_ref().is_some_and(|m| m.flash_attention));
     let set_flash = move |on: bool| state.update(|l| l.model.flash_attention = Some(on));
     let layout_error = move || state.error_for(Field::Layout);
@@ -187,10 +210,23 @@ fn ModelForm() -> impl IntoView {
             {move || source().map(|s| view! { <p class="help">{s}</p> })}
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || model_error().is_none()>{model_error}</p>
         </div>
+        <div class="field">
+            <label for="gpu">"GPU"</label>
+            <select id="gpu" class="select" data-testid="model-gpu" prop:value=gpu
+                on:change=move |ev| set_gpu(event_target_value(&ev))>
+                {GPUS.iter().map(|g| {
+                    let key = g.key;
+                    view! { <option value=key selected=move || gpu() == key>{g.name}</option> }
+                }).collect_view()}
+            </select>
+            {move || gpu_source().map(|s| view! { <p class="help">{s}</p> })}
+            <p class="field-error" role="alert" data-testid="error-message" hidden=move || gpu_error().is_none()>{gpu_error}</p>
+        </div>
         <div class="model-grid">
             {MODEL_COUNTS.into_iter().map(|(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
-            {MODEL_RATES.into_iter().map(|(label, f, help)| field(label, f, NumberKind::Amount, help)).collect_view()}
+            {MODEL_HARDWARE.into_iter().map(|(label, f, kind, help)| field(label, f, kind, help)).collect_view()}
         </div>
+        <Calibrate/>
         <label class="check">
             <input type="checkbox" data-testid="flash-attention" prop:checked=flash
                 on:change=move |ev| set_flash(event_target_checked(&ev))/>
@@ -208,6 +244,62 @@ fn ModelForm() -> impl IntoView {
                 }/>
             <p class="help">"Megatron's --pipeline-model-parallel-layout (E embedding, t layer, L LM head, | between stages) or layers per device."</p>
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || layout_error().is_none()>{layout_error}</p>
+        </div>
+    }
+}
+
+/// Measured F, B and W of the median device's layers: fits the GEMM and memory efficiencies
+/// (core's [`ModelSpec::calibrated`]) and writes them into the link, so other microbatch
+/// sizes, sequence lengths and layouts follow. The times themselves are not kept.
+#[component]
+fn Calibrate() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let said = RwSignal::new(None::<Result<String, String>>);
+    let apply = move |text: String| {
+        if text.trim().is_empty() {
+            said.set(None);
+            return;
+        }
+        let outcome = parse_times(&text).and_then(|times| {
+            let (spec, devices) = state.link.with_untracked(|l| (l.model.clone(), l.params.devices));
+            // The fit replaces whatever set the rates before.
+            let free = ModelSpec { tflops: None, gemm_efficiency: None, memory_efficiency: None, ..spec };
+            free.calibrated(devices, times)
+        });
+        match outcome {
+            Ok((spec, c)) => {
+                let pct = |r: f64| format!("{:+.1}%", r * 100.0);
+                said.set(Some(Ok(format!(
+                    "Fitted to {} layer{}: GEMM {}, memory {} (the model then gives F {}, B {}, W {}){}",
+                    c.layers,
+                    if c.layers == 1 { "" } else { "s" },
+                    spec.gemm_efficiency.unwrap_or_default(),
+                    spec.memory_efficiency.unwrap_or_default(),
+                    pct(c.residuals[0]),
+                    pct(c.residuals[1]),
+                    pct(c.residuals[2]),
+                    if c.determined {
+                        ""
+                    } else {
+                        "; every operator is memory-bound here, so the GEMM efficiency is not determined"
+                    }
+                ))));
+                state.update(|l| l.model = spec);
+            }
+            Err(e) => said.set(Some(Err(e.to_string()))),
+        }
+    };
+    let error = move || said.with(|s| s.as_ref().and_then(|r| r.as_ref().err().cloned()));
+    let done = move || said.with(|s| s.as_ref().and_then(|r| r.as_ref().ok().cloned()));
+    view! {
+        <div class="field" class:invalid=move || error().is_some()>
+            <label for="calibrate">"Calibrate"</label>
+            <input id="calibrate" class="num text" type="text" spellcheck="false" autocomplete="off"
+                data-testid="calibrate-input" placeholder="F,B,W measured · 18.5ms,18.1ms,9.3ms"
+                on:change=move |ev| apply(event_target_value(&ev))/>
+            <p class="help">"One microbatch through the median device's layers, in µs or with a unit; fits the efficiencies above."</p>
+            <p class="help" data-testid="calibrate-result" hidden=move || done().is_none()>{done}</p>
+            <p class="field-error" role="alert" data-testid="error-message" hidden=move || error().is_none()>{error}</p>
         </div>
     }
 }
@@ -254,7 +346,19 @@ pub fn DerivedTable() -> impl IntoView {
     let foot = move || {
         derived.with(|d| {
             d.as_ref().map(|d| {
-                let mut s = format!("Communication {} per hop.", format_micros(d.comm));
+                let layer = d.layer.totals();
+                let matmuls = d.layer.term(Term::Matmul);
+                let mut s = format!(
+                    "{}: matmuls at {} of peak, memory-bound kernels at {} of HBM bandwidth. One layer: F {} ({} matmuls), B {}, W {} (matmuls alone). Communication {} per hop.",
+                    d.gpu.name,
+                    format_number(d.efficiency.gemm, 3),
+                    format_number(d.efficiency.memory, 3),
+                    format_micros(layer[0]),
+                    format_micros(matmuls[0]),
+                    format_micros(layer[1]),
+                    format_micros(layer[2]),
+                    format_micros(d.comm)
+                );
                 for note in &d.notes {
                     s.push(' ');
                     s.push_str(&capitalise(note));

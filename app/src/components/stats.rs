@@ -66,6 +66,17 @@ pub fn StatTiles() -> impl IntoView {
     let state = expect_context::<AppState>();
     let outcome = state.outcome;
     let stats = move || outcome.with(|o| o.main.result.as_ref().ok().map(|a| a.stats.clone()));
+    // A measured run's numbers are labelled so, with the prediction at the fitted costs beside.
+    let measured = move || outcome.with(|o| o.main.result.as_ref().is_ok_and(|a| a.times.is_some()));
+    let predicted = move || {
+        outcome.with(|o| {
+            let p = o.compare.iter().find(|c| c.name == crate::state::PREDICTED)?;
+            p.result.as_ref().ok().map(|a| a.stats.clone())
+        })
+    };
+    let badge = move || {
+        measured().then(|| view! { <span class="badge measured" data-testid="stat-measured">"measured"</span> })
+    };
     let bubble = move || {
         let m = state.measure.get();
         stats().map(|s| m.of(&s))
@@ -109,13 +120,17 @@ pub fn StatTiles() -> impl IntoView {
     view! {
         <section class="tiles" aria-label="Key numbers">
             <div class="tile">
-                <div class="tile-label">"Cost"<span class="tile-sub" title="longest device span">" longest device span"</span></div>
+                <div class="tile-label">"Cost"{badge}<span class="tile-sub" title="longest device span">" longest device span"</span></div>
                 <div class="tile-value" data-testid="stat-cost">{move || stats().map(|s| time_text(state, s.cost)).unwrap_or_else(|| "—".into())}</div>
-                <div class="tile-foot" title="ideal: the busiest device's work — the sum of its passes, an overlapped F&B pair at its overlap time">"ideal " {move || stats().map(|s| time_text(state, s.ideal)).unwrap_or_default()} " · makespan " {move || stats().map(|s| time_text(state, s.makespan)).unwrap_or_default()}</div>
+                {move || predicted().map(|p| view! { <div class="tile-foot predicted" data-testid="stat-cost-predicted">"predicted " {time_text(state, p.cost)} " at the fitted costs"</div> })}
+                <div class="tile-foot" title="ideal: the mean device's work — the sum of its passes, an overlapped F&B pair at its overlap time; busiest: the busiest device's, which no order can beat">"ideal " {move || stats().map(|s| time_text(state, s.ideal)).unwrap_or_default()}
+                    {move || stats().filter(|s| s.busiest_work != s.ideal).map(|s| format!(" · busiest {}", time_text(state, s.busiest_work)))}
+                    " · makespan " {move || stats().map(|s| time_text(state, s.makespan)).unwrap_or_default()}</div>
             </div>
             <div class="tile">
                 <div class="tile-label">
                     "Bubble rate"
+                    {badge}
                     <select class="measure" aria-label="Bubble normalisation" data-testid="bubble-measure"
                         on:change=move |ev| {
                             let m = BubbleMeasure::from_key(&event_target_value(&ev)).unwrap_or(BubbleMeasure::OverCost);
@@ -128,7 +143,8 @@ pub fn StatTiles() -> impl IntoView {
                     </select>
                 </div>
                 <div class="tile-value" data-testid="stat-bubble-rate">{move || bubble().map(n).unwrap_or_else(|| "—".into())}</div>
-                <div class="tile-foot">
+                {move || predicted().map(|p| view! { <div class="tile-foot predicted" data-testid="stat-bubble-predicted">"predicted " {n(state.measure.get().of(&p))}</div> })}
+                <div class="tile-foot" data-testid="stat-bubble-foot">
                     {move || bubble().map(|b| format!("{}% · ", format_number(b * 100.0, 2))).unwrap_or_default()}
                     {move || state.measure.get().origin()}
                 </div>
@@ -206,6 +222,7 @@ pub fn DeviceTable() -> impl IntoView {
                                 <td>{format!("{}%", format_number(share * 100.0, 1))}</td>
                                 <td>{time_text(state, d.idle)}</td>
                                 <td>{format!("{}%", format_number(d.bubble_rate * 100.0, 2))}</td>
+                                <td data-testid="idle-share">{format!("{}%", format_number(a.stats.idle_share(d.device as usize) * 100.0, 2))}</td>
                                 <td>{memory_text(state, d.peak_memory)}{over.then_some(" ⚠")}</td>
                                 <td class="muted">{expected}</td>
                             </tr>
@@ -231,7 +248,9 @@ pub fn DeviceTable() -> impl IntoView {
                                 <th title="transformer layers it holds (costs from a model)">"layers"</th>
                                 <th title="its work as a share of the slowest device's">"of slowest"</th>
                                 <th>"idle"</th>
-                                <th title="idle / span">"bubble"</th><th>"peak memory"</th>
+                                <th title="idle / span: between its own first and last pass">"bubble"</th>
+                                <th title="(cost − work) / cost: the share of the step it does no work; their mean is the bubble rate">"idle share"</th>
+                                <th>"peak memory"</th>
                                 <th title=move || formula().unwrap_or("")>"formula"</th>
                             </tr>
                         </thead>
@@ -261,9 +280,9 @@ pub fn CompareTable() -> impl IntoView {
                         view! {
                             <tr>
                                 <td class="name">{c.label.clone()}</td>
-                                <td>{n(s.cost)}</td>
+                                <td>{time_text(state, s.cost)}</td>
                                 <td>{n(s.bubble_rate)}</td>
-                                <td>{n(s.peak_memory)}</td>
+                                <td>{memory_text(state, s.peak_memory)}</td>
                                 <td>{speed}</td>
                             </tr>
                         }

@@ -46,7 +46,7 @@ fn analyze(devices: u32, microbatches: u32, costs: Costs) -> Analysis {
     let timeline =
         simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule)).unwrap_or_else(|e| panic!("{case}: {e}"));
     let stats = stats(&schedule, &timeline, &costs);
-    Analysis { schedule, timeline, stats }
+    Analysis { schedule, timeline, stats, times: None }
 }
 
 #[test]

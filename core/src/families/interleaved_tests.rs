@@ -233,5 +233,8 @@ fn rejects_bad_parameters_with_exact_messages() {
     assert_eq!(err.field, Field::Microbatches);
     assert!(err.to_string().contains("more than the 8000000 supported"), "{err}");
     let err = generate("looped-bfs", &base.with_chunks(u32::MAX)).unwrap_err();
+    assert_eq!(err.field, Field::Chunks);
+    assert!(err.to_string().starts_with("chunks must be between 1 and 1024, found 4294967295\n  hint: "), "{err}");
+    let err = generate("looped-bfs", &ScheduleParams::new(64, 4096).with_chunks(1024)).unwrap_err();
     assert!(err.to_string().contains("more than the 8000000 supported"), "{err}");
 }

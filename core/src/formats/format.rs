@@ -168,6 +168,35 @@ impl Imported {
         self.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
     }
 
+    /// Why a file (`name`) with errors cannot be used, as one error's text: a lone error as
+    /// it is, several under a line that counts them, each indented with its hints and no
+    /// `error:` label of its own (the caller's opens the message once).
+    pub fn failure(&self, name: &str) -> String {
+        let label = |d: &Diagnostic| {
+            let text = d.to_string();
+            match d.severity {
+                Severity::Error => text.strip_prefix("error: ").map(str::to_string).unwrap_or(text),
+                Severity::Warning => text,
+            }
+        };
+        let errors = self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+        if let ([only], 1) = (self.diagnostics.as_slice(), errors) {
+            return label(only);
+        }
+        let mut out = format!("{name} cannot be used: {errors} error{}", if errors == 1 { "" } else { "s" });
+        let warnings = self.diagnostics.len() - errors;
+        if warnings > 0 {
+            out.push_str(&format!(" and {warnings} warning{}", if warnings == 1 { "" } else { "s" }));
+        }
+        for d in &self.diagnostics {
+            for line in label(d).lines() {
+                out.push_str("\n  ");
+                out.push_str(line);
+            }
+        }
+        out
+    }
+
     pub(super) fn failed(diagnostic: Diagnostic) -> Imported {
         Imported { schedule: None, costs: None, times: None, diagnostics: vec![diagnostic] }
     }

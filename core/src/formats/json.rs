@@ -366,14 +366,134 @@ fn parse_pass(text: &str) -> Result<Pass, String> {
     Ok(Pass { kind, stage, microbatch, slice })
 }
 
+/// Parses `text` as serde_json does, refusing an object that gives a key twice (serde_json
+/// keeps the last silently) at any depth: the error names the key and where it is (`costs`,
+/// `orders[2]`), with serde_json's line and column.
+pub(crate) fn parse_unique(text: &str) -> Result<Value, serde_json::Error> {
+    use serde::de::DeserializeSeed as _;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let value = At { step: None, up: None }.deserialize(&mut reader)?;
+    reader.end()?;
+    Ok(value)
+}
+
+/// A value at a place in the document, read with unique keys: its step from the value
+/// holding it (none at the top level), and that value.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    step: Option<Step<'a>>,
+    up: Option<&'a At<'a>>,
+}
+
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl At<'_> {
+    /// Where the value is, for messages: `in the top-level object`, `in costs.profile`.
+    fn place(&self) -> String {
+        let mut steps = Vec::new();
+        let mut at = Some(self);
+        while let Some(a) = at {
+            if let Some(step) = a.step {
+                steps.push(step);
+            }
+            at = a.up;
+        }
+        if steps.is_empty() {
+            return "in the top-level object".to_string();
+        }
+        let mut path = String::new();
+        for step in steps.iter().rev() {
+            match step {
+                Step::Key(k) if path.is_empty() => path.push_str(&sanitize_to(k, 40)),
+                Step::Key(k) => {
+                    path.push('.');
+                    path.push_str(&sanitize_to(k, 40));
+                }
+                Step::Index(i) => path.push_str(&format!("[{i}]")),
+            }
+        }
+        format!("in {path}")
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for At<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for At<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(At { step: Some(Step::Index(items.len())), up: Some(&self) })? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!("the key {} appears twice {}", quote(&key), self.place())));
+            }
+            let value = map.next_value_seed(At { step: Some(Step::Key(&key)), up: Some(&self) })?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 /// Reads Bubblescope JSON.
 pub(super) fn import(text: &str, source: &Source) -> Imported {
     let mut out = Diagnostics::default();
     let fail = |out: Diagnostics| Imported { schedule: None, costs: None, times: None, diagnostics: out.finish() };
     // A UTF-8 byte-order mark is allowed, as in CSV files (editors on Windows write one).
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let value: Value = match serde_json::from_str(text) {
+    let value: Value = match parse_unique(text) {
         Ok(v) => v,
+        // A key given twice: valid JSON syntax, but one of the two values would be lost.
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            out.push(source.error(sanitize_long(&e.to_string())).hint(
+                "keep one of the two: readers differ in which they take (serde_json the last, others the first)",
+            ));
+            return fail(out);
+        }
         Err(e) => {
             out.push(source.error(format!("the file is not valid JSON: {}", sanitize_long(&e.to_string()))));
             return fail(out);
@@ -700,6 +820,114 @@ fn sanitize_long(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            "[a-z\\\"é ]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-c]{1,2}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Writes `v` as JSON text; the `target`-th object (in pre-order) gives its first key
+    /// again (or `x` twice when empty), which is returned.
+    fn write_with_duplicate(v: &Value, target: usize, seen: &mut usize, out: &mut String) -> Option<String> {
+        match v {
+            Value::Array(items) => {
+                out.push('[');
+                let mut dup = None;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    dup = dup.or(write_with_duplicate(item, target, seen, out));
+                }
+                out.push(']');
+                dup
+            }
+            Value::Object(map) => {
+                let mine = *seen == target;
+                *seen += 1;
+                out.push('{');
+                let mut dup = None;
+                for (i, (k, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(k).unwrap());
+                    out.push(':');
+                    dup = dup.or(write_with_duplicate(item, target, seen, out));
+                }
+                if mine {
+                    let key = map.keys().next().cloned().unwrap_or_else(|| "x".to_string());
+                    if map.is_empty() {
+                        out.push_str("\"x\":1,");
+                    } else {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(&key).unwrap());
+                    out.push_str(":null");
+                    dup = Some(key);
+                }
+                out.push('}');
+                dup
+            }
+            other => {
+                out.push_str(&serde_json::to_string(other).unwrap());
+                None
+            }
+        }
+    }
+
+    proptest! {
+        /// Without a repeated key the reader gives serde_json's value; with one, at any depth,
+        /// it refuses the text and names the key.
+        #[test]
+        fn duplicate_json_keys_are_refused_at_any_depth(v in json_value(), pick in 0usize..64) {
+            let text = serde_json::to_string(&v).unwrap();
+            prop_assert_eq!(parse_unique(&text).unwrap(), serde_json::from_str::<Value>(&text).unwrap());
+            let objects = {
+                let mut n = 0;
+                let _ = write_with_duplicate(&v, usize::MAX, &mut n, &mut String::new());
+                n
+            };
+            prop_assume!(objects > 0);
+            let mut doubled = String::new();
+            let key = write_with_duplicate(&v, pick % objects, &mut 0, &mut doubled).unwrap();
+            let e = parse_unique(&doubled).unwrap_err();
+            prop_assert_eq!(e.classify(), serde_json::error::Category::Data);
+            let named = format!("the key {} appears twice", quote(&key));
+            prop_assert!(e.to_string().starts_with(&named), "{} in {}", e, doubled);
+        }
+    }
+
+    #[test]
+    fn a_duplicate_key_is_named_with_its_place() {
+        let e = |t: &str| parse_unique(t).unwrap_err().to_string();
+        assert_eq!(
+            e(r#"{"microbatches": 2, "microbatches": 3}"#),
+            "the key `microbatches` appears twice in the top-level object at line 1 column 34"
+        );
+        assert!(e(r#"{"costs": {"profile": {"f": [1], "f": [2]}}}"#)
+            .starts_with("the key `f` appears twice in costs.profile "));
+        assert!(e(r#"{"orders": [[], [{"a": 1, "a": 1}]]}"#).starts_with("the key `a` appears twice in orders[1][0] "));
+        let imported = super::import(
+            r#"{"format": "bubblescope-schedule", "version": 1, "version": 1}"#,
+            &Source { name: None, grid: super::super::text::Grid::Json },
+        );
+        assert!(imported.report().starts_with("error: the key `version` appears twice"), "{}", imported.report());
+        assert!(imported.report().contains("hint: keep one of the two"), "{}", imported.report());
+    }
 
     #[test]
     fn ops_read_as_written() {

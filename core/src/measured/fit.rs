@@ -59,6 +59,36 @@ fn tail(ops: &[super::run::MeasuredOp], i: usize) -> f64 {
 }
 
 impl Fitted {
+    /// The measured F, B and W a model calibration takes: those of the middle stage (the
+    /// upper median among the stages that hold neither the embedding nor the LM head, the
+    /// first and last, when there are three or more), compute only: the runtime's per-pass
+    /// overhead is taken off. Returns the stage and its times.
+    ///
+    /// # Errors
+    /// A message with a hint when the backwards were not split (no W to calibrate to) or a
+    /// pass's compute time is not positive.
+    pub fn calibration_stage(&self) -> Result<(usize, [f64; 3]), String> {
+        if self.backward == BackwardSplit::FullOnly {
+            return Err("the run has full backwards only, so it measures no W to calibrate to\n  \
+                 hint: record a schedule that splits the backward (a Zero Bubble schedule, or a CSV with I and W actions)"
+                .to_string());
+        }
+        let stages = self.f.len();
+        let inner: Vec<usize> = if stages >= 3 { (1..stages - 1).collect() } else { (0..stages).collect() };
+        let Some(&stage) = inner.get(inner.len() / 2) else {
+            return Err("the run has no stages\n  hint: record at least one pipeline step".to_string());
+        };
+        let times = [self.f[stage], self.b[stage], self.w[stage]].map(|t| t - self.overhead);
+        if times.iter().any(|t| !(t.is_finite() && *t > 0.0)) {
+            return Err(format!(
+                "stage {stage}'s passes take no time once the runtime's overhead ({} µs) is taken off\n  \
+                 hint: profile a larger model or microbatch, so compute outweighs the runtime",
+                crate::units::format_number(self.overhead, 1)
+            ));
+        }
+        Ok((stage, times))
+    }
+
     /// Fits `run`'s costs.
     pub fn of(run: &MeasuredRun) -> Fitted {
         let stages = run.schedule.placement.stages() as usize;

@@ -109,10 +109,11 @@ impl MeasuredRun {
     /// # Errors
     /// As [`MeasuredRun::replay_measured`].
     pub fn analysis(&self) -> Result<crate::Analysis, crate::SimError> {
-        let replay = self.replay_measured()?;
         let costs = self.fitted().costs(self.schedule.devices());
-        let stats = crate::stats::stats(&self.schedule, &replay.timeline, &costs);
-        Ok(crate::Analysis { schedule: self.schedule.clone(), timeline: replay.timeline, stats })
+        crate::analysis::analyze_timed(self.schedule.clone(), &costs, &self.op_times()).map_err(|e| match e {
+            crate::AnalyzeError::Sim(e) => e,
+            other => crate::SimError::Malformed(other.to_string()),
+        })
     }
 
     /// A heading: `measured run (ProfilerStep#2) · 2 devices · 4 microbatches`.

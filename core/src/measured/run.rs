@@ -596,15 +596,17 @@ fn split_devices(
         .map(|(d, ops)| {
             let start = ops.first().map_or(0.0, |o| o.span_start);
             let end = ops.last().map_or(0.0, |o| o.end);
-            let compute: f64 = ops.iter().map(MeasuredOp::duration).sum();
-            let wait: f64 = ops.iter().map(|o| o.waited).sum();
+            // `+ 0.0`: an empty float sum is −0, which would print as "-0".
+            let compute = ops.iter().map(MeasuredOp::duration).sum::<f64>() + 0.0;
+            let wait = ops.iter().map(|o| o.waited).sum::<f64>() + 0.0;
             let shift = offsets[d] - origin;
             let (w0, w1) = windows[d];
             let communication: f64 = classified[d]
                 .iter()
                 .filter(|(s, k)| matches!(k, Kind::Communication) && s.start >= w0 - 1e-6 && s.end <= w1 + 1e-6)
                 .map(|(s, _)| ((s.end + shift).min(end) - (s.start + shift).max(start)).max(0.0))
-                .sum();
+                .sum::<f64>()
+                + 0.0;
             let overhead = (end - start - compute - wait - communication).max(0.0);
             DeviceSplit {
                 device: d as u32,

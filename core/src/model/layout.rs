@@ -187,7 +187,8 @@ fn parse_counts(spec: &str) -> Result<Layout, ParamError> {
         })?;
         pieces.push(Piece { layers, ..Piece::default() });
         if pieces.len() > MAX_LAYOUT_STAGES {
-            return Err(err(format!("the layout has more than {MAX_LAYOUT_STAGES} stages")));
+            return Err(err(format!("the layout has more than {MAX_LAYOUT_STAGES} stages"))
+                .hint("give one stage per device, or chunks × devices stages"));
         }
     }
     mark_ends(&mut pieces);
@@ -242,7 +243,8 @@ const MAX_TOKENS: usize = 4_000_000;
 
 fn parse_sequence(chars: &[char], pos: &mut usize, depth: usize) -> Result<Vec<char>, ParamError> {
     if depth > 32 {
-        return Err(err("the layout nests parentheses more than 32 deep"));
+        return Err(err("the layout nests parentheses more than 32 deep")
+            .hint("repeat a group instead of nesting it: `(t*4|)*6` rather than `((t*4|))*6`"));
     }
     let mut out: Vec<char> = Vec::new();
     while let Some(&c) = chars.get(*pos) {
@@ -268,7 +270,8 @@ fn parse_sequence(chars: &[char], pos: &mut usize, depth: usize) -> Result<Vec<c
         };
         let times = parse_repeat(chars, pos)?;
         if out.len() + atom.len().saturating_mul(times) > MAX_TOKENS {
-            return Err(err(format!("the layout expands to more than {MAX_TOKENS} tokens")));
+            return Err(err(format!("the layout expands to more than {MAX_TOKENS} tokens"))
+                .hint("a layout lists stages and layers: counts are in the hundreds at most"));
         }
         for _ in 0..times {
             out.extend_from_slice(&atom);

@@ -1,87 +1,62 @@
-//! Costs from a transformer config and a GPU: what a real pipeline's stages cost.
+//! Costs from a transformer config and a GPU: what a real pipeline's stages cost. Uses the
+//! schedule-free parts of the crate (params, errors); the simulator never reaches in.
 //!
-//! Per transformer layer and microbatch of `B` sequences of `S` tokens, hidden size `H`,
-//! `A` heads, MLP width `FFN` (the Zero Bubble paper's Table 1, generalised to any FFN):
+//! Per transformer layer and microbatch of `B` sequences of `S` tokens (hidden `H`, `A`
+//! heads, `g` key/value heads, MLP width `FFN`; the Zero Bubble paper's Table 1, generalised):
 //!
-//! | pass | FLOPs |
+//! | pass | matmul FLOPs |
 //! |---|---|
-//! | F | `B·S·H·(8H + 4·FFN + 4S)` (= `B·S·H·(24H + 4S)` at FFN = 4H) |
-//! | B | `B·S·H·(8H + 4·FFN + 8S)` (= `B·S·H·(24H + 8S)`) |
-//! | W | `B·S·H·(8H + 4·FFN)` (= `24·B·S·H²`) |
+//! | F | `B·S·H·((4 + 4g/A)·H + 4·FFN + 4S)` |
+//! | B | `B·S·H·((4 + 4g/A)·H + 4·FFN + 8S)` (`+ 4S` with FlashAttention, which recomputes) |
+//! | W | `B·S·H·((4 + 4g/A)·H + 4·FFN)` |
 //!
-//! The `8H` is attention's four H×H projections, `4·FFN` the MLP's two H×FFN matmuls (16H of
-//! the paper's 24H at FFN = 4H: that part scales with FFN/4H), the `S` terms attention's scores,
-//! which have no weights and so no W.
+//! Times come from the roofline ([`roofline`]): each operator at the slower of its FLOPs at
+//! the GPU's achieved matmul rate and its bytes at the achieved HBM bandwidth ([`gpu`],
+//! [`hardware`]), or at efficiencies fitted to measured times ([`calibrate`]). The LM head
+//! (`2·B·S·H·V` matmul FLOPs per pass) sits on the last stage, the embedding on the first.
 //!
-//! Activations in bytes (Korthikanti et al., 16-bit, no recompute), per layer:
-//! `mem-f = B·S·H·(18 + 4·FFN/H + 5·A·S/H)` (the paper's `34 + 5AS/H` at FFN = 4H, the MLP's
-//! 16 of the 34 scaling with FFN/4H), of which `mem-w = B·S·H·(16 + 4·FFN/H)` (the paper's 32:
-//! every matmul's input) stays after B until W.
+//! Activations (Korthikanti et al., 16-bit, no recompute), per layer: `mem-f = B·S·H·(18 −
+//! 4(1 − g/A) + 4·FFN/H + 5·A·S/H)`, of which `mem-w = B·S·H·(16 − 4(1 − g/A) + 4·FFN/H)`
+//! stays after B until W; FlashAttention drops the `5·A·S/H`. The LM head holds its input and
+//! fp32 logits (`4·B·S·V`), the embedding its dropout mask. Parameters per layer: `(2 +
+//! 2g/A)·H² + 2·H·FFN` weights plus biases and norms.
 //!
-//! With FlashAttention (`flash_attention`, on for the Llama presets) the forward keeps no
-//! `A·S×S` score matrices: the `5·A·S/H` term of mem-f is gone, and B recomputes the scores,
-//! adding the forward's `4·B·S²·H` attention FLOPs to B (Dao et al.; Megatron's selective
-//! recompute has the same effect on both numbers).
-//!
-//! A multi-token-prediction layer (`m` in a layout, DeepSeek-V3's MTP module, not one of
-//! `layers`) costs a transformer layer plus its `2H → H` projection (`4·B·S·H²` FLOPs per
-//! pass) and its own pass through the shared LM head and loss (see `Model::mtp_extra`).
-//!
-//! The LM head (vocabulary `V`) on the last stage: `2·B·S·H·V` FLOPs for each of F, B and W;
-//! it holds its input, `2·B·S·H` bytes, until W, and the loss's fp32 logits, `4·B·S·V` bytes,
-//! until B. The embedding on the first stage: no FLOPs (a lookup), and `B·S·H` bytes (its
-//! dropout mask) until B.
-//!
-//! Time is FLOPs / (T · 10¹²) seconds, `T` the achieved TFLOP/s per device (default 400, an
-//! H100 at about 40% of its dense BF16 peak), reported in µs. A hop between devices sends one
-//! microbatch's activation, `2·B·S·H` bytes, at the link bandwidth (default 50 GB/s, one
-//! 400 Gb/s InfiniBand link) plus a latency (default 5 µs).
-//!
-//! Tensor parallelism (`tp` = t, Megatron's with sequence parallelism, default 1): each of a
-//! stage's t GPUs does `1/t` of every matmul and keeps `1/t` of the activations (Korthikanti
-//! et al.: `S·B·H·(34 + 5·A·S/H)/t` per layer; the LM head and the embedding split by the
-//! vocabulary and the sequence alike), a hop sends `2·B·S·H/t` bytes per GPU, and each GPU
-//! holds `1/t` of the parameters. Costs are per GPU of a stage. The tensor-parallel
-//! collectives inside a layer are not modelled (assumed overlapped, or on NVLink): lower
-//! `tflops` to account for them. `heads` and `hidden` must be multiples of t.
-//!
-//! Parameters (for static memory): per layer `4H² + 2·H·FFN` weights and `9H + FFN` biases and
-//! layer norms (`12H² + 13H` at FFN = 4H), `V·H` for the embedding and `V·H` for the LM head
-//! (untied).
-//!
-//! Grouped-query attention (`kv_heads` = g key/value heads for the A query heads, 8 for the
-//! Llama 3 presets): the K and V projections are `H × H·g/A`, so attention's weights are
-//! `(2 + 2g/A)·H²` instead of `4H²` (and its biases `(2 + 2g/A)·H`), the F, B and W weight
-//! terms `(4 + 4g/A)·H` instead of `8H` (Megatron's FLOP count: `12·B·S·H²·(1 + g/A)` for
-//! attention's projections over the whole step), and the K and V activations, 4 of attention's
-//! 11 bytes per token and hidden unit, scale by `g/A` in mem-f and in mem-w alike (W needs
-//! their gradients as B leaves them). The scores are per query head and do not change. At
-//! g = A every formula above is unchanged.
+//! Tensor parallelism `t` (with sequence parallelism): every number is one GPU's, `1/t` of the
+//! stage's; the collectives inside a layer are not timed. A hop sends `2·B·S·H/t` bytes per
+//! GPU ([`hardware::Hops`]). Multi-token-prediction layers (`m`) cost a layer plus their
+//! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Depth:
+//! `docs/cost-model.md`.
 
+pub mod calibrate;
+mod derive;
 mod fields;
+pub(crate) use fields::model_size_limit;
+pub mod gpu;
+pub mod hardware;
 mod holding;
 mod layout;
 pub mod presets;
+pub mod roofline;
 mod spec;
 mod units;
 
+pub use calibrate::Calibration;
+pub use derive::{Derived, PieceCosts};
+pub use gpu::{Gpu, DEFAULT_GPU, GPUS};
+pub use hardware::{Efficiency, Hops, DEFAULT_EFFICIENCY};
 pub use holding::{verdict, Holding};
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
+pub use roofline::{Breakdown, Term};
 pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
 pub use units::{parse_bytes, parse_limit, LimitError};
 
 use crate::error::{Field, ParamError};
-use std::sync::Arc;
 
-use crate::params::{CostProfile, Costs};
-
-/// Default achieved TFLOP/s per device.
-pub const DEFAULT_TFLOPS: f64 = 400.0;
 /// Up to how many stages per device a model without a layout is also cut at whole layers
 /// ([`Derived::finer`]); families with more chunks share pieces in proportion.
 pub const MAX_CHUNKS_CUT: u32 = 8;
-/// Default link bandwidth between neighbouring devices, GB/s.
-pub const DEFAULT_BANDWIDTH_GBPS: f64 = 50.0;
+/// Default GPUs per node.
+pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 /// Default latency of one hop, µs.
 pub const DEFAULT_LATENCY_US: f64 = 5.0;
 
@@ -104,12 +79,21 @@ pub struct Model {
     pub vocab: u32,
     /// MLP width; `None` means `4H`.
     pub ffn: Option<u32>,
-    /// Achieved TFLOP/s per device.
-    pub tflops: f64,
-    /// Link bandwidth, GB/s.
-    pub bandwidth: f64,
+    /// The GPU, a key of [`GPUS`]; `None` means [`DEFAULT_GPU`].
+    pub gpu: Option<String>,
+    /// GPUs per node: which hops cross nodes.
+    pub gpus_per_node: u32,
+    /// Achieved TFLOP/s of the matrix multiplications, in place of the GPU's peak times the
+    /// gemm efficiency.
+    pub tflops: Option<f64>,
+    /// Achieved GB/s of every hop, in place of the GPU's links.
+    pub bandwidth: Option<f64>,
     /// Hop latency, µs.
     pub latency: f64,
+    /// Fraction of peak FLOP/s the matmuls reach; `None` means the default.
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of HBM bandwidth the memory-bound kernels reach; `None` means the default.
+    pub memory_efficiency: Option<f64>,
     /// How layers are cut into stages; `None` splits them evenly.
     pub layout: Option<String>,
     /// FlashAttention: no score matrices kept, scores recomputed in B.
@@ -130,9 +114,13 @@ impl Model {
             micro_batch,
             vocab,
             ffn: None,
-            tflops: DEFAULT_TFLOPS,
-            bandwidth: DEFAULT_BANDWIDTH_GBPS,
+            gpu: None,
+            gpus_per_node: DEFAULT_GPUS_PER_NODE,
+            tflops: None,
+            bandwidth: None,
             latency: DEFAULT_LATENCY_US,
+            gemm_efficiency: None,
+            memory_efficiency: None,
             layout: None,
             flash_attention: false,
             tp: 1,
@@ -151,12 +139,20 @@ impl Model {
 
     /// `g/A`: the size of the K and V projections against Q's (1 without grouped-query
     /// attention).
-    fn kv_ratio(&self) -> f64 {
+    pub(crate) fn kv_ratio(&self) -> f64 {
         f64::from(self.kv_heads()) / f64::from(self.heads.max(1))
     }
 
-    /// Checks every size is positive and every rate finite and positive.
+    /// Checks every size is in range, the sizes fit together, and the hardware settings are
+    /// known and in range.
     pub fn check(&self) -> Result<(), ParamError> {
+        self.check_sizes()?;
+        self.check_shape()?;
+        self.check_hardware()
+    }
+
+    /// Every size positive and below its limit.
+    fn check_sizes(&self) -> Result<(), ParamError> {
         let sizes = [
             (Field::Layers, self.layers),
             (Field::Hidden, self.hidden),
@@ -167,6 +163,7 @@ impl Model {
             (Field::Vocab, self.vocab),
             (Field::Ffn, self.ffn()),
             (Field::Tp, self.tp),
+            (Field::GpusPerNode, self.gpus_per_node),
         ];
         for (field, v) in sizes {
             let max = fields::model_size_limit(field);
@@ -175,61 +172,97 @@ impl Model {
                     .hint(fields::field_hint(field)));
             }
         }
-        for (field, v) in [(Field::Heads, self.heads), (Field::Hidden, self.hidden)] {
-            if v % self.tp != 0 {
-                return Err(ParamError::new(
-                    Field::Tp,
-                    format!(
-                        "tp {} does not divide {} {v}: each GPU of a stage takes an equal part",
-                        self.tp,
-                        field.name()
-                    ),
-                )
-                .hint(format!(
-                    "pick a tp that divides heads, kv-heads and hidden, e.g. {}",
-                    divisors_hint(&[self.heads, self.hidden, self.kv_heads()], 1)
-                )));
-            }
+        Ok(())
+    }
+
+    /// The sizes fit together: heads divide the hidden size, key/value heads the heads, and
+    /// tensor parallelism every split dimension.
+    fn check_shape(&self) -> Result<(), ParamError> {
+        let (h, a, g, t) = (self.hidden, self.heads, self.kv_heads(), self.tp);
+        if h % a != 0 {
+            return Err(ParamError::new(
+                Field::Heads,
+                format!("heads {a} does not divide hidden {h}: each head takes an equal slice of the hidden size"),
+            )
+            .hint(format!(
+                "pick heads that divide hidden {h}, e.g. {}; or a hidden size heads divides, e.g. {}",
+                near_divisors(a, h),
+                near_multiples(h, a)
+            )));
         }
-        let g = self.kv_heads();
-        if g > self.heads || self.heads % g != 0 {
+        if g > a || a % g != 0 {
             return Err(ParamError::new(
                 Field::KvHeads,
                 format!(
-                    "kv-heads {g} does not divide heads {}: each key/value head serves an equal group of query heads",
-                    self.heads
+                    "kv-heads {g} does not divide heads {a}: each key/value head serves an equal group of query heads"
                 ),
             )
             .hint(format!(
                 "pick kv-heads among the divisors of heads{}, e.g. {} (a preset sets its own: the Llama presets 8)",
-                if self.tp > 1 { " that tp divides" } else { "" },
-                divisors_hint(&[self.heads], self.tp)
+                if t > 1 { " that tp divides" } else { "" },
+                divisors_hint(&[a], t)
             )));
         }
-        if g % self.tp != 0 {
-            return Err(ParamError::new(
-                Field::Tp,
-                format!("tp {} does not divide kv-heads {g}: each GPU of a stage takes whole key/value heads", self.tp),
-            )
-            .hint(format!(
-                "pick a tp that divides kv-heads, heads and hidden, e.g. {}",
-                divisors_hint(&[g, self.heads, self.hidden], 1)
-            )));
+        let split = [
+            (Field::Heads, a, "each GPU of a stage takes an equal part"),
+            (Field::Hidden, h, "each GPU of a stage takes an equal part"),
+            (Field::KvHeads, g, "each GPU of a stage takes whole key/value heads"),
+            (Field::Ffn, self.ffn(), "each GPU of a stage takes an equal part of the MLP"),
+        ];
+        for (field, v, why) in split {
+            if v % t != 0 {
+                let other = if field == Field::Ffn {
+                    format!("; or an ffn that tp divides, e.g. {}", near_multiples(v, t))
+                } else {
+                    String::new()
+                };
+                return Err(ParamError::new(Field::Tp, format!("tp {t} does not divide {} {v}: {why}", field.name()))
+                    .hint(format!(
+                        "pick a tp that divides heads, kv-heads, hidden and ffn, e.g. {}{other}",
+                        divisors_hint(&[a, h, g, self.ffn()], 1)
+                    )));
+            }
         }
-        let rates = [(Field::Tflops, self.tflops), (Field::Bandwidth, self.bandwidth)];
-        for (field, v) in rates {
-            if !v.is_finite() || v <= 0.0 || v > 1e9 {
+        Ok(())
+    }
+
+    /// The GPU is known; rates, efficiencies and the latency are in range; no two settings
+    /// set the same rate.
+    fn check_hardware(&self) -> Result<(), ParamError> {
+        let gpu = self.gpu()?;
+        let number = |v: f64| crate::units::short_number(v);
+        let rates = [(Field::Tflops, self.tflops, gpu.peak_tflops), (Field::Bandwidth, self.bandwidth, 1e9)];
+        for (field, value, max) in rates {
+            let Some(v) = value else { continue };
+            if !v.is_finite() || v <= 0.0 || v > max {
+                let what = if field == Field::Tflops { format!("{}'s peak", gpu.key) } else { "1e9".to_string() };
                 return Err(ParamError::new(
                     field,
-                    format!("{} must be a positive number up to 1e9, found {}", field.name(), crate::units::format_number(v, 6)),
+                    format!(
+                        "{} must be a positive number up to {} ({what}), found {}",
+                        field.name(),
+                        number(max),
+                        number(v)
+                    ),
                 )
-                .hint("--tflops is the achieved TFLOP/s per device (default 400), --bandwidth the link's GB/s (default 50)"));
+                .hint(fields::field_hint(field)));
             }
+        }
+        for (field, value) in
+            [(Field::GemmEfficiency, self.gemm_efficiency), (Field::MemoryEfficiency, self.memory_efficiency)]
+        {
+            if let Some(v) = value {
+                fields::check_efficiency(field, v)?;
+            }
+        }
+        if self.tflops.is_some() && self.gemm_efficiency.is_some() {
+            return Err(ParamError::new(Field::Tflops, "tflops and gemm-efficiency both set the matmul rate")
+                .hint("give one: --tflops in TFLOP/s, or --gemm-efficiency as a fraction of the GPU's peak"));
         }
         if !self.latency.is_finite() || self.latency < 0.0 || self.latency > 1e9 {
             return Err(ParamError::new(
                 Field::Latency,
-                format!("latency must be between 0 and 1e9 µs, found {}", crate::units::format_number(self.latency, 6)),
+                format!("latency must be between 0 and 1e9 µs, found {}", crate::units::short_number(self.latency)),
             )
             .hint("--latency is the time of one hop in µs (default 5)"));
         }
@@ -242,7 +275,7 @@ impl Model {
     }
 
     /// One GPU's part of a stage under tensor parallelism: `1/t`.
-    fn per_gpu(&self) -> f64 {
+    pub(crate) fn per_gpu(&self) -> f64 {
         1.0 / f64::from(self.tp.max(1))
     }
 
@@ -302,23 +335,13 @@ impl Model {
     /// copy of the embedding, and of the head when it has no `L`, as Megatron-Core builds them
     /// there (`pre_process or mtp_process`, `post_process or mtp_process`; counted in
     /// [`Model::derive`]).
-    fn mtp_extra(&self) -> [f64; 4] {
+    pub(crate) fn mtp_extra(&self) -> [f64; 4] {
         let h = f64::from(self.hidden);
         let bsh = self.tokens_hidden();
         let t = self.per_gpu();
         let [hmf, hmw] = self.head_memory();
         let flops = 4.0 * bsh * h * t + self.head_flops();
         [flops, hmf + (4.0 + 1.0) * bsh * t, hmw + 4.0 * bsh * t, (2.0 * h * h + 2.0 * h) * t]
-    }
-
-    /// µs for `flops` at the device's achieved rate.
-    fn micros(&self, flops: f64) -> f64 {
-        flops / (self.tflops * 1e12) * 1e6
-    }
-
-    /// µs to send one microbatch's activation to the next device.
-    pub fn comm(&self) -> f64 {
-        2.0 * self.tokens_hidden() * self.per_gpu() / (self.bandwidth * 1e9) * 1e6 + self.latency
     }
 
     /// The layout: parsed from `layout`, or the even split.
@@ -328,74 +351,32 @@ impl Model {
             None => Ok(Layout::even(self.layers, devices)),
         }
     }
+}
 
-    /// Every piece's costs on `devices` devices.
-    ///
-    /// # Errors
-    /// A [`ParamError`] naming the model setting or the layout that is wrong.
-    pub fn derive(&self, devices: u32) -> Result<Derived, ParamError> {
-        self.check()?;
-        if devices == 0 {
-            return Err(ParamError::new(Field::Devices, "devices must be at least 1, found 0")
-                .hint("--devices is the number of pipeline ranks"));
-        }
-        let layout = self.layout(devices)?;
-        let [lf, lb, lw] = self.layer_flops();
-        let [lmf, lmw] = self.layer_memory();
-        let [hmf, hmw] = self.head_memory();
-        let head = self.head_flops();
-        let [mtp_flops, mtp_mf, mtp_mw, mtp_params] = self.mtp_extra();
-        let piece_costs = |p: &Piece| {
-            let (n, m) = (f64::from(p.layers), f64::from(p.mtp));
-            // An MTP layer: a transformer layer, plus its projection, embedding and head pass.
-            let h = if p.loss { head } else { 0.0 } + m * mtp_flops;
-            let mem_f = (n + m) * lmf
-                + m * mtp_mf
-                + if p.loss { hmf } else { 0.0 }
-                + if p.embedding { self.embedding_memory() } else { 0.0 };
-            let mem_w = (n + m) * lmw + m * mtp_mw + if p.loss { hmw } else { 0.0 };
-            let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
-            // A stage running MTP builds its own embedding and output layer when it has not
-            // got them already (Megatron-Core: `pre_process or mtp_process`, and
-            // `post_process or mtp_process`).
-            let with_mtp = p.mtp > 0;
-            let params = (n + m) * self.layer_params()
-                + m * mtp_params
-                + if p.embedding || with_mtp { vh } else { 0.0 }
-                + if p.loss || with_mtp { vh } else { 0.0 };
-            PieceCosts {
-                piece: *p,
-                f: self.micros((n + m) * lf + h),
-                b: self.micros((n + m) * lb + h),
-                w: self.micros((n + m) * lw + h),
-                mem_f,
-                mem_w,
-                params,
-            }
-        };
-        let pieces = layout.pieces.iter().map(piece_costs).collect();
-        // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
-        // device too, where the layers divide evenly into them: families with chunks run
-        // those stages, never fractions of a layer. (An uneven whole-layer cut makes some
-        // stages heavier than the next, which zb-v's heuristic cannot schedule; those stay
-        // proportional, as a layout of P pieces does.)
-        let finer = match self.layout {
-            Some(_) => Vec::new(),
-            None => (2..=MAX_CHUNKS_CUT)
-                .map(|v| devices.saturating_mul(v))
-                .filter(|&stages| self.layers % stages == 0)
-                .map(|stages| Layout::even(self.layers, stages).pieces.iter().map(piece_costs).collect())
-                .collect(),
-        };
-        let mut notes = Vec::new();
-        if self.layout.is_none() && self.layers % devices != 0 {
-            notes.push(format!(
-                "{} layers do not divide over {devices} devices: the first {} shares hold one layer more",
-                self.layers,
-                self.layers % devices
-            ));
-        }
-        Ok(Derived { devices, layout, pieces, finer, comm: self.comm(), notes })
+/// The divisors of `of` nearest `value`, up to four, ascending ("8, 10, 20 or 25").
+fn near_divisors(value: u32, of: u32) -> String {
+    let mut d: Vec<u32> = (1..=of).filter(|d| of % d == 0).collect();
+    d.sort_by_key(|&x| (x.abs_diff(value), x));
+    d.truncate(4);
+    d.sort_unstable();
+    or_list(&d)
+}
+
+/// The multiples of `step` nearest `value` below and above it ("992 or 1008").
+fn near_multiples(value: u32, step: u32) -> String {
+    let step = step.max(1);
+    let below = value / step * step;
+    let above = below.saturating_add(step);
+    let list: Vec<u32> = [below, above].into_iter().filter(|&x| x > 0).collect();
+    or_list(&list)
+}
+
+/// `a, b, c or d`.
+fn or_list(items: &[u32]) -> String {
+    match items {
+        [] => "none".to_string(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -421,113 +402,7 @@ fn divisors_hint(values: &[u32], multiple_of: u32) -> String {
     }
 }
 
-/// One piece's costs, per microbatch: µs and bytes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PieceCosts {
-    /// What it holds.
-    pub piece: Piece,
-    /// Forward µs.
-    pub f: f64,
-    /// Input-gradient µs.
-    pub b: f64,
-    /// Weight-gradient µs.
-    pub w: f64,
-    /// Activation bytes a forward stores.
-    pub mem_f: f64,
-    /// Of those, bytes W still needs after B.
-    pub mem_w: f64,
-    /// Parameters it holds.
-    pub params: f64,
-}
-
-/// A model's costs on a pipeline: its pieces, the communication per hop and notes for the user.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Derived {
-    /// Devices.
-    pub devices: u32,
-    /// How the layers are cut.
-    pub layout: Layout,
-    /// Costs of each piece, in pipeline order.
-    pub pieces: Vec<PieceCosts>,
-    /// Without a given layout: the even split at whole layers into `k × devices` pieces for
-    /// `k` = 2 to [`MAX_CHUNKS_CUT`] where the layers divide evenly into them (the stages of
-    /// families with chunks); empty otherwise.
-    pub finer: Vec<Vec<PieceCosts>>,
-    /// µs per hop.
-    pub comm: f64,
-    /// Things to tell the user (uneven splits).
-    pub notes: Vec<String>,
-}
-
-impl Derived {
-    /// The per-piece cost profile the simulator reads.
-    pub fn profile(&self) -> CostProfile {
-        let of = |pieces: &[PieceCosts]| {
-            let list = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).collect();
-            CostProfile {
-                f: list(|p| p.f),
-                b: list(|p| p.b),
-                w: list(|p| p.w),
-                mem_f: list(|p| p.mem_f),
-                mem_w: list(|p| p.mem_w),
-                finer: Vec::new(),
-            }
-        };
-        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
-    }
-
-    /// One number of each piece (`value`) as a profile's `f` list, the other lists 0, with the
-    /// finer cuts: per-stage tables of any quantity cut as the simulator cuts costs.
-    pub fn quantity_profile(&self, value: fn(&PieceCosts) -> f64) -> CostProfile {
-        let of = |pieces: &[PieceCosts]| {
-            let zeros = vec![0.0; pieces.len()];
-            CostProfile {
-                f: pieces.iter().map(value).collect(),
-                b: zeros.clone(),
-                w: zeros.clone(),
-                mem_f: zeros.clone(),
-                mem_w: zeros,
-                finer: Vec::new(),
-            }
-        };
-        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
-    }
-
-    /// Costs for the schedule families: the profile, the communication time, and the mean
-    /// share's scalars.
-    pub fn costs(&self) -> Costs {
-        Costs { comm: self.comm, ..Costs::default() }.with_profile(self.profile(), self.devices)
-    }
-
-    /// The device shares (the pieces a device holds under plain 1F1B), each summed into one
-    /// piece: share `k` is entry `k`.
-    pub fn shares(&self) -> Vec<PieceCosts> {
-        let per = (self.pieces.len() / self.devices.max(1) as usize).max(1);
-        self.pieces.chunks(per).map(PieceCosts::sum).collect()
-    }
-}
-
-impl PieceCosts {
-    /// Consecutive pieces as one: their layers and costs added, holding the embedding or the
-    /// LM head if any of them does.
-    pub fn sum(pieces: &[PieceCosts]) -> PieceCosts {
-        let add = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).sum();
-        PieceCosts {
-            piece: Piece {
-                embedding: pieces.iter().any(|p| p.piece.embedding),
-                layers: pieces.iter().map(|p| p.piece.layers).sum(),
-                mtp: pieces.iter().map(|p| p.piece.mtp).sum(),
-                loss: pieces.iter().any(|p| p.piece.loss),
-            },
-            f: add(|p| p.f),
-            b: add(|p| p.b),
-            w: add(|p| p.w),
-            mem_f: add(|p| p.mem_f),
-            mem_w: add(|p| p.mem_w),
-            params: add(|p| p.params),
-        }
-    }
-}
-
+#[cfg(test)]
+mod cost_tests;
 #[cfg(test)]
 mod tests;

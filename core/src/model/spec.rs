@@ -36,9 +36,9 @@ pub struct ModelSpec {
     pub vocab: Option<u32>,
     /// MLP width (`--ffn`).
     pub ffn: Option<u32>,
-    /// Achieved TFLOP/s per device (`--tflops`).
+    /// Achieved TFLOP/s of the matmuls (`--tflops`).
     pub tflops: Option<f64>,
-    /// Link bandwidth, GB/s (`--bandwidth`).
+    /// Achieved GB/s of every hop (`--bandwidth`).
     pub bandwidth: Option<f64>,
     /// Hop latency, µs (`--latency`).
     pub latency: Option<f64>,
@@ -48,6 +48,14 @@ pub struct ModelSpec {
     pub flash_attention: Option<bool>,
     /// Tensor-parallel size with sequence parallelism (`--tp`); `None` is 1.
     pub tp: Option<u32>,
+    /// The GPU (`--gpu`); `None` keeps the preset's (H100 SXM without one).
+    pub gpu: Option<String>,
+    /// GPUs per node (`--gpus-per-node`); `None` is 8.
+    pub gpus_per_node: Option<u32>,
+    /// Fraction of peak FLOP/s the matmuls reach (`--gemm-efficiency`).
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of HBM bandwidth the memory-bound kernels reach (`--memory-efficiency`).
+    pub memory_efficiency: Option<f64>,
 }
 
 /// The settings a spec holds, as fields: their names are the CLI flags and URL keys. They are
@@ -60,6 +68,8 @@ enum Slot<'a> {
     Count(&'a mut Option<u32>),
     /// A rate (TFLOP/s, bandwidth, latency).
     Rate(&'a mut Option<f64>),
+    /// A share above 0 and at most 1 (the efficiencies).
+    Fraction(&'a mut Option<f64>),
 }
 
 impl ModelSpec {
@@ -89,22 +99,25 @@ impl ModelSpec {
             Field::Model => self.preset.clone(),
             Field::Layout => self.layout.clone(),
             Field::FlashAttention => self.flash_attention.map(|on| if on { "1" } else { "0" }.to_string()),
+            Field::Gpu => self.gpu.clone(),
             _ => {
                 let mut spec = self.clone();
                 match spec.slot(field)? {
                     Slot::Count(v) => v.map(|v| v.to_string()),
-                    Slot::Rate(v) => v.map(|v| v.to_string()),
+                    Slot::Rate(v) | Slot::Fraction(v) => v.map(|v| v.to_string()),
                 }
             }
         }
     }
 
-    /// The number setting `field` names: a whole number or a rate.
+    /// The number setting `field` names: a whole number, a rate or a share.
     fn slot(&mut self, field: Field) -> Option<Slot<'_>> {
         let rate = match field {
             Field::Tflops => &mut self.tflops,
             Field::Bandwidth => &mut self.bandwidth,
             Field::Latency => &mut self.latency,
+            Field::GemmEfficiency => return Some(Slot::Fraction(&mut self.gemm_efficiency)),
+            Field::MemoryEfficiency => return Some(Slot::Fraction(&mut self.memory_efficiency)),
             _ => {
                 let count = match field {
                     Field::Layers => &mut self.layers,
@@ -116,6 +129,7 @@ impl ModelSpec {
                     Field::Vocab => &mut self.vocab,
                     Field::Ffn => &mut self.ffn,
                     Field::Tp => &mut self.tp,
+                    Field::GpusPerNode => &mut self.gpus_per_node,
                     _ => return None,
                 };
                 return Some(Slot::Count(count));
@@ -160,12 +174,31 @@ impl ModelSpec {
             })
         };
         let text_value = |t: &str| (!t.is_empty()).then(|| t.to_string());
+        let fraction = |t: &str| -> Result<Option<f64>, ParamError> {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            let v = t.parse::<f64>().map_err(|_| {
+                ParamError::new(
+                    field,
+                    format!("{} must be a number above 0 and at most 1, found `{}`", field.name(), short(t)),
+                )
+                .hint(field_hint(field))
+            })?;
+            super::fields::check_efficiency(field, v).map(|()| Some(v))
+        };
         match field {
             Field::Model => {
                 if !t.is_empty() && model_preset(t).is_none() {
                     return Err(unknown_preset(t));
                 }
                 self.preset = text_value(t);
+            }
+            Field::Gpu => {
+                if !t.is_empty() && super::gpu::gpu(t).is_none() {
+                    return Err(super::gpu::unknown_gpu(t));
+                }
+                self.gpu = text_value(t);
             }
             Field::Layout => {
                 if t.len() > MAX_LAYOUT_TEXT {
@@ -194,6 +227,7 @@ impl ModelSpec {
             _ => match self.slot(field) {
                 Some(Slot::Count(v)) => *v = count(t)?,
                 Some(Slot::Rate(v)) => *v = rate(t)?,
+                Some(Slot::Fraction(v)) => *v = fraction(t)?,
                 None => {
                     return Err(ParamError::new(field, format!("{} is not a model setting", field.name()))
                         .hint(format!("model settings: {}", field_names())));
@@ -234,6 +268,10 @@ impl ModelSpec {
             m.tflops = base.tflops;
             m.bandwidth = base.bandwidth;
             m.latency = base.latency;
+            m.gpu.clone_from(&base.gpu);
+            m.gpus_per_node = base.gpus_per_node;
+            m.gemm_efficiency = base.gemm_efficiency;
+            m.memory_efficiency = base.memory_efficiency;
             m.layout.clone_from(&base.layout);
             m.flash_attention = base.flash_attention;
             m.tp = base.tp;
@@ -242,9 +280,15 @@ impl ModelSpec {
         m.tp = self.tp.unwrap_or(m.tp);
         m.ffn = self.ffn.or(m.ffn);
         m.kv_heads = self.kv_heads.or(m.kv_heads);
-        m.tflops = self.tflops.unwrap_or(m.tflops);
-        m.bandwidth = self.bandwidth.unwrap_or(m.bandwidth);
+        m.tflops = self.tflops.or(m.tflops);
+        m.bandwidth = self.bandwidth.or(m.bandwidth);
         m.latency = self.latency.unwrap_or(m.latency);
+        if self.gpu.is_some() {
+            m.gpu.clone_from(&self.gpu);
+        }
+        m.gpus_per_node = self.gpus_per_node.unwrap_or(m.gpus_per_node);
+        m.gemm_efficiency = self.gemm_efficiency.or(m.gemm_efficiency);
+        m.memory_efficiency = self.memory_efficiency.or(m.memory_efficiency);
         if self.layout.is_some() {
             m.layout.clone_from(&self.layout);
         }
@@ -331,13 +375,29 @@ mod tests {
             "50",
             "5",
             "Et*3|t*4|t*4|t*3L",
+            "1",
+            "2",
+            "a100-80gb",
+            "4",
+            "0.7",
+            "0.6",
         ];
+        assert_eq!(values.len(), MODEL_FIELDS.len());
         for (field, v) in MODEL_FIELDS.iter().zip(values) {
             spec.set(*field, v).unwrap();
             assert_eq!(spec.get(*field).as_deref(), Some(v));
         }
         let before = spec.clone();
-        for (field, bad) in [(Field::Layers, "0"), (Field::Hidden, "-1"), (Field::Tflops, "NaN"), (Field::Model, "x")] {
+        for (field, bad) in [
+            (Field::Layers, "0"),
+            (Field::Hidden, "-1"),
+            (Field::Tflops, "NaN"),
+            (Field::Model, "x"),
+            (Field::Gpu, "a100"),
+            (Field::GemmEfficiency, "1.5"),
+            (Field::MemoryEfficiency, "0"),
+            (Field::GpusPerNode, "0"),
+        ] {
             let e = spec.set(field, bad).unwrap_err();
             assert_eq!(e.field, field);
             assert!(!e.hints.is_empty(), "{e}");

@@ -33,27 +33,30 @@ fn a_wider_mlp_scales_only_the_mlp_terms() {
 
 #[test]
 fn the_last_share_carries_the_head_and_the_first_the_embedding() {
-    let m = Model { tflops: 100.0, ..Model::new(8, 1024, 16, 1024, 2, 128_000) };
+    let m = Model::new(8, 1024, 16, 1024, 2, 128_000);
     let d = m.derive(4).unwrap();
     let shares = d.shares();
     assert_eq!(shares.iter().map(|s| s.piece.layers).collect::<Vec<_>>(), [2, 2, 2, 2]);
-    let [lf, lb, lw] = m.layer_flops();
-    let us = |flops: f64| flops / 100e12 * 1e6;
-    let head = 2.0 * 2.0 * 1024.0 * 1024.0 * 128_000.0;
-    assert!(rel(shares[1].f, us(2.0 * lf)) < 1e-12);
-    assert!(rel(shares[3].f, us(2.0 * lf + head)) < 1e-12);
-    assert!(rel(shares[3].b, us(2.0 * lb + head)) < 1e-12);
-    assert!(rel(shares[3].w, us(2.0 * lw + head)) < 1e-12);
-    assert_eq!(shares[0].f, shares[1].f, "the embedding has no FLOPs");
+    let (layer, head, embedding) = (d.layer.totals(), d.head.totals(), d.embedding.totals());
+    for pass in 0..3 {
+        let of = |s: &PieceCosts| [s.f, s.b, s.w][pass];
+        assert!(rel(of(&shares[1]), 2.0 * layer[pass]) < 1e-12);
+        assert!(rel(of(&shares[3]), 2.0 * layer[pass] + head[pass]) < 1e-12);
+        assert!(rel(of(&shares[0]), 2.0 * layer[pass] + embedding[pass]) < 1e-12 || pass == 2);
+    }
+    assert_eq!(shares[0].w, shares[1].w, "the embedding has no weight-gradient matmul");
+    assert!(shares[0].b > shares[1].b, "the embedding's table gradient");
     assert!(shares[0].mem_f > shares[1].mem_f && shares[3].mem_f > shares[0].mem_f);
-    assert!(rel(d.comm, 2.0 * 2.0 * 1024.0 * 1024.0 / 50e9 * 1e6 + 5.0) < 1e-12);
+    // One H100 node: every hop over NVLink at the switched-link share, plus the latency.
+    let nvlink = 450e9 * super::hardware::SWITCHED_LINK_EFFICIENCY;
+    assert!(rel(d.comm, 2.0 * 2.0 * 1024.0 * 1024.0 / nvlink * 1e6 + 5.0) < 1e-12);
     assert!(d.notes.is_empty());
 }
 
 #[test]
 fn uneven_splits_are_noted_and_costed_per_share() {
-    let d = Model::new(46, 1024, 16, 1024, 1, 32_000).derive(16).unwrap();
-    assert_eq!(d.notes.len(), 1);
+    let d = Model { gpus_per_node: 16, ..Model::new(46, 1024, 16, 1024, 1, 32_000) }.derive(16).unwrap();
+    assert_eq!(d.notes.len(), 1, "{:?}", d.notes);
     assert!(d.notes[0].contains("46 layers do not divide over 16 devices"), "{}", d.notes[0]);
     let shares = d.shares();
     assert!(shares[13].f > shares[14].f, "3 layers cost more than 2");
@@ -80,7 +83,7 @@ fn a_derived_profile_runs_in_every_family_and_keeps_its_total_work() {
 fn bad_models_name_the_setting() {
     let m = Model::new(8, 1024, 16, 1024, 1, 32_000);
     assert_eq!(Model { hidden: 0, ..m.clone() }.derive(4).unwrap_err().field, crate::Field::Hidden);
-    assert_eq!(Model { tflops: -1.0, ..m.clone() }.derive(4).unwrap_err().field, crate::Field::Tflops);
+    assert_eq!(Model { tflops: Some(-1.0), ..m.clone() }.derive(4).unwrap_err().field, crate::Field::Tflops);
     assert_eq!(Model { layout: Some("Et|tL".into()), ..m.clone() }.derive(4).unwrap_err().field, crate::Field::Layout);
     assert!(m.derive(0).is_err());
 }
@@ -129,7 +132,8 @@ fn tensor_parallelism_gives_each_gpu_a_t_th_of_the_stage() {
     assert!(rel(mf, bsh * (18.0 + 4.0 * ffn / h) / 4.0) < 1e-12);
     assert!(rel(mw, bsh * (16.0 + 4.0 * ffn / h) / 4.0) < 1e-12);
     assert!(rel(tp.head_flops(), 2.0 * bsh * v / 4.0) < 1e-12);
-    assert!(rel(tp.comm() - tp.latency, (base.comm() - base.latency) / 4.0) < 1e-12, "a hop sends 2·B·S·H/t bytes");
+    let hop = |m: &Model| m.hops(4).unwrap().within - m.latency;
+    assert!(rel(hop(&tp), hop(&base) / 4.0) < 1e-12, "a hop sends 2·B·S·H/t bytes");
     // Whole stages: every time, memory and parameter count is a quarter; the hop is not.
     let (d1, d4) = (base.derive(4).unwrap(), tp.derive(4).unwrap());
     for (one, four) in d1.pieces.iter().zip(&d4.pieces) {
@@ -287,13 +291,17 @@ fn an_mtp_layer_is_a_layer_plus_its_projection_embedding_and_head_pass() {
     let (x, y) = (&a.pieces[1], &b.pieces[1]);
     let (bs, h, v) = (8192.0, 4096.0, 128_256.0);
     let bsh = bs * h;
-    let us = |flops: f64| flops / 400e12 * 1e6;
-    let [lf, lb, lw] = plain.layer_flops();
-    let [lmf, lmw] = plain.layer_memory();
-    let extra = 4.0 * bsh * h + 2.0 * bsh * v;
-    for (got, base, layer) in [(y.f, x.f, lf), (y.b, x.b, lb), (y.w, x.w, lw)] {
-        assert!(rel(got - base, us(layer + extra)) < 1e-9, "{got} - {base}");
+    let layer = a.layer.totals();
+    let rates = plain.rates(plain.efficiency().unwrap()).unwrap();
+    let extra = Breakdown::of(&plain.mtp_ops(), &rates).totals();
+    for (pass, (got, base)) in [(y.f, x.f), (y.b, x.b), (y.w, x.w)].into_iter().enumerate() {
+        assert!(rel(got - base, layer[pass] + extra[pass]) < 1e-9, "{got} - {base}");
     }
+    // Its extra matmuls: the projection's 4·B·S·H² and the head's 2·B·S·H·V FLOPs per pass.
+    for flops in roofline::flops(&plain.mtp_ops()) {
+        assert!(rel(flops, 4.0 * bsh * h + 2.0 * bsh * v) < 1e-12, "{flops}");
+    }
+    let [lmf, lmw] = plain.layer_memory();
     // F keeps the head's logits (fp32) and input, the projection's 2H-wide input and the
     // embedding lookup; W needs the head's input and the projection's.
     let head_f = 2.0 * bsh + 4.0 * bs * v;

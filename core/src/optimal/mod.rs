@@ -103,7 +103,7 @@ mod search;
 pub mod zb_opt;
 
 use search::{op_key, tolerance, Search};
-pub use search::{Budget, DEFAULT_WORK};
+pub use search::{Budget, Progress, DEFAULT_MEMO_BYTES, DEFAULT_WORK, PROGRESS_NODES};
 
 /// Nodes per pair of devices [`tight_lower_bound`] lets the relaxation spend: a few
 /// milliseconds at P = 4, M = 8 (measured up to about 30 ms for V-shaped schedules).
@@ -224,6 +224,22 @@ pub fn optimize(
     incumbents: &[Schedule],
     budget: Budget,
 ) -> Result<Optimum, OptimalError> {
+    optimize_with_progress(schedule, costs, limit, incumbents, budget, &mut |_| {})
+}
+
+/// [`optimize`], calling `progress` every [`PROGRESS_NODES`] nodes of the search (core has no
+/// clock: the caller decides when to show it).
+///
+/// # Errors
+/// As [`optimize`].
+pub fn optimize_with_progress(
+    schedule: &Schedule,
+    costs: &Costs,
+    limit: Option<f64>,
+    incumbents: &[Schedule],
+    budget: Budget,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Optimum, OptimalError> {
     let (own, own_fits) = measure(schedule, costs, limit).map_err(OptimalError::Sim)?;
     let mut best: Option<(f64, Schedule)> = own_fits.then(|| (own, schedule.clone()));
     for s in incumbents.iter().filter(|s| same_problem(schedule, s)) {
@@ -281,7 +297,8 @@ pub fn optimize(
         search.root_bound = root;
         search.budget = budget.nodes;
         search.work_budget = budget.work;
-        searched = search.run(root);
+        search.memo_cap = budget.memo_bytes;
+        searched = search.run(root, progress);
         (nodes, work) = (search.nodes, search.work);
         finished = !search.aborted;
         if let Some(orders) = search.best_orders.take() {
@@ -480,7 +497,7 @@ mod tests {
         let mut s = Search::new(schedule, costs, limit, None, lb).unwrap();
         s.dominance = dominance;
         s.budget = u64::MAX;
-        let cost = s.run(lb);
+        let cost = s.run(lb, &mut |_| {});
         assert!(!s.aborted && s.best_orders.is_some());
         (cost, s.dominated)
     }
@@ -505,6 +522,39 @@ mod tests {
             skipped += n;
         }
         assert!(skipped > 0, "the rule never applied");
+    }
+
+    /// The explored states and dominance fronts stop growing at their cap (here 16 KiB), the
+    /// states past it are dropped and counted, and the search still finds the optimum (a
+    /// state forgotten is only searched again); progress comes every so many nodes.
+    #[test]
+    fn the_explored_state_table_stops_growing_at_its_cap() {
+        let costs = Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) };
+        let p = ScheduleParams::new(3, 6).with_costs(costs.clone());
+        let a = run("zb-h1", &p).unwrap();
+        let limit = Some(a.stats.peak_memory);
+        let (free, _) = exhaustive(&a.schedule, &costs, limit, true);
+        let lb = lower_bound(&a.schedule, &costs, limit).value;
+        let mut s = Search::new(&a.schedule, &costs, limit, None, lb).unwrap();
+        let cap = 16 << 10;
+        s.memo_cap = cap;
+        s.progress_every = 256;
+        s.budget = u64::MAX;
+        let (mut reports, mut most) = (0u64, 0usize);
+        let mut last = Progress { nodes: 0, work: 0, best: 0.0, bound: 0.0, memo_bytes: 0, memo_dropped: 0 };
+        let cost = s.run(lb, &mut |p| {
+            reports += 1;
+            most = most.max(p.memo_bytes);
+            last = *p;
+        });
+        assert_eq!(cost, free, "a capped table changed the optimum");
+        assert!(s.memo_bytes <= cap && most <= cap, "{} and {most} bytes, cap {cap}", s.memo_bytes);
+        assert!(s.memo_dropped > 0, "the cap never bit: the test shows nothing");
+        let entries = s.seen.len() + s.fronts.values().map(Vec::len).sum::<usize>();
+        assert!(entries * 8 <= cap, "{entries} entries under a cap of {cap} bytes");
+        assert!(s.nodes >= 256, "too small to report progress: {} nodes", s.nodes);
+        assert_eq!(reports, s.nodes / 256);
+        assert!(last.bound <= cost && last.nodes <= s.nodes && last.memo_dropped <= s.memo_dropped, "{last:?}");
     }
 
     /// A budget of work stops the search once it is spent (plus the probes' quarter and the

@@ -553,7 +553,7 @@ mod tests {
         let lb = lower_bound(schedule, costs, Some(limit)).value;
         let mut search = Search::new(schedule, costs, Some(limit), None, lb).unwrap();
         search.budget = 20_000_000;
-        search.run(lb);
+        search.run(lb, &mut |_| {});
         assert!(!search.aborted, "the reference search did not finish");
         search.best
     }

@@ -26,20 +26,24 @@ pub struct Budget {
     /// work takes about the same time for every family, where one of nodes took 0.4 s for
     /// ZB-H1 and 4.5 s for ZB-V.
     pub work: u64,
+    /// Bytes the table of explored states and the dominance fronts may hold, counted from
+    /// their entries' sizes ([`DEFAULT_MEMO_BYTES`]); states past it are not kept, which only
+    /// loses pruning (a state not remembered may be searched again).
+    pub memo_bytes: usize,
 }
 
 impl Default for Budget {
     /// [`DEFAULT_WORK`] units of work, about a second natively at any family: about 330,000
     /// nodes of ZB-H1 and 70,000 of ZB-V at P = 4, M = 8 (the probes included).
     fn default() -> Budget {
-        Budget { nodes: u64::MAX, max_ops: MAX_OPS, work: DEFAULT_WORK }
+        Budget { nodes: u64::MAX, max_ops: MAX_OPS, work: DEFAULT_WORK, memo_bytes: DEFAULT_MEMO_BYTES }
     }
 }
 
 impl Budget {
     /// Exactly `nodes` search nodes, whatever their work (`--optimal-nodes`).
     pub const fn of_nodes(nodes: u64) -> Budget {
-        Budget { nodes, work: u64::MAX, max_ops: MAX_OPS }
+        Budget { nodes, work: u64::MAX, max_ops: MAX_OPS, memo_bytes: DEFAULT_MEMO_BYTES }
     }
 }
 
@@ -51,6 +55,33 @@ pub(super) const MAX_OPS: usize = 256;
 /// against 318 with the 120,000 nodes it replaced, which lost no proof (the V shapes get
 /// fewer nodes, and none of theirs needed more) and won three of Chimera's.
 pub const DEFAULT_WORK: u64 = 40_000_000;
+
+/// The default [`Budget::memo_bytes`]: 256 MiB of remembered states.
+pub const DEFAULT_MEMO_BYTES: usize = 256 << 20;
+
+/// What one remembered entry costs besides its numbers: the table's slot and control byte at
+/// its load factor, the box's pointer and length, and the allocator's header.
+const ENTRY_OVERHEAD: usize = 48;
+
+/// How often the search reports its progress, in nodes.
+pub const PROGRESS_NODES: u64 = 1 << 12;
+
+/// How far a search has come, for a caller that shows it (every [`PROGRESS_NODES`] nodes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Nodes visited so far.
+    pub nodes: u64,
+    /// Work spent so far ([`Budget::work`]).
+    pub work: u64,
+    /// The best order's cost so far (∞ before one is known).
+    pub best: f64,
+    /// What every order is proven to cost at least so far.
+    pub bound: f64,
+    /// Bytes of remembered states ([`Budget::memo_bytes`]).
+    pub memo_bytes: usize,
+    /// States not remembered for the cap.
+    pub memo_dropped: u64,
+}
 
 /// A key for comparing op multisets.
 pub(super) fn op_key(op: &Op) -> (u8, Pass, Pass) {
@@ -165,6 +196,14 @@ pub(super) struct Search {
     pub(super) goal: f64,
     /// Set when a completion within the goal is found.
     pub(super) hit: bool,
+    /// The bound proven so far (the root bound, raised by finished probes), for progress.
+    pub(super) proven: f64,
+    /// Estimated bytes of `seen` and `fronts`, their cap, and the states not kept for it.
+    pub(super) memo_bytes: usize,
+    pub(super) memo_cap: usize,
+    pub(super) memo_dropped: u64,
+    /// Nodes between two progress reports ([`PROGRESS_NODES`]).
+    pub(super) progress_every: u64,
 }
 
 pub(super) const NOT_DONE: usize = usize::MAX;
@@ -505,6 +544,11 @@ impl Search {
             beyond: f64::INFINITY,
             goal: f64::NEG_INFINITY,
             hit: false,
+            proven: root_bound,
+            memo_bytes: 0,
+            memo_cap: DEFAULT_MEMO_BYTES,
+            memo_dropped: 0,
+            progress_every: PROGRESS_NODES,
             ops,
         })
     }
@@ -897,11 +941,12 @@ impl Search {
     /// families, five cost sets, the default budget): the same 57 proofs and the same orders
     /// as the depth-first search alone, and on 75 of the 83 instances left unproven a raised
     /// bound, closing 42% of the gap between the root bound and the best order on average.
-    pub(super) fn run(&mut self, from: f64) -> f64 {
+    pub(super) fn run(&mut self, from: f64, progress: &mut dyn FnMut(&Progress)) -> f64 {
         let extra = self.budget / PROBE_SHARE;
         let extra_work = self.work_budget / PROBE_SHARE;
         self.goal = from;
-        self.dfs();
+        self.proven = from;
+        self.dfs(progress);
         if self.hit || !self.aborted {
             return self.best;
         }
@@ -917,22 +962,48 @@ impl Search {
             self.goal = proven;
             self.beyond = f64::INFINITY;
             self.hit = false;
-            self.seen.clear();
-            self.fronts.clear();
-            self.dfs();
+            self.forget();
+            self.dfs(progress);
             if self.hit || self.aborted {
                 return proven;
             }
             proven = proven.max(self.beyond.min(self.best));
+            self.proven = proven;
         }
     }
 
-    pub(super) fn dfs(&mut self) {
+    /// Empties the explored states and the dominance fronts.
+    pub(super) fn forget(&mut self) {
+        self.seen.clear();
+        self.fronts.clear();
+        self.memo_bytes = 0;
+    }
+
+    /// Whether `bytes` more fit the cap on remembered states; counts a state not kept.
+    fn room(&mut self, bytes: usize) -> bool {
+        let fits = self.memo_bytes.saturating_add(bytes) <= self.memo_cap;
+        if !fits {
+            self.memo_dropped += 1;
+        }
+        fits
+    }
+
+    pub(super) fn dfs(&mut self, progress: &mut dyn FnMut(&Progress)) {
         if self.nodes >= self.budget || self.work >= self.work_budget {
             self.aborted = true;
             return;
         }
         self.nodes += 1;
+        if self.nodes % self.progress_every.max(1) == 0 {
+            progress(&Progress {
+                nodes: self.nodes,
+                work: self.work,
+                best: self.best,
+                bound: self.proven,
+                memo_bytes: self.memo_bytes,
+                memo_dropped: self.memo_dropped,
+            });
+        }
         if self.placed_count == self.ops.len() {
             let cost = (0..self.devices).filter_map(|d| self.first[d].map(|f| self.free[d] - f)).fold(0.0, f64::max);
             let eps = self.eps();
@@ -955,8 +1026,13 @@ impl Search {
             self.beyond = self.beyond.min(b);
             return;
         }
-        if !self.seen.insert(self.state_key()) {
+        let key = self.state_key();
+        if self.seen.contains(&key) {
             return;
+        }
+        if self.room(key.len() * 8 + ENTRY_OVERHEAD) {
+            self.memo_bytes += key.len() * 8 + ENTRY_OVERHEAD;
+            self.seen.insert(key);
         }
         let profile = self.dominance_profile();
         if let Some((placed, times)) = &profile {
@@ -1004,17 +1080,28 @@ impl Search {
         }
         // Only a state whose every completion is in its own subtree may dominate.
         if let (Some((placed, times)), false) = (profile, stranded) {
-            let front = self.fronts.entry(placed).or_default();
-            front.retain(|v| !v.iter().zip(times.iter()).all(|(a, b)| b <= a));
-            if front.len() == FRONT_SIZE {
-                front.remove(0);
+            // Every state of one placed set has as many times (the same pending keys).
+            let entry = times.len() * 8 + ENTRY_OVERHEAD;
+            let (mut freed, known) = (0, self.fronts.contains_key(&placed));
+            if let Some(front) = self.fronts.get_mut(&placed) {
+                let before = front.len();
+                front.retain(|v| !v.iter().zip(times.iter()).all(|(a, b)| b <= a));
+                if front.len() == FRONT_SIZE {
+                    front.remove(0);
+                }
+                freed = (before - front.len()) * entry;
             }
-            front.push(times);
+            self.memo_bytes -= freed.min(self.memo_bytes);
+            let needed = if known { entry } else { entry + placed.len() * 8 + ENTRY_OVERHEAD };
+            if self.room(needed) {
+                self.memo_bytes += needed;
+                self.fronts.entry(placed).or_default().push(times);
+            }
         }
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         for (start, _, _, o) in candidates {
             let undo = self.place(o, start);
-            self.dfs();
+            self.dfs(progress);
             self.unplace(o, undo);
             if self.aborted || self.hit {
                 return;

@@ -2,10 +2,12 @@
 //! memory/time Pareto front ([`pareto`]), and the search for the fastest plan under a memory
 //! limit ([`search`]). Pure: the CLI runs the pieces on its cores, the app in a worker.
 
+pub mod export;
 pub mod pareto;
 pub mod search;
 pub mod sweep;
 
+pub use export::{export_best, PlanExport};
 pub use pareto::{dominates, front, ParetoPoint};
 pub use search::{
     all_families, attribute_plan, device_params, evaluate, layout_candidates, microbatch_candidates, plan, Candidate,

@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use crate::attribution::{attribute, Parts};
+use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::live::{slow_search, Refusal};
@@ -237,10 +237,30 @@ impl PlanSpec {
                 }
                 vec![g / md.micro_batch]
             }
+            (Some(g), Some(_)) => {
+                // Each count's micro-batch is the global batch over it: counts that leave one
+                // above what a model takes cannot run.
+                let most = crate::model::model_size_limit(Field::MicroBatch);
+                let all = microbatch_candidates(self.devices, self.global_batch);
+                let ms: Vec<u32> = all.iter().copied().filter(|&m| g / m <= most).collect();
+                if ms.is_empty() {
+                    let top = all.last().copied().unwrap_or(1);
+                    return Err(ParamError::new(
+                        Field::MicroBatch,
+                        format!(
+                            "--global-batch {g} over at most {top} microbatches leaves micro-batches of {} samples or more, above the {most} a model takes",
+                            g / top
+                        ),
+                    )
+                    .hint("give a smaller --global-batch (samples per training step)"));
+                }
+                ms
+            }
             _ => microbatch_candidates(self.devices, self.global_batch),
         };
         let mut out = Vec::new();
         let mut passes: u64 = 0;
+        let mut skipped: Option<ParamError> = None;
         for &m in &ms {
             let micro_batch = match (self.global_batch, model) {
                 (Some(g), _) => Some(g / m),
@@ -258,7 +278,16 @@ impl PlanSpec {
                         if layout.is_some() {
                             md.layout = layout.clone();
                         }
-                        let derived = md.derive(self.devices)?;
+                        // A micro-batch this large may take more memory than a model can
+                        // hold: that count is skipped, and said only when nothing is left.
+                        let derived = match md.derive(self.devices) {
+                            Ok(d) => d,
+                            Err(e) if self.global_batch.is_some() && !self.keep_micro_batch => {
+                                skipped.get_or_insert(e);
+                                continue;
+                            }
+                            Err(e) => return Err(e),
+                        };
                         (derived.costs(), Some(Arc::new(derived.quantity_profile(|p| p.params))))
                     }
                     CostSource::Costs(c) => (c.clone(), None),
@@ -275,6 +304,10 @@ impl PlanSpec {
                     };
                     for c in chunks {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(costs.clone());
+                        // The F&B time goes to the families that overlap F and B.
+                        if !family.uses(Field::Overlap) {
+                            params.costs.overlap = None;
+                        }
                         params.chunks = c;
                         if model.is_some() {
                             params.units = crate::units::Units::Model;
@@ -296,12 +329,22 @@ impl PlanSpec {
                 }
             }
         }
-        if out.len() > MAX_SWEEP_RUNS || passes > MAX_SWEEP_PASSES {
+        if let (true, Some(e)) = (out.is_empty(), skipped) {
+            return Err(e);
+        }
+        if out.len() > MAX_SWEEP_RUNS {
             return Err(ParamError::new(
                 Field::Devices,
-                format!("the plan search has {} candidates and {passes} passes, more than the {MAX_SWEEP_RUNS} and {MAX_SWEEP_PASSES} supported", out.len()),
+                format!("the plan search has {} candidates, more than the {MAX_SWEEP_RUNS} supported", out.len()),
             )
-            .hint("use a smaller --global-batch, or fewer devices"));
+            .hint("use a smaller --global-batch (fewer microbatch counts divide it), or fewer devices"));
+        }
+        if passes > MAX_SWEEP_PASSES {
+            return Err(ParamError::new(
+                Field::Devices,
+                format!("the plan search's candidates have {passes} passes together, more than the {MAX_SWEEP_PASSES} supported"),
+            )
+            .hint("use a smaller --global-batch (fewer and smaller microbatch counts), or fewer devices"));
         }
         Ok(out)
     }
@@ -394,11 +437,11 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     }))
 }
 
-/// Splits a plan's bubble (three more simulations: done for the plans shown only).
+/// Splits a plan's bubble (generated again and simulated without communication: done for the plans shown only).
 pub fn attribute_plan(plan: &mut Plan) {
     let c = &plan.candidate;
     if let Ok(schedule) = crate::generate(c.family.name, &c.params) {
-        plan.attribution = attribute(&schedule, &c.params.costs, &plan.stats).ok().map(|a| a.overall);
+        plan.attribution = overall(&schedule, &c.params.costs, &plan.stats).ok();
     }
 }
 

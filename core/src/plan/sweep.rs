@@ -11,7 +11,7 @@
 //! is listed as invalid with that reason, so every listed run fits its limit.
 
 use super::pareto::ParetoPoint;
-use crate::attribution::{attribute, Parts};
+use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
@@ -85,6 +85,10 @@ pub struct SweepRun {
     /// `cost − ideal` split into communication, imbalance and schedule, as `simulate` reports
     /// it (`None` if a re-simulation failed, which it cannot when the first one finished).
     pub attribution: Option<Parts>,
+    /// The memory part beside it, as `simulate` reports it ([`crate::attribution::memory_part`]):
+    /// the cost over the same family with no memory limit, for families that schedule to the
+    /// run's limit (`None` otherwise).
+    pub memory: Option<f64>,
     /// Whether no other run of the sweep has both lower-or-equal peak memory and cost, one of
     /// them strictly lower.
     pub pareto: bool,
@@ -196,7 +200,7 @@ impl SweepSpec {
     ///
     /// # Errors
     /// A [`ParamError`] when a setting shared by every run is wrong (devices, costs, a limit,
-    /// an empty list, `chunks` that no family reads) or the sweep is too big (more than
+    /// an empty list, `chunks`, `group` or an overlap time that no family reads) or the sweep is too big (more than
     /// [`MAX_SWEEP_RUNS`] runs or [`MAX_SWEEP_PASSES`] passes). A combination that does not
     /// fit its family is not an error here: [`run_one`] reports it.
     pub fn expand(&self) -> Result<Vec<RunSpec>, ParamError> {
@@ -222,6 +226,11 @@ impl SweepSpec {
             return Err(ParamError::new(Field::Group, "none of the swept schedules reads --group")
                 .hint(format!("add a family that does ({}), or remove --group", readers.join(", "))));
         }
+        if self.costs.overlap.is_some() && !self.families.iter().any(|f| f.uses(Field::Overlap)) {
+            let readers: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::Overlap)).map(|f| f.name).collect();
+            return Err(ParamError::new(Field::Overlap, "none of the swept schedules reads --overlap")
+                .hint(format!("add a family that overlaps F and B ({}), or remove --overlap", readers.join(", "))));
+        }
         let chunk_choices: Vec<Option<u32>> =
             if self.chunks.is_empty() { vec![None] } else { self.chunks.iter().copied().map(Some).collect() };
         let limit_choices: Vec<Option<f64>> =
@@ -234,6 +243,10 @@ impl SweepSpec {
                 for &c in chunks {
                     for &limit in &limit_choices {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(self.costs.clone());
+                        // As --group: the F&B time goes to the families that overlap.
+                        if !f.uses(Field::Overlap) {
+                            params.costs.overlap = None;
+                        }
                         params.chunks = c;
                         params.group = self.group.filter(|_| f.uses(Field::Group));
                         params.mem_limit = limit;
@@ -268,7 +281,7 @@ impl SweepSpec {
 }
 
 /// Runs one combination as `simulate` would: generate, validate, simulate, measure
-/// ([`crate::run`]), then split the bubble ([`attribute`]).
+/// ([`crate::run`]), then split the bubble ([`overall`], as `simulate` splits it).
 ///
 /// # Errors
 /// An [`InvalidRun`] with the reason when the family cannot take the parameters, the schedule
@@ -304,10 +317,11 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
             return Err(InvalidRun { spec, error });
         }
     }
-    let attribution = attribute(&analysis.schedule, &spec.params.costs, &analysis.stats).ok().map(|a| a.overall);
+    let attribution = overall(&analysis.schedule, &spec.params.costs, &analysis.stats).ok();
     let chunks = analysis.schedule.placement.chunks_per_device();
     let stages = analysis.schedule.placement.stages_per_pipeline();
-    Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, pareto: false })
+    let memory = crate::attribution::memory_part(spec.family, &spec.params, analysis.stats.cost).and_then(Result::ok);
+    Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, memory, pareto: false })
 }
 
 impl Sweep {

@@ -322,19 +322,23 @@ fn shade_gaps<'a>(
             if part <= 0.0 {
                 continue;
             }
-            let (a, b) = (axis.x(t).max(x0), axis.x(t + part).min(x1));
-            t += part;
-            if b > a {
-                let fill = theme.causes[cause.index()];
-                scene.items.push(Item::Rect {
-                    x0: a * s,
-                    y0: top * s,
-                    x1: b * s,
-                    y1: bottom * s,
-                    fill,
-                    alpha: 1.0,
-                    stroke: None,
-                });
+            // A measured runtime's overhead opens the schedule part, in its own tint.
+            let overhead = if cause == Cause::Schedule { g.overhead.min(part) } else { 0.0 };
+            let pieces = [(overhead, theme.overhead), (part - overhead, theme.causes[cause.index()])];
+            for (len, fill) in pieces {
+                let (a, b) = (axis.x(t).max(x0), axis.x(t + len).min(x1));
+                t += len;
+                if b > a {
+                    scene.items.push(Item::Rect {
+                        x0: a * s,
+                        y0: top * s,
+                        x1: b * s,
+                        y1: bottom * s,
+                        fill,
+                        alpha: 1.0,
+                        stroke: None,
+                    });
+                }
             }
         }
         Some((first + k, x0, x1))
@@ -602,19 +606,28 @@ fn legend(
         }
         scene.text(x, y, head(short), size, theme.muted, Anchor::Start);
         x += text_width(head(short), size) + 8.0 * s;
-        for cause in Cause::STACK {
+        let overhead = panels.iter().filter_map(|p| p.causes).flat_map(Causes::gaps).any(|g| g.overhead > 0.0);
+        let overhead_label = if short { "ovh" } else { "runtime overhead" };
+        let entries = Cause::STACK
+            .iter()
+            .map(|&c| (theme.causes[c.index()], label(c, short)))
+            .chain(overhead.then_some((theme.overhead, overhead_label)));
+        for (fill, text) in entries {
+            if x + sw + 4.0 * s + text_width(text, size) > right * s {
+                break;
+            }
             scene.items.push(Item::Rect {
                 x0: x,
                 y0: y - sw / 2.0,
                 x1: x + sw,
                 y1: y + sw / 2.0,
-                fill: theme.causes[cause.index()],
+                fill,
                 alpha: 1.0,
                 stroke: Some((theme.grid, s)),
             });
             x += sw + 4.0 * s;
-            scene.text(x, y, label(cause, short), size, theme.text, Anchor::Start);
-            x += text_width(label(cause, short), size) + 14.0 * s;
+            scene.text(x, y, text, size, theme.text, Anchor::Start);
+            x += text_width(text, size) + 14.0 * s;
         }
         x += 4.0 * s;
     }

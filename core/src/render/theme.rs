@@ -130,6 +130,9 @@ pub struct Theme {
     /// schedule. Pale next to the pass colours (the passes stay the focus); the app's CSS
     /// holds the same values as `--cause-*`.
     pub causes: [Rgb; 3],
+    /// Tint of a measured runtime's own overhead inside an idle gap (part of the schedule
+    /// cause; [`crate::gaps::Gap::overhead`]); `--cause-overhead` in the app's CSS.
+    pub overhead: Rgb,
     /// Font family (a CSS font stack).
     pub font: &'static str,
 }
@@ -149,6 +152,7 @@ impl Theme {
             kinds: [Rgb(59, 130, 246), Rgb(20, 184, 166), Rgb(132, 204, 22), Rgb(245, 158, 11)],
             merged: Rgb(148, 163, 184),
             causes: [Rgb(218, 200, 250), Rgb(251, 207, 213), Rgb(213, 219, 228)],
+            overhead: Rgb(250, 222, 170),
             font: "Inter, ui-sans-serif, system-ui, sans-serif",
         }
     }
@@ -167,6 +171,7 @@ impl Theme {
             kinds: [Rgb(96, 165, 250), Rgb(45, 212, 191), Rgb(163, 230, 53), Rgb(251, 191, 36)],
             merged: Rgb(100, 116, 139),
             causes: [Rgb(71, 54, 110), Rgb(100, 44, 58), Rgb(54, 62, 80)],
+            overhead: Rgb(80, 60, 28),
             font: "Inter, ui-sans-serif, system-ui, sans-serif",
         }
     }
@@ -288,7 +293,8 @@ mod tests {
         for t in [Theme::light(), Theme::dark()] {
             // Passes stand out more from the background than any idle tint does.
             let weakest_pass = t.kinds.iter().map(|k| k.contrast(t.background)).fold(f64::INFINITY, f64::min);
-            for (i, tint) in t.causes.iter().enumerate() {
+            let tints: Vec<Rgb> = t.causes.iter().copied().chain([t.overhead]).collect();
+            for (i, tint) in tints.iter().enumerate() {
                 let c = tint.contrast(t.background);
                 assert!(
                     c < weakest_pass && c < 2.0,
@@ -301,7 +307,7 @@ mod tests {
                 assert!(text >= AA, "{}: text on tint {i} is {text:.2}:1", t.name);
                 // Tints differ from the empty track and from each other.
                 assert_ne!(*tint, t.track);
-                for other in &t.causes[i + 1..] {
+                for other in &tints[i + 1..] {
                     let d = |a: u8, b: u8| (i32::from(a) - i32::from(b)).abs();
                     let dist = d(tint.0, other.0) + d(tint.1, other.1) + d(tint.2, other.2);
                     assert!(dist >= 40, "{}: tints {} and {} are too alike", t.name, tint.hex(), other.hex());
@@ -320,6 +326,8 @@ mod tests {
                 let css = vars.iter().find(|(n, _)| *n == name).map(|(_, c)| *c);
                 assert_eq!(css, Some(t.causes[cause.index()]), "{}: --{name}", t.name);
             }
+            let css = vars.iter().find(|(n, _)| n == "cause-overhead").map(|(_, c)| *c);
+            assert_eq!(css, Some(t.overhead), "{}: --cause-overhead", t.name);
         }
     }
 

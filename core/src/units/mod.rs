@@ -4,9 +4,10 @@
 //! [`Units`] says what a run's numbers mean: abstract cost units (the papers' figures), or µs
 //! and bytes when the costs come from a model. Labels, summaries, messages and memory ticks
 //! read it. The submodules format numbers ([`number`]), byte sizes ([`bytes`]) and user text
-//! ([`text`]).
+//! ([`text`]), and find the name a user meant ([`names`]).
 
 pub mod bytes;
+pub mod names;
 pub mod number;
 pub mod text;
 

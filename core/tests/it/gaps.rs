@@ -1,6 +1,8 @@
-//! Per-gap causes: the gaps of a device add up to its idle time, each gap's parts to the gap,
-//! and the waited-for pass is a real dependency of the pass after the gap.
+//! Per-gap causes: the gaps of a device add up to its idle time, each gap's parts to the gap
+//! and, part by part, to the device's split; the waited-for pass is a real dependency of the
+//! pass after the gap.
 
+use bubblescope::attribution::Parts;
 use bubblescope::gaps::causes;
 use bubblescope::sim::dependency;
 use bubblescope::{run, CostProfile, Costs, ScheduleParams, FAMILIES};
@@ -26,13 +28,20 @@ proptest! {
             let c = causes(&a, &cs).expect("re-simulates");
             let s = &a.stats;
             let tol = 1e-9 * s.makespan.max(1.0);
-            prop_assert_eq!(&c.attribution, &bubblescope::attribution::attribute(&a.schedule, &cs, s).unwrap());
+            prop_assert_eq!(&c.attribution, &bubblescope::attribution::attribute(&a, &cs).unwrap());
             for (d, gaps) in c.devices.iter().enumerate() {
                 let dev = &s.per_device[d];
                 let inner: f64 = gaps.iter().filter(|g| g.before.is_some_and(|i| i > 0)).map(|g| g.len()).sum();
                 let all: f64 = gaps.iter().map(|g| g.len()).sum();
                 prop_assert!((inner - dev.idle).abs() <= tol, "{}: device {d} gaps {inner} vs idle {}", family.name, dev.idle);
                 prop_assert!((all - (s.makespan - dev.busy)).abs() <= tol, "{}: device {d}", family.name);
+                // The device's split is the sum of its inner gaps' splits, exactly.
+                let sum = gaps.iter().filter(|g| g.before.is_some_and(|i| i > 0)).fold(Parts::default(), |s, g| Parts {
+                    communication: s.communication + g.parts.communication,
+                    imbalance: s.imbalance + g.parts.imbalance,
+                    schedule: s.schedule + g.parts.schedule,
+                });
+                prop_assert_eq!(sum, c.attribution.per_device[d], "{}: device {}", family.name, d);
                 for g in gaps {
                     let p = g.parts;
                     prop_assert!(p.communication >= 0.0 && p.imbalance >= 0.0 && p.schedule >= 0.0, "{:?}", g);

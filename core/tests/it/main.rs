@@ -5,6 +5,7 @@ mod architecture;
 mod formats;
 mod gaps;
 mod golden;
+mod headline;
 mod measured;
 mod optimal;
 mod pareto;

@@ -163,7 +163,7 @@ fn fitted_costs_and_splits_are_golden() {
                 "wait": round(d.wait), "overhead": round(d.overhead),
             })).collect::<Vec<_>>(),
         });
-        let text = format!("{value:#}\n");
+        let text = format!("{:#}\n", sorted(value));
         let path = dir.join(format!("{name}.json"));
         if std::env::var_os("UPDATE_GOLDEN").is_some() || !path.exists() {
             std::fs::write(&path, &text).unwrap();
@@ -174,6 +174,20 @@ fn fitted_costs_and_splits_are_golden() {
             text,
             "{name}: UPDATE_GOLDEN=1 accepts a deliberate change"
         );
+    }
+}
+
+/// `value` with every object's keys in order, whatever serde_json's features (the CLI's
+/// tests turn on `preserve_order`).
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
     }
 }
 
@@ -294,4 +308,31 @@ fn a_trace_past_the_cap_is_refused_while_streaming() {
     let text = serde_json::to_vec(&trace).unwrap();
     let e = bubblescope::measured::read_rank_capped("big.json", text.as_slice(), 10_000).unwrap_err().to_string();
     assert!(e.contains("big.json: it holds more than"), "{e}");
+}
+
+/// A measured run's idle gaps carry the runtime's own overhead (each pass's lead) inside their
+/// schedule part, and the Gantt chart tints it apart with its own legend entry; a plan has none.
+#[test]
+fn runtime_overhead_is_its_own_tint_in_a_measured_runs_gaps() {
+    use bubblescope::render::{figure_svg, FigureItem, FigureOptions, Theme};
+    for name in runs() {
+        let run = load(&name);
+        let analysis = run.analysis().unwrap();
+        let params = run.params();
+        let causes = bubblescope::gaps::causes(&analysis, &params.costs).unwrap();
+        let mut overhead = 0.0;
+        for g in causes.gaps() {
+            assert!(g.overhead >= 0.0 && g.overhead <= g.parts.schedule + 1e-9, "{name}: {g:?}");
+            overhead += g.overhead;
+        }
+        assert!(overhead > 0.0, "{name}: a real runtime spends time between passes");
+        let item = FigureItem { label: &name, analysis: &analysis, causes: Some(&causes) };
+        let svg = figure_svg(&[item], &FigureOptions { causes: true, width: 1400.0, ..FigureOptions::default() });
+        let tint = Theme::light().overhead.hex();
+        assert!(svg.to_lowercase().contains(&tint), "{name}: no overhead tint");
+        assert!(svg.contains("runtime overhead"), "{name}: no legend entry");
+    }
+    let plan = bubblescope::run("1f1b", &bubblescope::ScheduleParams::new(4, 8)).unwrap();
+    let causes = bubblescope::gaps::causes(&plan, &bubblescope::Costs::default()).unwrap();
+    assert!(causes.gaps().all(|g| g.overhead == 0.0));
 }

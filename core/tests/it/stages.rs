@@ -55,8 +55,10 @@ proptest! {
             let expected = evaluate(&a.schedule.orders, &fl, &bl, f64::from(w), f64::from(comm), microbatches);
             prop_assert!((a.stats.makespan - expected).abs() < 1e-9, "{name}: simulated {} vs evaluated {expected}", a.stats.makespan);
             let busiest = (0..devices as usize).map(|d| f64::from(microbatches) * (fl[d] + bl[d] + f64::from(w))).fold(0.0, f64::max);
-            prop_assert!((a.stats.ideal - busiest).abs() < 1e-9, "{name}: ideal {} vs busiest work {busiest}", a.stats.ideal);
-            prop_assert!(a.stats.bubble_rate >= 0.0);
+            prop_assert!((a.stats.busiest_work - busiest).abs() < 1e-9, "{name}: busiest work {} vs {busiest}", a.stats.busiest_work);
+            let mean = (0..devices as usize).map(|d| f64::from(microbatches) * (fl[d] + bl[d] + f64::from(w))).sum::<f64>() / f64::from(devices);
+            prop_assert!((a.stats.ideal - mean).abs() < 1e-9, "{name}: ideal {} vs mean work {mean}", a.stats.ideal);
+            prop_assert!(a.stats.bubble_rate >= a.stats.bubble_rate_paper && a.stats.bubble_rate_paper >= 0.0);
         }
     }
 
@@ -139,7 +141,7 @@ proptest! {
         let costs = base.with_profile(profile, 4);
         for family in FAMILIES {
             let Ok(a) = run(family.name, &ScheduleParams::new(4, microbatches).with_costs(costs.clone())) else { continue };
-            let parts = bubblescope::attribution::attribute(&a.schedule, &costs, &a.stats).expect("re-simulates");
+            let parts = bubblescope::attribution::attribute(&a, &costs).expect("re-simulates");
             let gap = a.stats.cost - a.stats.ideal;
             prop_assert!((parts.overall.total() - gap).abs() <= 1e-9 * gap.abs().max(1.0), "{}: {parts:?} vs {gap}", family.name);
             for (p, d) in parts.per_device.iter().zip(&a.stats.per_device) {

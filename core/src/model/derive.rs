@@ -1,0 +1,367 @@
+//! A model's costs on a pipeline: each piece's F, B, W, memory and parameters, the finer
+//! cuts chunked families run, the hops, and the notes for the user. Uses the model's sizes,
+//! its layout, the roofline and the hardware; nothing here prices an operator itself.
+
+use std::sync::Arc;
+
+use super::gpu::Gpu;
+use super::hardware::{Efficiency, Hops};
+use super::roofline::{self, Breakdown};
+use super::{Layout, Model, Piece, MAX_CHUNKS_CUT};
+use crate::error::{Field, ParamError};
+use crate::params::{CostProfile, Costs};
+
+impl Model {
+    /// Every piece's costs on `devices` devices.
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the model setting or the layout that is wrong.
+    pub fn derive(&self, devices: u32) -> Result<Derived, ParamError> {
+        self.check()?;
+        if devices == 0 {
+            return Err(ParamError::new(Field::Devices, "devices must be at least 1, found 0")
+                .hint("--devices is the number of pipeline ranks"));
+        }
+        let layout = self.layout(devices)?;
+        let efficiency = self.efficiency()?;
+        let rates = self.rates(efficiency)?;
+        let layer = Breakdown::of(&self.layer_ops(), &rates);
+        let head = Breakdown::of(&self.head_ops(), &rates);
+        let embedding = Breakdown::of(&self.embedding_ops(), &rates);
+        let mtp = Breakdown::of(&self.mtp_ops(), &rates);
+        let [lmf, lmw] = self.layer_memory();
+        let [hmf, hmw] = self.head_memory();
+        let [_, mtp_mf, mtp_mw, mtp_params] = self.mtp_extra();
+        let (lt, ht, et, mt) = (layer.totals(), head.totals(), embedding.totals(), mtp.totals());
+        let piece_costs = |p: &Piece| {
+            let (n, m) = (f64::from(p.layers), f64::from(p.mtp));
+            let (loss, emb) = (f64::from(u8::from(p.loss)), f64::from(u8::from(p.embedding)));
+            // An MTP layer: a transformer layer, plus its projection, embedding and head pass.
+            let time = |pass: usize| (n + m) * lt[pass] + m * mt[pass] + loss * ht[pass] + emb * et[pass];
+            let mem_f = (n + m) * lmf
+                + m * mtp_mf
+                + if p.loss { hmf } else { 0.0 }
+                + if p.embedding { self.embedding_memory() } else { 0.0 };
+            let mem_w = (n + m) * lmw + m * mtp_mw + if p.loss { hmw } else { 0.0 };
+            let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
+            // A stage running MTP builds its own embedding and output layer when it has not
+            // got them already (Megatron-Core: `pre_process or mtp_process`, and
+            // `post_process or mtp_process`).
+            let with_mtp = p.mtp > 0;
+            let params = (n + m) * self.layer_params()
+                + m * mtp_params
+                + if p.embedding || with_mtp { vh } else { 0.0 }
+                + if p.loss || with_mtp { vh } else { 0.0 };
+            PieceCosts {
+                piece: *p,
+                f: time(roofline::F),
+                b: time(roofline::B),
+                w: time(roofline::W),
+                mem_f,
+                mem_w,
+                params,
+            }
+        };
+        let pieces: Vec<PieceCosts> = layout.pieces.iter().map(piece_costs).collect();
+        // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
+        // device too, where the layers divide evenly into them: families with chunks run
+        // those stages, never fractions of a layer. (An uneven whole-layer cut makes some
+        // stages heavier than the next, which zb-v's heuristic cannot schedule; those stay
+        // proportional, as a layout of P pieces does.)
+        let finer = match self.layout {
+            Some(_) => Vec::new(),
+            None => (2..=MAX_CHUNKS_CUT)
+                .map(|v| devices.saturating_mul(v))
+                .filter(|&stages| self.layers % stages == 0)
+                .map(|stages| Layout::even(self.layers, stages).pieces.iter().map(piece_costs).collect())
+                .collect(),
+        };
+        let hops = self.hops(devices)?;
+        check_derived(self, &rates_note(self, efficiency)?, &pieces, &finer, &hops)?;
+        let mut notes = shares_notes(self, &layout, &pieces, devices)?;
+        notes.extend(hops_note(&hops, self.gpus_per_node));
+        Ok(Derived {
+            devices,
+            layout,
+            pieces,
+            finer,
+            comm: hops.slowest(),
+            hops,
+            gpu: self.gpu()?,
+            efficiency,
+            layer,
+            head,
+            embedding,
+            notes,
+        })
+    }
+}
+
+/// The matmul rate a pass is priced at, as the user set it: `400 TFLOP/s` with `--tflops`,
+/// else `a100-80gb at 0.8 of 312 TFLOP/s`.
+fn rates_note(m: &Model, e: Efficiency) -> Result<String, ParamError> {
+    use crate::units::short_number;
+    let gpu = m.gpu()?;
+    Ok(match m.tflops {
+        Some(t) => format!("{} TFLOP/s", short_number(t)),
+        None => format!("{} at {} of {} TFLOP/s", gpu.key, short_number(e.gemm), short_number(gpu.peak_tflops)),
+    })
+}
+
+/// Refuses derived numbers past what the engine takes ([`crate::params::MAX_COST`]), naming
+/// the setting that made them so: a time through the rates, memory through the sizes.
+fn check_derived(
+    m: &Model,
+    rate: &str,
+    pieces: &[PieceCosts],
+    finer: &[Vec<PieceCosts>],
+    hops: &Hops,
+) -> Result<(), ParamError> {
+    use crate::params::MAX_COST;
+    use crate::units::short_number;
+    // Three significant digits for a number far out of range.
+    let big = |v: f64| if v.abs() >= 1e6 { format!("{v:.2e}") } else { short_number(v) };
+    let all = pieces.iter().chain(finer.iter().flatten());
+    let slowest = all.clone().map(|p| p.f.max(p.b).max(p.w)).fold(0.0, f64::max);
+    if slowest.is_nan() || slowest > MAX_COST {
+        let field = if m.tflops.is_some() {
+            Field::Tflops
+        } else if m.memory_efficiency.is_some() && m.gemm_efficiency.is_none() {
+            Field::MemoryEfficiency
+        } else {
+            Field::GemmEfficiency
+        };
+        return Err(ParamError::new(
+            field,
+            format!("at {rate} a stage's pass takes {} µs, more than the {MAX_COST:e} µs supported", big(slowest)),
+        )
+        .hint("raise --tflops or the efficiencies (a GPU reaches 0.3 to 0.9 of its peak), or use a smaller model"));
+    }
+    let comm = hops.slowest();
+    if comm.is_nan() || comm > MAX_COST {
+        let link = match m.bandwidth {
+            Some(bw) => format!("{} GB/s", short_number(bw)),
+            None => "the GPU's links".to_string(),
+        };
+        return Err(ParamError::new(
+            if m.bandwidth.is_some() { Field::Bandwidth } else { Field::Latency },
+            format!(
+                "at {link} and {} µs latency a hop takes {} µs, more than the {MAX_COST:e} µs supported",
+                short_number(m.latency),
+                big(comm),
+            ),
+        )
+        .hint("--bandwidth is the link's GB/s between neighbouring devices (a GPU preset sets it); raise it"));
+    }
+    let most = all.map(|p| p.mem_f.max(p.mem_w)).fold(0.0, f64::max);
+    if most.is_nan() || most > MAX_COST {
+        return Err(ParamError::new(
+            Field::MicroBatch,
+            format!(
+                "a stage holds {} of activations per microbatch, more than the {} supported",
+                crate::units::format_bytes(most),
+                crate::units::format_bytes(MAX_COST)
+            ),
+        )
+        .hint("use a smaller --micro-batch or --seq, or more devices"));
+    }
+    Ok(())
+}
+
+/// Every share holds something (a layer, an MTP layer, the embedding or the LM head), or the
+/// model is refused; the notes for shares with only the embedding or the head, and for layers
+/// that do not divide evenly.
+fn shares_notes(m: &Model, layout: &Layout, pieces: &[PieceCosts], devices: u32) -> Result<Vec<String>, ParamError> {
+    let per = (layout.pieces.len() / devices.max(1) as usize).max(1);
+    let shares: Vec<PieceCosts> = pieces.chunks(per).map(PieceCosts::sum).collect();
+    let holds_nothing = |s: &PieceCosts| s.piece.layers == 0 && s.piece.mtp == 0 && !s.piece.embedding && !s.piece.loss;
+    let empty: Vec<usize> = shares.iter().enumerate().filter(|(_, s)| holds_nothing(s)).map(|(k, _)| k).collect();
+    if let (Some(&first), Some(&last)) = (empty.first(), empty.last()) {
+        let which = if first == last {
+            format!("share {first} would hold")
+        } else {
+            format!("{} shares ({first} to {last}) would hold", empty.len())
+        };
+        return Err(match m.layout {
+            None => ParamError::new(
+                Field::Devices,
+                format!("{} layers cannot fill {devices} devices: {which} no layer, embedding or LM head", m.layers),
+            )
+            .hint(format!("use at most {} devices, or a model of at least {devices} layers", m.layers.max(1)))
+            .hint("or give a --layout that puts something on every device"),
+            Some(_) => ParamError::new(
+                Field::Layout,
+                format!("the layout leaves devices empty: {which} no layer, embedding or LM head"),
+            )
+            .hint("give every device's stages at least one `t`, `m`, `E` or `L`"),
+        });
+    }
+    let mut notes = Vec::new();
+    let bare: Vec<usize> = shares.iter().enumerate().filter(|(_, s)| s.piece.layers == 0).map(|(k, _)| k).collect();
+    if let (Some(first), Some(last)) = (bare.first(), bare.last()) {
+        let which =
+            if first == last { format!("share {first} holds") } else { format!("shares {first} to {last} hold") };
+        notes.push(format!(
+            "{} layers on {devices} devices: {which} no transformer layer, only the embedding or the LM head",
+            m.layers
+        ));
+    } else if m.layout.is_none() && m.layers % devices != 0 {
+        notes.push(format!(
+            "{} layers do not divide over {devices} devices: the first {} shares hold one layer more",
+            m.layers,
+            m.layers % devices
+        ));
+    }
+    Ok(notes)
+}
+
+/// The transformer layers of the median device (the upper median, as the Zero Bubble runtime
+/// picks its median rank): what a calibration's measured times cover.
+pub(crate) fn median_layers(layout: &Layout, devices: u32) -> u32 {
+    let per = (layout.pieces.len() / devices.max(1) as usize).max(1);
+    let mut layers: Vec<u32> = layout.pieces.chunks(per).map(|c| c.iter().map(|p| p.layers).sum()).collect();
+    layers.sort_unstable();
+    layers.get(layers.len() / 2).copied().unwrap_or(0).max(1)
+}
+
+/// The note for a pipeline whose hops differ: which cross nodes, and that every hop is timed
+/// at the slowest.
+fn hops_note(hops: &Hops, per_node: u32) -> Option<String> {
+    hops.differ().then(|| {
+        let crossing: Vec<String> = hops.crossings.iter().map(|k| format!("{k}→{}", k + 1)).collect();
+        let which = if crossing.is_empty() {
+            "only the hop from the last device back to the first (interleaved and wave placements)".to_string()
+        } else {
+            format!("{} hop{} ({})", crossing.len(), if crossing.len() == 1 { "" } else { "s" }, crossing.join(", "))
+        };
+        let time = crate::units::format_micros;
+        format!(
+            "the devices span {} nodes of {per_node} GPUs: {which} cross nodes at {} each, the others take {}; the simulator times every hop at the slowest, {} (an upper bound)",
+            hops.nodes,
+            time(hops.across),
+            time(hops.within),
+            time(hops.slowest())
+        )
+    })
+}
+
+/// One piece's costs, per microbatch: µs and bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PieceCosts {
+    /// What it holds.
+    pub piece: Piece,
+    /// Forward µs.
+    pub f: f64,
+    /// Input-gradient µs.
+    pub b: f64,
+    /// Weight-gradient µs.
+    pub w: f64,
+    /// Activation bytes a forward stores.
+    pub mem_f: f64,
+    /// Of those, bytes W still needs after B.
+    pub mem_w: f64,
+    /// Parameters it holds.
+    pub params: f64,
+}
+
+/// A model's costs on a pipeline: its pieces, the communication per hop, what the hardware
+/// achieves, and notes for the user.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derived {
+    /// Devices.
+    pub devices: u32,
+    /// How the layers are cut.
+    pub layout: Layout,
+    /// Costs of each piece, in pipeline order.
+    pub pieces: Vec<PieceCosts>,
+    /// Without a given layout: the even split at whole layers into `k × devices` pieces for
+    /// `k` = 2 to [`MAX_CHUNKS_CUT`] where the layers divide evenly into them (the stages of
+    /// families with chunks); empty otherwise.
+    pub finer: Vec<Vec<PieceCosts>>,
+    /// µs per hop: the slowest hop ([`Hops::slowest`]), the one time the simulator uses.
+    pub comm: f64,
+    /// The hops within and across nodes.
+    pub hops: Hops,
+    /// The GPU.
+    pub gpu: &'static Gpu,
+    /// The efficiencies the times are priced at (given or default).
+    pub efficiency: Efficiency,
+    /// One transformer layer's µs per pass, by term.
+    pub layer: Breakdown,
+    /// The LM head's µs per pass, by term.
+    pub head: Breakdown,
+    /// The embedding's µs per pass, by term.
+    pub embedding: Breakdown,
+    /// Things to tell the user (uneven splits, hops that differ).
+    pub notes: Vec<String>,
+}
+
+impl Derived {
+    /// The per-piece cost profile the simulator reads.
+    pub fn profile(&self) -> CostProfile {
+        let of = |pieces: &[PieceCosts]| {
+            let list = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).collect();
+            CostProfile {
+                f: list(|p| p.f),
+                b: list(|p| p.b),
+                w: list(|p| p.w),
+                mem_f: list(|p| p.mem_f),
+                mem_w: list(|p| p.mem_w),
+                finer: Vec::new(),
+            }
+        };
+        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
+    }
+
+    /// One number of each piece (`value`) as a profile's `f` list, the other lists 0, with the
+    /// finer cuts: per-stage tables of any quantity cut as the simulator cuts costs.
+    pub fn quantity_profile(&self, value: fn(&PieceCosts) -> f64) -> CostProfile {
+        let of = |pieces: &[PieceCosts]| {
+            let zeros = vec![0.0; pieces.len()];
+            CostProfile {
+                f: pieces.iter().map(value).collect(),
+                b: zeros.clone(),
+                w: zeros.clone(),
+                mem_f: zeros.clone(),
+                mem_w: zeros,
+                finer: Vec::new(),
+            }
+        };
+        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
+    }
+
+    /// Costs for the schedule families: the profile, the communication time, and the mean
+    /// share's scalars.
+    pub fn costs(&self) -> Costs {
+        Costs { comm: self.comm, ..Costs::default() }.with_profile(self.profile(), self.devices)
+    }
+
+    /// The device shares (the pieces a device holds under plain 1F1B), each summed into one
+    /// piece: share `k` is entry `k`.
+    pub fn shares(&self) -> Vec<PieceCosts> {
+        let per = (self.pieces.len() / self.devices.max(1) as usize).max(1);
+        self.pieces.chunks(per).map(PieceCosts::sum).collect()
+    }
+}
+
+impl PieceCosts {
+    /// Consecutive pieces as one: their layers and costs added, holding the embedding or the
+    /// LM head if any of them does.
+    pub fn sum(pieces: &[PieceCosts]) -> PieceCosts {
+        let add = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).sum();
+        PieceCosts {
+            piece: Piece {
+                embedding: pieces.iter().any(|p| p.piece.embedding),
+                layers: pieces.iter().map(|p| p.piece.layers).sum(),
+                mtp: pieces.iter().map(|p| p.piece.mtp).sum(),
+                loss: pieces.iter().any(|p| p.piece.loss),
+            },
+            f: add(|p| p.f),
+            b: add(|p| p.b),
+            w: add(|p| p.w),
+            mem_f: add(|p| p.mem_f),
+            mem_w: add(|p| p.mem_w),
+            params: add(|p| p.params),
+        }
+    }
+}
