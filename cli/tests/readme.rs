@@ -10,13 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 /// The files whose examples are checked, from the repository root.
-const FILES: &[&str] = &[
-    "README.md",
-    "docs/cli.md",
-    "docs/optimality.md",
-    "docs/formats.md",
-    "docs/measured-runs.md",
-];
+const FILES: &[&str] = &["README.md", "docs/cli.md", "docs/optimality.md", "docs/formats.md", "docs/measured-runs.md"];
 
 /// The line that stands for any lines in an expected output.
 const ELISION: &str = "…";
