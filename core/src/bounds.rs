@@ -5,37 +5,7 @@
 //! Any per-device order of those ops that meets the limit is a solution; its cost is the
 //! simulator's (the longest device span).
 //!
-//! **The bound.** For every device `d` it bounds `span_d` from below, and returns the largest:
-//!
-//! * **work**: `span_d ≥ work_d`, the sum of its ops' times (the busiest device gives `Stats::busiest_work`);
-//! * **critical path**: the passes of one microbatch on `d` form a dependency chain that
-//!   leaves `d` and comes back (through the later stages and back down, with a hop's
-//!   communication each way). From the first of them on `d` to the end of the last, at least
-//!   the chain's length passes, so `span_d` is at least the longest such chain;
-//! * **fill before the first pass** (head): `d`'s first pass is a microbatch's first pass on
-//!   `d` (its *root*: a forward). Every other pass of a microbatch waits at least `L` after that
-//!   microbatch's root starts (`L` = the shortest such lag, over all of `d`'s non-root passes),
-//!   so during the first `L` of the span only roots can run: at most `M` of them, and, since
-//!   nothing is released before the first non-root pass ends, only as many as the memory limit
-//!   holds. What they cannot fill is idle: `head = max(0, L − the time of the roots that fit)`;
-//! * **fill after the last pass** (tail), the mirror image: a pass with a later pass of its
-//!   microbatch on `d` must end at least `L'` before `d`'s last pass ends, so during the last
-//!   `L'` only *leaves* (passes with no later pass of their microbatch on `d`: W, or a fused
-//!   backward) run; each was pending when `d`'s last forward started, holding at least the
-//!   memory it releases, so the limit caps their number too;
-//! * `span_d ≥ max(chain, work + head, work + tail)`, and `work + head + tail` when the two
-//!   windows cannot overlap: overlapping, they would cover the whole span with only roots and
-//!   leaves, so when no pass is both and `d`'s work exceeds what the roots and leaves that fit
-//!   can hold, they are apart.
-//!
-//! Every lag is the longest dependency path between two passes, each pass at its own time
-//! (an overlapped F&B pair's passes at the pair's time when that is shorter), each hop between
-//! devices at the communication time. The bound holds for every order that meets the limit;
-//! it is computed per microbatch *shape* (the set of passes one microbatch has), so it is
-//! linear in the passes (up to sorting them).
-//!
-//! Without a limit the memory caps are off. [`problem_limit`] names the limit a run's problem
-//! has.
+//! The details are in `docs/lower-bounds.md`, under `bounds.rs`.
 
 use std::collections::BTreeMap;
 
