@@ -289,6 +289,7 @@ fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
 fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
     let tree = KeyTree::new(&schedule.placement);
     // Each (microbatch, slice)'s passes with their device, and the ops they belong to.
+    #[derive(Clone, Copy)]
     struct Item {
         unit: (u32, u32),
         tin: u32,
@@ -296,38 +297,72 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
         op: usize,
         pass: Pass,
     }
-    let mut items = Vec::new();
     let mut ops: Vec<(usize, f64)> = Vec::new();
+    let (mut microbatches, mut slices) = (0u64, 0u64);
     for (d, order) in schedule.orders.iter().enumerate() {
         for op in order {
-            let alloc: f64 = op.passes().map(|p| table.alloc(p)).sum();
-            for p in op.passes() {
-                if let Some(node) = tree.node(p) {
-                    items.push(Item {
-                        unit: (p.microbatch, p.slice),
-                        tin: tree.tin[node],
-                        device: d,
-                        op: ops.len(),
-                        pass: p,
-                    });
-                }
+            ops.push((d, op.passes().map(|p| table.alloc(p)).sum()));
+            for p in op.passes().filter(|&p| tree.node(p).is_some()) {
+                microbatches = microbatches.max(u64::from(p.microbatch) + 1);
+                slices = slices.max(u64::from(p.slice) + 1);
             }
-            ops.push((d, alloc));
         }
     }
-    items.sort_by_key(|i| (i.unit, i.device, i.tin));
+    let devices = schedule.orders.len() as u64;
+    let each = |put: &mut dyn FnMut(usize, Item)| {
+        let mut index = 0;
+        for (d, order) in schedule.orders.iter().enumerate() {
+            for op in order {
+                for p in op.passes() {
+                    if let Some(node) = tree.node(p) {
+                        let unit = (u64::from(p.microbatch) * slices + u64::from(p.slice)) * devices + d as u64;
+                        let item =
+                            Item { unit: (p.microbatch, p.slice), tin: tree.tin[node], device: d, op: index, pass: p };
+                        put(unit as usize, item);
+                    }
+                }
+                index += 1;
+            }
+        }
+    };
+    // The items in (unit, device, pre-order) order: grouped by (unit, device) in one counting
+    // pass (stable), each group sorted by pre-order number (stable); a sort of all the items
+    // when the sizes named are far more than the passes.
+    let groups = microbatches.saturating_mul(slices).saturating_mul(devices);
+    let grouped = if groups <= 4 * schedule.op_count() as u64 + 1024 {
+        let mut grouped = Groups::new(groups as usize, each);
+        for g in 0..groups as usize {
+            grouped.group_mut(g).sort_by_key(|i| i.tin);
+        }
+        grouped.items
+    } else {
+        let mut items = Vec::new();
+        each(&mut |_, item| items.push(item));
+        items.sort_by_key(|i| (i.unit, i.device, i.tin));
+        items
+    };
+    let items = grouped;
     let mut steps = 0u64;
     let mut held = vec![0.0f64; ops.len()];
+    // Per group, reused: entries (one per key node present; B and BW at one stage share one),
+    // each entry's nearest present ancestor, and what its ancestors allocate and its
+    // descendants release.
+    let mut entry_of = Vec::new();
+    let mut tins: Vec<u32> = Vec::new();
+    let (mut allocs, mut releases): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let mut up: Vec<Option<usize>> = Vec::new();
+    let mut stack: Vec<usize> = Vec::new();
+    let (mut above, mut below): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     // One (unit, device) group at a time: its passes in pre-order of the key forest.
     let mut at = 0;
     while at < items.len() {
         let key = (items[at].unit, items[at].device);
         let end = at + items[at..].iter().take_while(|i| (i.unit, i.device) == key).count();
         let group = &items[at..end];
-        // Entries: one per key node present (B and BW at one stage share one).
-        let mut entry_of = Vec::with_capacity(group.len());
-        let mut tins: Vec<u32> = Vec::new();
-        let (mut allocs, mut releases): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        entry_of.clear();
+        tins.clear();
+        allocs.clear();
+        releases.clear();
         for i in group {
             if tins.last() != Some(&i.tin) {
                 tins.push(i.tin);
@@ -341,8 +376,9 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
         }
         // The nearest present ancestor of each entry, by a stack of the open ones.
         let n = tins.len();
-        let mut up: Vec<Option<usize>> = vec![None; n];
-        let mut stack: Vec<usize> = Vec::new();
+        up.clear();
+        up.resize(n, None);
+        stack.clear();
         for e in 0..n {
             while let Some(&top) = stack.last() {
                 steps += 1;
@@ -355,13 +391,15 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
             stack.push(e);
         }
         // Allocated by ancestors (pre-order), released by descendants (reverse pre-order).
-        let mut above = vec![0.0f64; n];
+        above.clear();
+        above.resize(n, 0.0);
         for e in 0..n {
             if let Some(u) = up[e] {
                 above[e] = above[u] + allocs[u];
             }
         }
-        let mut below = vec![0.0f64; n];
+        below.clear();
+        below.resize(n, 0.0);
         for e in (0..n).rev() {
             if let Some(u) = up[e] {
                 below[u] += releases[e] + below[e];
