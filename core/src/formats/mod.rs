@@ -161,8 +161,8 @@ mod text;
 
 pub use convert::{export, export_analysis, import};
 pub use file::{analyze_file, detect, sniff, FileAnalysis};
-pub use format::{Dialect, ExportOptions, Format, FormatError, ImportOptions, Imported, MAX_FILE_BYTES};
+pub use format::{Dialect, ExportOptions, Format, FormatError, ImportOptions, Imported, TorchVersion, MAX_FILE_BYTES};
 pub use json::{export_json, JSON_FORMAT, JSON_VERSION};
 pub use perfetto::{export_perfetto, MAX_TRACE_BYTES};
-pub use pytorch::{compute_action, export_pytorch_csv, CsvForm};
+pub use pytorch::{compute_action, export_pytorch_csv, export_pytorch_csv_with, CsvForm};
 pub use text::{sanitize, MAX_QUOTED_CHARS};

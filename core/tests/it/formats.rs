@@ -275,8 +275,15 @@ fn exported_comms_files_are_what_pytorch_would_run() {
             continue; // Not expressible in PyTorch CSV (tested elsewhere).
         }
         let text = csv_export(s, CsvForm::ComputeComms, Dialect::Current);
-        let sends = text.matches("SEND_").count();
-        let recvs = text.matches("RECV_").count();
+        let cells: Vec<&str> = text.lines().flat_map(|l| l.split(',')).collect();
+        let typed = |t: &str| {
+            cells.iter().filter(|c| c.trim_start_matches(|ch: char| ch.is_ascii_digit()).starts_with(t)).count()
+        };
+        let (sends, recvs) = (typed("SEND_"), typed("RECV_"));
+        // Torch 2.15 waits for every send once, and reduces every stage's gradients once.
+        assert_eq!(typed("WAIT_SEND_"), sends, "{what}:\n{text}");
+        let stages = s.placement.stages() as usize;
+        assert_eq!((typed("REDUCE_GRAD"), typed("WAIT_REDUCE_GRAD")), (stages, stages), "{what}:\n{text}");
         let crossing = s
             .orders
             .iter()
@@ -518,14 +525,19 @@ fn idle_cells_quotes_spaces_crlf_and_a_bom_are_accepted() {
 }
 
 #[test]
-fn fsdp_actions_are_ignored_with_a_warning() {
+fn per_stage_actions_in_a_compute_only_file_are_ignored_with_a_warning() {
     let imported = csv("0UNSHARD,0F0,0B0,0REDUCE_GRAD,0RESHARD\n1F0,1B0\n");
     assert_eq!(
         messages(&imported),
-        ["warning: row 0, column 0: `0UNSHARD` and 2 more UNSHARD/RESHARD/REDUCE_GRAD actions are ignored: \
-          FSDP and gradient-reduction actions are not modelled"]
+        ["warning: row 0, column 0: `0UNSHARD` and 2 more actions are not compute actions: PyTorch's \
+          `_load_csv(format=\"compute_only\")` refuses them in a compute-only file (its lowering adds them); \
+          read here and ignored\n  \
+          hint: delete them to give PyTorch the file, or add the SEND/RECV actions and load it as compute_comms"]
     );
     assert_eq!(imported.schedule, Some(clean(csv("0F0,0B0\n1F0,1B0\n"))));
+    // With one rank nothing is sent, so they make the file PyTorch's compute_comms form.
+    let one = "0UNSHARD,0F0,0F1,0B0,0B1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0RESHARD\n";
+    assert_eq!(clean(csv(one)), clean(csv("0F0,0F1,0B0,0B1\n")));
 }
 
 // -------------------------------------------------------------------------------------------
@@ -543,8 +555,9 @@ fn an_unknown_cell_is_skipped_and_the_rest_still_loads() {
         ["error: my.csv, row 0, column 1: cannot read cell `0X1`: unknown action type `X`\n  \
           hint: a cell is `<stage><type><microbatch>` such as `0F1`, `3I0`, `2W5` or `4SEND_F2`, an overlapped pair such \
           as `(0F7;7B3)OVERLAP_F_B`, or empty\n  \
-          hint: types are F, I, W and B (current dialect) or F, B, W and BW (legacy), plus SEND_F, RECV_F, SEND_B, RECV_B, \
-          UNSHARD, RESHARD and REDUCE_GRAD\n  hint: the cell is skipped"]
+          hint: the types PyTorch writes are F, I, W and B (current dialect; F, B, W and BW in the legacy one), \
+          OVERLAP_F_B, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD and REDUCE_GRAD, and since torch 2.15 \
+          WAIT_SEND_F, WAIT_SEND_B and WAIT_REDUCE_GRAD\n  hint: the cell is skipped"]
     );
     assert_eq!(imported.schedule, Some(clean(csv("0F0,0B0\n1F0,1B0\n"))));
 }
@@ -632,7 +645,7 @@ fn a_deadlocked_file_reports_every_stuck_device() {
 
 #[test]
 fn send_and_recv_cells_are_checked_and_dropped() {
-    let good = "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n";
+    let good = "0F0,0SEND_F0,0RECV_B0,0B0,0WAIT_SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B0\n";
     assert_eq!(clean(csv(good)), clean(csv("0F0,0B0\n1F0,1B0\n")));
     // Old PyTorch fused a SEND with the next RECV in one cell (legacy dialect: B, W, BW).
     let fused = "0F0,0SEND_F0_0RECV_B0,0BW0\n1RECV_F0,1F0,1B0,1SEND_B0,1W0\n";

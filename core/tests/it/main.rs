@@ -9,4 +9,5 @@ mod measured;
 mod optimal;
 mod pareto;
 mod properties;
+mod pytorch;
 mod stages;
