@@ -1153,37 +1153,34 @@ def check_family(cli, family, devices, microbatches, torch_minor, tmp, tally):
         tally.report("FAIL" if difference else "PASS", family, "lowering", difference or "the comms export is PyTorch's lowering, action for action")
 
 
-def check_dump(cli, entry, dumps_dir, tmp, tally):
+def check_dump(cli, entry, dumps_dir, torch_minor, tmp, tally):
     """One of PyTorch's dumps: read by the CLI, converted to both dialects and run."""
     name = entry["file"]
     path = os.path.join(dumps_dir, name)
     fmt = entry["format"]
     label = name.rsplit(".", 2)[0]
     code, text = cli_run(cli, "simulate", "--from", path)
-    if entry["class"] == "Schedule1F1B":
-        # Its dump numbers the last rank's forwards 1..M: no reader can run it (PyTorch neither).
-        tally.report("KNOWN", label, f"{fmt}:read", "refused (PyTorch refuses this dump too): " + first_line(text) if code else "read, though its last rank's forwards are numbered 1..M")
-        return
     tally.report("PASS" if code == 0 else "FAIL", label, f"{fmt}:read", "bubblescope simulate --from reads it" if code == 0 else first_line(text))
     if fmt != "compute_only" or code != 0:
         return
-    loads = True
+    # PyTorch cannot load some of its own compute-only dumps (GPipe's and 1F1B's end with
+    # REDUCE_GRAD; 1F1B's numbers its last rank's forwards 1..M): the CLI reads them (with a
+    # warning), and its conversions must still run; only the comparison with PyTorch's lowering
+    # of the dump itself is not possible then.
     try:
         expected = lower_rows(path)
     except Exception as exc:
-        loads = False
-        tally.report("SKIP", label, "convert", f"PyTorch itself cannot load this dump: {short(exc)}")
-    if not loads:
-        return
+        expected = None
+        tally.report("KNOWN", label, "lowering", f"PyTorch itself cannot load this dump: {short(exc)}")
     for out_fmt, to in (("compute_only", "pytorch-csv"), ("compute_comms", "pytorch-csv-comms")):
         out = os.path.join(tmp, f"{label}.converted.{out_fmt}.csv")
-        code, text = cli_run(cli, "convert", path, out, "--to-format", to)
+        code, text = cli_run(cli, "convert", path, out, "--to-format", to, "--torch", torch_minor)
         if code != 0:
             tally.report("FAIL", label, f"{out_fmt}:convert", first_line(text))
             continue
         ok, detail = run_file(out, out_fmt)
         tally.report("PASS" if ok else "FAIL", label, f"{out_fmt}:convert+run", detail)
-        if out_fmt == "compute_comms":
+        if out_fmt == "compute_comms" and expected is not None:
             difference = diff_rows(read_rows(out), expected)
             tally.report("FAIL" if difference else "PASS", label, "compute_comms:lowering", difference or "the converted comms file is PyTorch's lowering")
 
@@ -1232,7 +1229,7 @@ def cmd_check(args):
             status = "PASS" if ok else "KNOWN"
             tally.report(status, entry["file"].rsplit(".", 2)[0], f"{entry['format']}:torch", detail)
             if cli and not args.dumps_only:
-                check_dump(cli, entry, dumps_dir, tmp, tally)
+                check_dump(cli, entry, dumps_dir, torch_minor, tmp, tally)
         if cli and not args.dumps_only:
             listed = subprocess.run([cli, "list", "--json"], capture_output=True, text=True)
             if listed.returncode != 0:

@@ -2,10 +2,9 @@
 //! schedule CSV.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use anyhow::Result;
-use bubblescope::formats::{self, ExportOptions, Format};
+use bubblescope::formats;
 use bubblescope::model::parse_bytes;
 use bubblescope::plan::{
     all_families, attribute_plan, evaluate, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
@@ -25,9 +24,18 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             &["give e.g. --mem-limit 80GiB with a model, or a number in mem-f's unit"],
         ));
     };
-    if let Some(path) = &args.export {
-        check_csv(path)?;
-    }
+    let target = match &args.export.export {
+        Some(path) => {
+            let e = &args.export;
+            Some(crate::export::Target::new(
+                path,
+                e.to_format.as_deref(),
+                e.torch.as_deref(),
+                crate::export::dialect(e.to_dialect.as_deref())?,
+            )?)
+        }
+        None => None,
+    };
     // With a global batch the micro-batch size follows from each microbatch count, unless the
     // user fixes it.
     let mut costs = args.costs.clone();
@@ -130,16 +138,17 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             &hints,
         ));
     };
-    if let Some(path) = &args.export {
-        // The best plan PyTorch's CSV can hold (one pipeline): the winner unless it runs two.
+    if let Some(target) = &target {
+        // The best plan the format can hold (PyTorch's CSV: one pipeline): the winner unless it
+        // runs two.
+        let path = &target.path;
         let mut first_error = None;
         let mut written = None;
         for (k, plan) in found.plans.iter().enumerate() {
             let c = &plan.candidate;
-            let exported = bubblescope::generate(c.family.name, &c.params).map_err(|e| e.to_string()).and_then(|s| {
-                formats::export(&s, Some(&c.params.costs), Format::PytorchCsv, &ExportOptions::default())
-                    .map_err(|e| e.to_string())
-            });
+            let exported = bubblescope::generate(c.family.name, &c.params)
+                .map_err(|e| e.to_string())
+                .and_then(|s| target.text(&s, &c.params.costs, None).map_err(|e| e.to_string()));
             match exported {
                 Ok(text) => {
                     written = Some((k, c, text));
@@ -155,14 +164,15 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         };
         if k > 0 {
             eprintln!(
-                "note: plan 1 ({}) cannot be written as a PyTorch schedule CSV: {}; --export wrote plan {} ({}), the best that can",
+                "note: plan 1 ({}) cannot be written as {}: {}; --export wrote plan {} ({}), the best that can",
                 best.candidate.family.name,
+                target.what(),
                 first_error.as_deref().unwrap_or_default().lines().next().unwrap_or_default(),
                 k + 1,
                 c.family.name
             );
         }
-        crate::output::write_output(path, text.as_bytes())?;
+        target.write(&text)?;
         if crate::output::is_std(path) {
             // Standard output holds the CSV alone, so it can be piped.
             return Ok(());
@@ -202,17 +212,6 @@ fn note_plan_cuts(model: &bubblescope::model::Model, devices: u32, plans: &[Plan
     let Ok(derived) = model.derive(devices) else { return };
     let runs = plans.iter().filter(|p| p.candidate.layout.is_none()).map(|p| (p.candidate.family.name, p.stages));
     crate::output::note_proportional_cuts(&derived, runs);
-}
-
-/// Refuses an export name that is not a CSV: plans export as PyTorch schedule CSV.
-fn check_csv(path: &Path) -> Result<()> {
-    if crate::output::is_std(path) || Format::from_extension(&path.to_string_lossy()) == Some(Format::PytorchCsv) {
-        return Ok(());
-    }
-    Err(crate::output::user_error(
-        &format!("--export writes a PyTorch schedule CSV, but {} does not end in .csv", path.display()),
-        &["name it plan.csv; `bubblescope convert plan.csv plan.json` turns it into other formats"],
-    ))
 }
 
 /// The chunks of a plan's family, when it reads the option.

@@ -146,7 +146,7 @@ fn bad_plan_requests_exit_2_with_hints() {
             &["plan", "-p", "4", "--mem-limit", "80GiB", "--model", "llama-3-8b", "--kv-heads", "5"],
             "error: --kv-heads 5 does not divide heads 32",
         ),
-        (&["plan", "-p", "4", "--mem-limit", "5", "--export", "plan.json"], "does not end in .csv"),
+        (&["plan", "-p", "4", "--mem-limit", "5", "--export", "plan.txt"], "cannot tell the output format"),
         (&["plan", "-p", "4", "--mem-limit", "5", "--global-batch", "8"], "--global-batch needs costs from a model"),
         (&["plan", "-p", "4", "--mem-limit", "5", "--static-memory", "auto"], "needs a model"),
         (&["plan", "-p", "4", "--mem-limit", "0.5"], "no plan fits under the limit of 0.5 per device"),

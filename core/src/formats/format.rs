@@ -260,18 +260,16 @@ impl Format {
     /// one sentence (`None` for Bubblescope's own formats). A CSV has no room for a comment, so
     /// the CLI prints this when it writes one, and the docs and `--help` say the same.
     pub fn loader(self, options: &ExportOptions) -> Option<String> {
-        let lockstep = "not PipelineScheduleMulti, which runs every rank in lock-step and needs idle cells";
+        let lockstep = "not for PipelineScheduleMulti, which runs every rank in lock-step";
         match (self, options.dialect) {
             (Format::PytorchCsv, Dialect::Current) => Some(format!(
-                "for _PipelineScheduleRuntime._load_csv(path, format=\"compute_only\"), which adds the communication \
-                 (torch 2.14 and later; {lockstep})"
+                "for _PipelineScheduleRuntime._load_csv(path, format=\"compute_only\") in torch 2.14 or 2.15, \
+                 which adds the communication; {lockstep}"
             )),
             (Format::PytorchCsvComms, Dialect::Current) => Some(format!(
-                "for _PipelineScheduleRuntime._load_csv(path, format=\"compute_comms\") in torch {} (runs as written; {lockstep})",
-                match options.torch {
-                    TorchVersion::V2_14 => "2.14",
-                    TorchVersion::V2_15 => "2.15 and later",
-                }
+                "for _PipelineScheduleRuntime._load_csv(path, format=\"compute_comms\") in torch {}, \
+                 which runs it as written; {lockstep}",
+                options.torch
             )),
             (Format::PytorchCsv | Format::PytorchCsvComms, Dialect::Legacy) => Some(
                 "in the legacy dialect (B input gradient, BW full backward) of PyTorch before 2.14, which torch 2.14 \

@@ -464,7 +464,59 @@ pub(super) fn check_waits(
             );
         }
     }
-    out.errors() == errors_before
+    let paired = out.errors() == errors_before;
+    if paired {
+        warn_blocking_waits(actions, table, source, out);
+    }
+    paired
+}
+
+/// A wait that can hold its rank up: Bubblescope times the compute order, in which PyTorch's
+/// own waits never block (see `docs/pytorch.md`), so a wait placed elsewhere is named. A wait
+/// cannot block when no compute follows it on its row, or when a compute before it on the row
+/// needs what the peer computes after receiving: for `WAIT_SEND_F` of (s, m) this row's input
+/// gradient of (s, m); for `WAIT_SEND_B` of (s, m) an input gradient of microbatch m on a stage
+/// below s.
+fn warn_blocking_waits(actions: &Actions, table: &csv::Table, source: &Source, out: &mut Diagnostics) {
+    // Per row, the columns of the input-gradient passes and the last compute column.
+    let mut grads: HashMap<u32, Vec<(usize, Pass)>> = HashMap::new();
+    let mut last: HashMap<u32, usize> = HashMap::new();
+    for &(row, column, op) in &actions.ops {
+        last.insert(row, column);
+        for p in op.passes().filter(|p| p.kind.is_input_grad()) {
+            grads.entry(row).or_default().push((column, p));
+        }
+    }
+    for &(row, column, w) in &actions.waits {
+        if last.get(&row).is_none_or(|&l| l < column) {
+            continue;
+        }
+        let before = grads.get(&row).map_or(&[][..], Vec::as_slice);
+        let covered = before.iter().take_while(|(c, _)| *c < column).any(|(_, p)| match w.kind {
+            CommKind::WaitSendF => (p.stage, p.microbatch) == (w.stage, w.microbatch),
+            _ => p.microbatch == w.microbatch && p.stage < w.stage,
+        });
+        if covered {
+            continue;
+        }
+        let recv = partner_of(w);
+        out.push(
+            warning(source.error_at(
+                row,
+                column,
+                format!(
+                    "{} can hold row {row} up until {} has been received on its peer's row: Bubblescope times \
+                     the compute order and does not delay the row for it",
+                    quote(table.cell(row, column)),
+                    quote(&recv.text())
+                ),
+            ))
+            .hint(
+                "PyTorch waits for a forward's send after this row's backward of the same microbatch and for a \
+                 backward's at the end of the row, where a wait never blocks",
+            ),
+        );
+    }
 }
 
 /// The per-stage actions of a compute+comms file: each on the row that runs its stage (PyTorch
