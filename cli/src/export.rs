@@ -60,8 +60,18 @@ pub fn dialect(name: Option<&str>) -> Result<Option<Dialect>> {
 }
 
 impl Target {
-    /// The target of `--export`-like flags: `path` in `to_format` (or the format its extension
-    /// names), the `dialect` and the `torch` version.
+    /// The target of `--export`: as [`Target::new`], but standard output (`-`) is a PyTorch
+    /// schedule CSV unless `to_format` says otherwise.
+    pub fn export(args: &ExportArgs, path: &Path) -> Result<Target> {
+        let to_format = match (args.to_format.as_deref(), is_std(path)) {
+            (None, true) => Some(Format::PytorchCsv.name()),
+            (given, _) => given,
+        };
+        Target::new(path, to_format, args.torch.as_deref(), dialect(args.to_dialect.as_deref())?)
+    }
+
+    /// The target of `path` in `to_format` (or the format its extension names), the `dialect`
+    /// and the `torch` version.
     pub fn new(path: &Path, to_format: Option<&str>, torch: Option<&str>, dialect: Option<Dialect>) -> Result<Target> {
         let format = match to_format {
             Some(name) => Format::from_name(name).map_err(|e| anyhow::anyhow!("{e}"))?,

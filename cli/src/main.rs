@@ -194,13 +194,7 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             if let Some(from) = &args.file.from {
                 refuse_overwrite(from, path)?;
             }
-            let e = &args.export;
-            Some(export::Target::new(
-                path,
-                e.to_format.as_deref(),
-                e.torch.as_deref(),
-                export::dialect(e.to_dialect.as_deref())?,
-            )?)
+            Some(export::Target::export(&args.export, path)?)
         }
         None => None,
     };

@@ -25,15 +25,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         ));
     };
     let target = match &args.export.export {
-        Some(path) => {
-            let e = &args.export;
-            Some(crate::export::Target::new(
-                path,
-                e.to_format.as_deref(),
-                e.torch.as_deref(),
-                crate::export::dialect(e.to_dialect.as_deref())?,
-            )?)
-        }
+        Some(path) => Some(crate::export::Target::export(&args.export, path)?),
         None => None,
     };
     // With a global batch the micro-batch size follows from each microbatch count, unless the

@@ -14,6 +14,11 @@ fn stderr(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 
+/// `base` then `extra`.
+fn join<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
 fn read(dir: &std::path::Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap()
 }
@@ -23,21 +28,21 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let family = ["simulate", "-s", "zb-v", "-p", "2", "-m", "4"];
-    let with = |extra: &[&str]| family.iter().copied().chain(extra.iter().copied()).collect::<Vec<_>>();
+
     // The report is printed as without --export; the file is written beside it.
-    assert_eq!(ok(d, &with(&["--export", "zbv.csv"])), ok(d, &family));
-    let said = stderr(d, &with(&["--export", "zbv.csv"]));
+    assert_eq!(ok(d, &join(&family, &["--export", "zbv.csv"])), ok(d, &family));
+    let said = stderr(d, &join(&family, &["--export", "zbv.csv"]));
     assert_eq!(
         said.trim(),
         "wrote zbv.csv: a PyTorch schedule CSV (compute only), for _PipelineScheduleRuntime._load_csv(path, \
          format=\"compute_only\") in torch 2.14 or 2.15, which adds the communication; not for PipelineScheduleMulti, \
          which runs every rank in lock-step"
     );
-    let said = stderr(d, &with(&["--export", "zbv-comms.csv", "--to-format", "pytorch-csv-comms"]));
+    let said = stderr(d, &join(&family, &["--export", "zbv-comms.csv", "--to-format", "pytorch-csv-comms"]));
     assert!(said.contains("format=\"compute_comms\") in torch 2.15, which runs it as written"), "{said}");
-    stderr(d, &with(&["--export", "zbv-214.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
-    stderr(d, &with(&["--export", "zbv.json"]));
-    stderr(d, &with(&["--export", "zbv.trace.json", "--to-format", "perfetto"]));
+    stderr(d, &join(&family, &["--export", "zbv-214.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
+    stderr(d, &join(&family, &["--export", "zbv.json"]));
+    stderr(d, &join(&family, &["--export", "zbv.trace.json", "--to-format", "perfetto"]));
     // The same bytes as converting the JSON, in every format.
     for (name, to, torch) in [
         ("zbv.csv", "pytorch-csv", "2.15"),
@@ -56,7 +61,7 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
         let v: serde_json::Value = serde_json::from_str(&ok(d, args)).unwrap();
         v["cost"].clone()
     };
-    let expected = cost(&with(&["--json"]));
+    let expected = cost(&join(&family, &["--json"]));
     for name in ["zbv.csv", "zbv-comms.csv", "zbv-214.csv", "zbv.json"] {
         assert_eq!(cost(&["simulate", "--from", name, "--json"]), expected, "{name}");
     }
@@ -64,7 +69,7 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
     stderr(d, &["simulate", "--from", "zbv.json", "--export", "again.csv"]);
     assert_eq!(read(d, "again.csv"), read(d, "zbv.csv"));
     // `-` writes the file alone to standard output.
-    assert_eq!(ok(d, &with(&["--export", "-", "--to-format", "pytorch-csv-comms"])), comms);
+    assert_eq!(ok(d, &join(&family, &["--export", "-", "--to-format", "pytorch-csv-comms"])), comms);
 }
 
 #[test]
@@ -124,10 +129,11 @@ fn plan_exports_by_extension_too() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let plan = ["plan", "-p", "4", "--mem-limit", "5", "--static-memory", "0.5", "--json"];
-    let with = |extra: &[&str]| plan.iter().copied().chain(extra.iter().copied()).collect::<Vec<_>>();
-    let said = stderr(d, &with(&["--export", "plan.json"]));
+
+    let said = stderr(d, &join(&plan, &["--export", "plan.json"]));
     assert!(said.contains("wrote plan.json: a Bubblescope JSON schedule"), "{said}");
-    let said = stderr(d, &with(&["--export", "plan.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
+    let said =
+        stderr(d, &join(&plan, &["--export", "plan.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
     assert!(said.contains("format=\"compute_comms\") in torch 2.14"), "{said}");
     ok(d, &["convert", "plan.json", "again.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]);
     assert_eq!(read(d, "plan.csv"), read(d, "again.csv"));
