@@ -390,9 +390,9 @@ pub(super) fn count_microbatches(
     None
 }
 
-/// PyTorch's `_merge_bw`: an input-gradient action directly followed (on its row, other cells
-/// aside) by the weight-gradient action of the same stage and microbatch becomes one full
-/// backward.
+/// PyTorch's `_merge_bw` (defined in 2.14 and 2.15, called by neither's runtime): an
+/// input-gradient action directly followed (on its row, other cells aside) by the
+/// weight-gradient action of the same stage and microbatch becomes one full backward.
 pub(super) fn merge_bw(ops: &mut Vec<(u32, usize, Op)>) {
     let mut merged: Vec<(u32, usize, Op)> = Vec::with_capacity(ops.len());
     let mut i = 0;
@@ -426,24 +426,33 @@ pub(super) fn renumber_1f1b_forwards(
     out: &mut Diagnostics,
 ) {
     use std::collections::{BTreeMap, BTreeSet};
-    // Per stage: forward microbatches, other microbatches, and the first forward's cell.
-    let mut stages: BTreeMap<u32, (BTreeSet<u32>, BTreeSet<u32>, (u32, usize))> = BTreeMap::new();
+    /// A stage's forward microbatches, its other microbatches, and its first forward's cell.
+    struct Numbers {
+        forwards: BTreeSet<u32>,
+        others: BTreeSet<u32>,
+        first_forward: (u32, usize),
+    }
+    let mut stages: BTreeMap<u32, Numbers> = BTreeMap::new();
     for &(row, column, op) in ops.iter() {
         for p in op.passes() {
-            let entry = stages.entry(p.stage).or_insert_with(|| (BTreeSet::new(), BTreeSet::new(), (row, column)));
+            let entry = stages.entry(p.stage).or_insert_with(|| Numbers {
+                forwards: BTreeSet::new(),
+                others: BTreeSet::new(),
+                first_forward: (row, column),
+            });
             if p.kind == PassKind::F {
-                if entry.0.is_empty() {
-                    entry.2 = (row, column);
+                if entry.forwards.is_empty() {
+                    entry.first_forward = (row, column);
                 }
-                entry.0.insert(p.microbatch);
+                entry.forwards.insert(p.microbatch);
             } else {
-                entry.1.insert(p.microbatch);
+                entry.others.insert(p.microbatch);
             }
         }
     }
     let shifted: Vec<(u32, u32, (u32, usize))> = stages
         .iter()
-        .filter_map(|(&stage, (f, rest, at))| {
+        .filter_map(|(&stage, Numbers { forwards: f, others: rest, first_forward: at })| {
             let n = f.len() as u32;
             let ones = f.iter().copied().eq(1..=n);
             let zeros = rest.iter().copied().eq(0..n);
