@@ -417,8 +417,11 @@ pub struct FileArgs {
     /// BW full backward) [default: detected from the file].
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,
-    /// Merge an I directly followed by its W into one full backward, as PyTorch does before
-    /// running a compute-only file. Only with --from: a generated schedule has no file to merge.
+    /// Read an I directly followed on its row (empty and communication cells aside) by the W of
+    /// the same stage and microbatch as one full backward B, which costs B+W as one pass. This is
+    /// PyTorch's `_merge_bw`, which its runtime never calls in 2.14 or 2.15: PyTorch runs such a
+    /// pair as two actions, as Bubblescope reads it without this flag. Only with --from: a
+    /// generated schedule has no file to merge.
     #[arg(long = "merge-bw", requires = "from", conflicts_with = "schedule")]
     pub merge_bw: bool,
 }
@@ -535,7 +538,10 @@ pub struct ConvertArgs {
     /// after every send and reduction) or 2.14 [default: 2.15, the newest verified].
     #[arg(long, value_name = "VERSION")]
     pub torch: Option<String>,
-    /// Merge an I directly followed by its W into one full backward when reading.
+    /// Read an I directly followed on its row (empty and communication cells aside) by the W of
+    /// the same stage and microbatch as one full backward B (PyTorch's `_merge_bw`, which its
+    /// runtime never calls in 2.14 or 2.15: it runs the pair as two actions). The file written
+    /// then has a B where the input had I, W.
     #[arg(long = "merge-bw")]
     pub merge_bw: bool,
     #[command(flatten)]

@@ -202,8 +202,9 @@ pub struct ImportOptions {
     /// The PyTorch CSV dialect; `None` decides from the file (see the module docs). CSV only.
     pub dialect: Option<Dialect>,
     /// Merge an input-gradient action directly followed by the weight-gradient action of the
-    /// same stage and microbatch into one full backward, as PyTorch does before running a
-    /// compute-only file. Off by default: the file is read as written. CSV only.
+    /// same stage and microbatch into one full backward (PyTorch's `_merge_bw`, which PyTorch's
+    /// runtime does not call in 2.14 or 2.15: it runs the pair as two actions). Off by default:
+    /// the file is read as written. CSV only.
     pub merge_bw: bool,
     /// The file's name, put in front of every location in messages.
     pub source: Option<String>,

@@ -181,8 +181,9 @@ fn pytorch_zb1p_files_import_validate_simulate_and_agree() {
     assert_eq!(compute.orders[0][4], Op::One(Pass::b(2, 0)));
     assert_eq!(comms.orders[0][4], Op::One(Pass::bw(2, 0)));
 
-    // PyTorch lowers the compute file by merging each input gradient directly followed by its
-    // weight gradient (`_merge_bw`); with that merge the two files hold the same schedule.
+    // Merging each input gradient directly followed by its weight gradient (PyTorch's
+    // `_merge_bw`, which its runtime does not call: it runs the pair as two actions) makes the
+    // two files hold the same schedule.
     let merged = import(&compute_text, Format::PytorchCsv, &ImportOptions { merge_bw: true, ..Default::default() });
     let merged = clean(merged);
     assert_eq!(merged, comms);
