@@ -8,8 +8,7 @@ use crate::schedule::{Pass, PassKind, Schedule};
 use super::super::check::Checked;
 use super::super::csv;
 use super::super::text::{count, quote, warning, Diagnostics, Source};
-use super::grammar::{Comm, CommKind, StageAction, StageKind};
-use super::import::Actions;
+use super::grammar::{Actions, Comm, CommKind, StageAction, StageKind};
 
 /// Whether any dependency of `schedule` crosses devices (so a compute+comms file needs a
 /// SEND/RECV pair).

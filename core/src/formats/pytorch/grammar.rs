@@ -444,3 +444,24 @@ pub(super) fn next_cell(row: &mut String) -> &mut String {
     }
     row
 }
+
+/// The compute and communication actions of a file, read in its dialect, each with its (row,
+/// column), in file order.
+#[derive(Default)]
+pub(super) struct Actions {
+    /// Compute ops.
+    pub(super) ops: Vec<(u32, usize, Op)>,
+    /// SEND and RECV actions.
+    pub(super) comms: Vec<(u32, usize, Comm)>,
+    /// WAIT_SEND_F and WAIT_SEND_B actions.
+    pub(super) waits: Vec<(u32, usize, Comm)>,
+    /// UNSHARD, RESHARD, REDUCE_GRAD and WAIT_REDUCE_GRAD actions.
+    pub(super) stage_actions: Vec<(u32, usize, StageAction)>,
+}
+
+impl Actions {
+    /// Whether the file is in the compute+comms form: it has SEND, RECV or WAIT_SEND cells.
+    pub(super) fn has_comms(&self) -> bool {
+        !self.comms.is_empty() || !self.waits.is_empty()
+    }
+}

@@ -8,9 +8,7 @@ use super::super::csv::{self, TooBig};
 use super::super::text::{count, quote, Diagnostics, Source};
 use super::super::{Dialect, ImportOptions, Imported};
 use super::comms::{check_comms, check_stage_actions, check_waits, needs_comms};
-use super::grammar::{
-    parse_cell, pass_kind, pass_text, Comm, RawPass, StageAction, StageKind, Token, Word, GRAMMAR_HINT,
-};
+use super::grammar::{parse_cell, pass_kind, pass_text, Actions, RawPass, StageKind, Token, Word, GRAMMAR_HINT};
 use super::placement::infer_placement;
 
 /// Where the dialect was decided: the first `I` and the first `BW` cell, if any, whether there
@@ -50,27 +48,6 @@ pub(super) struct Cell {
     pub(super) row: u32,
     pub(super) column: usize,
     pub(super) token: Token,
-}
-
-/// The compute and communication actions of a file, read in its dialect, each with its (row,
-/// column), in file order.
-#[derive(Default)]
-pub(super) struct Actions {
-    /// Compute ops.
-    pub(super) ops: Vec<(u32, usize, Op)>,
-    /// SEND and RECV actions.
-    pub(super) comms: Vec<(u32, usize, Comm)>,
-    /// WAIT_SEND_F and WAIT_SEND_B actions.
-    pub(super) waits: Vec<(u32, usize, Comm)>,
-    /// UNSHARD, RESHARD, REDUCE_GRAD and WAIT_REDUCE_GRAD actions.
-    pub(super) stage_actions: Vec<(u32, usize, StageAction)>,
-}
-
-impl Actions {
-    /// Whether the file is in the compute+comms form: it has SEND, RECV or WAIT_SEND cells.
-    pub(super) fn has_comms(&self) -> bool {
-        !self.comms.is_empty() || !self.waits.is_empty()
-    }
 }
 
 /// Reads a PyTorch CSV. `expect_comms`: the caller asked for the compute+comms form.
