@@ -90,7 +90,7 @@ fn bad_input_exits_2_with_a_message_and_hints() {
         (&["simulate", "-s", "zb-auto", "--mem-limit", "0.5"], "error: cannot fit memory: "),
         (&["render", "-s", "1f1b", "--theme", "neon", "-o", "x.svg"], "error: unknown theme `neon`"),
         (&["simulate", "--from", "missing.csv"], "error: cannot read missing.csv: no such file"),
-        (&["simulate", "--from", "."], "error: cannot read .: it is a folder"),
+        (&["simulate", "--from", "."], "error: . holds no trace files (.json or .json.gz)"),
         (
             &["render", "-s", "1f1b", "-o", "no/such/folder/x.svg"],
             "error: cannot write no/such/folder/x.svg: its folder",
