@@ -541,7 +541,7 @@ pub struct ConvertArgs {
     /// Read an I directly followed on its row (empty and communication cells aside) by the W of
     /// the same stage and microbatch as one full backward B (PyTorch's `_merge_bw`, which its
     /// runtime never calls in 2.14 or 2.15: it runs the pair as two actions). The file written
-    /// then has a B where the input had I, W.
+    /// then has one full backward where the input had I, W.
     #[arg(long = "merge-bw")]
     pub merge_bw: bool,
     #[command(flatten)]
