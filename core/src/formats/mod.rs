@@ -8,7 +8,7 @@
 //! | [`Format`] | name (CLI `--from-format`/`--to-format`) | import | export | lossless |
 //! |---|---|---|---|---|
 //! | [`Format::PytorchCsv`] | `pytorch-csv` | yes (both forms) | compute only | one pipeline, no sequence slices |
-//! | [`Format::PytorchCsvComms`] | `pytorch-csv-comms` | yes | compute + SEND/RECV | same |
+//! | [`Format::PytorchCsvComms`] | `pytorch-csv-comms` | yes | PyTorch's lowering, per [`TorchVersion`] | same |
 //! | [`Format::Json`] | `json` | yes | yes | everything, costs included |
 //! | [`Format::Perfetto`] | `perfetto` | no | yes | no (a picture of one run) |
 //!
@@ -19,9 +19,10 @@
 //! `r`), as in PyTorch's own error grids; a [`Diagnostic`] from an import carries the row as
 //! `device` and the column (the cell's index in its row, empty cells included) as `position`.
 //!
-//! A cell is `<stage><type><microbatch>` (`0F1`, `7I0`, `2BW0`, `5SEND_F2`, `4RECV_B0`), an
-//! overlapped pair `(<forward>;<backward>)OVERLAP_F_B`, a bookkeeping action without
-//! microbatch (`1UNSHARD`, `1RESHARD`, `2REDUCE_GRAD`), or empty. Cells are trimmed; a cell in
+//! A cell is `<stage><type><microbatch>` (`0F1`, `7I0`, `2BW0`, `5SEND_F2`, `4RECV_B0`,
+//! `5WAIT_SEND_F2`), an overlapped pair `(<forward>;<backward>)OVERLAP_F_B`, a per-stage action
+//! without microbatch (`1UNSHARD`, `1RESHARD`, `2REDUCE_GRAD`, `2WAIT_REDUCE_GRAD`), or empty;
+//! an action type no PyTorch version writes is an error at its cell, with the types as a hint. Cells are trimmed; a cell in
 //! double quotes is unquoted first, as Python's `csv` module does.
 //!
 //! * **Dialects.** PyTorch renamed its backward passes. The *current* dialect writes `F`, `I`
@@ -34,16 +35,26 @@
 //!   current dialect unless [`ExportOptions::dialect`] says otherwise.
 //! * **Forms.** The *compute-only* form (PyTorch's `compute_only`) has compute cells and empty
 //!   cells. The *compute+comms* form (`compute_comms`, what PyTorch runs verbatim) adds
-//!   `SEND_F`/`RECV_F`/`SEND_B`/`RECV_B` cells (and, in legacy files, the fused
-//!   `<s>SEND_F<m>_<s'>RECV_B<m'>` and `SEND_B_RECV_F`). Both are read by either CSV format;
-//!   a file with any SEND/RECV cell is read as compute+comms, whose communication must then be
-//!   complete. Empty cells and SEND/RECV cells carry no order information of their own and
-//!   are dropped, after SEND/RECV cells are checked: each SEND needs exactly one matching RECV
-//!   on the peer's row, a SEND comes after the action that computes what it sends, a RECV
-//!   before the action that uses it, and two rows exchange messages in the same order on both
-//!   sides (point-to-point messages between two ranks are matched in the order they are
-//!   posted; a mismatch is a warning). `UNSHARD`, `RESHARD` and `REDUCE_GRAD` (FSDP and data
-//!   parallelism) are ignored with a warning.
+//!   `SEND_F`/`RECV_F`/`SEND_B`/`RECV_B` cells, torch 2.15's `WAIT_SEND_F`/`WAIT_SEND_B`, the
+//!   per-stage `UNSHARD`, `RESHARD`, `REDUCE_GRAD` and (2.15) `WAIT_REDUCE_GRAD`, and in legacy
+//!   files the fused `<s>SEND_F<m>_<s'>RECV_B<m'>` and `SEND_B_RECV_F`. Both are read by either
+//!   CSV format; a file with any SEND, RECV or WAIT_SEND cell is read as compute+comms, whose
+//!   communication must then be complete. Only the compute cells are ops; the others are
+//!   checked and dropped: each SEND needs exactly one matching RECV on the peer's row, a SEND
+//!   comes after the action that computes what it sends, a RECV before the action that uses it,
+//!   and two rows exchange messages in the same order on both sides (point-to-point messages
+//!   between two ranks are matched in the order they are posted; a mismatch is a warning). A
+//!   file with any wait is torch 2.15's: every send must be waited for once, after it, and every
+//!   REDUCE_GRAD by its WAIT_REDUCE_GRAD, one reduction pending at a time, or the file is
+//!   refused as PyTorch refuses it, naming the missing pair, before it is simulated. A per-stage
+//!   action must be on its stage's row; a stage without REDUCE_GRAD (PyTorch then leaves its
+//!   gradients M times too large), a misplaced or repeated one, a torch 2.14 file (2.15 refuses
+//!   its unwaited sends) and a wait that could hold its row up are warnings. A file that mixes
+//!   torch 2.15's waits with the legacy dialect is an error. In a compute-only file per-stage
+//!   actions are ignored with a warning (PyTorch refuses them there), and a stage numbering its
+//!   forwards 1 to M and the rest 0 to M−1 — `Schedule1F1B`'s `pipeline_order` — is read with
+//!   its forwards from 0, with a warning. How a compute+comms file is timed is in
+//!   `docs/pytorch.md`: its compute order at the same times as its compute-only form.
 //! * **Placement.** PyTorch infers which rank runs which stage from the file, and so does the
 //!   importer: a stage runs on the row its actions are on, and a stage on two rows is an
 //!   error. When the table equals a known layout the placement gets that kind, tried in this
@@ -57,19 +68,21 @@
 //!   with every schedule, a stage of an `S`-stage schedule on `P` devices runs at `P/S` of the
 //!   given costs ([`crate::StageCosts::for_schedule`]), so an imported schedule is compared
 //!   with the families on the same model.
-//! * **Merging.** Before running a compute-only file PyTorch merges an `I` directly followed
-//!   (idle cells aside) by the `W` of the same stage and microbatch into one full backward
-//!   (`_merge_bw`). The importer keeps the file as written, so that `import(export(s)) == s`
-//!   also for schedules with such neighbours; [`ImportOptions::merge_bw`] applies PyTorch's
-//!   merge. Under Bubblescope's cost model a merged pair takes the same time and reaches the
-//!   same memory peak.
-//! * **Export.** The compute-only form writes one cell per op. The compute+comms form places
-//!   SEND/RECV cells exactly as PyTorch's `_add_send_recv` lowering does (a SEND right after
-//!   its producer, the RECV appended to the consumer's row when the producer is placed,
-//!   visiting ranks round-robin), so the file loads with
-//!   `_load_csv(format="compute_comms")`; for PyTorch's `zb1p` test schedule it reproduces
-//!   PyTorch's own file byte for byte. A two-directional schedule (two model replicas) and a
-//!   sequence-split schedule cannot be written in PyTorch's grammar: export them as JSON.
+//! * **Merging.** PyTorch defines `_merge_bw` (an `I` directly followed, idle cells aside, by
+//!   the `W` of the same stage and microbatch becomes one full backward) but, in 2.14 and 2.15,
+//!   does not call it: its lowering runs `I, W` as two actions. The importer keeps the file as
+//!   written; [`ImportOptions::merge_bw`] applies the merge. Under Bubblescope's cost model a
+//!   merged pair takes the same time and reaches the same memory peak.
+//! * **Export.** The compute-only form writes one cell per op. The compute+comms form is
+//!   PyTorch's own lowering of the order for [`ExportOptions::torch`] (`_add_unshard_reshard`,
+//!   `_add_reduce_grad`, `_add_send_recv`, and for 2.15 `_add_wait_send`), action for action,
+//!   so the file loads with `_load_csv(format="compute_comms")` and runs with one process's
+//!   gradients; the tests compare it with PyTorch's lowering of every family and of PyTorch's
+//!   own classes. In the legacy dialect (PyTorch before 2.14) it has SEND/RECV cells only, as
+//!   PyTorch then wrote; for PyTorch's `zb1p` test schedule that is its file byte for byte.
+//!   [`Format::loader`] says which runtime loads a file. A two-directional schedule (two model
+//!   replicas) and a sequence-split schedule cannot be written in PyTorch's grammar: export them
+//!   as JSON.
 //!
 //! # Bubblescope JSON
 //!
@@ -161,8 +174,8 @@ mod text;
 
 pub use convert::{export, export_analysis, import};
 pub use file::{analyze_file, analyze_file_timed, detect, sniff, FileAnalysis};
-pub use format::{Dialect, ExportOptions, Format, FormatError, ImportOptions, Imported, MAX_FILE_BYTES};
+pub use format::{Dialect, ExportOptions, Format, FormatError, ImportOptions, Imported, TorchVersion, MAX_FILE_BYTES};
 pub use json::{export_json, export_json_timed, JSON_FORMAT, JSON_VERSION};
 pub use perfetto::{export_perfetto, MAX_TRACE_BYTES};
-pub use pytorch::{compute_action, export_pytorch_csv, CsvForm};
+pub use pytorch::{compute_action, export_pytorch_csv, export_pytorch_csv_with, CsvForm};
 pub use text::{sanitize, MAX_QUOTED_CHARS};
