@@ -18,8 +18,11 @@ Subcommands:
   run FILE         run a CSV in _PipelineScheduleRuntime (or, with --runtime multi, in
                    PipelineScheduleMulti) for one step and compare every parameter gradient
                    with one process's forward and backward (relative error at most 1e-5)
-  check            every family `bubblescope list` names, exported by the CLI in both CSV
-                   dialects, lowered and run; then PyTorch's own dumps read back by the CLI
+  check            PyTorch's own dumps of every schedule class run in PyTorch, read back by
+                   the CLI, converted to both CSV forms and run; then every family `bubblescope
+                   list` names, exported by `simulate --export` in both forms at a few sizes,
+                   and `plan --export`'s winners: each file run, gradients compared with one
+                   process, each comms file compared with PyTorch's lowering
   summarize DIR    what a trace directory measured: per rank, time in compute passes,
                    in waits inside them, in communication actions and outside any action
 
@@ -1032,12 +1035,13 @@ def cmd_run(args):
 
 
 def find_cli(path):
-    candidates = [path] if path else [os.path.join(ROOT, "target", "release", "bubblescope"), shutil.which("bubblescope")]
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    candidates = [path] if path else [os.path.join(target, "release", "bubblescope"), shutil.which("bubblescope")]
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.abspath(c)
     raise UserError(
-        "no bubblescope binary found" + (f" at {path}" if path else " in target/release or on PATH"),
+        "no bubblescope binary found" + (f" at {path}" if path else f" in {os.path.join(target, 'release')} or on PATH"),
         "build it with `cargo build -p bubblescope-cli --release`, or pass --cli PATH",
     )
 
@@ -1124,74 +1128,176 @@ class Tally:
             self.skipped += 1
 
 
-def check_family(cli, family, devices, microbatches, torch_minor, tmp, tally):
-    """A family exported in both dialects: each run in PyTorch, the comms file against the lowering."""
+def export_case(cli, name, command, tmp, tally, expect=None):
+    """One schedule exported by the CLI in both dialects (`command` is the CLI's arguments up to
+    --export): each file run in PyTorch, the comms file compared with PyTorch's lowering of the
+    compute-only one. `expect` is (P, M) when the command names the sizes. Returns False when the
+    command refuses the schedule in a way that is not a failure (a family that does not take
+    --chunks), so that no case is counted."""
     files = {}
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
     for fmt, to in (("compute_only", "pytorch-csv"), ("compute_comms", "pytorch-csv-comms")):
-        path = os.path.join(tmp, f"{family}.{fmt}.csv")
-        code, text = cli_run(
-            cli, "simulate", "-s", family, "--devices", str(devices), "--microbatches", str(microbatches),
-            "--export", path, "--to-format", to, "--torch", torch_minor,
-        )
+        path = os.path.join(tmp, f"{stem}.{fmt}.csv")
+        proc = subprocess.run([cli, *command, "--export", path, "--to-format", to], capture_output=True, text=True)
+        code, text = proc.returncode, (proc.stderr.strip() or proc.stdout.strip())
+        if code == 0 and command[0] == "plan" and fmt == "compute_only":
+            # Which plan was written: the best one, or the best the format can hold.
+            found = re.search(r"--export wrote plan \d+ \(([^)]+)\)", proc.stderr) or re.search(r"^1\. (\S+) ·", proc.stdout, re.M)
+            if found:
+                name = f"{name}:{found.group(1)}"
         if code != 0:
             if "unexpected argument" in text:
                 raise MissingExport(first_line(text))
+            if "does not take --chunks" in text:
+                return False
             if "PyTorch CSV" in text:  # a schedule PyTorch's grammar cannot hold (two pipelines, slices)
-                tally.report("SKIP", family, fmt, first_line(text))
-                return
-            tally.report("FAIL", family, fmt, f"export failed: {first_line(text)}")
+                tally.report("SKIP", name, fmt, first_line(text))
+                return True
+            # A size the family does not take (DualPipe on an odd number of devices) is no
+            # export failure: the same command without --export must fail too.
+            bare = [a for i, a in enumerate(command) if a != "--torch" and (i == 0 or command[i - 1] != "--torch")]
+            alone = subprocess.run([cli, *bare], capture_output=True, text=True)
+            if alone.returncode != 0:
+                tally.report("SKIP", name, fmt, f"not a size this takes: {first_line(alone.stderr or alone.stdout)}")
+                return True
+            tally.report("FAIL", name, fmt, f"export failed: {first_line(text)}")
             continue
         shape = file_shape(path)
-        if (shape.devices, shape.microbatches) != (devices, microbatches):
-            tally.report("FAIL", family, fmt, f"asked for P={devices} M={microbatches}, the file has P={shape.devices} M={shape.microbatches}")
+        if expect and (shape.devices, shape.microbatches) != expect:
+            tally.report("FAIL", name, fmt, f"asked for P={expect[0]} M={expect[1]}, the file has P={shape.devices} M={shape.microbatches}")
             continue
         files[fmt] = path
+    if len(files) == 2:
+        # Both files must hold the same compute order (a command run twice must write the same
+        # schedule, or the lowering compared below is not the comms file's).
+        compute = [[c for c in row if c] for row in read_rows(files["compute_only"])]
+        in_comms = [[c for c in row if compute_parts(c) or OVERLAP_CELL.match(c)] for row in read_rows(files["compute_comms"])]
+        if compute != in_comms:
+            tally.report("FAIL", name, "orders", "the comms export holds another compute order than the compute-only export")
     for fmt, path in files.items():
         ok, detail = run_file(path, fmt)
-        tally.report("PASS" if ok else "FAIL", family, fmt, detail)
-    if "compute_only" in files and "compute_comms" in files:
+        tally.report("PASS" if ok else "FAIL", name, fmt, detail)
+    if len(files) == 2:
         try:
             expected = lower_rows(files["compute_only"])
         except Exception as exc:
-            tally.report("FAIL", family, "lowering", f"PyTorch cannot lower the compute-only export: {short(exc)}")
-            return
+            tally.report("FAIL", name, "lowering", f"PyTorch cannot lower the compute-only export: {short(exc)}")
+            return True
         difference = diff_rows(read_rows(files["compute_comms"]), expected)
-        tally.report("FAIL" if difference else "PASS", family, "lowering", difference or "the comms export is PyTorch's lowering, action for action")
+        tally.report("FAIL" if difference else "PASS", name, "lowering", difference or "the comms export is PyTorch's lowering, action for action")
+    return True
 
 
-def check_dump(cli, entry, dumps_dir, tmp, tally):
+def check_family(cli, family, size, torch_minor, tmp, tally):
+    """A family exported by `simulate --export` at one size (P, M, chunks or None)."""
+    devices, microbatches, chunks = size
+    command = ["simulate", "-s", family, "--devices", str(devices), "--microbatches", str(microbatches), "--torch", torch_minor]
+    label = f"{family}@p{devices}-m{microbatches}"
+    if chunks:
+        command += ["--chunks", str(chunks)]
+        label += f"-v{chunks}"
+    return export_case(cli, label, command, tmp, tally, expect=(devices, microbatches))
+
+
+DEFAULT_SIZES = "2:8,3:6,4:8,4:12:3,2:8:4"
+
+# `bubblescope plan --export`: the winner the format can hold, at default costs and with a model.
+PLAN_CASES = [
+    ("plan@p2", ["plan", "--devices", "2", "--mem-limit", "6"]),
+    ("plan@p4", ["plan", "--devices", "4", "--mem-limit", "12"]),
+    ("plan@p4-llama-3-8b", ["plan", "--devices", "4", "--model", "llama-3-8b", "--mem-limit", "80GiB"]),
+]
+
+
+def parse_sizes(text):
+    """--sizes P:M[:V],...: the sizes the families are exported at."""
+    sizes = []
+    for part in text.split(","):
+        fields = part.strip().split(":")
+        try:
+            numbers = [int(f) for f in fields]
+        except ValueError:
+            numbers = []
+        if len(numbers) not in (2, 3) or min(numbers) < 1:
+            raise UserError(f"--sizes: {part!r} is not P:M or P:M:V", "e.g. --sizes 2:8,4:8,4:12:3 (V: chunks per device, for the families that take --chunks)")
+        sizes.append((numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else None))
+    return sizes
+
+
+def check_dump(cli, entry, dumps_dir, torch_minor, tmp, tally):
     """One of PyTorch's dumps: read by the CLI, converted to both dialects and run."""
     name = entry["file"]
     path = os.path.join(dumps_dir, name)
     fmt = entry["format"]
     label = name.rsplit(".", 2)[0]
     code, text = cli_run(cli, "simulate", "--from", path)
-    if entry["class"] == "Schedule1F1B":
-        # Its dump numbers the last rank's forwards 1..M: no reader can run it (PyTorch neither).
-        tally.report("KNOWN", label, f"{fmt}:read", "refused (PyTorch refuses this dump too): " + first_line(text) if code else "read, though its last rank's forwards are numbered 1..M")
-        return
     tally.report("PASS" if code == 0 else "FAIL", label, f"{fmt}:read", "bubblescope simulate --from reads it" if code == 0 else first_line(text))
     if fmt != "compute_only" or code != 0:
         return
-    loads = True
+    # PyTorch cannot load some of its own compute-only dumps (GPipe's and 1F1B's end with
+    # REDUCE_GRAD; 1F1B's numbers its last rank's forwards 1..M): the CLI reads them (with a
+    # warning), and its conversions must still run; only the comparison with PyTorch's lowering
+    # of the dump itself is not possible then.
     try:
         expected = lower_rows(path)
     except Exception as exc:
-        loads = False
-        tally.report("SKIP", label, "convert", f"PyTorch itself cannot load this dump: {short(exc)}")
-    if not loads:
-        return
+        expected = None
+        tally.report("KNOWN", label, "lowering", f"PyTorch itself cannot load this dump: {short(exc)}")
     for out_fmt, to in (("compute_only", "pytorch-csv"), ("compute_comms", "pytorch-csv-comms")):
         out = os.path.join(tmp, f"{label}.converted.{out_fmt}.csv")
-        code, text = cli_run(cli, "convert", path, out, "--to-format", to)
+        code, text = cli_run(cli, "convert", path, out, "--to-format", to, "--torch", torch_minor)
         if code != 0:
             tally.report("FAIL", label, f"{out_fmt}:convert", first_line(text))
             continue
         ok, detail = run_file(out, out_fmt)
         tally.report("PASS" if ok else "FAIL", label, f"{out_fmt}:convert+run", detail)
-        if out_fmt == "compute_comms":
+        if out_fmt == "compute_comms" and expected is not None:
             difference = diff_rows(read_rows(out), expected)
             tally.report("FAIL" if difference else "PASS", label, "compute_comms:lowering", difference or "the converted comms file is PyTorch's lowering")
+
+
+def check_fixtures(index, dumps_dir, tmp, tally):
+    """The committed dumps are what the running torch writes: each class dumped again at the
+    index's sizes, compared byte for byte (the CLI's tests read the committed files)."""
+    fresh = os.path.join(tmp, "fresh-dumps")
+    os.makedirs(fresh)
+    sizes = sorted({(e["class"], e["devices"], e["stages_per_rank"], e["microbatches"]) for e in index["dumps"]}, key=str)
+    written = {}
+    for cls_name, devices, per_rank, microbatches in sizes:
+        for e in dump_one(fresh, cls_name, devices, per_rank, microbatches):
+            written[(cls_name, devices, per_rank, microbatches, e.get("format"))] = e
+    for entry in index["dumps"]:
+        key = (entry["class"], entry["devices"], entry["stages_per_rank"], entry["microbatches"], entry.get("format"))
+        label = entry.get("file", "").rsplit(".", 2)[0] or f"{entry['class']}-p{entry['devices']}-v{entry['stages_per_rank']}-m{entry['microbatches']}"
+        fmt = f"{entry.get('format', 'all')}:fixture"
+        now = written.get(key) or written.get(key[:4] + (None,))
+        if "file" not in entry:  # PyTorch could not write this one when the fixtures were written
+            same = now is not None and "file" not in now
+            detail = f"PyTorch still cannot write it: {now['error']}" if same else "the running torch writes it now, the fixtures have none"
+            tally.report("KNOWN" if same else "FAIL", label, fmt, detail)
+            continue
+        if now is None or "file" not in now:
+            tally.report("FAIL", label, fmt, f"the running torch wrote no such dump: {(now or {}).get('error', 'not asked for')}")
+            continue
+        with open(os.path.join(dumps_dir, entry["file"]), "rb") as a, open(os.path.join(fresh, now["file"]), "rb") as b:
+            same = a.read() == b.read()
+        tally.report("PASS" if same else "FAIL", label, fmt, "the running torch writes the committed file byte for byte" if same else "the running torch writes another file than the committed one")
+    grid = index.get("grid")
+    if grid:
+        factor = int(grid["microbatches"].split("·")[0].split()[-1])  # "1 to 3·P·V"
+        with gzip.open(os.path.join(dumps_dir, grid["file"]), "rt") as f:
+            committed = [json.loads(line) for line in f]
+        fresh_lines = list(grid_lines(factor))
+        differ = [f"P={a['p']} V={a['v']} M={a['m']}" for a, b in zip(fresh_lines, committed) if a != b]
+        if len(fresh_lines) != len(committed):
+            differ.append(f"{len(fresh_lines)} sizes, the fixture has {len(committed)}")
+        accepted = sum("csv" in line for line in fresh_lines)
+        detail = (
+            f"the running torch writes all {len(fresh_lines)} sizes as committed ({accepted} accepted, {len(fresh_lines) - accepted} refused)"
+            if not differ
+            else f"{len(differ)} sizes differ from the committed grid, first {differ[0]}"
+        )
+        tally.report("FAIL" if differ else "PASS", grid["file"].split(".")[0], "compute_only:fixture", detail)
 
 
 def default_dumps_dir(version):
@@ -1230,6 +1336,8 @@ def cmd_check(args):
                     index = json.load(f)
             except OSError:
                 raise UserError(f"{dumps_dir} has no index.json", "write PyTorch's dumps with `tools/pytorch-check.sh dump DIR`, or pass --no-dumps")
+            if index.get("torch") == version:
+                check_fixtures(index, dumps_dir, tmp, tally)
         for entry in index["dumps"]:
             if "file" not in entry:
                 continue
@@ -1238,17 +1346,29 @@ def cmd_check(args):
             status = "PASS" if ok else "KNOWN"
             tally.report(status, entry["file"].rsplit(".", 2)[0], f"{entry['format']}:torch", detail)
             if cli and not args.dumps_only:
-                check_dump(cli, entry, dumps_dir, tmp, tally)
+                check_dump(cli, entry, dumps_dir, torch_minor, tmp, tally)
         if cli and not args.dumps_only:
             listed = subprocess.run([cli, "list", "--json"], capture_output=True, text=True)
             if listed.returncode != 0:
                 raise UserError(f"`bubblescope list --json` failed: {first_line(listed.stderr)}", "check the --cli binary")
             families = [f["name"] for f in json.loads(listed.stdout)]
             if args.families:
+                unknown = [f for f in args.families.split(",") if f not in families]
+                if unknown:
+                    raise UserError(f"--families: {', '.join(unknown)} not among `bubblescope list`", "pick from: " + ", ".join(families))
                 families = [f for f in families if f in args.families.split(",")]
+            if args.devices or args.microbatches:
+                devices = args.devices or 2
+                sizes = [(devices, args.microbatches or 4 * devices, None)]
+            else:
+                sizes = parse_sizes(args.sizes)
             try:
-                for family in families:
-                    check_family(cli, family, args.devices, args.microbatches or 4 * args.devices, torch_minor, tmp, tally)
+                for size in sizes:
+                    for family in families:
+                        check_family(cli, family, size, torch_minor, tmp, tally)
+                if not args.families and not args.no_plan:
+                    for name, command in PLAN_CASES:
+                        export_case(cli, name, command + ["--torch", torch_minor], tmp, tally)
             except MissingExport as exc:
                 tally.report(
                     "FAIL", "families", "export",
@@ -1320,10 +1440,17 @@ def parser():
     )
 
     c = sub.add_parser("check", help="every exported family and every PyTorch dump, run in PyTorch")
-    c.add_argument("--cli", metavar="PATH", help="the bubblescope binary [default: target/release/bubblescope, then PATH]")
-    c.add_argument("--devices", type=int, default=2, metavar="P", help="ranks for the exported families [default: 2]")
-    c.add_argument("--microbatches", type=int, metavar="M", help="microbatches for the exported families [default: 4P]")
-    c.add_argument("--families", metavar="A,B", help="only these families")
+    c.add_argument("--cli", metavar="PATH", help="the bubblescope binary [default: $CARGO_TARGET_DIR/release/bubblescope (target/ when unset), then PATH]")
+    c.add_argument(
+        "--sizes",
+        default=DEFAULT_SIZES,
+        metavar="P:M[:V],...",
+        help=f"the sizes every family is exported at; V (chunks per device) only for the families that take --chunks [default: {DEFAULT_SIZES}]",
+    )
+    c.add_argument("--devices", type=int, metavar="P", help="one size instead of --sizes: P ranks")
+    c.add_argument("--microbatches", type=int, metavar="M", help="with --devices: M microbatches [default: 4P]")
+    c.add_argument("--no-plan", action="store_true", help="leave out the `plan --export` cases")
+    c.add_argument("--families", metavar="A,B", help="only these families (and no plan cases)")
     c.add_argument("--dumps", metavar="DIR", help="PyTorch's dumps [default: tests/fixtures/pytorch-dumps]")
     c.add_argument("--dumps-only", action="store_true", help="only run PyTorch's dumps, and read them with the CLI if --cli is given")
     c.add_argument("--no-dumps", action="store_true", help="only the exported families")

@@ -24,11 +24,21 @@ pub enum Command {
     /// passes, an overlapped F&B pair counted at its --overlap time), so the bubble rate
     /// (cost − ideal) / cost is the share of GPU time idle: the Zero Bubble papers' rate with
     /// equal stages, which is also printed against the busiest device's work.
+    ///
+    /// --export FILE also writes the schedule in any format `convert` writes: a PyTorch CSV for
+    /// `_PipelineScheduleRuntime._load_csv` (compute only, or with communication for the
+    /// PyTorch version --torch names), Bubblescope JSON or a Perfetto trace.
     #[command(after_long_help = SIMULATE_EXAMPLES, after_help = SIMULATE_MORE)]
     Simulate(SimulateArgs),
     /// Draw schedules on one time axis as an SVG figure.
     Render(RenderArgs),
     /// Convert a schedule file between formats (PyTorch CSV, Bubblescope JSON, Perfetto trace).
+    ///
+    /// A PyTorch CSV (pytorch-csv, compute only) is for
+    /// `_PipelineScheduleRuntime._load_csv(path, format="compute_only")`, which adds the
+    /// communication; pytorch-csv-comms is that lowering, written for one PyTorch version
+    /// (--torch), for `format="compute_comms"`. Neither is for `PipelineScheduleMulti`, which
+    /// runs every rank in lock-step and needs idle cells.
     Convert(ConvertArgs),
     /// List every schedule family: name, summary, parameters and constraints.
     List(ListArgs),
@@ -205,8 +215,9 @@ pub struct ModelArgs {
     /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
     #[arg(long, value_name = "FFN", value_parser = |t: &str| model_count(t, Field::Ffn), hide_short_help = true)]
     pub ffn: Option<u32>,
-    /// GPU the model runs on (see `bubblescope costs --list`): its peak FLOP/s, HBM bandwidth
-    /// and links price the work [default: the preset's; h100-sxm].
+    /// GPU the model runs on (`bubblescope costs --list`) [default: the preset's; h100-sxm].
+    ///
+    /// Its peak FLOP/s, HBM bandwidth and links price the work.
     #[arg(long, value_name = "GPU", value_parser = gpu_key)]
     pub gpu: Option<String>,
     /// GPUs per node: a hop between devices on different nodes crosses the network
@@ -546,8 +557,11 @@ pub struct FileArgs {
     /// BW full backward) [default: detected from the file].
     #[arg(long, value_name = "DIALECT", hide_short_help = true)]
     pub dialect: Option<String>,
-    /// Merge an I directly followed by its W into one full backward, as PyTorch does before
-    /// running a compute-only file. Only with --from: a generated schedule has no file to merge.
+    /// Read an I directly followed on its row (empty and communication cells aside) by the W of
+    /// the same stage and microbatch as one full backward B, which costs B+W as one pass. This is
+    /// PyTorch's `_merge_bw`, which its runtime never calls in 2.14 or 2.15: PyTorch runs such a
+    /// pair as two actions, as Bubblescope reads it without this flag. Only with --from: a
+    /// generated schedule has no file to merge.
     #[arg(long = "merge-bw", requires = "from", conflicts_with = "schedule", hide_short_help = true)]
     pub merge_bw: bool,
 }
@@ -585,6 +599,8 @@ pub struct SimulateArgs {
     /// for small sizes, a bounded search beyond): adds `optimal` and `gap`.
     #[arg(long, help_heading = "Analysis")]
     pub optimal: bool,
+    #[command(flatten)]
+    pub export: crate::export::ExportArgs,
     /// Search nodes `--optimal` may spend (implies `--optimal`), plus a quarter more to prove
     /// a bound when the search does not finish. Without it the search stops after about a
     /// second natively whatever the family (a budget of work: about 330,000 nodes at P = 4,
@@ -598,7 +614,7 @@ pub struct SimulateArgs {
 pub const SIMULATE_MORE: &str = "\
 More options (--group, --waves, --seq-splits, --overlap, --costs-from, --mem-w, the model's
 --layers … --tp, the GPU's --gpus-per-node … --calibrate, --from-format, --dialect,
---merge-bw, --optimal-nodes) and examples: --help";
+--merge-bw, --to-format, --torch, --to-dialect, --optimal-nodes) and examples: --help";
 
 /// The examples `simulate --help` ends with.
 pub const SIMULATE_EXAMPLES: &str = "\
@@ -676,7 +692,14 @@ pub struct ConvertArgs {
     /// PyTorch CSV dialect to write: current or legacy [default: current].
     #[arg(long = "to-dialect", value_name = "DIALECT")]
     pub to_dialect: Option<String>,
-    /// Merge an I directly followed by its W into one full backward when reading.
+    /// The PyTorch version a pytorch-csv-comms file is for: 2.15 (WAIT_SEND and WAIT_REDUCE_GRAD
+    /// after every send and reduction) or 2.14 [default: 2.15, the newest verified].
+    #[arg(long, value_name = "VERSION")]
+    pub torch: Option<String>,
+    /// Read an I directly followed on its row (empty and communication cells aside) by the W of
+    /// the same stage and microbatch as one full backward B (PyTorch's `_merge_bw`, which its
+    /// runtime never calls in 2.14 or 2.15: it runs the pair as two actions). The file written
+    /// then has one full backward where the input had I, W.
     #[arg(long = "merge-bw")]
     pub merge_bw: bool,
     #[command(flatten)]
@@ -755,10 +778,8 @@ pub struct PlanArgs {
     /// [default: auto with a model, else 0].
     #[arg(long = "static-memory", value_name = "BYTES|auto")]
     pub static_memory: Option<String>,
-    /// Write the best plan's schedule as a PyTorch schedule CSV (`-`: to standard output,
-    /// instead of the plans).
-    #[arg(long, value_name = "FILE")]
-    pub export: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: crate::export::ExportArgs,
     /// How many plans to print.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive)]
     pub top: u32,

@@ -2,6 +2,7 @@
 
 mod args;
 mod costs;
+mod export;
 mod output;
 mod plan;
 mod report;
@@ -13,7 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use bubblescope::formats::{self, Dialect, ExportOptions, Format, ImportOptions};
+use bubblescope::formats::{self, ImportOptions};
 use bubblescope::params::MAX_PASSES;
 use bubblescope::render::{
     figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
@@ -107,18 +108,6 @@ fn analyzed(name: &str, schedule: bubblescope::Schedule, params: ScheduleParams,
     Ok(Subject { name, label, params, family, analysis })
 }
 
-fn dialect(name: Option<&str>) -> Result<Option<Dialect>> {
-    match name {
-        None => Ok(None),
-        Some("current") => Ok(Some(Dialect::Current)),
-        Some("legacy") => Ok(Some(Dialect::Legacy)),
-        Some(other) => Err(user_error(
-            &format!("unknown dialect `{}`", formats::sanitize(other)),
-            &["use current (I = input grad, B = full backward) or legacy (B = input grad, BW = full backward)"],
-        )),
-    }
-}
-
 /// Reads a schedule file; prints its warnings, fails on its errors.
 fn import(
     path: &Path,
@@ -129,7 +118,7 @@ fn import(
     let text = read_input(path)?;
     let name = path.display().to_string();
     let format = formats::detect(&name, &text, format).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let options = ImportOptions { dialect: dialect(dialect_name)?, merge_bw, source: Some(name.clone()) };
+    let options = ImportOptions { dialect: export::dialect(dialect_name)?, merge_bw, source: Some(name.clone()) };
     let imported = formats::import(&text, format, &options);
     if imported.has_errors() {
         return Err(anyhow::anyhow!("{}", imported.failure(&formats::sanitize(&name))));
@@ -255,6 +244,16 @@ fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
 }
 
 fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
+    // The export's format and options are checked before any work.
+    let target = match &args.export.export {
+        Some(path) => {
+            if let Some(from) = &args.file.from {
+                refuse_overwrite(from, path)?;
+            }
+            Some(export::Target::export(&args.export, path)?)
+        }
+        None => None,
+    };
     let subject = match &args.file.from {
         Some(path) => {
             reject_family_flags(matches, false)?;
@@ -265,6 +264,14 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?
         }
     };
+    if let Some(target) = &target {
+        let a = &subject.analysis;
+        target.write(&target.text(&a.schedule, &subject.params.costs, Some(a))?)?;
+        if is_std(&target.path) {
+            // Standard output holds the file alone, so it can be piped.
+            return Ok(());
+        }
+    }
     warn_over_limit(&subject.analysis, subject.params.mem_limit, args.costs.units());
     if args.costs.model.given() {
         let derived =
@@ -500,6 +507,12 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
 
 fn convert(args: &ConvertArgs) -> Result<()> {
     refuse_overwrite(&args.input, &args.output)?;
+    let target = export::Target::new(
+        &args.output,
+        args.to_format.as_deref(),
+        args.torch.as_deref(),
+        export::dialect(args.to_dialect.as_deref())?,
+    )?;
     let measured = (!is_std(&args.input) && trace::is_trace(&args.input))
         .then(|| trace::load(std::slice::from_ref(&args.input), None))
         .transpose()?;
@@ -507,28 +520,18 @@ fn convert(args: &ConvertArgs) -> Result<()> {
         Some(run) => (run.schedule.clone(), Some(run.fitted().costs(run.schedule.devices())), Some(run.op_times())),
         None => import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?,
     };
-    let to = match args.to_format.as_deref() {
-        Some(name) => Format::from_name(name).map_err(|e| anyhow::anyhow!("{e}"))?,
-        None => Format::from_extension(&args.output.to_string_lossy()).ok_or_else(|| {
-            user_error(
-                &format!("cannot tell the output format of {} from its extension", args.output.display()),
-                &["name it .csv or .json, or pass --to-format pytorch-csv|pytorch-csv-comms|json|perfetto"],
-            )
-        })?,
-    };
     let costs = args.costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs.check().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let options = ExportOptions { dialect: dialect(args.to_dialect.as_deref())?.unwrap_or_default() };
-    let text = match (&times, to) {
+    let text = match (&times, target.format) {
         // A measured run keeps its times: JSON carries them, a trace shows them.
-        (Some(times), Format::Json) => formats::export_json_timed(&schedule, Some(&costs), Some(times)),
-        (Some(times), Format::Perfetto) => {
+        (Some(times), formats::Format::Json) => formats::export_json_timed(&schedule, Some(&costs), Some(times)),
+        (Some(times), formats::Format::Perfetto) => {
             let analysis = bubblescope::analyze_timed(schedule, &costs, times).map_err(|e| anyhow::anyhow!("{e}"))?;
-            formats::export_perfetto(&analysis.schedule, &analysis.timeline).map_err(|e| anyhow::anyhow!("{e}"))?
+            target.text(&analysis.schedule, &costs, Some(&analysis))?
         }
-        _ => formats::export(&schedule, Some(&costs), to, &options).map_err(|e| anyhow::anyhow!("{e}"))?,
+        _ => target.text(&schedule, &costs, None)?,
     };
-    write_output(&args.output, text.as_bytes())
+    target.write(&text)
 }
 
 fn list(args: &ListArgs) -> Result<()> {

@@ -2,10 +2,9 @@
 //! schedule CSV.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use anyhow::Result;
-use bubblescope::formats::{self, Format};
+use bubblescope::formats;
 use bubblescope::model::parse_bytes;
 use bubblescope::plan::{
     all_families, attribute_plan, evaluate, export_best, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory,
@@ -25,9 +24,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             &["give e.g. --mem-limit 80GiB with a model (or --gpu, whose memory it then is), or a number in mem-f's unit"],
         ));
     };
-    if let Some(path) = &args.export {
-        check_csv(path)?;
-    }
+    let target = match &args.export.export {
+        Some(path) => Some(crate::export::Target::export(&args.export, path)?),
+        None => None,
+    };
     // With a global batch the micro-batch size follows from each microbatch count, unless the
     // user fixes it.
     let mut costs = args.costs.clone();
@@ -103,8 +103,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let mut found = PlanSearch::collect(crate::sweep::run_parallel(candidates, evaluate));
     let searched = total - found.not_tried;
     // The export looks past --top: the best plan one CSV can hold may rank lower.
-    let export = match (&args.export, found.plans.is_empty()) {
-        (Some(_), false) => Some(export_best(&found.plans).map_err(|e| anyhow::anyhow!("{e}"))?),
+    let export = match (&target, found.plans.is_empty()) {
+        (Some(t), false) => {
+            Some(export_best(&found.plans, &t.what(), |s, c| t.text(s, c, None)).map_err(|e| anyhow::anyhow!("{e}"))?)
+        }
         _ => None,
     };
     let exported = export.as_ref().map(|e| found.plans[e.index].clone());
@@ -147,18 +149,20 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             &hints,
         ));
     }
-    if let (Some(path), Some(export), Some(plan)) = (&args.export, &export, &exported) {
+    if let (Some(target), Some(export), Some(plan)) = (&target, &export, &exported) {
+        let path = &target.path;
         let c = &plan.candidate;
         if export.index > 0 {
             eprintln!(
-                "note: plan 1 ({}) cannot be written as a PyTorch schedule CSV: {}; --export wrote plan {} ({}), the best that can",
+                "note: plan 1 ({}) cannot be written as {}: {}; --export wrote plan {} ({}), the best that can",
                 found.plans[0].candidate.family.name,
+                target.what(),
                 export.skipped.as_deref().unwrap_or_default(),
                 export.index + 1,
                 describe(plan)
             );
         }
-        crate::output::write_output(path, export.text.as_bytes())?;
+        target.write(&export.text)?;
         if crate::output::is_std(path) {
             // Standard output holds the CSV alone, so it can be piped.
             return Ok(());
@@ -233,17 +237,6 @@ fn note_plan_cuts(model: &bubblescope::model::Model, devices: u32, plans: &[Plan
     let Ok(derived) = model.derive(devices) else { return };
     let runs = plans.iter().filter(|p| p.candidate.layout.is_none()).map(|p| (p.candidate.family.name, p.stages));
     crate::output::note_proportional_cuts(&derived, runs);
-}
-
-/// Refuses an export name that is not a CSV: plans export as PyTorch schedule CSV.
-fn check_csv(path: &Path) -> Result<()> {
-    if crate::output::is_std(path) || Format::from_extension(&path.to_string_lossy()) == Some(Format::PytorchCsv) {
-        return Ok(());
-    }
-    Err(crate::output::user_error(
-        &format!("--export writes a PyTorch schedule CSV, but {} does not end in .csv", path.display()),
-        &["name it plan.csv; `bubblescope convert plan.csv plan.json` turns it into other formats"],
-    ))
 }
 
 /// The chunks of a plan's family, when it reads the option.

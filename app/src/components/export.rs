@@ -1,6 +1,6 @@
 //! Export: SVG (the CLI's `render`, byte for byte), PNG, and the embed snippet.
 
-use bubblescope::formats::{self, CsvForm, Dialect};
+use bubblescope::formats::{self, CsvForm, Dialect, ExportOptions, TorchVersion};
 use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
@@ -10,10 +10,11 @@ use crate::url::url_for;
 
 /// The schedule-data exports: the `export_data` format (also the `export-…` test id), the
 /// menu label and a note.
-const DATA_FORMATS: [(&str, &str, &str); 4] = [
+const DATA_FORMATS: [(&str, &str, &str); 5] = [
     ("json", "Bubblescope JSON", "orders, placement, costs"),
-    ("csv", "PyTorch schedule CSV", "compute only, for _load_csv"),
-    ("csv-comms", "PyTorch CSV with SEND/RECV", "compute_comms"),
+    ("csv", "PyTorch schedule CSV", "compute only, for _PipelineScheduleRuntime._load_csv"),
+    ("csv-comms", "PyTorch CSV with communication", "compute_comms, torch 2.15"),
+    ("csv-comms-2.14", "PyTorch CSV with communication", "compute_comms, torch 2.14"),
     ("perfetto", "Perfetto trace", "open in ui.perfetto.dev"),
 ];
 
@@ -106,12 +107,16 @@ fn export_data(state: AppState, kind: &str) -> Result<(), String> {
             formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeOnly, Dialect::Current)
                 .map_err(|e| e.to_string())?,
         ),
-        "csv-comms" => (
-            format!("{stem}-comms.csv"),
-            "text/csv",
-            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeComms, Dialect::Current)
-                .map_err(|e| e.to_string())?,
-        ),
+        "csv-comms" | "csv-comms-2.14" => {
+            let (torch, name) = match kind {
+                "csv-comms" => (TorchVersion::V2_15, format!("{stem}-comms.csv")),
+                _ => (TorchVersion::V2_14, format!("{stem}-comms-torch2.14.csv")),
+            };
+            let options = ExportOptions::torch(torch);
+            let text = formats::export_pytorch_csv_with(&a.schedule, CsvForm::ComputeComms, &options)
+                .map_err(|e| e.to_string())?;
+            (name, "text/csv", text)
+        }
         _ => (
             format!("{stem}.trace.json"),
             "application/json",

@@ -12,6 +12,7 @@ mod family;
 pub(crate) mod gpipe;
 pub(crate) mod hanayo;
 pub(crate) mod interleaved;
+pub(crate) mod interleaved_zb;
 pub(crate) mod one_f_one_b;
 pub(crate) mod one_f_one_b_v;
 pub(crate) mod seq1f1b;

@@ -155,6 +155,19 @@ impl Kept {
 /// The caller guarantees the key space (stages × microbatches × slices) is within
 /// [`crate::params::MAX_PASSES`], so the tables here are bounded.
 pub(crate) fn check(draft: Draft, source: &Source, name: Namer, costs: &Costs, out: &mut Diagnostics) -> Checked {
+    check_then_simulate(draft, source, name, costs, out, true)
+}
+
+/// [`check`], with the deadlock search (a simulation) only when `simulate`: a file refused
+/// before it could run (unpaired sends and waits) is not simulated at all.
+pub(crate) fn check_then_simulate(
+    draft: Draft,
+    source: &Source,
+    name: Namer,
+    costs: &Costs,
+    out: &mut Diagnostics,
+    simulate: bool,
+) -> Checked {
     let errors_before = out.errors();
     let Draft { placement, microbatches, slices, rows } = draft;
     let keys = KeySpace::new(&placement, microbatches, slices);
@@ -190,7 +203,7 @@ pub(crate) fn check(draft: Draft, source: &Source, name: Namer, costs: &Costs, o
     let checked = Checked { schedule, columns };
     check_complete(&checked, &keys, &seen, &places, source, name, out);
 
-    if out.errors() == errors_before {
+    if simulate && out.errors() == errors_before {
         let stage_costs = StageCosts::for_schedule(costs, &checked.schedule);
         match crate::simulate(&checked.schedule, &stage_costs) {
             Ok(_) => {}
@@ -198,7 +211,7 @@ pub(crate) fn check(draft: Draft, source: &Source, name: Namer, costs: &Costs, o
             Err(SimError::Malformed(message)) => out.push(source.error(format!("internal check failed: {message}"))),
         }
     }
-    if out.errors() == errors_before {
+    if simulate && out.errors() == errors_before {
         // The checks above cover everything `validate` checks; anything it still finds is a
         // gap in them, reported rather than hidden.
         for d in crate::validate(&checked.schedule) {

@@ -4,7 +4,7 @@ use super::file;
 use super::format::{ExportOptions, Format, FormatError, ImportOptions, Imported, MAX_FILE_BYTES};
 use super::json::{self, export_json};
 use super::perfetto::export_perfetto;
-use super::pytorch::{self, export_pytorch_csv, CsvForm};
+use super::pytorch::{self, export_pytorch_csv_with, CsvForm};
 use super::text::{self, sanitize};
 use crate::error::Severity;
 use crate::params::Costs;
@@ -64,8 +64,8 @@ pub fn export(
     options: &ExportOptions,
 ) -> Result<String, FormatError> {
     match format {
-        Format::PytorchCsv => export_pytorch_csv(schedule, CsvForm::ComputeOnly, options.dialect),
-        Format::PytorchCsvComms => export_pytorch_csv(schedule, CsvForm::ComputeComms, options.dialect),
+        Format::PytorchCsv => export_pytorch_csv_with(schedule, CsvForm::ComputeOnly, options),
+        Format::PytorchCsvComms => export_pytorch_csv_with(schedule, CsvForm::ComputeComms, options),
         Format::Json => Ok(export_json(schedule, costs)),
         Format::Perfetto => {
             let costs = costs.ok_or_else(|| {

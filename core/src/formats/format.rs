@@ -130,14 +130,82 @@ impl Dialect {
     }
 }
 
+/// The PyTorch version a compute+comms file is written for: what its lowering adds differs
+/// (see the module docs). The compute-only form is the same for every version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TorchVersion {
+    /// torch 2.14: SEND/RECV, UNSHARD/RESHARD and REDUCE_GRAD; sends are waited for at the end
+    /// of the step.
+    V2_14,
+    /// torch 2.15: also a WAIT_SEND_F/WAIT_SEND_B for every send and a WAIT_REDUCE_GRAD after
+    /// every REDUCE_GRAD; it refuses a file whose sends are not all waited for.
+    #[default]
+    V2_15,
+}
+
+impl TorchVersion {
+    /// Every version a file can be written for, oldest first.
+    pub const ALL: [TorchVersion; 2] = [TorchVersion::V2_14, TorchVersion::V2_15];
+
+    /// The newest verified version: the default.
+    pub const NEWEST: TorchVersion = TorchVersion::V2_15;
+
+    /// `2.14` or `2.15`: what the CLI's `--torch` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            TorchVersion::V2_14 => "2.14",
+            TorchVersion::V2_15 => "2.15",
+        }
+    }
+
+    /// The release the files were checked against in PyTorch itself (`tools/pytorch-check.sh`).
+    pub fn verified(self) -> &'static str {
+        match self {
+            TorchVersion::V2_14 => "2.14.1",
+            TorchVersion::V2_15 => "2.15.0",
+        }
+    }
+
+    /// The version `text` names: `2.15`, or a release such as `2.15.0` (surrounding spaces and
+    /// a leading `v` or `torch` ignored).
+    ///
+    /// # Errors
+    /// A [`FormatError`] listing the versions.
+    pub fn from_name(text: &str) -> Result<TorchVersion, FormatError> {
+        let t = text.trim();
+        let t = t.strip_prefix("torch").unwrap_or(t).trim_start_matches(['=', ' ', 'v']);
+        let minor = t.split('+').next().unwrap_or(t);
+        let minor = match minor.split('.').collect::<Vec<_>>().as_slice() {
+            [major, minor] | [major, minor, _] => format!("{major}.{minor}"),
+            _ => String::new(),
+        };
+        if let Some(v) = TorchVersion::ALL.into_iter().find(|v| v.name() == minor) {
+            return Ok(v);
+        }
+        let names: Vec<&str> = TorchVersion::ALL.iter().map(|v| v.name()).collect();
+        Err(FormatError::new(format!("unknown PyTorch version {}", text::quote(text)))
+            .hint(format!("expected one of: {} (the files of each are checked in that release)", names.join(", ")))
+            .hint(
+                "files for torch 2.15 and later carry WAIT_SEND and WAIT_REDUCE_GRAD actions, which 2.14 cannot read",
+            ))
+    }
+}
+
+impl fmt::Display for TorchVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How to read a file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImportOptions {
     /// The PyTorch CSV dialect; `None` decides from the file (see the module docs). CSV only.
     pub dialect: Option<Dialect>,
     /// Merge an input-gradient action directly followed by the weight-gradient action of the
-    /// same stage and microbatch into one full backward, as PyTorch does before running a
-    /// compute-only file. Off by default: the file is read as written. CSV only.
+    /// same stage and microbatch into one full backward (PyTorch's `_merge_bw`, which PyTorch's
+    /// runtime does not call in 2.14 or 2.15: it runs the pair as two actions). Off by default:
+    /// the file is read as written. CSV only.
     pub merge_bw: bool,
     /// The file's name, put in front of every location in messages.
     pub source: Option<String>,
@@ -207,6 +275,43 @@ impl Imported {
 pub struct ExportOptions {
     /// The PyTorch CSV dialect (current by default).
     pub dialect: Dialect,
+    /// The PyTorch version a compute+comms file is lowered for (the newest by default). The
+    /// legacy dialect is older PyTorch's, so a legacy compute+comms file has only SEND/RECV
+    /// actions, whatever this says.
+    pub torch: TorchVersion,
+}
+
+impl ExportOptions {
+    /// The options for torch `version`, current dialect.
+    pub fn torch(version: TorchVersion) -> ExportOptions {
+        ExportOptions { torch: version, ..ExportOptions::default() }
+    }
+}
+
+impl Format {
+    /// Which PyTorch runtime loads a file of this format written with `options`, and how, in
+    /// one sentence (`None` for Bubblescope's own formats). A CSV has no room for a comment, so
+    /// the CLI prints this when it writes one, and the docs and `--help` say the same.
+    pub fn loader(self, options: &ExportOptions) -> Option<String> {
+        let lockstep = "not for PipelineScheduleMulti, which runs every rank in lock-step";
+        match (self, options.dialect) {
+            (Format::PytorchCsv, Dialect::Current) => Some(format!(
+                "for _PipelineScheduleRuntime._load_csv(path, format=\"compute_only\") in torch 2.14 or 2.15, \
+                 which adds the communication; {lockstep}"
+            )),
+            (Format::PytorchCsvComms, Dialect::Current) => Some(format!(
+                "for _PipelineScheduleRuntime._load_csv(path, format=\"compute_comms\") in torch {}, \
+                 which runs it as written; {lockstep}",
+                options.torch
+            )),
+            (Format::PytorchCsv | Format::PytorchCsvComms, Dialect::Legacy) => Some(
+                "in the legacy dialect (B input gradient, BW full backward) of PyTorch before 2.14, which torch 2.14 \
+                 and 2.15 cannot read"
+                    .to_string(),
+            ),
+            (Format::Json | Format::Perfetto, _) => None,
+        }
+    }
 }
 
 /// Why a schedule could not be written, or a format name not understood.

@@ -8,21 +8,26 @@
 //! | [`Format`] | name (CLI `--from-format`/`--to-format`) | import | export | lossless |
 //! |---|---|---|---|---|
 //! | [`Format::PytorchCsv`] | `pytorch-csv` | yes (both forms) | compute only | one pipeline, no sequence slices |
-//! | [`Format::PytorchCsvComms`] | `pytorch-csv-comms` | yes | compute + SEND/RECV | same |
+//! | [`Format::PytorchCsvComms`] | `pytorch-csv-comms` | yes | PyTorch's lowering, per [`TorchVersion`] | same |
 //! | [`Format::Json`] | `json` | yes | yes | everything, costs included |
 //! | [`Format::Perfetto`] | `perfetto` | no | yes | no (a picture of one run) |
 //!
-//! # PyTorch CSV
+//! A Bubblescope JSON file is one object:
 //!
-//! One row per rank (device), one cell per action, in the order the rank runs them. Rows and
-//! columns are numbered **from 0** in every message, so row `r` is device `r` (PyTorch's rank
-//! `r`), as in PyTorch's own error grids; a [`Diagnostic`] from an import carries the row as
-//! `device` and the column (the cell's index in its row, empty cells included) as `position`.
-//!
-//! A cell is `<stage><type><microbatch>` (`0F1`, `7I0`, `2BW0`, `5SEND_F2`, `4RECV_B0`), an
-//! overlapped pair `(<forward>;<backward>)OVERLAP_F_B`, a bookkeeping action without
-//! microbatch (`1UNSHARD`, `1RESHARD`, `2REDUCE_GRAD`), or empty. Cells are trimmed; a cell in
-//! double quotes is unquoted first, as Python's `csv` module does.
+//! ```json
+//! {
+//!   "format": "bubblescope-schedule",
+//!   "version": 1,
+//!   "placement": {"kind": "v", "devices": 2, "stages_per_pipeline": 4, "stage_device": [0, 1, 1, 0]},
+//!   "microbatches": 2,
+//!   "slices": 1,
+//!   "costs": {"f": 1.0, "b": 1.0, "w": 1.0, "comm": 0.0, "overlap": null, "mem_f": 1.0, "mem_w": null},
+//!   "orders": [
+//!     ["0F0", "0F1", "3F0", "(3F1;3BW0)", "3BW1", "0BW0", "0BW1"],
+//!     ["1F0", "1F1", "2F0", "2F1", "2BW0", "1BW0", "2BW1", "1BW1"]
+//!   ]
+//! }
+//! ```
 //!
 //! The details — each format's grammar, dialects and forms, placement and sizes, the JSON
 //! fields, the Perfetto export, and how bad input is checked — are in `docs/formats.md`.
@@ -39,8 +44,8 @@ mod text;
 
 pub use convert::{export, export_analysis, import};
 pub use file::{analyze_file, analyze_file_timed, detect, sniff, FileAnalysis};
-pub use format::{Dialect, ExportOptions, Format, FormatError, ImportOptions, Imported, MAX_FILE_BYTES};
+pub use format::{Dialect, ExportOptions, Format, FormatError, ImportOptions, Imported, TorchVersion, MAX_FILE_BYTES};
 pub use json::{export_json, export_json_timed, JSON_FORMAT, JSON_VERSION};
 pub use perfetto::{export_perfetto, MAX_TRACE_BYTES};
-pub use pytorch::{compute_action, export_pytorch_csv, CsvForm};
+pub use pytorch::{compute_action, export_pytorch_csv, export_pytorch_csv_with, CsvForm};
 pub use text::{sanitize, MAX_QUOTED_CHARS};

@@ -1,7 +1,8 @@
-//! The best plan one PyTorch schedule CSV can hold: `plan --export`.
+//! The best plan a file format can hold: `plan --export`.
 
 use crate::error::{Field, ParamError};
-use crate::formats::{self, ExportOptions, Format};
+use crate::params::Costs;
+use crate::schedule::Schedule;
 
 use super::search::Plan;
 
@@ -16,20 +17,23 @@ pub struct PlanExport {
     pub skipped: Option<String>,
 }
 
-/// The first of `plans` (best first: all of them, not only those shown) whose schedule a
-/// PyTorch schedule CSV can hold, as that CSV: two-directional schedules run two pipelines,
-/// which the format cannot say.
+/// The first of `plans` (best first: all of them, not only those shown) whose schedule
+/// `write` can write, as its text. `what` names the file (`a PyTorch schedule CSV`): a PyTorch
+/// CSV cannot hold two-directional schedules, which run two pipelines.
 ///
 /// # Errors
 /// When no plan can be written: the best plan's reason, with a hint.
-pub fn export_best(plans: &[Plan]) -> Result<PlanExport, ParamError> {
+pub fn export_best<E: std::fmt::Display>(
+    plans: &[Plan],
+    what: &str,
+    write: impl Fn(&Schedule, &Costs) -> Result<String, E>,
+) -> Result<PlanExport, ParamError> {
     let mut skipped: Option<String> = None;
     for (index, plan) in plans.iter().enumerate() {
         let c = &plan.candidate;
-        let exported = crate::generate(c.family.name, &c.params).map_err(|e| e.message).and_then(|s| {
-            formats::export(&s, Some(&c.params.costs), Format::PytorchCsv, &ExportOptions::default())
-                .map_err(|e| e.to_string())
-        });
+        let exported = crate::generate(c.family.name, &c.params)
+            .map_err(|e| e.message)
+            .and_then(|s| write(&s, &c.params.costs).map_err(|e| e.to_string()));
         match exported {
             Ok(text) => return Ok(PlanExport { index, text, skipped }),
             Err(e) => {
@@ -40,9 +44,6 @@ pub fn export_best(plans: &[Plan]) -> Result<PlanExport, ParamError> {
         }
     }
     let reason = skipped.unwrap_or_else(|| "no plan fits".to_string());
-    Err(ParamError::new(
-        Field::Schedule,
-        format!("no plan that fits can be written as a PyTorch schedule CSV: {reason}"),
-    )
-    .hint("leave out --export, or raise --mem-limit so that plans with one pipeline fit"))
+    Err(ParamError::new(Field::Schedule, format!("no plan that fits can be written as {what}: {reason}"))
+        .hint("leave out --export, or raise --mem-limit so that plans with one pipeline fit"))
 }

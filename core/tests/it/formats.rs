@@ -2,7 +2,7 @@
 
 use bubblescope::formats::{
     self, export, export_json, export_perfetto, export_pytorch_csv, import, CsvForm, Dialect, ExportOptions, Format,
-    ImportOptions, Imported, MAX_FILE_BYTES,
+    ImportOptions, Imported, TorchVersion, MAX_FILE_BYTES,
 };
 use bubblescope::params::MAX_DEVICES;
 use bubblescope::sim::dependency;
@@ -181,8 +181,9 @@ fn pytorch_zb1p_files_import_validate_simulate_and_agree() {
     assert_eq!(compute.orders[0][4], Op::One(Pass::b(2, 0)));
     assert_eq!(comms.orders[0][4], Op::One(Pass::bw(2, 0)));
 
-    // PyTorch lowers the compute file by merging each input gradient directly followed by its
-    // weight gradient (`_merge_bw`); with that merge the two files hold the same schedule.
+    // Merging each input gradient directly followed by its weight gradient (PyTorch's
+    // `_merge_bw`, which its runtime does not call: it runs the pair as two actions) makes the
+    // two files hold the same schedule.
     let merged = import(&compute_text, Format::PytorchCsv, &ImportOptions { merge_bw: true, ..Default::default() });
     let merged = clean(merged);
     assert_eq!(merged, comms);
@@ -275,8 +276,15 @@ fn exported_comms_files_are_what_pytorch_would_run() {
             continue; // Not expressible in PyTorch CSV (tested elsewhere).
         }
         let text = csv_export(s, CsvForm::ComputeComms, Dialect::Current);
-        let sends = text.matches("SEND_").count();
-        let recvs = text.matches("RECV_").count();
+        let cells: Vec<&str> = text.lines().flat_map(|l| l.split(',')).collect();
+        let typed = |t: &str| {
+            cells.iter().filter(|c| c.trim_start_matches(|ch: char| ch.is_ascii_digit()).starts_with(t)).count()
+        };
+        let (sends, recvs) = (typed("SEND_"), typed("RECV_"));
+        // Torch 2.15 waits for every send once, and reduces every stage's gradients once.
+        assert_eq!(typed("WAIT_SEND_"), sends, "{what}:\n{text}");
+        let stages = s.placement.stages() as usize;
+        assert_eq!((typed("REDUCE_GRAD"), typed("WAIT_REDUCE_GRAD")), (stages, stages), "{what}:\n{text}");
         let crossing = s
             .orders
             .iter()
@@ -518,14 +526,19 @@ fn idle_cells_quotes_spaces_crlf_and_a_bom_are_accepted() {
 }
 
 #[test]
-fn fsdp_actions_are_ignored_with_a_warning() {
+fn per_stage_actions_in_a_compute_only_file_are_ignored_with_a_warning() {
     let imported = csv("0UNSHARD,0F0,0B0,0REDUCE_GRAD,0RESHARD\n1F0,1B0\n");
     assert_eq!(
         messages(&imported),
-        ["warning: row 0, column 0: `0UNSHARD` and 2 more UNSHARD/RESHARD/REDUCE_GRAD actions are ignored: \
-          FSDP and gradient-reduction actions are not modelled"]
+        ["warning: row 0, column 0: `0UNSHARD` and 2 more actions are not compute actions: PyTorch's \
+          `_load_csv(format=\"compute_only\")` refuses them in a compute-only file (its lowering adds them); \
+          read here and ignored\n  \
+          hint: delete them to give PyTorch the file, or add the SEND/RECV actions and load it as compute_comms"]
     );
     assert_eq!(imported.schedule, Some(clean(csv("0F0,0B0\n1F0,1B0\n"))));
+    // With one rank nothing is sent, so they make the file PyTorch's compute_comms form.
+    let one = "0UNSHARD,0F0,0F1,0B0,0B1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0RESHARD\n";
+    assert_eq!(clean(csv(one)), clean(csv("0F0,0F1,0B0,0B1\n")));
 }
 
 // -------------------------------------------------------------------------------------------
@@ -543,8 +556,9 @@ fn an_unknown_cell_is_skipped_and_the_rest_still_loads() {
         ["error: my.csv, row 0, column 1: cannot read cell `0X1`: unknown action type `X`\n  \
           hint: a cell is `<stage><type><microbatch>` such as `0F1`, `3I0`, `2W5` or `4SEND_F2`, an overlapped pair such \
           as `(0F7;7B3)OVERLAP_F_B`, or empty\n  \
-          hint: types are F, I, W and B (current dialect) or F, B, W and BW (legacy), plus SEND_F, RECV_F, SEND_B, RECV_B, \
-          UNSHARD, RESHARD and REDUCE_GRAD\n  hint: the cell is skipped"]
+          hint: the types PyTorch writes are F, I, W and B (current dialect; F, B, W and BW in the legacy one), \
+          OVERLAP_F_B, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD and REDUCE_GRAD, and since torch 2.15 \
+          WAIT_SEND_F, WAIT_SEND_B and WAIT_REDUCE_GRAD\n  hint: the cell is skipped"]
     );
     assert_eq!(imported.schedule, Some(clean(csv("0F0,0B0\n1F0,1B0\n"))));
 }
@@ -632,7 +646,7 @@ fn a_deadlocked_file_reports_every_stuck_device() {
 
 #[test]
 fn send_and_recv_cells_are_checked_and_dropped() {
-    let good = "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n";
+    let good = "0F0,0SEND_F0,0RECV_B0,0B0,0WAIT_SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B0\n";
     assert_eq!(clean(csv(good)), clean(csv("0F0,0B0\n1F0,1B0\n")));
     // Old PyTorch fused a SEND with the next RECV in one cell (legacy dialect: B, W, BW).
     let fused = "0F0,0SEND_F0_0RECV_B0,0BW0\n1RECV_F0,1F0,1B0,1SEND_B0,1W0\n";
@@ -687,6 +701,128 @@ fn send_and_recv_cells_are_checked_and_dropped() {
         ]
     );
     assert_eq!(imported.schedule, Some(clean(csv("0F0,1F0,1B0,0B0\n2F0,2B0\n"))));
+}
+
+/// A valid torch 2.15 file of 1F1B on two ranks, two microbatches (PyTorch's lowering).
+const TORCH_2_15: &str = "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,\
+                          0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0RESHARD\n\
+                          1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,\
+                          1WAIT_REDUCE_GRAD,1RESHARD,1WAIT_SEND_B0,1WAIT_SEND_B1\n";
+
+#[test]
+fn torch_2_15_files_read_clean_and_so_do_2_14_ones_with_a_note() {
+    let s = clean(read(TORCH_2_15, Format::PytorchCsvComms));
+    assert_eq!(s, clean(csv("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n")));
+    // Torch 2.14 writes no waits: the file reads, with a note that 2.15 refuses it.
+    let old = "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n\
+               1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n";
+    let imported = csv(old);
+    assert_eq!(
+        messages(&imported),
+        ["warning: row 0, column 2: the file has SEND actions but no WAIT_SEND: torch 2.14 runs it, torch 2.15 refuses \
+          it (\"Pipeline sends at rank 0 have no matching wait\")\n  \
+          hint: write it for torch 2.15 with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`"],
+        "{old}"
+    );
+    assert_eq!(imported.schedule, Some(s));
+}
+
+#[test]
+fn a_wait_that_can_block_its_row_is_named() {
+    // Right after its send, before this row's backward of the microbatch: the row may wait for
+    // row 1 to receive, which the simulator (running the compute order) does not model.
+    let early = TORCH_2_15.replace(",0WAIT_SEND_F0", "").replace("0SEND_F0,", "0SEND_F0,0WAIT_SEND_F0,");
+    assert_eq!(
+        messages(&csv(&early)),
+        ["warning: row 0, column 3: `0WAIT_SEND_F0` can hold row 0 up until `1RECV_F0` has been received on its \
+          peer's row: Bubblescope times the compute order and does not delay the row for it\n  \
+          hint: PyTorch waits for a forward's send after this row's backward of the same microbatch and for a \
+          backward's at the end of the row, where a wait never blocks"]
+    );
+}
+
+#[test]
+fn sends_and_waits_that_do_not_pair_are_refused_before_anything_is_simulated() {
+    // Row 1 runs microbatch 1 first, which would deadlock; the pairing refuses the file first.
+    let unpaired = TORCH_2_15.replace(",0WAIT_SEND_F1", "").replace(",1WAIT_SEND_B0", "");
+    let imported = csv(&unpaired);
+    assert_eq!(
+        messages(&imported),
+        [
+            "error: row 0, column 4: `0SEND_F1` has no matching `0WAIT_SEND_F1` on row 0\n  \
+             hint: torch 2.15 refuses the file (\"Pipeline sends at rank 0 have no matching wait\"): add \
+             `0WAIT_SEND_F1` after `0B1`; a forward's send is waited for after this row's backward of its microbatch, \
+             a backward's at the end of the row\n  \
+             hint: or write the file for torch 2.14, which waits for every send at the end of the step",
+            "error: row 1, column 5: `1SEND_B0` has no matching `1WAIT_SEND_B0` on row 1\n  \
+             hint: torch 2.15 refuses the file (\"Pipeline sends at rank 1 have no matching wait\"): add \
+             `1WAIT_SEND_B0` at the end of the row; a forward's send is waited for after this row's backward of its \
+             microbatch, a backward's at the end of the row\n  \
+             hint: or write the file for torch 2.14, which waits for every send at the end of the step",
+        ]
+    );
+    // A wait before its send, a second wait, and reductions that do not pair.
+    let bad = "0UNSHARD,0WAIT_SEND_F0,0F0,0SEND_F0,0RECV_B0,0B0,0WAIT_SEND_F0,0WAIT_SEND_F0,0REDUCE_GRAD,0RESHARD\n\
+               1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0\n";
+    assert_eq!(
+        messages(&csv(bad)),
+        [
+            "error: row 0, column 1: `0WAIT_SEND_F0` has no `0SEND_F0` before it on row 0 to wait for\n  \
+             hint: torch 2.15 refuses it (\"Pipeline wait 0WAIT_SEND_F0 at rank 0 has no pending send\"): a send is \
+             waited for once, after it is posted",
+            "error: row 0, column 7: `0WAIT_SEND_F0` has no `0SEND_F0` before it on row 0 to wait for\n  \
+             hint: torch 2.15 refuses it (\"Pipeline wait 0WAIT_SEND_F0 at rank 0 has no pending send\"): a send is \
+             waited for once, after it is posted",
+            "error: row 0, column 8: `0REDUCE_GRAD` has no matching `0WAIT_REDUCE_GRAD` on row 0\n  \
+             hint: torch 2.15 refuses the file (\"Stage 0 at rank 0 has REDUCE_GRAD without WAIT_REDUCE_GRAD\"): \
+             add `0WAIT_REDUCE_GRAD` after it",
+            "error: row 1, column 6: `1WAIT_REDUCE_GRAD` has no `1REDUCE_GRAD` before it on row 1 to wait for\n  \
+             hint: torch 2.15 refuses a WAIT_REDUCE_GRAD without a pending reduction",
+        ]
+    );
+    let two = "0F0,0F1,0B0,0B1,0REDUCE_GRAD,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n";
+    assert!(messages(&csv(two))[0].starts_with(
+        "error: row 0, column 5: `0REDUCE_GRAD` starts while stage 0's reduction is pending: torch 2.15 runs one at a time"
+    ));
+}
+
+#[test]
+fn a_file_that_mixes_torch_2_15_and_legacy_cells_is_refused() {
+    let imported = csv("0F0,0SEND_F0,0RECV_B0,0BW0,0WAIT_SEND_F0\n1RECV_F0,1F0,1B0,1W0,1SEND_B0,1WAIT_SEND_B0\n");
+    assert_eq!(
+        messages(&imported)[0],
+        "error: row 0, column 4: the file mixes dialects: `0WAIT_SEND_F0` is torch 2.15's, but `0BW0` at row 0, \
+         column 3 is the legacy dialect's, which PyTorch stopped writing before 2.14\n  \
+         hint: a file is written for one PyTorch version: torch 2.15's use F, I, W, B and one SEND or RECV per cell; \
+         write it again with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`"
+    );
+    assert!(imported.has_errors());
+}
+
+#[test]
+fn reductions_missing_misplaced_or_on_another_row_are_named() {
+    // Without REDUCE_GRAD PyTorch runs the file and the gradients come out M times too large.
+    let none = TORCH_2_15.replace(",0REDUCE_GRAD,0WAIT_REDUCE_GRAD", "").replace(",1REDUCE_GRAD,1WAIT_REDUCE_GRAD", "");
+    assert_eq!(
+        messages(&csv(&none)),
+        ["warning: row 0: stage 0 and 1 more stage have no REDUCE_GRAD: PyTorch runs the file, but the gradients come \
+          out M = 2 times too large (REDUCE_GRAD is where the runtime divides a stage's gradients by its microbatches)\n  \
+          hint: add `0REDUCE_GRAD` right after the stage's last full backward or weight pass (and \
+          `0WAIT_REDUCE_GRAD` after it for torch 2.15), or write the file again with \
+          `bubblescope convert IN OUT --to-format pytorch-csv-comms`"]
+    );
+    // Before the stage's last backward it divides too early.
+    let early = "0F0,0F1,0B0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0B1\n";
+    assert_eq!(
+        messages(&csv(early)),
+        ["warning: row 0, column 3: `0REDUCE_GRAD` comes before `0B1` at row 0, column 5: the runtime divides the \
+          stage's gradients by M there, so the gradients of the backward passes after it are not divided\n  \
+          hint: move it after the stage's last full backward or weight pass"]
+    );
+    let elsewhere = TORCH_2_15.replace("1REDUCE_GRAD,1WAIT_REDUCE_GRAD", "0REDUCE_GRAD,0WAIT_REDUCE_GRAD");
+    assert!(messages(&csv(&elsewhere))
+        .iter()
+        .any(|m| m.starts_with("error: row 1, column 9: `0REDUCE_GRAD` is on row 1, but stage 0 runs on row 0")));
 }
 
 #[test]
@@ -1015,6 +1151,11 @@ fn seed_files() -> Vec<String> {
     for (_, s) in family_schedules().into_iter().take(6).chain(synthetic_schedules()) {
         files.push(csv_export(&s, CsvForm::ComputeOnly, Dialect::Current));
         files.push(csv_export(&s, CsvForm::ComputeComms, Dialect::Legacy));
+        for torch in TorchVersion::ALL {
+            files.push(
+                formats::export_pytorch_csv_with(&s, CsvForm::ComputeComms, &ExportOptions::torch(torch)).unwrap(),
+            );
+        }
         files.push(export_json(&s, Some(&Costs::default())));
     }
     files
@@ -1032,6 +1173,7 @@ enum Edit {
 fn edit_strategy() -> impl Strategy<Value = Edit> {
     let cell = prop_oneof![
         "[0-9]{0,2}(F|I|B|W|BW|SEND_F|RECV_B|X)?[0-9]{0,2}",
+        "[0-9]{0,2}(WAIT_SEND_F|WAIT_SEND_B|SEND_B|RECV_F|UNSHARD|RESHARD|REDUCE_GRAD|WAIT_REDUCE_GRAD)?[0-9]{0,2}",
         "\\([0-9]F[0-9];[0-9](B|I|W)[0-9]\\)(OVERLAP_F_B)?",
         "\\PC{0,12}",
         "[\",\n\r;()]{1,3}",

@@ -10,4 +10,5 @@ mod measured;
 mod optimal;
 mod pareto;
 mod properties;
+mod pytorch;
 mod stages;

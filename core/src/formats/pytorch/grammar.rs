@@ -40,13 +40,15 @@ pub(super) struct RawPass {
     pub(super) microbatch: u32,
 }
 
-/// A point-to-point communication action.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A point-to-point communication action, or (torch 2.15) the wait for a send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) enum CommKind {
     SendF,
     RecvF,
     SendB,
     RecvB,
+    WaitSendF,
+    WaitSendB,
 }
 
 impl CommKind {
@@ -56,11 +58,33 @@ impl CommKind {
             CommKind::RecvF => "RECV_F",
             CommKind::SendB => "SEND_B",
             CommKind::RecvB => "RECV_B",
+            CommKind::WaitSendF => "WAIT_SEND_F",
+            CommKind::WaitSendB => "WAIT_SEND_B",
         }
     }
 
     pub(super) fn is_send(self) -> bool {
         matches!(self, CommKind::SendF | CommKind::SendB)
+    }
+
+    /// A SEND or RECV (not a wait).
+    pub(super) fn is_transfer(self) -> bool {
+        !self.is_wait()
+    }
+
+    pub(super) fn is_wait(self) -> bool {
+        matches!(self, CommKind::WaitSendF | CommKind::WaitSendB)
+    }
+
+    /// The wait that retires this send (torch 2.15), or the send this wait retires.
+    pub(super) fn wait_pair(self) -> Option<CommKind> {
+        match self {
+            CommKind::SendF => Some(CommKind::WaitSendF),
+            CommKind::SendB => Some(CommKind::WaitSendB),
+            CommKind::WaitSendF => Some(CommKind::SendF),
+            CommKind::WaitSendB => Some(CommKind::SendB),
+            CommKind::RecvF | CommKind::RecvB => None,
+        }
     }
 }
 
@@ -84,6 +108,46 @@ impl Comm {
     }
 }
 
+/// A per-stage action without microbatch: FSDP's parameter gathering and freeing, and the
+/// gradient reduction (where the runtime divides a stage's gradients by M).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum StageKind {
+    Unshard,
+    Reshard,
+    ReduceGrad,
+    WaitReduceGrad,
+}
+
+impl StageKind {
+    pub(super) fn text(self) -> &'static str {
+        match self {
+            StageKind::Unshard => "UNSHARD",
+            StageKind::Reshard => "RESHARD",
+            StageKind::ReduceGrad => "REDUCE_GRAD",
+            StageKind::WaitReduceGrad => "WAIT_REDUCE_GRAD",
+        }
+    }
+}
+
+/// A per-stage action: its kind and stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct StageAction {
+    pub(super) kind: StageKind,
+    pub(super) stage: u32,
+}
+
+impl StageAction {
+    pub(super) fn write(self, out: &mut String) {
+        let _ = write!(out, "{}{}", self.stage, self.kind.text());
+    }
+
+    pub(super) fn text(self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+}
+
 /// What one cell holds.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Token {
@@ -95,8 +159,8 @@ pub(super) enum Token {
     Pair(RawPass, RawPass),
     /// One communication action, or two for the legacy fused cells.
     Comms(Vec<Comm>),
-    /// `UNSHARD`, `RESHARD` or `REDUCE_GRAD`: not modelled.
-    Ignored,
+    /// `UNSHARD`, `RESHARD`, `REDUCE_GRAD` or `WAIT_REDUCE_GRAD`.
+    Stage(StageAction),
     /// Not a cell of the grammar: why, and a hint (boxed: rare, and cells are many).
     Bad(Box<(String, String)>),
 }
@@ -104,8 +168,30 @@ pub(super) enum Token {
 pub(super) const GRAMMAR_HINT: &str =
     "a cell is `<stage><type><microbatch>` such as `0F1`, `3I0`, `2W5` or `4SEND_F2`, \
                             an overlapped pair such as `(0F7;7B3)OVERLAP_F_B`, or empty";
-pub(super) const TYPES_HINT: &str = "types are F, I, W and B (current dialect) or F, B, W and BW (legacy), \
-                          plus SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD and REDUCE_GRAD";
+pub(super) const TYPES_HINT: &str =
+    "the types PyTorch writes are F, I, W and B (current dialect; F, B, W and BW in the \
+                          legacy one), OVERLAP_F_B, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD and REDUCE_GRAD, \
+                          and since torch 2.15 WAIT_SEND_F, WAIT_SEND_B and WAIT_REDUCE_GRAD";
+
+/// Every action type of the grammar, as written.
+const WORDS: [&str; 16] = [
+    "F",
+    "I",
+    "B",
+    "W",
+    "BW",
+    "SEND_F",
+    "RECV_F",
+    "SEND_B",
+    "RECV_B",
+    "WAIT_SEND_F",
+    "WAIT_SEND_B",
+    "UNSHARD",
+    "RESHARD",
+    "REDUCE_GRAD",
+    "WAIT_REDUCE_GRAD",
+    "OVERLAP_F_B",
+];
 
 pub(super) fn bad(reason: impl Into<String>, hint: &str) -> Token {
     Token::Bad(Box::new((reason.into(), hint.to_string())))
@@ -130,7 +216,9 @@ pub(super) fn parse_cell(cell: &str) -> Token {
                     // Legacy fused cell: `<s>SEND_F<m>_<s'>RECV_B<m'>` or `SEND_B … RECV_F`.
                     cursor.at += 1;
                     match parse_action(&mut cursor) {
-                        Ok(Action::Comm(recv)) if !recv.kind.is_send() && cursor.rest().is_empty() => {
+                        Ok(Action::Comm(recv))
+                            if matches!(recv.kind, CommKind::RecvF | CommKind::RecvB) && cursor.rest().is_empty() =>
+                        {
                             Token::Comms(vec![send, recv])
                         }
                         Err(token) => token,
@@ -143,7 +231,7 @@ pub(super) fn parse_cell(cell: &str) -> Token {
                 }
                 Action::Compute(p) => Token::Compute(p),
                 Action::Comm(c) => Token::Comms(vec![c]),
-                Action::Ignored => Token::Ignored,
+                Action::Stage(a) => Token::Stage(a),
             }
         }
     }
@@ -187,7 +275,7 @@ pub(super) fn parse_pair(inner: &str) -> Token {
 pub(super) enum Action {
     Compute(RawPass),
     Comm(Comm),
-    Ignored,
+    Stage(StageAction),
 }
 
 /// A position in a cell's text.
@@ -256,11 +344,17 @@ pub(super) fn parse_action(cursor: &mut Cursor) -> Result<Action, Token> {
         "RECV_F" => comm(CommKind::RecvF),
         "SEND_B" => comm(CommKind::SendB),
         "RECV_B" => comm(CommKind::RecvB),
-        "UNSHARD" | "RESHARD" | "REDUCE_GRAD" => Ok(Action::Ignored),
+        "WAIT_SEND_F" => comm(CommKind::WaitSendF),
+        "WAIT_SEND_B" => comm(CommKind::WaitSendB),
+        // PyTorch's grammar allows a microbatch here and ignores it; so does this one.
+        "UNSHARD" => Ok(Action::Stage(StageAction { kind: StageKind::Unshard, stage })),
+        "RESHARD" => Ok(Action::Stage(StageAction { kind: StageKind::Reshard, stage })),
+        "REDUCE_GRAD" => Ok(Action::Stage(StageAction { kind: StageKind::ReduceGrad, stage })),
+        "WAIT_REDUCE_GRAD" => Ok(Action::Stage(StageAction { kind: StageKind::WaitReduceGrad, stage })),
         "" => Err(bad(format!("expected an action type after the stage number {stage}"), TYPES_HINT)),
         other => {
             let upper = other.to_ascii_uppercase();
-            let hint = if upper != other && ["F", "I", "B", "W", "BW"].contains(&upper.as_str()) {
+            let hint = if upper != other && WORDS.contains(&upper.as_str()) {
                 format!("types are upper case: `{stage}{upper}…`")
             } else {
                 TYPES_HINT.to_string()
@@ -273,7 +367,7 @@ pub(super) fn parse_action(cursor: &mut Cursor) -> Result<Action, Token> {
 pub(super) fn missing_microbatch(stage: u32, word: &str) -> Token {
     bad(
         format!("expected a microbatch number after `{stage}{word}`"),
-        "compute and SEND/RECV actions name their microbatch, e.g. `0F1`",
+        "compute, SEND/RECV and WAIT_SEND actions name their microbatch, e.g. `0F1`",
     )
 }
 
@@ -349,4 +443,25 @@ pub(super) fn next_cell(row: &mut String) -> &mut String {
         row.push(',');
     }
     row
+}
+
+/// The compute and communication actions of a file, read in its dialect, each with its (row,
+/// column), in file order.
+#[derive(Default)]
+pub(super) struct Actions {
+    /// Compute ops.
+    pub(super) ops: Vec<(u32, usize, Op)>,
+    /// SEND and RECV actions.
+    pub(super) comms: Vec<(u32, usize, Comm)>,
+    /// WAIT_SEND_F and WAIT_SEND_B actions.
+    pub(super) waits: Vec<(u32, usize, Comm)>,
+    /// UNSHARD, RESHARD, REDUCE_GRAD and WAIT_REDUCE_GRAD actions.
+    pub(super) stage_actions: Vec<(u32, usize, StageAction)>,
+}
+
+impl Actions {
+    /// Whether the file is in the compute+comms form: it has SEND, RECV or WAIT_SEND cells.
+    pub(super) fn has_comms(&self) -> bool {
+        !self.comms.is_empty() || !self.waits.is_empty()
+    }
 }

@@ -7,15 +7,19 @@ use super::super::check::{self, Draft};
 use super::super::csv::{self, TooBig};
 use super::super::text::{count, quote, Diagnostics, Source};
 use super::super::{Dialect, ImportOptions, Imported};
-use super::comms::{check_comms, needs_comms};
-use super::grammar::{parse_cell, pass_kind, pass_text, Comm, RawPass, Token, Word, GRAMMAR_HINT};
+use super::comms::{check_comms, check_stage_actions, check_waits, needs_comms};
+use super::grammar::{parse_cell, pass_kind, pass_text, Actions, RawPass, StageKind, Token, Word, GRAMMAR_HINT};
 use super::placement::infer_placement;
 
-/// Where the dialect was decided: the first `I` and the first `BW` cell, if any.
+/// Where the dialect was decided: the first `I` and the first `BW` cell, if any, whether there
+/// is a `W`, and the first cells only one generation of PyTorch writes: torch 2.15's waits
+/// (`WAIT_SEND_F`, `WAIT_SEND_B`, `WAIT_REDUCE_GRAD`) and older PyTorch's fused SEND/RECV cells.
 pub(super) struct DialectEvidence {
     pub(super) i: Option<(u32, usize)>,
     pub(super) bw: Option<(u32, usize)>,
     pub(super) w: bool,
+    pub(super) waits: Option<(u32, usize)>,
+    pub(super) fused: Option<(u32, usize)>,
 }
 
 impl DialectEvidence {
@@ -23,9 +27,16 @@ impl DialectEvidence {
         match (self.i, self.bw) {
             (Some(_), _) => Dialect::Current,
             (None, Some(_)) => Dialect::Legacy,
+            // Torch 2.15's files are in the current dialect.
+            (None, None) if self.waits.is_some() => Dialect::Current,
             (None, None) if self.w => Dialect::Legacy,
             (None, None) => Dialect::Current,
         }
+    }
+
+    /// A legacy cell and a torch 2.15 cell in the same file, if there are both.
+    fn mixed(&self) -> Option<((u32, usize), (u32, usize))> {
+        Some((self.waits?, self.bw.or(self.fused)?))
     }
 }
 
@@ -37,17 +48,6 @@ pub(super) struct Cell {
     pub(super) row: u32,
     pub(super) column: usize,
     pub(super) token: Token,
-}
-
-/// The compute and communication actions of a file, read in its dialect.
-#[derive(Default)]
-pub(super) struct Actions {
-    /// Compute ops with their (row, column).
-    pub(super) ops: Vec<(u32, usize, Op)>,
-    /// SEND/RECV actions with their (row, column).
-    pub(super) comms: Vec<(u32, usize, Comm)>,
-    /// The first UNSHARD/RESHARD/REDUCE_GRAD cell and how many there are.
-    pub(super) ignored: Option<(u32, usize, usize)>,
 }
 
 /// Reads a PyTorch CSV. `expect_comms`: the caller asked for the compute+comms form.
@@ -89,8 +89,29 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
 
     let (cells, evidence) = tokenize(&table, source, &mut out);
     let dialect = options.dialect.unwrap_or_else(|| evidence.dialect());
+    if let Some((modern, legacy)) = evidence.mixed() {
+        out.push(
+            source
+                .error_at(
+                    modern.0,
+                    modern.1,
+                    format!(
+                        "the file mixes dialects: {} is torch 2.15's, but {} at {} is the legacy dialect's, \
+                         which PyTorch stopped writing before 2.14",
+                        quote(table.cell(modern.0, modern.1)),
+                        quote(table.cell(legacy.0, legacy.1)),
+                        source.short(legacy.0, legacy.1)
+                    ),
+                )
+                .hint(
+                    "a file is written for one PyTorch version: torch 2.15's use F, I, W, B and one SEND or RECV per \
+                     cell; write it again with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`",
+                ),
+        );
+    }
     let mut actions = read_actions(&cells, dialect, options.dialect.is_some(), &evidence, &table, source, &mut out);
     drop(cells);
+    renumber_1f1b_forwards(&mut actions.ops, &table, source, &mut out);
     if options.merge_bw {
         merge_bw(&mut actions.ops);
     }
@@ -114,11 +135,15 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
 
     // The schedule, checked in the file's terms.
     let mut draft_rows: Vec<Vec<(Op, usize)>> = vec![Vec::new(); rows];
-    for (row, column, op) in actions.ops {
+    for &(row, column, op) in &actions.ops {
         draft_rows[row as usize].push((op, column));
     }
     let draft = Draft { placement, microbatches, slices: 1, rows: draft_rows };
-    let checked = check::check(draft, source, &namer, &Costs::default(), &mut out);
+
+    // Torch 2.15 refuses a file whose sends and waits do not pair before it runs anything, and
+    // so does this reader: such a file is not simulated.
+    let paired = check_waits(&actions, &table, source, &namer, &mut out);
+    let checked = check::check_then_simulate(draft, source, &namer, &Costs::default(), &mut out, paired);
 
     if !actions.comms.is_empty() {
         check_comms(&checked, &actions.comms, source, &namer, &mut out);
@@ -129,17 +154,48 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
                 .hint("read it as pytorch-csv (compute only)"),
         );
     }
-    if let Some((row, column, n)) = actions.ignored {
-        let first = quote(table.cell(row, column));
+    // A file whose rows exchange nothing is in either form; with per-stage actions it is
+    // PyTorch's lowering of a one-rank order.
+    let comms_form =
+        actions.has_comms() || expect_comms || (!actions.stage_actions.is_empty() && !needs_comms(&checked.schedule));
+    if comms_form {
+        // What PyTorch 2.14 and 2.15 do with the file; older PyTorch's legacy files had neither
+        // REDUCE_GRAD nor waits.
+        // Advice on what PyTorch would do with a file that reads well: not piled on errors.
+        let advise = dialect == Dialect::Current && out.errors() == 0;
+        check_stage_actions(&checked, &actions, &table, source, &namer, advise, &mut out);
+        if advise && evidence.waits.is_none() {
+            if let Some(&(row, column, _)) = actions.comms.iter().find(|(_, _, c)| c.kind.is_send()) {
+                out.push(source.warning_at(
+                    row,
+                    column,
+                    format!(
+                        "the file has SEND actions but no WAIT_SEND: torch 2.14 runs it, torch 2.15 refuses it \
+                         (\"Pipeline sends at rank {row} have no matching wait\")"
+                    ),
+                ).hint("write it for torch 2.15 with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`"));
+            }
+        }
+    } else if let Some(&(row, column, first)) = actions.stage_actions.first() {
+        let n = actions.stage_actions.len();
         let what = match n {
-            1 => format!("{first} is ignored"),
-            n => format!("{first} and {} are ignored", count(n - 1, "more UNSHARD/RESHARD/REDUCE_GRAD action")),
+            1 => format!("{} is", quote(&first.text())),
+            n => format!("{} and {} are", quote(&first.text()), count(n - 1, "more action")),
         };
-        out.push(source.warning_at(
-            row,
-            column,
-            format!("{what}: FSDP and gradient-reduction actions are not modelled"),
-        ));
+        out.push(
+            source
+                .warning_at(
+                    row,
+                    column,
+                    format!(
+                        "{what} not compute actions: PyTorch's `_load_csv(format=\"compute_only\")` refuses them \
+                         in a compute-only file (its lowering adds them); read here and ignored"
+                    ),
+                )
+                .hint(
+                    "delete them to give PyTorch the file, or add the SEND/RECV actions and load it as compute_comms",
+                ),
+        );
     }
     Imported { schedule: Some(checked.schedule), costs: None, times: None, diagnostics: out.finish() }
 }
@@ -148,7 +204,7 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
 /// cells are reported and left out.
 pub(super) fn tokenize(table: &csv::Table, source: &Source, out: &mut Diagnostics) -> (Vec<Cell>, DialectEvidence) {
     let mut cells: Vec<Cell> = Vec::new();
-    let mut evidence = DialectEvidence { i: None, bw: None, w: false };
+    let mut evidence = DialectEvidence { i: None, bw: None, w: false, waits: None, fused: None };
     for (row, texts) in table.rows.iter().enumerate() {
         let row = row as u32;
         for (column, text) in texts.iter().enumerate() {
@@ -181,7 +237,18 @@ pub(super) fn tokenize(table: &csv::Table, source: &Source, out: &mut Diagnostic
                     out.push(d.hint("the cell is skipped"));
                     continue;
                 }
-                Token::Comms(_) | Token::Ignored => {}
+                Token::Comms(list) => {
+                    if list.len() > 1 {
+                        evidence.fused.get_or_insert((row, column));
+                    } else if list.iter().any(|c| c.kind.is_wait()) {
+                        evidence.waits.get_or_insert((row, column));
+                    }
+                }
+                Token::Stage(a) => {
+                    if a.kind == StageKind::WaitReduceGrad {
+                        evidence.waits.get_or_insert((row, column));
+                    }
+                }
             }
             cells.push(Cell { row, column, token });
         }
@@ -253,8 +320,16 @@ pub(super) fn read_actions(
                     actions.ops.push((row, column, Op::One(b)));
                 }
             }
-            Token::Comms(ref list) => actions.comms.extend(list.iter().map(|c| (row, column, *c))),
-            Token::Ignored => actions.ignored.get_or_insert((row, column, 0)).2 += 1,
+            Token::Comms(ref list) => {
+                for &c in list {
+                    if c.kind.is_wait() {
+                        actions.waits.push((row, column, c));
+                    } else {
+                        actions.comms.push((row, column, c));
+                    }
+                }
+            }
+            Token::Stage(a) => actions.stage_actions.push((row, column, a)),
             Token::Idle | Token::Bad(..) => {}
         }
     }
@@ -292,9 +367,9 @@ pub(super) fn count_microbatches(
     None
 }
 
-/// PyTorch's `_merge_bw`: an input-gradient action directly followed (on its row, other cells
-/// aside) by the weight-gradient action of the same stage and microbatch becomes one full
-/// backward.
+/// PyTorch's `_merge_bw` (defined in 2.14 and 2.15, called by neither's runtime): an
+/// input-gradient action directly followed (on its row, other cells aside) by the
+/// weight-gradient action of the same stage and microbatch becomes one full backward.
 pub(super) fn merge_bw(ops: &mut Vec<(u32, usize, Op)>) {
     let mut merged: Vec<(u32, usize, Op)> = Vec::with_capacity(ops.len());
     let mut i = 0;
@@ -315,4 +390,86 @@ pub(super) fn merge_bw(ops: &mut Vec<(u32, usize, Op)>) {
         i += 1;
     }
     *ops = merged;
+}
+
+/// PyTorch's `Schedule1F1B` writes its last rank's forwards as microbatches 1 to M (its
+/// backwards 0 to M−1), in both 2.14 and 2.15; what it runs numbers them from 0. A stage whose
+/// forwards are exactly 1..=n and whose other actions are exactly 0..n−1 is that quirk: its
+/// forwards are read one lower, with a warning.
+pub(super) fn renumber_1f1b_forwards(
+    ops: &mut [(u32, usize, Op)],
+    table: &csv::Table,
+    source: &Source,
+    out: &mut Diagnostics,
+) {
+    use std::collections::{BTreeMap, BTreeSet};
+    /// A stage's forward microbatches, its other microbatches, and its first forward's cell.
+    struct Numbers {
+        forwards: BTreeSet<u32>,
+        others: BTreeSet<u32>,
+        first_forward: (u32, usize),
+    }
+    let mut stages: BTreeMap<u32, Numbers> = BTreeMap::new();
+    for &(row, column, op) in ops.iter() {
+        for p in op.passes() {
+            let entry = stages.entry(p.stage).or_insert_with(|| Numbers {
+                forwards: BTreeSet::new(),
+                others: BTreeSet::new(),
+                first_forward: (row, column),
+            });
+            if p.kind == PassKind::F {
+                if entry.forwards.is_empty() {
+                    entry.first_forward = (row, column);
+                }
+                entry.forwards.insert(p.microbatch);
+            } else {
+                entry.others.insert(p.microbatch);
+            }
+        }
+    }
+    let shifted: Vec<(u32, u32, (u32, usize))> = stages
+        .iter()
+        .filter_map(|(&stage, Numbers { forwards: f, others: rest, first_forward: at })| {
+            let n = f.len() as u32;
+            let ones = f.iter().copied().eq(1..=n);
+            let zeros = rest.iter().copied().eq(0..n);
+            (n > 0 && ones && zeros && !rest.is_empty()).then_some((stage, n, *at))
+        })
+        .collect();
+    for &(stage, n, (row, column)) in &shifted {
+        out.push(
+            source
+                .warning_at(
+                    row,
+                    column,
+                    format!(
+                        "stage {stage} numbers its forwards 1 to {n} but its other actions 0 to {}, as PyTorch's \
+                         Schedule1F1B writes its last rank (cell {}); read with the forwards numbered 0 to {}",
+                        n - 1,
+                        quote(table.cell(row, column)),
+                        n - 1
+                    ),
+                )
+                .hint(format!(
+                    "PyTorch refuses this file itself (\"Running Full Backward for stage {stage}, microbatch 0 without \
+                     first running Forward\"); the schedule Schedule1F1B runs numbers its forwards from 0"
+                )),
+        );
+    }
+    if shifted.is_empty() {
+        return;
+    }
+    for (_, _, op) in ops.iter_mut() {
+        let shift = |p: Pass| {
+            if p.kind == PassKind::F && shifted.iter().any(|&(s, ..)| s == p.stage) {
+                Pass { microbatch: p.microbatch - 1, ..p }
+            } else {
+                p
+            }
+        };
+        *op = match *op {
+            Op::One(p) => Op::One(shift(p)),
+            Op::Pair(f, b) => Op::Pair(shift(f), shift(b)),
+        };
+    }
 }

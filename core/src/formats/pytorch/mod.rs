@@ -15,8 +15,9 @@ mod export;
 mod grammar;
 mod import;
 mod placement;
+mod pyset;
 
-pub use export::export_pytorch_csv;
+pub use export::{export_pytorch_csv, export_pytorch_csv_with};
 pub(super) use import::import;
 
 use crate::schedule::{Op, Pass};
@@ -38,7 +39,7 @@ pub fn compute_action(text: &str) -> Result<Option<Op>, (String, String)> {
     match parse_cell(text) {
         Token::Compute(raw) => pass(raw).map(|p| Some(Op::One(p))),
         Token::Pair(a, b) => Ok(Some(Op::Pair(pass(a)?, pass(b)?))),
-        Token::Idle | Token::Comms(_) | Token::Ignored => Ok(None),
+        Token::Idle | Token::Comms(_) | Token::Stage(_) => Ok(None),
         Token::Bad(why) => Err(*why),
     }
 }

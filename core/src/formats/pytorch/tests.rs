@@ -3,7 +3,7 @@ use super::grammar::*;
 use super::import::*;
 use super::placement::*;
 use super::*;
-use crate::formats::Dialect;
+use crate::formats::{Dialect, ExportOptions, TorchVersion};
 use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
 
 fn pass(word: Word, stage: u32, microbatch: u32) -> RawPass {
@@ -25,8 +25,21 @@ fn cells_follow_the_grammar() {
             Comm { kind: CommKind::RecvB, stage: 2, microbatch: 1 }
         ])
     );
-    assert_eq!(parse_cell("1UNSHARD"), Token::Ignored);
-    assert_eq!(parse_cell("2REDUCE_GRAD"), Token::Ignored);
+    assert_eq!(parse_cell("1UNSHARD"), Token::Stage(StageAction { kind: StageKind::Unshard, stage: 1 }));
+    assert_eq!(parse_cell("2REDUCE_GRAD"), Token::Stage(StageAction { kind: StageKind::ReduceGrad, stage: 2 }));
+    assert_eq!(
+        parse_cell("2WAIT_REDUCE_GRAD"),
+        Token::Stage(StageAction { kind: StageKind::WaitReduceGrad, stage: 2 })
+    );
+    assert_eq!(parse_cell("3RESHARD"), Token::Stage(StageAction { kind: StageKind::Reshard, stage: 3 }));
+    assert_eq!(
+        parse_cell("5WAIT_SEND_F2"),
+        Token::Comms(vec![Comm { kind: CommKind::WaitSendF, stage: 5, microbatch: 2 }])
+    );
+    assert_eq!(
+        parse_cell("0WAIT_SEND_B7"),
+        Token::Comms(vec![Comm { kind: CommKind::WaitSendB, stage: 0, microbatch: 7 }])
+    );
     assert_eq!(parse_cell(""), Token::Idle);
 }
 
@@ -54,16 +67,18 @@ fn bad_cells_say_what_was_expected() {
 
 #[test]
 fn dialect_evidence_decides_as_documented() {
-    let e = |i, bw, w| DialectEvidence { i, bw, w };
+    let e = |i, bw, w| DialectEvidence { i, bw, w, waits: None, fused: None };
     assert_eq!(e(Some((0, 0)), Some((0, 1)), true).dialect(), Dialect::Current);
     assert_eq!(e(None, Some((0, 1)), false).dialect(), Dialect::Legacy);
     assert_eq!(e(None, None, true).dialect(), Dialect::Legacy);
     assert_eq!(e(None, None, false).dialect(), Dialect::Current);
+    // Torch 2.15's waits are in the current dialect, so a `W` then means an `I` is missing.
+    assert_eq!(DialectEvidence { waits: Some((0, 3)), ..e(None, None, true) }.dialect(), Dialect::Current);
 }
 
 /// PyTorch's `_add_send_recv` transcribed loop for loop: every round visits every rank
 /// with actions left, in order. The event-driven version must give the same rows.
-fn add_send_recv_as_pytorch(schedule: &Schedule, dialect: Dialect) -> Vec<String> {
+fn add_send_recv_as_pytorch(schedule: &Schedule, lists: &[Vec<Lowered>], dialect: Dialect) -> Vec<String> {
     let placement = &schedule.placement;
     let stages = placement.stages();
     let home = |stage: u32| placement.device_of(stage).unwrap() as usize;
@@ -79,10 +94,20 @@ fn add_send_recv_as_pytorch(schedule: &Schedule, dialect: Dialect) -> Vec<String
         }
         _ => true,
     };
-    while (0..rows.len()).any(|r| next[r] < schedule.orders[r].len()) {
+    while (0..rows.len()).any(|r| next[r] < lists[r].len()) {
         let mut progress = false;
         for rank in 0..rows.len() {
-            let Some(op) = schedule.orders[rank].get(next[rank]) else { continue };
+            let Some(action) = lists[rank].get(next[rank]) else { continue };
+            let op = match action {
+                Lowered::Op(op) => op,
+                Lowered::Stage(a) => {
+                    a.write(next_cell(&mut rows[rank]));
+                    next[rank] += 1;
+                    progress = true;
+                    continue;
+                }
+                Lowered::Comm(_) => unreachable!("no comms before the lowering"),
+            };
             if !op.passes().all(|p| ready(p, &prev[rank])) {
                 continue;
             }
@@ -140,14 +165,33 @@ use shuffled::shuffled;
 
 #[test]
 fn send_recv_lowering_matches_pytorch_by_hand() {
-    // 1F1B on 2 devices, 2 microbatches, worked through PyTorch's loop by hand: round 4
-    // blocks rank 0 on 0B1 until rank 1 sends the gradient, so 0B1 runs in round 5.
+    // 1F1B on 2 devices, 2 microbatches, worked through PyTorch's loop by hand. Legacy
+    // dialect, SEND/RECV only (PyTorch before 2.14): round 4 blocks rank 0 on 0BW1 until rank 1
+    // sends the gradient, so 0BW1 runs in round 5.
     let s = crate::generate("1f1b", &crate::ScheduleParams::new(2, 2)).unwrap();
+    let text = export_pytorch_csv(&s, CsvForm::ComputeComms, Dialect::Legacy).unwrap();
+    assert_eq!(
+        text,
+        "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0BW0,0RECV_B1,0BW1\n\
+         1RECV_F0,1F0,1RECV_F1,1BW0,1SEND_B0,1F1,1BW1,1SEND_B1\n"
+    );
+    // Torch 2.15: the UNSHARDs take round 1, so everything runs a round later; REDUCE_GRAD
+    // and its wait follow each stage's last backward, RESHARD ends the row, a forward's send is
+    // waited for after the backward of its microbatch and a backward's at the end.
     let text = export_pytorch_csv(&s, CsvForm::ComputeComms, Dialect::Current).unwrap();
     assert_eq!(
         text,
-        "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n\
-         1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n"
+        "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,\
+         0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0RESHARD\n\
+         1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1RESHARD,\
+         1WAIT_SEND_B0,1WAIT_SEND_B1\n"
+    );
+    // Torch 2.14: no waits.
+    let text = export_pytorch_csv_with(&s, CsvForm::ComputeComms, &ExportOptions::torch(TorchVersion::V2_14)).unwrap();
+    assert_eq!(
+        text,
+        "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n\
+         1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n"
     );
 }
 
@@ -186,8 +230,25 @@ fn send_recv_lowering_matches_pytorch_loop_for_loop() {
     }
     for s in &schedules {
         assert_eq!(crate::validate(s), vec![]);
+        let ops: Vec<Vec<Lowered>> = s.orders.iter().map(|o| o.iter().map(|&op| Lowered::Op(op)).collect()).collect();
         for dialect in [Dialect::Current, Dialect::Legacy] {
-            assert_eq!(add_send_recv(s, dialect).unwrap(), add_send_recv_as_pytorch(s, dialect), "{:?}", s.placement);
+            let rows: Vec<String> =
+                add_send_recv(s, ops.clone(), dialect).unwrap().iter().map(|r| write_row(r, dialect)).collect();
+            assert_eq!(rows, add_send_recv_as_pytorch(s, &ops, dialect), "{:?}", s.placement);
+        }
+        // With UNSHARD, RESHARD and REDUCE_GRAD in the lists, each taking a round.
+        for torch in TorchVersion::ALL {
+            let lists: Vec<Vec<Lowered>> = s
+                .orders
+                .iter()
+                .map(|o| add_reduce_grad(&add_unshard_reshard(o, torch), s.microbatches, torch))
+                .collect();
+            let rows: Vec<String> = add_send_recv(s, lists.clone(), Dialect::Current)
+                .unwrap()
+                .iter()
+                .map(|r| write_row(r, Dialect::Current))
+                .collect();
+            assert_eq!(rows, add_send_recv_as_pytorch(s, &lists, Dialect::Current), "{:?}", s.placement);
         }
     }
 }

@@ -1,0 +1,140 @@
+//! `simulate --export`, `plan --export` and `convert` write through one path: every format by
+//! extension or `--to-format`, a PyTorch version for the communication form, and a line saying
+//! which PyTorch runtime loads the file.
+
+mod common;
+
+use common::{fails, ok};
+
+const DUMPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/pytorch-dumps/");
+
+fn stderr(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = common::bubblescope(dir, args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// `base` then `extra`.
+fn join<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
+fn read(dir: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap()
+}
+
+#[test]
+fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let family = ["simulate", "-s", "zb-v", "-p", "2", "-m", "4"];
+
+    // The report is printed as without --export; the file is written beside it.
+    assert_eq!(ok(d, &join(&family, &["--export", "zbv.csv"])), ok(d, &family));
+    let said = stderr(d, &join(&family, &["--export", "zbv.csv"]));
+    assert_eq!(
+        said.trim(),
+        "wrote zbv.csv: a PyTorch schedule CSV (compute only), for _PipelineScheduleRuntime._load_csv(path, \
+         format=\"compute_only\") in torch 2.14 or 2.15, which adds the communication; not for PipelineScheduleMulti, \
+         which runs every rank in lock-step"
+    );
+    let said = stderr(d, &join(&family, &["--export", "zbv-comms.csv", "--to-format", "pytorch-csv-comms"]));
+    assert!(said.contains("format=\"compute_comms\") in torch 2.15, which runs it as written"), "{said}");
+    stderr(d, &join(&family, &["--export", "zbv-214.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
+    stderr(d, &join(&family, &["--export", "zbv.json"]));
+    stderr(d, &join(&family, &["--export", "zbv.trace.json", "--to-format", "perfetto"]));
+    // The same bytes as converting the JSON, in every format.
+    for (name, to, torch) in [
+        ("zbv.csv", "pytorch-csv", "2.15"),
+        ("zbv-comms.csv", "pytorch-csv-comms", "2.15"),
+        ("zbv-214.csv", "pytorch-csv-comms", "2.14"),
+    ] {
+        ok(d, &["convert", "zbv.json", "c.csv", "--to-format", to, "--torch", torch]);
+        assert_eq!(read(d, name), read(d, "c.csv"), "{name}");
+    }
+    let comms = read(d, "zbv-comms.csv");
+    assert!(comms.contains("WAIT_SEND_F") && comms.contains("WAIT_REDUCE_GRAD") && comms.contains("UNSHARD"));
+    let old = read(d, "zbv-214.csv");
+    assert!(!old.contains("WAIT_") && old.contains("REDUCE_GRAD"), "{old}");
+    // Every export reads back as the same schedule, at the same cost.
+    let cost = |args: &[&str]| -> serde_json::Value {
+        let v: serde_json::Value = serde_json::from_str(&ok(d, args)).unwrap();
+        v["cost"].clone()
+    };
+    let expected = cost(&join(&family, &["--json"]));
+    for name in ["zbv.csv", "zbv-comms.csv", "zbv-214.csv", "zbv.json"] {
+        assert_eq!(cost(&["simulate", "--from", name, "--json"]), expected, "{name}");
+    }
+    // `--from` a file, exported again.
+    stderr(d, &["simulate", "--from", "zbv.json", "--export", "again.csv"]);
+    assert_eq!(read(d, "again.csv"), read(d, "zbv.csv"));
+    // `-` writes the file alone to standard output.
+    assert_eq!(ok(d, &join(&family, &["--export", "-", "--to-format", "pytorch-csv-comms"])), comms);
+}
+
+#[test]
+fn export_flags_are_checked_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&[&str], &str); 6] = [
+        (&["simulate", "-s", "1f1b", "--export", "x.txt"], "cannot tell the output format of x.txt from its extension"),
+        (&["simulate", "-s", "1f1b", "--export", "x.csv", "--torch", "2.13"], "unknown PyTorch version `2.13`"),
+        (&["simulate", "-s", "1f1b", "--export", "x.json", "--torch", "2.15"], "--torch applies to PyTorch CSV files"),
+        (
+            &["simulate", "-s", "1f1b", "--export", "x.csv", "--torch", "2.15", "--to-dialect", "legacy"],
+            "--torch 2.15 reads the current dialect",
+        ),
+        (&["simulate", "-s", "dualpipe", "--export", "x.csv"], "PyTorch CSV holds one pipeline"),
+        (&["convert", "x.json", "y.csv", "--torch", "3"], "unknown PyTorch version `3`"),
+    ];
+    for (args, says) in cases {
+        let err = fails(d, args);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains("\n  hint: "), "{args:?}: {err}");
+    }
+    // --to-format and --torch need --export.
+    let err = fails(d, &["simulate", "-s", "1f1b", "--torch", "2.15"]);
+    assert!(err.contains("--export"), "{err}");
+    // The file read is not overwritten.
+    ok(d, &["simulate", "-s", "1f1b", "--export", "s.csv"]);
+    let err = fails(d, &["simulate", "--from", "s.csv", "--export", "s.csv"]);
+    assert!(err.contains("writing it would destroy the schedule"), "{err}");
+}
+
+#[test]
+fn help_says_which_runtime_loads_a_file() {
+    for command in ["simulate", "convert", "plan"] {
+        let help = common::ok_in_scratch(&[command, "--help"]);
+        assert!(help.contains("_PipelineScheduleRuntime._load_csv"), "{command}: {help}");
+        assert!(help.contains("--torch"), "{command}: {help}");
+    }
+}
+
+#[test]
+fn pytorchs_own_dumps_simulate() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "ScheduleDualPipeV-p4-v2-m8.compute_comms.csv",
+        "torch-2.14.1/ScheduleInterleaved1F1B-p4-v3-m12.compute_comms.csv",
+        "Schedule1F1B-p4-v1-m8.compute_only.csv",
+        "ScheduleGPipe-p4-v1-m8.compute_only.csv",
+    ] {
+        let path = format!("{DUMPS}{file}");
+        ok(dir.path(), &["simulate", "--from", &path, "--json"]);
+    }
+}
+
+#[test]
+fn plan_exports_by_extension_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = ["plan", "-p", "4", "--mem-limit", "5", "--static-memory", "0.5", "--json"];
+
+    let said = stderr(d, &join(&plan, &["--export", "plan.json"]));
+    assert!(said.contains("wrote plan.json: a Bubblescope JSON schedule"), "{said}");
+    let said =
+        stderr(d, &join(&plan, &["--export", "plan.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
+    assert!(said.contains("format=\"compute_comms\") in torch 2.14"), "{said}");
+    ok(d, &["convert", "plan.json", "again.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]);
+    assert_eq!(read(d, "plan.csv"), read(d, "again.csv"));
+}
