@@ -747,17 +747,17 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub costs: CostArgs,
     /// Print one JSON object (`runs` and `invalid`) instead of a table.
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(long, conflicts_with = "csv", help_heading = "Output")]
     pub json: bool,
     /// Print CSV (one row per run, then the invalid combinations) instead of a table.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub csv: bool,
     /// Also write the Pareto chart (peak memory against time per iteration) as SVG; the name
     /// ends in .svg or has no extension (`-`: the chart alone on standard output).
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
     /// Colour theme of the chart: light or dark.
-    #[arg(long, value_name = "THEME", default_value = "light")]
+    #[arg(long, value_name = "THEME", default_value = "light", help_heading = "Output")]
     pub theme: String,
 }
 
