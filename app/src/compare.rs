@@ -9,7 +9,7 @@ use bubblescope::plan::{run_one, InvalidRun, ParetoPoint, RunSpec, Sweep, SweepS
 use bubblescope::{Family, FAMILIES};
 use leptos::prelude::*;
 
-use crate::state::{AppState, MAX_LIVE_PASSES};
+use crate::state::AppState;
 
 /// The URL key of the view (`view=all`), a view preference.
 pub const VIEW_KEY: &str = "view";
@@ -104,23 +104,13 @@ pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
         bytes: settings.model.given(),
     };
     let specs = spec.expand().map_err(|e| e.to_string())?;
-    let outcomes = specs.into_iter().map(|spec: RunSpec| match too_big_to_run_live(&spec) {
-        Some(error) => Err(InvalidRun { spec, error }),
-        None => run_one(spec),
+    let outcomes = specs.into_iter().map(|spec: RunSpec| {
+        match bubblescope::live::refuse_in_batch(spec.family, &spec.params, spec.passes()) {
+            Some(refusal) => Err(InvalidRun { spec, error: refusal.short() }),
+            None => run_one(spec),
+        }
     });
     Ok(AllRuns::of(&Sweep::collect(outcomes)))
-}
-
-/// Why `spec` is too big for the playground (too many passes, or a slow search past its live
-/// limit), if it is.
-fn too_big_to_run_live(spec: &RunSpec) -> Option<String> {
-    if spec.passes() > MAX_LIVE_PASSES {
-        return Some(format!("{} passes: more than the playground runs live", spec.passes()));
-    }
-    let search = spec.family.slow_search?;
-    let size = (search.size)(&spec.params)?;
-    (size > search.live_limit)
-        .then(|| format!("{} runs live up to {} = {}", search.what, search.unit, search.live_limit))
 }
 
 /// The view's data: the last runs computed (kept while newer ones compute) and whether newer

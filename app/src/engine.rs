@@ -4,15 +4,15 @@
 //! * **One wasm.** The worker runs the page's own module: the page hands it the compiled
 //!   `WebAssembly.Module` and the URL of its JS glue, the worker instantiates them, and
 //!   `main` sees no window and serves requests ([`serve`]) instead of mounting the app.
-//! * **One message per settings change.** A request is the settings as a permalink query
-//!   (`bubblescope::permalink`), so every settings key reaches the worker without a second
-//!   format. The worker answers with the [`crate::wire`] encoding in transferred buffers.
+//! * **One message per settings change.** A request is the settings, typed, in the
+//!   [`crate::wire`] encoding ([`wire::encode_settings`]): nothing is parsed a second time.
+//!   The worker answers in the same encoding, in transferred buffers.
 //! * **Only the latest result is applied.** Every settings change takes the next sequence
 //!   number; a result whose number is not the latest is dropped. While the worker is busy,
 //!   a newer request waits in a one-place queue (it replaces the waiting one, which is never
 //!   sent); when the running request is stale and has run for [`RESTART_AFTER_MS`], the
 //!   worker is replaced instead of waited for.
-//! * **Small schedules stay on the page** ([`runs_on_page`]): under [`PAGE_MAX_PASSES`]
+//! * **Small schedules stay on the page** ([`runs_on_page`]): under [`bubblescope::live::PAGE_MAX_PASSES`]
 //!   passes a worker round trip costs more than it saves (see the constant), so the slider
 //!   redraws as fast as before.
 //! * **The chart keeps the last result** while the worker computes; [`AppState::pending`]
@@ -28,7 +28,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bubblescope::family;
-use bubblescope::permalink::{self, Settings};
+use bubblescope::permalink::Settings;
 use js_sys::{Array, Float64Array, Object, Reflect, Uint32Array, Uint8Array};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
@@ -37,24 +37,9 @@ use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::compare::{compute_all, AllState};
 use crate::state::{
-    admit, compute, effective_params, next_id, now_ms, planned, AppState, Budget, Computed, LoadedFile, Outcome,
-    UiError,
+    compute, effective_params, next_id, now_ms, planned, AppState, Computed, LoadedFile, Outcome, Place, UiError,
 };
 use crate::wire::{self, Parts, Wire};
-
-/// The most passes (chosen, compared and baseline schedules together) computed on the page.
-///
-/// Measured in Chromium on the release build, warm, with the machine under a load of 10 to 13
-/// (`BENCH_ONLY='round trip' node tests/e2e/bench.mjs dist`): zb-h1 32 × 256 (40,960 passes)
-/// computes on the page in 5.1 ms, while the worker's round trip takes 107 ms (36 ms of it
-/// computing, 2.6 ms decoding on the page); at 81,920 passes 12.7 ms against 291 ms. Below
-/// this size a round trip only adds latency; the bound is kept well under a frame of page
-/// work (about 2.5 ms) so slower devices stay fluid too.
-pub const PAGE_MAX_PASSES: u64 = 20_000;
-
-/// A slow search runs on the page up to this fraction of its live limit (the size that takes
-/// about half a second, [`bubblescope::SlowSearch::live_limit`]): about one frame.
-const PAGE_SEARCH_SHARE: u64 = 32;
 
 /// How long the worker may take to start before the page computes on its own.
 pub const START_TIMEOUT_MS: i32 = 10_000;
@@ -63,27 +48,11 @@ pub const START_TIMEOUT_MS: i32 = 10_000;
 /// arrives, rather than waited for.
 pub const RESTART_AFTER_MS: f64 = 250.0;
 
-/// Whether the settings are cheap enough to compute on the page (always, with a file: its
-/// schedule is already here and simulating it is linear).
+/// Whether the settings are cheap enough to compute on the page ([`bubblescope::live::place`];
+/// always with a file: its schedule is already here and simulating it is linear).
 pub fn runs_on_page(settings: &Settings, file: bool) -> bool {
-    if file {
-        return true;
-    }
-    let mut passes = 0u64;
-    for name in planned(settings) {
-        let Some(fam) = family(name) else { continue };
-        let p = fam.own_params(&settings.params);
-        // A refused schedule costs nothing: its message comes at once.
-        let Ok(n) = admit(fam, &p, Budget::Background) else { continue };
-        let slow = fam
-            .slow_search
-            .is_some_and(|s| (s.size)(&p).is_some_and(|size| size.saturating_mul(PAGE_SEARCH_SHARE) > s.live_limit));
-        if slow {
-            return false;
-        }
-        passes = passes.saturating_add(n);
-    }
-    passes <= PAGE_MAX_PASSES
+    file || bubblescope::live::place(planned(settings).filter_map(family).map(|f| (f, f.own_params(&settings.params))))
+        == Place::Page
 }
 
 /// The worker's start-up script: it loads the page's glue with the page's compiled module; the
@@ -111,7 +80,6 @@ extern "C" {
 /// A request on its way to, or waiting for, the worker.
 struct Job {
     seq: u64,
-    query: String,
     settings: Settings,
     /// When the worker got it.
     sent: f64,
@@ -238,7 +206,7 @@ fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
                 Sink::All(_) => false,
             };
         if !on_page {
-            let job = Job { seq: c.latest, query: query_of(&c.state, settings), settings: settings.clone(), sent: 0.0 };
+            let job = Job { seq: c.latest, settings: settings.clone(), sent: 0.0 };
             let stale_and_long = c.in_flight.as_ref().is_some_and(|j| now_ms() - j.sent > RESTART_AFTER_MS);
             c.queued = Some(job);
             let (state, sink) = (c.state, c.sink);
@@ -264,7 +232,7 @@ fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
 fn compute_on_page(state: AppState, sink: Sink, settings: &Settings, file: Option<&LoadedFile>) {
     match sink {
         Sink::Outcome => {
-            let outcome = compute(settings, file, Budget::Page);
+            let outcome = compute(settings, file, Place::Page);
             report(&format!("page {:.1}", outcome.elapsed_ms));
             state.pending.set(None);
             state.outcome.set(outcome);
@@ -285,17 +253,6 @@ fn report(text: &str) {
     }
 }
 
-/// The query the worker reads the settings from: the whole permalink (so keys added to the
-/// settings travel without a change here).
-fn query_of(state: &AppState, settings: &Settings) -> String {
-    let mut link = state.link.get_untracked();
-    // The link is the source of the settings; they agree except within the same tick.
-    link.schedule.clone_from(&settings.schedule);
-    link.params = settings.params.clone();
-    link.compare.clone_from(&settings.compare);
-    permalink::to_query(&link)
-}
-
 /// Sends the queued request when the worker is ready and idle.
 fn send_next(client: &Shared) {
     let mut c = client.borrow_mut();
@@ -305,11 +262,12 @@ fn send_next(client: &Shared) {
     let Some(mut job) = c.queued.take() else { return };
     let Some(worker) = c.worker.clone() else { return };
     let kind = JsValue::from_str(c.sink.kind());
-    let msg = Array::of3(&JsValue::from_f64(job.seq as f64), &JsValue::from_str(&job.query), &kind);
+    let (msg, transfer) = message(&JsValue::from_f64(job.seq as f64), &wire::encode_settings(&job.settings));
+    msg.push(&kind);
     job.sent = now_ms();
     c.in_flight = Some(job);
     drop(c);
-    if let Err(e) = worker.post_message(&msg) {
+    if let Err(e) = worker.post_message_with_transfer(&msg, &transfer) {
         fail(client, &format!("it refused a message ({})", describe(&e)));
     }
 }
@@ -495,7 +453,17 @@ fn describe(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-/// The buffers of a worker's message: `[seq, numbers, words, text]`.
+/// A message of `wire`'s three buffers after `seq` (`[seq, numbers, words, text]`), and the
+/// buffers to transfer with it.
+fn message(seq: &JsValue, w: &Wire) -> (Array, Array) {
+    let numbers = Float64Array::from(w.numbers.as_slice());
+    let words = Uint32Array::from(w.words.as_slice());
+    let text = Uint8Array::from(w.text.as_slice());
+    let transfer = Array::of3(&numbers.buffer(), &words.buffer(), &text.buffer());
+    (Array::of4(seq, &numbers, &words, &text), transfer)
+}
+
+/// The buffers of a message: `[seq, numbers, words, text, …]`.
 fn read_wire(parts: &Array) -> Result<Wire, String> {
     let numbers = parts.get(1).dyn_into::<Float64Array>().map_err(|_| "no numbers".to_string())?;
     let words = parts.get(2).dyn_into::<Uint32Array>().map_err(|_| "no words".to_string())?;
@@ -519,7 +487,7 @@ fn outcome_of(parts: Parts, settings: &Settings) -> Outcome {
 fn failed_outcome(settings: &Settings, message: &str) -> Outcome {
     let mut o = Outcome::waiting(settings);
     o.id = next_id();
-    o.main = Computed { result: Err(UiError { field: None, message: message.to_string() }), ..o.main };
+    o.main = Computed::failed(o.main.name, o.main.label, UiError { field: None, message: message.to_string() });
     o
 }
 
@@ -531,25 +499,33 @@ pub fn serve() {
     let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data: Array = ev.data().unchecked_into();
         let seq = data.get(0);
-        let query = data.get(1).as_string().unwrap_or_default();
-        let (link, _) = permalink::parse(&query);
-        let w = if data.get(2).as_string().as_deref() == Some(ALL) {
-            wire::encode_all(&compute_all(&link.settings()))
+        let settings = read_wire(&data)
+            .and_then(|w| wire::decode_settings(&w).map_err(|e| e.to_string()))
+            .map_err(|e| format!("the worker could not read the settings: {e}"));
+        // A damaged request cannot come from the page's own module; it is answered all the same.
+        let w = if data.get(4).as_string().as_deref() == Some(ALL) {
+            wire::encode_all(&settings.and_then(|s| compute_all(&s)))
         } else {
-            let outcome = compute(&link.settings(), None, Budget::Background);
-            let parts = Parts {
-                main: outcome.main,
-                compare: outcome.compare,
-                baseline: outcome.baseline,
-                elapsed_ms: outcome.elapsed_ms,
+            let parts = match settings {
+                Ok(settings) => {
+                    let outcome = compute(&settings, None, Place::Worker);
+                    Parts {
+                        main: outcome.main,
+                        compare: outcome.compare,
+                        baseline: outcome.baseline,
+                        elapsed_ms: outcome.elapsed_ms,
+                    }
+                }
+                Err(message) => Parts {
+                    main: Computed::failed(String::new(), String::new(), UiError { field: None, message }),
+                    compare: Vec::new(),
+                    baseline: None,
+                    elapsed_ms: 0.0,
+                },
             };
             wire::encode(&parts)
         };
-        let numbers = Float64Array::from(w.numbers.as_slice());
-        let words = Uint32Array::from(w.words.as_slice());
-        let text = Uint8Array::from(w.text.as_slice());
-        let transfer = Array::of3(&numbers.buffer(), &words.buffer(), &text.buffer());
-        let msg = Array::of4(&seq, &numbers, &words, &text);
+        let (msg, transfer) = message(&seq, &w);
         let _ = reply_to.post_message_with_transfer(&msg, &transfer);
     });
     scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));

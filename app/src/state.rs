@@ -5,24 +5,18 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use bubblescope::bounds::Standing;
+use bubblescope::gaps::Causes;
 use bubblescope::measured::MeasuredRun;
 use bubblescope::permalink::{Permalink, Settings};
 use bubblescope::sim::PerOpTimes;
 use bubblescope::units::Units;
 use bubblescope::{
-    family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Field, Schedule, ScheduleParams, BASELINE,
+    family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Family, Field, Schedule, ScheduleParams, BASELINE,
 };
 use leptos::prelude::*;
 
-/// The most passes the app simulates and draws live; larger settings get a message instead
-/// of a frozen tab.
-pub const MAX_LIVE_PASSES: u64 = 1_500_000;
-
-/// The most devices the app draws live (the slider's range; the engine's own bound is
-/// [`bubblescope::params::MAX_DEVICES`]).
-pub const MAX_LIVE_DEVICES: u32 = 64;
-/// The most microbatches the app draws live (the slider's range).
-pub const MAX_LIVE_MICROBATCHES: u32 = 512;
+pub use bubblescope::live::{Place, MAX_LIVE_DEVICES, MAX_LIVE_MICROBATCHES, MAX_LIVE_PASSES};
 
 /// An error shown in the page, next to the control that causes it.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,6 +46,58 @@ pub struct Computed {
     pub label: String,
     /// The analysis, or why there is none.
     pub result: Result<Arc<Analysis>, UiError>,
+    /// What is shown beside the analysis, computed with it (`None` without one).
+    pub extras: Option<Arc<Extras>>,
+}
+
+impl Computed {
+    /// A schedule that could not be computed, and why.
+    pub fn failed(name: String, label: String, error: UiError) -> Computed {
+        Computed { name, label, result: Err(error), extras: None }
+    }
+
+    /// The analysis of `family` (if any) at `params`, with its extras: the gap causes, and for
+    /// the chosen schedule (`chosen`) the memory part and the lower bound.
+    fn analyzed(
+        name: String,
+        label: String,
+        family: Option<&Family>,
+        params: &ScheduleParams,
+        analysis: Analysis,
+        chosen: bool,
+    ) -> Computed {
+        let extras = Extras::of(family, params, &analysis, chosen);
+        Computed { name, label, result: Ok(Arc::new(analysis)), extras: Some(Arc::new(extras)) }
+    }
+}
+
+/// What the page shows beside a schedule, derived from its analysis in the same computation
+/// (in the worker when the schedule is computed there): the chart's gap shading and the
+/// attribution bar never compute on the page after a result.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Extras {
+    /// Every idle gap with its cause, and the bubble split (`None` if a re-simulation failed,
+    /// which it cannot when the analysis ran).
+    pub causes: Option<Arc<Causes>>,
+    /// The memory part (a memory-aware family against itself without a limit), for the chosen
+    /// schedule.
+    pub memory: Option<f64>,
+    /// The lower bound of the chosen schedule's problem, and how the schedule stands against it.
+    pub bound: Option<(f64, Standing)>,
+}
+
+impl Extras {
+    /// The extras of `analysis`, a run of `family` (if any) at `params`; the memory part and the
+    /// bound only when `chosen`.
+    pub fn of(family: Option<&Family>, params: &ScheduleParams, analysis: &Analysis, chosen: bool) -> Extras {
+        let causes = bubblescope::gaps::causes(analysis, &params.costs).ok().map(Arc::new);
+        if !chosen {
+            return Extras { causes, memory: None, bound: None };
+        }
+        let memory = bubblescope::findings::memory_part(family, params, analysis.stats.cost);
+        let bound = bubblescope::findings::bound(family, params, analysis);
+        Extras { causes, memory, bound: Some((bound.lower.value, bound.standing)) }
+    }
 }
 
 /// What the settings compute to.
@@ -83,11 +129,11 @@ impl Outcome {
     pub fn waiting(settings: &Settings) -> Outcome {
         let label = family(&settings.schedule)
             .map_or_else(|| settings.schedule.clone(), |f| f.label(&f.own_params(&settings.params), settings.units()));
-        let main = Computed {
-            name: settings.schedule.clone(),
+        let main = Computed::failed(
+            settings.schedule.clone(),
             label,
-            result: Err(UiError { field: None, message: "computing".to_string() }),
-        };
+            UiError { field: None, message: "computing".to_string() },
+        );
         Outcome {
             id: 0,
             main,
@@ -228,97 +274,36 @@ pub fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-/// What a computation may cost: it decides whether slow searches run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Budget {
-    /// On the page's thread: a slow search beyond its live limit is refused (it would freeze
-    /// the tab).
-    Page,
-    /// In the background worker: every family runs up to the pass cap, slow searches too.
-    Background,
-}
-
-/// Refuses searches too slow to run live: the family's [`bubblescope::SlowSearch`] beyond its
-/// live limit.
-fn slow_search(family: &bubblescope::Family, params: &ScheduleParams) -> Option<UiError> {
-    let search = family.slow_search?;
-    let size = (search.size)(params)?;
-    if size <= search.live_limit {
-        return None;
-    }
-    let message = format!(
-        "{} runs live up to {} = {}, found {} × {} = {size}\n  hint: {}, or the CLI: bubblescope simulate -s {} -p {} -m {}",
-        search.what,
-        search.unit,
-        search.live_limit,
-        params.devices,
-        params.microbatches,
-        search.hint,
-        family.name,
-        params.devices,
-        params.microbatches
-    );
-    Some(UiError { field: Some(Field::Microbatches), message })
-}
-
-/// Generates, validates and simulates family `name` under `params`, within `budget`.
-pub fn compute_one(name: &str, params: &ScheduleParams, budget: Budget, units: Units) -> Computed {
+/// Generates, validates and simulates family `name` under `params`, within `budget`, with its
+/// extras (the memory part and the bound too when it is the `chosen` schedule).
+pub fn compute_one(name: &str, params: &ScheduleParams, budget: Place, units: Units, chosen: bool) -> Computed {
     let Some(fam) = family(name) else {
         let e = bubblescope::registry::unknown_family(name);
-        return Computed {
-            name: name.to_string(),
-            label: name.to_string(),
-            result: Err(UiError { field: Some(Field::Schedule), message: e.to_string() }),
-        };
+        let error = UiError { field: Some(Field::Schedule), message: e.to_string() };
+        return Computed::failed(name.to_string(), name.to_string(), error);
     };
     let p = fam.own_params(params);
     let label = fam.label(&p, units);
     if let Err(error) = admit(fam, &p, budget) {
-        return Computed { name: name.to_string(), label, result: Err(error) };
+        return Computed::failed(name.to_string(), label, error);
     }
-    let result = bubblescope::run(name, &p).map(Arc::new).map_err(UiError::from_analyze);
-    Computed { name: name.to_string(), label, result }
+    match bubblescope::run(name, &p) {
+        Ok(a) => Computed::analyzed(name.to_string(), label, Some(fam), &p, a, chosen),
+        Err(e) => Computed::failed(name.to_string(), label, UiError::from_analyze(e)),
+    }
 }
 
 /// The passes `fam` generates under its own parameters `p`, or why the playground refuses to
-/// compute it live (sizes beyond the sliders, the pass cap, and on the page a slow search
-/// beyond its live limit). Decides before any work is done.
-pub fn admit(fam: &bubblescope::Family, p: &ScheduleParams, budget: Budget) -> Result<u64, UiError> {
-    if p.devices > MAX_LIVE_DEVICES || p.microbatches > MAX_LIVE_MICROBATCHES {
-        let (field, message) = if p.devices > MAX_LIVE_DEVICES {
-            (
-                Field::Devices,
-                format!(
-                    "the playground draws up to {MAX_LIVE_DEVICES} devices, found {}\n  hint: use the CLI for bigger runs",
-                    p.devices
-                ),
-            )
-        } else {
-            (Field::Microbatches, format!("the playground draws up to {MAX_LIVE_MICROBATCHES} microbatches, found {}\n  hint: use the CLI for bigger runs", p.microbatches))
-        };
-        return Err(UiError { field: Some(field), message });
-    }
-    let passes = fam.pass_count(p);
-    if passes > MAX_LIVE_PASSES {
-        let message = format!(
-            "this would be {passes} passes, more than the {MAX_LIVE_PASSES} the playground draws live\n  hint: use fewer devices, microbatches, chunks or sequence splits, or the CLI"
-        );
-        return Err(UiError { field: Some(Field::Microbatches), message });
-    }
-    if budget == Budget::Page {
-        if let Some(error) = slow_search(fam, p) {
-            return Err(error);
-        }
-    }
-    Ok(passes)
+/// compute it live at `budget` ([`bubblescope::live::admit`]). Decides before any work is done.
+fn admit(fam: &bubblescope::Family, p: &ScheduleParams, budget: Place) -> Result<u64, UiError> {
+    bubblescope::live::admit(fam, p, budget).map_err(|r| UiError { field: Some(r.field()), message: r.message(fam, p) })
 }
 
 /// Simulates an opened file under the settings' costs.
 fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, ScheduleParams) {
     let Some(schedule) = &file.schedule else {
         let message = file.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
-        let computed =
-            Computed { name: "file".into(), label: file.name.clone(), result: Err(UiError { field: None, message }) };
+        let computed = Computed::failed("file".into(), file.name.clone(), UiError { field: None, message });
         return (computed, params.clone());
     };
     let costs = file.measured_costs().unwrap_or_else(|| params.costs.clone());
@@ -329,21 +314,30 @@ fn compute_file(file: &LoadedFile, params: &ScheduleParams) -> (Computed, Schedu
         params.mem_limit,
         file.times.as_ref(),
     );
-    let result = run.analysis.map(Arc::new).map_err(UiError::from_analyze);
     let label = file.measured.as_ref().map_or(run.label, |m| m.label());
     let mut run_params = run.params;
     if file.times.is_some() {
         run_params.units = bubblescope::units::Units::Measured;
     }
-    (Computed { name: "file".into(), label, result }, run_params)
+    let computed = match run.analysis {
+        Ok(a) => Computed::analyzed("file".into(), label, None, &run_params, a, true),
+        Err(e) => Computed::failed("file".into(), label, UiError::from_analyze(e)),
+    };
+    (computed, run_params)
 }
 
-/// A measured run's orders at the costs fitted from it: the plan's prediction, drawn below
-/// the run.
-fn compute_predicted(file: &LoadedFile) -> Option<Computed> {
+/// A measured run's orders at the costs fitted from it (`params` the run's, their costs
+/// replaced): the plan's prediction, drawn below the run.
+fn compute_predicted(file: &LoadedFile, params: &ScheduleParams) -> Option<Computed> {
     let (schedule, costs) = (file.schedule.as_ref()?, file.measured_costs()?);
-    let result = bubblescope::analyze((**schedule).clone(), &costs).map(Arc::new).map_err(UiError::from_analyze);
-    Some(Computed { name: PREDICTED.into(), label: "predicted: the same orders at the fitted costs".into(), result })
+    let label = "predicted: the same orders at the fitted costs".to_string();
+    Some(match bubblescope::analyze((**schedule).clone(), &costs) {
+        Ok(a) => {
+            let p = ScheduleParams { costs, ..params.clone() };
+            Computed::analyzed(PREDICTED.into(), label, None, &p, a, false)
+        }
+        Err(e) => Computed::failed(PREDICTED.into(), label, UiError::from_analyze(e)),
+    })
 }
 
 /// The name of the predicted replay in an outcome's compared schedules.
@@ -365,7 +359,7 @@ pub fn effective_params(settings: &Settings) -> ScheduleParams {
 
 /// Computes everything the settings ask for: an opened file or the chosen family, the
 /// compared families and the baseline (1F1B), all at the same settings, within `budget`.
-pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Budget) -> Outcome {
+pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Place) -> Outcome {
     let start = now_ms();
     // Costs from the model, when one is given; its errors stop every schedule.
     let effective = match settings.effective_params() {
@@ -376,30 +370,37 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Budget) -
     let (main, params, compare, baseline) = match file {
         Some(file) => {
             let (main, params) = compute_file(file, &settings.params);
-            let compare = compute_predicted(file)
+            let compare = compute_predicted(file, &params)
                 .into_iter()
-                .chain(settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units())))
+                .chain(settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units(), false)))
                 .collect();
-            let baseline = compute_one(BASELINE.name, &params, budget, settings.units()).result.ok();
+            let baseline = baseline_of(&params, budget);
             (main, params, compare, baseline)
         }
         None => {
-            let main = compute_one(&settings.schedule, &settings.params, budget, settings.units());
+            let main = compute_one(&settings.schedule, &settings.params, budget, settings.units(), true);
             let compare = settings
                 .compare
                 .iter()
                 .filter(|n| **n != settings.schedule)
-                .map(|n| compute_one(n, &settings.params, budget, settings.units()))
+                .map(|n| compute_one(n, &settings.params, budget, settings.units(), false))
                 .collect();
             let baseline = if settings.schedule == BASELINE.name {
                 main.result.as_ref().ok().cloned()
             } else {
-                compute_one(BASELINE.name, &settings.params, budget, settings.units()).result.ok()
+                baseline_of(&settings.params, budget)
             };
             (main, effective_params(settings), compare, baseline)
         }
     };
     Outcome { id: next_id(), main, compare, baseline, params, elapsed_ms: now_ms() - start }
+}
+
+/// 1F1B at `params`, for the speedup (no extras: it is not drawn).
+fn baseline_of(params: &ScheduleParams, budget: Place) -> Option<Arc<Analysis>> {
+    let p = BASELINE.own_params(params);
+    admit(BASELINE, &p, budget).ok()?;
+    bubblescope::run(BASELINE.name, &p).ok().map(Arc::new)
 }
 
 /// The outcome when the model the costs come from is wrong: the error at the model setting.
@@ -408,7 +409,7 @@ fn model_error(settings: &Settings, e: bubblescope::ParamError, start: f64) -> O
     let label = family(&settings.schedule).map_or_else(|| settings.schedule.clone(), |f| f.title.to_string());
     Outcome {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        main: Computed { name: settings.schedule.clone(), label, result: Err(error) },
+        main: Computed::failed(settings.schedule.clone(), label, error),
         compare: Vec::new(),
         baseline: None,
         params: settings.params.clone(),
@@ -513,10 +514,8 @@ impl AppState {
     pub fn units(&self) -> bubblescope::units::Units {
         if self.file.with(|f| f.as_ref().is_some_and(|f| f.times.is_some())) {
             bubblescope::units::Units::Measured
-        } else if self.link.with(|l| l.model.given()) {
-            bubblescope::units::Units::Model
         } else {
-            bubblescope::units::Units::Cost
+            self.link.with(|l| l.model.units())
         }
     }
 
@@ -524,10 +523,8 @@ impl AppState {
     pub fn units_untracked(&self) -> bubblescope::units::Units {
         if self.file.with_untracked(|f| f.as_ref().is_some_and(|f| f.times.is_some())) {
             bubblescope::units::Units::Measured
-        } else if self.link.with_untracked(|l| l.model.given()) {
-            bubblescope::units::Units::Model
         } else {
-            bubblescope::units::Units::Cost
+            self.link.with_untracked(|l| l.model.units())
         }
     }
 

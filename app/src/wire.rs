@@ -12,13 +12,19 @@
 
 use std::sync::Arc;
 
+use bubblescope::attribution::{Attribution, Parts as AttributionParts};
+use bubblescope::bounds::Standing;
+use bubblescope::gaps::{Causes, Gap, Waited};
+use bubblescope::model::ModelSpec;
+use bubblescope::permalink::Settings;
 use bubblescope::sim::{DeviceTimeline, MemPoint, OpRef, TimedOp};
 use bubblescope::{
-    Analysis, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule, Stats, Timeline,
+    Analysis, CostProfile, Costs, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule,
+    ScheduleParams, Stats, Timeline, Units,
 };
 
 use crate::compare::{AllRefused, AllRun, AllRuns};
-use crate::state::{Computed, UiError};
+use crate::state::{Computed, Extras, UiError};
 
 /// What the worker computed for one settings change (the page adds the id and parameters).
 #[derive(Clone, Debug)]
@@ -167,7 +173,155 @@ pub fn decode_all(wire: &Wire) -> Result<Result<AllRuns, String>, WireError> {
     Ok(Ok(all))
 }
 
+/// Encodes the settings a request computes: the family, its parameters (sizes, options, costs
+/// with their per-piece profile, memory limit, units), the compared families and the model.
+pub fn encode_settings(settings: &Settings) -> Wire {
+    let mut w = Wire::default();
+    w.text(&settings.schedule);
+    let p = &settings.params;
+    w.words.extend([p.devices, p.microbatches]);
+    for v in [p.chunks, p.group, p.waves, p.seq_splits] {
+        w.opt_word(v);
+    }
+    w.costs(&p.costs);
+    w.opt_number(p.mem_limit);
+    w.words.push(UNITS.iter().position(|u| *u == p.units).unwrap_or(0) as u32);
+    w.words.push(settings.compare.len() as u32);
+    for name in &settings.compare {
+        w.text(name);
+    }
+    let m = &settings.model;
+    w.opt_text(m.preset.as_deref());
+    for v in [m.layers, m.hidden, m.heads, m.kv_heads, m.seq, m.micro_batch, m.vocab, m.ffn] {
+        w.opt_word(v);
+    }
+    for v in [m.tflops, m.bandwidth, m.latency] {
+        w.opt_number(v);
+    }
+    w.opt_text(m.layout.as_deref());
+    w.opt_word(m.flash_attention.map(u32::from));
+    w.opt_word(m.tp);
+    w.opt_text(m.gpu.as_deref());
+    w.opt_word(m.gpus_per_node);
+    w.opt_number(m.gemm_efficiency);
+    w.opt_number(m.memory_efficiency);
+    w
+}
+
+/// Reads what [`encode_settings`] wrote.
+///
+/// # Errors
+/// A [`WireError`] when a buffer ends early or has data left over, a tag is unknown or the
+/// text is not UTF-8.
+pub fn decode_settings(wire: &Wire) -> Result<Settings, WireError> {
+    let mut r = Reader { wire, numbers: 0, words: 0, text: 0 };
+    let schedule = r.text()?;
+    let (devices, microbatches) = (r.word()?, r.word()?);
+    let [chunks, group, waves, seq_splits] = [r.opt_word()?, r.opt_word()?, r.opt_word()?, r.opt_word()?];
+    let costs = r.costs()?;
+    let mem_limit = r.opt_number()?;
+    let units = r.word()? as usize;
+    let units = *UNITS.get(units).ok_or_else(|| WireError(format!("unknown units {units}")))?;
+    let params = ScheduleParams { devices, microbatches, chunks, group, waves, seq_splits, costs, mem_limit, units };
+    let compare = (0..r.count(1)?).map(|_| r.text()).collect::<Result<Vec<_>, _>>()?;
+    let preset = r.opt_text()?;
+    let [layers, hidden, heads, kv_heads, seq, micro_batch, vocab, ffn] = [
+        r.opt_word()?,
+        r.opt_word()?,
+        r.opt_word()?,
+        r.opt_word()?,
+        r.opt_word()?,
+        r.opt_word()?,
+        r.opt_word()?,
+        r.opt_word()?,
+    ];
+    let [tflops, bandwidth, latency] = [r.opt_number()?, r.opt_number()?, r.opt_number()?];
+    let layout = r.opt_text()?;
+    let flash_attention = r.opt_word()?.map(|v| v != 0);
+    let tp = r.opt_word()?;
+    let gpu = r.opt_text()?;
+    let gpus_per_node = r.opt_word()?;
+    let [gemm_efficiency, memory_efficiency] = [r.opt_number()?, r.opt_number()?];
+    let model = ModelSpec {
+        preset,
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        seq,
+        micro_batch,
+        vocab,
+        ffn,
+        tflops,
+        bandwidth,
+        latency,
+        layout,
+        flash_attention,
+        tp,
+        gpu,
+        gpus_per_node,
+        gemm_efficiency,
+        memory_efficiency,
+    };
+    r.finished()?;
+    Ok(Settings { schedule, params, compare, model })
+}
+
+/// Units travel as their index here.
+const UNITS: [Units; 3] = [Units::Cost, Units::Model, Units::Measured];
+
 impl Wire {
+    fn opt_word(&mut self, v: Option<u32>) {
+        match v {
+            Some(v) => self.words.extend([1, v]),
+            None => self.words.push(0),
+        }
+    }
+
+    fn opt_number(&mut self, v: Option<f64>) {
+        match v {
+            Some(v) => {
+                self.words.push(1);
+                self.numbers.push(v);
+            }
+            None => self.words.push(0),
+        }
+    }
+
+    fn opt_text(&mut self, v: Option<&str>) {
+        match v {
+            Some(v) => {
+                self.words.push(1);
+                self.text(v);
+            }
+            None => self.words.push(0),
+        }
+    }
+
+    fn costs(&mut self, c: &Costs) {
+        self.numbers.extend([c.f, c.b, c.w, c.comm, c.mem_f]);
+        self.opt_number(c.overlap);
+        self.opt_number(c.mem_w);
+        match &c.profile {
+            Some(p) => {
+                self.words.push(1);
+                self.profile(p);
+            }
+            None => self.words.push(0),
+        }
+    }
+
+    fn profile(&mut self, p: &CostProfile) {
+        for list in [&p.f, &p.b, &p.w, &p.mem_f, &p.mem_w] {
+            self.words.push(list.len() as u32);
+            self.numbers.extend_from_slice(list);
+        }
+        self.words.push(p.finer.len() as u32);
+        for f in &p.finer {
+            self.profile(f);
+        }
+    }
+
     fn text(&mut self, s: &str) {
         self.words.push(s.len() as u32);
         self.text.extend_from_slice(s.as_bytes());
@@ -180,11 +334,82 @@ impl Wire {
             Ok(a) => {
                 self.words.push(0);
                 self.analysis(a);
+                self.extras(c.extras.as_deref());
             }
             Err(e) => {
                 let field = e.field.and_then(|f| Field::ALL.iter().position(|g| *g == f)).map_or(0, |i| i as u32 + 1);
                 self.words.extend([1, field]);
                 self.text(&e.message);
+            }
+        }
+    }
+
+    fn parts(&mut self, p: &AttributionParts) {
+        self.numbers.extend([p.communication, p.imbalance, p.schedule]);
+    }
+
+    fn extras(&mut self, e: Option<&Extras>) {
+        let Some(e) = e else {
+            self.words.push(0);
+            return;
+        };
+        self.words.push(1);
+        match &e.causes {
+            Some(c) => {
+                self.words.push(1);
+                self.causes(c);
+            }
+            None => self.words.push(0),
+        }
+        self.opt_number(e.memory);
+        match e.bound {
+            None => self.words.push(0),
+            Some((value, standing)) => {
+                self.numbers.push(value);
+                match standing {
+                    Standing::Meets => self.words.push(1),
+                    Standing::Within(excess) => {
+                        self.words.push(2);
+                        self.numbers.push(excess);
+                    }
+                    Standing::OverLimit { peak, limit } => {
+                        self.words.push(3);
+                        self.numbers.extend([peak, limit]);
+                    }
+                    Standing::NoneFits { least, limit } => {
+                        self.words.push(4);
+                        self.numbers.extend([least, limit]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A schedule's gap causes: the attribution, then per device its gaps (each with the op
+    /// it precedes and what that op waited for, or none: the tail).
+    fn causes(&mut self, c: &Causes) {
+        let a = &c.attribution;
+        self.parts(&a.overall);
+        self.words.push(a.per_device.len() as u32);
+        for p in &a.per_device {
+            self.parts(p);
+        }
+        self.words.extend([c.clamped as u32, c.devices.len() as u32]);
+        for gaps in &c.devices {
+            self.words.push(gaps.len() as u32);
+            for g in gaps {
+                self.numbers.extend([g.start, g.end, g.overhead]);
+                self.parts(&g.parts);
+                match (g.before, g.waited) {
+                    (None, _) => self.words.push(0),
+                    (Some(before), None) => self.words.extend([1, before]),
+                    (Some(before), Some(w)) => {
+                        self.words.extend([2, before, w.op.device, w.op.position]);
+                        self.pass(w.pass, false);
+                        self.pass(w.by, false);
+                        self.numbers.push(w.communication);
+                    }
+                }
             }
         }
     }
@@ -271,6 +496,53 @@ fn short(what: &str) -> WireError {
 }
 
 impl Reader<'_> {
+    fn flag(&mut self) -> Result<bool, WireError> {
+        match self.word()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            t => Err(WireError(format!("unknown option tag {t}, expected 0 or 1"))),
+        }
+    }
+
+    fn opt_word(&mut self) -> Result<Option<u32>, WireError> {
+        Ok(if self.flag()? { Some(self.word()?) } else { None })
+    }
+
+    fn opt_number(&mut self) -> Result<Option<f64>, WireError> {
+        Ok(if self.flag()? { Some(self.number()?) } else { None })
+    }
+
+    fn opt_text(&mut self) -> Result<Option<String>, WireError> {
+        Ok(if self.flag()? { Some(self.text()?) } else { None })
+    }
+
+    fn costs(&mut self) -> Result<Costs, WireError> {
+        let [f, b, w, comm, mem_f] = self.numbers()?;
+        let overlap = self.opt_number()?;
+        let mem_w = self.opt_number()?;
+        let profile = if self.flag()? { Some(Arc::new(self.profile(0)?)) } else { None };
+        Ok(Costs { f, b, w, comm, overlap, mem_f, mem_w, profile })
+    }
+
+    /// A cost profile, `depth` levels of finer cuts down (a damaged message cannot recurse
+    /// without end: finer cuts have no finer cuts of their own).
+    fn profile(&mut self, depth: u32) -> Result<CostProfile, WireError> {
+        let mut lists: [Vec<f64>; 5] = Default::default();
+        for list in &mut lists {
+            let n = self.word()? as usize;
+            let slice = self.wire.numbers.get(self.numbers..).unwrap_or_default();
+            *list = slice.get(..n).ok_or_else(|| short("numbers"))?.to_vec();
+            self.numbers += n;
+        }
+        let finer = self.count(6)?;
+        if finer > 0 && depth > 0 {
+            return Err(WireError("a finer cut of a cost profile has finer cuts of its own".into()));
+        }
+        let finer = (0..finer).map(|_| self.profile(depth + 1).map(Arc::new)).collect::<Result<Vec<_>, _>>()?;
+        let [f, b, w, mem_f, mem_w] = lists;
+        Ok(CostProfile { f, b, w, mem_f, mem_w, finer })
+    }
+
     /// Checks that every buffer was read to its end.
     fn finished(&self) -> Result<(), WireError> {
         let wire = self.wire;
@@ -329,8 +601,13 @@ impl Reader<'_> {
     fn computed(&mut self) -> Result<Computed, WireError> {
         let name = self.text()?;
         let label = self.text()?;
+        let mut extras = None;
         let result = match self.word()? {
-            0 => Ok(Arc::new(self.analysis()?)),
+            0 => {
+                let analysis = self.analysis()?;
+                extras = self.extras(&analysis)?.map(Arc::new);
+                Ok(Arc::new(analysis))
+            }
             1 => {
                 let field =
                     match self.word()? {
@@ -343,7 +620,92 @@ impl Reader<'_> {
             }
             t => return Err(WireError(format!("unknown result tag {t}, expected 0 or 1"))),
         };
-        Ok(Computed { name, label, result })
+        Ok(Computed { name, label, result, extras })
+    }
+
+    fn parts(&mut self) -> Result<AttributionParts, WireError> {
+        let [communication, imbalance, schedule] = self.numbers()?;
+        Ok(AttributionParts { communication, imbalance, schedule })
+    }
+
+    /// The extras of `analysis` (its devices bound the gaps' devices).
+    fn extras(&mut self, analysis: &Analysis) -> Result<Option<Extras>, WireError> {
+        if !self.flag()? {
+            return Ok(None);
+        }
+        let causes = if self.flag()? { Some(Arc::new(self.causes(analysis)?)) } else { None };
+        let memory = self.opt_number()?;
+        let bound = match self.word()? {
+            0 => None,
+            tag => {
+                let value = self.number()?;
+                let standing = match tag {
+                    1 => Standing::Meets,
+                    2 => Standing::Within(self.number()?),
+                    3 => {
+                        let [peak, limit] = self.numbers()?;
+                        Standing::OverLimit { peak, limit }
+                    }
+                    4 => {
+                        let [least, limit] = self.numbers()?;
+                        Standing::NoneFits { least, limit }
+                    }
+                    t => return Err(WireError(format!("unknown standing tag {t}, expected 0 to 4"))),
+                };
+                Some((value, standing))
+            }
+        };
+        Ok(Some(Extras { causes, memory, bound }))
+    }
+
+    fn causes(&mut self, analysis: &Analysis) -> Result<Causes, WireError> {
+        let overall = self.parts()?;
+        let n = self.word()? as usize;
+        if n != analysis.stats.per_device.len() {
+            return Err(WireError(format!(
+                "the attribution splits {n} devices, the schedule has {}",
+                analysis.stats.per_device.len()
+            )));
+        }
+        let per_device = (0..n).map(|_| self.parts()).collect::<Result<Vec<_>, _>>()?;
+        let attribution = Attribution { overall, per_device };
+        let clamped = self.word()? as usize;
+        let n = self.count(1)?;
+        if n != analysis.timeline.devices.len() {
+            return Err(WireError(format!(
+                "the causes list {n} devices, the schedule has {}",
+                analysis.timeline.devices.len()
+            )));
+        }
+        let mut devices = Vec::with_capacity(n);
+        for d in 0..n {
+            let count = self.count(1)?;
+            let ops = &analysis.timeline.devices[d].ops;
+            let mut gaps = Vec::with_capacity(count);
+            for _ in 0..count {
+                let [start, end, overhead] = self.numbers()?;
+                let parts = self.parts()?;
+                let (before, waited) = match self.word()? {
+                    0 => (None, None),
+                    1 => (Some(self.word()?), None),
+                    2 => {
+                        let [before, device, position] = [self.word()?, self.word()?, self.word()?];
+                        let (pass, _) = self.pass()?;
+                        let (by, _) = self.pass()?;
+                        let communication = self.number()?;
+                        let op = OpRef { device, position };
+                        (Some(before), Some(Waited { op, pass, by, communication }))
+                    }
+                    t => return Err(WireError(format!("unknown gap tag {t}, expected 0, 1 or 2"))),
+                };
+                if before.is_some_and(|b| b as usize >= ops.len()) {
+                    return Err(WireError(format!("a gap on device {d} precedes an op it does not have")));
+                }
+                gaps.push(Gap { device: d as u32, start, end, before, waited, parts, overhead });
+            }
+            devices.push(gaps);
+        }
+        Ok(Causes { attribution, devices, clamped })
     }
 
     fn analysis(&mut self) -> Result<Analysis, WireError> {
@@ -469,7 +831,7 @@ mod tests {
     use bubblescope::{ScheduleParams, FAMILIES};
 
     fn computed(name: &str, params: &ScheduleParams) -> Computed {
-        crate::state::compute_one(name, params, crate::state::Budget::Background, bubblescope::units::Units::Cost)
+        crate::state::compute_one(name, params, crate::state::Place::Worker, bubblescope::units::Units::Cost, true)
     }
 
     fn same(a: &Computed, b: &Computed) {
@@ -483,6 +845,68 @@ mod tests {
             (Err(x), Err(y)) => assert_eq!(x, y),
             _ => panic!("{}: one side failed", a.name),
         }
+        assert_eq!(a.extras, b.extras, "{}", a.name);
+    }
+
+    #[test]
+    fn extras_travel_with_their_schedule() {
+        // Communication and unequal stages: every part of the split, gaps that waited for a
+        // hop, a memory part (zb-v under a limit) and a bound.
+        let (link, warnings) =
+            bubblescope::permalink::parse("schedule=zb-v&devices=4&microbatches=8&f=1,1,2,1&comm=0.5&mem-limit=4.5");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let main = computed("zb-v", &link.params);
+        let extras = main.extras.clone().unwrap();
+        let causes = extras.causes.clone().unwrap();
+        assert!(causes.gaps().any(|g| g.waited.is_some_and(|w| w.communication > 0.0)));
+        assert!(extras.memory.is_some() && extras.bound.is_some());
+        let compared = crate::state::compute_one("1f1b", &link.params, crate::state::Place::Worker, Units::Cost, false);
+        let c = compared.extras.clone().unwrap();
+        assert!(
+            c.causes.is_some() && c.memory.is_none() && c.bound.is_none(),
+            "compared schedules carry their causes only"
+        );
+        let parts = Parts { main, compare: vec![compared], baseline: None, elapsed_ms: 1.0 };
+        let wire = encode(&parts);
+        let back = decode(&wire).unwrap();
+        same(&back.main, &parts.main);
+        same(&back.compare[0], &parts.compare[0]);
+        damage_is_an_error(&wire, wire.words.len() / 40 + 1, decode);
+    }
+
+    #[test]
+    fn settings_travel_typed() {
+        let query = "schedule=zb-v&devices=6&microbatches=12&chunks=2&group=3&waves=2&seq-splits=2&f=1,2,3,4,5,6&b=2&comm=0.5&overlap=2.5&mem-w=0.25&mem-limit=7.5&compare=1f1b,zb-h1";
+        let (link, warnings) = bubblescope::permalink::parse(query);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let hand = link.settings();
+        assert!(hand.params.costs.profile.is_some());
+        assert_eq!(decode_settings(&encode_settings(&hand)).unwrap(), hand);
+        // A model's settings, and costs with finer cuts (what a model derives).
+        let (link, warnings) = bubblescope::permalink::parse(
+            "schedule=interleaved-1f1b&devices=4&model=llama-3-8b&seq=2048&micro-batch=2&tflops=300&bandwidth=100&latency=3&flash-attention=false&tp=2&layout=8,8,8,8&mem-limit=80GiB",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let model = link.settings();
+        assert!(model.model.given());
+        assert_eq!(decode_settings(&encode_settings(&model)).unwrap(), model);
+        let (link, _) = bubblescope::permalink::parse("schedule=interleaved-1f1b&devices=4&model=llama-3-8b");
+        let mut model = link.settings();
+        model.params = model.effective_params().unwrap();
+        assert!(model.params.costs.profile.as_ref().is_some_and(|p| !p.finer.is_empty()));
+        let wire = encode_settings(&model);
+        assert_eq!(decode_settings(&wire).unwrap(), model);
+        damage_is_an_error(&wire, 1, decode_settings);
+    }
+
+    /// Every `step`-th cut of `wire`'s words, and a word too many, fail to decode.
+    fn damage_is_an_error<T>(wire: &Wire, step: usize, decode: impl Fn(&Wire) -> Result<T, WireError>) {
+        for cut in (0..wire.words.len()).step_by(step) {
+            let damaged = Wire { words: wire.words[..cut].to_vec(), ..wire.clone() };
+            assert!(decode(&damaged).is_err(), "cut at {cut}");
+        }
+        let longer = Wire { words: wire.words.iter().copied().chain([7]).collect(), ..wire.clone() };
+        assert!(decode(&longer).is_err(), "a word too many");
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub enum Command {
     /// --export FILE also writes the schedule in any format `convert` writes: a PyTorch CSV for
     /// `_PipelineScheduleRuntime._load_csv` (compute only, or with communication for the
     /// PyTorch version --torch names), Bubblescope JSON or a Perfetto trace.
+    #[command(after_long_help = SIMULATE_EXAMPLES, after_help = SIMULATE_MORE)]
     Simulate(SimulateArgs),
     /// Draw schedules on one time axis as an SVG figure.
     Render(RenderArgs),
@@ -70,27 +71,28 @@ pub enum Command {
 
 /// Which family, at which sizes.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Schedule")]
 pub struct FamilyArgs {
     /// Schedule family (see `bubblescope list`).
     #[arg(long, short = 's', value_name = "NAME")]
     pub schedule: Option<String>,
-    /// Number of devices (pipeline ranks), P.
+    /// Devices (pipeline ranks), P.
     #[arg(long, short = 'p', value_name = "P", default_value_t = 4, value_parser = devices)]
     pub devices: u32,
-    /// Number of microbatches per training step, M.
+    /// Microbatches per training step, M.
     #[arg(long, short = 'm', value_name = "M", default_value_t = 8, value_parser = microbatches)]
     pub microbatches: u32,
     /// Model chunks per device (interleaved families).
     #[arg(long, value_name = "V", value_parser = positive)]
     pub chunks: Option<u32>,
     /// Microbatches per chunk round (interleaved 1F1B; default P).
-    #[arg(long, value_name = "G", value_parser = positive)]
+    #[arg(long, value_name = "G", value_parser = positive, hide_short_help = true)]
     pub group: Option<u32>,
     /// Waves (Hanayo).
-    #[arg(long, value_name = "W", value_parser = positive)]
+    #[arg(long, value_name = "W", value_parser = positive, hide_short_help = true)]
     pub waves: Option<u32>,
     /// Sequence slices per microbatch (Seq1F1B).
-    #[arg(long = "seq-splits", value_name = "K", value_parser = positive)]
+    #[arg(long = "seq-splits", value_name = "K", value_parser = positive, hide_short_help = true)]
     pub seq_splits: Option<u32>,
 }
 
@@ -100,6 +102,7 @@ pub struct FamilyArgs {
 /// `--f`, `--b`, `--w`, `--mem-f` and `--mem-w` take one number, or a comma-separated list of
 /// exactly P numbers: the costs of each device's share of the model in pipeline order.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Costs")]
 pub struct CostArgs {
     /// Forward time, or one per device share: `4` or `4,4,4,6` [default: 1].
     #[arg(long = "f", value_parser = |t: &str| parse_list(t, Field::F), value_name = "F", allow_hyphen_values = true)]
@@ -114,29 +117,33 @@ pub struct CostArgs {
     #[arg(long, value_name = "C", allow_hyphen_values = true)]
     pub comm: Option<f64>,
     /// Time of an overlapped F&B pair [default: the sum of its passes, no gain].
-    #[arg(long, value_name = "FB", allow_hyphen_values = true)]
+    #[arg(long, value_name = "FB", allow_hyphen_values = true, hide_short_help = true)]
     pub overlap: Option<f64>,
-    /// Activation memory one forward leaves on 1/P of the model, or one per share [default: 1].
-    #[arg(long = "mem-f", value_parser = |t: &str| parse_list(t, Field::MemF), value_name = "X", allow_hyphen_values = true)]
-    pub mem_f: Option<CostList>,
-    /// Memory the weight gradient still needs after B, or one per share [default: mem-f/2].
-    #[arg(long = "mem-w", value_parser = |t: &str| parse_list(t, Field::MemW), value_name = "Y", allow_hyphen_values = true)]
-    pub mem_w: Option<CostList>,
-    /// Per-device activation memory limit, in mem-f's unit; with model flags also `80GiB`,
-    /// `512MiB` [default: none]. In `plan` the limit holds activations plus static memory
-    /// (weights and optimizer state, see --static-memory); elsewhere activations only.
-    #[arg(long = "mem-limit", value_name = "L", allow_hyphen_values = true)]
-    pub mem_limit: Option<String>,
+    /// F, B, W and the hop fitted from a profiled run, in µs.
+    ///
     /// F, B, W (per stage) and the hop fitted from a profiled run (a folder of per-rank
     /// traces, or the files: see `bubblescope trace`), in µs, the runtime's per-pass overhead
     /// included: any family at the costs the run measured.
-    #[arg(long = "costs-from", value_name = "DIR|FILE")]
+    #[arg(long = "costs-from", value_name = "DIR|FILE", hide_short_help = true)]
     pub costs_from: Option<std::path::PathBuf>,
     /// The run `--costs-from` names, read once.
     #[arg(skip)]
     pub measured: std::cell::OnceCell<bubblescope::measured::MeasuredRun>,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Activation memory one forward leaves on 1/P of the model, or one per share [default: 1].
+    #[arg(long = "mem-f", value_parser = |t: &str| parse_list(t, Field::MemF), value_name = "X", allow_hyphen_values = true, help_heading = "Memory")]
+    pub mem_f: Option<CostList>,
+    /// Memory the weight gradient still needs after B, or one per share [default: mem-f/2].
+    #[arg(long = "mem-w", value_parser = |t: &str| parse_list(t, Field::MemW), value_name = "Y", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
+    pub mem_w: Option<CostList>,
+    /// Per-device activation memory limit (`80GiB` with a model) [default: none].
+    ///
+    /// Per-device activation memory limit, in mem-f's unit; with model flags also `80GiB`,
+    /// `512MiB` [default: none]. In `plan` the limit holds activations plus static memory
+    /// (weights and optimizer state, see --static-memory); elsewhere activations only.
+    #[arg(long = "mem-limit", value_name = "L", allow_hyphen_values = true, help_heading = "Memory")]
+    pub mem_limit: Option<String>,
 }
 
 /// A cost flag's value: one number, or one per device share.
@@ -179,77 +186,79 @@ fn parse_list(text: &str, field: Field) -> Result<CostList, String> {
 
 /// A transformer config and its hardware, in place of --f --b --w --comm --mem-f --mem-w.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Model")]
 pub struct ModelArgs {
-    /// Start from a model preset (see `bubblescope costs --list`); other model flags override it.
+    /// Costs from a model preset (`bubblescope costs --list`); other model flags override it.
     #[arg(long, value_name = "PRESET")]
     pub model: Option<String>,
     /// Transformer layers.
-    #[arg(long, value_name = "L", value_parser = |t: &str| model_count(t, Field::Layers))]
+    #[arg(long, value_name = "L", value_parser = |t: &str| model_count(t, Field::Layers), hide_short_help = true)]
     pub layers: Option<u32>,
     /// Hidden size.
-    #[arg(long, value_name = "H", value_parser = |t: &str| model_count(t, Field::Hidden))]
+    #[arg(long, value_name = "H", value_parser = |t: &str| model_count(t, Field::Hidden), hide_short_help = true)]
     pub hidden: Option<u32>,
     /// Attention heads.
-    #[arg(long, value_name = "A", value_parser = |t: &str| model_count(t, Field::Heads))]
+    #[arg(long, value_name = "A", value_parser = |t: &str| model_count(t, Field::Heads), hide_short_help = true)]
     pub heads: Option<u32>,
     /// Key/value heads of grouped-query attention [default: heads; 8 for the Llama presets].
-    #[arg(long = "kv-heads", value_name = "G", value_parser = |t: &str| model_count(t, Field::KvHeads))]
+    #[arg(long = "kv-heads", value_name = "G", value_parser = |t: &str| model_count(t, Field::KvHeads), hide_short_help = true)]
     pub kv_heads: Option<u32>,
     /// Sequence length in tokens.
-    #[arg(long, value_name = "S", value_parser = |t: &str| model_count(t, Field::Seq))]
+    #[arg(long, value_name = "S", value_parser = |t: &str| model_count(t, Field::Seq), hide_short_help = true)]
     pub seq: Option<u32>,
     /// Sequences per microbatch.
-    #[arg(long = "micro-batch", value_name = "B", value_parser = |t: &str| model_count(t, Field::MicroBatch))]
+    #[arg(long = "micro-batch", value_name = "B", value_parser = |t: &str| model_count(t, Field::MicroBatch), hide_short_help = true)]
     pub micro_batch: Option<u32>,
     /// Vocabulary size.
-    #[arg(long, value_name = "V", value_parser = |t: &str| model_count(t, Field::Vocab))]
+    #[arg(long, value_name = "V", value_parser = |t: &str| model_count(t, Field::Vocab), hide_short_help = true)]
     pub vocab: Option<u32>,
     /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
-    #[arg(long, value_name = "FFN", value_parser = |t: &str| model_count(t, Field::Ffn))]
+    #[arg(long, value_name = "FFN", value_parser = |t: &str| model_count(t, Field::Ffn), hide_short_help = true)]
     pub ffn: Option<u32>,
-    /// GPU the model runs on (see `bubblescope costs --list`): its peak FLOP/s, HBM bandwidth
-    /// and links price the work [default: the preset's; h100-sxm].
+    /// GPU the model runs on (`bubblescope costs --list`) [default: the preset's; h100-sxm].
+    ///
+    /// Its peak FLOP/s, HBM bandwidth and links price the work.
     #[arg(long, value_name = "GPU", value_parser = gpu_key)]
     pub gpu: Option<String>,
     /// GPUs per node: a hop between devices on different nodes crosses the network
     /// [default: 8].
-    #[arg(long = "gpus-per-node", value_name = "N", value_parser = |t: &str| model_count(t, Field::GpusPerNode))]
+    #[arg(long = "gpus-per-node", value_name = "N", value_parser = |t: &str| model_count(t, Field::GpusPerNode), hide_short_help = true)]
     pub gpus_per_node: Option<u32>,
     /// Fraction of the GPU's peak FLOP/s the matrix multiplications reach [default: 0.8].
-    #[arg(long = "gemm-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::GemmEfficiency))]
+    #[arg(long = "gemm-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::GemmEfficiency), hide_short_help = true)]
     pub gemm_efficiency: Option<f64>,
     /// Fraction of the GPU's HBM bandwidth the memory-bound kernels reach (the forward's
     /// reach 0.62 of it) [default: 0.64].
-    #[arg(long = "memory-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::MemoryEfficiency))]
+    #[arg(long = "memory-efficiency", value_name = "X", value_parser = |t: &str| fraction(t, Field::MemoryEfficiency), hide_short_help = true)]
     pub memory_efficiency: Option<f64>,
     /// Fit --gemm-efficiency and --memory-efficiency to measured F,B,W of one microbatch
     /// through the median device's transformer layers (no embedding or LM head), in µs or with
     /// a unit: `18.5ms,18.1ms,9.3ms`; or to a profiled run (its traces' folder or files, as
     /// `trace` reads them): its middle stage's fitted F, B, W, the runtime's overhead taken
     /// off. Other microbatch sizes, sequence lengths and layouts then follow.
-    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times)]
+    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times, hide_short_help = true)]
     pub calibrate: Option<Calibrate>,
     /// Achieved TFLOP/s of the matrix multiplications per GPU, in place of the GPU's peak ×
     /// --gemm-efficiency.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", hide_short_help = true)]
     pub tflops: Option<f64>,
     /// Achieved GB/s of every hop between devices, in place of the GPU's links.
-    #[arg(long, value_name = "GBPS")]
+    #[arg(long, value_name = "GBPS", hide_short_help = true)]
     pub bandwidth: Option<f64>,
     /// Latency of one hop, µs [default: 5].
-    #[arg(long, value_name = "US")]
+    #[arg(long, value_name = "US", hide_short_help = true)]
     pub latency: Option<f64>,
     /// Stages: Megatron's layout (`Et*3|t*4|t*4|t*3L`) or layers per share (`3,4,4,3`)
     /// [default: as even as possible, earlier shares taking the extra layer].
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", hide_short_help = true)]
     pub layout: Option<String>,
     /// FlashAttention: no attention score matrices kept, scores recomputed in B
     /// [default: on for the Llama presets, off otherwise].
-    #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off)]
+    #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off, hide_short_help = true)]
     pub flash_attention: Option<bool>,
     /// Tensor-parallel size of each stage, with sequence parallelism: F, B, W, activations,
     /// hops and parameters per GPU are 1/T [default: 1].
-    #[arg(long, value_name = "T", value_parser = |t: &str| model_count(t, Field::Tp))]
+    #[arg(long, value_name = "T", value_parser = |t: &str| model_count(t, Field::Tp), hide_short_help = true)]
     pub tp: Option<u32>,
 }
 
@@ -490,10 +499,8 @@ impl CostArgs {
     pub fn units(&self) -> bubblescope::units::Units {
         if self.costs_from.is_some() {
             bubblescope::units::Units::Measured
-        } else if self.model.given() {
-            bubblescope::units::Units::Model
         } else {
-            bubblescope::units::Units::Cost
+            self.model.spec().units()
         }
     }
 
@@ -523,39 +530,39 @@ impl CostArgs {
 
     /// One limit: a number, or with model flags a size with a unit.
     fn limit(&self, text: &str) -> Result<f64> {
-        if let Ok(v) = text.trim().parse::<f64>() {
-            return Ok(v);
-        }
-        if !self.model.given() {
-            bail!(
+        model::parse_limit(text, self.model.spec().units()).map_err(|e| match e {
+            model::LimitError::NeedsModel => anyhow::anyhow!(
                 "--mem-limit must be a number in mem-f's unit, found `{}`\n  hint: sizes with units (80GiB, 512MiB) need costs from a model (--model or --layers …), where memory is in bytes",
                 bubblescope::formats::sanitize(text)
-            );
-        }
-        model::parse_bytes(text, Field::MemLimit).map_err(|e| anyhow::anyhow!("{e}"))
+            ),
+            model::LimitError::Bad(e) => anyhow::anyhow!("{e}"),
+        })
     }
 }
 
 /// Reading a schedule from a file instead of generating one.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Schedule")]
 pub struct FileArgs {
+    /// Read the schedule from FILE instead of --schedule.
+    ///
     /// Read the schedule from FILE (PyTorch CSV or Bubblescope JSON; `-` for standard input)
     /// instead of --schedule. The file sets the devices and microbatches.
     #[arg(long, value_name = "FILE", conflicts_with = "schedule")]
     pub from: Option<PathBuf>,
     /// Format of --from: pytorch-csv, pytorch-csv-comms or json [default: from the extension].
-    #[arg(long = "from-format", value_name = "FORMAT")]
+    #[arg(long = "from-format", value_name = "FORMAT", hide_short_help = true)]
     pub from_format: Option<String>,
     /// PyTorch CSV dialect: current (I input grad, B full backward) or legacy (B input grad,
     /// BW full backward) [default: detected from the file].
-    #[arg(long, value_name = "DIALECT")]
+    #[arg(long, value_name = "DIALECT", hide_short_help = true)]
     pub dialect: Option<String>,
     /// Read an I directly followed on its row (empty and communication cells aside) by the W of
     /// the same stage and microbatch as one full backward B, which costs B+W as one pass. This is
     /// PyTorch's `_merge_bw`, which its runtime never calls in 2.14 or 2.15: PyTorch runs such a
     /// pair as two actions, as Bubblescope reads it without this flag. Only with --from: a
     /// generated schedule has no file to merge.
-    #[arg(long = "merge-bw", requires = "from", conflicts_with = "schedule")]
+    #[arg(long = "merge-bw", requires = "from", conflicts_with = "schedule", hide_short_help = true)]
     pub merge_bw: bool,
 }
 
@@ -584,11 +591,13 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub file: FileArgs,
     /// Print one JSON object instead of a table.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// Also search for the best order of the same passes.
+    ///
     /// Also search for the best order of the same passes under the same memory limit (exact
     /// for small sizes, a bounded search beyond): adds `optimal` and `gap`.
-    #[arg(long)]
+    #[arg(long, help_heading = "Analysis")]
     pub optimal: bool,
     #[command(flatten)]
     pub export: crate::export::ExportArgs,
@@ -597,9 +606,25 @@ pub struct SimulateArgs {
     /// second natively whatever the family (a budget of work: about 330,000 nodes at P = 4,
     /// M = 8 with one chunk, 70,000 with two). A larger budget proves more problems optimal
     /// and narrows the interval of those it does not.
-    #[arg(long, value_name = "N", value_parser = search_nodes)]
+    #[arg(long, value_name = "N", value_parser = search_nodes, help_heading = "Analysis", hide_short_help = true)]
     pub optimal_nodes: Option<u64>,
 }
+
+/// What `simulate -h` ends with: the options it leaves out, by name.
+pub const SIMULATE_MORE: &str = "\
+More options (--group, --waves, --seq-splits, --overlap, --costs-from, --mem-w, the model's
+--layers … --tp, the GPU's --gpus-per-node … --calibrate, --from-format, --dialect,
+--merge-bw, --to-format, --torch, --to-dialect, --optimal-nodes) and examples: --help";
+
+/// The examples `simulate --help` ends with.
+pub const SIMULATE_EXAMPLES: &str = "\
+Examples:
+  bubblescope simulate -s zb-v -p 32 -m 256
+  bubblescope simulate -s 1f1b -p 8 -m 32 --comm 0.1 --json
+  bubblescope simulate -s zb-h1 --f 4,4,4,6 --mem-limit 4
+  bubblescope simulate -s interleaved-1f1b --chunks 2 --model llama-3-8b --mem-limit 80GiB
+  bubblescope simulate -s zb-h1 --optimal
+  bubblescope simulate --from schedule.csv --json";
 
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
@@ -722,17 +747,17 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub costs: CostArgs,
     /// Print one JSON object (`runs` and `invalid`) instead of a table.
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(long, conflicts_with = "csv", help_heading = "Output")]
     pub json: bool,
     /// Print CSV (one row per run, then the invalid combinations) instead of a table.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub csv: bool,
     /// Also write the Pareto chart (peak memory against time per iteration) as SVG; the name
     /// ends in .svg or has no extension (`-`: the chart alone on standard output).
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
     /// Colour theme of the chart: light or dark.
-    #[arg(long, value_name = "THEME", default_value = "light")]
+    #[arg(long, value_name = "THEME", default_value = "light", help_heading = "Output")]
     pub theme: String,
 }
 

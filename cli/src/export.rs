@@ -15,26 +15,40 @@ use crate::output::{is_std, user_error, write_output};
 /// `--export` with its format, dialect and PyTorch version (`simulate` and `plan`).
 #[derive(Debug, Args, Clone, Default)]
 pub struct ExportArgs {
+    /// Also write the schedule to FILE: .csv PyTorch, .json Bubblescope (or --to-format).
+    ///
     /// Also write the schedule to FILE (`plan`: the best plan's that the format can hold; `-`:
     /// standard output, instead of the report), in the format its extension names: .csv a
     /// PyTorch schedule CSV (compute only), .json Bubblescope JSON; --to-format for the others.
     /// A PyTorch CSV is for _PipelineScheduleRuntime._load_csv(path, format="compute_only"), a
     /// pytorch-csv-comms file for format="compute_comms"; neither for PipelineScheduleMulti,
     /// which runs in lock-step.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub export: Option<PathBuf>,
     /// Format of --export: pytorch-csv (compute only), pytorch-csv-comms (with PyTorch's
     /// communication, REDUCE_GRAD and FSDP actions, run as written), json or perfetto [default:
     /// from the extension].
-    #[arg(long = "to-format", value_name = "FORMAT", requires = "export")]
+    #[arg(
+        long = "to-format",
+        value_name = "FORMAT",
+        requires = "export",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
     pub to_format: Option<String>,
     /// The PyTorch version a pytorch-csv-comms file is for: 2.15 (WAIT_SEND and WAIT_REDUCE_GRAD
     /// after every send and reduction) or 2.14 [default: 2.15, the newest verified].
-    #[arg(long, value_name = "VERSION", requires = "export")]
+    #[arg(long, value_name = "VERSION", requires = "export", help_heading = "Output", hide_short_help = true)]
     pub torch: Option<String>,
     /// PyTorch CSV dialect to write: current (I input gradient, B full backward) or legacy
     /// (B input gradient, BW full backward; PyTorch before 2.14) [default: current].
-    #[arg(long = "to-dialect", value_name = "DIALECT", requires = "export")]
+    #[arg(
+        long = "to-dialect",
+        value_name = "DIALECT",
+        requires = "export",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
     pub to_dialect: Option<String>,
 }
 

@@ -551,7 +551,7 @@ fn list(args: &ListArgs) -> Result<()> {
 fn warn_over_limit(analysis: &Analysis, limit: Option<f64>, units: Units) {
     let Some(shown) = limit else { return };
     let memory = |v: f64| units.memory_detail(v);
-    for d in analysis.stats.per_device.iter().filter(|d| d.over(limit)) {
+    for d in analysis.stats.per_device.iter().filter(|d| d.over_limit(limit)) {
         let _ = writeln!(
             std::io::stderr(),
             "warning: device {} peaks at {} activation memory, above the limit {}",

@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use bubblescope::bounds::{problem_limit, LowerBound, Standing};
-use bubblescope::optimal::{run_lower_bound, Budget, Optimum};
+use bubblescope::bounds::Standing;
+use bubblescope::optimal::{Budget, Optimum};
 use bubblescope::units::short_number;
 use bubblescope::units::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
@@ -29,7 +29,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
                 "idle_share": s.idle_share(d.device as usize),
                 "peak_memory": d.peak_memory,
                 "work": d.work,
-                "over_limit": d.over(limit),
+                "over_limit": d.over_limit(limit),
             })
         })
         .collect();
@@ -62,12 +62,12 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         };
         let mut v = parts(&at.overall);
         v["per_device"] = Value::Array(at.per_device.iter().map(parts).collect());
-        v["memory"] = json!(memory_part(family, params, s.cost));
+        v["memory"] = json!(bubblescope::findings::memory_part(family, params, s.cost));
         v
     });
-    let lower_bound = lower_bound_of(family, params, a);
-    let bound_memory = problem_limit(family, params, s);
-    let standing = match lower_bound.standing(s, bound_memory) {
+    let bound = bubblescope::findings::bound(family, params, a);
+    let (lower_bound, bound_memory) = (bound.lower, bound.limit);
+    let standing = match bound.standing {
         Standing::Meets => "meets",
         Standing::Within(_) => "within",
         Standing::OverLimit { .. } => "over_limit",
@@ -108,20 +108,6 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "prediction": prediction,
         "prediction_note": prediction_note,
     })
-}
-
-/// The memory part of the attribution: the extra cost over the same family with no memory
-/// limit, for families that schedule to a limit run with one (`None` otherwise, or when the
-/// unlimited run fails).
-fn memory_part(family: Option<&Family>, params: &ScheduleParams, cost: f64) -> Option<f64> {
-    bubblescope::attribution::memory_part(family?, params, cost)?.ok()
-}
-
-/// The lower bound of the run's problem (same passes, dependencies, costs and memory limit):
-/// the closed form, raised by the device relaxation on problems the search takes.
-fn lower_bound_of(family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> LowerBound {
-    let limit = problem_limit(family, params, &a.stats);
-    run_lower_bound(&a.schedule, &params.costs, limit, &a.stats)
 }
 
 /// `simulate --optimal`: the best order of the same passes, as `optimal` and `gap` in JSON.
@@ -292,7 +278,7 @@ pub fn table(
             n(p.schedule)
         );
     }
-    if let Some(m) = memory_part(family, params, s.cost) {
+    if let Some(m) = bubblescope::findings::memory_part(family, params, s.cost) {
         let _ = writeln!(
             out,
             "{:<12} {:<12} over the same family with no memory limit (compares two schedules; not in cost − ideal)",
@@ -300,7 +286,8 @@ pub fn table(
             n(m)
         );
     }
-    let lb = lower_bound_of(family, params, a);
+    let bound = bubblescope::findings::bound(family, params, a);
+    let lb = bound.lower;
     let closed =
         format!("device {}'s work {} + forced fill {} before, {} after", lb.device, n(lb.work), n(lb.head), n(lb.tail));
     let why = match lb.closed_form {
@@ -311,7 +298,7 @@ pub fn table(
         ),
     };
     let mem = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { n(v) };
-    let (value, standing) = match lb.standing(s, problem_limit(family, params, s)) {
+    let (value, standing) = match bound.standing {
         Standing::Meets => (n(lb.value), format!("met: no order is cheaper: {why}")),
         Standing::Within(excess) => (n(lb.value), format!("within {}% of it: {why}", format_number(100.0 * excess, 1))),
         Standing::OverLimit { peak, limit } => (
@@ -357,7 +344,7 @@ pub fn table(
         "device", "start", "end", "work", "busy", "idle", "bubble", "idle share", "peak mem"
     );
     for d in &s.per_device {
-        let flag = if d.over(params.mem_limit) { "  over limit" } else { "" };
+        let flag = if d.over_limit(params.mem_limit) { "  over limit" } else { "" };
         let _ = writeln!(
             out,
             "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>10}  {:>8}{flag}",

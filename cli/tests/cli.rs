@@ -525,6 +525,25 @@ fn a_perfetto_trace_is_compact() {
     assert!(slices.iter().all(|e| e.get("args").is_none() && e["ts"].is_u64() && e["dur"].is_u64()));
 }
 
+#[test]
+fn simulate_help_groups_its_options_and_the_summary_is_short() {
+    let short = ok_in_scratch(&["simulate", "-h"]);
+    let words = short.split_whitespace().count();
+    assert!(words <= 250, "`simulate -h` has {words} words, more than 250:\n{short}");
+    let long = ok_in_scratch(&["simulate", "--help"]);
+    for heading in ["Schedule:", "Costs:", "Model:", "Memory:", "Output:", "Analysis:", "Examples:"] {
+        assert!(long.lines().any(|l| l == heading), "`simulate --help` lacks the heading {heading}:\n{long}");
+    }
+    for heading in ["Schedule:", "Costs:", "Model:", "Memory:", "Output:", "Analysis:"] {
+        assert!(short.lines().any(|l| l == heading), "`simulate -h` lacks the heading {heading}:\n{short}");
+    }
+    // Every option is in the long help, under its heading; the examples come last.
+    for flag in ["--layers", "--tp", "--optimal-nodes", "--merge-bw", "--mem-w", "--costs-from"] {
+        assert!(long.contains(flag), "`simulate --help` lacks {flag}");
+    }
+    assert!(long.trim_end().ends_with("bubblescope simulate --from schedule.csv --json"), "{long}");
+}
+
 /// Files to write before a run: (name, text).
 type Files<'a> = Vec<(&'a str, &'a str)>;
 

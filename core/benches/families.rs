@@ -52,6 +52,17 @@ fn zero_bubble_v(c: &mut Criterion) {
     c.bench_function("zb-v p32 m256 paper-costs generate", |b| {
         b.iter(|| generate("zb-v", black_box(&paper)).map(|s| s.op_count()));
     });
+    // What `simulate --json` computes in process: the run, the attribution's re-simulation and
+    // the lower bound (the whole process against the authors' Python: tools/bench-simulate.sh).
+    let family = bubblescope::family("zb-v");
+    c.bench_function("zb-v p32 m256 paper-costs simulate --json", |b| {
+        b.iter(|| {
+            let a = run("zb-v", black_box(&paper)).unwrap();
+            let parts = bubblescope::attribution::attribute(&a, &paper.costs).unwrap();
+            let bound = bubblescope::findings::bound(family, &paper, &a);
+            (parts.overall.schedule, bound.lower.value)
+        });
+    });
 }
 
 criterion_group!(benches, zero_bubble_auto, zero_bubble_handcrafted, zero_bubble_v);

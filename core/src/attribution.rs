@@ -13,39 +13,7 @@
 //! * **schedule** = what is left, `c₁ − ŵ`: how far these orders, without communication, are
 //!   from the busiest device's work (warm-up, cool-down and the waits the order creates).
 //!
-//! Each part is `≥ 0`: the simulator is monotone in durations for fixed orders (no op starts
-//! earlier when an op or a hop takes longer; a property test checks it), so `c₀ ≥ c₁`; and
-//! `c₁ ≥ ŵ` since the busiest device's span holds all its work. The parts are computed clamped
-//! (imbalance to at most `cost − ideal`, communication to at most what imbalance leaves) so
-//! that rounding can never make one negative, and schedule is the exact rest. With equal stages
-//! `ŵ = w̄`: imbalance is 0 and the split is the one the papers' bubble has. The papers'
-//! `(cost − ŵ) / cost` ([`crate::Stats::bubble_rate_paper`]) is communication + schedule over
-//! cost: the headline rate exceeds it by exactly imbalance / cost.
-//!
-//! Example: ZB-H1 on 4 devices with F 1,1,1,3, B 1,1,1,3, W 1,1,1,2 and 8 microbatches. The
-//! devices work 24, 24, 24 and 64 (mean 34) and the step costs 64: `cost − ideal` = 30,
-//! communication 0, imbalance 64 − 34 = 30, schedule 64 − 64 = 0. 47% of GPU time is idle,
-//! all of it because three devices have less than half the fourth one's work; the papers'
-//! rate, against the busiest device's work, is 0.
-//!
-//! **Per device.** A device's own idle time (between its first and last pass, the span less its
-//! work) is split gap by gap ([`crate::gaps`]): the gap before the same op compared across
-//! three simulations of the same orders — as given (`g₀`), with communication 0 (`g₁`), and
-//! with communication 0 at the mean stage's costs (`g₂`): communication = `g₀ − g₁`,
-//! imbalance = `g₁ − g₂`, schedule = `g₂`, clamped so that each is `≥ 0` and they sum to `g₀`
-//! (without communication a device's previous op may end earlier while the next one still
-//! waits for a slow stage, so a gap can grow). A device's parts are the sums of its gaps'
-//! parts, exactly, so the chart's shading adds up to them. Averaged over devices they need
-//! not equal the overall parts: those split the step (`cost − work` per device, idle before
-//! the first pass and after the last included) against the busiest device's work; these
-//! split the idle time the device sees between its own passes, against equal stages.
-//!
-//! **memory** ([`memory_part`]) is reported beside the three, not inside: it compares two
-//! *schedules*, not two timings of one. For a family that schedules to a memory limit (its
-//! registry entry has a `mem-limit` option) run with a limit, it is the cost of that schedule
-//! minus the cost of the same family generated with no limit (a limit of `M·P·mem-f`, more
-//! than any device can hold), both simulated. A heuristic is not monotone in its limit, so the
-//! part can be negative: the limited schedule happened to be better.
+//! The details are in `docs/bubble-causes.md`, under `attribution.rs`.
 
 use crate::analysis::{analyze, Analysis, AnalyzeError};
 use crate::families::Family;

@@ -5,43 +5,13 @@
 //! Any per-device order of those ops that meets the limit is a solution; its cost is the
 //! simulator's (the longest device span).
 //!
-//! **The bound.** For every device `d` it bounds `span_d` from below, and returns the largest:
-//!
-//! * **work**: `span_d ≥ work_d`, the sum of its ops' times (the busiest device gives `Stats::busiest_work`);
-//! * **critical path**: the passes of one microbatch on `d` form a dependency chain that
-//!   leaves `d` and comes back (through the later stages and back down, with a hop's
-//!   communication each way). From the first of them on `d` to the end of the last, at least
-//!   the chain's length passes, so `span_d` is at least the longest such chain;
-//! * **fill before the first pass** (head): `d`'s first pass is a microbatch's first pass on
-//!   `d` (its *root*: a forward). Every other pass of a microbatch waits at least `L` after that
-//!   microbatch's root starts (`L` = the shortest such lag, over all of `d`'s non-root passes),
-//!   so during the first `L` of the span only roots can run: at most `M` of them, and, since
-//!   nothing is released before the first non-root pass ends, only as many as the memory limit
-//!   holds. What they cannot fill is idle: `head = max(0, L − the time of the roots that fit)`;
-//! * **fill after the last pass** (tail), the mirror image: a pass with a later pass of its
-//!   microbatch on `d` must end at least `L'` before `d`'s last pass ends, so during the last
-//!   `L'` only *leaves* (passes with no later pass of their microbatch on `d`: W, or a fused
-//!   backward) run; each was pending when `d`'s last forward started, holding at least the
-//!   memory it releases, so the limit caps their number too;
-//! * `span_d ≥ max(chain, work + head, work + tail)`, and `work + head + tail` when the two
-//!   windows cannot overlap: overlapping, they would cover the whole span with only roots and
-//!   leaves, so when no pass is both and `d`'s work exceeds what the roots and leaves that fit
-//!   can hold, they are apart.
-//!
-//! Every lag is the longest dependency path between two passes, each pass at its own time
-//! (an overlapped F&B pair's passes at the pair's time when that is shorter), each hop between
-//! devices at the communication time. The bound holds for every order that meets the limit;
-//! it is computed per microbatch *shape* (the set of passes one microbatch has), so it is
-//! linear in the passes (up to sorting them).
-//!
-//! Without a limit the memory caps are off. [`problem_limit`] names the limit a run's problem
-//! has.
+//! The details are in `docs/lower-bounds.md`, under `bounds.rs`.
 
 use std::collections::BTreeMap;
 
 use crate::families::Family;
 use crate::params::{Costs, ScheduleParams, StageCosts};
-use crate::schedule::{Pass, PassKind, Schedule};
+use crate::schedule::{Op, Pass, PassKind, Schedule};
 use crate::sim::{dependency, provides, DepClass};
 use crate::stats::{busiest_work, device_work, Stats};
 
@@ -174,22 +144,45 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
     // Group passes by unit (microbatch, slice); count units by shape.
     let slices = schedule.slices.max(1) as usize;
     let units = schedule.microbatches as usize * slices;
-    let mut shapes_of: Vec<Vec<(u32, u8)>> = vec![Vec::new(); units];
-    for op in schedule.orders.iter().flatten() {
-        for p in op.passes() {
+    // A pass's (stage, kind) as one number, in the order of the pair.
+    let kinds = PassKind::ALL.len();
+    let mut shapes_of = Groups::new(units, |put| {
+        each_pass(schedule, |_, p| {
             let u = p.microbatch as usize * slices + p.slice as usize;
-            if let Some(v) = shapes_of.get_mut(u) {
-                v.push((p.stage, p.kind.index() as u8));
+            if u < units {
+                put(u, p.stage as usize * kinds + p.kind.index());
             }
-        }
-    }
+        });
+    });
+    let keys = shapes_of.items.iter().max().map_or(0, |&k| k + 1);
     let mut shapes: BTreeMap<Vec<(u32, u8)>, u64> = BTreeMap::new();
-    for mut v in shapes_of {
+    let (mut counts, mut shape) = (Vec::new(), Vec::new());
+    for u in 0..units {
+        let v = shapes_of.group_mut(u);
         if v.is_empty() {
             continue;
         }
-        v.sort_unstable();
-        *shapes.entry(v).or_insert(0) += 1;
+        // Sorted, by counting when there are few keys for the passes.
+        shape.clear();
+        if keys <= 4 * v.len() {
+            counts.clear();
+            counts.resize(keys, 0u32);
+            for &k in v.iter() {
+                counts[k] += 1;
+            }
+            for (k, &n) in counts.iter().enumerate() {
+                shape.extend(std::iter::repeat_n(((k / kinds) as u32, (k % kinds) as u8), n as usize));
+            }
+        } else {
+            v.sort_unstable();
+            shape.extend(v.iter().map(|&k| ((k / kinds) as u32, (k % kinds) as u8)));
+        }
+        match shapes.get_mut(shape.as_slice()) {
+            Some(count) => *count += 1,
+            None => {
+                shapes.insert(shape.clone(), 1);
+            }
+        }
     }
 
     let mut facts: Vec<DeviceFacts> = vec![DeviceFacts::default(); devices];
@@ -296,6 +289,7 @@ fn least_memory(schedule: &Schedule, table: &StageCosts) -> f64 {
 fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
     let tree = KeyTree::new(&schedule.placement);
     // Each (microbatch, slice)'s passes with their device, and the ops they belong to.
+    #[derive(Clone, Copy)]
     struct Item {
         unit: (u32, u32),
         tin: u32,
@@ -303,38 +297,72 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
         op: usize,
         pass: Pass,
     }
-    let mut items = Vec::new();
     let mut ops: Vec<(usize, f64)> = Vec::new();
+    let (mut microbatches, mut slices) = (0u64, 0u64);
     for (d, order) in schedule.orders.iter().enumerate() {
         for op in order {
-            let alloc: f64 = op.passes().map(|p| table.alloc(p)).sum();
-            for p in op.passes() {
-                if let Some(node) = tree.node(p) {
-                    items.push(Item {
-                        unit: (p.microbatch, p.slice),
-                        tin: tree.tin[node],
-                        device: d,
-                        op: ops.len(),
-                        pass: p,
-                    });
-                }
+            ops.push((d, op.passes().map(|p| table.alloc(p)).sum()));
+            for p in op.passes().filter(|&p| tree.node(p).is_some()) {
+                microbatches = microbatches.max(u64::from(p.microbatch) + 1);
+                slices = slices.max(u64::from(p.slice) + 1);
             }
-            ops.push((d, alloc));
         }
     }
-    items.sort_by_key(|i| (i.unit, i.device, i.tin));
+    let devices = schedule.orders.len() as u64;
+    let each = |put: &mut dyn FnMut(usize, Item)| {
+        let mut index = 0;
+        for (d, order) in schedule.orders.iter().enumerate() {
+            for op in order {
+                for p in op.passes() {
+                    if let Some(node) = tree.node(p) {
+                        let unit = (u64::from(p.microbatch) * slices + u64::from(p.slice)) * devices + d as u64;
+                        let item =
+                            Item { unit: (p.microbatch, p.slice), tin: tree.tin[node], device: d, op: index, pass: p };
+                        put(unit as usize, item);
+                    }
+                }
+                index += 1;
+            }
+        }
+    };
+    // The items in (unit, device, pre-order) order: grouped by (unit, device) in one counting
+    // pass (stable), each group sorted by pre-order number (stable); a sort of all the items
+    // when the sizes named are far more than the passes.
+    let groups = microbatches.saturating_mul(slices).saturating_mul(devices);
+    let grouped = if groups <= 4 * schedule.op_count() as u64 + 1024 {
+        let mut grouped = Groups::new(groups as usize, each);
+        for g in 0..groups as usize {
+            grouped.group_mut(g).sort_by_key(|i| i.tin);
+        }
+        grouped.items
+    } else {
+        let mut items = Vec::new();
+        each(&mut |_, item| items.push(item));
+        items.sort_by_key(|i| (i.unit, i.device, i.tin));
+        items
+    };
+    let items = grouped;
     let mut steps = 0u64;
     let mut held = vec![0.0f64; ops.len()];
+    // Per group, reused: entries (one per key node present; B and BW at one stage share one),
+    // each entry's nearest present ancestor, and what its ancestors allocate and its
+    // descendants release.
+    let mut entry_of = Vec::new();
+    let mut tins: Vec<u32> = Vec::new();
+    let (mut allocs, mut releases): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let mut up: Vec<Option<usize>> = Vec::new();
+    let mut stack: Vec<usize> = Vec::new();
+    let (mut above, mut below): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     // One (unit, device) group at a time: its passes in pre-order of the key forest.
     let mut at = 0;
     while at < items.len() {
         let key = (items[at].unit, items[at].device);
         let end = at + items[at..].iter().take_while(|i| (i.unit, i.device) == key).count();
         let group = &items[at..end];
-        // Entries: one per key node present (B and BW at one stage share one).
-        let mut entry_of = Vec::with_capacity(group.len());
-        let mut tins: Vec<u32> = Vec::new();
-        let (mut allocs, mut releases): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        entry_of.clear();
+        tins.clear();
+        allocs.clear();
+        releases.clear();
         for i in group {
             if tins.last() != Some(&i.tin) {
                 tins.push(i.tin);
@@ -348,8 +376,9 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
         }
         // The nearest present ancestor of each entry, by a stack of the open ones.
         let n = tins.len();
-        let mut up: Vec<Option<usize>> = vec![None; n];
-        let mut stack: Vec<usize> = Vec::new();
+        up.clear();
+        up.resize(n, None);
+        stack.clear();
         for e in 0..n {
             while let Some(&top) = stack.last() {
                 steps += 1;
@@ -362,13 +391,15 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
             stack.push(e);
         }
         // Allocated by ancestors (pre-order), released by descendants (reverse pre-order).
-        let mut above = vec![0.0f64; n];
+        above.clear();
+        above.resize(n, 0.0);
         for e in 0..n {
             if let Some(u) = up[e] {
                 above[e] = above[u] + allocs[u];
             }
         }
-        let mut below = vec![0.0f64; n];
+        below.clear();
+        below.resize(n, 0.0);
         for e in (0..n).rev() {
             if let Some(u) = up[e] {
                 below[u] += releases[e] + below[e];
@@ -387,6 +418,56 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
     }
     let least = ops.iter().zip(&held).filter(|((_, alloc), _)| *alloc > 0.0).map(|((_, alloc), h)| h + alloc);
     (least.fold(0.0f64, f64::max), steps)
+}
+
+/// Calls `f` with each pass of `schedule` and its device, in the devices' orders.
+fn each_pass(schedule: &Schedule, mut f: impl FnMut(usize, Pass)) {
+    for (d, order) in schedule.orders.iter().enumerate() {
+        for op in order {
+            match *op {
+                Op::One(p) => f(d, p),
+                Op::Pair(a, b) => {
+                    f(d, a);
+                    f(d, b);
+                }
+            }
+        }
+    }
+}
+
+/// Items grouped by an index in `0..groups`, each group in the order the items came: one
+/// flat buffer (two passes over the items) instead of a vector per group.
+struct Groups<T> {
+    /// Where each group starts in `items`; the last entry is the end.
+    starts: Vec<usize>,
+    items: Vec<T>,
+}
+
+impl<T: Copy> Groups<T> {
+    /// Groups what `each` yields, `(group, item)`; it is called twice (once to count, once
+    /// to place).
+    fn new(groups: usize, each: impl Fn(&mut dyn FnMut(usize, T))) -> Groups<T> {
+        let mut starts = vec![0usize; groups + 1];
+        let mut fill = None;
+        each(&mut |g, t| {
+            starts[g + 1] += 1;
+            fill.get_or_insert(t);
+        });
+        for g in 0..groups {
+            starts[g + 1] += starts[g];
+        }
+        let mut items = fill.map(|t| vec![t; starts[groups]]).unwrap_or_default();
+        let mut next = starts.clone();
+        each(&mut |g, t| {
+            items[next[g]] = t;
+            next[g] += 1;
+        });
+        Groups { starts, items }
+    }
+
+    fn group_mut(&mut self, g: usize) -> &mut [T] {
+        &mut self.items[self.starts[g]..self.starts[g + 1]]
+    }
 }
 
 /// The dependency rule's keys as one forest, the same for every microbatch: a node per

@@ -14,19 +14,7 @@
 //!
 //! * communication = `g₀ − g₁`, imbalance = `g₁ − g₂`, schedule = `g₂`.
 //!
-//! These add up to `g₀`, but gap by gap they need not be positive: without communication a
-//! device's previous op may end earlier while the op itself cannot start earlier (its input
-//! still comes from a slow stage), so the gap grows (`g₁ > g₀`). Shares are therefore clamped:
-//! communication to `0..=g₀`, imbalance to `0..=g₀ − communication`, and schedule is what
-//! remains. Every part is then `≥ 0` and the parts sum to `g₀`; [`Causes::clamped`] counts the
-//! gaps where clamping changed a part (a gap lost to one cause is then credited to the
-//! remaining ones). The gaps between a device's first and last op sum, part by part, exactly
-//! to its split in [`crate::attribution::Attribution::per_device`] (which is defined as that
-//! sum); the lead and tail gaps are shaded too, but they are outside the device's idle time.
-//!
-//! The waited-for pass is the simulator's own record ([`crate::sim::TimedOp::waited_for`]):
-//! the dependency whose result arrived last. The communication in the wait is the part of the
-//! gap after that pass ended on its (other) device: the hop.
+//! The details are in `docs/bubble-causes.md`, under `gaps.rs`.
 
 use crate::attribution::{gap_before, split_gap, tiny_gap, Attribution, Parts, RunSpan, Runs};
 use crate::schedule::{Op, Pass, Schedule};

@@ -437,6 +437,12 @@ pub struct ScheduleParams {
 }
 
 impl ScheduleParams {
+    /// 1F1B's activation memory with equal stages, `P·mem-f`: device 0 holds `P` forwards. The
+    /// unit memory limits are quoted in ("2× 1F1B").
+    pub fn one_f_one_b_memory(&self) -> f64 {
+        f64::from(self.devices) * self.costs.mem_f
+    }
+
     /// `devices` and `microbatches` with default costs and no options.
     pub fn new(devices: u32, microbatches: u32) -> ScheduleParams {
         ScheduleParams {

@@ -17,9 +17,9 @@ use std::fmt::Write as _;
 
 use crate::cost_lists::{format_list, parse_list, CostLists, LIST_FIELDS};
 use crate::error::{Field, ParamError};
-use crate::model::{model_field, Derived, ModelSpec};
+use crate::model::{model_field, parse_limit, Derived, ModelSpec};
 use crate::params::{Costs, ScheduleParams};
-use crate::units::shell_word;
+use crate::units::{shell_word, Units};
 
 /// The current permalink format version.
 pub const VERSION: u32 = 1;
@@ -68,12 +68,8 @@ pub struct Settings {
 
 impl Settings {
     /// What the numbers mean: µs and bytes when the costs come from a model.
-    pub fn units(&self) -> crate::units::Units {
-        if self.model.given() {
-            crate::units::Units::Model
-        } else {
-            crate::units::Units::Cost
-        }
+    pub fn units(&self) -> Units {
+        self.model.units()
     }
 
     /// The same run as a `bubblescope simulate` command: the family, its sizes, the options
@@ -112,7 +108,7 @@ impl Settings {
         // Every family is checked against a limit (the chart draws it), not only those that
         // schedule to one.
         if let Some(limit) = p.mem_limit {
-            let text = if self.model.given() { crate::units::size_text(limit) } else { limit.to_string() };
+            let text = if self.units().bytes() { crate::units::size_text(limit) } else { limit.to_string() };
             let _ = write!(out, " --mem-limit {text}");
         }
         out
@@ -137,7 +133,7 @@ impl Settings {
                 let overlap = params.costs.overlap;
                 params.costs = derived?.costs();
                 params.costs.overlap = overlap;
-                params.units = crate::units::Units::Model;
+                params.units = Units::Model;
                 Ok(params)
             }
         }
@@ -238,8 +234,8 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
         Err(e) => warnings.push(format!("ignored the cost lists: {}", e.message)),
     }
     if let Some(text) = sized_limit {
-        match crate::model::parse_bytes(&text, Field::MemLimit) {
-            Ok(bytes) if link.model.given() => link.params.mem_limit = Some(bytes),
+        match parse_limit(&text, link.model.units()) {
+            Ok(bytes) => link.params.mem_limit = Some(bytes),
             _ => warnings.push(format!(
                 "ignored mem-limit={}: sizes with units need a model (model=…), where memory is in bytes",
                 short(&text)

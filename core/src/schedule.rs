@@ -113,6 +113,34 @@ impl fmt::Display for Pass {
     }
 }
 
+/// The passes of an op ([`Op::passes`]), first to last.
+#[derive(Clone, Debug)]
+pub struct Passes {
+    next: Option<Pass>,
+    then: Option<Pass>,
+}
+
+impl Iterator for Passes {
+    type Item = Pass;
+
+    #[inline]
+    fn next(&mut self) -> Option<Pass> {
+        let out = self.next;
+        self.next = self.then.take();
+        out
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::from(self.next.is_some()) + usize::from(self.then.is_some());
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for Passes {}
+
+impl std::iter::FusedIterator for Passes {}
+
 /// One entry of a device's order: a single pass, or a forward and a backward that run
 /// overlapped as one unit (DualPipe's F&B pair).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -125,12 +153,11 @@ pub enum Op {
 
 impl Op {
     /// The passes this op runs: one, or the two of a pair.
-    pub fn passes(&self) -> impl Iterator<Item = Pass> {
-        let (a, b) = match *self {
-            Op::One(p) => (p, None),
-            Op::Pair(f, b) => (f, Some(b)),
-        };
-        std::iter::once(a).chain(b)
+    pub fn passes(&self) -> Passes {
+        match *self {
+            Op::One(p) => Passes { next: Some(p), then: None },
+            Op::Pair(f, b) => Passes { next: Some(f), then: Some(b) },
+        }
     }
 
     /// The first pass (the forward of a pair).

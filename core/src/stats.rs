@@ -146,7 +146,9 @@ impl BubbleMeasure {
 }
 
 impl DeviceStats {
-    /// Whether the device's peak memory exceeds `limit` (beyond rounding); never without a limit.
+    /// Whether this device's peak activation memory is above `limit` (none: never). Memory
+    /// sums are compared with a tolerance of 1e-9, so a peak that equals the limit up to
+    /// rounding is not over it.
     pub fn over_limit(&self, limit: Option<f64>) -> bool {
         limit.is_some_and(|l| self.peak_memory > l + 1e-9)
     }
@@ -293,15 +295,6 @@ fn ratio(num: f64, den: f64) -> f64 {
         num / den
     } else {
         0.0
-    }
-}
-
-impl DeviceStats {
-    /// Whether this device's peak activation memory is above `limit` (none: never). Memory
-    /// sums are compared with a tolerance of 1e-9, so a peak that equals the limit up to
-    /// rounding is not over it.
-    pub fn over(&self, limit: Option<f64>) -> bool {
-        limit.is_some_and(|l| self.peak_memory > l + 1e-9)
     }
 }
 

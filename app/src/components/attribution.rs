@@ -3,15 +3,12 @@
 //! `≥ 0` (the numbers `simulate --json` prints as `attribution`), with the memory part beside
 //! it when the core reports one.
 
-use std::time::Duration;
-
 use bubblescope::attribution::Parts;
 use bubblescope::bounds::Standing;
 use bubblescope::render::Cause;
 use bubblescope::units::format_number;
 use leptos::prelude::*;
 
-use crate::causes::attribution_of;
 use crate::state::AppState;
 
 /// The split shown: which computation it belongs to, and its parts.
@@ -32,37 +29,14 @@ struct Shown {
 #[component]
 pub fn AttributionBar() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let shown = RwSignal::new(None::<Shown>);
-    // Computed just after the chart is drawn (a re-simulation of the same orders), so a
-    // slider move redraws the chart first; with the shading on, from the chart's causes.
-    Effect::new(move |_| {
+    // Computed with the schedule (in the worker for large ones): nothing runs here.
+    let shown = Memo::new(move |_| {
         let o = state.outcome.get();
-        let Ok(a) = o.main.result.clone() else {
-            shown.set(None);
-            return;
-        };
-        let (id, costs, params, name) = (o.id, o.params.costs.clone(), o.params.clone(), o.main.name.clone());
+        let a = o.main.result.as_ref().ok()?;
+        let extras = o.main.extras.as_ref()?;
+        let parts = extras.causes.as_ref()?.attribution.overall;
         let gap = a.stats.cost - a.stats.ideal;
-        set_timeout(
-            move || {
-                // A newer computation has superseded this one.
-                if state.outcome.with_untracked(|o| o.id) != id {
-                    return;
-                }
-                let parts = attribution_of(&a, &costs);
-                let fam = bubblescope::family(&name);
-                let memory = fam
-                    .and_then(|f| bubblescope::attribution::memory_part(f, &params, a.stats.cost))
-                    .and_then(Result::ok);
-                let limit = bubblescope::bounds::problem_limit(fam, &params, &a.stats);
-                // The closed form raised by the device relaxation (a few ms on problems the
-                // search takes; the closed form alone past them).
-                let lb = bubblescope::optimal::run_lower_bound(&a.schedule, &costs, limit, &a.stats);
-                let bound = Some((lb.value, lb.standing(&a.stats, limit)));
-                shown.set(parts.map(|parts| Shown { id, gap, parts, memory, bound }));
-            },
-            Duration::ZERO,
-        );
+        Some(Shown { id: o.id, gap, parts, memory: extras.memory, bound: extras.bound })
     });
     // In µs (ms, s) when the costs come from a model, as the tiles print them.
     let n = move |v: f64| state.units().time_detail(v);

@@ -16,9 +16,9 @@ use wasm_bindgen::JsCast;
 use super::playback::{ChartFrame, Layer, Playback, PlaybackBar, PlaybackOverlay};
 use super::progress::{EngineNote, Progress};
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
-use crate::causes::{causes_of, CAUSES_KEY};
+use crate::causes::CAUSES_KEY;
 use crate::engine::runs_on_page;
-use crate::state::{compute, now_ms, AppState, Budget, Computed, MAX_LIVE_MICROBATCHES};
+use crate::state::{compute, now_ms, AppState, Computed, Place, MAX_LIVE_MICROBATCHES};
 
 /// One drawn schedule.
 #[derive(Clone)]
@@ -51,21 +51,17 @@ fn shown(state: AppState, with_causes: bool) -> (Vec<Shown>, bool) {
             state.last_good.get()
         }
     };
+    // Gap shading: every schedule computed at the outcome's costs, with its causes (the last
+    // good one shown while the settings are invalid ran at other costs, so it stays plain).
+    let shade = |c: &Computed| c.extras.as_ref().and_then(|e| e.causes.clone()).filter(|_| with_causes && !stale);
     let mut out: Vec<Shown> = main
         .into_iter()
-        .filter_map(|c| c.result.ok().map(|a| Shown { label: c.label, analysis: a, causes: None }))
+        .filter_map(|c| c.result.clone().ok().map(|a| Shown { label: c.label.clone(), analysis: a, causes: shade(&c) }))
         .collect();
     if !stale {
         for c in &outcome.compare {
             if let Ok(a) = &c.result {
-                out.push(Shown { label: c.label.clone(), analysis: a.clone(), causes: None });
-            }
-        }
-        // Gap shading: every schedule computed at the outcome's costs (the last good one
-        // shown while the settings are invalid ran at other costs, so it stays plain).
-        if with_causes {
-            for s in &mut out {
-                s.causes = causes_of(&s.analysis, &outcome.params.costs);
+                out.push(Shown { label: c.label.clone(), analysis: a.clone(), causes: shade(c) });
             }
         }
     }
@@ -77,140 +73,67 @@ fn causes_shown(state: AppState) -> bool {
     state.link.with(|l| l.extra(CAUSES_KEY) == Some("1"))
 }
 
-/// The Gantt and memory charts with their toolbar.
-#[component]
-pub fn ChartCard(
-    /// Embedded: no toolbar, no memory chart unless the link asks for `memory=1`.
-    #[prop(optional)]
-    compact: bool,
-) -> impl IntoView {
-    let state = expect_context::<AppState>();
-    let container: NodeRef<Div> = NodeRef::new();
-    let width = use_width(container);
-    let gantt_ref: NodeRef<Canvas> = NodeRef::new();
-    let memory_ref: NodeRef<Canvas> = NodeRef::new();
-    let geometry = StoredValue::new(None::<GanttGeometry>);
-    let drawn = StoredValue::new(Vec::<Shown>::new());
-    let tip = RwSignal::new(None::<Tip>);
-    let show_memory = RwSignal::new(!compact || state.link.with_untracked(|l| l.extra("memory") == Some("1")));
-    let draw_error = RwSignal::new(None::<String>);
-    let stale = RwSignal::new(false);
-    let nothing = RwSignal::new(false);
-    let drag = StoredValue::new(None::<(f64, (f64, f64))>);
-    let redraws = RwSignal::new(0u64);
-    let playback = Playback::provide(state);
-    // Only the toggle's value, so other changes of the link (the cursor's `t=`) never redraw.
-    let with_causes = Memo::new(move |_| causes_shown(state));
-    // Likewise the units: read from the link, they would make every change of it redraw.
-    let units = Memo::new(move |_| state.units());
+/// What the chart's parts share: the state, the last drawn figure's geometry and schedules,
+/// the tooltip and the toggles.
+#[derive(Clone, Copy)]
+struct Chart {
+    state: AppState,
+    /// The Gantt chart's geometry as last drawn (hit testing, zoom, pan).
+    geometry: StoredValue<Option<GanttGeometry>>,
+    /// The schedules as last drawn.
+    drawn: StoredValue<Vec<Shown>>,
+    /// The tooltip under the pointer.
+    tip: RwSignal<Option<Tip>>,
+    /// Whether the memory chart is shown.
+    show_memory: RwSignal<bool>,
+    /// Only the shading toggle's value, so other changes of the link (the cursor's `t=`) never
+    /// redraw.
+    with_causes: Memo<bool>,
+}
 
-    // Draw whenever the schedules, the size, the theme or the view change.
-    Effect::new(move |_| {
-        let effect_start = now_ms();
-        let (panels, is_stale) = shown(state, with_causes.get());
-        let waiting = state.outcome.with(|o| o.is_waiting());
-        stale.set(is_stale && !waiting && !panels.is_empty());
-        nothing.set(is_stale && !waiting && panels.is_empty());
-        let w = width.get();
-        let theme = state.theme.get().theme();
-        let view = state.view.get();
-        let with_memory = show_memory.get();
-        let Some(canvas) = gantt_ref.get() else { return };
-        if w < 50.0 || panels.is_empty() {
-            return;
+impl Chart {
+    fn new(state: AppState, compact: bool) -> Chart {
+        Chart {
+            state,
+            geometry: StoredValue::new(None),
+            drawn: StoredValue::new(Vec::new()),
+            tip: RwSignal::new(None),
+            show_memory: RwSignal::new(!compact || state.link.with_untracked(|l| l.extra("memory") == Some("1"))),
+            with_causes: Memo::new(move |_| causes_shown(state)),
         }
-        let dpr = device_pixel_ratio();
-        let items: Vec<FigureItem<'_>> = panels
-            .iter()
-            .map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis, causes: s.causes.as_deref() })
-            .collect();
-        let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
-        let row_height = if devices <= 16 {
-            24.0
-        } else if devices <= 40 {
-            14.0
-        } else {
-            // Never below 12 px: rows stay readable on every screen.
-            12.0
-        };
-        // The same figure the SVG export draws, at this width and pixel ratio.
-        let opts = FigureOptions {
-            width: w,
-            scale: dpr,
-            row_height,
-            memory: with_memory,
-            memory_height: MEMORY_HEIGHT,
-            mem_limit: state.outcome.with(|o| o.params.mem_limit),
-            theme,
-            time_range: view.range,
-            highlight: view.highlight,
-            units: units.get(),
-            causes: panels.iter().any(|s| s.causes.is_some()),
-        };
-        let t0 = now_ms();
-        let fig = figure(&items, &opts);
-        let t1 = now_ms();
-        let result = draw_scene(&canvas, &fig.gantt, w, fig.geometry.height);
-        let t2 = now_ms();
-        let scene = &fig.gantt;
-        let _ = canvas.set_attribute("data-drawn", &scene.counts.drawn.to_string());
-        let _ = canvas.set_attribute("data-merged", &scene.counts.merged.to_string());
-        let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
-        // What each stacked panel is, for assistive technology and tests.
-        let labels: Vec<&str> = panels.iter().map(|s| s.label.as_str()).collect();
-        let _ = canvas.set_attribute("data-panels", &labels.join(" | "));
-        draw_error.set(result.err());
-        let mut frame = ChartFrame {
-            geometry: fig.geometry.clone(),
-            analyses: panels.iter().map(|s| s.analysis.clone()).collect(),
-            width: w,
-            memory: None,
-        };
-        if let (Some(memory), Some(mem_canvas)) = (&fig.memory, memory_ref.get()) {
-            let css_height = MEMORY_HEIGHT * items.len() as f64;
-            // The cursor runs over the first schedule's memory chart, the top of the stack.
-            let (top, bottom) = memory_plot_band(&MemoryOptions { height: MEMORY_HEIGHT, ..MemoryOptions::default() });
-            frame.memory = Some((top, bottom, css_height));
-            if let Err(e) = draw_scene(&mem_canvas, memory, w, css_height) {
-                draw_error.set(Some(e));
-            }
-        }
-        let items_drawn = scene.items.len();
-        geometry.set_value(Some(fig.geometry));
-        playback.frame.set(Some(frame));
-        let t3 = now_ms();
-        // Timings for the browser benchmark: layout, canvas drawing, memory chart (ms).
-        let _ = canvas.set_attribute(
-            "data-timings",
-            &format!(
-                "{:.1} {:.1} {:.1} {} {:.1} {:.1}",
-                t1 - t0,
-                t2 - t1,
-                t3 - t2,
-                items_drawn,
-                effect_start,
-                t0 - effect_start
-            ),
-        );
-        drawn.set_value(panels);
-        if redraws.get_untracked() == 0 {
-            // Right after the first chart, before anyone can touch a control.
-            schedule_warm_up(state, opts, WARM_UP_ROUNDS);
-        }
-        redraws.update(|n| *n += 1);
-        if let Some(el) = container.get() {
-            let _ = el.set_attribute("data-redraws", &redraws.get_untracked().to_string());
-        }
-    });
+    }
 
-    let hit = move |x: f64, y: f64| -> Option<Tip> {
-        let geo = geometry.get_value()?;
+    /// Shows the time range `(a, b)`, kept inside the schedule.
+    fn show_range(self, a: f64, b: f64) {
+        let (a, b) = clamp_range(a, b, full_end(self.state));
+        self.state.view.update(|v| v.range = Some((a, b)));
+    }
+
+    /// Zooms around the middle of the visible range by `factor` (below 1: in).
+    fn zoom(self, factor: f64) {
+        let Some(geo) = self.geometry.get_value() else { return };
+        let (t0, t1) = (geo.axis.t0, geo.axis.t1);
+        let mid = (t0 + t1) / 2.0;
+        self.show_range(mid - (mid - t0) * factor, mid + (t1 - mid) * factor);
+    }
+
+    /// Moves the visible range by `fraction` of its width.
+    fn pan(self, fraction: f64) {
+        let Some(geo) = self.geometry.get_value() else { return };
+        let (t0, t1) = (geo.axis.t0, geo.axis.t1);
+        let dt = (t1 - t0) * fraction;
+        self.show_range(t0 + dt, t1 + dt);
+    }
+
+    /// The tooltip for the point `(x, y)` of the Gantt canvas: a pass, or a shaded gap.
+    fn hit(self, x: f64, y: f64) -> Option<Tip> {
+        let geo = self.geometry.get_value()?;
         let (panel, device) = geo.row_at(y)?;
         if x < geo.axis.x0 || x > geo.axis.x1 {
             return None;
         }
         let t = geo.axis.t(x);
-        drawn.with_value(|panels| {
+        self.drawn.with_value(|panels| {
             let s = panels.get(panel)?;
             let a = &s.analysis;
             let Some(pos) = a.timeline.op_at(device, t) else {
@@ -223,14 +146,14 @@ pub fn ChartCard(
             let timed = a.timeline.devices[device as usize].ops[pos];
             let mut tip = describe(a, device, op, timed, x, y);
             // A measured run and its prediction: the same op in the other panel.
-            let measured = state.file.with_untracked(|f| f.as_ref().is_some_and(|f| f.measured.is_some()));
+            let measured = self.state.file.with_untracked(|f| f.as_ref().is_some_and(|f| f.measured.is_some()));
             if measured && panel < 2 && panels.len() >= 2 {
                 let took = |s: &Shown| {
                     let o = s.analysis.timeline.devices.get(device as usize)?.ops.get(pos)?;
                     Some(o.end - o.start)
                 };
                 if let (Some(m), Some(p)) = (took(&panels[0]), took(&panels[1])) {
-                    let u = units.get_untracked();
+                    let u = self.state.units_untracked();
                     let sign = if m >= p { "+" } else { "−" };
                     tip.lines.push(format!(
                         "measured {} · predicted {} · measured − predicted {sign}{}",
@@ -242,8 +165,235 @@ pub fn ChartCard(
             }
             Some(tip)
         })
-    };
+    }
+}
 
+/// The canvases a redraw draws on, and what it reports.
+#[derive(Clone, Copy)]
+struct Canvases {
+    container: NodeRef<Div>,
+    gantt: NodeRef<Canvas>,
+    memory: NodeRef<Canvas>,
+    width: ReadSignal<f64>,
+    /// A drawing error to show.
+    error: RwSignal<Option<String>>,
+    /// The last valid schedule is shown while the settings are invalid.
+    stale: RwSignal<bool>,
+    /// Nothing valid to show.
+    nothing: RwSignal<bool>,
+    /// Redraws so far (`data-redraws`).
+    redraws: RwSignal<u64>,
+}
+
+/// Draws the schedules on the canvases: the figure the SVG export draws, at the canvas' width
+/// and pixel ratio.
+fn redraw(chart: Chart, canvases: Canvases, units: Memo<bubblescope::units::Units>, playback: Playback) {
+    let state = chart.state;
+    let effect_start = now_ms();
+    let (panels, is_stale) = shown(state, chart.with_causes.get());
+    let waiting = state.outcome.with(|o| o.is_waiting());
+    canvases.stale.set(is_stale && !waiting && !panels.is_empty());
+    canvases.nothing.set(is_stale && !waiting && panels.is_empty());
+    let w = canvases.width.get();
+    let theme = state.theme.get().theme();
+    let view = state.view.get();
+    let with_memory = chart.show_memory.get();
+    let Some(canvas) = canvases.gantt.get() else { return };
+    if w < 50.0 || panels.is_empty() {
+        return;
+    }
+    let items: Vec<FigureItem<'_>> = panels
+        .iter()
+        .map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis, causes: s.causes.as_deref() })
+        .collect();
+    let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
+    // Never below 12 px: rows stay readable on every screen.
+    let row_height = match devices {
+        0..=16 => 24.0,
+        17..=40 => 14.0,
+        _ => 12.0,
+    };
+    let opts = FigureOptions {
+        width: w,
+        scale: device_pixel_ratio(),
+        row_height,
+        memory: with_memory,
+        memory_height: MEMORY_HEIGHT,
+        mem_limit: state.outcome.with(|o| o.params.mem_limit),
+        theme,
+        time_range: view.range,
+        highlight: view.highlight,
+        units: units.get(),
+        causes: panels.iter().any(|s| s.causes.is_some()),
+    };
+    let t0 = now_ms();
+    let fig = figure(&items, &opts);
+    let t1 = now_ms();
+    let result = draw_scene(&canvas, &fig.gantt, w, fig.geometry.height);
+    let t2 = now_ms();
+    let scene = &fig.gantt;
+    let _ = canvas.set_attribute("data-drawn", &scene.counts.drawn.to_string());
+    let _ = canvas.set_attribute("data-merged", &scene.counts.merged.to_string());
+    let _ = canvas.set_attribute("data-culled", &scene.counts.culled.to_string());
+    // What each stacked panel is, for assistive technology and tests.
+    let labels: Vec<&str> = panels.iter().map(|s| s.label.as_str()).collect();
+    let _ = canvas.set_attribute("data-panels", &labels.join(" | "));
+    canvases.error.set(result.err());
+    let mut frame = ChartFrame {
+        geometry: fig.geometry.clone(),
+        analyses: panels.iter().map(|s| s.analysis.clone()).collect(),
+        width: w,
+        memory: None,
+    };
+    if let (Some(memory), Some(mem_canvas)) = (&fig.memory, canvases.memory.get()) {
+        let css_height = MEMORY_HEIGHT * items.len() as f64;
+        // The cursor runs over the first schedule's memory chart, the top of the stack.
+        let (top, bottom) = memory_plot_band(&MemoryOptions { height: MEMORY_HEIGHT, ..MemoryOptions::default() });
+        frame.memory = Some((top, bottom, css_height));
+        if let Err(e) = draw_scene(&mem_canvas, memory, w, css_height) {
+            canvases.error.set(Some(e));
+        }
+    }
+    let items_drawn = scene.items.len();
+    chart.geometry.set_value(Some(fig.geometry));
+    playback.frame.set(Some(frame));
+    let t3 = now_ms();
+    // Timings for the browser benchmark: layout, canvas drawing, memory chart (ms).
+    let timings = format!(
+        "{:.1} {:.1} {:.1} {} {:.1} {:.1}",
+        t1 - t0,
+        t2 - t1,
+        t3 - t2,
+        items_drawn,
+        effect_start,
+        t0 - effect_start
+    );
+    let _ = canvas.set_attribute("data-timings", &timings);
+    chart.drawn.set_value(panels);
+    if canvases.redraws.get_untracked() == 0 {
+        // Right after the first chart, before anyone can touch a control.
+        schedule_warm_up(state, opts, WARM_UP_ROUNDS);
+    }
+    canvases.redraws.update(|n| *n += 1);
+    if let Some(el) = canvases.container.get() {
+        let _ = el.set_attribute("data-redraws", &canvases.redraws.get_untracked().to_string());
+    }
+}
+
+/// The Gantt and memory charts with their toolbar.
+#[component]
+pub fn ChartCard(
+    /// Embedded: no toolbar, no memory chart unless the link asks for `memory=1`.
+    #[prop(optional)]
+    compact: bool,
+) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let chart = Chart::new(state, compact);
+    let container: NodeRef<Div> = NodeRef::new();
+    let canvases = Canvases {
+        container,
+        gantt: NodeRef::new(),
+        memory: NodeRef::new(),
+        width: use_width(container),
+        error: RwSignal::new(None),
+        stale: RwSignal::new(false),
+        nothing: RwSignal::new(false),
+        redraws: RwSignal::new(0),
+    };
+    let playback = Playback::provide(state);
+    // The units, read from the link, would make every change of it redraw.
+    let units = Memo::new(move |_| state.units());
+    // Draw whenever the schedules, the size, the theme or the view change.
+    Effect::new(move |_| redraw(chart, canvases, units, playback));
+    let (show_memory, error) = (chart.show_memory, canvases.error);
+    view! {
+        <section class="card chart-card" class:compact=compact aria-label="Schedule chart">
+            <ChartToolbar chart=chart compact=compact/>
+            <div class="chart-wrap" node_ref=container>
+                <Progress/>
+                <EngineNote/>
+                <ChartNotes stale=canvases.stale nothing=canvases.nothing/>
+                <div class="layer">
+                    <GanttCanvas chart=chart canvas=canvases.gantt/>
+                    <PlaybackOverlay layer=Layer::Gantt/>
+                </div>
+                <ChartTooltip tip=chart.tip/>
+                <PlaybackBar/>
+                <Show when=move || show_memory.get()>
+                    <div class="layer">
+                    <canvas class="memory" node_ref=canvases.memory data-testid="memory-chart" role="img"
+                        aria-label="Activation memory over time per device"></canvas>
+                    <PlaybackOverlay layer=Layer::Memory/>
+                    </div>
+                </Show>
+                <Show when=move || error.get().is_some()>
+                    <p class="field-error" role="alert">{move || error.get()}</p>
+                </Show>
+            </div>
+        </section>
+    }
+}
+
+/// Zoom buttons, the hint, and the toggles of the gap shading and the memory chart.
+#[component]
+fn ChartToolbar(chart: Chart, compact: bool) -> impl IntoView {
+    let state = chart.state;
+    let zoomed = move || state.view.with(|v| v.range.is_some());
+    let highlight = move || state.view.with(|v| v.highlight);
+    let (with_causes, show_memory) = (chart.with_causes, chart.show_memory);
+    view! {
+        <div class="toolbar" hidden=compact>
+            <div class="toolbar-left">
+                <button type="button" class="icon-button" title="Zoom in (+, or Ctrl + wheel)" aria-label="Zoom in" on:click=move |_| chart.zoom(0.5)>"+"</button>
+                <button type="button" class="icon-button" title="Zoom out (−)" aria-label="Zoom out" on:click=move |_| chart.zoom(2.0)>"−"</button>
+                <button type="button" class="button ghost small" title="Show the whole schedule (0, or double-click)" disabled=move || !zoomed()
+                    on:click=move |_| state.view.update(|v| v.range = None)>"Fit"</button>
+                <span class="hint">
+                    {move || match highlight() {
+                        Some(mb) => format!("Microbatch {mb} highlighted · click it again or press Esc to clear"),
+                        None => "Hover a pass for details · click to follow its microbatch · drag to pan · Ctrl+wheel to zoom".to_string(),
+                    }}
+                </span>
+            </div>
+            <div class="toolbar-right">
+            <label class="toggle" title="Shade idle time by why it is there: communication, unequal stages, or the schedule itself">
+                <input type="checkbox" data-testid="causes-toggle" prop:checked=move || with_causes.get()
+                    on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        state.link.update(|l| l.set_extra(CAUSES_KEY, on.then(|| "1".to_string())));
+                    } />
+                " Bubble causes"
+            </label>
+            <label class="toggle">
+                <input type="checkbox" prop:checked=move || show_memory.get() on:change=move |ev| show_memory.set(event_target_checked(&ev)) />
+                " Memory chart"
+            </label>
+            </div>
+        </div>
+    }
+}
+
+/// Why the chart shows an older schedule, or nothing.
+#[component]
+fn ChartNotes(stale: RwSignal<bool>, nothing: RwSignal<bool>) -> impl IntoView {
+    view! {
+        <Show when=move || stale.get()>
+            <div class="stale-note" role="status">"Showing the last valid schedule — fix the highlighted setting to update."</div>
+        </Show>
+        <Show when=move || nothing.get()>
+            <div class="stale-note" role="status" data-testid="nothing-note">"Nothing to draw yet — fix the highlighted setting."</div>
+        </Show>
+    }
+}
+
+/// The Gantt canvas and its pointer, wheel and keyboard handling: hover for a tooltip, click
+/// to follow a microbatch, drag to pan, Ctrl + wheel to zoom.
+#[component]
+fn GanttCanvas(chart: Chart, canvas: NodeRef<Canvas>) -> impl IntoView {
+    let state = chart.state;
+    let (geometry, tip) = (chart.geometry, chart.tip);
+    // Where a drag started (x) and the range it started from.
+    let drag = StoredValue::new(None::<(f64, (f64, f64))>);
     let on_move = move |ev: web_sys::PointerEvent| {
         let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
         if let Some((x0, (t0, t1))) = drag.get_value() {
@@ -251,16 +401,14 @@ pub fn ChartCard(
                 if let Some(geo) = geometry.get_value() {
                     let per_px = (t1 - t0) / (geo.axis.x1 - geo.axis.x0).max(1.0);
                     let dt = (x - x0) * per_px;
-                    let end = full_end(state);
-                    let (a, b) = clamp_range(t0 - dt, t1 - dt, end);
-                    state.view.update(|v| v.range = Some((a, b)));
+                    chart.show_range(t0 - dt, t1 - dt);
                 }
                 tip.set(None);
                 return;
             }
             drag.set_value(None);
         }
-        tip.set(hit(x, y));
+        tip.set(chart.hit(x, y));
     };
     let on_down = move |ev: web_sys::PointerEvent| {
         if let Some(geo) = geometry.get_value() {
@@ -272,7 +420,7 @@ pub fn ChartCard(
         drag.set_value(None);
         if !moved {
             // A click: highlight that microbatch's path, or clear it.
-            let t = hit(f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+            let t = chart.hit(f64::from(ev.offset_x()), f64::from(ev.offset_y()));
             state.view.update(|v| {
                 v.highlight = match (t, v.highlight) {
                     (Some(t), Some(h)) if t.microbatch == h => None,
@@ -284,134 +432,67 @@ pub fn ChartCard(
     };
     let on_wheel = move |ev: web_sys::WheelEvent| {
         let Some(geo) = geometry.get_value() else { return };
-        let end = full_end(state);
         let (t0, t1) = (geo.axis.t0, geo.axis.t1);
         if ev.ctrl_key() || ev.meta_key() {
             ev.prevent_default();
             let at = geo.axis.t(f64::from(ev.offset_x()));
             let factor = if ev.delta_y() > 0.0 { 1.25 } else { 0.8 };
-            let (a, b) = clamp_range(at - (at - t0) * factor, at + (t1 - at) * factor, end);
-            state.view.update(|v| v.range = Some((a, b)));
+            chart.show_range(at - (at - t0) * factor, at + (t1 - at) * factor);
         } else if ev.shift_key() || ev.delta_x().abs() > ev.delta_y().abs() {
             ev.prevent_default();
             let delta = if ev.shift_key() { ev.delta_y() } else { ev.delta_x() };
             let dt = delta / (geo.axis.x1 - geo.axis.x0).max(1.0) * (t1 - t0);
-            let (a, b) = clamp_range(t0 + dt, t1 + dt, end);
-            state.view.update(|v| v.range = Some((a, b)));
+            chart.show_range(t0 + dt, t1 + dt);
         }
-    };
-    let zoom = move |factor: f64| {
-        let Some(geo) = geometry.get_value() else { return };
-        let (t0, t1) = (geo.axis.t0, geo.axis.t1);
-        let mid = (t0 + t1) / 2.0;
-        let (a, b) = clamp_range(mid - (mid - t0) * factor, mid + (t1 - mid) * factor, full_end(state));
-        state.view.update(|v| v.range = Some((a, b)));
-    };
-    let pan = move |fraction: f64| {
-        let Some(geo) = geometry.get_value() else { return };
-        let (t0, t1) = (geo.axis.t0, geo.axis.t1);
-        let dt = (t1 - t0) * fraction;
-        let (a, b) = clamp_range(t0 + dt, t1 + dt, full_end(state));
-        state.view.update(|v| v.range = Some((a, b)));
     };
     let on_key = move |ev: web_sys::KeyboardEvent| {
         match ev.key().as_str() {
-            "+" | "=" => zoom(0.5),
-            "-" | "_" => zoom(2.0),
-            "ArrowLeft" => pan(-0.2),
-            "ArrowRight" => pan(0.2),
+            "+" | "=" => chart.zoom(0.5),
+            "-" | "_" => chart.zoom(2.0),
+            "ArrowLeft" => chart.pan(-0.2),
+            "ArrowRight" => chart.pan(0.2),
             "0" => state.view.update(|v| v.range = None),
             "Escape" => state.view.update(|v| v.highlight = None),
             _ => return,
         }
         ev.prevent_default();
     };
-    let zoomed = move || state.view.with(|v| v.range.is_some());
-    let highlight = move || state.view.with(|v| v.highlight);
-
     view! {
-        <section class="card chart-card" class:compact=compact aria-label="Schedule chart">
-            <div class="toolbar" hidden=compact>
-                <div class="toolbar-left">
-                    <button type="button" class="icon-button" title="Zoom in (+, or Ctrl + wheel)" aria-label="Zoom in" on:click=move |_| zoom(0.5)>"+"</button>
-                    <button type="button" class="icon-button" title="Zoom out (−)" aria-label="Zoom out" on:click=move |_| zoom(2.0)>"−"</button>
-                    <button type="button" class="button ghost small" title="Show the whole schedule (0, or double-click)" disabled=move || !zoomed()
-                        on:click=move |_| state.view.update(|v| v.range = None)>"Fit"</button>
-                    <span class="hint">
-                        {move || match highlight() {
-                            Some(mb) => format!("Microbatch {mb} highlighted · click it again or press Esc to clear"),
-                            None => "Hover a pass for details · click to follow its microbatch · drag to pan · Ctrl+wheel to zoom".to_string(),
-                        }}
-                    </span>
+        <canvas
+            class="gantt"
+            node_ref=canvas
+            data-testid="gantt-canvas"
+            tabindex="0"
+            role="img"
+            aria-label=move || {
+                let o = state.outcome.get();
+                format!("Gantt chart of {}", o.main.label)
+            }
+            on:pointermove=on_move
+            on:pointerdown=on_down
+            on:pointerup=on_up
+            on:pointerleave=move |_| { tip.set(None); drag.set_value(None); }
+            on:wheel=on_wheel
+            on:dblclick=move |_| state.view.update(|v| v.range = None)
+            on:keydown=on_key
+        ></canvas>
+    }
+}
+
+/// The tooltip of what the pointer is over.
+#[component]
+fn ChartTooltip(tip: RwSignal<Option<Tip>>) -> impl IntoView {
+    move || {
+        tip.get().map(|t| {
+            let left = format!("{}px", t.x + 14.0);
+            let top = format!("{}px", t.y + 14.0);
+            view! {
+                <div class="tooltip" role="tooltip" data-testid="tooltip" style:left=left style:top=top>
+                    <div class="tooltip-title">{t.title}</div>
+                    {t.lines.into_iter().map(|l| view! { <div>{l}</div> }).collect_view()}
                 </div>
-                <div class="toolbar-right">
-                <label class="toggle" title="Shade idle time by why it is there: communication, unequal stages, or the schedule itself">
-                    <input type="checkbox" data-testid="causes-toggle" prop:checked=move || with_causes.get()
-                        on:change=move |ev| {
-                            let on = event_target_checked(&ev);
-                            state.link.update(|l| l.set_extra(CAUSES_KEY, on.then(|| "1".to_string())));
-                        } />
-                    " Bubble causes"
-                </label>
-                <label class="toggle">
-                    <input type="checkbox" prop:checked=move || show_memory.get() on:change=move |ev| show_memory.set(event_target_checked(&ev)) />
-                    " Memory chart"
-                </label>
-                </div>
-            </div>
-            <div class="chart-wrap" node_ref=container>
-                <Progress/>
-                <EngineNote/>
-                <Show when=move || stale.get()>
-                    <div class="stale-note" role="status">"Showing the last valid schedule — fix the highlighted setting to update."</div>
-                </Show>
-                <Show when=move || nothing.get()>
-                    <div class="stale-note" role="status" data-testid="nothing-note">"Nothing to draw yet — fix the highlighted setting."</div>
-                </Show>
-                <div class="layer">
-                <canvas
-                    class="gantt"
-                    node_ref=gantt_ref
-                    data-testid="gantt-canvas"
-                    tabindex="0"
-                    role="img"
-                    aria-label=move || {
-                        let o = state.outcome.get();
-                        format!("Gantt chart of {}", o.main.label)
-                    }
-                    on:pointermove=on_move
-                    on:pointerdown=on_down
-                    on:pointerup=on_up
-                    on:pointerleave=move |_| { tip.set(None); drag.set_value(None); }
-                    on:wheel=on_wheel
-                    on:dblclick=move |_| state.view.update(|v| v.range = None)
-                    on:keydown=on_key
-                ></canvas>
-                <PlaybackOverlay layer=Layer::Gantt/>
-                </div>
-                {move || tip.get().map(|t| {
-                    let left = format!("{}px", t.x + 14.0);
-                    let top = format!("{}px", t.y + 14.0);
-                    view! {
-                        <div class="tooltip" role="tooltip" data-testid="tooltip" style:left=left style:top=top>
-                            <div class="tooltip-title">{t.title}</div>
-                            {t.lines.into_iter().map(|l| view! { <div>{l}</div> }).collect_view()}
-                        </div>
-                    }
-                })}
-                <PlaybackBar/>
-                <Show when=move || show_memory.get()>
-                    <div class="layer">
-                    <canvas class="memory" node_ref=memory_ref data-testid="memory-chart" role="img"
-                        aria-label="Activation memory over time per device"></canvas>
-                    <PlaybackOverlay layer=Layer::Memory/>
-                    </div>
-                </Show>
-                <Show when=move || draw_error.get().is_some()>
-                    <p class="field-error" role="alert">{move || draw_error.get()}</p>
-                </Show>
-            </div>
-        </section>
+            }
+        })
     }
 }
 
@@ -450,7 +531,7 @@ fn warm_up(state: AppState, opts: &FigureOptions) {
     if state.file.with_untracked(Option::is_some) || !runs_on_page(&next, false) {
         return;
     }
-    let outcome = compute(&next, None, Budget::Page);
+    let outcome = compute(&next, None, Place::Page);
     let analyses: Vec<(String, Arc<Analysis>)> = std::iter::once(&outcome.main)
         .chain(&outcome.compare)
         .filter_map(|c| c.result.as_ref().ok().map(|a| (c.label.clone(), a.clone())))

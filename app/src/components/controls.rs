@@ -229,8 +229,7 @@ pub fn MemoryInputs() -> impl IntoView {
     };
     let set_limit = move |k: f64| {
         state.update(|l| {
-            let p = &mut l.params;
-            p.mem_limit = Some(k * f64::from(p.devices) * p.costs.mem_f);
+            l.params.mem_limit = Some(k * l.params.one_f_one_b_memory());
         });
     };
     let from_model = move || state.link.with(|l| l.model.given());

@@ -63,19 +63,19 @@ fn with_figure(
     draw: impl FnOnce(&[FigureItem<'_>], &FigureOptions) -> String,
 ) -> Option<String> {
     let o = state.outcome.get_untracked();
+    // With the "Bubble causes" view on, the figure shades gaps as `render --causes` does.
+    let shade = state.link.with_untracked(|l| l.extra(crate::causes::CAUSES_KEY) == Some("1"));
     let mut analyses = Vec::new();
+    let mut causes = Vec::new();
     for c in std::iter::once(&o.main).chain(o.compare.iter()) {
         if let Ok(a) = &c.result {
             analyses.push((c.label.clone(), a.clone()));
+            causes.push(c.extras.as_ref().and_then(|e| e.causes.clone()).filter(|_| shade));
         }
     }
     if analyses.is_empty() {
         return None;
     }
-    // With the "Bubble causes" view on, the figure shades gaps as `render --causes` does.
-    let shade = state.link.with_untracked(|l| l.extra(crate::causes::CAUSES_KEY) == Some("1"));
-    let causes: Vec<_> =
-        analyses.iter().map(|(_, a)| shade.then(|| crate::causes::causes_of(a, &o.params.costs)).flatten()).collect();
     let items: Vec<FigureItem<'_>> = analyses
         .iter()
         .zip(&causes)

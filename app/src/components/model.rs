@@ -8,13 +8,35 @@ use bubblescope::model::calibrate::parse_times;
 use bubblescope::model::presets::{model_preset, model_presets};
 use bubblescope::model::{parse_bytes, Derived, ModelSpec, PieceCosts, Term, DEFAULT_GPU, GPUS};
 use bubblescope::permalink::Settings;
-use bubblescope::units::format_bytes;
-use bubblescope::units::{format_micros, format_number};
+use bubblescope::units::{format_bytes, format_micros, format_number, GIB};
 use bubblescope::Field;
 use leptos::prelude::*;
 
 use super::inputs::{NumberField, NumberKind};
 use crate::state::AppState;
+
+/// The model's whole-number settings as the form shows them: label, setting, help.
+const MODEL_COUNTS: [(&str, Field, &str); 9] = [
+    ("Layers", Field::Layers, ""),
+    ("Hidden size", Field::Hidden, ""),
+    ("Heads", Field::Heads, ""),
+    ("KV heads", Field::KvHeads, "grouped-query attention"),
+    ("MLP width", Field::Ffn, ""),
+    ("Sequence", Field::Seq, "tokens"),
+    ("Microbatch", Field::MicroBatch, "sequences"),
+    ("Vocabulary", Field::Vocab, ""),
+    ("Tensor parallel", Field::Tp, "GPUs per stage; costs per GPU"),
+];
+
+/// The hardware's settings as the form shows them: label, setting, kind, help.
+const MODEL_HARDWARE: [(&str, Field, NumberKind, &str); 6] = [
+    ("GEMM efficiency", Field::GemmEfficiency, NumberKind::Amount, "of peak FLOP/s"),
+    ("Memory efficiency", Field::MemoryEfficiency, NumberKind::Amount, "of HBM bandwidth"),
+    ("GPUs per node", Field::GpusPerNode, NumberKind::Count, "hops between nodes cross the network"),
+    ("TFLOP/s", Field::Tflops, NumberKind::Amount, "matmuls, achieved; overrides the efficiency"),
+    ("Bandwidth", Field::Bandwidth, NumberKind::Amount, "GB/s per hop; overrides the links"),
+    ("Latency", Field::Latency, NumberKind::Amount, "µs per hop"),
+];
 
 /// The preset a fresh switch to "From a model" starts from.
 const FIRST_PRESET: &str = "llama-3-8b";
@@ -201,21 +223,8 @@ fn ModelForm() -> impl IntoView {
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || gpu_error().is_none()>{gpu_error}</p>
         </div>
         <div class="model-grid">
-            {field("Layers", Field::Layers, NumberKind::Count, "")}
-            {field("Hidden size", Field::Hidden, NumberKind::Count, "")}
-            {field("Heads", Field::Heads, NumberKind::Count, "")}
-            {field("KV heads", Field::KvHeads, NumberKind::Count, "grouped-query attention")}
-            {field("MLP width", Field::Ffn, NumberKind::Count, "")}
-            {field("Sequence", Field::Seq, NumberKind::Count, "tokens")}
-            {field("Microbatch", Field::MicroBatch, NumberKind::Count, "sequences")}
-            {field("Vocabulary", Field::Vocab, NumberKind::Count, "")}
-            {field("Tensor parallel", Field::Tp, NumberKind::Count, "GPUs per stage; costs per GPU")}
-            {field("GEMM efficiency", Field::GemmEfficiency, NumberKind::Amount, "of peak FLOP/s")}
-            {field("Memory efficiency", Field::MemoryEfficiency, NumberKind::Amount, "of HBM bandwidth")}
-            {field("GPUs per node", Field::GpusPerNode, NumberKind::Count, "hops between nodes cross the network")}
-            {field("TFLOP/s", Field::Tflops, NumberKind::Amount, "matmuls, achieved; overrides the efficiency")}
-            {field("Bandwidth", Field::Bandwidth, NumberKind::Amount, "GB/s per hop; overrides the links")}
-            {field("Latency", Field::Latency, NumberKind::Amount, "µs per hop")}
+            {MODEL_COUNTS.into_iter().map(|(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
+            {MODEL_HARDWARE.into_iter().map(|(label, f, kind, help)| field(label, f, kind, help)).collect_view()}
         </div>
         <Calibrate/>
         <label class="check">
@@ -433,7 +442,7 @@ pub fn SizeLimitField() -> impl IntoView {
         }
     };
     let error = move || local_error.get().or_else(|| state.error_for(Field::MemLimit));
-    let set = move |gib: Option<f64>| state.update(|l| l.params.mem_limit = gib.map(|g| g * 1_073_741_824.0));
+    let set = move |gib: Option<f64>| state.update(|l| l.params.mem_limit = gib.map(|g| g * GIB));
     view! {
         <div class="field" class:invalid=move || error().is_some()>
             <div class="field-head">

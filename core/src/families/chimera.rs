@@ -19,32 +19,7 @@
 //! * down: forward at `b + d`, backward at `b + 2P−1−d`;
 //! * up: forward at `b + P−1−d`, backward at `b + P+d`.
 //!
-//! Down forwards and up backwards use the slots of parity `d`, up forwards and down backwards
-//! those of parity `d+1`; each class is filled without overlap, and unit `u+1` starts exactly
-//! where unit `u` leaves off (the paper's "direct concatenation" for `N > D`). Within a unit
-//! each direction is the paper's 1F1B of `P/2` microbatches (its last stage alternates, its
-//! first stages run the unit's forwards before its backwards), and the next unit's forwards
-//! slot into the gaps that the unit's backwards leave.
-//! A partial last unit (when `M/2` is not a multiple of `P/2`) takes a subset of the slots.
-//! The slot table is a valid schedule, so the order cannot deadlock.
-//!
-//! # Bubble (no communication; checked by the tests over ranges of sizes and costs)
-//!
-//! With `M` a multiple of `P`:
-//! `cost − M(F+B+W) = (P−2)·max(F, B+W) + (M/P − 1)(P−2)·|B+W − F|`.
-//!
-//! * When a forward and a fused backward take the same time (`F = B+W`, the paper's equal
-//!   slots), that is `(P/2 − 1)(F+B+W)` and the bubble rate `(cost − ideal)/cost` is exactly
-//!   the paper's `(D−2)/(2N+D−2)` with `D = P`, `N = M`, against 1F1B's `(D−1)/(N+D−1)`.
-//! * When they differ, each concatenated unit adds `(P−2)·|B+W − F|`: the paper's
-//!   "intermediate bubbles", which it removes with forward doubling or backward halving
-//!   (recomputation, or changing the microbatch size). Those are not modelled, so with the
-//!   usual `B+W ≈ 2F` Chimera beats 1F1B for a few units and falls behind for many: at
-//!   `B+W = 2F` it wins while `(P−2)(M/P + 1) < 3(P−1)`.
-//!
-//! Peak activation memory on device `d`, in mem-f, for every even `M`:
-//! `min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))`: between the paper's
-//! `D/2 + 1` (end devices) and `D` (middle devices).
+//! The details are in `docs/schedule-families.md`, under `families/chimera.rs`.
 
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};

@@ -15,22 +15,7 @@
 //! Costs: a pair takes `--overlap` (the F&B time at stage scale 1), or F+B+W when it is not
 //! given (no gain).
 //!
-//! Bubble. DeepSeek's table gives `(PP/2−1)(F&B+B−3W)` with `PP = P` stages per pipeline and
-//! per-chunk times, `B` being the full backward (our `b+w`). Their bubble is the time a device
-//! spends outside its own passes in the step, `makespan − busy`, on the device with the least
-//! busy time: the middle devices, which overlap the most pairs (`M−P−1` of them). It is exact in
-//! our simulator when `F = B−W` (DeepSeek's own setting F=1, B=2, W=1), `W ≤ F` and
-//! `B ≤ F&B ≤ F+B`, with no communication time; the tests check it over ranges of sizes and
-//! costs. Outside that region the reference's formula no longer follows from the order alone
-//! (with `F ≠ B−W` our dependency-only timing differs from it), so [`predict`] gives no bubble
-//! there. The prediction's `bubble` is `cost − ideal`, which equals DeepSeek's bubble only
-//! when the pairs gain nothing (`F&B = F+B`, the default); with a gain it is given as `None`.
-//!
-//! Memory. DeepSeek's "activation per device `PP+1`" counts one microbatch's activations on
-//! one stage, and a DualPipe stage is `1/PP = 1/P` of the model: exactly our mem-f. Every device
-//! peaks at `(P+1)·mem-f`, whatever mem-w is: when its first `F1&B0` pair starts it holds
-//! `2H−h` forwards of its phase-0 stage and `h+1` of its phase-1 stage (`H = P/2`, `h` its half
-//! rank), and every later pair frees one activation as it allocates one.
+//! The details are in `docs/schedule-families.md`, under `families/dualpipe.rs`.
 
 use super::dualpipe_recipe::{check_microbatches, deepseek_bubble, device_order, Phases, Shape};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};

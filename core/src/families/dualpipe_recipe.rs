@@ -18,18 +18,7 @@
 //! | 7    | `W B0`           | `H−h−1`        |
 //! | 8    | `W`              | `h+1`          |
 //!
-//! `X&Y` is an overlapped pair. On the middle device (`h = H−1`) the first step-4 pair is run
-//! as two separate passes, "to further reduce bubble size". A backward is the full backward
-//! (BW) except where the reference enables its `WeightGradStore`: in step 3, in step 7, and in
-//! the second half of step 6 (from iteration `(h+1)/2` on; at that iteration the B0 always
-//! splits and the B1 splits when `h` is odd). A split backward runs as B and queues its W; each
-//! `W` step runs the oldest queued W (the store is a FIFO).
-//!
-//! Microbatches are taken in order: the `j`-th forward (or backward) of a phase is that
-//! phase's first microbatch plus `j`.
-//!
-//! DeepSeek's table gives both schedules the bubble `(PP/2−1)(F&B+B−3W)` with per-chunk times
-//! and `B` the full backward; [`deepseek_bubble`] says when that is exactly our `cost − ideal`.
+//! The details are in `docs/schedule-families.md`, under `families/dualpipe_recipe.rs`.
 
 use std::collections::VecDeque;
 

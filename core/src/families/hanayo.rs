@@ -17,43 +17,7 @@
 //!
 //! # The ideal slot table
 //!
-//! In unit slots (a chunk forward and a chunk backward each take one slot) put the forward of
-//! microbatch `j` on stage `g` at slot `b_j + g` and its backward at `b_j + 2S−1−g`
-//! (`S = 2W·P` stages), with microbatches in rounds of `P`: `b_j = 2S·r + 2i` for the `i`-th
-//! microbatch of round `r` (a remainder of fewer than `P` joins the last round). Because the
-//! zig-zag reflects at every turn, on device `d` the forwards of even legs and the backwards
-//! of odd legs fall on slots of parity `d`, the other two on parity `d+1`; one round fills
-//! both classes without overlap and the next round starts exactly where it ends. Device `d`
-//! then warms up with forwards, settles into alternating forward and backward slots, and
-//! cools down with backwards: a depth-first 1F1B over chunk rounds. Its bubble is `2P−2`
-//! slots, i.e. `(P−1)(F+B+W)/(2W)`, Megatron's interleaved bubble with `V = 2W` chunks.
-//!
-//! # From slots to an order for any costs
-//!
-//! Taken literally, the table assumes a forward lasts as long as a backward; with the usual
-//! `B+W ≈ 2F` its rigid round boundaries leave bubbles that grow with `M`. So the order is
-//! built by list scheduling on the engine's [`Builder`], the table giving priorities: when a
-//! device is free it runs, among the passes whose input has arrived, the one with the
-//! earliest ideal slot; when none has arrived it waits for the first that will. At most `2P`
-//! microbatches are in flight (started on stage 0 and not yet finished there), which bounds
-//! activation memory by `2P·mem-f` per device; it rarely binds (unbounded runs peak below
-//! `2.25P`). Every in-flight microbatch always has a runnable next pass, so the order cannot
-//! deadlock. The order depends on the costs, like the Zero Bubble heuristics'.
-//!
-//! # Measured (checked by the tests)
-//!
-//! * With `F = B+W`, no communication and `M` a multiple of `P`, the bubble is exactly
-//!   `(P−1)(F+B+W)/(2W)` and the peak is `P·mem-f` on every device, 1F1B's device-0 memory
-//!   spread evenly (with a single round, `M = P`, device `d` holds `(P − (P−1−d)/(2W))·mem-f`).
-//! * Otherwise there is no closed form. Over the sizes tested (`P ≤ 8`, `M` up to `4P`) the
-//!   bubble stays below 1F1B's `(P−1)(F+B+W)` for `B+W` up to `3F` and `F` up to `4(B+W)`
-//!   (equal at `M = 1`, where nothing can overlap), and never grows with `W` for an even
-//!   number of devices and `M` a multiple of `P` (with odd `P` or a remainder it can tick up
-//!   by a fraction of a pass). With extreme skew (`B+W = 10F`) and several rounds it loses
-//!   to 1F1B. Peaks stay below `2P·mem-f`, the in-flight bound.
-//! * For `W = 1`, `P = 4`, `M = 8` and CLI costs 2,2,2 (chunk costs 1 and 2) the cost lies
-//!   between Megatron's interleaving with 2 chunks (57) and the V-shaped 1F1B of zero-bubble.md
-//!   Appendix A (`v1f1b.py`, 63); its memory is higher than that 1F1B-V's.
+//! The details are in `docs/schedule-families.md`, under `families/hanayo.rs`.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;

@@ -22,39 +22,7 @@
 //!
 //! # Rules and decisions
 //!
-//! * Megatron's group rules are enforced with the same reasons: `P ≤ G ≤ M`, and
-//!   `M mod G` is 0 or at least `P`. They are not only Megatron's taste: over `P ≤ 6`,
-//!   `M < 20` the orders it rejects either deadlock in this simulator (most `G < P`, and some
-//!   short last groups) or carry extra "dependency bubbles".
-//! * `P = 1` and `P = 2` are accepted. Megatron asks for `P > 2` (or `P > 1` with
-//!   `--overlap-p2p-comm`) only so that NCCL never batches two sends between the same pair of
-//!   ranks; that is a property of its communication code, not of the schedule, and the
-//!   orders are valid and meet the closed form below.
-//! * `--chunks 1` is plain [1F1B](super::one_f_one_b), as in Megatron, which treats a virtual
-//!   size of 1 as no virtual pipeline (its interleaved warm-up `2(P−d−1)` would hold twice
-//!   1F1B's memory for nothing). `--group` is then rejected: it would have no effect.
-//!
-//! # Closed forms (checked by the tests over ranges of sizes and costs)
-//!
-//! * Bubble: `cost − M(F+B+W) = (P−1)(F+B+W)/V` with no communication, for every
-//!   `(P, M, G)` accepted here, any F, B, W — not only `G = P` with `M` a multiple of `P`.
-//!   Megatron's paper normalises it as `(1/V)(P−1)/M` of the ideal time.
-//! * Peak activation memory on device `d`: `min(warm-up + 1, M·V)` chunk activations of
-//!   `mem-f/V` each; with `G = P` on device 0 that is about `(P + (P−1)/V)·mem-f`. Looped BFS
-//!   (`G = M`) holds `min(2(P−d−1) + (V−1)·M + 1, M·V)·mem-f/V`, close to GPipe's `M·mem-f`.
-//!
-//! # Reference numbers
-//!
-//! zero-bubble.md Appendix A, "Interleaved 1F1B, 2 chunks (vpp.py)", `p = 4`, per-chunk costs
-//! 1,1,1 (CLI costs 2,2,2: a chunk is half a device's share) and 5,6,4 (CLI 10,12,8): the
-//! orders match pass for pass; costs 57 (`m = 8`), 81 (`m = 12`), 285 (`m = 8`) and 419
-//! (`m = 12`, comm 1); peaks 11, 9, 7, 5 chunk activations. Megatron's docstring table for
-//! PP2 VP2 group 3 `m = 5` is reproduced by [`schedule_table`].
-//!
-//! Looped BFS here is Lamy-Poirier's breadth-first *ordering* inside Megatron's schedule
-//! (Megatron's `G = M`). PyTorch's `ScheduleLoopedBFS` differs: it runs every forward before
-//! any backward (GPipe per chunk, peak `M·mem-f`), which the 1F1B steady state of the last
-//! chunk avoids here.
+//! The details are in `docs/schedule-families.md`, under `families/interleaved.rs`.
 
 use super::{
     count_option, one_f_one_b, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction,

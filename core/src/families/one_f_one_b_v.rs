@@ -4,45 +4,7 @@
 //! and the authors' `v1f1b.py` (zero-bubble.md §4.10). Two chunks per device in a V; every
 //! backward is fused (B and W in one pass, `x`/`X` in the golden notation).
 //!
-//! The reference's pseudocode is thin; this follows the authors' `v1f1b.py` itself (read in
-//! their repository), step for step. It works on a grid of unit time slots, one row per
-//! device:
-//!
-//! 1. **Building block.** Each device repeats a period of six slots: the forward of each chunk
-//!    (one slot) and the fused backward of each chunk (two slots: the pass and its *tail*).
-//!    [`slot_offsets`] gives every device's offsets in the period. Microbatch 0 flows through the
-//!    V one slot per hop for forwards and two per hop for backwards, with three extra slots after
-//!    every third backward hop (and after the turn when `P` is a multiple of 3) so that no two
-//!    passes of a device share an offset modulo 6.
-//! 2. **Repeat.** Microbatch `k` of a pass sits at its first slot plus `6k`. The first slot of
-//!    each pass kind is found walking microbatch 0 along the V (chunk-0 forwards down, chunk-1
-//!    forwards up, chunk-1 backwards down, chunk-0 backwards up), each at the first slot with its
-//!    offset after the previous one.
-//! 3. **Warm-up compaction** (`process_warmup_without_increasing_peak_mem`). Scanning slots in
-//!    time order, each pass moves to the earliest free slot after its dependencies and its
-//!    previous microbatch (a backward needs two free slots); a forward moves only within the
-//!    stretch just before it where the device's memory stays below the grid's peak, so the
-//!    peak never grows. Memory counts a forward `+1` and a backward's tail `−1` (chunk
-//!    activations).
-//! 4. The orders are the passes of each row in slot order, tails dropped.
-//!
-//! This reproduces the Appendix A golden orders pass for pass (p=4, m=8 and m=12; costs 63, 87,
-//! 315 and 483 in the four settings), and matched a transcription of the authors' code on every
-//! `P ≤ 13`, `M ≤ 3P + 2` when written. The slot grid assumes `F = B = W`: other costs leave the
-//! bubbles of the fixed pattern, and with communication the bubble grows with `M` (the pattern
-//! has no slack for it), as upstream.
-//!
-//! **Memory.** Once `M ≥ 2⌊2P/3⌋ + 1` every device peaks at `⌊2P/3⌋ + 1` times mem-f
-//! (`2⌊2P/3⌋ + 2` chunk activations): 3/4 of 1F1B's `P·mem-f` for `P` = 4, 8, 12 and 5/6 for
-//! `P` = 6, as zero-bubble.md §4.10 measured, tending to 2/3 for large `P`. The form was found by
-//! running the generator and is checked over `P` = 1..16 in the tests. A fused backward frees a
-//! forward's whole memory, so `mem-w` plays no role.
-//!
-//! Cost: the grid has about `P · 6(4P + M)` slots and compaction visits each once. In the
-//! steady state every pass moves back by the `O(P)` slack the first microbatch's walk left, so
-//! rather than keeping a per-slot memory curve (`O(P)` work per move), a forward's memory walk
-//! reads memory off the passes it crosses and skips empty stretches 64 slots at a time
-//! ([`Occupancy`]).
+//! The details are in `docs/schedule-families.md`, under `families/one_f_one_b_v.rs`.
 
 use super::v_common::{Chunk, VPass};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};

@@ -1,38 +1,7 @@
 //! V-Half and V-Min: the Controllable-Memory V schedules at about 1/2 and 1/3 of 1F1B's
 //! activation memory.
 //!
-//! Source: Qi, Wan, Amar, Lin, *Pipeline Parallelism with Controllable Memory* (NeurIPS 2024)
-//! and the authors' greedy generator `zbv_greedy.py` (zero-bubble.md §4.8). Both run on a V
-//! placement ([`Placement::v_shape`]) with the backward split into B and W. The schedule is a
-//! fixed building block, repeated and reordered at slot level:
-//!
-//! 1. **Stable pattern.** Device `i` of `d` runs microbatch `k`'s `F f B b` (chunk-0 forward,
-//!    chunk-1 forward, chunk-1 input gradient, chunk-0 input gradient) in slots
-//!    `pattern[i] + 6k`, with
-//!    V-Min `[i, 2d−i−1, 2d+δ+i, 4d+δ−i−1]` (`δ = 2` if `3 | d`, else 0) and
-//!    V-Half `[2i, 3d−i−2, 3d+δ+2i−1, 6d+δ−i−2]` (`δ = 3` if `2 | d`, else 0).
-//! 2. **W placement** (`put_w`): walking the slots, every empty slot takes a pending weight
-//!    gradient (first in, first out), the rest go after the end. When the two chunks' W are
-//!    kept apart, chunk 1's W goes first.
-//! 3. **Reorder** in three phases of the global slot order: warm-up (before device 0's first
-//!    chunk-0 input gradient), stable (until the first last-microbatch forward) and cool-down.
-//!    Stable passes stay; the others move to the earliest free slot after their dependencies
-//!    that keeps every device's peak lifespan count at or below the initial peak (`F` +1, `W` −1;
-//!    without W in the slots, each empty slot retires one pending W). Pass 1 reorders warm-up
-//!    and cool-down with W in the slots, pass 2 only the cool-down with W implicit; after each
-//!    pass the slots are squeezed (every pass as early as its order and dependency allow).
-//! 4. **Final order**: W placed again with the two chunks apart; each device runs its passes in
-//!    slot order. Times then come from the simulator, exactly as the authors' "eager execution"
-//!    times the same orders.
-//!
-//! Memory: the building block's lifespan bounds the peak at `⌈l/6⌉` microbatch-chunks;
-//! V-Half keeps `(P+2)/2` microbatches' activations (`P+2` chunk-activations of `mem_f/2`),
-//! V-Min `(P+4)/3`, against 1F1B's `P`. With unbalanced pass times V-Min's block does not
-//! tessellate: it pays a bubble every microbatch (the papers' documented weakness), while
-//! V-Half's grows only with the pipeline's depth.
-//!
-//! The generated orders reproduce the authors' golden orders for `P = 4` pass for pass
-//! (zero-bubble.md Appendix A; tests below).
+//! The details are in `docs/schedule-families.md`, under `families/v_half_min.rs`.
 
 use super::v_blocks::{Grid, Part, EMPTY, PERIOD};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};

@@ -3,62 +3,7 @@
 //! and `initial_solution`, identical in `auto_schedule.py` of release v0.1.0). ZB-1p and ZB-2p
 //! are the same heuristic with the memory limit at 1F1B's memory (`P·mem-f`) and twice that.
 //!
-//! The heuristic builds all devices' orders together, one microbatch round at a time:
-//!
-//! 1. **Warm-up.** Every device runs F0. Walking from the last device to the first, it counts
-//!    how many more forwards fit, within the memory limit, before the first B can arrive; each
-//!    device then keeps strictly fewer extra forwards than the one before it, and runs them;
-//!    B0 runs from the last device to the first.
-//! 2. **Steady rounds** (microbatch `i = 1..M`). Each device wants one more forward unless all
-//!    are done, or (switch `prioritize_b`) it is two forwards ahead of the next device and
-//!    waiting would cost no more than the current worst bubble; a device runs a forward only if
-//!    every later device does. Forwards go first to last, then the B of microbatch `i` last to
-//!    first. Before each F or B a device runs Ws (FIFO) to free memory at the limit, and to fill
-//!    the wait for the pass it depends on: every W that fits in the gap, plus one more when the
-//!    remaining gap would become the worst bubble so far, or (switch `no_bubble_greedy`)
-//!    whenever a W is pending. Device 0 flushes its Ws before its B once its forwards are done.
-//! 3. **Flush** the remaining Ws.
-//!
-//! It runs the 2×2×2 grid of its switches `allow_bubble_before_first_b` (warm-up may leave a
-//! gap shorter than one F before the first B), `prioritize_b` and `no_bubble_greedy`, each
-//! `true` before `false`, nested in that order, and keeps the first run with the strictly
-//! smallest cost (longest span of a device). Each device's final order is that run's passes
-//! sorted by completion time.
-//!
-//! **Timing.** The heuristic never computes a time itself: its `put` is [`Builder::push`]
-//! (an incremental ASAP simulation with exactly the simulator's rules), its per-device
-//! "bubble" is [`Builder::idle`] (idle time after the device's first pass), and its running
-//! worst bubble is kept incrementally (idle time only grows). **Memory** is the engine's model:
-//! F holds mem-f, B releases mem-f − mem-w, W releases mem-w, so the code's
-//! `mem_b = −(mem_f − mem_w)` and `mem_w = −mem_w`. The default limit without `--mem-limit`
-//! is the code's `3·M·mem-f`, which never binds.
-//!
-//! **Speed.** Two shortcuts leave the result unchanged (a test compares with all eight runs):
-//! each run records which switches ever changed one of its decisions, and a later run whose
-//! switches agree with an earlier run's on all of those would repeat it step for step, so it
-//! is skipped (with uniform costs one run often covers all eight); and a run stops as soon as
-//! some device's busy time plus idle time so far reaches the best cost found, since it can no
-//! longer be strictly better. For P = 32, M = 256 generation takes a few milliseconds; the
-//! authors' Python takes 0.66 s.
-//!
-//! Decisions where the reference and a careful reading differ:
-//! * The code sorts the final orders by completion time, ties broken by kind (F, B, W) then
-//!   microbatch. With positive pass times that is exactly the order the heuristic placed the
-//!   passes. A zero-time pass can tie with its neighbour; we then apply the same sort, unless
-//!   it would raise a device's memory above the limit (a zero-time F moved ahead of a W at the
-//!   same instant), in which case we keep the placement order: the limit is a promise.
-//! * The code checks the limit only when a device wants to go beyond it, so with one
-//!   microbatch and a limit below mem-f it returns a schedule that breaks the limit. We reject
-//!   any limit below one forward's memory instead.
-//! * The code's "Cannot fit memory" exception becomes a [`ParamError`] on `--mem-limit` that
-//!   starts with `cannot fit memory: ` and says what was needed.
-//! * The heuristic's internal times for p = 8, 16, 32 in the reference notes (§2.3: 1310405
-//!   and 1152599 for ZB-1p and ZB-2p at p = 8, M = 24) are its `best_time`, the longest device
-//!   span, which is our cost, not the latest end: ZB-2p's makespan is longer (1236567).
-//!
-//! Verified against the authors' code (tests): the p=4 golden orders of ZB-1p and ZB-2p pass
-//! for pass under four cost settings, the 1.5B row of the paper's Table 5 (bubble rates 0.1585
-//! and 0.0433), and the heuristic's `best_time` for p = 8, 16, 32.
+//! The details are in `docs/schedule-families.md`, under `families/zb_auto.rs`.
 
 use super::{per_device_microbatch, Family, FamilyGroup, FamilyOption, OptionDefault, ZERO_BUBBLE};
 use crate::error::{Field, ParamError};
@@ -117,7 +62,7 @@ pub(crate) fn default_limit(params: &ScheduleParams) -> f64 {
 fn one_f_one_b_memory(params: &ScheduleParams) -> f64 {
     let p = params.devices;
     if params.costs.is_uniform() {
-        return f64::from(p) * params.costs.mem_f;
+        return params.one_f_one_b_memory();
     }
     let costs = StageCosts::new(&params.costs, &Placement::linear(p));
     (0..p).map(|d| f64::from(p - d) * costs.mem_f[d as usize]).fold(0.0, f64::max)

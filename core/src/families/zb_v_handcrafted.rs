@@ -15,17 +15,7 @@
 //! dropped, so any `M ≥ 1` works: dropping whole microbatches from every device keeps the
 //! orders deadlock-free.
 //!
-//! **Off-by-one, following the code.** The paper's text (1-based worker `i`) runs `P − i`
-//! chunk-1 F-B-W groups before alternating; the code runs `P − r` with 0-based `r`, i.e.
-//! `P − i + 1`. We follow the code: it is the version whose orders and numbers the reference
-//! reproduces (p=4: cost 48 and zero bubble with per-chunk costs 1,1,1; 252 with 5,6,4; 388 at
-//! m=12 with communication 1), and it is what the Appendix A golden orders show.
-//!
-//! With `F = B = W` and no communication the pattern has no bubble once `M ≥ 2P − 1` (and some
-//! bubble below). When W keeps all of F's memory (`mem-w = mem-f`, the papers' "in flight"
-//! count) device `d` peaks at `min(2P, 2M, M + d + 1)` chunk activations of `mem-f/2`: `P·mem-f`,
-//! 1F1B's memory, on every device once `M ≥ 2P − 1`. Both forms are checked against the
-//! simulation over ranges of sizes in the tests.
+//! The details are in `docs/schedule-families.md`, under `families/zb_v_handcrafted.rs`.
 
 use super::v_common::{fbw_index, Chunk, VPass};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction, ZERO_BUBBLE_V};

@@ -252,32 +252,41 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
     }
 }
 
-enum Key {
-    TraceEvents,
-    DistributedInfo,
-    HostName,
-    Other,
-}
+/// The keys of a JSON object the reader looks for, as an enum (`Other` for the rest) read
+/// without keeping the key's text.
+macro_rules! keys {
+    ($name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
+        enum $name {
+            $($variant,)*
+            Other,
+        }
 
-impl<'de> de::Deserialize<'de> for Key {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(match v {
-                    "traceEvents" => Key::TraceEvents,
-                    "distributedInfo" => Key::DistributedInfo,
-                    "host_name" => Key::HostName,
-                    _ => Key::Other,
+        impl<'de> de::Deserialize<'de> for $name {
+            fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                key(d, |v| match v {
+                    $($text => $name::$variant,)*
+                    _ => $name::Other,
                 })
             }
         }
-        d.deserialize_str(V)
+    };
+}
+
+keys!(Key { TraceEvents = "traceEvents", DistributedInfo = "distributedInfo", HostName = "host_name" });
+
+/// Reads a map key as `name` names it, without keeping the text.
+fn key<'de, D: de::Deserializer<'de>, K>(d: D, name: fn(&str) -> K) -> Result<K, D::Error> {
+    struct V<K>(fn(&str) -> K);
+    impl<K> Visitor<'_> for V<K> {
+        type Value = K;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a key")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<K, E> {
+            Ok((self.0)(v))
+        }
     }
+    d.deserialize_str(V(name))
 }
 
 #[derive(serde::Deserialize)]
@@ -398,37 +407,7 @@ impl<'de> Visitor<'de> for EventVisitor {
     }
 }
 
-enum EventKey {
-    Ph,
-    Cat,
-    Name,
-    Ts,
-    Dur,
-    Other,
-}
-
-impl<'de> de::Deserialize<'de> for EventKey {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<EventKey, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = EventKey;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<EventKey, E> {
-                Ok(match v {
-                    "ph" => EventKey::Ph,
-                    "cat" => EventKey::Cat,
-                    "name" => EventKey::Name,
-                    "ts" => EventKey::Ts,
-                    "dur" => EventKey::Dur,
-                    _ => EventKey::Other,
-                })
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
+keys!(EventKey { Ph = "ph", Cat = "cat", Name = "name", Ts = "ts", Dur = "dur" });
 
 fn classify_ph(v: &str) -> Ph {
     if v == "X" {

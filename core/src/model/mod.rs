@@ -48,7 +48,7 @@ pub use holding::{verdict, Holding};
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
 pub use roofline::{Breakdown, Term};
 pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
-pub use units::parse_bytes;
+pub use units::{parse_bytes, parse_limit, LimitError};
 
 use crate::error::{Field, ParamError};
 

@@ -8,6 +8,7 @@ use super::fields::field_hint;
 use super::presets::{model_preset, model_presets};
 use super::Model;
 use crate::error::{Field, ParamError};
+use crate::units::Units;
 
 /// The longest layout text a spec keeps (a layout of many stages is long, but not unbounded).
 pub const MAX_LAYOUT_TEXT: usize = 4096;
@@ -61,6 +62,16 @@ pub struct ModelSpec {
 /// the fields from [`Field::Model`] on: [`Field`] declares the model's settings last.
 pub const MODEL_FIELDS: &[Field] = Field::ALL.split_at(Field::Model as usize).1;
 
+/// A number setting of a [`ModelSpec`], to read or set.
+enum Slot<'a> {
+    /// A whole number (layers, sizes, tensor parallelism).
+    Count(&'a mut Option<u32>),
+    /// A rate (TFLOP/s, bandwidth, latency).
+    Rate(&'a mut Option<f64>),
+    /// A share above 0 and at most 1 (the efficiencies).
+    Fraction(&'a mut Option<f64>),
+}
+
 impl ModelSpec {
     /// The spec of preset `key`, with nothing overridden.
     pub fn preset(key: &str) -> ModelSpec {
@@ -72,32 +83,59 @@ impl ModelSpec {
         *self != ModelSpec::default()
     }
 
+    /// What the numbers mean: µs and bytes when costs come from the model, cost units
+    /// otherwise.
+    pub fn units(&self) -> Units {
+        if self.given() {
+            Units::Model
+        } else {
+            Units::Cost
+        }
+    }
+
     /// The value of `field` as text (the URL value and the form's), if set.
     pub fn get(&self, field: Field) -> Option<String> {
-        let n = |v: Option<u32>| v.map(|v| v.to_string());
-        let x = |v: Option<f64>| v.map(|v| v.to_string());
         match field {
             Field::Model => self.preset.clone(),
-            Field::Layers => n(self.layers),
-            Field::Hidden => n(self.hidden),
-            Field::Heads => n(self.heads),
-            Field::KvHeads => n(self.kv_heads),
-            Field::Seq => n(self.seq),
-            Field::MicroBatch => n(self.micro_batch),
-            Field::Vocab => n(self.vocab),
-            Field::Ffn => n(self.ffn),
-            Field::Tflops => x(self.tflops),
-            Field::Bandwidth => x(self.bandwidth),
-            Field::Latency => x(self.latency),
             Field::Layout => self.layout.clone(),
             Field::FlashAttention => self.flash_attention.map(|on| if on { "1" } else { "0" }.to_string()),
-            Field::Tp => n(self.tp),
             Field::Gpu => self.gpu.clone(),
-            Field::GpusPerNode => n(self.gpus_per_node),
-            Field::GemmEfficiency => x(self.gemm_efficiency),
-            Field::MemoryEfficiency => x(self.memory_efficiency),
-            _ => None,
+            _ => {
+                let mut spec = self.clone();
+                match spec.slot(field)? {
+                    Slot::Count(v) => v.map(|v| v.to_string()),
+                    Slot::Rate(v) | Slot::Fraction(v) => v.map(|v| v.to_string()),
+                }
+            }
         }
+    }
+
+    /// The number setting `field` names: a whole number, a rate or a share.
+    fn slot(&mut self, field: Field) -> Option<Slot<'_>> {
+        let rate = match field {
+            Field::Tflops => &mut self.tflops,
+            Field::Bandwidth => &mut self.bandwidth,
+            Field::Latency => &mut self.latency,
+            Field::GemmEfficiency => return Some(Slot::Fraction(&mut self.gemm_efficiency)),
+            Field::MemoryEfficiency => return Some(Slot::Fraction(&mut self.memory_efficiency)),
+            _ => {
+                let count = match field {
+                    Field::Layers => &mut self.layers,
+                    Field::Hidden => &mut self.hidden,
+                    Field::Heads => &mut self.heads,
+                    Field::KvHeads => &mut self.kv_heads,
+                    Field::Seq => &mut self.seq,
+                    Field::MicroBatch => &mut self.micro_batch,
+                    Field::Vocab => &mut self.vocab,
+                    Field::Ffn => &mut self.ffn,
+                    Field::Tp => &mut self.tp,
+                    Field::GpusPerNode => &mut self.gpus_per_node,
+                    _ => return None,
+                };
+                return Some(Slot::Count(count));
+            }
+        };
+        Some(Slot::Rate(rate))
     }
 
     /// Sets `field` from text (`""` unsets it).
@@ -156,27 +194,12 @@ impl ModelSpec {
                 }
                 self.preset = text_value(t);
             }
-            Field::Layers => self.layers = count(t)?,
-            Field::Hidden => self.hidden = count(t)?,
-            Field::Heads => self.heads = count(t)?,
-            Field::KvHeads => self.kv_heads = count(t)?,
-            Field::Seq => self.seq = count(t)?,
-            Field::MicroBatch => self.micro_batch = count(t)?,
-            Field::Vocab => self.vocab = count(t)?,
-            Field::Ffn => self.ffn = count(t)?,
-            Field::Tp => self.tp = count(t)?,
-            Field::GpusPerNode => self.gpus_per_node = count(t)?,
-            Field::GemmEfficiency => self.gemm_efficiency = fraction(t)?,
-            Field::MemoryEfficiency => self.memory_efficiency = fraction(t)?,
             Field::Gpu => {
                 if !t.is_empty() && super::gpu::gpu(t).is_none() {
                     return Err(super::gpu::unknown_gpu(t));
                 }
                 self.gpu = text_value(t);
             }
-            Field::Tflops => self.tflops = rate(t)?,
-            Field::Bandwidth => self.bandwidth = rate(t)?,
-            Field::Latency => self.latency = rate(t)?,
             Field::Layout => {
                 if t.len() > MAX_LAYOUT_TEXT {
                     return Err(ParamError::new(
@@ -201,10 +224,15 @@ impl ModelSpec {
                     }
                 };
             }
-            _ => {
-                return Err(ParamError::new(field, format!("{} is not a model setting", field.name()))
-                    .hint(format!("model settings: {}", field_names())));
-            }
+            _ => match self.slot(field) {
+                Some(Slot::Count(v)) => *v = count(t)?,
+                Some(Slot::Rate(v)) => *v = rate(t)?,
+                Some(Slot::Fraction(v)) => *v = fraction(t)?,
+                None => {
+                    return Err(ParamError::new(field, format!("{} is not a model setting", field.name()))
+                        .hint(format!("model settings: {}", field_names())));
+                }
+            },
         }
         Ok(())
     }

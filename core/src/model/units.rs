@@ -2,7 +2,33 @@
 //! the error.
 
 use crate::error::{Field, ParamError};
-use crate::units::{parse_size, BadSize};
+use crate::units::{parse_size, BadSize, Units};
+
+/// Why a memory limit as written cannot be read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LimitError {
+    /// A size with a unit where memory is not bytes (costs do not come from a model).
+    NeedsModel,
+    /// Not a size.
+    Bad(ParamError),
+}
+
+/// A memory limit as written: a number in mem-f's unit, or, where memory is bytes (costs from
+/// a model, `units`), also a size with a unit (`80GiB`, `512MiB`). The rule the CLI's
+/// `--mem-limit`, the permalink's `mem-limit` and the playground's size field share.
+///
+/// # Errors
+/// [`LimitError::NeedsModel`] for a size without a model, [`LimitError::Bad`] for text that is
+/// no size.
+pub fn parse_limit(text: &str, units: Units) -> Result<f64, LimitError> {
+    if let Ok(v) = text.trim().parse::<f64>() {
+        return Ok(v);
+    }
+    if !units.bytes() {
+        return Err(LimitError::NeedsModel);
+    }
+    parse_bytes(text, Field::MemLimit).map_err(LimitError::Bad)
+}
 
 /// Reads a byte size for `field` (see [`parse_size`] for the units).
 ///

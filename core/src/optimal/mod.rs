@@ -5,90 +5,7 @@
 //! An order's cost is the simulator's (the longest device span), and the order found is a real
 //! [`Schedule`] that [`crate::simulate`] re-times to exactly the reported cost.
 //!
-//! **Why the search is exact.** The simulator times a set of per-device orders as soon as
-//! possible (each op starts when its device is free and its dependencies have arrived), so a
-//! set of orders *is* a solution and no idle time needs inserting by hand. The search builds
-//! orders by appending one op at a time whose dependencies are already placed; the op's start
-//! is then final. Listing the ops of a finished solution by (start, device) gives a sequence in
-//! which every op's dependencies and device predecessors come earlier (all times positive), so
-//! the search only appends ops in that order — start never below the last one's, device
-//! breaking ties — and reaches every solution exactly once. Memory is part of the state: an op
-//! is appended only if the device's memory after its allocation stays within the limit, which
-//! is exactly the simulator's peak; a forward that fits only after some W has freed memory is
-//! simply appended after that W. With a zero-time op or costs that are not multiples of 1/1024, ties
-//! in start are not broken by device (floating sums of the same time may differ in the last
-//! bit), which only repeats some solutions (multiples of 1/1024, such as 2.5 or 0.75, add up exactly).
-//!
-//! **Pruning.** A node is cut when a lower bound on its best completion is not below the best
-//! cost found (the incumbent, seeded with the given schedule and any other orders of the same
-//! problem, e.g. the published heuristics). The bound is the cost's own definition relaxed one
-//! device at a time: for a started device `d`, its span is at least `end − first_d` for the
-//! end of any op on `d`; so for every device `e` (itself included), `e`'s unplaced ops form a
-//! one-machine problem with *release dates* (earliest starts: from the placed results, the
-//! device's free time and the sweep point, pushed along the dependencies) and *tails* (the
-//! longest dependency path from an op's end to the end of a later op on `d`), whose least
-//! `max(end + tail)` bounds `d`'s end. Jackson's preemptive schedule (always run the released
-//! op with the longest tail) solves the preemptive version exactly in `O(n log n)`, a lower
-//! bound on the non-preemptive one. It subsumes sums of remaining work, single paths, and
-//! "everything released after θ runs after θ", and, by taking `e ≠ d`, sees that device 0's
-//! last backward waits for every forward and backward the last device still has to run.
-//!
-//! Memory adds release dates: on a device holding `m`, the `i`-th op of a class of
-//! allocations to start needs `m + i·alloc − limit` released before it, by ops of the device
-//! that have ended, which run one after another from the first of their release dates; and an
-//! op whose microbatch's allocation on its device precedes it by a lag starts that lag after
-//! it. Which member of a class (the same pass shape in different microbatches: the same time,
-//! allocation and paths) is the `i`-th is not known, but members are interchangeable in the
-//! one-machine problems, so raising the `i`-th earliest release date is sound. These dates are
-//! used only there, never pushed to dependents (there they would name one microbatch).
-//! [`crate::bounds::lower_bound`] is the bound at the root, where no device has started.
-//!
-//! **Visited states.** A state identical to one already searched is skipped, and so is one
-//! that is later everywhere than a searched state with the same ops placed: every device
-//! free no earlier, started no later, every result still awaited ready no earlier. That takes
-//! care: the span cost is not monotone in start times (a device may gain from starting
-//! later), so it applies only once every device has started; and in this enumeration a
-//! state's completions may start before its sweep point and so lie outside its subtree, so
-//! only states where no ready op could start before the sweep point may dominate (the
-//! argument is at [`Search::dominance_profile`]).
-//!
-//! **Symmetry.** Microbatches are identical. Two candidate ops of the same kind, stage and
-//! slice on one device, starting at the same time, whose microbatches are in the same state
-//! (the same passes placed, and the same end times wherever a placed pass still has an unplaced
-//! dependent other than the two candidates) lead to subtrees that are images of each other
-//! under swapping the two microbatches, so only the first is tried. This needs no argument
-//! about which order of identical microbatches is best (such arguments fail for the span cost,
-//! which can gain from a device starting later).
-//!
-//! **The root bound** is the larger of [`crate::bounds::lower_bound`] and the *device
-//! relaxation* (`relaxation.rs`): each device alone, the rest of the pipeline reduced to time
-//! lags between its ops, memory kept exact, solved by a small search of its own (probes of
-//! rising targets, so a device whose budget runs out still proves its last target). When the
-//! best order known meets it, that order is proven optimal without a search: at P = 4, M = 8
-//! with communication 1, ZB-H1's problem costs 39, which the closed forms put at 33 or more.
-//!
-//! **Order of work.**
-//! 1. The root bound; a known order that meets it is the answer.
-//! 2. A local search (`local.rs`) from the best order known: one op moved a few places within
-//!    its device's order, kept when the cost does not rise. It only proposes; its orders are
-//!    simulated and checked like any other before they count.
-//! 3. A depth-first search below the best order known, which finds better orders and proves
-//!    optimality when it finishes.
-//! 4. If it runs out of nodes, a quarter as many again go to *probes*: searches for an order
-//!    costing at most a target, starting at the root bound, cutting every node whose bound
-//!    exceeds the target. A probe that finds none proves that every order costs at least the
-//!    least bound it cut, the next target; the first probe that finds an order has found the
-//!    optimum.
-//!
-//! So a search that runs out of budget still reports an interval: the best order found, and
-//! the proven bound ([`Optimum::bound`]).
-//!
-//! **Budget.** The search counts nodes and stops at [`Budget::nodes`] (plus the probes'
-//! quarter); the relaxation and the local search have fixed budgets of their own; a problem
-//! with more than [`Budget::max_ops`] ops is not searched. The answer then is the best order
-//! found, reported as not proven unless it meets the proven bound. Nothing here does IO or
-//! reads a clock, so it behaves the same natively and in WebAssembly, and the same on every
-//! run.
+//! The details are in `docs/lower-bounds.md`, under `optimal/mod.rs`.
 
 use crate::bounds::{lower_bound, LowerBound};
 use crate::error::SimError;
@@ -434,21 +351,32 @@ mod tests {
         assert_eq!(again.stats.cost, opt.cost);
     }
 
+    /// Small problems with communication and unequal costs, one and two chunks: family, P, M
+    /// and costs.
+    fn mixed_problems() -> [(&'static str, u32, u32, Costs); 4] {
+        [
+            ("1f1b", 3, 4, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
+            ("zb-h1", 3, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
+            ("zb-h1", 3, 5, Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) }),
+            ("interleaved-1f1b", 2, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
+        ]
+    }
+
+    /// A family's run and, as the problem's limit, its own peak memory.
+    fn at_its_peak(family: &str, devices: u32, microbatches: u32, costs: &Costs) -> (crate::Analysis, Option<f64>) {
+        let a = run(family, &ScheduleParams::new(devices, microbatches).with_costs(costs.clone())).unwrap();
+        let limit = Some(a.stats.peak_memory);
+        (a, limit)
+    }
+
     /// A search stopped by its budget reports a bound no order beats: never above the proven
     /// optimum (found with a large budget), never below the root bound, and raised above the
     /// root bound by the probes where the root bound is not tight.
     #[test]
     fn an_unfinished_search_proves_an_interval_around_the_optimum() {
         let mut raised = 0;
-        for (family, devices, microbatches, costs) in [
-            ("1f1b", 3, 4, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
-            ("zb-h1", 3, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
-            ("zb-h1", 3, 5, Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) }),
-            ("interleaved-1f1b", 2, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
-        ] {
-            let p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
-            let a = run(family, &p).unwrap();
-            let limit = Some(a.stats.peak_memory);
+        for (family, devices, microbatches, costs) in mixed_problems() {
+            let (a, limit) = at_its_peak(family, devices, microbatches, &costs);
             let full = optimize(&a.schedule, &costs, limit, &[], Budget::of_nodes(5_000_000)).unwrap();
             assert!(full.proven && full.bound == full.cost, "{family} P{devices} M{microbatches}: {full:?}");
             for nodes in [1, 10, 100, 1_000, 10_000] {
@@ -497,18 +425,13 @@ mod tests {
     #[test]
     fn the_dominance_rule_keeps_the_optimum() {
         let mut skipped = 0;
-        for (family, devices, microbatches, costs) in [
-            ("1f1b", 3, 4, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
-            ("zb-h1", 3, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
-            ("zb-h1", 3, 5, Costs { comm: 0.5, ..Costs::fbw(2.0, 3.0, 1.0) }),
+        let more = [
             ("zb-1p", 3, 5, Costs::fbw(3.0, 4.0, 2.0)),
-            ("interleaved-1f1b", 2, 4, Costs { comm: 1.0, ..Costs::fbw(1.0, 1.0, 1.0) }),
             ("zb-v", 2, 3, Costs { comm: 0.25, ..Costs::fbw(2.0, 3.0, 1.0) }),
             ("seq1f1b", 2, 3, Costs { comm: 1.0, ..Costs::fbw(2.0, 3.0, 1.0) }),
-        ] {
-            let p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
-            let a = run(family, &p).unwrap();
-            let limit = Some(a.stats.peak_memory);
+        ];
+        for (family, devices, microbatches, costs) in mixed_problems().into_iter().chain(more) {
+            let (a, limit) = at_its_peak(family, devices, microbatches, &costs);
             let (with, n) = exhaustive(&a.schedule, &costs, limit, true);
             let (without, none) = exhaustive(&a.schedule, &costs, limit, false);
             assert_eq!((with, none), (without, 0), "{family} P{devices} M{microbatches}");

@@ -11,43 +11,7 @@
 //! ZB-H1 with communication cost what it does (P = 4, M = 8, F = B = W = comm = 1: 39, where
 //! the closed forms give 33).
 //!
-//! **Pairs of devices.** The cost is the longest device *span* (first start to last end), not
-//! an end time, so heads and tails from the pipeline's start and end bound nothing. But they
-//! do relative to another device `d`: every op of `d` starts no earlier than `d`'s first, so
-//! an op of device `e` that waits for one of `d`'s ops in its microbatch starts at least that
-//! lag after `d`'s first start (its *head*), and an op of `d` that waits for it ends at least
-//! the lag plus its time after its start (its path *to the end* of `d`'s span). So `e`'s ops
-//! alone, with their lags, memory, heads and paths to `d`'s end, bound `d`'s span: the
-//! middle devices of a V, sandwiched between device 0's forward and its backward, raise the
-//! bound well above device 0 alone. A pair applies when every op of `e` waits for an op of
-//! `d` (time is counted from `d`'s first start); ops of `e` no op of `d` waits for take time
-//! but bound nothing.
-//!
-//! **Solved by probes, small.** Microbatches that look alike on the device (the same op
-//! shapes, times, memory and lags) are interchangeable, and here — where idle time may be
-//! inserted freely — relabelling them by rank keeps every time: the `k`-th op of a shape to
-//! start is microbatch `k`'s (for a lag from shape X to shape Y, the `k`-th Y starts after
-//! `k` distinct X's have started plus the lag, so after the `k`-th X). So the search only
-//! chooses *which shape* runs next, each shape's microbatches in order, starting every op as
-//! early as the device, its lags and the memory allow (with the first op at 0, as early as
-//! possible is the least span of a given sequence). It runs as probes of rising targets from
-//! the bound already known: a probe looks for a sequence within its target, cutting a node
-//! when a chain of lags (each shape's next and last microbatch after the shapes it waits
-//! for) or the one-machine bound of the ops left (any set of them runs one after another
-//! from their least release, and the last is followed by their least path to the end; ops
-//! that bound nothing are in no set) exceeds it; a probe that finds none proves
-//! every span is at least the least bound it cut, the next target. So a device whose budget
-//! runs out still proves its last target. A state of the same progress that is no later in
-//! device time nor in any start a lag still waits for than one met before is not searched
-//! again (everything after it can run from the earlier one no later).
-//! Heads and paths to the end are the same for every microbatch of a group, so the
-//! relabelling keeps them. It needs every dependency to stay within a microbatch and
-//! single-pass ops;
-//! other problems get no relaxation bound (the search's own bounds still hold).
-//!
-//! This is *not* the search's problem: there, the simulator starts every op as early as
-//! possible (no inserted idle), and relabelling may move a device's first op earlier; here
-//! the relaxation allows both, which is why it only bounds.
+//! The details are in `docs/lower-bounds.md`, under `optimal/relaxation.rs`.
 
 use std::collections::HashMap;
 

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
+use crate::live::{slow_search, Refusal};
 use crate::model::{Layout, Model};
 use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts, MAX_MICROBATCHES, MAX_PASSES};
 use crate::registry::FAMILIES;
@@ -367,10 +368,8 @@ pub enum Outcome {
 /// memory-aware family plans under, the simulation, and the check against the limit.
 pub fn evaluate(candidate: Candidate) -> Outcome {
     let family = candidate.family;
-    if let Some(slow) = &family.slow_search {
-        if (slow.size)(&family.with_defaults(&candidate.params)).is_some_and(|s| s > slow.live_limit) {
-            return Outcome::Invalid(format!("{} is too slow to search at this size", slow.what));
-        }
+    if let Some(Refusal::Search(slow, _)) = slow_search(family, &family.with_defaults(&candidate.params), 1) {
+        return Outcome::Invalid(format!("{} is too slow to search at this size", slow.what));
     }
     // The static memory depends on the placement only; a placement of the family's own shape
     // at these sizes is what the generator will build.

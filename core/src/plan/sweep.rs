@@ -294,7 +294,7 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
         Err(e) => return Err(InvalidRun { error: e.to_string(), spec }),
     };
     if let Some(limit) = spec.params.mem_limit {
-        if let Some(d) = analysis.stats.per_device.iter().find(|d| d.over(Some(limit))) {
+        if let Some(d) = analysis.stats.per_device.iter().find(|d| d.over_limit(Some(limit))) {
             let aware: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::MemLimit)).map(|f| f.name).collect();
             // Nearest, not rounded up as in the families' errors: a peak just above the limit
             // must not print as the limit rounded up.

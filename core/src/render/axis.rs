@@ -109,11 +109,11 @@ mod tests {
 
     #[test]
     fn tick_labels_are_short_and_exact() {
-        assert_eq!(format_tick(20.0, 10.0), "20");
-        assert_eq!(format_tick(0.5, 0.5), "0.5");
-        assert_eq!(format_tick(1_000_000.0, 500_000.0), "1.0M");
-        assert_eq!(format_tick(1_500_000.0, 500_000.0), "1.5M");
-        assert_eq!(format_tick(20_000.0, 5_000.0), "20k");
+        let cases =
+            [(20.0, 10.0, "20"), (0.5, 0.5, "0.5"), (1e6, 5e5, "1.0M"), (1.5e6, 5e5, "1.5M"), (2e4, 5e3, "20k")];
+        for (value, step, label) in cases {
+            assert_eq!(format_tick(value, step), label, "{value} in steps of {step}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ const CORE_LAYERS: &[(&str, &[&str])] = &[
     ("generators and costs", &["families", "model"]),
     ("analyses", &["bounds", "attribution", "gaps"]),
     ("search", &["optimal"]),
-    ("registry", &["registry"]),
+    ("registry", &["registry", "live", "findings"]),
     ("files and links", &["formats", "permalink"]),
     ("planning and measured runs", &["plan", "measured"]),
     ("drawing", &["render"]),
