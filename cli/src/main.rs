@@ -10,6 +10,11 @@ mod sweep;
 mod trace;
 
 use std::io::Write as _;
+
+/// A short-lived process that allocates many small vectors: mimalloc asks the OS for less
+/// and faults in fewer pages than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::Path;
 use std::process::ExitCode;
 
