@@ -198,7 +198,7 @@ fn the_replay_at_fitted_costs_lands_near_the_measured_step() {
     for name in runs() {
         let run = load(&name);
         let replay = run.replay_fitted().unwrap();
-        assert!(replay.error.abs() < 0.2, "{name}: {:+.1}%", 100.0 * replay.error);
+        assert!(replay.error.abs() < 0.1, "{name}: {:+.1}%", 100.0 * replay.error);
     }
 }
 
@@ -210,6 +210,8 @@ fn a_rank_with_a_skewed_clock_is_aligned() {
     let files = rank_files(name);
     let original = load(name);
     let mut rank1 = trace_json(&files[1]);
+    // Clocks disagree across hosts only (ranks of one host share a clock).
+    rank1["host_name"] = json!("another-host");
     for e in rank1["traceEvents"].as_array_mut().unwrap() {
         if let Some(ts) = e.get("ts").and_then(Value::as_f64) {
             e["ts"] = json!(ts + 1_000_000.0);
