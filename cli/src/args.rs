@@ -296,7 +296,9 @@ fn calibrate_times(text: &str) -> Result<Calibrate, String> {
     if !text.contains(',') && path.exists() {
         return Ok(Calibrate::Run(path.to_path_buf()));
     }
-    model::calibrate::parse_times(text).map(Calibrate::Times).map_err(|e| e.to_string())
+    model::calibrate::parse_times(text).map(Calibrate::Times).map_err(|e| {
+        format!("{e}\n  hint: or give a profiled run: its per-rank traces' folder or files, as `bubblescope trace` reads them")
+    })
 }
 
 impl ModelArgs {

@@ -1,5 +1,7 @@
 //! Per-stage cost lists and costs derived from a model, through the binary.
 
+mod common;
+
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
@@ -530,20 +532,7 @@ fn absurd_rates_are_refused_naming_the_rate_in_short_numbers() {
 
 #[test]
 fn more_devices_than_layers_is_refused_with_a_hint() {
-    let model = [
-        "--layers",
-        "8",
-        "--hidden",
-        "1024",
-        "--heads",
-        "16",
-        "--seq",
-        "1024",
-        "--vocab",
-        "32000",
-        "--micro-batch",
-        "1",
-    ];
+    let model = common::SMALL_MODEL;
     let args: Vec<&str> = ["costs", "--devices", "16"].into_iter().chain(model).collect();
     let e = refused(&args);
     assert!(

@@ -281,27 +281,10 @@ fn plan_export_writes_the_best_plan_one_csv_can_hold_beyond_top() {
     // At a slow matmul rate DualPipe, which runs two pipelines, fills the first plans here;
     // `--top` then shows only those, and the export looks past them.
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "plan",
-        "--devices",
-        "4",
-        "--mem-limit",
-        "3GiB",
-        "--layers",
-        "8",
-        "--hidden",
-        "1024",
-        "--heads",
-        "16",
-        "--seq",
-        "1024",
-        "--vocab",
-        "32000",
-        "--micro-batch",
-        "1",
-        "--tflops",
-        "100",
-    ];
+    let args: Vec<&str> = ["plan", "--devices", "4", "--mem-limit", "3GiB", "--tflops", "100"]
+        .into_iter()
+        .chain(common::SMALL_MODEL)
+        .collect();
     let all: Value = serde_json::from_str(&ok(
         dir.path(),
         &args.iter().copied().chain(["--top", "50", "--json"]).collect::<Vec<_>>(),

@@ -5,6 +5,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// A small custom model (8 layers, hidden 1024): quick to plan, and too few layers for 16
+/// devices.
+pub const SMALL_MODEL: [&str; 12] =
+    ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000", "--micro-batch", "1"];
+
 /// Runs the binary with `args` in `dir` and returns its output.
 pub fn bubblescope(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bubblescope")).args(args).current_dir(dir).output().expect("the binary runs")
