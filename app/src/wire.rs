@@ -19,7 +19,7 @@ use bubblescope::model::ModelSpec;
 use bubblescope::permalink::Settings;
 use bubblescope::sim::{DeviceTimeline, MemPoint, OpRef, TimedOp};
 use bubblescope::{
-    Analysis, CostProfile, Costs, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule,
+    Analysis, CopyKind, CopyOp, CostProfile, Costs, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule,
     ScheduleParams, Stats, Timeline, Units,
 };
 
@@ -63,10 +63,12 @@ impl std::fmt::Display for WireError {
 /// Placement kinds travel as their index here.
 const PLACEMENT_KINDS: [PlacementKind; 6] = PlacementKind::ALL;
 
+/// The bits of a pass's first word that hold its kind.
+const KIND_BITS: u32 = 0b111;
 /// Bit set in a pass's first word when it opens an overlapped pair (its partner follows).
-const PAIR: u32 = 1 << 2;
+const PAIR: u32 = 1 << 3;
 /// A pass's slice sits above the kind and pair bits.
-const SLICE_SHIFT: u32 = 3;
+const SLICE_SHIFT: u32 = 4;
 
 /// Encodes what the worker computed.
 pub fn encode(parts: &Parts) -> Wire {
@@ -443,6 +445,14 @@ impl Wire {
                 }
             }
         }
+        self.words.push(s.copies.len() as u32);
+        for copies in &s.copies {
+            self.words.push(copies.len() as u32);
+            for c in copies {
+                self.words.extend([c.kind as u32, c.at]);
+                self.pass(c.pass, false);
+            }
+        }
     }
 
     fn timeline(&mut self, t: &Timeline) {
@@ -460,6 +470,10 @@ impl Wire {
                 self.numbers.extend([m.time, m.value]);
             }
             self.numbers.push(d.peak_memory);
+            self.words.push(d.copies.len() as u32);
+            for c in &d.copies {
+                self.numbers.extend([c.start, c.end]);
+            }
         }
     }
 
@@ -521,7 +535,7 @@ impl Reader<'_> {
         let overlap = self.opt_number()?;
         let mem_w = self.opt_number()?;
         let profile = if self.flag()? { Some(Arc::new(self.profile(0)?)) } else { None };
-        Ok(Costs { f, b, w, comm, overlap, mem_f, mem_w, profile })
+        Ok(Costs { f, b, w, comm, overlap, mem_f, mem_w, profile, trade: None })
     }
 
     /// A cost profile, `depth` levels of finer cuts down (a damaged message cannot recurse
@@ -717,7 +731,9 @@ impl Reader<'_> {
 
     fn pass(&mut self) -> Result<(Pass, bool), WireError> {
         let w = self.words(3)?;
-        let kind = PassKind::ALL[(w[0] & 3) as usize];
+        let kind = *PassKind::ALL
+            .get((w[0] & KIND_BITS) as usize)
+            .ok_or_else(|| WireError(format!("unknown pass kind {}", w[0] & KIND_BITS)))?;
         let pass = Pass { kind, stage: w[1], microbatch: w[2], slice: w[0] >> SLICE_SHIFT };
         Ok((pass, w[0] & PAIR != 0))
     }
@@ -743,7 +759,21 @@ impl Reader<'_> {
             }
             orders.push(order);
         }
-        Ok(Schedule { placement, microbatches, slices, orders })
+        let n = self.count(1)?;
+        let mut copies = Vec::with_capacity(n);
+        for _ in 0..n {
+            let len = self.count(5)?;
+            let mut list = Vec::with_capacity(len);
+            for _ in 0..len {
+                let [kind, at] = [self.word()?, self.word()?];
+                let kind = *CopyKind::ALL
+                    .get(kind as usize)
+                    .ok_or_else(|| WireError(format!("unknown copy kind {kind}")))?;
+                list.push(CopyOp { kind, pass: self.pass()?.0, at });
+            }
+            copies.push(list);
+        }
+        Ok(Schedule { placement, microbatches, slices, orders, copies })
     }
 
     fn timeline(&mut self) -> Result<Timeline, WireError> {
@@ -769,7 +799,14 @@ impl Reader<'_> {
                 .collect();
             self.numbers += 2 * points;
             let peak_memory = self.number()?;
-            devices.push(DeviceTimeline { ops: timed, memory, peak_memory });
+            let n = self.count(0)?;
+            let times = self.wire.numbers.get(self.numbers..).unwrap_or_default();
+            if times.len() < n.saturating_mul(2) {
+                return Err(short("copy times"));
+            }
+            let copies = times.chunks_exact(2).take(n).map(|t| TimedOp { start: t[0], end: t[1], waited_for: None }).collect();
+            self.numbers += 2 * n;
+            devices.push(DeviceTimeline { ops: timed, memory, peak_memory, copies });
         }
         Ok(Timeline { devices })
     }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use bubblescope::model::{self, Calibration, Model, ModelSpec};
 use bubblescope::units::format_number;
-use bubblescope::{CostLists, Costs, Field, ScheduleParams};
+use bubblescope::trade::{self, Recompute, Trade};
+use bubblescope::{CostLists, Costs, Field, ParamError, ScheduleParams};
 use clap::{Args, Parser, Subcommand};
 
 /// Pipeline-parallel training schedules: exact bubble and memory, as JSON and SVG figures.
@@ -144,6 +145,27 @@ pub struct CostArgs {
     /// (weights and optimizer state, see --static-memory); elsewhere activations only.
     #[arg(long = "mem-limit", value_name = "L", allow_hyphen_values = true, help_heading = "Memory")]
     pub mem_limit: Option<String>,
+    /// Recompute forwards before their backward: none, selective, full, or one per device.
+    ///
+    /// Recompute each forward before its backward (activation checkpointing): `none`,
+    /// `selective` (drop the attention scores; needs a model without FlashAttention), `full`
+    /// (keep the stage's input), or one per device: `full,full,none,none` [default: none].
+    #[arg(long, value_name = "MODE", help_heading = "Memory", hide_short_help = true)]
+    pub recompute: Option<String>,
+    /// Offload activations to host memory: a fraction, one per device, or `auto`.
+    ///
+    /// Offload activations to host memory while they wait for their backward: a fraction of
+    /// each device's microbatches (`0.5`, `50%`), one per device (`1,0.5,0,0`), or `auto`
+    /// (every one whose wait hides the copies, as PipeOffload) [default: none]. Copies run at
+    /// the GPU's host link (--host-gbps) or take --copy-time.
+    #[arg(long, value_name = "X", help_heading = "Memory", hide_short_help = true)]
+    pub offload: Option<String>,
+    /// With plain costs: the time one forward's activation (mem-f) takes to copy to the host.
+    #[arg(long = "copy-time", value_name = "T", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
+    pub copy_time: Option<f64>,
+    /// With a model: the GPU's host link, GB/s each way [default: the GPU preset's].
+    #[arg(long = "host-gbps", value_name = "GBPS", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
+    pub host_gbps: Option<f64>,
 }
 
 /// A cost flag's value: one number, or one per device share.
@@ -462,6 +484,67 @@ impl CostArgs {
     /// The costs: a measured run's, model flags, or hand-set flags over `base` (from a file)
     /// over the defaults. Lists must have one number per device (`devices`).
     pub fn costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
+        let mut costs = self.untraded_costs(base, devices)?;
+        costs.trade = self.trade(&costs, devices)?.map(std::sync::Arc::new);
+        Ok(costs)
+    }
+
+    /// The recompute and offload flags as a trade, priced by the model when there is one
+    /// (`None` when no flag asks for one).
+    fn trade(&self, costs: &Costs, devices: u32) -> Result<Option<Trade>> {
+        if self.recompute.is_none() && self.offload.is_none() {
+            for (flag, given) in [("--copy-time", self.copy_time.is_some()), ("--host-gbps", self.host_gbps.is_some())] {
+                if given {
+                    bail!("{flag} prices copies to the host, but nothing is offloaded\n  hint: add --offload 0.5 (or auto), or drop {flag}");
+                }
+            }
+            return Ok(None);
+        }
+        let mut trade = Trade::default();
+        if let Some(text) = &self.recompute {
+            trade.recompute = trade::parse_recompute(text).map_err(flag_error)?;
+        }
+        if let Some(text) = &self.offload {
+            trade.offload = trade::parse_offload(text).map_err(flag_error)?;
+        }
+        let model = if self.model()?.is_some() { Some(self.model.model(devices)?) } else { None };
+        match &model {
+            Some(model) => {
+                if self.copy_time.is_some() {
+                    bail!("--copy-time is for plain costs; with a model the host link sets it\n  hint: give --host-gbps instead (the GPU preset's host link is the default)");
+                }
+                (trade.full, trade.selective) = model.recompute_shapes();
+                let gbps = self.host_gbps.unwrap_or_else(|| model.host_gbps());
+                if !gbps.is_finite() || gbps <= 0.0 {
+                    return Err(flag_error(
+                        ParamError::new(Field::HostGbps, format!("--host-gbps must be above 0, found {gbps}"))
+                            .hint("the host link's bandwidth each way in GB/s: PCIe Gen4 x16 moves about 25, Gen5 about 50"),
+                    ));
+                }
+                // Costs are in µs and bytes: one byte takes 1e-3 / GB/s µs.
+                trade.copy_time = Some(1e-3 / gbps);
+            }
+            None => {
+                if self.host_gbps.is_some() {
+                    bail!("--host-gbps needs costs from a model, where memory is in bytes\n  hint: with plain costs give --copy-time: the time one forward's activation (mem-f) takes to copy");
+                }
+                if trade.recompute.contains(&Recompute::Selective) {
+                    bail!("--recompute selective needs a model: what it drops (the attention scores) depends on heads, sequence and hidden size\n  hint: add a model (--model, or --layers …), or use --recompute full");
+                }
+                if let Some(t) = self.copy_time {
+                    if !t.is_finite() || t <= 0.0 {
+                        bail!("--copy-time must be above 0, found {t}\n  hint: the time one forward's activation takes to copy to the host, in the costs' time unit, e.g. --copy-time 0.5");
+                    }
+                    trade.copy_time = Some(t / costs.mem_f.max(f64::MIN_POSITIVE));
+                }
+            }
+        }
+        trade.check(devices).map_err(flag_error)?;
+        Ok(Some(trade))
+    }
+
+    /// [`CostArgs::costs`] before the recompute and offload flags.
+    fn untraded_costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
         if let Some(run) = self.measured()? {
             let mut costs = run.fitted().costs(devices);
             costs.overlap = self.overlap;

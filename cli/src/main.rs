@@ -286,7 +286,11 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             [(subject.name.as_str(), subject.analysis.schedule.placement.stages_per_pipeline())],
         );
     }
-    let optimum = (args.optimal || args.optimal_nodes.is_some()).then(|| optimum(&subject, args.optimal_nodes));
+    let searched = args.optimal || args.optimal_nodes.is_some();
+    if searched && subject.analysis.schedule.trades_memory() {
+        anyhow::bail!("--optimal searches orders of F, B and W, but this schedule recomputes or offloads\n  hint: drop --recompute and --offload to search the orders, then add them back to the order it finds");
+    }
+    let optimum = searched.then(|| optimum(&subject, args.optimal_nodes));
     let cost = subject.analysis.stats.cost;
     let out = if args.json {
         let mut value = report::json(&subject.name, subject.family, &subject.params, &subject.analysis);

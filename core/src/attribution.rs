@@ -18,7 +18,7 @@
 use crate::analysis::{analyze, Analysis, AnalyzeError};
 use crate::families::Family;
 use crate::params::Costs;
-use crate::schedule::Schedule;
+use crate::schedule::{PassKind, Schedule};
 use crate::sim::{simulate, simulate_timed, OpTimes, PerOpTimes, Timeline};
 use crate::stats::{stats, Stats};
 use crate::{Field, ParamError, ScheduleParams, SimError, StageCosts};
@@ -117,7 +117,7 @@ impl Runs {
         let zero_hops: Vec<Vec<f64>> = times.hops.iter().map(|h| vec![0.0; h.len()]).collect();
         let no_comm = PerOpTimes { hops: zero_hops.clone(), ..times.clone() };
         // The mean duration of each kind of op (by its passes' kinds, a pair as its own kind).
-        let kind = |op: &crate::schedule::Op| op.passes().fold(0usize, |k, p| k * 5 + p.kind.index() + 1);
+        let kind = |op: &crate::schedule::Op| op.passes().fold(0usize, |k, p| k * (PassKind::ALL.len() + 1) + p.kind.index() + 1);
         let mut sums: std::collections::BTreeMap<usize, (f64, usize)> = std::collections::BTreeMap::new();
         for (order, durations) in schedule.orders.iter().zip(&times.durations) {
             for (op, d) in order.iter().zip(durations) {

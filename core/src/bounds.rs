@@ -529,6 +529,7 @@ impl KeyTree {
             PassKind::F => 0,
             PassKind::B | PassKind::BW => 1,
             PassKind::W => 2,
+            PassKind::R => return None,
         };
         let node = (pass.stage < self.stages).then(|| 3 * pass.stage as usize + k)?;
         (self.tin[node] != u32::MAX).then_some(node)
@@ -757,7 +758,7 @@ mod tests {
                 let local = i64::from(placement.local_stage(p.stage));
                 let pipe = i64::from(placement.pipeline_of(p.stage)) << 40;
                 match p.kind {
-                    PassKind::F => (0, pipe + local),
+                    PassKind::F | PassKind::R => (0, pipe + local),
                     PassKind::B | PassKind::BW => (1, pipe - local),
                     PassKind::W => (2, pipe + local),
                 }

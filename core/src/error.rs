@@ -60,6 +60,14 @@ pub enum Field {
     MemW,
     /// Per-device memory limit (`--mem-limit`).
     MemLimit,
+    /// Recompute per device: none, selective or full (`--recompute`).
+    Recompute,
+    /// Microbatches each device offloads to host memory (`--offload`).
+    Offload,
+    /// Time to copy one forward's activation to the host, with plain costs (`--copy-time`).
+    CopyTime,
+    /// With a model: bandwidth between the GPU and its host, GB/s each way (`--host-gbps`).
+    HostGbps,
     /// Measured F, B and W to fit a model's efficiencies to (`--calibrate`): a command, not a
     /// setting, so no URL key (the fitted efficiencies are).
     Calibrate,
@@ -107,7 +115,7 @@ pub enum Field {
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 35] = [
+    pub const ALL: [Field; 39] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -123,6 +131,10 @@ impl Field {
         Field::MemF,
         Field::MemW,
         Field::MemLimit,
+        Field::Recompute,
+        Field::Offload,
+        Field::CopyTime,
+        Field::HostGbps,
         Field::Calibrate,
         Field::Model,
         Field::Layers,
@@ -188,6 +200,10 @@ impl Field {
             Field::GemmEfficiency => "gemm-efficiency",
             Field::MemoryEfficiency => "memory-efficiency",
             Field::Calibrate => "calibrate",
+            Field::Recompute => "recompute",
+            Field::Offload => "offload",
+            Field::CopyTime => "copy-time",
+            Field::HostGbps => "host-gbps",
         }
     }
 }

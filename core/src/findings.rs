@@ -22,9 +22,13 @@ pub struct Bound {
 }
 
 /// The lower bound of the problem of `analysis` (a run of `family`, if any, at `params`): the
-/// same passes, dependencies, costs and memory limit.
+/// same passes, dependencies, costs and memory limit. A run that recomputes or offloads is
+/// bounded without its memory limit: the bound does not model what those passes hold.
 pub fn bound(family: Option<&Family>, params: &ScheduleParams, analysis: &Analysis) -> Bound {
-    let limit = problem_limit(family, params, &analysis.stats);
+    let limit = match analysis.schedule.trades_memory() {
+        true => f64::INFINITY,
+        false => problem_limit(family, params, &analysis.stats),
+    };
     let lower = run_lower_bound(&analysis.schedule, &params.costs, limit, &analysis.stats);
     let standing = lower.standing(&analysis.stats, limit);
     Bound { lower, limit, standing }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::error::{Field, ParamError};
 use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
+use crate::trade::{RecomputeShape, Trade};
 use crate::units::Units;
 
 /// Largest number of devices the engine accepts.
@@ -59,11 +60,13 @@ pub struct Costs {
     pub mem_w: Option<f64>,
     /// Per-piece costs when the model's pieces differ; `None` means every piece costs the same.
     pub profile: Option<Arc<CostProfile>>,
+    /// Memory traded for time (recompute, offload); `None` trades nothing.
+    pub trade: Option<Arc<Trade>>,
 }
 
 impl Default for Costs {
     fn default() -> Costs {
-        Costs { f: 1.0, b: 1.0, w: 1.0, comm: 0.0, overlap: None, mem_f: 1.0, mem_w: None, profile: None }
+        Costs { f: 1.0, b: 1.0, w: 1.0, comm: 0.0, overlap: None, mem_f: 1.0, mem_w: None, profile: None, trade: None }
     }
 }
 
@@ -571,6 +574,13 @@ pub struct StageCosts {
     pub mem_w: Vec<f64>,
     /// Communication time between devices.
     pub comm: f64,
+    /// The fraction of its activation a forward keeps, per stage: 1, or less on a stage that
+    /// recomputes (its R pass allocates the rest). Empty means 1 everywhere.
+    pub keep: Vec<f64>,
+    /// The R pass's time as a fraction of the forward's, per stage (empty: 1).
+    pub redo: Vec<f64>,
+    /// Time to copy one unit of memory between device and host.
+    pub copy_time: f64,
 }
 
 impl StageCosts {
@@ -582,7 +592,53 @@ impl StageCosts {
     /// Uniform costs for `schedule`: scaled to its stage size, and divided among its sequence
     /// slices when it splits sequences.
     pub fn for_schedule(costs: &Costs, schedule: &Schedule) -> StageCosts {
-        StageCosts::scaled(costs, &schedule.placement, schedule.slices.max(1))
+        let mut out = StageCosts::scaled(costs, &schedule.placement, schedule.slices.max(1));
+        out.trade(costs.trade.as_deref(), schedule);
+        out
+    }
+
+    /// Sets what a forward keeps and what R costs on every stage that has an R pass in
+    /// `schedule` (the trade's shape for its device; full recompute's without a trade), and
+    /// the copy time per unit of memory.
+    fn trade(&mut self, trade: Option<&Trade>, schedule: &Schedule) {
+        let stages = schedule.placement.stages() as usize;
+        let mut recomputed = vec![false; stages];
+        for pass in schedule.orders.iter().flatten().flat_map(Op::passes) {
+            if let (PassKind::R, Some(r)) = (pass.kind, recomputed.get_mut(pass.stage as usize)) {
+                *r = true;
+            }
+        }
+        if recomputed.iter().any(|r| *r) {
+            let shape = |stage: usize| {
+                let device = schedule.placement.device_of(stage as u32).unwrap_or(0);
+                trade.and_then(|t| t.shape_of(device)).unwrap_or(RecomputeShape::FULL)
+            };
+            let shapes: Vec<RecomputeShape> =
+                (0..stages).map(|s| if recomputed[s] { shape(s) } else { RecomputeShape::NOTHING }).collect();
+            self.keep = shapes.iter().map(|s| s.keep).collect();
+            self.redo = shapes.iter().map(|s| s.redo).collect();
+        }
+        if let Some(t) = trade.and_then(|t| t.copy_time) {
+            self.copy_time = t;
+        }
+    }
+
+    /// The fraction of its activation the forward of `stage` keeps.
+    #[inline]
+    pub fn keep(&self, stage: u32) -> f64 {
+        self.keep.get(stage as usize).copied().unwrap_or(1.0)
+    }
+
+    /// The memory a forward of `stage` holds when it ends: what an offload moves.
+    #[inline]
+    pub fn held(&self, stage: u32) -> f64 {
+        self.mem_f.get(stage as usize).copied().unwrap_or(0.0) * self.keep(stage)
+    }
+
+    /// The time one copy of `stage`'s forward activation takes, either way.
+    #[inline]
+    pub fn copy(&self, stage: u32) -> f64 {
+        self.held(stage) * self.copy_time
     }
 
     fn scaled(costs: &Costs, placement: &Placement, slices: u32) -> StageCosts {
@@ -599,6 +655,9 @@ impl StageCosts {
             mem_f: vec![costs.mem_f * scale; n],
             mem_w: vec![costs.mem_w() * scale; n],
             comm: costs.comm,
+            keep: Vec::new(),
+            redo: Vec::new(),
+            copy_time: 0.0,
         }
     }
 
@@ -630,7 +689,18 @@ impl StageCosts {
                 })
                 .collect()
         });
-        StageCosts { f, b, w, overlap, mem_f: fill(Cost::MemF), mem_w: fill(Cost::MemW), comm: costs.comm }
+        StageCosts {
+            f,
+            b,
+            w,
+            overlap,
+            mem_f: fill(Cost::MemF),
+            mem_w: fill(Cost::MemW),
+            comm: costs.comm,
+            keep: Vec::new(),
+            redo: Vec::new(),
+            copy_time: 0.0,
+        }
     }
 
     /// Duration of one pass.
@@ -643,6 +713,7 @@ impl StageCosts {
             PassKind::B => get(&self.b),
             PassKind::W => get(&self.w),
             PassKind::BW => get(&self.b) + get(&self.w),
+            PassKind::R => get(&self.f) * self.redo.get(s).copied().unwrap_or(1.0),
         }
     }
 
@@ -661,8 +732,10 @@ impl StageCosts {
     /// Memory a pass allocates when it starts.
     #[inline]
     pub fn alloc(&self, pass: Pass) -> f64 {
+        let mf = self.mem_f.get(pass.stage as usize).copied().unwrap_or(0.0);
         match pass.kind {
-            PassKind::F => self.mem_f.get(pass.stage as usize).copied().unwrap_or(0.0),
+            PassKind::F => mf * self.keep(pass.stage),
+            PassKind::R => mf * (1.0 - self.keep(pass.stage)),
             _ => 0.0,
         }
     }
@@ -674,7 +747,7 @@ impl StageCosts {
         let mf = self.mem_f.get(s).copied().unwrap_or(0.0);
         let mw = self.mem_w.get(s).copied().unwrap_or(0.0);
         match pass.kind {
-            PassKind::F => 0.0,
+            PassKind::F | PassKind::R => 0.0,
             PassKind::B => mf - mw,
             PassKind::W => mw,
             PassKind::BW => mf,

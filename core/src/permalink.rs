@@ -368,6 +368,7 @@ mod tests {
                 mem_f: 201216.0,
                 mem_w: Some(73728.0),
                 profile: None,
+                trade: None,
             },
             mem_limit: Some(1609728.0),
             units: crate::units::Units::Cost,

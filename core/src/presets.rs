@@ -36,6 +36,7 @@ fn zb_model(
     let seq = 1024.0;
     ScheduleParams {
         costs: Costs {
+            trade: None,
             f,
             b,
             w,

@@ -16,11 +16,14 @@ pub enum PassKind {
     W,
     /// Fused full backward: B and W in one pass (PyTorch's `B`).
     BW,
+    /// Recompute: the forward run again before its backward, from the input the forward kept
+    /// (activation checkpointing; the Zero Bubble code's `R`).
+    R,
 }
 
 impl PassKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [PassKind; 4] = [PassKind::F, PassKind::B, PassKind::W, PassKind::BW];
+    pub const ALL: [PassKind; 5] = [PassKind::F, PassKind::B, PassKind::W, PassKind::BW, PassKind::R];
 
     /// Its position in [`PassKind::ALL`], for tables indexed by kind.
     pub fn index(self) -> usize {
@@ -29,16 +32,18 @@ impl PassKind {
             PassKind::B => 1,
             PassKind::W => 2,
             PassKind::BW => 3,
+            PassKind::R => 4,
         }
     }
 
-    /// The short name used in orders and files: `F`, `B`, `W`, `BW`.
+    /// The short name used in orders and files: `F`, `B`, `W`, `BW`, `R`.
     pub fn name(self) -> &'static str {
         match self {
             PassKind::F => "F",
             PassKind::B => "B",
             PassKind::W => "W",
             PassKind::BW => "BW",
+            PassKind::R => "R",
         }
     }
 
@@ -49,6 +54,7 @@ impl PassKind {
             PassKind::B => "input-gradient backward",
             PassKind::W => "weight-gradient backward",
             PassKind::BW => "full backward",
+            PassKind::R => "recompute",
         }
     }
 
@@ -95,6 +101,11 @@ impl Pass {
     /// A fused full backward pass.
     pub const fn bw(stage: u32, microbatch: u32) -> Pass {
         Pass::new(PassKind::BW, stage, microbatch)
+    }
+
+    /// A recompute pass.
+    pub const fn r(stage: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::R, stage, microbatch)
     }
 
     /// The same pass on sequence slice `slice`.
@@ -185,6 +196,52 @@ impl fmt::Display for Op {
             Op::One(p) => p.fmt(f),
             Op::Pair(a, b) => write!(f, "{a} overlapped with {b}"),
         }
+    }
+}
+
+/// Which way a copy moves an activation between device and host memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CopyKind {
+    /// Device to host, after the forward: the activation leaves device memory when it ends.
+    Offload,
+    /// Host to device, before the backward: the activation is back when it ends.
+    Reload,
+}
+
+impl CopyKind {
+    /// Both kinds.
+    pub const ALL: [CopyKind; 2] = [CopyKind::Offload, CopyKind::Reload];
+
+    /// The name used in files: `offload`, `reload`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyKind::Offload => "offload",
+            CopyKind::Reload => "reload",
+        }
+    }
+}
+
+/// A copy of one forward's activation on the device's copy stream, which runs beside its
+/// compute. It is issued when the device's compute reaches op `at` of its order (it may
+/// start later, when the copy stream is free), so it overlaps the ops from `at` on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CopyOp {
+    /// Which way it copies.
+    pub kind: CopyKind,
+    /// The forward whose activation it moves: stage, microbatch and slice (its kind is F).
+    pub pass: Pass,
+    /// The position in the device's order the copy is issued at, `0..=len`.
+    pub at: u32,
+}
+
+impl fmt::Display for CopyOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.pass;
+        write!(f, "{}(stage {}, mb {}", self.kind.name(), p.stage, p.microbatch)?;
+        if p.slice > 0 {
+            write!(f, ", slice {}", p.slice)?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -419,13 +476,16 @@ pub struct Schedule {
     pub slices: u32,
     /// `orders[d]` is the ordered list of ops device `d` runs.
     pub orders: Vec<Vec<Op>>,
+    /// `copies[d]`: device `d`'s activation copies to and from the host, in issue order
+    /// (empty, or one list per device).
+    pub copies: Vec<Vec<CopyOp>>,
 }
 
 impl Schedule {
     /// An empty schedule for `placement`: one empty order per device.
     pub fn new(placement: Placement, microbatches: u32) -> Schedule {
         let orders = vec![Vec::new(); placement.devices() as usize];
-        Schedule { placement, microbatches, slices: 1, orders }
+        Schedule { placement, microbatches, slices: 1, orders, copies: Vec::new() }
     }
 
     /// Number of devices.
@@ -436,6 +496,21 @@ impl Schedule {
     /// Total number of passes (a pair counts as two).
     pub fn pass_count(&self) -> usize {
         self.orders.iter().flatten().map(|op| if op.is_pair() { 2 } else { 1 }).sum()
+    }
+
+    /// Whether any device copies activations to the host.
+    pub fn has_copies(&self) -> bool {
+        self.copies.iter().any(|c| !c.is_empty())
+    }
+
+    /// Whether the schedule trades memory for time: a recompute pass, or a copy to the host.
+    pub fn trades_memory(&self) -> bool {
+        self.has_copies() || self.orders.iter().flatten().flat_map(Op::passes).any(|p| p.kind == PassKind::R)
+    }
+
+    /// Device `device`'s copies, in issue order.
+    pub fn copies_of(&self, device: u32) -> &[CopyOp] {
+        self.copies.get(device as usize).map_or(&[], Vec::as_slice)
     }
 
     /// Total number of ops (a pair counts as one).
@@ -502,6 +577,7 @@ impl Schedule {
             PassKind::B => 'B',
             PassKind::W => 'W',
             PassKind::BW => 'X',
+            PassKind::R => 'R',
         };
         out.push(if chunk == 1 { letter.to_ascii_lowercase() } else { letter });
         let _ = write!(out, "{}", pass.microbatch);

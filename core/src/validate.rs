@@ -2,10 +2,12 @@
 //!
 //! Every (stage, microbatch, slice) must have exactly one F and either one BW or one B and
 //! one W, on the device its placement names; on that device F comes before the backward and B
-//! before W; an overlapped pair is a forward and a backward.
+//! before W; an overlapped pair is a forward and a backward. A recompute (R) runs between
+//! its F and its backward; a copy to the host is issued after its forward, and its reload
+//! after the offload and before the activation is needed again.
 
 use crate::error::Diagnostic;
-use crate::schedule::{Op, Pass, PassKind, Schedule};
+use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Schedule};
 
 /// At most this many diagnostics are listed; the rest are summarised.
 pub const MAX_DIAGNOSTICS: usize = 50;
@@ -29,7 +31,7 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
     }
     let n = stages as usize * mbs as usize * slices as usize;
     // Position of each kind per key: (device, position) of the first occurrence.
-    let mut seen: [Vec<Option<(u32, usize)>>; 4] = std::array::from_fn(|_| vec![None; n]);
+    let mut seen: [Vec<Option<(u32, usize)>>; PassKind::ALL.len()] = std::array::from_fn(|_| vec![None; n]);
     let index =
         |p: Pass| (p.stage as usize * mbs as usize + p.microbatch as usize) * slices as usize + p.slice as usize;
 
@@ -107,7 +109,7 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
             for slice in 0..slices {
                 let key = Pass { kind: PassKind::F, stage, microbatch, slice };
                 let i = index(key);
-                let [f, b, w, bw] = [0, 1, 2, 3].map(|k| seen[k][i]);
+                let [f, b, w, bw, r] = [0, 1, 2, 3, 4].map(|k| seen[k][i]);
                 let home = placement.device_of(stage);
                 let with = |kind| Pass { kind, ..key };
                 if f.is_none() {
@@ -152,6 +154,20 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
                         ));
                     }
                 }
+                if let Some(ra) = r {
+                    let after_forward = f.is_some_and(|fa| fa.0 == ra.0 && fa.1 < ra.1);
+                    let before_backward = back.is_some_and(|ba| ba.0 == ra.0 && ra.1 <= ba.1);
+                    if !after_forward || !before_backward {
+                        out.push(
+                            Diagnostic::error(
+                                Some(ra.0),
+                                Some(ra.1),
+                                format!("{} must run after its F and before its backward", with(PassKind::R)),
+                            )
+                            .hint("a recompute rebuilds the activation its backward needs: place it between the two"),
+                        );
+                    }
+                }
                 if let (Some(ba), Some(wa)) = (b, w) {
                     if ba.0 == wa.0 && wa.1 < ba.1 {
                         out.push(Diagnostic::error(
@@ -164,7 +180,87 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
             }
         }
     }
+    copies(schedule, &seen, &index, &mut out);
     out.finish()
+}
+
+/// Checks every device's copies: each forward offloaded at most once, after it runs, and
+/// reloaded once, after its offload and before the pass that needs it (R or the backward).
+fn copies(
+    schedule: &Schedule,
+    seen: &[Vec<Option<(u32, usize)>>; PassKind::ALL.len()],
+    index: &dyn Fn(Pass) -> usize,
+    out: &mut Diagnostics,
+) {
+    if !schedule.has_copies() {
+        return;
+    }
+    let n = seen[0].len();
+    for (device, copies) in schedule.copies.iter().enumerate() {
+        let device = device as u32;
+        let len = schedule.orders.get(device as usize).map_or(0, Vec::len);
+        // Per key: the issue position of its offload, and whether it was reloaded.
+        let mut offloaded: Vec<Option<usize>> = vec![None; n];
+        let mut reloaded = vec![false; n];
+        let mut last_at = 0;
+        for (i, copy) in copies.iter().enumerate() {
+            let mut problem = |message: String, hint: &str| {
+                out.push(Diagnostic::error(Some(device), None, format!("copy {i}, {copy}: {message}")).hint(hint));
+            };
+            let pass = Pass { kind: PassKind::F, ..copy.pass };
+            let at = copy.at as usize;
+            if at > len || at < last_at {
+                problem(
+                    format!("is issued at position {at}, after position {last_at} and within 0..={len}"),
+                    "list a device's copies in the order its compute reaches them",
+                );
+                continue;
+            }
+            last_at = at;
+            let in_range = pass.stage < schedule.placement.stages()
+                && pass.microbatch < schedule.microbatches
+                && pass.slice < schedule.slices.max(1);
+            let k = index(pass);
+            let Some(Some((fd, fp))) = (in_range && k < n).then(|| seen[0][k]) else {
+                problem("copies a forward the schedule does not run".into(), "copy only forwards of this schedule");
+                continue;
+            };
+            if fd != device {
+                problem(format!("its forward runs on device {fd}"), "a device copies only its own activations");
+                continue;
+            }
+            let needed = [4, 1, 3].into_iter().find_map(|kind| seen[kind][k]).map_or(len, |(_, p)| p);
+            match copy.kind {
+                CopyKind::Offload if offloaded[k].is_some() => {
+                    problem("is offloaded twice".into(), "offload each activation once")
+                }
+                CopyKind::Offload if at <= fp => problem(
+                    format!("is issued before its forward ends (position {fp})"),
+                    "issue the offload after its forward",
+                ),
+                CopyKind::Offload => offloaded[k] = Some(at),
+                CopyKind::Reload if offloaded[k].is_none() || reloaded[k] => problem(
+                    "has no offload before it, or is reloaded twice".into(),
+                    "reload each offloaded activation once, after its offload",
+                ),
+                CopyKind::Reload if at > needed => problem(
+                    format!("is issued after the pass that needs it (position {needed})"),
+                    "issue the reload before the recompute or backward",
+                ),
+                CopyKind::Reload => reloaded[k] = true,
+            }
+        }
+        let never_reloaded = |c: &&CopyOp| {
+            let k = index(Pass { kind: PassKind::F, ..c.pass });
+            c.kind == CopyKind::Offload && k < n && offloaded[k].is_some() && !reloaded[k]
+        };
+        if let Some(copy) = copies.iter().find(never_reloaded) {
+            out.push(
+                Diagnostic::error(Some(device), None, format!("{copy} is never reloaded"))
+                    .hint("every offload needs a reload before its backward"),
+            );
+        }
+    }
 }
 
 #[derive(Default)]

@@ -305,7 +305,8 @@ impl Family {
     }
 
     /// Checks and generates: the common checks, options the family does not read, the size
-    /// (from [`Family::passes`], before any work), then the generator.
+    /// (from [`Family::passes`], before any work), the generator, then the recompute and
+    /// offload passes the costs' trade asks for ([`crate::passes::apply`]).
     ///
     /// # Errors
     /// A [`ParamError`] naming the setting to change.
@@ -313,7 +314,7 @@ impl Family {
         params.check_common()?;
         reject_unused(params, self)?;
         params.check_passes(self.pass_count(params))?;
-        (self.generate)(params)
+        crate::passes::apply((self.generate)(params)?, &params.costs)
     }
 
     /// A heading for a schedule of this family: its title and the sizes that shape it, with

@@ -37,10 +37,10 @@ impl Chunk {
 }
 
 /// Index of a split-backward pass kind in per-kind counters: F 0, B 1, W 2 (a fused BW
-/// counts as B).
+/// counts as B, a recompute as F).
 pub(super) fn fbw_index(kind: PassKind) -> usize {
     match kind {
-        PassKind::F => 0,
+        PassKind::F | PassKind::R => 0,
         PassKind::B | PassKind::BW => 1,
         PassKind::W => 2,
     }

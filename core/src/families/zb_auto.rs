@@ -340,6 +340,7 @@ impl<'a> Heuristic<'a> {
             PassKind::B => self.costs.b[d],
             PassKind::W => self.costs.w[d],
             PassKind::BW => self.costs.b[d] + self.costs.w[d],
+            PassKind::R => self.costs.f[d],
         }
     }
 
@@ -352,13 +353,14 @@ impl<'a> Heuristic<'a> {
             PassKind::B => -(mem_f - mem_w),
             PassKind::W => -mem_w,
             PassKind::BW => -mem_f,
+            PassKind::R => 0.0,
         }
     }
 
     /// Appends the next pass of `kind` on device `d` (the code's `put`).
     fn put(&mut self, d: u32, kind: PassKind) {
         let counter = match kind {
-            PassKind::F => &mut self.forwards[d as usize],
+            PassKind::F | PassKind::R => &mut self.forwards[d as usize],
             PassKind::B | PassKind::BW => &mut self.backwards[d as usize],
             PassKind::W => &mut self.weights[d as usize],
         };
@@ -578,7 +580,7 @@ fn final_orders(run: Run, costs: &StageCosts, limit: f64) -> Schedule {
             .map(|(op, timed)| {
                 let pass = op.first();
                 let rank = match pass.kind {
-                    PassKind::F => 0,
+                    PassKind::F | PassKind::R => 0,
                     PassKind::B | PassKind::BW => 1,
                     PassKind::W => 2,
                 };

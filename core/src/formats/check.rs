@@ -62,7 +62,7 @@ struct Kept {
     columns: Vec<Vec<usize>>,
     keys: KeySpace,
     /// For every key, where its F, B, W and BW were kept (an index into `places`).
-    seen: Vec<[u32; 4]>,
+    seen: Vec<[u32; PassKind::ALL.len()]>,
     places: Vec<At>,
 }
 
@@ -178,7 +178,7 @@ pub(crate) fn check_then_simulate(
         schedule,
         columns: vec![Vec::new(); rows.len()],
         keys,
-        seen: vec![[NONE; 4]; keys.len()],
+        seen: vec![[NONE; PassKind::ALL.len()]; keys.len()],
         places: Vec::new(),
     };
 
@@ -225,7 +225,7 @@ pub(crate) fn check_then_simulate(
 fn check_complete(
     checked: &Checked,
     keys: &KeySpace,
-    seen: &[[u32; 4]],
+    seen: &[[u32; PassKind::ALL.len()]],
     places: &[At],
     source: &Source,
     name: Namer,
@@ -281,7 +281,7 @@ fn check_complete(
             for slice in 0..slices {
                 let key = Pass { kind: PassKind::F, stage, microbatch, slice };
                 let with = |kind| name(Pass { kind, ..key });
-                let [f, b, w, bw] = seen[keys.index(stage, microbatch, slice)];
+                let [f, b, w, bw, _] = seen[keys.index(stage, microbatch, slice)];
                 let found = |i: u32| (i != NONE).then(|| column(i));
                 let (f, b, w, bw) = (found(f), found(b), found(w), found(bw));
                 if f.is_none() {

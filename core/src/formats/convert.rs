@@ -63,9 +63,10 @@ pub fn export(
     format: Format,
     options: &ExportOptions,
 ) -> Result<String, FormatError> {
+    let compute = |s: &Schedule| if s.trades_memory() { crate::passes::compute_orders(s) } else { s.clone() };
     match format {
-        Format::PytorchCsv => export_pytorch_csv_with(schedule, CsvForm::ComputeOnly, options),
-        Format::PytorchCsvComms => export_pytorch_csv_with(schedule, CsvForm::ComputeComms, options),
+        Format::PytorchCsv => export_pytorch_csv_with(&compute(schedule), CsvForm::ComputeOnly, options),
+        Format::PytorchCsvComms => export_pytorch_csv_with(&compute(schedule), CsvForm::ComputeComms, options),
         Format::Json => Ok(export_json(schedule, costs)),
         Format::Perfetto => {
             let costs = costs.ok_or_else(|| {

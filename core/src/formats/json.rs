@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::params::{CostProfile, Costs, MAX_DEVICES, MAX_PASSES};
-use crate::schedule::{Op, Pass, PassKind, Placement, PlacementKind, Schedule};
+use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 use crate::sim::PerOpTimes;
 
 use super::check::{self, Draft};
@@ -21,7 +21,8 @@ pub const JSON_FORMAT: &str = "bubblescope-schedule";
 /// The version this crate writes and reads.
 pub const JSON_VERSION: u64 = 1;
 
-const FIELDS: [&str; 8] = ["format", "version", "placement", "microbatches", "slices", "costs", "orders", "times"];
+const FIELDS: [&str; 9] =
+    ["format", "version", "placement", "microbatches", "slices", "costs", "orders", "copies", "times"];
 
 /// A cost: written as a JSON number when every JSON reader gets it back bit for bit, else as a
 /// string holding the number.
@@ -163,6 +164,7 @@ impl From<&Costs> for CostsJson {
 impl From<CostsJson> for Costs {
     fn from(c: CostsJson) -> Costs {
         Costs {
+            trade: None,
             f: c.f.0,
             b: c.b.0,
             w: c.w.0,
@@ -215,6 +217,20 @@ pub fn export_json_timed(schedule: &Schedule, costs: Option<&Costs>, times: Opti
         out.push(']');
     }
     out.push_str(if schedule.orders.is_empty() { "]" } else { "\n  ]" });
+    if schedule.has_copies() {
+        out.push_str(",\n  \"copies\": [");
+        for (device, copies) in schedule.copies.iter().enumerate() {
+            out.push_str(if device == 0 { "\n    [" } else { ",\n    [" });
+            for (i, c) in copies.iter().enumerate() {
+                let text = format!("{} {} @{}", c.kind.name(), pass_text(c.pass, schedule.slices), c.at);
+                out.push_str(if i == 0 { "\"" } else { ", \"" });
+                out.push_str(&text);
+                out.push('"');
+            }
+            out.push(']');
+        }
+        out.push_str("\n  ]");
+    }
     if let Some(times) = times {
         out.push_str(",\n  \"times\": {");
         let lists = [("lead", &times.leads), ("duration", &times.durations), ("hop", &times.hops)];
@@ -306,8 +322,70 @@ pub(super) fn pass_text(pass: Pass, slices: u32) -> String {
     }
 }
 
-const OP_HINT: &str = "an op is `<stage><kind><microbatch>` with kind F, B, W or BW, e.g. `0F1` or `3BW2`, \
+const OP_HINT: &str = "an op is `<stage><kind><microbatch>` with kind F, B, W, BW or R, e.g. `0F1` or `3BW2`, \
                        `.<slice>` after it for split sequences, or a pair `(3F1;3BW0)`";
+
+const COPY_HINT: &str = "a copy is `offload <forward> @<position>` or `reload <forward> @<position>`, e.g. \
+                         `offload 0F3 @4`: the forward whose activation moves, and where in the device's order \
+                         it is issued";
+
+/// Reads one copy: `offload 0F3 @4`.
+fn parse_copy(text: &str) -> Result<CopyOp, String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let [kind, pass, at] = words.as_slice() else {
+        return Err(format!("expected three words, found {}", words.len()));
+    };
+    let kind = CopyKind::ALL
+        .into_iter()
+        .find(|k| k.name() == *kind)
+        .ok_or_else(|| format!("unknown copy {}, expected offload or reload", quote(kind)))?;
+    let pass = parse_pass(pass)?;
+    if pass.kind != PassKind::F {
+        return Err(format!("a copy moves a forward's activation, found a {}", pass.kind.long_name()));
+    }
+    let at = at
+        .strip_prefix('@')
+        .and_then(|n| n.parse::<u32>().ok())
+        .ok_or_else(|| format!("expected a position such as @4, found {}", quote(at)))?;
+    Ok(CopyOp { kind, pass, at })
+}
+
+/// Removes `copies` from `map` and reads it: one list per device (none when missing).
+fn take_copies(map: &mut Map<String, Value>, schedule: &Schedule, source: &Source, out: &mut Diagnostics) -> Vec<Vec<CopyOp>> {
+    let Some(value) = map.remove("copies") else { return Vec::new() };
+    let lists: Vec<Vec<String>> = match serde_json::from_value(value) {
+        Ok(v) => v,
+        Err(e) => {
+            out.push(source.error(format!("copies: {}", sanitize_long(&e.to_string()))).hint(COPY_HINT));
+            return Vec::new();
+        }
+    };
+    if lists.len() != schedule.orders.len() {
+        out.push(
+            source
+                .error(format!("copies has {} devices, but the schedule has {}", lists.len(), schedule.orders.len()))
+                .hint("give one list of copies per device, empty where a device copies nothing"),
+        );
+        return Vec::new();
+    }
+    let mut copies = Vec::with_capacity(lists.len());
+    for (device, list) in lists.into_iter().enumerate() {
+        let mut row = Vec::with_capacity(list.len());
+        for (i, text) in list.iter().enumerate() {
+            match parse_copy(text) {
+                Ok(c) => row.push(c),
+                Err(why) => out.push(
+                    source
+                        .error(format!("device {device}, copy {i}: cannot read {}: {why}", quote(text)))
+                        .hint(COPY_HINT)
+                        .hint("the copy is skipped"),
+                ),
+            }
+        }
+        copies.push(row);
+    }
+    copies
+}
 
 /// Reads one op.
 fn parse_op(text: &str) -> Result<Op, String> {
@@ -348,8 +426,9 @@ fn parse_pass(text: &str) -> Result<Pass, String> {
         "B" => PassKind::B,
         "W" => PassKind::W,
         "BW" => PassKind::BW,
-        "" => return Err(format!("expected a kind (F, B, W or BW) after the stage number {stage}")),
-        other => return Err(format!("unknown kind {}, expected F, B, W or BW", quote(other))),
+        "R" => PassKind::R,
+        "" => return Err(format!("expected a kind (F, B, W, BW or R) after the stage number {stage}")),
+        other => return Err(format!("unknown kind {}, expected F, B, W, BW or R", quote(other))),
     };
     let rest = &rest[k..];
     let n = digits(rest);
@@ -630,8 +709,15 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     }
     let draft = Draft { placement, microbatches, slices, rows };
     let checked = check::check(draft, source, &|p| pass_text(p, slices), &costs.clone().unwrap_or_default(), &mut out);
-    let times = take_times(&mut map, &checked.schedule, source, &mut out);
-    Imported { schedule: Some(checked.schedule), costs, times, diagnostics: out.finish() }
+    let mut schedule = checked.schedule;
+    schedule.copies = take_copies(&mut map, &schedule, source, &mut out);
+    for d in crate::validate::validate(&schedule).into_iter().filter(|_| schedule.has_copies()) {
+        if d.message.starts_with("copy ") || d.message.contains("is never reloaded") {
+            out.push(d);
+        }
+    }
+    let times = take_times(&mut map, &schedule, source, &mut out);
+    Imported { schedule: Some(schedule), costs, times, diagnostics: out.finish() }
 }
 
 /// Removes `costs` from `map` and reads it (`null` or missing: no costs); a malformed object

@@ -402,6 +402,7 @@ fn op_cell(op: &Op) -> String {
             PassKind::B => "I",
             PassKind::W => "W",
             PassKind::BW => "B",
+            PassKind::R => "R",
         };
         format!("{}{t}{}", p.stage, p.microbatch)
     };

@@ -51,6 +51,7 @@ pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
 pub use units::{parse_bytes, parse_limit, LimitError};
 
 use crate::error::{Field, ParamError};
+use crate::trade::RecomputeShape;
 
 /// Up to how many stages per device a model without a layout is also cut at whole layers
 /// ([`Derived::finer`]); families with more chunks share pieces in proportion.
@@ -299,6 +300,33 @@ impl Model {
         // K and V take 4 of attention's 11 bytes per token and hidden unit, scaled by g/A.
         let kv = 4.0 * (1.0 - self.kv_ratio());
         [bsh * (18.0 - kv + 4.0 * ffn / h + scores) * t, bsh * (16.0 - kv + 4.0 * ffn / h) * t]
+    }
+
+    /// What full and selective recompute keep of a layer's activation and what their R pass
+    /// costs, from the layer's sizes (Korthikanti et al.): full keeps the layer's input, 2
+    /// bytes per token and hidden unit, and runs the forward again; selective drops the
+    /// attention scores (none under FlashAttention, which already recomputes them) and runs
+    /// their 4·s of the layer's forward FLOPs again.
+    pub fn recompute_shapes(&self) -> (RecomputeShape, RecomputeShape) {
+        let (h, s, a, ffn) =
+            (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
+        let kv = 4.0 * (1.0 - self.kv_ratio());
+        let kept = 18.0 - kv + 4.0 * ffn / h;
+        let scores = if self.flash_attention { 0.0 } else { 5.0 * a * s / h };
+        let full = RecomputeShape { keep: (2.0 / (kept + scores)).min(1.0), redo: 1.0 };
+        let selective = if scores > 0.0 {
+            let weights = (4.0 + 4.0 * self.kv_ratio()) * h + 4.0 * ffn;
+            RecomputeShape { keep: kept / (kept + scores), redo: 4.0 * s / (weights + 4.0 * s) }
+        } else {
+            RecomputeShape::NOTHING
+        };
+        (full, selective)
+    }
+
+    /// The GPU's host link, GB/s each way (the GPU preset's, or the default GPU's).
+    pub fn host_gbps(&self) -> f64 {
+        let key = self.gpu.as_deref().unwrap_or(gpu::DEFAULT_GPU);
+        gpu::gpu(key).map_or(0.0, |g| g.host_gbps)
     }
 
     /// FLOPs of the LM head's F (and of its B, and of its W).

@@ -395,7 +395,7 @@ impl Search {
                     Op::One(p) => (
                         Some((p.kind.index() as u8, p.stage, p.slice)),
                         match p.kind {
-                            crate::PassKind::B | crate::PassKind::BW => 0,
+                            crate::PassKind::B | crate::PassKind::BW | crate::PassKind::R => 0,
                             crate::PassKind::F => 1,
                             crate::PassKind::W => 2,
                         },

@@ -5,7 +5,7 @@ use super::axis::{format_tick, ticks, TimeAxis};
 use super::scene::{text_width, Anchor, Item, Scene};
 use super::theme::{Cause, Theme};
 use crate::gaps::Causes;
-use crate::schedule::{Op, Pass, PassKind, Schedule};
+use crate::schedule::{CopyKind, Op, Pass, PassKind, Schedule};
 use crate::sim::Timeline;
 use crate::units::Units;
 
@@ -351,7 +351,7 @@ fn shade_gaps<'a>(
 struct Run {
     x0: f64,
     x1: f64,
-    time: [f64; 4],
+    time: [f64; PassKind::ALL.len()],
     count: usize,
 }
 
@@ -434,7 +434,7 @@ fn draw_row(
             let fits = run.as_ref().is_some_and(|r| x0 <= r.x1 + 1.0 && x1 - r.x0 <= MAX_RUN * s);
             if !fits {
                 flush(scene, &mut run, &mut pending);
-                run = Some(Run { x0, x1, time: [0.0; 4], count: 0 });
+                run = Some(Run { x0, x1, time: [0.0; PassKind::ALL.len()], count: 0 });
             }
             if let Some(r) = &mut run {
                 r.x1 = r.x1.max(x1);
@@ -474,10 +474,42 @@ fn draw_row(
     if let Some(p) = pending.take() {
         emit(scene, p);
     }
+    draw_copies(scene, panel, device, top, height, axis, theme);
+}
+
+/// Draws `device`'s copies to and from the host as a strip along the bottom of its row: its
+/// copy stream, which runs beside its compute.
+fn draw_copies(
+    scene: &mut Scene,
+    panel: &GanttPanel<'_>,
+    device: u32,
+    top: f64,
+    height: f64,
+    axis: &TimeAxis,
+    theme: &Theme,
+) {
+    let Some(times) = panel.timeline.devices.get(device as usize) else { return };
+    let strip = (height * 0.3).max(2.0);
+    for (copy, t) in panel.schedule.copies_of(device).iter().zip(&times.copies) {
+        if t.end < axis.t0 || t.start > axis.t1 {
+            continue;
+        }
+        let x0 = axis.x(t.start).max(axis.x0);
+        let x1 = axis.x(t.end).min(axis.x1).max(x0 + 1.0);
+        scene.items.push(Item::Rect {
+            x0,
+            y0: top + height - strip,
+            x1,
+            y1: top + height,
+            fill: theme.copies[copy.kind as usize],
+            alpha: 0.95,
+            stroke: Some((theme.background, 0.5)),
+        });
+    }
 }
 
 /// Whether two runs mix pass kinds alike (L1 distance of their shares below 0.25).
-fn similar(a: &[f64; 4], b: &[f64; 4]) -> bool {
+fn similar(a: &[f64; PassKind::ALL.len()], b: &[f64; PassKind::ALL.len()]) -> bool {
     let (ta, tb): (f64, f64) = (a.iter().sum(), b.iter().sum());
     if ta <= 0.0 || tb <= 0.0 {
         return false;
@@ -531,7 +563,7 @@ fn legend(
     short: bool,
     causes: bool,
 ) {
-    let mut kinds = [false; 4];
+    let mut kinds = [false; PassKind::ALL.len()];
     let mut pairs = false;
     let mut chunks = 1;
     for p in panels {
@@ -557,6 +589,7 @@ fn legend(
             (PassKind::B, _) => "B input grad",
             (PassKind::W, _) => "W weight grad",
             (PassKind::BW, _) => "BW full backward",
+            (PassKind::R, _) => "R recompute",
         };
         for c in 0..chunks.min(2) {
             scene.rect(x, y - sw / 2.0, x + sw, y + sw / 2.0, theme.pass_color(*kind, c));
@@ -582,6 +615,19 @@ fn legend(
         let label = if short { "F&B" } else { "F&B overlapped" };
         scene.text(x, y, label, size, theme.text, Anchor::Start);
         x += text_width(label, size) + 18.0 * s;
+    }
+    if panels.iter().any(|p| p.schedule.has_copies()) {
+        for kind in CopyKind::ALL {
+            scene.rect(x, y + sw / 4.0, x + sw, y + sw / 2.0, theme.copies[kind as usize]);
+            x += sw + 4.0 * s;
+            let label = match (short, kind) {
+                (true, _) => kind.name(),
+                (false, CopyKind::Offload) => "offload to host",
+                (false, CopyKind::Reload) => "reload",
+            };
+            scene.text(x, y, label, size, theme.text, Anchor::Start);
+            x += text_width(label, size) + 18.0 * s;
+        }
     }
     if causes {
         // Idle tints, outlined in the grid colour (they are pale); short labels when the full

@@ -39,7 +39,7 @@ impl Dep {
 /// The dependency of `pass` under `placement`:
 /// F of stage s after F of stage s-1 (none on a pipeline's first stage); the input-gradient
 /// pass of stage s after that of stage s+1, or after its own F on a pipeline's last stage;
-/// W after its own B.
+/// W after its own B; R (recompute) after its own F.
 pub fn dependency(placement: &Placement, pass: Pass) -> Option<Dep> {
     let Pass { kind, stage, microbatch, slice } = pass;
     let dep = |class, stage| Some(Dep { class, stage, microbatch, slice });
@@ -49,15 +49,16 @@ pub fn dependency(placement: &Placement, pass: Pass) -> Option<Dep> {
         PassKind::B | PassKind::BW if placement.is_last(stage) => dep(DepClass::Forward, stage),
         PassKind::B | PassKind::BW => dep(DepClass::InputGrad, stage + 1),
         PassKind::W => dep(DepClass::InputGrad, stage),
+        PassKind::R => dep(DepClass::Forward, stage),
     }
 }
 
-/// The class of completion a pass provides to others, if any (W provides none).
+/// The class of completion a pass provides to others, if any (W and R provide none).
 pub fn provides(kind: PassKind) -> Option<DepClass> {
     match kind {
         PassKind::F => Some(DepClass::Forward),
         PassKind::B | PassKind::BW => Some(DepClass::InputGrad),
-        PassKind::W => None,
+        PassKind::W | PassKind::R => None,
     }
 }
 

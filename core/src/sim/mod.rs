@@ -13,7 +13,7 @@ pub use deps::{dependency, provides, Dep, DepClass, KeySpace};
 
 use crate::error::{SimError, Stuck};
 use crate::params::StageCosts;
-use crate::schedule::{Op, Pass, Schedule};
+use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Schedule};
 
 /// How long each op takes, how long a result takes to reach another device, and what memory
 /// passes hold.
@@ -31,6 +31,14 @@ pub trait Timing {
     fn alloc(&self, pass: Pass) -> f64;
     /// Activation memory `pass` releases when it ends.
     fn release(&self, pass: Pass) -> f64;
+    /// The time a copy of `forward`'s activation to or from the host takes.
+    fn copy(&self, _forward: Pass) -> f64 {
+        0.0
+    }
+    /// The activation memory `forward` holds when it ends: what a copy moves.
+    fn held(&self, _forward: Pass) -> f64 {
+        0.0
+    }
 }
 
 impl Timing for StageCosts {
@@ -45,6 +53,12 @@ impl Timing for StageCosts {
     }
     fn release(&self, pass: Pass) -> f64 {
         StageCosts::release(self, pass)
+    }
+    fn copy(&self, forward: Pass) -> f64 {
+        StageCosts::copy(self, forward.stage)
+    }
+    fn held(&self, forward: Pass) -> f64 {
+        StageCosts::held(self, forward.stage)
     }
 }
 
@@ -103,6 +117,12 @@ impl Timing for OpTimes {
     fn release(&self, pass: Pass) -> f64 {
         self.memory.release(pass)
     }
+    fn copy(&self, forward: Pass) -> f64 {
+        self.memory.copy(forward.stage)
+    }
+    fn held(&self, forward: Pass) -> f64 {
+        self.memory.held(forward.stage)
+    }
 }
 
 /// Where an op sits: its device and position in that device's order.
@@ -145,6 +165,8 @@ pub struct DeviceTimeline {
     pub memory: Vec<MemPoint>,
     /// The highest activation memory the device holds.
     pub peak_memory: f64,
+    /// `copies[i]` is when the device's i-th copy ran on its copy stream.
+    pub copies: Vec<TimedOp>,
 }
 
 /// The simulated run of a schedule: times and memory, parallel to its orders.
@@ -207,8 +229,10 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
             ops: Vec::with_capacity(order.len()),
             memory: Vec::with_capacity(2 * order.len() + 1),
             peak_memory: 0.0,
+            copies: Vec::new(),
         })
         .collect();
+    let mut copy = CopyStreams::new(schedule, &keys);
     for d in &mut devices {
         d.memory.push(MemPoint { time: 0.0, value: 0.0 });
     }
@@ -218,8 +242,10 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
         let d = device as usize;
         let order = &schedule.orders[d];
         while let Some(op) = order.get(next[d]) {
+            copy.issue(device, next[d], free[d], &done, &mut devices[d], costs);
             let at = OpRef { device, position: next[d] as u32 };
             let mut start = free[d] + costs.lead(at);
+            start = start.max(copy.reloaded(op));
             let mut waited_for = None;
             let mut blocked = None;
             for pass in op.passes() {
@@ -275,12 +301,141 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
             }
             next[d] += 1;
         }
+        if next[d] == order.len() {
+            copy.issue(device, next[d], free[d], &done, &mut devices[d], costs);
+        }
     }
+    copy.finish(&mut devices);
 
     if next.iter().zip(&schedule.orders).any(|(&n, order)| n < order.len()) {
         return Err(deadlock(schedule, &keys, &next, &producer));
     }
     Ok(Timeline { devices })
+}
+
+/// The devices' copy streams: each runs its device's copies in issue order, beside compute.
+/// A copy starts when issued (the device's compute reaching its position), its stream is
+/// free, and what it moves exists (the forward's end; the offload's end for a reload). A
+/// recompute or backward of a reloaded activation waits for its reload's end.
+struct CopyStreams<'a> {
+    schedule: &'a Schedule,
+    keys: &'a KeySpace,
+    /// Per device: the next copy to issue, and when its stream is free.
+    next: Vec<usize>,
+    free: Vec<f64>,
+    /// Per key: when its offload and its reload end (`NaN` until they run).
+    offloaded: Vec<f64>,
+    reloaded: Vec<f64>,
+    /// Per device: memory changes of its copies, (time, change), merged at the end.
+    changes: Vec<Vec<(f64, f64)>>,
+}
+
+impl<'a> CopyStreams<'a> {
+    fn new(schedule: &'a Schedule, keys: &'a KeySpace) -> CopyStreams<'a> {
+        let (n, any) = (schedule.orders.len(), schedule.has_copies());
+        let per_key = if any { vec![f64::NAN; keys.len()] } else { Vec::new() };
+        CopyStreams {
+            schedule,
+            keys,
+            next: vec![0; n],
+            free: vec![0.0; n],
+            offloaded: per_key.clone(),
+            reloaded: per_key,
+            changes: vec![Vec::new(); if any { n } else { 0 }],
+        }
+    }
+
+    fn key(&self, pass: Pass) -> Option<usize> {
+        self.keys.contains(pass).then(|| self.keys.index(pass.stage, pass.microbatch, pass.slice))
+    }
+
+    /// Runs `device`'s copies issued at `position`, when its compute is free at `now`.
+    fn issue<T: Timing>(
+        &mut self,
+        device: u32,
+        position: usize,
+        now: f64,
+        done: &[f64],
+        timeline: &mut DeviceTimeline,
+        costs: &T,
+    ) {
+        let d = device as usize;
+        let copies = self.schedule.copies_of(device);
+        while let Some(&CopyOp { kind, pass, at }) = copies.get(self.next[d]) {
+            if at as usize > position {
+                break;
+            }
+            let Some(k) = self.key(pass) else {
+                self.next[d] += 1;
+                continue;
+            };
+            let ready = match kind {
+                CopyKind::Offload => done[self.keys.dep_index(Dep {
+                    class: DepClass::Forward,
+                    stage: pass.stage,
+                    microbatch: pass.microbatch,
+                    slice: pass.slice,
+                })],
+                CopyKind::Reload => self.offloaded[k],
+            };
+            let start = now.max(self.free[d]).max(if ready.is_finite() { ready } else { now });
+            let end = start + costs.copy(pass);
+            let held = costs.held(pass);
+            match kind {
+                CopyKind::Offload => {
+                    self.offloaded[k] = end;
+                    self.changes[d].push((end, -held));
+                }
+                CopyKind::Reload => {
+                    self.reloaded[k] = end;
+                    self.changes[d].push((start, held));
+                }
+            }
+            self.free[d] = end;
+            timeline.copies.push(TimedOp { start, end, waited_for: None });
+            self.next[d] += 1;
+        }
+    }
+
+    /// When the activations `op` needs are back on the device: the latest reload end of its
+    /// recompute or backward passes (`-inf` when nothing was reloaded).
+    fn reloaded(&self, op: &Op) -> f64 {
+        if self.reloaded.is_empty() {
+            return f64::NEG_INFINITY;
+        }
+        op.passes()
+            .filter(|p| matches!(p.kind, PassKind::R | PassKind::B | PassKind::BW))
+            .filter_map(|p| self.key(p).map(|k| self.reloaded[k]))
+            .filter(|t| t.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    /// Merges the copies' memory changes into each device's curve and peak.
+    fn finish(self, devices: &mut [DeviceTimeline]) {
+        for (timeline, changes) in devices.iter_mut().zip(self.changes) {
+            if changes.is_empty() {
+                continue;
+            }
+            let mut all: Vec<(f64, f64)> = Vec::with_capacity(timeline.memory.len() + changes.len());
+            let mut before = 0.0;
+            for p in &timeline.memory {
+                all.push((p.time, p.value - before));
+                before = p.value;
+            }
+            all.extend(changes);
+            all.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (mut value, mut peak) = (0.0, 0.0f64);
+            timeline.memory = all
+                .into_iter()
+                .map(|(time, change)| {
+                    value += change;
+                    peak = peak.max(value);
+                    MemPoint { time, value }
+                })
+                .collect();
+            timeline.peak_memory = peak;
+        }
+    }
 }
 
 fn pack(device: u32, position: usize) -> u64 {

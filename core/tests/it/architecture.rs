@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 const CORE_LAYERS: &[(&str, &[&str])] = &[
     ("leaf", &["units"]),
     ("the IR", &["error", "schedule"]),
-    ("inputs", &["params", "cost_lists", "presets"]),
+    ("inputs", &["params", "cost_lists", "presets", "trade"]),
     ("engine", &["sim", "validate", "stats", "analysis"]),
-    ("generators and costs", &["families", "model"]),
+    ("generators and costs", &["families", "model", "passes"]),
     ("analyses", &["bounds", "attribution", "gaps"]),
     ("search", &["optimal"]),
     ("registry", &["registry", "live", "findings"]),

@@ -310,6 +310,7 @@ fn json_costs_round_trip_bit_for_bit() {
         mem_f: 2.0 / 3.0,
         mem_w: Some(0.5),
         profile: None,
+        trade: None,
     };
     let s = sequential(Placement::linear(2), 2, 1, false);
     let back = read(&export_json(&s, Some(&hard)), Format::Json).costs.expect("costs");
@@ -1251,7 +1252,7 @@ proptest! {
         f in 0.0f64..1e12, b in 0.0f64..1e6, w in 0.0f64..1e3, comm in 0.0f64..10.0,
         overlap in proptest::option::of(0.0f64..1e4), mem_f in 1e-9f64..1e9, share in 0.0f64..=1.0,
     ) {
-        let costs = Costs { f, b, w, comm, overlap, mem_f, mem_w: Some(mem_f * share), profile: None };
+        let costs = Costs { f, b, w, comm, overlap, mem_f, mem_w: Some(mem_f * share), profile: None, trade: None };
         prop_assume!(costs.check().is_ok());
         let s = sequential(Placement::linear(2), 1, 1, true);
         let back = read(&export_json(&s, Some(&costs)), Format::Json);

@@ -37,6 +37,7 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
                         mem_f: 2.0,
                         mem_w: mem_w.map(|m| f64::from(m) / 2.0 * 2.0),
                         profile: None,
+                        trade: None,
                     },
                     mem_limit: limit.map(|l| f64::from(l) / 2.0 * f64::from(devices)),
                     units: bubblescope::units::Units::Cost,

@@ -100,6 +100,7 @@ fn evaluate(orders: &[Vec<Op>], f: &[f64], b: &[f64], w: f64, comm: f64, microba
                     PassKind::B | PassKind::BW if d + 1 == p => Some(fend[d][mb]),
                     PassKind::B | PassKind::BW => Some(bend[d + 1][mb] + comm),
                     PassKind::W => Some(bend[d][mb]),
+                    PassKind::R => Some(fend[d][mb]),
                 };
                 let Some(ready) = ready.filter(|r| !r.is_nan()) else { break };
                 let start = free[d].max(ready);
@@ -108,13 +109,14 @@ fn evaluate(orders: &[Vec<Op>], f: &[f64], b: &[f64], w: f64, comm: f64, microba
                     PassKind::B => b[d],
                     PassKind::W => w,
                     PassKind::BW => b[d] + w,
+                    PassKind::R => f[d],
                 };
                 free[d] = start + dur;
                 match pass.kind {
                     PassKind::F => fend[d][mb] = free[d],
                     PassKind::B => bend[d][mb] = free[d],
                     PassKind::BW => bend[d][mb] = free[d],
-                    PassKind::W => {}
+                    PassKind::W | PassKind::R => {}
                 }
                 next[d] += 1;
                 progressed = true;

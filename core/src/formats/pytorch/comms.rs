@@ -39,7 +39,7 @@ pub(super) fn check_comms(
                 match p.kind {
                     PassKind::F => forward[key(p.stage, p.microbatch)] = found,
                     PassKind::B | PassKind::BW => grad[key(p.stage, p.microbatch)] = found,
-                    PassKind::W => {}
+                    PassKind::W | PassKind::R => {}
                 }
             }
         }

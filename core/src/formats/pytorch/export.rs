@@ -405,7 +405,7 @@ pub(super) fn add_send_recv(
                             grad_done[k] = true;
                             (Awaited::Grad(k), p.stage.checked_sub(1), CommKind::SendB, CommKind::RecvB)
                         }
-                        PassKind::W => continue,
+                        PassKind::W | PassKind::R => continue,
                     };
                     let Some(to_stage) = to_stage else { continue };
                     let peer = home(to_stage);

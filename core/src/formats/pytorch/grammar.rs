@@ -401,6 +401,7 @@ pub(super) fn kind_text(kind: PassKind, dialect: Dialect) -> &'static str {
         (Dialect::Current, PassKind::BW) => "B",
         (Dialect::Legacy, PassKind::B) => "B",
         (Dialect::Legacy, PassKind::BW) => "BW",
+        (_, PassKind::R) => "R",
     }
 }
 

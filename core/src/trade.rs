@@ -1,0 +1,289 @@
+//! Memory traded for time: which devices recompute their forwards before the backward, how
+//! many microbatches each device offloads to host memory, and the sizes and rates that price
+//! both. Inputs only: `passes` inserts the R passes and copies, `sim` times them.
+//!
+//! May use `units`, `error` and `schedule`.
+
+use std::fmt;
+
+use crate::error::{Field, ParamError};
+
+/// How much of a forward a device recomputes before the backward.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Recompute {
+    /// Keep every activation (no R pass).
+    #[default]
+    None,
+    /// Megatron's selective recompute: drop the attention scores, recompute them in R.
+    Selective,
+    /// Keep only the stage's input; R runs the whole forward again.
+    Full,
+}
+
+impl Recompute {
+    /// Every mode, in the order of the flag's help.
+    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+
+    /// The name in flags, URLs and JSON: `none`, `selective`, `full`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+
+    /// The mode called `name`.
+    pub fn from_name(name: &str) -> Option<Recompute> {
+        Recompute::ALL.into_iter().find(|r| r.name() == name.trim().to_ascii_lowercase())
+    }
+}
+
+/// What a recompute mode keeps of a forward's activation and what its R pass costs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RecomputeShape {
+    /// The fraction of the forward's activation memory the forward keeps, `0..=1`.
+    pub keep: f64,
+    /// The R pass's time as a fraction of the forward's, `0..=1`.
+    pub redo: f64,
+}
+
+impl RecomputeShape {
+    /// Full recompute of a transformer layer with no model to size it: the layer keeps its
+    /// input, 2·s·b·h bytes of the 34·s·b·h a FlashAttention layer stores (Korthikanti et al.),
+    /// and R is the whole forward.
+    pub const FULL: RecomputeShape = RecomputeShape { keep: 2.0 / 34.0, redo: 1.0 };
+
+    /// Selective recompute where attention keeps no scores (FlashAttention): nothing to drop.
+    pub const NOTHING: RecomputeShape = RecomputeShape { keep: 1.0, redo: 0.0 };
+}
+
+/// Which microbatches each device offloads.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Offload {
+    /// None.
+    #[default]
+    None,
+    /// A fraction of each device's microbatches, `0..=1`: one for every device, or one per
+    /// device.
+    Fractions(Vec<f64>),
+    /// Every microbatch whose wait between forward and backward hides both copies, as
+    /// PipeOffload chooses.
+    Auto,
+}
+
+impl fmt::Display for Offload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Offload::None => f.write_str("none"),
+            Offload::Auto => f.write_str("auto"),
+            Offload::Fractions(v) => f.write_str(&v.iter().map(|x| format!("{x}")).collect::<Vec<_>>().join(",")),
+        }
+    }
+}
+
+/// Recompute and offload settings for a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trade {
+    /// Recompute per device: one mode for every device, or one per device.
+    pub recompute: Vec<Recompute>,
+    /// Offload per device.
+    pub offload: Offload,
+    /// What full recompute keeps and costs.
+    pub full: RecomputeShape,
+    /// What selective recompute keeps and costs.
+    pub selective: RecomputeShape,
+    /// Time to copy one unit of memory between device and host; `None` when no rate is known
+    /// (then offload is refused).
+    pub copy_time: Option<f64>,
+}
+
+impl Default for Trade {
+    fn default() -> Trade {
+        Trade {
+            recompute: vec![Recompute::None],
+            offload: Offload::None,
+            full: RecomputeShape::FULL,
+            selective: RecomputeShape::NOTHING,
+            copy_time: None,
+        }
+    }
+}
+
+impl Trade {
+    /// Whether this trades nothing: no recompute and no offload anywhere.
+    pub fn is_none(&self) -> bool {
+        self.recompute.iter().all(|r| *r == Recompute::None)
+            && match &self.offload {
+                Offload::None => true,
+                Offload::Fractions(v) => v.iter().all(|f| *f == 0.0),
+                Offload::Auto => false,
+            }
+    }
+
+    /// The recompute mode of `device`.
+    pub fn recompute_of(&self, device: u32) -> Recompute {
+        per_device(&self.recompute, device).unwrap_or_default()
+    }
+
+    /// What `device`'s recompute keeps and costs, when it recomputes anything.
+    pub fn shape_of(&self, device: u32) -> Option<RecomputeShape> {
+        match self.recompute_of(device) {
+            Recompute::None => None,
+            Recompute::Selective if self.selective.keep >= 1.0 => None,
+            Recompute::Selective => Some(self.selective),
+            Recompute::Full => Some(self.full),
+        }
+    }
+
+    /// The fraction of `device`'s microbatches it offloads: `None` for [`Offload::Auto`].
+    pub fn offload_of(&self, device: u32) -> Option<f64> {
+        match &self.offload {
+            Offload::None => Some(0.0),
+            Offload::Fractions(v) => Some(per_device(v, device).unwrap_or(0.0)),
+            Offload::Auto => None,
+        }
+    }
+
+    /// Whether any device offloads.
+    pub fn offloads(&self) -> bool {
+        match &self.offload {
+            Offload::None => false,
+            Offload::Fractions(v) => v.iter().any(|f| *f > 0.0),
+            Offload::Auto => true,
+        }
+    }
+
+    /// Checks the lists against `devices` and every number against its range.
+    ///
+    /// # Errors
+    /// A [`ParamError`] on `recompute`, `offload` or `copy-time`, with a hint.
+    pub fn check(&self, devices: u32) -> Result<(), ParamError> {
+        check_length(Field::Recompute, self.recompute.len(), devices, "none,full,none,none")?;
+        if let Offload::Fractions(v) = &self.offload {
+            check_length(Field::Offload, v.len(), devices, "0.5,0.5,0,0")?;
+            if let Some(bad) = v.iter().find(|f| !(0.0..=1.0).contains(*f)) {
+                return Err(ParamError::new(
+                    Field::Offload,
+                    format!("offload takes a fraction of the microbatches from 0 to 1, found {bad}"),
+                )
+                .hint("0 offloads none, 1 every microbatch, 0.5 half of them; `auto` lets the planner choose"));
+            }
+        }
+        if let Some(t) = self.copy_time {
+            if !t.is_finite() || t <= 0.0 {
+                return Err(ParamError::new(Field::CopyTime, format!("a copy to the host must take some time, found {t}"))
+                    .hint("give the host link's speed: a GPU preset's, or --host-gbps above 0 (PCIe Gen4 x16 moves about 25 GB/s)"));
+            }
+        } else if self.offloads() {
+            return Err(ParamError::new(Field::CopyTime, "offload needs the time a copy to the host takes")
+                .hint("with a model, the GPU preset's host link sets it (--gpu, or --host-gbps)")
+                .hint("with plain costs, give --copy-time: the time one forward's activation takes to copy, e.g. --copy-time 2"));
+        }
+        for shape in [self.full, self.selective] {
+            if !(0.0..=1.0).contains(&shape.keep) || !(0.0..=1.0).contains(&shape.redo) {
+                return Err(ParamError::new(Field::Recompute, "a recompute shape's fractions must lie from 0 to 1")
+                    .hint("this comes from the model's sizes; report it as a bug"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The entry of a per-device list for `device`: the only entry, or the device's.
+fn per_device<T: Clone>(list: &[T], device: u32) -> Option<T> {
+    match list {
+        [one] => Some(one.clone()),
+        many => many.get(device as usize).cloned(),
+    }
+}
+
+fn check_length(field: Field, len: usize, devices: u32, example: &str) -> Result<(), ParamError> {
+    if len == 1 || len == devices as usize {
+        return Ok(());
+    }
+    Err(ParamError::new(
+        field,
+        format!("{} takes one value for every device or one per device: {devices}, found {len}", field.name()),
+    )
+    .hint(format!("for 4 devices, e.g. --{} {example}", field.name())))
+}
+
+/// Parses a `--recompute` value: one mode, or a comma-separated list with one per device.
+///
+/// # Errors
+/// A [`ParamError`] on `recompute` naming the value that is not a mode.
+pub fn parse_recompute(text: &str) -> Result<Vec<Recompute>, ParamError> {
+    text.split(',')
+        .map(|part| {
+            Recompute::from_name(part).ok_or_else(|| {
+                ParamError::new(Field::Recompute, format!("unknown recompute `{}`", part.trim()))
+                    .hint("expected none, selective or full, or one per device: full,full,none,none")
+            })
+        })
+        .collect()
+}
+
+/// Parses an `--offload` value: `auto`, `none`, one fraction, or one per device.
+///
+/// # Errors
+/// A [`ParamError`] on `offload` naming the value that is not a fraction.
+pub fn parse_offload(text: &str) -> Result<Offload, ParamError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "auto" => return Ok(Offload::Auto),
+        "none" => return Ok(Offload::None),
+        _ => {}
+    }
+    let values = text
+        .split(',')
+        .map(|part| {
+            let part = part.trim();
+            let value = match part.strip_suffix('%') {
+                Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+                None => part.parse::<f64>(),
+            };
+            value.ok().filter(|v| v.is_finite()).ok_or_else(|| {
+                ParamError::new(Field::Offload, format!("offload takes a fraction from 0 to 1, found `{part}`"))
+                    .hint("e.g. --offload 0.5, --offload 50%, one per device 1,0.5,0,0, or --offload auto")
+            })
+        })
+        .collect::<Result<Vec<f64>, ParamError>>()?;
+    Ok(Offload::Fractions(values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_mode_applies_to_every_device_and_a_list_to_each() {
+        let mut t = Trade { recompute: parse_recompute("full").unwrap(), ..Trade::default() };
+        assert_eq!(t.recompute_of(3), Recompute::Full);
+        t.recompute = parse_recompute("full, none").unwrap();
+        assert_eq!((t.recompute_of(0), t.recompute_of(1)), (Recompute::Full, Recompute::None));
+        assert!(t.check(2).is_ok());
+        let e = t.check(4).unwrap_err();
+        assert_eq!(e.field, Field::Recompute);
+        assert!(e.message.contains("one per device: 4, found 2"), "{e}");
+    }
+
+    #[test]
+    fn offload_reads_fractions_percentages_and_auto_and_refuses_the_rest() {
+        assert_eq!(parse_offload("auto").unwrap(), Offload::Auto);
+        assert_eq!(parse_offload("50%,1").unwrap(), Offload::Fractions(vec![0.5, 1.0]));
+        assert!(parse_offload("half").unwrap_err().message.contains("`half`"));
+        let t = Trade { offload: parse_offload("1.5").unwrap(), copy_time: Some(1.0), ..Trade::default() };
+        assert!(t.check(4).unwrap_err().message.contains("from 0 to 1, found 1.5"));
+        let t = Trade { offload: Offload::Auto, ..Trade::default() };
+        assert_eq!(t.check(4).unwrap_err().field, Field::CopyTime);
+        let t = Trade { offload: Offload::Auto, copy_time: Some(0.0), ..Trade::default() };
+        assert!(t.check(4).unwrap_err().to_string().contains("hint:"));
+    }
+
+    #[test]
+    fn selective_that_drops_nothing_recomputes_nothing() {
+        let t = Trade { recompute: vec![Recompute::Selective], ..Trade::default() };
+        assert_eq!(t.shape_of(0), None);
+        assert!(!Trade::default().offloads() && Trade::default().is_none());
+    }
+}
