@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use bubblescope::model::{self, Calibration, Model, ModelSpec};
 use bubblescope::units::format_number;
+use bubblescope::plan::{TradeSearch, TradeSpec};
 use bubblescope::trade::{self, Recompute, Trade};
 use bubblescope::{CostLists, Costs, Field, ParamError, ScheduleParams};
 use clap::{Args, Parser, Subcommand};
@@ -508,43 +509,68 @@ impl CostArgs {
             trade.offload = trade::parse_offload(text).map_err(flag_error)?;
         }
         let model = if self.model()?.is_some() { Some(self.model.model(devices)?) } else { None };
-        match &model {
-            Some(model) => {
-                if self.copy_time.is_some() {
-                    bail!("--copy-time is for plain costs; with a model the host link sets it\n  hint: give --host-gbps instead (the GPU preset's host link is the default)");
-                }
-                (trade.full, trade.selective) = model.recompute_shapes();
-                let gbps = self.host_gbps.unwrap_or_else(|| model.host_gbps());
-                if !gbps.is_finite() || gbps <= 0.0 {
-                    return Err(flag_error(
-                        ParamError::new(Field::HostGbps, format!("--host-gbps must be above 0, found {gbps}"))
-                            .hint("the host link's bandwidth each way in GB/s: PCIe Gen4 x16 moves about 25, Gen5 about 50"),
-                    ));
-                }
-                // Costs are in µs and bytes: one byte takes 1e-3 / GB/s µs.
-                trade.copy_time = Some(1e-3 / gbps);
-            }
-            None => {
-                if self.host_gbps.is_some() {
-                    bail!("--host-gbps needs costs from a model, where memory is in bytes\n  hint: with plain costs give --copy-time: the time one forward's activation (mem-f) takes to copy");
-                }
-                if trade.recompute.contains(&Recompute::Selective) {
-                    bail!("--recompute selective needs a model: what it drops (the attention scores) depends on heads, sequence and hidden size\n  hint: add a model (--model, or --layers …), or use --recompute full");
-                }
-                if let Some(t) = self.copy_time {
-                    if !t.is_finite() || t <= 0.0 {
-                        bail!("--copy-time must be above 0, found {t}\n  hint: the time one forward's activation takes to copy to the host, in the costs' time unit, e.g. --copy-time 0.5");
-                    }
-                    trade.copy_time = Some(t / costs.mem_f.max(f64::MIN_POSITIVE));
-                }
-            }
+        if let Some(model) = &model {
+            (trade.full, trade.selective) = model.recompute_shapes();
+        } else if trade.recompute.contains(&Recompute::Selective) {
+            bail!("--recompute selective needs a model: what it drops (the attention scores) depends on heads, sequence and hidden size\n  hint: add a model (--model, or --layers …), or use --recompute full");
         }
+        trade.copy_time = self.copy_rate(model.as_ref(), costs.mem_f)?;
         trade.check(devices).map_err(flag_error)?;
         Ok(Some(trade))
     }
 
+    /// The time one unit of memory takes to copy to the host: with a model, a byte at the
+    /// host link's speed (--host-gbps, or the GPU's); with plain costs, --copy-time over
+    /// mem-f. `None` when plain costs give no --copy-time.
+    fn copy_rate(&self, model: Option<&Model>, mem_f: f64) -> Result<Option<f64>> {
+        let Some(model) = model else {
+            if self.host_gbps.is_some() {
+                bail!("--host-gbps needs costs from a model, where memory is in bytes\n  hint: with plain costs give --copy-time: the time one forward's activation (mem-f) takes to copy");
+            }
+            let Some(t) = self.copy_time else { return Ok(None) };
+            if !t.is_finite() || t <= 0.0 {
+                bail!("--copy-time must be above 0, found {t}\n  hint: the time one forward's activation takes to copy to the host, in the costs' time unit, e.g. --copy-time 0.5");
+            }
+            return Ok(Some(t / mem_f.max(f64::MIN_POSITIVE)));
+        };
+        if self.copy_time.is_some() {
+            bail!("--copy-time is for plain costs; with a model the host link sets it\n  hint: give --host-gbps instead (the GPU preset's host link is the default)");
+        }
+        let gbps = self.host_gbps.unwrap_or_else(|| model.host_gbps());
+        if !gbps.is_finite() || gbps <= 0.0 {
+            return Err(flag_error(
+                ParamError::new(Field::HostGbps, format!("--host-gbps must be above 0, found {gbps}"))
+                    .hint("the host link's bandwidth each way in GB/s: PCIe Gen4 x16 moves about 25, Gen5 about 50"),
+            ));
+        }
+        // Costs are in µs and bytes: one byte takes 1e-3 / (GB/s) µs.
+        Ok(Some(1e-3 / gbps))
+    }
+
+    /// What `plan` does with recompute and offload: the flags' one setting when given, else a
+    /// search priced by the model (or by --copy-time with plain costs).
+    pub fn plan_trade(&self, model: Option<&Model>, devices: u32) -> Result<TradeSpec> {
+        if self.recompute.is_some() || self.offload.is_some() {
+            let costs = self.untraded_costs(None, devices)?;
+            return Ok(match self.trade(&costs, devices)? {
+                Some(t) => TradeSpec::Fixed(std::sync::Arc::new(t)),
+                None => TradeSpec::None,
+            });
+        }
+        let mut search = TradeSearch::default();
+        if let Some(m) = model {
+            (search.full, search.selective) = m.recompute_shapes();
+        }
+        let mem_f = match model {
+            Some(_) => 1.0,
+            None => self.untraded_costs(None, devices)?.mem_f,
+        };
+        search.copy_time = self.copy_rate(model, mem_f)?;
+        Ok(TradeSpec::Search(search))
+    }
+
     /// [`CostArgs::costs`] before the recompute and offload flags.
-    fn untraded_costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
+    pub fn untraded_costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
         if let Some(run) = self.measured()? {
             let mut costs = run.fitted().costs(devices);
             costs.overlap = self.overlap;

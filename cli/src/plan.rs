@@ -7,7 +7,8 @@ use anyhow::Result;
 use bubblescope::formats;
 use bubblescope::model::parse_bytes;
 use bubblescope::plan::{
-    all_families, attribute_plan, evaluate, export_best, CostSource, Plan, PlanSearch, PlanSpec, StaticMemory,
+    all_families, attribute_plan, describe_trade, evaluate, export_best, CostSource, Plan, PlanSearch, PlanSpec,
+    StaticMemory, TradeSpec,
     BYTES_PER_PARAMETER, MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 use bubblescope::units::format_bytes;
@@ -77,8 +78,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     }
     let source = match &model {
         Some(m) => CostSource::Model(m.clone()),
-        None => CostSource::Costs(args.costs.costs(None, args.devices)?),
+        None => CostSource::Costs(args.costs.untraded_costs(None, args.devices)?),
     };
+    let trade = args.costs.plan_trade(model.as_ref(), args.devices)?;
     let spec = PlanSpec {
         devices: args.devices,
         mem_limit: limit,
@@ -87,6 +89,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         keep_micro_batch,
         static_memory,
         families: all_families(),
+        trade,
     };
     let candidates = spec.candidates().map_err(crate::args::flag_error)?;
     if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
@@ -119,10 +122,21 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     }
     let bytes = model.is_some();
     if found.plans.is_empty() {
-        let mut hints = vec![
+        let mut hints = Vec::new();
+        if let Some(least) = found.least_memory {
+            let searched = match &spec.trade {
+                TradeSpec::Search(_) => "even with the most recompute and offload tried, ",
+                _ => "",
+            };
+            hints.push(format!(
+                "{searched}the least memory a candidate needs is {} per device: a limit from there on fits",
+                if bytes { format_bytes(least) } else { format_number(least, 4) }
+            ));
+        }
+        hints.extend([
             "raise --mem-limit, or use more devices (each holds less of the model)".to_string(),
             "with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string(),
-        ];
+        ]);
         // When the weights and optimizer state alone leave no room, say so and name --tp.
         if let (Some(m), StaticMemory::FromModel) = (&model, &spec.static_memory) {
             if let Ok(d) = m.derive(args.devices) {
@@ -265,6 +279,13 @@ fn plan_json(p: &Plan) -> Value {
         "throughput": p.throughput,
         "tokens_per_second": p.tokens_per_second,
         "attribution": p.attribution.map(|a| json!({"communication": a.communication, "imbalance": a.imbalance, "schedule": a.schedule})),
+        "trade": p.trade.as_ref().map(|t| json!({
+            "recompute": (0..c.params.devices).map(|d| t.trade.recompute_of(d).name()).collect::<Vec<_>>(),
+            "offload": t.trade.offload.to_string(),
+            "describe": describe_trade(&t.trade, c.params.devices),
+            "time": t.time,
+            "saved": t.saved,
+        })),
     })
 }
 
@@ -281,6 +302,7 @@ fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize) -> Value {
         "searched": searched,
         "over_limit": found.over_limit,
         "invalid": found.invalid,
+        "least_memory": found.least_memory,
         "plans": found.plans.iter().map(plan_json).collect::<Vec<_>>(),
     })
 }
@@ -326,6 +348,15 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
             memory(p.stats.peak_memory),
             memory(most_static)
         );
+        if let Some(t) = &p.trade {
+            let _ = writeln!(
+                out,
+                "   trades {}: +{} per step, saves {}",
+                describe_trade(&t.trade, c.params.devices),
+                time(t.time),
+                memory(t.saved)
+            );
+        }
         if let Some(a) = p.attribution {
             let _ = writeln!(
                 out,

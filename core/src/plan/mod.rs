@@ -1,13 +1,15 @@
 //! Planning: which schedule for a run. Sweeps over families and sizes ([`sweep`]), the
 //! memory/time Pareto front ([`pareto`]), and the search for the fastest plan under a memory
-//! limit ([`search`]). Pure: the CLI runs the pieces on its cores, the app in a worker.
+//! limit ([`search`]), trading recompute and offload for memory where it must ([`trade`]). Pure: the CLI runs the pieces on its cores, the app in a worker.
 
 pub mod export;
 pub mod pareto;
 pub mod search;
 pub mod sweep;
+pub mod trade;
 
 pub use export::{export_best, PlanExport};
+pub use trade::{describe as describe_trade, ladder, TradeChoice, TradeSearch, TradeSpec};
 pub use pareto::{dominates, front, ParetoPoint};
 pub use search::{
     all_families, attribute_plan, device_params, evaluate, layout_candidates, microbatch_candidates, plan, Candidate,

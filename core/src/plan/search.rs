@@ -35,6 +35,8 @@ use crate::schedule::Placement;
 use crate::stats::Stats;
 
 use super::sweep::{MAX_SWEEP_PASSES, MAX_SWEEP_RUNS};
+use super::trade::{ladder, TradeChoice, TradeSearch, TradeSpec};
+use crate::trade::Trade;
 
 /// Bytes of static memory per parameter for mixed-precision Adam (see the module docs).
 pub const BYTES_PER_PARAMETER: f64 = 18.0;
@@ -79,6 +81,8 @@ pub struct PlanSpec {
     pub static_memory: StaticMemory,
     /// The families to try (every family by default).
     pub families: Vec<&'static Family>,
+    /// Recompute and offload: none, one setting, or searched per candidate.
+    pub trade: TradeSpec,
 }
 
 /// One combination to try.
@@ -101,6 +105,8 @@ pub struct Candidate {
     pub fixed_static: f64,
     /// The limit on activations plus static memory.
     pub limit: f64,
+    /// The recompute and offload settings to try when it does not fit as it is.
+    pub trade_search: Option<TradeSearch>,
 }
 
 /// A plan that fits.
@@ -124,6 +130,8 @@ pub struct Plan {
     pub attribution: Option<Parts>,
     /// Stages per pipeline of its schedule (the model is cut into this many).
     pub stages: u32,
+    /// The recompute or offload it needs to fit, when the search chose one.
+    pub trade: Option<TradeChoice>,
 }
 
 /// The outcome of a search: fitting plans, fastest first, and what did not fit.
@@ -138,6 +146,9 @@ pub struct PlanSearch {
     /// Candidates left out on running: a moved-layer layout with a family that cuts more
     /// stages than it describes ([`Outcome::NotTried`]).
     pub not_tried: usize,
+    /// The least memory a candidate above the limit needed, with the most recompute and
+    /// offload searched: what a limit must allow for anything to fit.
+    pub least_memory: Option<f64>,
 }
 
 /// Layer counts per share to try for `model` on `devices` devices: the model's own layout if
@@ -292,6 +303,14 @@ impl PlanSpec {
                     }
                     CostSource::Costs(c) => (c.clone(), None),
                 };
+                let mut costs = costs;
+                if let TradeSpec::Fixed(t) = &self.trade {
+                    costs.trade = Some(Arc::clone(t));
+                }
+                let trade_search = match &self.trade {
+                    TradeSpec::Search(s) => Some(*s),
+                    _ => None,
+                };
                 let (fixed_static, piece_params) = match self.static_memory {
                     StaticMemory::Fixed(s) => (s, None),
                     StaticMemory::FromModel => (0.0, piece_params),
@@ -321,6 +340,7 @@ impl PlanSpec {
                             piece_params: piece_params.clone(),
                             fixed_static,
                             limit: self.mem_limit,
+                            trade_search,
                         };
                         let n = family.pass_count(&family.with_defaults(&candidate.params));
                         passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
@@ -355,8 +375,9 @@ impl PlanSpec {
 pub enum Outcome {
     /// It fits.
     Fits(Box<Plan>),
-    /// It ran, but above the limit.
-    OverLimit,
+    /// It ran, but above the limit: the least memory it took (infinite when it could not
+    /// run at all).
+    OverLimit(f64),
     /// The family could not take it (the reason), or its search is too slow to try.
     Invalid(String),
     /// Not a candidate after all: the layout tried names one piece per device and the family
@@ -390,28 +411,85 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
         None => vec![candidate.fixed_static; schedule.devices() as usize],
     };
     let most = statics.iter().copied().fold(0.0, f64::max);
-    let mut candidate = candidate;
-    let schedule = if family.uses(Field::MemLimit) {
+    let plain = match run_at(&candidate, None, Some(most), &statics) {
+        Ok(run) if run.memory <= candidate.limit => return fits(candidate, run, None, statics),
+        Ok(run) => Some(run),
+        Err(Failed::Invalid(e)) => return Outcome::Invalid(e),
+        Err(Failed::NoPlan) => None,
+    };
+    let Some(search) = candidate.trade_search else {
+        return Outcome::OverLimit(plain.map_or(f64::INFINITY, |r| r.memory));
+    };
+    // The same candidate without a trade, to price one: as it ran, or for a family that could
+    // not plan under the limit, at its own default.
+    let reference = plain.or_else(|| run_at(&candidate, None, None, &statics).ok());
+    let mut best: Option<(Run, Arc<Trade>)> = None;
+    let mut least = reference.as_ref().map_or(f64::INFINITY, |r| r.memory);
+    for trade in ladder(&search, candidate.params.devices) {
+        let trade = Arc::new(trade);
+        let Ok(run) = run_at(&candidate, Some(&trade), None, &statics) else { continue };
+        least = least.min(run.memory);
+        let better = |b: &Run| {
+            run.analysis.stats.cost < b.analysis.stats.cost
+                || (run.analysis.stats.cost == b.analysis.stats.cost && run.memory < b.memory)
+        };
+        if run.memory <= candidate.limit && best.as_ref().is_none_or(|(b, _)| better(b)) {
+            best = Some((run, trade));
+        }
+    }
+    let Some((run, trade)) = best else { return Outcome::OverLimit(least) };
+    let choice = reference.map(|r| TradeChoice {
+        trade: Arc::clone(&trade),
+        time: run.analysis.stats.cost - r.analysis.stats.cost,
+        saved: r.memory - run.memory,
+    });
+    let choice = choice.unwrap_or(TradeChoice { trade: Arc::clone(&trade), time: 0.0, saved: 0.0 });
+    fits(candidate, run, Some(choice), statics)
+}
+
+/// Why a run did not happen.
+enum Failed {
+    /// The family cannot plan under the memory it was given.
+    NoPlan,
+    /// The schedule is wrong (a bug, or parameters the family refuses).
+    Invalid(String),
+}
+
+/// One simulated run of a candidate: the parameters it ran with, its analysis and the worst
+/// device's activations plus static memory.
+struct Run {
+    params: ScheduleParams,
+    analysis: crate::Analysis,
+    memory: f64,
+}
+
+/// Runs `candidate` with `trade` (none: as it is). With `most` (the largest static memory), a
+/// memory-aware family plans under the limit less it; without, at the family's own default,
+/// for the trade to bring it under.
+fn run_at(candidate: &Candidate, trade: Option<&Arc<Trade>>, most: Option<f64>, statics: &[f64]) -> Result<Run, Failed> {
+    let family = candidate.family;
+    let mut params = candidate.params.clone();
+    if let Some(t) = trade {
+        params.costs.trade = Some(Arc::clone(t));
+    }
+    if let (true, Some(most)) = (family.uses(Field::MemLimit), most) {
         let budget = candidate.limit - most;
         if budget <= 0.0 {
-            return Outcome::OverLimit;
+            return Err(Failed::NoPlan);
         }
-        candidate.params.mem_limit = Some(budget);
-        match crate::generate(family.name, &candidate.params) {
-            Ok(s) => s,
-            Err(_) => return Outcome::OverLimit,
-        }
-    } else {
-        schedule
-    };
-    let analysis = match crate::analyze(schedule, &candidate.params.costs) {
-        Ok(a) => a,
-        Err(e) => return Outcome::Invalid(e.to_string()),
-    };
-    let memory = analysis.stats.per_device.iter().zip(&statics).map(|(d, s)| d.peak_memory + s).fold(0.0, f64::max);
-    if memory > candidate.limit {
-        return Outcome::OverLimit;
+        params.mem_limit = Some(budget);
     }
+    let schedule = crate::generate(family.name, &params).map_err(|_| Failed::NoPlan)?;
+    let analysis = crate::analyze(schedule, &params.costs).map_err(|e| Failed::Invalid(e.to_string()))?;
+    let memory = analysis.stats.per_device.iter().zip(statics).map(|(d, s)| d.peak_memory + s).fold(0.0, f64::max);
+    Ok(Run { params, analysis, memory })
+}
+
+/// The plan of a candidate that fits (`run` is its run).
+fn fits(mut candidate: Candidate, run: Run, trade: Option<TradeChoice>, statics: Vec<f64>) -> Outcome {
+    candidate.params = run.params;
+    let analysis = run.analysis;
+    let memory = run.memory;
     let stages = analysis.schedule.placement.stages_per_pipeline();
     let m = f64::from(candidate.params.microbatches);
     let samples = m * f64::from(candidate.micro_batch.unwrap_or(1));
@@ -434,6 +512,7 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
         tokens_per_second: tokens,
         attribution: None,
         stages,
+        trade,
     }))
 }
 
@@ -452,7 +531,12 @@ impl PlanSearch {
         for o in outcomes {
             match o {
                 Outcome::Fits(p) => out.plans.push(*p),
-                Outcome::OverLimit => out.over_limit += 1,
+                Outcome::OverLimit(least) => {
+                    out.over_limit += 1;
+                    if least.is_finite() {
+                        out.least_memory = Some(out.least_memory.map_or(least, |l: f64| l.min(least)));
+                    }
+                }
                 Outcome::Invalid(_) => out.invalid += 1,
                 Outcome::NotTried => out.not_tried += 1,
             }
@@ -529,6 +613,7 @@ mod tests {
             keep_micro_batch: false,
             static_memory: StaticMemory::FromModel,
             families: all_families(),
+            trade: TradeSpec::None,
         };
         let found = plan(&spec).unwrap();
         assert!(!found.plans.is_empty());
@@ -552,6 +637,47 @@ mod tests {
         }
     }
 
+    /// Under a limit 1F1B's first device cannot meet, the search recomputes or offloads:
+    /// every traded plan, generated again from its parameters and simulated, fits, and its
+    /// reported time and saving equal the difference to the same run without the trade.
+    #[test]
+    fn a_plan_that_does_not_fit_trades_recompute_or_offload_and_reports_its_price() {
+        let costs = Costs { comm: 0.1, ..Costs::fbw(1.0, 1.0, 1.0) };
+        let spec = |limit: f64, trade: TradeSpec| PlanSpec {
+            devices: 4,
+            mem_limit: limit,
+            source: CostSource::Costs(costs.clone()),
+            global_batch: None,
+            keep_micro_batch: false,
+            static_memory: StaticMemory::Fixed(0.0),
+            families: vec![crate::family("1f1b").unwrap(), crate::family("gpipe").unwrap()],
+            trade,
+        };
+        let search = TradeSpec::Search(TradeSearch { copy_time: Some(0.02), ..TradeSearch::default() });
+        assert!(plan(&spec(2.0, TradeSpec::None)).unwrap().plans.is_empty(), "1F1B holds 4 forwards on device 0");
+        let found = plan(&spec(2.0, search.clone())).unwrap();
+        assert!(!found.plans.is_empty());
+        for p in &found.plans {
+            let choice = p.trade.as_ref().expect("only a trade fits");
+            let traded = crate::run(p.candidate.family.name, &p.candidate.params).unwrap();
+            assert!(traded.stats.peak_memory <= 2.0 + 1e-12);
+            assert_eq!(traded.stats.cost, p.stats.cost);
+            let plain_params = ScheduleParams { costs: costs.clone(), ..p.candidate.params.clone() };
+            let plain = crate::run(p.candidate.family.name, &plain_params).unwrap();
+            assert!((choice.time - (traded.stats.cost - plain.stats.cost)).abs() < 1e-9);
+            assert!((choice.saved - (plain.stats.peak_memory - traded.stats.peak_memory)).abs() < 1e-9);
+            assert!(choice.time >= -1e-9 && choice.saved > 0.0);
+        }
+        // Below what full recompute and offload everywhere reach, nothing fits and the search
+        // names the least memory that would.
+        let found = plan(&spec(0.01, search.clone())).unwrap();
+        assert!(found.plans.is_empty());
+        let least = found.least_memory.expect("candidates ran");
+        assert!(least < 2.0, "{least}");
+        assert!(!plan(&spec(least, search.clone())).unwrap().plans.is_empty(), "the least memory named fits");
+        assert!(plan(&spec(least * 0.999, search)).unwrap().plans.is_empty());
+    }
+
     #[test]
     fn bad_requests_are_refused() {
         let spec = PlanSpec {
@@ -562,6 +688,7 @@ mod tests {
             keep_micro_batch: false,
             static_memory: StaticMemory::Fixed(0.0),
             families: all_families(),
+            trade: TradeSpec::None,
         };
         assert!(spec.candidates().unwrap_err().message.contains("--global-batch needs costs from a model"));
         let spec = PlanSpec { global_batch: None, static_memory: StaticMemory::FromModel, ..spec };
