@@ -12,7 +12,7 @@ pub use export::{export_best, PlanExport};
 pub use trade::{describe as describe_trade, ladder, TradeChoice, TradeSearch, TradeSpec};
 pub use pareto::{dominates, front, ParetoPoint};
 pub use search::{
-    all_families, attribute_plan, device_params, evaluate, layout_candidates, microbatch_candidates, plan, Candidate,
+    all_families, attribute_plan, device_params, evaluate, fit_trade, layout_candidates, microbatch_candidates, plan, Candidate,
     CostSource, Outcome, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
     MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };

@@ -516,6 +516,26 @@ fn fits(mut candidate: Candidate, run: Run, trade: Option<TradeChoice>, statics:
     }))
 }
 
+/// The fastest recompute/offload setting from the [`ladder`] under which `family` at `params`
+/// fits `limit` (activations only), or none when it fits as it is: what the playground's "fit
+/// under the limit" asks. [`Outcome::OverLimit`] names the least memory the ladder reaches.
+pub fn fit_trade(family: &'static Family, params: &ScheduleParams, limit: f64, search: TradeSearch) -> Outcome {
+    let mut params = params.clone();
+    params.mem_limit = None;
+    params.costs.trade = None;
+    evaluate(Candidate {
+        family,
+        params,
+        micro_batch: None,
+        seq: None,
+        layout: None,
+        piece_params: None,
+        fixed_static: 0.0,
+        limit,
+        trade_search: Some(search),
+    })
+}
+
 /// Splits a plan's bubble (generated again and simulated without communication: done for the plans shown only).
 pub fn attribute_plan(plan: &mut Plan) {
     let c = &plan.candidate;
@@ -675,7 +695,20 @@ mod tests {
         let least = found.least_memory.expect("candidates ran");
         assert!(least < 2.0, "{least}");
         assert!(!plan(&spec(least, search.clone())).unwrap().plans.is_empty(), "the least memory named fits");
-        assert!(plan(&spec(least * 0.999, search)).unwrap().plans.is_empty());
+        assert!(plan(&spec(least * 0.999, search.clone())).unwrap().plans.is_empty());
+        // One run, as the playground asks: the same choice as the plan of the same candidate.
+        let one = found_plan(&spec(2.0, search.clone()), "1f1b", 8);
+        let params = ScheduleParams::new(4, 8).with_costs(costs.clone());
+        let TradeSpec::Search(s) = search else { unreachable!() };
+        let Outcome::Fits(fit) = fit_trade(crate::family("1f1b").unwrap(), &params, 2.0, s) else { panic!("fits") };
+        assert_eq!(fit.trade, one.trade);
+        assert_eq!(fit.stats.cost, one.stats.cost);
+    }
+
+    fn found_plan(spec: &PlanSpec, family: &str, microbatches: u32) -> Plan {
+        let found = plan(spec).unwrap();
+        let p = found.plans.iter().find(|p| p.candidate.family.name == family && p.candidate.params.microbatches == microbatches);
+        p.expect("the plan").clone()
     }
 
     #[test]
