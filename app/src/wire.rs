@@ -19,8 +19,8 @@ use bubblescope::model::ModelSpec;
 use bubblescope::permalink::Settings;
 use bubblescope::sim::{DeviceTimeline, MemPoint, OpRef, TimedOp};
 use bubblescope::{
-    Analysis, CopyKind, CopyOp, CostProfile, Costs, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind, Schedule,
-    ScheduleParams, Stats, Timeline, Units,
+    Analysis, CopyKind, CopyOp, CostProfile, Costs, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind,
+    Schedule, ScheduleParams, Stats, Timeline, Units,
 };
 
 use crate::compare::{AllRefused, AllRun, AllRuns};
@@ -766,9 +766,8 @@ impl Reader<'_> {
             let mut list = Vec::with_capacity(len);
             for _ in 0..len {
                 let [kind, at] = [self.word()?, self.word()?];
-                let kind = *CopyKind::ALL
-                    .get(kind as usize)
-                    .ok_or_else(|| WireError(format!("unknown copy kind {kind}")))?;
+                let kind =
+                    *CopyKind::ALL.get(kind as usize).ok_or_else(|| WireError(format!("unknown copy kind {kind}")))?;
                 list.push(CopyOp { kind, pass: self.pass()?.0, at });
             }
             copies.push(list);
@@ -804,7 +803,8 @@ impl Reader<'_> {
             if times.len() < n.saturating_mul(2) {
                 return Err(short("copy times"));
             }
-            let copies = times.chunks_exact(2).take(n).map(|t| TimedOp { start: t[0], end: t[1], waited_for: None }).collect();
+            let copies =
+                times.chunks_exact(2).take(n).map(|t| TimedOp { start: t[0], end: t[1], waited_for: None }).collect();
             self.numbers += 2 * n;
             devices.push(DeviceTimeline { ops: timed, memory, peak_memory, copies });
         }

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use bubblescope::model::{self, Calibration, Model, ModelSpec};
-use bubblescope::units::format_number;
 use bubblescope::plan::{TradeSearch, TradeSpec};
-use bubblescope::trade::{self, Recompute, Trade};
-use bubblescope::{CostLists, Costs, Field, ParamError, ScheduleParams};
+use bubblescope::trade::{self, Pricing, Trade, TradeSettings};
+use bubblescope::units::format_number;
+use bubblescope::{CostLists, Costs, Field, ScheduleParams};
 use clap::{Args, Parser, Subcommand};
 
 /// Pipeline-parallel training schedules: exact bubble and memory, as JSON and SVG figures.
@@ -162,10 +162,22 @@ pub struct CostArgs {
     #[arg(long, value_name = "X", help_heading = "Memory", hide_short_help = true)]
     pub offload: Option<String>,
     /// With plain costs: the time one forward's activation (mem-f) takes to copy to the host.
-    #[arg(long = "copy-time", value_name = "T", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
+    #[arg(
+        long = "copy-time",
+        value_name = "T",
+        allow_hyphen_values = true,
+        help_heading = "Memory",
+        hide_short_help = true
+    )]
     pub copy_time: Option<f64>,
     /// With a model: the GPU's host link, GB/s each way [default: the GPU preset's].
-    #[arg(long = "host-gbps", value_name = "GBPS", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
+    #[arg(
+        long = "host-gbps",
+        value_name = "GBPS",
+        allow_hyphen_values = true,
+        help_heading = "Memory",
+        hide_short_help = true
+    )]
     pub host_gbps: Option<f64>,
 }
 
@@ -490,82 +502,55 @@ impl CostArgs {
         Ok(costs)
     }
 
+    /// The recompute and offload flags, read (core prices them).
+    fn trade_settings(&self) -> Result<TradeSettings> {
+        let mut settings =
+            TradeSettings { copy_time: self.copy_time, host_gbps: self.host_gbps, ..TradeSettings::default() };
+        if let Some(text) = &self.recompute {
+            settings.recompute = trade::parse_recompute(text).map_err(flag_error)?;
+        }
+        if let Some(text) = &self.offload {
+            settings.offload = trade::parse_offload(text).map_err(flag_error)?;
+        }
+        Ok(settings)
+    }
+
+    /// What prices a trade: the model (its layers and host link) or plain costs' mem-f.
+    fn pricing(&self, model: Option<&Model>, costs: &Costs) -> Pricing {
+        match model {
+            Some(m) => m.trade_pricing(),
+            None => Pricing::Plain { mem_f: costs.mem_f },
+        }
+    }
+
     /// The recompute and offload flags as a trade, priced by the model when there is one
     /// (`None` when no flag asks for one).
     fn trade(&self, costs: &Costs, devices: u32) -> Result<Option<Trade>> {
-        if self.recompute.is_none() && self.offload.is_none() {
-            for (flag, given) in [("--copy-time", self.copy_time.is_some()), ("--host-gbps", self.host_gbps.is_some())] {
-                if given {
-                    bail!("{flag} prices copies to the host, but nothing is offloaded\n  hint: add --offload 0.5 (or auto), or drop {flag}");
-                }
-            }
-            return Ok(None);
-        }
-        let mut trade = Trade::default();
-        if let Some(text) = &self.recompute {
-            trade.recompute = trade::parse_recompute(text).map_err(flag_error)?;
-        }
-        if let Some(text) = &self.offload {
-            trade.offload = trade::parse_offload(text).map_err(flag_error)?;
-        }
+        let settings = self.trade_settings()?;
         let model = if self.model()?.is_some() { Some(self.model.model(devices)?) } else { None };
-        if let Some(model) = &model {
-            (trade.full, trade.selective) = model.recompute_shapes();
-        } else if trade.recompute.contains(&Recompute::Selective) {
-            bail!("--recompute selective needs a model: what it drops (the attention scores) depends on heads, sequence and hidden size\n  hint: add a model (--model, or --layers …), or use --recompute full");
-        }
-        trade.copy_time = self.copy_rate(model.as_ref(), costs.mem_f)?;
-        trade.check(devices).map_err(flag_error)?;
-        Ok(Some(trade))
-    }
-
-    /// The time one unit of memory takes to copy to the host: with a model, a byte at the
-    /// host link's speed (--host-gbps, or the GPU's); with plain costs, --copy-time over
-    /// mem-f. `None` when plain costs give no --copy-time.
-    fn copy_rate(&self, model: Option<&Model>, mem_f: f64) -> Result<Option<f64>> {
-        let Some(model) = model else {
-            if self.host_gbps.is_some() {
-                bail!("--host-gbps needs costs from a model, where memory is in bytes\n  hint: with plain costs give --copy-time: the time one forward's activation (mem-f) takes to copy");
-            }
-            let Some(t) = self.copy_time else { return Ok(None) };
-            if !t.is_finite() || t <= 0.0 {
-                bail!("--copy-time must be above 0, found {t}\n  hint: the time one forward's activation takes to copy to the host, in the costs' time unit, e.g. --copy-time 0.5");
-            }
-            return Ok(Some(t / mem_f.max(f64::MIN_POSITIVE)));
-        };
-        if self.copy_time.is_some() {
-            bail!("--copy-time is for plain costs; with a model the host link sets it\n  hint: give --host-gbps instead (the GPU preset's host link is the default)");
-        }
-        let gbps = self.host_gbps.unwrap_or_else(|| model.host_gbps());
-        if !gbps.is_finite() || gbps <= 0.0 {
-            return Err(flag_error(
-                ParamError::new(Field::HostGbps, format!("--host-gbps must be above 0, found {gbps}"))
-                    .hint("the host link's bandwidth each way in GB/s: PCIe Gen4 x16 moves about 25, Gen5 about 50"),
-            ));
-        }
-        // Costs are in µs and bytes: one byte takes 1e-3 / (GB/s) µs.
-        Ok(Some(1e-3 / gbps))
+        settings.trade(&self.pricing(model.as_ref(), costs), devices).map_err(flag_error)
     }
 
     /// What `plan` does with recompute and offload: the flags' one setting when given, else a
     /// search priced by the model (or by --copy-time with plain costs).
     pub fn plan_trade(&self, model: Option<&Model>, devices: u32) -> Result<TradeSpec> {
-        if self.recompute.is_some() || self.offload.is_some() {
-            let costs = self.untraded_costs(None, devices)?;
-            return Ok(match self.trade(&costs, devices)? {
+        let settings = self.trade_settings()?;
+        let costs = match model {
+            Some(_) => Costs::default(),
+            None => self.untraded_costs(None, devices)?,
+        };
+        let pricing = self.pricing(model, &costs);
+        if settings.asks() {
+            return Ok(match settings.trade(&pricing, devices).map_err(flag_error)? {
                 Some(t) => TradeSpec::Fixed(std::sync::Arc::new(t)),
                 None => TradeSpec::None,
             });
         }
         let mut search = TradeSearch::default();
-        if let Some(m) = model {
-            (search.full, search.selective) = m.recompute_shapes();
+        if let Pricing::Model { shapes, .. } = pricing {
+            (search.full, search.selective) = shapes;
         }
-        let mem_f = match model {
-            Some(_) => 1.0,
-            None => self.untraded_costs(None, devices)?.mem_f,
-        };
-        search.copy_time = self.copy_rate(model, mem_f)?;
+        search.copy_time = settings.copy_rate(&pricing).map_err(flag_error)?;
         Ok(TradeSpec::Search(search))
     }
 

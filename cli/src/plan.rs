@@ -8,8 +8,7 @@ use bubblescope::formats;
 use bubblescope::model::parse_bytes;
 use bubblescope::plan::{
     all_families, attribute_plan, describe_trade, evaluate, export_best, CostSource, Plan, PlanSearch, PlanSpec,
-    StaticMemory, TradeSpec,
-    BYTES_PER_PARAMETER, MAX_PLAN_MICROBATCHES_PER_DEVICE,
+    StaticMemory, TradeSpec, BYTES_PER_PARAMETER, MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 use bubblescope::units::format_bytes;
 use bubblescope::units::format_number;

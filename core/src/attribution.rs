@@ -117,7 +117,9 @@ impl Runs {
         let zero_hops: Vec<Vec<f64>> = times.hops.iter().map(|h| vec![0.0; h.len()]).collect();
         let no_comm = PerOpTimes { hops: zero_hops.clone(), ..times.clone() };
         // The mean duration of each kind of op (by its passes' kinds, a pair as its own kind).
-        let kind = |op: &crate::schedule::Op| op.passes().fold(0usize, |k, p| k * (PassKind::ALL.len() + 1) + p.kind.index() + 1);
+        let kind = |op: &crate::schedule::Op| {
+            op.passes().fold(0usize, |k, p| k * (PassKind::ALL.len() + 1) + p.kind.index() + 1)
+        };
         let mut sums: std::collections::BTreeMap<usize, (f64, usize)> = std::collections::BTreeMap::new();
         for (order, durations) in schedule.orders.iter().zip(&times.durations) {
             for (op, d) in order.iter().zip(durations) {

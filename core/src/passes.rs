@@ -104,8 +104,15 @@ impl Candidate {
 
 /// The copies of `device`: the candidates it offloads, each with its offload and reload, in
 /// issue order.
-fn device_copies(schedule: &Schedule, timeline: &Timeline, costs: &StageCosts, trade: &Trade, device: u32) -> Vec<CopyOp> {
-    let (Some(order), Some(times)) = (schedule.orders.get(device as usize), timeline.devices.get(device as usize)) else {
+fn device_copies(
+    schedule: &Schedule,
+    timeline: &Timeline,
+    costs: &StageCosts,
+    trade: &Trade,
+    device: u32,
+) -> Vec<CopyOp> {
+    let (Some(order), Some(times)) = (schedule.orders.get(device as usize), timeline.devices.get(device as usize))
+    else {
         return Vec::new();
     };
     let forwards = order.iter().flat_map(Op::passes).filter(|p| p.kind == PassKind::F).count();

@@ -150,4 +150,3 @@ proptest! {
         prop_assert!(traded_t.end() >= plain_t.end() - 1e-9, "{} < {}", traded_t.end(), plain_t.end());
     }
 }
-

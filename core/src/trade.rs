@@ -190,6 +190,131 @@ impl Trade {
     }
 }
 
+/// What the user asked for, before it is priced: the flags, URL keys and playground fields
+/// `recompute`, `offload`, `copy-time` and `host-gbps`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TradeSettings {
+    /// Recompute per device (empty or `none`: none).
+    pub recompute: Vec<Recompute>,
+    /// Offload per device.
+    pub offload: Offload,
+    /// With plain costs: the time one forward's activation (mem-f) takes to copy.
+    pub copy_time: Option<f64>,
+    /// With a model: the host link, GB/s each way (the GPU's when not given).
+    pub host_gbps: Option<f64>,
+}
+
+/// What prices a trade: the model's recompute shapes and host link, or plain costs' mem-f.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pricing {
+    /// Costs from a model, in µs and bytes.
+    Model {
+        /// Full and selective recompute of its layers.
+        shapes: (RecomputeShape, RecomputeShape),
+        /// Its GPU's host link, GB/s each way.
+        host_gbps: f64,
+    },
+    /// Plain costs: activation memory in mem-f's unit.
+    Plain {
+        /// The activation one forward leaves on 1/P of the model.
+        mem_f: f64,
+    },
+}
+
+impl TradeSettings {
+    /// Whether any recompute or offload is asked for.
+    pub fn asks(&self) -> bool {
+        self.recompute.iter().any(|r| *r != Recompute::None) || self.offload != Offload::None
+    }
+
+    /// The time one unit of memory takes to copy to the host under `pricing`: with a model, a
+    /// byte at the host link's speed; with plain costs, `copy_time` over mem-f. `None` when
+    /// plain costs give no copy time.
+    ///
+    /// # Errors
+    /// A [`ParamError`] on `copy-time` or `host-gbps` when the one given does not fit the
+    /// costs, or is not above 0.
+    pub fn copy_rate(&self, pricing: &Pricing) -> Result<Option<f64>, ParamError> {
+        match *pricing {
+            Pricing::Plain { mem_f } => {
+                if self.host_gbps.is_some() {
+                    return Err(ParamError::new(
+                        Field::HostGbps,
+                        "host-gbps needs costs from a model, where memory is in bytes",
+                    )
+                    .hint("with plain costs give copy-time: the time one forward's activation (mem-f) takes to copy"));
+                }
+                let Some(t) = self.copy_time else { return Ok(None) };
+                if !t.is_finite() || t <= 0.0 {
+                    return Err(ParamError::new(Field::CopyTime, format!("copy-time must be above 0, found {t}"))
+                        .hint("the time one forward's activation takes to copy to the host, in the costs' time unit, e.g. 0.5"));
+                }
+                Ok(Some(t / mem_f.max(f64::MIN_POSITIVE)))
+            }
+            Pricing::Model { host_gbps, .. } => {
+                if self.copy_time.is_some() {
+                    return Err(ParamError::new(
+                        Field::CopyTime,
+                        "copy-time is for plain costs; with a model the host link sets it",
+                    )
+                    .hint("give host-gbps instead (the GPU preset's host link is the default)"));
+                }
+                let gbps = self.host_gbps.unwrap_or(host_gbps);
+                if !gbps.is_finite() || gbps <= 0.0 {
+                    return Err(ParamError::new(Field::HostGbps, format!("host-gbps must be above 0, found {gbps}"))
+                        .hint(
+                            "the host link's bandwidth each way in GB/s: PCIe Gen4 x16 moves about 25, Gen5 about 50",
+                        ));
+                }
+                // Costs are in µs and bytes: one byte takes 1e-3 / (GB/s) µs.
+                Ok(Some(1e-3 / gbps))
+            }
+        }
+    }
+
+    /// The trade these settings ask for on `devices` devices, priced by `pricing` (`None` when
+    /// they ask for nothing).
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the setting: a list of the wrong length, a fraction outside 0 to
+    /// 1, selective recompute without a model, offload without a copy time, a copy time or host
+    /// link that is not above 0, or one that does not fit the costs.
+    pub fn trade(&self, pricing: &Pricing, devices: u32) -> Result<Option<Trade>, ParamError> {
+        if !self.asks() {
+            if let Some(field) =
+                [(Field::CopyTime, self.copy_time.is_some()), (Field::HostGbps, self.host_gbps.is_some())]
+                    .into_iter()
+                    .find_map(|(f, given)| given.then_some(f))
+            {
+                return Err(ParamError::new(
+                    field,
+                    format!("{} prices copies to the host, but nothing is offloaded", field.name()),
+                )
+                .hint(format!("offload some activations (offload 0.5, or auto), or drop {}", field.name())));
+            }
+            return Ok(None);
+        }
+        let mut trade = Trade { offload: self.offload.clone(), ..Trade::default() };
+        if !self.recompute.is_empty() {
+            trade.recompute = self.recompute.clone();
+        }
+        match pricing {
+            Pricing::Model { shapes, .. } => (trade.full, trade.selective) = *shapes,
+            Pricing::Plain { .. } if trade.recompute.contains(&Recompute::Selective) => {
+                return Err(ParamError::new(
+                    Field::Recompute,
+                    "selective recompute needs a model: what it drops (the attention scores) depends on heads, sequence and hidden size",
+                )
+                .hint("add a model (a preset, or layers, hidden size …), or recompute full"));
+            }
+            Pricing::Plain { .. } => {}
+        }
+        trade.copy_time = self.copy_rate(pricing)?;
+        trade.check(devices)?;
+        Ok(Some(trade))
+    }
+}
+
 /// The entry of a per-device list for `device`: the only entry, or the device's.
 fn per_device<T: Clone>(list: &[T], device: u32) -> Option<T> {
     match list {

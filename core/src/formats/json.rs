@@ -351,7 +351,12 @@ fn parse_copy(text: &str) -> Result<CopyOp, String> {
 }
 
 /// Removes `copies` from `map` and reads it: one list per device (none when missing).
-fn take_copies(map: &mut Map<String, Value>, schedule: &Schedule, source: &Source, out: &mut Diagnostics) -> Vec<Vec<CopyOp>> {
+fn take_copies(
+    map: &mut Map<String, Value>,
+    schedule: &Schedule,
+    source: &Source,
+    out: &mut Diagnostics,
+) -> Vec<Vec<CopyOp>> {
     let Some(value) = map.remove("copies") else { return Vec::new() };
     let lists: Vec<Vec<String>> = match serde_json::from_value(value) {
         Ok(v) => v,

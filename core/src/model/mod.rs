@@ -329,6 +329,11 @@ impl Model {
         gpu::gpu(key).map_or(0.0, |g| g.host_gbps)
     }
 
+    /// What prices recompute and offload on this model: its layers' shapes and host link.
+    pub fn trade_pricing(&self) -> crate::trade::Pricing {
+        crate::trade::Pricing::Model { shapes: self.recompute_shapes(), host_gbps: self.host_gbps() }
+    }
+
     /// FLOPs of the LM head's F (and of its B, and of its W).
     pub fn head_flops(&self) -> f64 {
         2.0 * self.tokens_hidden() * f64::from(self.vocab) * self.per_gpu()

@@ -9,14 +9,14 @@ pub mod sweep;
 pub mod trade;
 
 pub use export::{export_best, PlanExport};
-pub use trade::{describe as describe_trade, ladder, TradeChoice, TradeSearch, TradeSpec};
 pub use pareto::{dominates, front, ParetoPoint};
 pub use search::{
-    all_families, attribute_plan, device_params, evaluate, fit_trade, layout_candidates, microbatch_candidates, plan, Candidate,
-    CostSource, Outcome, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
+    all_families, attribute_plan, device_params, evaluate, fit_trade, layout_candidates, microbatch_candidates, plan,
+    Candidate, CostSource, Outcome, Plan, PlanSearch, PlanSpec, StaticMemory, BYTES_PER_PARAMETER,
     MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 pub use sweep::{
     parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
     MAX_SWEEP_PASSES, MAX_SWEEP_RUNS,
 };
+pub use trade::{describe as describe_trade, ladder, TradeChoice, TradeSearch, TradeSpec};

@@ -466,7 +466,12 @@ struct Run {
 /// Runs `candidate` with `trade` (none: as it is). With `most` (the largest static memory), a
 /// memory-aware family plans under the limit less it; without, at the family's own default,
 /// for the trade to bring it under.
-fn run_at(candidate: &Candidate, trade: Option<&Arc<Trade>>, most: Option<f64>, statics: &[f64]) -> Result<Run, Failed> {
+fn run_at(
+    candidate: &Candidate,
+    trade: Option<&Arc<Trade>>,
+    most: Option<f64>,
+    statics: &[f64],
+) -> Result<Run, Failed> {
     let family = candidate.family;
     let mut params = candidate.params.clone();
     if let Some(t) = trade {
@@ -707,7 +712,10 @@ mod tests {
 
     fn found_plan(spec: &PlanSpec, family: &str, microbatches: u32) -> Plan {
         let found = plan(spec).unwrap();
-        let p = found.plans.iter().find(|p| p.candidate.family.name == family && p.candidate.params.microbatches == microbatches);
+        let p = found
+            .plans
+            .iter()
+            .find(|p| p.candidate.family.name == family && p.candidate.params.microbatches == microbatches);
         p.expect("the plan").clone()
     }
 

@@ -57,8 +57,11 @@ pub struct TradeChoice {
 /// least memory the ladder reaches.
 pub fn ladder(search: &TradeSearch, devices: u32) -> Vec<Trade> {
     let n = devices as usize;
-    let base = Trade { full: search.full, selective: search.selective, copy_time: search.copy_time, ..Trade::default() };
-    let first = |k: usize, on: Recompute| -> Vec<Recompute> { (0..n).map(|d| if d < k { on } else { Recompute::None }).collect() };
+    let base =
+        Trade { full: search.full, selective: search.selective, copy_time: search.copy_time, ..Trade::default() };
+    let first = |k: usize, on: Recompute| -> Vec<Recompute> {
+        (0..n).map(|d| if d < k { on } else { Recompute::None }).collect()
+    };
     let mut out = Vec::new();
     if search.selective.keep < 1.0 {
         out.push(Trade { recompute: vec![Recompute::Selective], ..base.clone() });

@@ -370,12 +370,14 @@ impl<'a> CopyStreams<'a> {
                 continue;
             };
             let ready = match kind {
-                CopyKind::Offload => done[self.keys.dep_index(Dep {
-                    class: DepClass::Forward,
-                    stage: pass.stage,
-                    microbatch: pass.microbatch,
-                    slice: pass.slice,
-                })],
+                CopyKind::Offload => {
+                    done[self.keys.dep_index(Dep {
+                        class: DepClass::Forward,
+                        stage: pass.stage,
+                        microbatch: pass.microbatch,
+                        slice: pass.slice,
+                    })]
+                }
                 CopyKind::Reload => self.offloaded[k],
             };
             let start = now.max(self.free[d]).max(if ready.is_finite() { ready } else { now });
