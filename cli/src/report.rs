@@ -107,6 +107,14 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "uniform_stages": c.is_uniform(),
         "prediction": prediction,
         "prediction_note": prediction_note,
+        "trade": bubblescope::passes::report(&a.schedule, c).map(|t| json!({
+            "time": t.time,
+            "saved": t.saved,
+            "stall": t.stall,
+            "recompute": t.recompute,
+            "offloaded": t.offloaded,
+            "copying": t.copying,
+        })),
     })
 }
 
@@ -276,6 +284,20 @@ pub fn table(
             n(p.communication),
             n(p.imbalance),
             n(p.schedule)
+        );
+    }
+    if let Some(t) = bubblescope::passes::report(&a.schedule, c) {
+        let size = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { n(v) };
+        let most = t.recompute.iter().copied().fold(0.0, f64::max);
+        let offloaded: usize = t.offloaded.iter().sum();
+        let _ = writeln!(
+            out,
+            "{:<12} {:<12} step time recompute and offload add, and they save {} of peak memory (against the same orders without them): R passes {} on the busiest device, {offloaded} activations offloaded, copies stall {}",
+            "trade",
+            n(t.time),
+            size(t.saved),
+            n(most),
+            n(t.stall)
         );
     }
     if let Some(m) = bubblescope::findings::memory_part(family, params, s.cost) {

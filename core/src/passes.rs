@@ -59,6 +59,67 @@ pub fn compute_orders(schedule: &Schedule) -> Schedule {
     Schedule { orders, copies: Vec::new(), ..schedule.clone() }
 }
 
+/// What a schedule's recompute and offload cost and save, each against the same schedule
+/// simulated without them: the difference of two independent runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TradeReport {
+    /// Per device: time its R passes take.
+    pub recompute: Vec<f64>,
+    /// Per device: microbatches it offloads.
+    pub offloaded: Vec<usize>,
+    /// Per device: time its copy stream is busy.
+    pub copying: Vec<f64>,
+    /// Step time the copies add: the cost less the cost with copies that take no time.
+    pub stall: f64,
+    /// Step time recompute and offload add: the cost less the compute orders' cost.
+    pub time: f64,
+    /// Memory they save: the worst device's peak of the compute orders less this peak.
+    pub saved: f64,
+}
+
+/// The [`TradeReport`] of `schedule` under `costs` (`None` when it trades nothing, or does
+/// not simulate).
+pub fn report(schedule: &Schedule, costs: &Costs) -> Option<TradeReport> {
+    if !schedule.trades_memory() {
+        return None;
+    }
+    let stage_costs = StageCosts::for_schedule(costs, schedule);
+    let traded = simulate(schedule, &stage_costs).ok()?;
+    let free_copies = StageCosts { copy_time: 0.0, ..stage_costs.clone() };
+    let quick = simulate(schedule, &free_copies).ok()?;
+    let plain_schedule = compute_orders(schedule);
+    let plain_costs = Costs { trade: None, ..costs.clone() };
+    let plain = simulate(&plain_schedule, &StageCosts::for_schedule(&plain_costs, &plain_schedule)).ok()?;
+    let cost = |t: &Timeline| crate::stats::stats(schedule, t, costs).cost;
+    let peak = |t: &Timeline| t.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max);
+    let plain_cost = crate::stats::stats(&plain_schedule, &plain, &plain_costs).cost;
+    let recompute = schedule
+        .orders
+        .iter()
+        .zip(&traded.devices)
+        .map(|(order, d)| {
+            order
+                .iter()
+                .zip(&d.ops)
+                .filter(|(op, _)| matches!(op, Op::One(p) if p.kind == PassKind::R))
+                .map(|(_, t)| t.end - t.start)
+                .sum()
+        })
+        .collect();
+    let offloaded = (0..schedule.devices())
+        .map(|d| schedule.copies_of(d).iter().filter(|c| c.kind == CopyKind::Offload).count())
+        .collect();
+    let copying = traded.devices.iter().map(|d| d.copies.iter().map(|c| c.end - c.start).sum()).collect();
+    Some(TradeReport {
+        recompute,
+        offloaded,
+        copying,
+        stall: cost(&traded) - cost(&quick),
+        time: cost(&traded) - plain_cost,
+        saved: peak(&plain) - peak(&traded),
+    })
+}
+
 /// `schedule` with an R pass right before every backward (B, BW, or the backward of a pair) on
 /// the devices the trade recomputes on.
 fn with_recompute(mut schedule: Schedule, trade: &Trade) -> Schedule {
