@@ -328,6 +328,7 @@ pub(super) fn check_waits(
         let mut registered: std::collections::HashSet<(CommKind, u32, u32)> = std::collections::HashSet::new();
         let mut reducing: Option<(usize, u32)> = None;
         for (column, action) in list {
+            let cell = quote(table.cell(row, column));
             match action {
                 Paired::Comm(c) if c.kind.is_send() => {
                     // A repeated SEND is reported by the SEND/RECV check.
@@ -344,11 +345,7 @@ pub(super) fn check_waits(
                         None => out.push(cell_error(
                             source,
                             (row, column),
-                            format!(
-                                "{} has no {} before it on row {row} to wait for",
-                                quote(table.cell(row, column)),
-                                quote(&send.text())
-                            ),
+                            format!("{cell} has no {} before it on row {row} to wait for", quote(&send.text())),
                             format!(
                                 "torch 2.15 refuses it (\"Pipeline wait {} at rank {row} has no pending send\"): \
                                  a send is waited for once, after it is posted",
@@ -362,10 +359,7 @@ pub(super) fn check_waits(
                         out.push(cell_error(
                             source,
                             (row, column),
-                            format!(
-                                "{} starts while stage {busy}'s reduction is pending: torch 2.15 runs one at a time",
-                                quote(table.cell(row, column))
-                            ),
+                            format!("{cell} starts while stage {busy}'s reduction is pending: torch 2.15 runs one at a time"),
                             format!("add `{busy}WAIT_REDUCE_GRAD` before it"),
                         ));
                     }
@@ -378,8 +372,7 @@ pub(super) fn check_waits(
                             source,
                             (row, column),
                             format!(
-                                "{} waits for stage {}'s reduction, but the pending one is stage {busy}'s",
-                                quote(table.cell(row, column)),
+                                "{cell} waits for stage {}'s reduction, but the pending one is stage {busy}'s",
                                 a.stage
                             ),
                             format!("a WAIT_REDUCE_GRAD follows its own REDUCE_GRAD: `{busy}WAIT_REDUCE_GRAD`"),
@@ -389,11 +382,7 @@ pub(super) fn check_waits(
                     None => out.push(cell_error(
                         source,
                         (row, column),
-                        format!(
-                            "{} has no `{}REDUCE_GRAD` before it on row {row} to wait for",
-                            quote(table.cell(row, column)),
-                            a.stage
-                        ),
+                        format!("{cell} has no `{}REDUCE_GRAD` before it on row {row} to wait for", a.stage),
                         "torch 2.15 refuses a WAIT_REDUCE_GRAD without a pending reduction",
                     )),
                 },
