@@ -20,7 +20,7 @@ mod pyset;
 pub use export::{export_pytorch_csv, export_pytorch_csv_with};
 pub(super) use import::import;
 
-use super::text::{warning, Source};
+use super::text::Source;
 use crate::error::Diagnostic;
 use crate::schedule::{Op, Pass};
 use grammar::{parse_cell, pass_kind, RawPass, Token};
@@ -58,8 +58,13 @@ fn cell_error(
 }
 
 /// A warning at a cell, with the way to fix it (as [`cell_error`]).
-fn cell_warning(source: &Source, at: (u32, usize), message: impl AsRef<str>, hint: impl Into<String>) -> Diagnostic {
-    warning(cell_error(source, at, message, hint))
+fn cell_warning(
+    source: &Source,
+    (row, column): (u32, usize),
+    message: impl AsRef<str>,
+    hint: impl Into<String>,
+) -> Diagnostic {
+    source.warning_at(row, column, message).hint(hint)
 }
 
 #[cfg(test)]
