@@ -58,13 +58,8 @@ fn cell_error(
 }
 
 /// A warning at a cell, with the way to fix it (as [`cell_error`]).
-fn cell_warning(
-    source: &Source,
-    (row, column): (u32, usize),
-    message: impl AsRef<str>,
-    hint: impl Into<String>,
-) -> Diagnostic {
-    source.warning_at(row, column, message).hint(hint)
+fn cell_warning(source: &Source, at: (u32, usize), message: impl AsRef<str>, hint: impl Into<String>) -> Diagnostic {
+    source.warning_at(at.0, at.1, message).hint(hint)
 }
 
 #[cfg(test)]
