@@ -20,11 +20,14 @@ struct Row {
     measured: [f64; 4],
 }
 
+/// A [`Row`] as [`TABLE`] writes it: its fields in their order.
+type RowFields = (&'static str, u32, u32, u32, u32, u32, [f64; 4]);
+
 /// Every profiled row of the Zero Bubble paper, A100 SXM 80GB, sequence 1024: ICLR Table 6
 /// (arXiv Table 9; the median rank of ZB-2p runs, layers padded as the runs padded them) and
 /// the arXiv ZB-V profiles in the authors' `efficiency.py` (one layer per chunk). Three
-/// microbatch counts of each setting. Each is written as [`Row`]'s fields in their order.
-const TABLE: [(&str, u32, u32, u32, u32, u32, [f64; 4]); 21] = [
+/// microbatch counts of each setting.
+const TABLE: [RowFields; 21] = [
     ("1.5B m24", 2304, 24, 3, 6, 8, [18.522, 18.086, 9.337, 0.601]),
     ("1.5B m32", 2304, 24, 3, 6, 8, [18.513, 18.086, 9.331, 0.626]),
     ("1.5B m64", 2304, 24, 3, 6, 8, [18.546, 18.097, 9.321, 0.762]),
