@@ -677,15 +677,23 @@ pub fn params(family: &FamilyArgs, costs: &CostArgs) -> Result<ScheduleParams> {
     })
 }
 
+/// What `simulate` and `render` read: a family built from flags or a schedule file, and the
+/// costs to run it at.
 #[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub struct SimulateArgs {
+pub struct InputArgs {
     #[command(flatten)]
     pub family: FamilyArgs,
     #[command(flatten)]
     pub costs: CostArgs,
     #[command(flatten)]
     pub file: FileArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Print one JSON object instead of a table.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
@@ -726,11 +734,7 @@ Examples:
 #[command(allow_negative_numbers = true)]
 pub struct RenderArgs {
     #[command(flatten)]
-    pub family: FamilyArgs,
-    #[command(flatten)]
-    pub costs: CostArgs,
-    #[command(flatten)]
-    pub file: FileArgs,
+    pub input: InputArgs,
     /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v` (after --from's file,
     /// at the file's devices and microbatches).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "schedule")]

@@ -28,13 +28,7 @@ pub struct ExportArgs {
     /// Format of --export: pytorch-csv (compute only), pytorch-csv-comms (with PyTorch's
     /// communication, REDUCE_GRAD and FSDP actions, run as written), json or perfetto [default:
     /// from the extension].
-    #[arg(
-        long = "to-format",
-        value_name = "FORMAT",
-        requires = "export",
-        help_heading = "Output",
-        hide_short_help = true
-    )]
+    #[arg(long, value_name = "FORMAT", requires = "export", help_heading = "Output", hide_short_help = true)]
     pub to_format: Option<String>,
     /// The PyTorch version a pytorch-csv-comms file is for: 2.15 (WAIT_SEND and WAIT_REDUCE_GRAD
     /// after every send and reduction) or 2.14 [default: 2.15, the newest verified].
@@ -42,13 +36,7 @@ pub struct ExportArgs {
     pub torch: Option<String>,
     /// PyTorch CSV dialect to write: current (I input gradient, B full backward) or legacy
     /// (B input gradient, BW full backward; PyTorch before 2.14) [default: current].
-    #[arg(
-        long = "to-dialect",
-        value_name = "DIALECT",
-        requires = "export",
-        help_heading = "Output",
-        hide_short_help = true
-    )]
+    #[arg(long, value_name = "DIALECT", requires = "export", help_heading = "Output", hide_short_help = true)]
     pub to_dialect: Option<String>,
 }
 

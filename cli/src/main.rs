@@ -30,7 +30,7 @@ use bubblescope::{analyze, family, generate, Analysis, Costs, ScheduleParams, FA
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
 
-use args::{Cli, Command, ConvertArgs, CostArgs, FamilyArgs, FileArgs, ListArgs, RenderArgs, SimulateArgs};
+use args::{Cli, Command, ConvertArgs, CostArgs, FamilyArgs, FileArgs, InputArgs, ListArgs, RenderArgs, SimulateArgs};
 use output::{
     check_svg_output, is_std, note_proportional_cuts, read_input, refuse_overwrite, user_error, write_output,
 };
@@ -249,24 +249,25 @@ fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
 }
 
 fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
+    let InputArgs { family, costs, file } = &args.input;
     // The export's format and options are checked before any work.
     let target = match &args.export.export {
         Some(path) => {
-            if let Some(from) = &args.file.from {
+            if let Some(from) = &file.from {
                 refuse_overwrite(from, path)?;
             }
             Some(export::Target::export(&args.export, path)?)
         }
         None => None,
     };
-    let subject = match &args.file.from {
+    let subject = match &file.from {
         Some(path) => {
             reject_family_flags(matches, false)?;
-            from_file(&args.file, path, &args.costs)?
+            from_file(file, path, costs)?
         }
         None => {
-            reject_file_flags(&args.file)?;
-            generated(required_schedule(&args.family)?, args::params(&args.family, &args.costs)?, args.costs.units())?
+            reject_file_flags(file)?;
+            generated(required_schedule(family)?, args::params(family, costs)?, costs.units())?
         }
     };
     if let Some(target) = &target {
@@ -277,10 +278,10 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             return Ok(());
         }
     }
-    warn_over_limit(&subject.analysis, subject.params.mem_limit, args.costs.units());
-    if args.costs.model.given() {
+    warn_over_limit(&subject.analysis, subject.params.mem_limit, costs.units());
+    if costs.model.given() {
         let derived =
-            args.costs.model.model(subject.params.devices)?.derive(subject.params.devices).map_err(args::flag_error)?;
+            costs.model.model(subject.params.devices)?.derive(subject.params.devices).map_err(args::flag_error)?;
         note_proportional_cuts(
             &derived,
             [(subject.name.as_str(), subject.analysis.schedule.placement.stages_per_pipeline())],
@@ -302,13 +303,9 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         s
     } else {
         // With costs from a model: figures in µs and bytes, and why the bottleneck is one.
-        let derived = match args.costs.model.given() {
+        let derived = match costs.model.given() {
             true => Some(
-                args.costs
-                    .model
-                    .model(subject.params.devices)?
-                    .derive(subject.params.devices)
-                    .map_err(args::flag_error)?,
+                costs.model.model(subject.params.devices)?.derive(subject.params.devices).map_err(args::flag_error)?,
             ),
             false => None,
         };
@@ -380,10 +377,10 @@ fn progress_line(seconds: f64, p: &bubblescope::optimal::Progress) -> String {
 /// The families `--compare` (or `--schedule`) names, each once, by registry name.
 fn compared_names(args: &RenderArgs, have_file: bool) -> Result<Vec<String>> {
     let typed: Vec<String> = if args.compare.is_empty() {
-        match (&args.family.schedule, have_file) {
+        match (&args.input.family.schedule, have_file) {
             (Some(name), _) => vec![name.clone()],
             (None, true) => vec![],
-            (None, false) => vec![required_schedule(&args.family)?.to_string()],
+            (None, false) => vec![required_schedule(&args.input.family)?.to_string()],
         }
     } else {
         args.compare.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
@@ -409,6 +406,7 @@ fn too_many_passes(total: u64) -> anyhow::Error {
 }
 
 fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
+    let InputArgs { costs, file, .. } = &args.input;
     let theme = Theme::named(&args.theme).ok_or_else(|| {
         user_error(&format!("unknown theme `{}`", formats::sanitize(&args.theme)), &["use light or dark"])
     })?;
@@ -434,22 +432,22 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
             &["leave --duration out for 6 seconds, or give e.g. --duration 20"],
         ));
     }
-    if let Some(path) = &args.file.from {
+    if let Some(path) = &file.from {
         refuse_overwrite(path, &args.output)?;
     }
     check_svg_output(&args.output, "render")?;
-    reject_file_flags(&args.file)?;
+    reject_file_flags(file)?;
     let mut subjects = Vec::new();
-    let mut family_args = args.family.clone();
-    if let Some(path) = &args.file.from {
+    let mut family_args = args.input.family.clone();
+    if let Some(path) = &file.from {
         reject_family_flags(matches, !args.compare.is_empty())?;
-        let file = from_file(&args.file, path, &args.costs)?;
+        let read = from_file(file, path, costs)?;
         // Compared families run at the file's sizes.
-        family_args.devices = file.params.devices;
-        family_args.microbatches = file.params.microbatches;
-        subjects.push(file);
+        family_args.devices = read.params.devices;
+        family_args.microbatches = read.params.microbatches;
+        subjects.push(read);
     }
-    let params = args::params(&family_args, &args.costs)?;
+    let params = args::params(&family_args, costs)?;
     let names = compared_names(args, !subjects.is_empty())?;
     // The pass cap holds for everything drawn: every family's exact pass count comes from
     // the registry, so the total is checked before anything is generated.
@@ -462,16 +460,16 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     for name in &names {
         let in_context = |e: anyhow::Error| e.context(format!("schedule `{}`", formats::sanitize(name)));
         let schedule = generate(name, &params).map_err(|e| in_context(anyhow::anyhow!("{e}")))?;
-        subjects.push(analyzed(name, schedule, params.clone(), args.costs.units()).map_err(in_context)?);
+        subjects.push(analyzed(name, schedule, params.clone(), costs.units()).map_err(in_context)?);
     }
     if subjects.is_empty() {
         return Err(user_error("nothing to draw", &["pass --schedule NAME, --compare A,B or --from FILE"]));
     }
     for s in &subjects {
-        warn_over_limit(&s.analysis, s.params.mem_limit, args.costs.units());
+        warn_over_limit(&s.analysis, s.params.mem_limit, costs.units());
     }
-    if args.costs.model.given() {
-        let derived = args.costs.model.model(params.devices)?.derive(params.devices).map_err(args::flag_error)?;
+    if costs.model.given() {
+        let derived = costs.model.model(params.devices)?.derive(params.devices).map_err(args::flag_error)?;
         note_proportional_cuts(
             &derived,
             subjects.iter().map(|s| (s.name.as_str(), s.analysis.schedule.placement.stages_per_pipeline())),
@@ -496,14 +494,10 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         row_height: args.row_height,
         memory: args.memory,
         causes: args.causes,
-        mem_limit: args.costs.mem_limit()?,
+        mem_limit: costs.mem_limit()?,
         theme,
         // A measured run's times are µs whatever the cost flags say.
-        units: if subjects.iter().any(|s| s.params.units == Units::Measured) {
-            Units::Measured
-        } else {
-            args.costs.units()
-        },
+        units: if subjects.iter().any(|s| s.params.units == Units::Measured) { Units::Measured } else { costs.units() },
         ..FigureOptions::default()
     };
     let svg = if args.animate {

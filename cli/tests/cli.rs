@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bubblescope, fails, fails_in_scratch, ok, ok_in_scratch};
+use common::{bubblescope, fails, fails_in_scratch, fails_with_hint, ok, ok_in_scratch};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -99,9 +99,8 @@ fn bad_input_exits_2_with_a_message_and_hints() {
         (&["simulate", "-s", "1f1b", "--comm", "-0.5"], "error: comm must not be negative, found -0.5"),
     ];
     for (args, start) in cases {
-        let e = fails(d, args);
-        assert!(e.starts_with(start), "{args:?}: {e}");
-        assert!(e.contains("\n  hint: ") && !e.contains("os error"), "{args:?}: {e}");
+        let e = fails_with_hint(d, args, start);
+        assert!(e.starts_with(start) && !e.contains("os error"), "{args:?}: {e}");
     }
 }
 
@@ -457,8 +456,7 @@ fn messages_print_numbers_short_and_state_the_real_limits() {
             "must be at most 4294967295, found 99999999999",
         ),
     ] {
-        let e = fails(d, &args);
-        assert!(e.contains(message) && e.contains("\n  hint: "), "{e}");
+        fails_with_hint(d, &args, message);
     }
     let e = fails(d, &["render", "-s", "1f1b", "--width", "1e300", "-o", "x.svg"]);
     assert!(e.starts_with("error: --width must be between 240 and 20000 pixels, found 1e300"), "{e}");

@@ -4,20 +4,9 @@
 
 mod common;
 
-use common::{fails, ok};
+use common::{fails, fails_with_hint, join, ok, ok_stderr};
 
 const DUMPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/pytorch-dumps/");
-
-fn stderr(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = common::bubblescope(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stderr).to_string()
-}
-
-/// `base` then `extra`.
-fn join<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
-    base.iter().chain(extra).copied().collect()
-}
 
 fn read(dir: &std::path::Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap()
@@ -31,18 +20,18 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
 
     // The report is printed as without --export; the file is written beside it.
     assert_eq!(ok(d, &join(&family, &["--export", "zbv.csv"])), ok(d, &family));
-    let said = stderr(d, &join(&family, &["--export", "zbv.csv"]));
+    let said = ok_stderr(d, &join(&family, &["--export", "zbv.csv"]));
     assert_eq!(
         said.trim(),
         "wrote zbv.csv: a PyTorch schedule CSV (compute only), for _PipelineScheduleRuntime._load_csv(path, \
          format=\"compute_only\") in torch 2.14 or 2.15, which adds the communication; not for PipelineScheduleMulti, \
          which runs every rank in lock-step"
     );
-    let said = stderr(d, &join(&family, &["--export", "zbv-comms.csv", "--to-format", "pytorch-csv-comms"]));
+    let said = ok_stderr(d, &join(&family, &["--export", "zbv-comms.csv", "--to-format", "pytorch-csv-comms"]));
     assert!(said.contains("format=\"compute_comms\") in torch 2.15, which runs it as written"), "{said}");
-    stderr(d, &join(&family, &["--export", "zbv-214.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
-    stderr(d, &join(&family, &["--export", "zbv.json"]));
-    stderr(d, &join(&family, &["--export", "zbv.trace.json", "--to-format", "perfetto"]));
+    ok_stderr(d, &join(&family, &["--export", "zbv-214.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
+    ok_stderr(d, &join(&family, &["--export", "zbv.json"]));
+    ok_stderr(d, &join(&family, &["--export", "zbv.trace.json", "--to-format", "perfetto"]));
     // The same bytes as converting the JSON, in every format.
     for (name, to, torch) in [
         ("zbv.csv", "pytorch-csv", "2.15"),
@@ -66,7 +55,7 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
         assert_eq!(cost(&["simulate", "--from", name, "--json"]), expected, "{name}");
     }
     // `--from` a file, exported again.
-    stderr(d, &["simulate", "--from", "zbv.json", "--export", "again.csv"]);
+    ok_stderr(d, &["simulate", "--from", "zbv.json", "--export", "again.csv"]);
     assert_eq!(read(d, "again.csv"), read(d, "zbv.csv"));
     // `-` writes the file alone to standard output.
     assert_eq!(ok(d, &join(&family, &["--export", "-", "--to-format", "pytorch-csv-comms"])), comms);
@@ -88,9 +77,7 @@ fn export_flags_are_checked_before_any_work() {
         (&["convert", "x.json", "y.csv", "--torch", "3"], "unknown PyTorch version `3`"),
     ];
     for (args, says) in cases {
-        let err = fails(d, args);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(err.contains("\n  hint: "), "{args:?}: {err}");
+        fails_with_hint(d, args, says);
     }
     // --to-format and --torch need --export.
     let err = fails(d, &["simulate", "-s", "1f1b", "--torch", "2.15"]);
@@ -130,10 +117,10 @@ fn plan_exports_by_extension_too() {
     let d = dir.path();
     let plan = ["plan", "-p", "4", "--mem-limit", "5", "--static-memory", "0.5", "--json"];
 
-    let said = stderr(d, &join(&plan, &["--export", "plan.json"]));
+    let said = ok_stderr(d, &join(&plan, &["--export", "plan.json"]));
     assert!(said.contains("wrote plan.json: a Bubblescope JSON schedule"), "{said}");
     let said =
-        stderr(d, &join(&plan, &["--export", "plan.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
+        ok_stderr(d, &join(&plan, &["--export", "plan.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]));
     assert!(said.contains("format=\"compute_comms\") in torch 2.14"), "{said}");
     ok(d, &["convert", "plan.json", "again.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]);
     assert_eq!(read(d, "plan.csv"), read(d, "again.csv"));

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, ok};
+use common::{fails, fails_with_hint, join, ok, ok_stderr, read_back};
 
 use bubblescope::{family, Field};
 use serde_json::Value;
@@ -113,13 +113,8 @@ fn the_winner_exports_and_imports_back() {
     let imported: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
     assert_eq!(imported["cost"], best["cost"], "{best}");
     // The export says how to read it back; the command it prints gives the plan's cost.
-    let out = common::bubblescope(dir.path(), &args);
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
-    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap_or_else(|| panic!("{said}"));
-    let mut again: Vec<&str> = command.split_whitespace().collect();
-    again.push("--json");
-    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
-    assert_eq!(read_back["cost"], best["cost"], "{said}");
+    let said = ok_stderr(dir.path(), &args);
+    assert_eq!(read_back(dir.path(), &said)["cost"], best["cost"], "{said}");
 }
 
 #[test]
@@ -152,9 +147,7 @@ fn bad_plan_requests_exit_2_with_hints() {
         (&["plan", "-p", "4", "--mem-limit", "0.5"], "no plan fits under the limit of 0.5 per device"),
     ];
     for (args, says) in cases {
-        let err = fails(dir.path(), args);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(err.contains("\n  hint: "), "{args:?}: {err}");
+        fails_with_hint(dir.path(), args, says);
     }
     // Llama 3 70B's weights and Adam state alone overflow 80 GiB on 8 devices: the error says
     // so and names --tp, with which the same search finds plans.
@@ -196,7 +189,7 @@ fn the_search_says_what_it_leaves_out() {
         "{said}"
     );
     // With the micro-batch fixed, nothing is left out.
-    let fixed: Vec<&str> = args.iter().copied().chain(["--micro-batch", "1"]).collect();
+    let fixed = join(&args, &["--micro-batch", "1"]);
     assert!(!String::from_utf8_lossy(&common::bubblescope(dir.path(), &fixed).stderr).contains("note:"));
     // Two layers on three devices: the last holds the LM head alone.
     let args: Vec<&str> = ["plan", "-p", "3", "--micro-batch", "1"].into_iter().chain(tiny).collect();
@@ -215,8 +208,7 @@ fn export_takes_the_best_plan_a_pytorch_csv_can_hold() {
     // fit PyTorch's CSV: the export takes the best plan that does, says so, and reads back at
     // that plan's cost.
     let args = ["plan", "--model", "zb-1.5b", "-p", "2", "--mem-limit", "40GiB", "--global-batch", "16"];
-    let v: Value =
-        serde_json::from_str(&ok(dir.path(), &args.iter().copied().chain(["--json"]).collect::<Vec<_>>())).unwrap();
+    let v: Value = serde_json::from_str(&ok(dir.path(), &join(&args, &["--json"]))).unwrap();
     let plans = v["plans"].as_array().unwrap();
     let best = plans[0]["schedule"].as_str().unwrap();
     assert!(["dualpipe", "chimera"].contains(&best), "{v}");
@@ -225,15 +217,10 @@ fn export_takes_the_best_plan_a_pytorch_csv_can_hold() {
         .iter()
         .position(|p| !["dualpipe", "chimera", "seq1f1b"].contains(&p["schedule"].as_str().unwrap()))
         .unwrap();
-    let out = common::bubblescope(dir.path(), &args.iter().copied().chain(["--export", "x.csv"]).collect::<Vec<_>>());
-    assert!(out.status.success());
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let said = ok_stderr(dir.path(), &join(&args, &["--export", "x.csv"]));
     assert!(said.contains(&format!("note: plan 1 ({best}) cannot be written as a PyTorch schedule CSV")), "{said}");
     assert!(said.contains(&format!("--export wrote plan {}", k + 1)), "{said}");
-    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
-    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
-    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
-    assert_eq!(read_back["cost"], plans[k]["cost"], "{said}");
+    assert_eq!(read_back(dir.path(), &said)["cost"], plans[k]["cost"], "{said}");
 }
 
 #[test]
@@ -285,46 +272,32 @@ fn plan_export_writes_the_best_plan_one_csv_can_hold_beyond_top() {
         .into_iter()
         .chain(common::SMALL_MODEL)
         .collect();
-    let all: Value = serde_json::from_str(&ok(
-        dir.path(),
-        &args.iter().copied().chain(["--top", "50", "--json"]).collect::<Vec<_>>(),
-    ))
-    .unwrap();
+    let all: Value = serde_json::from_str(&ok(dir.path(), &join(&args, &["--top", "50", "--json"]))).unwrap();
     let plans = all["plans"].as_array().unwrap();
     // Two-directional schedules (two pipelines) are what one CSV cannot hold.
     let k = plans.iter().position(|p| p["schedule"] != "dualpipe" && p["schedule"] != "chimera").unwrap();
     assert!(k >= 2, "the scenario needs two-pipeline plans first: {k}");
     let top = k.to_string();
-    let export: Vec<&str> = args.iter().copied().chain(["--top", top.as_str(), "--export", "p.csv"]).collect();
-    let out = common::bubblescope(dir.path(), &export);
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{said}");
+    let said = ok_stderr(dir.path(), &join(&args, &["--top", top.as_str(), "--export", "p.csv"]));
     assert!(
         said.contains(&format!("--export wrote plan {} ({} · M ", k + 1, plans[k]["schedule"].as_str().unwrap())),
         "{said}"
     );
-    let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
-    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
-    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
-    assert_eq!(read_back["cost"], plans[k]["cost"], "{said}");
+    assert_eq!(read_back(dir.path(), &said)["cost"], plans[k]["cost"], "{said}");
 }
 
 #[test]
 fn plan_export_read_back_command_names_the_cost_flags_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["plan", "--devices", "4", "--mem-limit", "20", "--f", "1,1,1,2", "--comm", "0.25", "--w", "0.5"];
-    let v: Value =
-        serde_json::from_str(&ok(dir.path(), &args.iter().copied().chain(["--json"]).collect::<Vec<_>>())).unwrap();
-    let out = common::bubblescope(dir.path(), &args.iter().copied().chain(["--export", "p.csv"]).collect::<Vec<_>>());
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{said}");
+    let v: Value = serde_json::from_str(&ok(dir.path(), &join(&args, &["--json"]))).unwrap();
+    let said = ok_stderr(dir.path(), &join(&args, &["--export", "p.csv"]));
     let command = said.split("with: bubblescope ").nth(1).map(str::trim).unwrap();
     assert!(!command.contains("same cost flags"), "{command}");
     for flag in ["--f 1,1,1,2", "--comm 0.25", "--w 0.5"] {
         assert!(command.contains(flag), "{flag}: {command}");
     }
-    let again: Vec<&str> = command.split_whitespace().chain(["--json"]).collect();
-    let read_back: Value = serde_json::from_str(&ok(dir.path(), &again)).unwrap();
+    let read_back = read_back(dir.path(), &said);
     assert_eq!(read_back["cost"], v["plans"][0]["cost"], "{said}");
     assert_eq!(read_back["peak_memory"], v["plans"][0]["peak_memory"], "{said}");
 }

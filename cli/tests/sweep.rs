@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, ok};
+use common::{fails, fails_with_hint, ok};
 
 use bubblescope::{family, Field};
 use serde_json::Value;
@@ -188,9 +188,7 @@ fn bad_lists_exit_2_with_hints() {
     for (extra, says) in cases {
         let mut args = base.to_vec();
         args.extend_from_slice(extra);
-        let err = fails(dir.path(), &args);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(err.contains("\n  hint: "), "{args:?}: {err}");
+        fails_with_hint(dir.path(), &args, says);
     }
     let err = fails(dir.path(), &["sweep", "--schedules", "1f1b,zbh9", "-p", "4", "-m", "8"]);
     assert!(err.contains("unknown schedule `zbh9`"), "{err}");

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, ok};
+use common::{fails, fails_with_hint, ok};
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -79,8 +79,7 @@ fn simulate_and_render_read_a_trace_folder_on_its_measured_time_axis() {
     let svg = std::fs::read_to_string(dir.path().join("run.svg")).unwrap();
     assert!(svg.contains("measured run") && svg.contains(" ms"), "labelled and in ms");
     // Cost flags do not apply to measured times.
-    let e = fails(dir.path(), &["simulate", "--from", &run, "--f", "2"]);
-    assert!(e.contains("measured run") && e.contains("hint:"), "{e}");
+    fails_with_hint(dir.path(), &["simulate", "--from", &run, "--f", "2"], "measured run");
 }
 
 #[test]
@@ -112,10 +111,8 @@ fn bad_trace_input_names_the_file_and_gives_a_hint() {
     let e = fails(dir.path(), &["trace", &fixture("1f1b-unlabelled")]);
     assert!(e.contains("no pipeline labels") && e.contains("_load_csv"), "{e}");
     std::fs::create_dir(dir.path().join("empty")).unwrap();
-    let e = fails(dir.path(), &["trace", "empty"]);
-    assert!(e.contains("holds no trace files") && e.contains("hint:"), "{e}");
-    let e = fails(dir.path(), &["trace", "missing-folder"]);
-    assert!(e.contains("missing-folder") && e.contains("hint:"), "{e}");
+    fails_with_hint(dir.path(), &["trace", "empty"], "holds no trace files");
+    fails_with_hint(dir.path(), &["trace", "missing-folder"], "missing-folder");
 }
 
 /// `--calibrate RUN` fits the model to the run's middle stage, the runtime's overhead taken
@@ -144,6 +141,10 @@ fn calibrate_takes_a_profiled_run_as_its_middle_stages_times() {
     assert_eq!(error(&a), error(&b));
     assert!(b.contains("note: calibrating to the run's stage 2 (6 layers)"), "{b}");
     // A run with full backwards only measures no W.
-    let e = fails(dir.path(), &["costs", "--model", "zb-1.5b", "-p", "4", "--calibrate", &fixture("gpipe")]);
-    assert!(e.contains("full backwards only") && e.contains("hint:"), "{e}");
+    let gpipe = fixture("gpipe");
+    fails_with_hint(
+        dir.path(),
+        &["costs", "--model", "zb-1.5b", "-p", "4", "--calibrate", &gpipe],
+        "full backwards only",
+    );
 }

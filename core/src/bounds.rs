@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::families::Family;
 use crate::params::{Costs, ScheduleParams, StageCosts};
-use crate::schedule::{Op, Pass, PassKind, Schedule};
+use crate::schedule::{Op, Pass, PassKind, Placement, Schedule};
 use crate::sim::{dependency, provides, DepClass};
 use crate::stats::{busiest_work, device_work, Stats};
 
@@ -187,8 +187,9 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
 
     let mut facts: Vec<DeviceFacts> = vec![DeviceFacts::default(); devices];
     let mut last = vec![None; devices.max(1)];
+    let timing = Timing { placement: &schedule.placement, table: &table, dur: &dur };
     for (shape, count) in &shapes {
-        shape_facts(schedule, &table, &dur, shape, *count, &mut facts, &mut last);
+        shape_facts(&timing, shape, *count, &mut facts, &mut last);
     }
 
     let tolerance = |l: f64| 1e-9 * l.abs().max(1.0);
@@ -546,20 +547,27 @@ impl KeyTree {
     }
 }
 
+/// What the facts of a microbatch shape are reckoned with: where each stage runs, the stage
+/// costs (memory and communication) and each pass's duration.
+#[derive(Clone, Copy)]
+struct Timing<'a> {
+    placement: &'a Placement,
+    table: &'a StageCosts,
+    dur: &'a dyn Fn(Pass) -> f64,
+}
+
 /// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`, in time
 /// linear in the shape's passes (up to a sort): each pass's nearest ancestor on its own
 /// device comes from one walk of the shape's dependency forest. `last` holds one slot per
 /// device, all `None`, and is left so.
 fn shape_facts(
-    schedule: &Schedule,
-    table: &StageCosts,
-    dur: &dyn Fn(Pass) -> f64,
+    timing: &Timing,
     shape: &[(u32, u8)],
     count: u64,
     facts: &mut [DeviceFacts],
     last: &mut [Option<usize>],
 ) {
-    let placement = &schedule.placement;
+    let Timing { placement, table, dur } = *timing;
     let passes: Vec<Pass> = shape.iter().map(|&(stage, k)| Pass::new(PassKind::ALL[k as usize], stage, 0)).collect();
     let n = passes.len();
     let device: Vec<usize> = passes
@@ -725,15 +733,8 @@ mod tests {
         }
 
         /// Adds the facts of one microbatch shape (`count` microbatches have it) to `facts`.
-        pub(super) fn shape_facts_walk(
-            schedule: &Schedule,
-            table: &StageCosts,
-            dur: &dyn Fn(Pass) -> f64,
-            shape: &[(u32, u8)],
-            count: u64,
-            facts: &mut [DeviceFacts],
-        ) {
-            let placement = &schedule.placement;
+        pub(super) fn shape_facts_walk(timing: &Timing, shape: &[(u32, u8)], count: u64, facts: &mut [DeviceFacts]) {
+            let Timing { placement, table, dur } = *timing;
             let passes: Vec<Pass> =
                 shape.iter().map(|&(stage, k)| Pass::new(PassKind::ALL[k as usize], stage, 0)).collect();
             let n = passes.len();
@@ -864,8 +865,9 @@ mod tests {
             };
             let mut fast = vec![DeviceFacts::default(); devices];
             let mut slow = vec![DeviceFacts::default(); devices];
-            shape_facts(schedule, &table, &dur, &shape, 3, &mut fast, &mut vec![None; devices]);
-            pairwise::shape_facts_walk(schedule, &table, &dur, &shape, 3, &mut slow);
+            let timing = Timing { placement: &schedule.placement, table: &table, dur: &dur };
+            shape_facts(&timing, &shape, 3, &mut fast, &mut vec![None; devices]);
+            pairwise::shape_facts_walk(&timing, &shape, 3, &mut slow);
             for f in fast.iter_mut().chain(slow.iter_mut()) {
                 f.roots.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
                 f.leaves.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));

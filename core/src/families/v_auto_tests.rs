@@ -1,6 +1,7 @@
 //! Tests of the adaptive V scheduler against the authors' outputs (zero-bubble.md §9.2,
 //! Appendices B and C).
 
+use super::super::test_support;
 use super::super::v_blocks::simulated_cost;
 use super::steps::*;
 use super::*;
@@ -12,10 +13,9 @@ fn chunk_costs(f: f64, b: f64, w: f64) -> Costs {
     Costs { mem_w: Some(1.0), ..Costs::fbw(2.0 * f, 2.0 * b, 2.0 * w) }
 }
 
+/// [`test_support::params`] under the memory limit `limit`.
 fn params(devices: u32, microbatches: u32, costs: Costs, limit: Option<f64>) -> ScheduleParams {
-    let mut params = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
-    params.mem_limit = limit;
-    params
+    ScheduleParams { mem_limit: limit, ..test_support::params(devices, microbatches, costs) }
 }
 
 #[test]

@@ -9,6 +9,7 @@ use super::super::check::Checked;
 use super::super::csv;
 use super::super::text::{count, quote, warning, Diagnostics, Source};
 use super::grammar::{Actions, Comm, CommKind, StageAction, StageKind};
+use super::{cell_error, cell_warning};
 
 /// Whether any dependency of `schedule` crosses devices (so a compute+comms file needs a
 /// SEND/RECV pair).
@@ -69,11 +70,12 @@ pub(super) fn check_comms(
         }
         let home = placement.device_of(stage).unwrap_or(row);
         if home != row {
-            out.push(
-                source
-                    .error_at(row, column, format!("{cell} is on row {row}, but stage {stage} runs on row {home}"))
-                    .hint("a stage's SEND and RECV actions go on the row that runs the stage"),
-            );
+            out.push(cell_error(
+                source,
+                (row, column),
+                format!("{cell} is on row {row}, but stage {stage} runs on row {home}"),
+                "a stage's SEND and RECV actions go on the row that runs the stage",
+            ));
             continue;
         }
         let (peer, message, what) = match kind {
@@ -99,24 +101,21 @@ pub(super) fn check_comms(
             ),
         };
         let Some(peer) = peer else {
-            out.push(source.error_at(row, column, format!("{cell} {what}")).hint("delete the cell"));
+            out.push(cell_error(source, (row, column), format!("{cell} {what}"), "delete the cell"));
             continue;
         };
         let peer_row = placement.device_of(peer).unwrap_or(row);
         if peer_row == row {
-            out.push(
-                source
-                    .warning_at(
-                        row,
-                        column,
-                        format!(
-                            "{cell} is not needed: stages {} and {} both run on row {row}",
-                            stage.min(peer),
-                            stage.max(peer)
-                        ),
-                    )
-                    .hint("PyTorch passes data between stages of the same rank without SEND/RECV; delete the cell"),
-            );
+            out.push(cell_warning(
+                source,
+                (row, column),
+                format!(
+                    "{cell} is not needed: stages {} and {} both run on row {row}",
+                    stage.min(peer),
+                    stage.max(peer)
+                ),
+                "PyTorch passes data between stages of the same rank without SEND/RECV; delete the cell",
+            ));
             continue;
         }
         let table = if kind.is_send() { &mut sends } else { &mut recvs };
@@ -169,15 +168,12 @@ pub(super) fn check_comms(
             } else {
                 "after the action that computes it"
             };
-            out.push(
-                source
-                    .error_at(
-                        row,
-                        column,
-                        format!("{} has no matching {} on row {peer_row}", quote(&comm.text()), quote(&partner.text())),
-                    )
-                    .hint(format!("add {} on row {peer_row}, {advice}", quote(&partner.text()))),
-            );
+            out.push(cell_error(
+                source,
+                (row, column),
+                format!("{} has no matching {} on row {peer_row}", quote(&comm.text()), quote(&partner.text())),
+                format!("add {} on row {peer_row}, {advice}", quote(&partner.text())),
+            ));
         }
     }
 
@@ -205,19 +201,20 @@ pub(super) fn check_comms(
                 let recv = Comm { kind: recv, stage: p.stage, microbatch: p.microbatch };
                 let send = partner_of(recv);
                 let what = if p.kind == PassKind::F { "the output" } else { "the gradient" };
-                out.push(
-                    source
-                        .error_at(device as u32, checked.column(device as u32, position), format!(
-                            "`{}` needs {what} of stage {producer} from row {from_row}, but there is no {} for it",
-                            name(p),
-                            quote(&recv.text())
-                        ))
-                        .hint(format!(
-                            "in the compute+comms form, add {} on row {from_row} after the action that computes it, and {} on row {device} before this one",
-                            quote(&send.text()),
-                            quote(&recv.text())
-                        )),
-                );
+                out.push(cell_error(
+                    source,
+                    (device as u32, checked.column(device as u32, position)),
+                    format!(
+                        "`{}` needs {what} of stage {producer} from row {from_row}, but there is no {} for it",
+                        name(p),
+                        quote(&recv.text())
+                    ),
+                    format!(
+                        "in the compute+comms form, add {} on row {from_row} after the action that computes it, and {} on row {device} before this one",
+                        quote(&send.text()),
+                        quote(&recv.text())
+                    ),
+                ));
             }
         }
     }
@@ -250,23 +247,18 @@ pub(super) fn check_comms(
         for pair in list.windows(2) {
             let [earlier, later] = pair else { continue };
             if later.recv_column < earlier.recv_column {
-                out.push(
-                    source
-                        .warning_at(
-                            from,
-                            later.send_column,
-                            format!(
-                                "row {from} sends {} after {}, but row {to} receives {} before {}",
-                                quote(&later.send.text()),
-                                quote(&earlier.send.text()),
-                                quote(&later.recv.text()),
-                                quote(&earlier.recv.text())
-                            ),
-                        )
-                        .hint(
-                            "messages between two ranks are matched in the order they are posted; swap the RECV cells",
-                        ),
-                );
+                out.push(cell_warning(
+                    source,
+                    (from, later.send_column),
+                    format!(
+                        "row {from} sends {} after {}, but row {to} receives {} before {}",
+                        quote(&later.send.text()),
+                        quote(&earlier.send.text()),
+                        quote(&later.recv.text()),
+                        quote(&earlier.recv.text())
+                    ),
+                    "messages between two ranks are matched in the order they are posted; swap the RECV cells",
+                ));
                 break;
             }
         }
@@ -336,6 +328,7 @@ pub(super) fn check_waits(
         let mut registered: std::collections::HashSet<(CommKind, u32, u32)> = std::collections::HashSet::new();
         let mut reducing: Option<(usize, u32)> = None;
         for (column, action) in list {
+            let cell = quote(table.cell(row, column));
             match action {
                 Paired::Comm(c) if c.kind.is_send() => {
                     // A repeated SEND is reported by the SEND/RECV check.
@@ -349,75 +342,49 @@ pub(super) fn check_waits(
                         Some(i) => {
                             pending.remove(i);
                         }
-                        None => out.push(
-                            source
-                                .error_at(
-                                    row,
-                                    column,
-                                    format!(
-                                        "{} has no {} before it on row {row} to wait for",
-                                        quote(table.cell(row, column)),
-                                        quote(&send.text())
-                                    ),
-                                )
-                                .hint(format!(
-                                    "torch 2.15 refuses it (\"Pipeline wait {} at rank {row} has no pending send\"): \
-                                     a send is waited for once, after it is posted",
-                                    w.text()
-                                )),
-                        ),
+                        None => out.push(cell_error(
+                            source,
+                            (row, column),
+                            format!("{cell} has no {} before it on row {row} to wait for", quote(&send.text())),
+                            format!(
+                                "torch 2.15 refuses it (\"Pipeline wait {} at rank {row} has no pending send\"): \
+                                 a send is waited for once, after it is posted",
+                                w.text()
+                            ),
+                        )),
                     }
                 }
                 Paired::Stage(a) if a.kind == StageKind::ReduceGrad => {
                     if let Some((_, busy)) = reducing {
-                        out.push(
-                            source
-                                .error_at(
-                                    row,
-                                    column,
-                                    format!(
-                                        "{} starts while stage {busy}'s reduction is pending: torch 2.15 runs one at a time",
-                                        quote(table.cell(row, column))
-                                    ),
-                                )
-                                .hint(format!("add `{busy}WAIT_REDUCE_GRAD` before it")),
-                        );
+                        out.push(cell_error(
+                            source,
+                            (row, column),
+                            format!("{cell} starts while stage {busy}'s reduction is pending: torch 2.15 runs one at a time"),
+                            format!("add `{busy}WAIT_REDUCE_GRAD` before it"),
+                        ));
                     }
                     reducing = Some((column, a.stage));
                 }
                 Paired::Stage(a) => match reducing {
                     Some((_, busy)) if busy == a.stage => reducing = None,
                     Some((_, busy)) => {
-                        out.push(
-                            source
-                                .error_at(
-                                    row,
-                                    column,
-                                    format!(
-                                        "{} waits for stage {}'s reduction, but the pending one is stage {busy}'s",
-                                        quote(table.cell(row, column)),
-                                        a.stage
-                                    ),
-                                )
-                                .hint(format!(
-                                    "a WAIT_REDUCE_GRAD follows its own REDUCE_GRAD: `{busy}WAIT_REDUCE_GRAD`"
-                                )),
-                        );
+                        out.push(cell_error(
+                            source,
+                            (row, column),
+                            format!(
+                                "{cell} waits for stage {}'s reduction, but the pending one is stage {busy}'s",
+                                a.stage
+                            ),
+                            format!("a WAIT_REDUCE_GRAD follows its own REDUCE_GRAD: `{busy}WAIT_REDUCE_GRAD`"),
+                        ));
                         reducing = None;
                     }
-                    None => out.push(
-                        source
-                            .error_at(
-                                row,
-                                column,
-                                format!(
-                                    "{} has no `{}REDUCE_GRAD` before it on row {row} to wait for",
-                                    quote(table.cell(row, column)),
-                                    a.stage
-                                ),
-                            )
-                            .hint("torch 2.15 refuses a WAIT_REDUCE_GRAD without a pending reduction"),
-                    ),
+                    None => out.push(cell_error(
+                        source,
+                        (row, column),
+                        format!("{cell} has no `{}REDUCE_GRAD` before it on row {row} to wait for", a.stage),
+                        "torch 2.15 refuses a WAIT_REDUCE_GRAD without a pending reduction",
+                    )),
                 },
             }
         }
@@ -446,21 +413,15 @@ pub(super) fn check_waits(
             );
         }
         if let Some((column, busy)) = reducing {
-            out.push(
-                source
-                    .error_at(
-                        row,
-                        column,
-                        format!(
-                            "{} has no matching `{busy}WAIT_REDUCE_GRAD` on row {row}",
-                            quote(table.cell(row, column))
-                        ),
-                    )
-                    .hint(format!(
-                        "torch 2.15 refuses the file (\"Stage {busy} at rank {row} has REDUCE_GRAD without \
-                         WAIT_REDUCE_GRAD\"): add `{busy}WAIT_REDUCE_GRAD` after it"
-                    )),
-            );
+            out.push(cell_error(
+                source,
+                (row, column),
+                format!("{} has no matching `{busy}WAIT_REDUCE_GRAD` on row {row}", quote(table.cell(row, column))),
+                format!(
+                    "torch 2.15 refuses the file (\"Stage {busy} at rank {row} has REDUCE_GRAD without \
+                     WAIT_REDUCE_GRAD\"): add `{busy}WAIT_REDUCE_GRAD` after it"
+                ),
+            ));
         }
     }
     let paired = out.errors() == errors_before;
@@ -556,13 +517,12 @@ pub(super) fn check_stage_actions(
         }
         let home = placement.device_of(a.stage).unwrap_or(row);
         if home != row {
-            out.push(
-                source
-                    .error_at(row, column, format!("{cell} is on row {row}, but stage {} runs on row {home}", a.stage))
-                    .hint(
-                        "PyTorch gives a stage to the row any of its actions is on, so a stage on two rows is refused",
-                    ),
-            );
+            out.push(cell_error(
+                source,
+                (row, column),
+                format!("{cell} is on row {row}, but stage {} runs on row {home}", a.stage),
+                "PyTorch gives a stage to the row any of its actions is on, so a stage on two rows is refused",
+            ));
             continue;
         }
         if a.kind != StageKind::ReduceGrad {

@@ -10,6 +10,7 @@ use super::super::{Dialect, ImportOptions, Imported};
 use super::comms::{check_comms, check_stage_actions, check_waits, needs_comms};
 use super::grammar::{parse_cell, pass_kind, pass_text, Actions, RawPass, StageKind, Token, Word, GRAMMAR_HINT};
 use super::placement::infer_placement;
+use super::{cell_error, cell_warning};
 
 /// Where the dialect was decided: the first `I` and the first `BW` cell, if any, whether there
 /// is a `W`, and the first cells only one generation of PyTorch writes: torch 2.15's waits
@@ -79,35 +80,31 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
         );
     }
     if let Some((row, column)) = table.unterminated {
-        out.push(
-            source
-                .error_at(row as u32, column, "a quoted cell is never closed: it runs to the end of the file")
-                .hint("close it with `\"`"),
-        );
+        out.push(cell_error(
+            source,
+            (row as u32, column),
+            "a quoted cell is never closed: it runs to the end of the file",
+            "close it with `\"`",
+        ));
     }
     let rows = table.rows.len();
 
     let (cells, evidence) = tokenize(&table, source, &mut out);
     let dialect = options.dialect.unwrap_or_else(|| evidence.dialect());
     if let Some((modern, legacy)) = evidence.mixed() {
-        out.push(
-            source
-                .error_at(
-                    modern.0,
-                    modern.1,
-                    format!(
-                        "the file mixes dialects: {} is torch 2.15's, but {} at {} is the legacy dialect's, \
-                         which PyTorch stopped writing before 2.14",
-                        quote(table.cell(modern.0, modern.1)),
-                        quote(table.cell(legacy.0, legacy.1)),
-                        source.short(legacy.0, legacy.1)
-                    ),
-                )
-                .hint(
-                    "a file is written for one PyTorch version: torch 2.15's use F, I, W, B and one SEND or RECV per \
-                     cell; write it again with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`",
-                ),
-        );
+        out.push(cell_error(
+            source,
+            modern,
+            format!(
+                "the file mixes dialects: {} is torch 2.15's, but {} at {} is the legacy dialect's, \
+                 which PyTorch stopped writing before 2.14",
+                quote(table.cell(modern.0, modern.1)),
+                quote(table.cell(legacy.0, legacy.1)),
+                source.short(legacy.0, legacy.1)
+            ),
+            "a file is written for one PyTorch version: torch 2.15's use F, I, W, B and one SEND or RECV per \
+             cell; write it again with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`",
+        ));
     }
     let mut actions = read_actions(&cells, dialect, options.dialect.is_some(), &evidence, &table, source, &mut out);
     drop(cells);
@@ -166,14 +163,15 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
         check_stage_actions(&checked, &actions, &table, source, &namer, advise, &mut out);
         if advise && evidence.waits.is_none() {
             if let Some(&(row, column, _)) = actions.comms.iter().find(|(_, _, c)| c.kind.is_send()) {
-                out.push(source.warning_at(
-                    row,
-                    column,
+                out.push(cell_warning(
+                    source,
+                    (row, column),
                     format!(
                         "the file has SEND actions but no WAIT_SEND: torch 2.14 runs it, torch 2.15 refuses it \
                          (\"Pipeline sends at rank {row} have no matching wait\")"
                     ),
-                ).hint("write it for torch 2.15 with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`"));
+                    "write it for torch 2.15 with `bubblescope convert IN OUT --to-format pytorch-csv-comms --torch 2.15`",
+                ));
             }
         }
     } else if let Some(&(row, column, first)) = actions.stage_actions.first() {
@@ -182,20 +180,15 @@ pub(in crate::formats) fn import(text: &str, expect_comms: bool, options: &Impor
             1 => format!("{} is", quote(&first.text())),
             n => format!("{} and {} are", quote(&first.text()), count(n - 1, "more action")),
         };
-        out.push(
-            source
-                .warning_at(
-                    row,
-                    column,
-                    format!(
-                        "{what} not compute actions: PyTorch's `_load_csv(format=\"compute_only\")` refuses them \
-                         in a compute-only file (its lowering adds them); read here and ignored"
-                    ),
-                )
-                .hint(
-                    "delete them to give PyTorch the file, or add the SEND/RECV actions and load it as compute_comms",
-                ),
-        );
+        out.push(cell_warning(
+            source,
+            (row, column),
+            format!(
+                "{what} not compute actions: PyTorch's `_load_csv(format=\"compute_only\")` refuses them \
+                 in a compute-only file (its lowering adds them); read here and ignored"
+            ),
+            "delete them to give PyTorch the file, or add the SEND/RECV actions and load it as compute_comms",
+        ));
     }
     Imported { schedule: Some(checked.schedule), costs: None, times: None, diagnostics: out.finish() }
 }
@@ -437,24 +430,21 @@ pub(super) fn renumber_1f1b_forwards(
         })
         .collect();
     for &(stage, n, (row, column)) in &shifted {
-        out.push(
-            source
-                .warning_at(
-                    row,
-                    column,
-                    format!(
-                        "stage {stage} numbers its forwards 1 to {n} but its other actions 0 to {}, as PyTorch's \
-                         Schedule1F1B writes its last rank (cell {}); read with the forwards numbered 0 to {}",
-                        n - 1,
-                        quote(table.cell(row, column)),
-                        n - 1
-                    ),
-                )
-                .hint(format!(
-                    "PyTorch refuses this file itself (\"Running Full Backward for stage {stage}, microbatch 0 without \
-                     first running Forward\"); the schedule Schedule1F1B runs numbers its forwards from 0"
-                )),
-        );
+        out.push(cell_warning(
+            source,
+            (row, column),
+            format!(
+                "stage {stage} numbers its forwards 1 to {n} but its other actions 0 to {}, as PyTorch's \
+                 Schedule1F1B writes its last rank (cell {}); read with the forwards numbered 0 to {}",
+                n - 1,
+                quote(table.cell(row, column)),
+                n - 1
+            ),
+            format!(
+                "PyTorch refuses this file itself (\"Running Full Backward for stage {stage}, microbatch 0 without \
+                 first running Forward\"); the schedule Schedule1F1B runs numbers its forwards from 0"
+            ),
+        ));
     }
     if shifted.is_empty() {
         return;

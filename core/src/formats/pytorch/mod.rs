@@ -20,6 +20,8 @@ mod pyset;
 pub use export::{export_pytorch_csv, export_pytorch_csv_with};
 pub(super) use import::import;
 
+use super::text::Source;
+use crate::error::Diagnostic;
 use crate::schedule::{Op, Pass};
 use grammar::{parse_cell, pass_kind, RawPass, Token};
 
@@ -42,6 +44,22 @@ pub fn compute_action(text: &str) -> Result<Option<Op>, (String, String)> {
         Token::Idle | Token::Comms(_) | Token::Stage(_) => Ok(None),
         Token::Bad(why) => Err(*why),
     }
+}
+
+/// An error at the cell (`row`, `column`) of `source`, with the way to fix it: the shape of most
+/// of this format's diagnostics.
+fn cell_error(
+    source: &Source,
+    (row, column): (u32, usize),
+    message: impl AsRef<str>,
+    hint: impl Into<String>,
+) -> Diagnostic {
+    source.error_at(row, column, message).hint(hint)
+}
+
+/// A warning at a cell, with the way to fix it (as [`cell_error`]).
+fn cell_warning(source: &Source, at: (u32, usize), message: impl AsRef<str>, hint: impl Into<String>) -> Diagnostic {
+    source.warning_at(at.0, at.1, message).hint(hint)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use crate::schedule::{Op, Pass, Placement};
 
 use super::super::text::{Diagnostics, Source};
+use super::cell_error;
 
 /// The stage-to-device table the cells imply, as a placement. A stage on two rows is an error
 /// and its cells on the later rows are dropped.
@@ -20,19 +21,16 @@ pub(super) fn infer_placement(
     if stages as usize > passes {
         // Bound the table: a valid file has at least one action per stage.
         let (row, column, op) = ops.iter().max_by_key(|(_, _, op)| op.passes().map(|p| p.stage).max()).copied()?;
-        out.push(
-            source
-                .error_at(
-                    row,
-                    column,
-                    format!(
-                        "`{}` names stage {}, but the file has only {passes} actions, so most stages would have none",
-                        name(op.first()),
-                        stages - 1
-                    ),
-                )
-                .hint("check this cell's stage number"),
-        );
+        out.push(cell_error(
+            source,
+            (row, column),
+            format!(
+                "`{}` names stage {}, but the file has only {passes} actions, so most stages would have none",
+                name(op.first()),
+                stages - 1
+            ),
+            "check this cell's stage number",
+        ));
         return None;
     }
     // The first (row, column) each stage appears at.
@@ -48,21 +46,18 @@ pub(super) fn infer_placement(
         for p in op.passes().filter(foreign) {
             if reported.insert((p.stage, *row)) {
                 let (first_row, first_column) = home[p.stage as usize].unwrap_or((0, 0));
-                out.push(
-                    source
-                        .error_at(
-                            *row,
-                            *column,
-                            format!(
-                                "`{}` puts stage {} on row {row}, but it runs on row {first_row} (first at {})",
-                                name(p),
-                                p.stage,
-                                source.short(first_row, first_column)
-                            ),
-                        )
-                        .hint("a stage runs on one rank: PyTorch infers the stage-to-rank map from the rows")
-                        .hint(format!("the actions of stage {} on row {row} are skipped", p.stage)),
+                let error = cell_error(
+                    source,
+                    (*row, *column),
+                    format!(
+                        "`{}` puts stage {} on row {row}, but it runs on row {first_row} (first at {})",
+                        name(p),
+                        p.stage,
+                        source.short(first_row, first_column)
+                    ),
+                    "a stage runs on one rank: PyTorch infers the stage-to-rank map from the rows",
                 );
+                out.push(error.hint(format!("the actions of stage {} on row {row} are skipped", p.stage)));
             }
         }
         let kept: Vec<Pass> = op.passes().filter(|p| !foreign(p)).collect();
