@@ -162,22 +162,10 @@ pub struct CostArgs {
     #[arg(long, value_name = "X", help_heading = "Memory", hide_short_help = true)]
     pub offload: Option<String>,
     /// With plain costs: the time one forward's activation (mem-f) takes to copy to the host.
-    #[arg(
-        long = "copy-time",
-        value_name = "T",
-        allow_hyphen_values = true,
-        help_heading = "Memory",
-        hide_short_help = true
-    )]
+    #[arg(long, value_name = "T", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
     pub copy_time: Option<f64>,
     /// With a model: the GPU's host link, GB/s each way [default: the GPU preset's].
-    #[arg(
-        long = "host-gbps",
-        value_name = "GBPS",
-        allow_hyphen_values = true,
-        help_heading = "Memory",
-        hide_short_help = true
-    )]
+    #[arg(long, value_name = "GBPS", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
     pub host_gbps: Option<f64>,
 }
 

@@ -34,6 +34,11 @@ pub fn export_perfetto(schedule: &Schedule, timeline: &Timeline) -> Result<Strin
     export_within(schedule, timeline, MAX_TRACE_BYTES)
 }
 
+/// The thread id of `device`'s copy stream: after every device's own.
+fn copy_thread(devices: u32, device: u32) -> u32 {
+    devices + device
+}
+
 /// [`export_perfetto`], refusing a trace of more than `max_bytes`.
 fn export_within(schedule: &Schedule, timeline: &Timeline, max_bytes: usize) -> Result<String, FormatError> {
     let fits = timeline.devices.len() == schedule.orders.len()
@@ -84,6 +89,30 @@ fn export_within(schedule: &Schedule, timeline: &Timeline, max_bytes: usize) -> 
                     producer[k].get_or_insert((device, t.start));
                 }
             }
+        }
+    }
+
+    // Each device's copy stream, as its own thread under the devices: one slice per copy.
+    for (device, times) in timeline.devices.iter().enumerate() {
+        let copies = schedule.copies_of(device as u32);
+        if copies.is_empty() {
+            continue;
+        }
+        let tid = copy_thread(schedule.devices(), device as u32);
+        events.push(format_args!(
+            r#"{{"name":"thread_name","ph":"M","pid":{PID},"tid":{tid},"args":{{"name":"device {device} copies"}}}}"#
+        ))?;
+        events.push(format_args!(
+            r#"{{"name":"thread_sort_index","ph":"M","pid":{PID},"tid":{tid},"args":{{"sort_index":{tid}}}}}"#
+        ))?;
+        for (c, t) in copies.iter().zip(&times.copies) {
+            events.push(format_args!(
+                r#"{{"name":"{} {}","ph":"X","pid":{PID},"tid":{tid},"ts":{},"dur":{}}}"#,
+                c.kind.name(),
+                super::json::pass_text(c.pass, slices),
+                Num(t.start),
+                Num(t.end - t.start)
+            ))?;
         }
     }
 
@@ -216,5 +245,21 @@ mod tests {
             err.message
         );
         assert_eq!(mebibytes(MAX_TRACE_BYTES), "512 MiB");
+    }
+
+    #[test]
+    fn copies_are_slices_on_a_thread_of_their_own() {
+        let trade = crate::Trade { offload: crate::Offload::Auto, copy_time: Some(0.1), ..crate::Trade::default() };
+        let costs = crate::Costs { trade: Some(std::sync::Arc::new(trade)), ..crate::Costs::default() };
+        let a = crate::run("gpipe", &crate::ScheduleParams::new(2, 4).with_costs(costs)).unwrap();
+        let trace: serde_json::Value = serde_json::from_str(&export_perfetto(&a.schedule, &a.timeline).unwrap()).unwrap();
+        let events = trace["traceEvents"].as_array().cloned().unwrap_or_default();
+        let copies: Vec<&serde_json::Value> =
+            events.iter().filter(|e| e["ph"] == "X" && e["tid"] == 2 && e["name"].as_str().is_some()).collect();
+        assert_eq!(copies.len(), a.schedule.copies_of(0).len());
+        let first = &a.timeline.devices[0].copies[0];
+        assert_eq!(copies[0]["ts"].as_f64(), Some(first.start));
+        assert!(copies[0]["name"].as_str().unwrap_or_default().starts_with("offload 0F"));
+        assert!(events.iter().any(|e| e["args"]["name"] == "device 0 copies"));
     }
 }
