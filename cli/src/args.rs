@@ -503,6 +503,14 @@ impl CostArgs {
         Ok(settings)
     }
 
+    /// Refuses --copy-time or --host-gbps for a run that copies nothing.
+    pub fn check_copy_rate(&self, schedule: &bubblescope::Schedule) -> Result<()> {
+        match self.trade_settings()?.unused_rate(schedule) {
+            Some(e) => Err(flag_error(e)),
+            None => Ok(()),
+        }
+    }
+
     /// What prices a trade: the model (its layers and host link) or plain costs' mem-f.
     fn pricing(&self, model: Option<&Model>, costs: &Costs) -> Pricing {
         match model {

@@ -270,6 +270,10 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             generated(required_schedule(family)?, args::params(family, costs)?, costs.units())?
         }
     };
+    costs.check_copy_rate(&subject.analysis.schedule)?;
+    if costs.offload.is_some() && !subject.analysis.schedule.has_copies() {
+        eprintln!("note: {}", bubblescope::passes::NOTHING_OFFLOADED);
+    }
     if let Some(target) = &target {
         let a = &subject.analysis;
         target.write(&target.text(&a.schedule, &subject.params.costs, Some(a))?)?;
@@ -466,6 +470,7 @@ fn render(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         return Err(user_error("nothing to draw", &["pass --schedule NAME, --compare A,B or --from FILE"]));
     }
     for s in &subjects {
+        costs.check_copy_rate(&s.analysis.schedule)?;
         warn_over_limit(&s.analysis, s.params.mem_limit, costs.units());
     }
     if costs.model.given() {

@@ -1,8 +1,11 @@
 //! A 200-run sweep at P = 8 through the core's single-threaded path (expand, run each as
-//! `simulate` does with its bubble attribution, mark the Pareto front). Target: under 1 s.
+//! `simulate` does with its bubble attribution, mark the Pareto front), plain and with full
+//! recompute and automatic offload on every device. Target: under 1 s each.
 
 use bubblescope::plan::{parse_schedules, sweep, SweepSpec};
-use bubblescope::Costs;
+use std::sync::Arc;
+
+use bubblescope::{Costs, Offload, Recompute, Trade};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 /// 20 families × 10 microbatch counts (8..80:8) = 200 runs at P = 8, uneven F, B, W and
@@ -28,6 +31,12 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("sweep");
     group.sample_size(10);
     group.bench_function("200-runs-P8", |b| b.iter(|| sweep(&s).unwrap()));
+    let trade =
+        Trade { recompute: vec![Recompute::Full], offload: Offload::Auto, copy_time: Some(0.05), ..Trade::default() };
+    let traded = SweepSpec { costs: Costs { trade: Some(Arc::new(trade)), ..s.costs.clone() }, ..s.clone() };
+    let done = sweep(&traded).unwrap();
+    eprintln!("recompute + offload: {} runs, {} invalid", done.runs.len(), done.invalid.len());
+    group.bench_function("200-runs-P8-recompute-offload", |b| b.iter(|| sweep(&traded).unwrap()));
     group.finish();
 }
 

@@ -44,6 +44,9 @@ pub fn apply(schedule: Schedule, costs: &Costs) -> Result<Schedule, ParamError> 
     Ok(Schedule { copies, ..schedule })
 }
 
+/// What a run that asked to offload but copies nothing says.
+pub const NOTHING_OFFLOADED: &str = "nothing was offloaded: no wait between a forward and its backward hides three round trips of its copy (a faster host link, or more microbatches, leaves room)";
+
 /// What a PyTorch schedule file says of a schedule that recomputes or offloads: it holds the
 /// compute orders only.
 pub const PYTORCH_NOTE: &str = "the PyTorch file holds the compute orders only: PyTorch's runtime has no recompute or offload action; set recomputation on the stage module (activation checkpointing, torch.utils.checkpoint) and offload with a custom action";
@@ -164,7 +167,12 @@ impl Candidate {
 }
 
 /// The copies of `device`: the candidates it offloads, each with its offload and reload, in
-/// issue order.
+/// The copies of `device`: the candidates it offloads, each with its offload and reload, in
+/// issue order. Candidates are taken longest wait first (they hold the most memory for the
+/// longest) while the device's one copy stream has room: the offload in the first free slot
+/// after the forward, the reload in the last free slot that ends before the activation is
+/// needed. A candidate with no room for both is not offloaded, so the copies planned never
+/// queue behind each other on the stream.
 fn device_copies(
     schedule: &Schedule,
     timeline: &Timeline,
@@ -179,26 +187,83 @@ fn device_copies(
     let forwards = order.iter().flat_map(Op::passes).filter(|p| p.kind == PassKind::F).count();
     let mut candidates = candidates(order, times, costs);
     candidates.retain(Candidate::hides_round_trips);
-    // The longest waits first: they hold the most memory for the longest.
     candidates.sort_by(|a, b| b.wait().total_cmp(&a.wait()).then(a.after_forward.cmp(&b.after_forward)));
-    if let Some(fraction) = trade.offload_of(device) {
-        candidates.truncate((fraction * forwards as f64).round() as usize);
-    }
-    // (copy, the position that orders it among copies issued at the same position)
-    let mut copies = Vec::with_capacity(2 * candidates.len());
-    for c in &candidates {
-        copies.push((CopyOp { kind: CopyKind::Offload, pass: c.forward, at: c.after_forward as u32 }, c.after_forward));
-        // Issue the reload at the last position whose issue time still leaves it the copy's
-        // time (and the backward's slack) before the activation is needed.
-        let latest = c.needed_by - c.copy;
+    let most = trade.offload_of(device).map_or(usize::MAX, |f| (f * forwards as f64).round() as usize);
+    let mut stream = Stream::default();
+    // (copy, its planned start): the stream runs them in that order.
+    let mut copies = Vec::new();
+    for c in candidates {
+        if copies.len() / 2 >= most {
+            break;
+        }
+        let Some(out) = stream.first_free(c.free_from, c.copy) else { continue };
+        let Some(back) = stream.last_free(out + c.copy, c.needed_by, c.copy) else { continue };
+        stream.take(out, c.copy);
+        stream.take(back, c.copy);
+        copies.push((CopyOp { kind: CopyKind::Offload, pass: c.forward, at: c.after_forward as u32 }, out));
+        // Issued at the last position the compute reaches by the slot's start.
         let issue = (c.after_forward..=c.needed_at)
-            .take_while(|&p| p == c.after_forward || times.ops.get(p - 1).is_some_and(|t| t.end <= latest))
+            .take_while(|&p| p == c.after_forward || times.ops.get(p - 1).is_some_and(|t| t.end <= back))
             .last()
             .unwrap_or(c.after_forward);
-        copies.push((CopyOp { kind: CopyKind::Reload, pass: c.forward, at: issue as u32 }, c.needed_at));
+        copies.push((CopyOp { kind: CopyKind::Reload, pass: c.forward, at: issue as u32 }, back));
     }
-    copies.sort_by_key(|(c, then)| (c.at, c.kind == CopyKind::Reload, *then));
-    copies.into_iter().map(|(c, _)| c).collect()
+    // The stream runs copies in list order: by planned start. Each is issued at its position
+    // or at the one before it in the list, whichever comes later; both are reached by its
+    // planned start, so no copy starts after it was planned to.
+    copies.sort_by(|(a, ta), (b, tb)| {
+        ta.total_cmp(tb).then((a.kind == CopyKind::Reload).cmp(&(b.kind == CopyKind::Reload)))
+    });
+    let mut at = 0;
+    copies
+        .into_iter()
+        .map(|(mut c, _)| {
+            at = at.max(c.at);
+            c.at = at;
+            c
+        })
+        .collect()
+}
+
+/// The busy intervals planned on a copy stream, sorted by start.
+#[derive(Default)]
+struct Stream {
+    busy: Vec<(f64, f64)>,
+}
+
+impl Stream {
+    /// The earliest start from `from` on where `length` fits.
+    fn first_free(&self, from: f64, length: f64) -> Option<f64> {
+        let mut start = from;
+        for &(s, e) in &self.busy {
+            if start + length <= s {
+                break;
+            }
+            start = start.max(e);
+        }
+        start.is_finite().then_some(start)
+    }
+
+    /// The latest start from `from` on at which `length` ends by `by`.
+    fn last_free(&self, from: f64, by: f64, length: f64) -> Option<f64> {
+        let mut end = by;
+        for &(s, e) in self.busy.iter().rev() {
+            if e <= end - length || s >= end {
+                if s >= end {
+                    continue;
+                }
+                break;
+            }
+            end = end.min(s);
+        }
+        let start = end - length;
+        (start >= from).then_some(start)
+    }
+
+    fn take(&mut self, start: f64, length: f64) {
+        let at = self.busy.partition_point(|&(s, _)| s < start);
+        self.busy.insert(at, (start, start + length));
+    }
 }
 
 /// Every forward on the device whose activation is needed again later on it.

@@ -227,6 +227,20 @@ impl TradeSettings {
         self.recompute.iter().any(|r| *r != Recompute::None) || self.offload != Offload::None
     }
 
+    /// The error for a copy time or host link given to a run that neither offloads nor copies.
+    pub fn unused_rate(&self, schedule: &crate::schedule::Schedule) -> Option<ParamError> {
+        if self.offload != Offload::None {
+            return None;
+        }
+        let field = [(Field::CopyTime, self.copy_time.is_some()), (Field::HostGbps, self.host_gbps.is_some())]
+            .into_iter()
+            .find_map(|(f, given)| given.then_some(f))?;
+        (!schedule.has_copies()).then(|| {
+            ParamError::new(field, format!("{} prices copies to the host, but nothing is offloaded", field.name()))
+                .hint(format!("offload some activations (offload 0.5, or auto), or drop {}", field.name()))
+        })
+    }
+
     /// The time one unit of memory takes to copy to the host under `pricing`: with a model, a
     /// byte at the host link's speed; with plain costs, `copy_time` over mem-f. `None` when
     /// plain costs give no copy time.
@@ -273,7 +287,11 @@ impl TradeSettings {
     }
 
     /// The trade these settings ask for on `devices` devices, priced by `pricing` (`None` when
-    /// they ask for nothing).
+    /// they ask for nothing). A copy time or host link alone gives a trade that only prices
+    /// the copies a schedule read from a file has: callers refuse it for a schedule without
+    /// copies ([`TradeSettings::unused_rate`]). A copy time or host link alone gives a trade that only prices
+    /// the copies a schedule read from a file has: the caller refuses it for a schedule
+    /// without copies ([`TradeSettings::unused_rate`]).
     ///
     /// # Errors
     /// A [`ParamError`] naming the setting: a list of the wrong length, a fraction outside 0 to
@@ -281,18 +299,8 @@ impl TradeSettings {
     /// link that is not above 0, or one that does not fit the costs.
     pub fn trade(&self, pricing: &Pricing, devices: u32) -> Result<Option<Trade>, ParamError> {
         if !self.asks() {
-            if let Some(field) =
-                [(Field::CopyTime, self.copy_time.is_some()), (Field::HostGbps, self.host_gbps.is_some())]
-                    .into_iter()
-                    .find_map(|(f, given)| given.then_some(f))
-            {
-                return Err(ParamError::new(
-                    field,
-                    format!("{} prices copies to the host, but nothing is offloaded", field.name()),
-                )
-                .hint(format!("offload some activations (offload 0.5, or auto), or drop {}", field.name())));
-            }
-            return Ok(None);
+            let copy_time = self.copy_rate(pricing)?;
+            return Ok(copy_time.map(|t| Trade { copy_time: Some(t), ..Trade::default() }));
         }
         let mut trade = Trade { offload: self.offload.clone(), ..Trade::default() };
         if !self.recompute.is_empty() {

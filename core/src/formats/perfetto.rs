@@ -252,7 +252,8 @@ mod tests {
         let trade = crate::Trade { offload: crate::Offload::Auto, copy_time: Some(0.1), ..crate::Trade::default() };
         let costs = crate::Costs { trade: Some(std::sync::Arc::new(trade)), ..crate::Costs::default() };
         let a = crate::run("gpipe", &crate::ScheduleParams::new(2, 4).with_costs(costs)).unwrap();
-        let trace: serde_json::Value = serde_json::from_str(&export_perfetto(&a.schedule, &a.timeline).unwrap()).unwrap();
+        let trace: serde_json::Value =
+            serde_json::from_str(&export_perfetto(&a.schedule, &a.timeline).unwrap()).unwrap();
         let events = trace["traceEvents"].as_array().cloned().unwrap_or_default();
         let copies: Vec<&serde_json::Value> =
             events.iter().filter(|e| e["ph"] == "X" && e["tid"] == 2 && e["name"].as_str().is_some()).collect();

@@ -1,0 +1,135 @@
+//! Recompute and offload through the binary: what `simulate` reports is the difference of two
+//! independent runs, the planner's choice reproduces with `simulate`, files keep the passes,
+//! PyTorch files hold the compute orders with a note, and bad input exits 2 with a hint.
+
+mod common;
+
+use common::{fails_with_hint, join, ok, ok_in_scratch, ok_stderr, SMALL_MODEL};
+
+use serde_json::Value;
+
+fn json(args: &[&str]) -> Value {
+    let all = join(args, &["--json"]);
+    serde_json::from_str(&ok_in_scratch(&all)).expect("json")
+}
+
+#[test]
+fn the_trade_line_is_the_difference_to_the_same_orders_without_it() {
+    for (family, extra) in [
+        ("1f1b", &["--recompute", "full"][..]),
+        ("gpipe", &["--offload", "auto", "--copy-time", "2.5", "-m", "16"][..]),
+        ("zb-h1", &["--recompute", "full,none,full,none", "--offload", "0.5", "--copy-time", "0.2"][..]),
+    ] {
+        let base = join(&["simulate", "-s", family, "--comm", "0.1"], extra);
+        let traded = json(&base);
+        let plain_args: Vec<&str> = ["simulate", "-s", family, "--comm", "0.1"]
+            .into_iter()
+            .chain(extra.iter().copied().filter(|a| *a == "-m" || *a == "16"))
+            .collect();
+        let plain = json(&plain_args);
+        let t = &traded["trade"];
+        let cost = |v: &Value| v["cost"].as_f64().unwrap();
+        let peak = |v: &Value| v["peak_memory"].as_f64().unwrap();
+        assert!((t["time"].as_f64().unwrap() - (cost(&traded) - cost(&plain))).abs() < 1e-9, "{family}: {t}");
+        assert!((t["saved"].as_f64().unwrap() - (peak(&plain) - peak(&traded))).abs() < 1e-9, "{family}: {t}");
+        assert!(peak(&traded) <= peak(&plain) + 1e-12 && cost(&traded) >= cost(&plain) - 1e-12, "{family}");
+    }
+    assert_eq!(json(&["simulate", "-s", "1f1b"])["trade"], Value::Null);
+}
+
+#[test]
+fn a_model_prices_selective_recompute_and_copies_at_the_host_link() {
+    let selective = json(&join(
+        &join(&["simulate", "-s", "1f1b", "--flash-attention", "false"], &SMALL_MODEL),
+        &["--recompute", "selective"],
+    ));
+    let plain = json(&join(&join(&["simulate", "-s", "1f1b", "--flash-attention", "false"], &SMALL_MODEL), &[]));
+    assert!(selective["peak_memory"].as_f64() < plain["peak_memory"].as_f64());
+    // Copies at half the link take twice as long: the copy stream is busy twice as long.
+    let at = |gbps: &str| {
+        let v = json(&join(
+            &join(&["simulate", "-s", "gpipe", "-m", "8"], &SMALL_MODEL),
+            &["--offload", "1", "--host-gbps", gbps],
+        ));
+        v["trade"]["copying"][0].as_f64().unwrap()
+    };
+    let (fast, slow) = (at("400"), at("200"));
+    assert!(fast > 0.0 && (slow / fast - 2.0).abs() < 1e-9, "{fast} {slow}");
+}
+
+#[test]
+fn the_planner_trades_only_when_it_must_and_its_choice_reproduces() {
+    let v: Value =
+        serde_json::from_str(&ok_in_scratch(&["plan", "-p", "4", "--mem-limit", "2", "--copy-time", "0.05", "--json"]))
+            .unwrap();
+    let plans = v["plans"].as_array().unwrap();
+    assert!(!plans.is_empty());
+    let traded = plans.iter().find(|p| !p["trade"].is_null()).expect("some plan trades");
+    let p = traded;
+    let recompute =
+        p["trade"]["recompute"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect::<Vec<_>>().join(",");
+    let offload = p["trade"]["offload"].as_str().unwrap().to_string();
+    let m = p["microbatches"].to_string();
+    let mut args =
+        vec!["simulate", "-s", p["schedule"].as_str().unwrap(), "-p", "4", "-m", &m, "--recompute", &recompute];
+    let chunks = p["chunks"].to_string();
+    if !p["chunks"].is_null() {
+        args.extend(["--chunks", &chunks]);
+    }
+    if offload != "none" {
+        args.extend(["--offload", &offload, "--copy-time", "0.05"]);
+    }
+    let again = json(&args);
+    assert_eq!(again["cost"].as_f64(), p["cost"].as_f64(), "{p}");
+    assert!(again["peak_memory"].as_f64().unwrap() <= 2.0 + 1e-12);
+    // Nothing fits below the least memory any candidate reaches: the error names it.
+    let e = fails_with_hint(
+        &std::env::temp_dir(),
+        &["plan", "-p", "4", "--mem-limit", "0.01", "--copy-time", "0.05"],
+        "no plan fits",
+    );
+    assert!(e.contains("even with the most recompute and offload tried, the least memory a candidate needs is"), "{e}");
+}
+
+#[test]
+fn files_keep_recompute_and_copies_and_pytorch_files_hold_the_compute_orders() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let flags = ["-s", "gpipe", "--recompute", "full,none,none,none", "--offload", "auto", "--copy-time", "0.3"];
+    let first: Value =
+        serde_json::from_str(&ok(d, &join(&join(&["simulate"], &flags), &["--export", "t.json", "--json"]))).unwrap();
+    let text = std::fs::read_to_string(d.join("t.json")).unwrap();
+    assert!(text.contains("\"copies\"") && text.contains("0R0"), "{text}");
+    let back: Value =
+        serde_json::from_str(&ok(d, &["simulate", "--from", "t.json", "--copy-time", "0.3", "--json"])).unwrap();
+    assert_eq!(back["cost"], first["cost"]);
+    assert_eq!(back["peak_memory"], first["peak_memory"]);
+    let said = ok_stderr(d, &join(&join(&["simulate"], &flags), &["--export", "t.csv"]));
+    assert!(said.contains("PyTorch's runtime has no recompute or offload action"), "{said}");
+    ok(d, &["simulate", "-s", "gpipe", "--export", "plain.csv"]);
+    assert_eq!(
+        std::fs::read_to_string(d.join("t.csv")).unwrap(),
+        std::fs::read_to_string(d.join("plain.csv")).unwrap()
+    );
+}
+
+#[test]
+fn bad_trades_exit_2_with_a_hint() {
+    let d = std::env::temp_dir();
+    for (args, says) in [
+        (&["--recompute", "full,none"][..], "one per device: 4, found 2"),
+        (&["--recompute", "sometimes"][..], "unknown recompute `sometimes`"),
+        (&["--offload", "1.5", "--copy-time", "1"][..], "from 0 to 1, found 1.5"),
+        (&["--offload", "-0.5", "--copy-time", "1"][..], "found -0.5"),
+        (&["--offload", "auto"][..], "offload needs the time a copy to the host takes"),
+        (&["--offload", "auto", "--copy-time", "0"][..], "copy-time must be above 0"),
+        (&["--offload", "auto", "--copy-time", "NaN"][..], "copy-time must be above 0"),
+        (&["--copy-time", "2"][..], "nothing is offloaded"),
+        (&["--recompute", "selective"][..], "selective recompute needs a model"),
+        (&["--offload", "auto", "--host-gbps", "3"][..], "host-gbps needs costs from a model"),
+        (&["--model", "llama-3-8b", "--offload", "auto", "--host-gbps", "0"][..], "host-gbps must be above 0"),
+        (&["--recompute", "full", "--optimal"][..], "recomputes or offloads"),
+    ] {
+        fails_with_hint(&d, &join(&["simulate", "-s", "1f1b"], args), says);
+    }
+}
