@@ -77,7 +77,13 @@ impl AllRuns {
     pub fn pareto_points(&self) -> Vec<ParetoPoint<'static>> {
         self.runs
             .iter()
-            .map(|r| ParetoPoint { family: r.family.name, peak_memory: r.peak_memory, cost: r.cost, pareto: r.pareto })
+            .map(|r| ParetoPoint {
+                family: r.family.name,
+                peak_memory: r.peak_memory,
+                cost: r.cost,
+                pareto: r.pareto,
+                traded: false,
+            })
             .collect()
     }
 }
@@ -102,6 +108,7 @@ pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
         mem_limits: params.mem_limit.into_iter().collect(),
         costs: params.costs.clone(),
         bytes: settings.model.given(),
+        trades: Vec::new(),
     };
     let specs = spec.expand().map_err(|e| e.to_string())?;
     let outcomes = specs.into_iter().map(|spec: RunSpec| {

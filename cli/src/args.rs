@@ -503,6 +503,23 @@ impl CostArgs {
         Ok(settings)
     }
 
+    /// The settings of a sweep's `--trades` list, each priced as --recompute and --offload
+    /// would be (`None` for `none`).
+    pub fn trade_list(&self, text: &str, devices: u32) -> Result<Vec<Option<std::sync::Arc<Trade>>>> {
+        let costs = self.untraded_costs(None, devices)?;
+        let model = if self.model()?.is_some() { Some(self.model.model(devices)?) } else { None };
+        let pricing = self.pricing(model.as_ref(), &costs);
+        trade::parse_trade_list(text)
+            .map_err(flag_error)?
+            .into_iter()
+            .map(|mut s| {
+                (s.copy_time, s.host_gbps) = (self.copy_time, self.host_gbps);
+                let t = s.trade(&pricing, devices).map_err(flag_error)?;
+                Ok(t.filter(|t| !t.is_none()).map(std::sync::Arc::new))
+            })
+            .collect()
+    }
+
     /// Refuses --copy-time or --host-gbps for a run that copies nothing.
     pub fn check_copy_rate(&self, schedule: &bubblescope::Schedule) -> Result<()> {
         match self.trade_settings()?.unused_rate(schedule) {
@@ -840,6 +857,13 @@ pub struct SweepArgs {
     /// default P each)
     #[arg(long, value_name = "G", value_parser = positive)]
     pub group: Option<u32>,
+    /// Recompute and offload settings to sweep: none, selective, full, offload, full+offload.
+    ///
+    /// Recompute and offload settings to sweep, each on every device: `none`, `selective`,
+    /// `full`, `offload` (automatic), `selective+offload`, `full+offload`. Runs that trade are
+    /// hollow on the Pareto chart [default: --recompute and --offload as given].
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["recompute", "offload"])]
+    pub trades: Option<String>,
     #[command(flatten)]
     pub costs: CostArgs,
     /// Print one JSON object (`runs` and `invalid`) instead of a table.

@@ -196,8 +196,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 bubblescope::cost_lists::cost_flags(&c.params.costs, c.params.devices, c.family.uses(Field::Overlap))
             }
         };
+        let flags = format!("{flags} {}", trade_flags(plan, args));
         let shown = bubblescope::units::shell_word(&path.display().to_string());
-        let command = format!("bubblescope simulate --from {shown} {flags}");
+        let command = format!("bubblescope simulate --from {shown} {}", flags.trim());
         eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
     }
     let out = if args.json {
@@ -208,6 +209,25 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         table(&spec, &found, searched, bytes)
     };
     crate::output::print(&out)
+}
+
+/// The flags that give a plan's recompute and offload (empty when it trades nothing): what a
+/// PyTorch file of its compute orders needs to read back at the plan's numbers.
+fn trade_flags(plan: &Plan, args: &PlanArgs) -> String {
+    let Some(t) = &plan.trade else { return String::new() };
+    let devices = plan.candidate.params.devices;
+    let recompute: Vec<&str> = (0..devices).map(|d| t.trade.recompute_of(d).name()).collect();
+    let mut out = format!("--recompute {}", recompute.join(","));
+    if t.trade.offloads() {
+        out.push_str(&format!(" --offload {}", t.trade.offload));
+        if let Some(c) = args.costs.copy_time {
+            out.push_str(&format!(" --copy-time {c}"));
+        }
+        if let Some(g) = args.costs.host_gbps {
+            out.push_str(&format!(" --host-gbps {g}"));
+        }
+    }
+    out
 }
 
 /// A plan in one line: family, microbatches, chunks, micro-batch and layout.

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Result;
 use bubblescope::plan::{
-    parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
+    describe_trade, parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun,
+    SweepSpec,
 };
 use bubblescope::render::{pareto_svg, AxisUnit, ParetoOptions, Theme};
 use bubblescope::units::format_bytes;
@@ -80,6 +81,10 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         mem_limits: args.costs.mem_limits()?,
         costs: args.costs.costs(None, args.devices)?,
         bytes: args.costs.model.given(),
+        trades: match &args.trades {
+            Some(text) => args.costs.trade_list(text, args.devices)?,
+            None => Vec::new(),
+        },
     };
     let specs = spec.expand().map_err(err)?;
     let sweep = Sweep::collect(run_parallel(specs, run_one));
@@ -130,6 +135,7 @@ fn key(spec: &RunSpec, chunks: Option<u32>) -> Value {
         "microbatches": spec.params.microbatches,
         "chunks": chunks,
         "mem_limit": spec.params.mem_limit,
+        "trade": spec.trade().map(|t| describe_trade(t, spec.params.devices)),
     })
 }
 
@@ -173,6 +179,11 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// A run's recompute and offload in words (empty when it trades nothing).
+fn trade_text(spec: &RunSpec) -> String {
+    spec.trade().map(|t| describe_trade(t, spec.params.devices)).unwrap_or_default()
+}
+
 /// [`key`] as the first five CSV columns.
 fn key_csv(spec: &RunSpec, chunks: Option<u32>) -> String {
     let p = &spec.params;
@@ -186,13 +197,13 @@ pub fn csv(sweep: &Sweep) -> String {
     let mut out = String::from(
         "schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,\
          attribution_communication,attribution_imbalance,attribution_schedule,pareto,error,bubble_rate_paper,\
-         attribution_memory\n",
+         attribution_memory,trade\n",
     );
     for r in &sweep.runs {
         let a = r.attribution;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},,{},{}",
+            "{},{},{},{},{},{},{},{},,{},{},{}",
             key_csv(&r.spec, Some(r.chunks)),
             r.stats.cost,
             r.stats.bubble_rate,
@@ -202,15 +213,17 @@ pub fn csv(sweep: &Sweep) -> String {
             opt(a.map(|a| a.schedule)),
             r.pareto,
             r.stats.bubble_rate_paper,
-            opt(r.memory)
+            opt(r.memory),
+            field(&trade_text(&r.spec))
         );
     }
     for i in &sweep.invalid {
         let _ = writeln!(
             out,
-            "{},,,,,,,,{},,",
+            "{},,,,,,,,{},,,{}",
             key_csv(&i.spec, i.spec.chunks()),
-            field(&i.error.replace("\n  hint: ", " — hint: "))
+            field(&i.error.replace("\n  hint: ", " — hint: ")),
+            field(&trade_text(&i.spec))
         );
     }
     out
@@ -238,10 +251,13 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
         "", "schedule", "M", "chunks", "mem limit", "cost", "bubble", "peak memory"
     );
     for r in rows {
-        let parts = r.attribution.map_or_else(String::new, |p| {
+        let mut parts = r.attribution.map_or_else(String::new, |p| {
             let memory = r.memory.map(|m| format!(" · memory {}", time(m))).unwrap_or_default();
             format!("{} + {} + {}{memory}", time(p.communication), time(p.imbalance), time(p.schedule))
         });
+        if let Some(t) = r.spec.trade() {
+            parts.push_str(&format!(" · trades {}", describe_trade(t, r.spec.params.devices)));
+        }
         let _ = writeln!(
             out,
             "{:<1} {:<18} {:>6} {:>6} {:>12} {:>14} {:>7}% {:>12}  {}",

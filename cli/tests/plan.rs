@@ -23,6 +23,13 @@ fn simulate_args(p: &Value, model: bool) -> Vec<String> {
     if !p["activation_limit"].is_null() {
         args.extend(["--mem-limit".into(), p["activation_limit"].to_string()]);
     }
+    if let Some(t) = p["trade"].as_object() {
+        let recompute: Vec<&str> = t["recompute"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+        args.extend(["--recompute".into(), recompute.join(",")]);
+        if t["offload"] != "none" {
+            args.extend(["--offload".into(), t["offload"].as_str().unwrap().to_string()]);
+        }
+    }
     if model {
         args.extend(MODEL.map(String::from));
         args.extend(["--micro-batch".into(), p["micro_batch"].to_string()]);
@@ -134,7 +141,7 @@ fn the_table_names_throughput_memory_and_attribution() {
 #[test]
 fn bad_plan_requests_exit_2_with_hints() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["plan", "-p", "4"], "--mem-limit is required"),
         // A model setting's error names its flag, as in `simulate`.
         (
@@ -144,7 +151,14 @@ fn bad_plan_requests_exit_2_with_hints() {
         (&["plan", "-p", "4", "--mem-limit", "5", "--export", "plan.txt"], "cannot tell the output format"),
         (&["plan", "-p", "4", "--mem-limit", "5", "--global-batch", "8"], "--global-batch needs costs from a model"),
         (&["plan", "-p", "4", "--mem-limit", "5", "--static-memory", "auto"], "needs a model"),
-        (&["plan", "-p", "4", "--mem-limit", "0.5"], "no plan fits under the limit of 0.5 per device"),
+        (
+            &["plan", "-p", "4", "--mem-limit", "0.5", "--recompute", "none"],
+            "no plan fits under the limit of 0.5 per device",
+        ),
+        (
+            &["plan", "-p", "4", "--mem-limit", "0.01"],
+            "even with the most recompute and offload tried, the least memory a candidate needs is 0.4706",
+        ),
     ];
     for (args, says) in cases {
         fails_with_hint(dir.path(), args, says);

@@ -45,13 +45,13 @@ fn a_model_prices_selective_recompute_and_copies_at_the_host_link() {
     ));
     let plain = json(&join(&join(&["simulate", "-s", "1f1b", "--flash-attention", "false"], &SMALL_MODEL), &[]));
     assert!(selective["peak_memory"].as_f64() < plain["peak_memory"].as_f64());
-    // Copies at half the link take twice as long: the copy stream is busy twice as long.
+    // Copies at half the link take twice as long each.
     let at = |gbps: &str| {
         let v = json(&join(
             &join(&["simulate", "-s", "gpipe", "-m", "8"], &SMALL_MODEL),
             &["--offload", "1", "--host-gbps", gbps],
         ));
-        v["trade"]["copying"][0].as_f64().unwrap()
+        v["trade"]["copying"][0].as_f64().unwrap() / (2.0 * v["trade"]["offloaded"][0].as_f64().unwrap())
     };
     let (fast, slow) = (at("400"), at("200"));
     assert!(fast > 0.0 && (slow / fast - 2.0).abs() < 1e-9, "{fast} {slow}");
@@ -132,4 +132,46 @@ fn bad_trades_exit_2_with_a_hint() {
     ] {
         fails_with_hint(&d, &join(&["simulate", "-s", "1f1b"], args), says);
     }
+}
+
+#[test]
+fn a_sweep_runs_every_setting_and_draws_the_traded_runs_hollow() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "sweep",
+        "--schedules",
+        "1f1b,zb-h1",
+        "-p",
+        "4",
+        "-m",
+        "8",
+        "--trades",
+        "none,full,offload",
+        "--copy-time",
+        "0.2",
+    ];
+    let v: Value = serde_json::from_str(&ok(d, &join(&args, &["--json", "-o", "p.svg"]))).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 3);
+    for r in runs {
+        // Each run is what `simulate` gives with the same setting.
+        let mut again = vec!["simulate", "-s", r["schedule"].as_str().unwrap()];
+        match r["trade"].as_str() {
+            None => {}
+            Some(t) if t.starts_with("recompute") => again.extend(["--recompute", "full"]),
+            Some(_) => again.extend(["--offload", "auto", "--copy-time", "0.2"]),
+        }
+        let one = json(&again);
+        assert_eq!(
+            (one["cost"].as_f64(), one["peak_memory"].as_f64()),
+            (r["cost"].as_f64(), r["peak_memory"].as_f64()),
+            "{r}"
+        );
+    }
+    let svg = std::fs::read_to_string(d.join("p.svg")).unwrap();
+    assert!(svg.contains("recompute/offload"), "the legend names the hollow markers");
+    let e = common::fails_with_hint(d, &join(&args[..8], &["--trades", "full,sometimes"]), "unknown trade `sometimes`");
+    assert!(e.contains("expected none, selective, full, offload"), "{e}");
+    common::fails_with_hint(d, &join(&args, &["--recompute", "full"]), "cannot be used with");
 }

@@ -20,6 +20,7 @@ fn spec() -> SweepSpec {
         mem_limits: vec![],
         costs: Costs { comm: 0.1, ..Costs::fbw(1.0, 1.2, 0.8) },
         bytes: false,
+        trades: vec![],
     }
 }
 

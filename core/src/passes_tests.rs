@@ -113,6 +113,7 @@ fn validation_names_misplaced_recomputes_and_copies() {
     let all = text.join("\n");
     assert!(all.contains("R(stage 1, mb 0) must run after its F and before its backward"), "{all}");
     assert!(all.contains("is issued before its forward ends"), "{all}");
+    assert!(all.contains("stage 1 recomputes 1 of its 4 microbatches: R(stage 1, mb 1) has no R"), "{all}");
 }
 
 fn families() -> impl Strategy<Value = &'static str> {

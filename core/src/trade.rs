@@ -357,6 +357,30 @@ pub fn parse_recompute(text: &str) -> Result<Vec<Recompute>, ParamError> {
         .collect()
 }
 
+/// The settings a sweep's `--trades` list names, one per item: `none`, `selective`, `full`,
+/// `offload` (automatic), `selective+offload` or `full+offload`, on every device.
+///
+/// # Errors
+/// A [`ParamError`] on `recompute` naming the item that is not one of these.
+pub fn parse_trade_list(text: &str) -> Result<Vec<TradeSettings>, ParamError> {
+    text.split(',')
+        .map(|item| {
+            let item = item.trim().to_ascii_lowercase();
+            let (mode, offload) = match item.strip_suffix("+offload") {
+                Some(mode) => (mode, true),
+                None if item == "offload" => ("none", true),
+                None => (item.as_str(), false),
+            };
+            let recompute = Recompute::from_name(mode).ok_or_else(|| {
+                ParamError::new(Field::Recompute, format!("unknown trade `{item}` in --trades"))
+                    .hint("expected none, selective, full, offload, selective+offload or full+offload, e.g. --trades none,full,offload")
+            })?;
+            let offload = if offload { Offload::Auto } else { Offload::None };
+            Ok(TradeSettings { recompute: vec![recompute], offload, ..TradeSettings::default() })
+        })
+        .collect()
+}
+
 /// Parses an `--offload` value: `auto`, `none`, one fraction, or one per device.
 ///
 /// # Errors
@@ -411,6 +435,18 @@ mod tests {
         assert_eq!(t.check(4).unwrap_err().field, Field::CopyTime);
         let t = Trade { offload: Offload::Auto, copy_time: Some(0.0), ..Trade::default() };
         assert!(t.check(4).unwrap_err().to_string().contains("hint:"));
+    }
+
+    #[test]
+    fn a_trade_list_names_each_setting_once() {
+        let list = parse_trade_list("none, full, offload, full+offload").unwrap();
+        assert_eq!(list.len(), 4);
+        assert!(!list[0].asks());
+        assert_eq!((list[1].recompute[0], &list[1].offload), (Recompute::Full, &Offload::None));
+        assert_eq!((list[2].recompute[0], &list[2].offload), (Recompute::None, &Offload::Auto));
+        assert_eq!((list[3].recompute[0], &list[3].offload), (Recompute::Full, &Offload::Auto));
+        let e = parse_trade_list("full,sometimes").unwrap_err();
+        assert!(e.to_string().contains("unknown trade `sometimes`") && e.to_string().contains("hint:"), "{e}");
     }
 
     #[test]

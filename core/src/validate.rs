@@ -180,8 +180,43 @@ pub fn validate(schedule: &Schedule) -> Vec<Diagnostic> {
             }
         }
     }
+    recompute_whole_stages(schedule, &seen, &index, &mut out);
     copies(schedule, &seen, &index, &mut out);
     out.finish()
+}
+
+/// A stage recomputes every microbatch or none: what its forwards keep is set per stage.
+fn recompute_whole_stages(
+    schedule: &Schedule,
+    seen: &[Vec<Option<(u32, usize)>>; PassKind::ALL.len()],
+    index: &dyn Fn(Pass) -> usize,
+    out: &mut Diagnostics,
+) {
+    let placement = &schedule.placement;
+    let r = PassKind::R.index();
+    for stage in 0..placement.stages() {
+        let share = placement.pipeline_microbatches(placement.pipeline_of(stage), schedule.microbatches);
+        let keys: Vec<Pass> = share
+            .flat_map(|microbatch| (0..schedule.slices.max(1)).map(move |slice| Pass { kind: PassKind::F, stage, microbatch, slice }))
+            .collect();
+        let with = keys.iter().filter(|&&p| seen[r].get(index(p)).is_some_and(Option::is_some)).count();
+        if with == 0 || with == keys.len() {
+            continue;
+        }
+        let Some(missing) = keys.iter().find(|&&p| seen[r].get(index(p)).is_some_and(Option::is_none)) else { continue };
+        out.push(
+            Diagnostic::error(
+                placement.device_of(stage),
+                None,
+                format!(
+                    "stage {stage} recomputes {with} of its {} microbatches: {} has no R",
+                    keys.len(),
+                    Pass { kind: PassKind::R, ..*missing }
+                ),
+            )
+            .hint("a stage recomputes all its microbatches or none: add an R before each of its backwards, or remove them"),
+        );
+    }
 }
 
 /// Checks every device's copies: each forward offloaded at most once, after it runs, and

@@ -85,6 +85,9 @@ pub fn analyze_file_timed(
     let checked: Result<(), ParamError> = costs.check().and_then(|()| mem_limit.map_or(Ok(()), check_mem_limit));
     let analysis = checked.map_err(AnalyzeError::Param).and_then(|()| match times {
         Some(times) => crate::analysis::analyze_timed(schedule, &costs, times),
+        // A file of compute orders takes the recompute and offload the costs ask for, as a
+        // generated schedule does; one that has its own keeps them.
+        None if !schedule.trades_memory() => analyze(crate::passes::apply(schedule, &costs)?, &costs),
         None => analyze(schedule, &costs),
     });
     FileAnalysis { label, params, analysis }

@@ -11,6 +11,8 @@ pub struct ParetoPoint<'a> {
     pub cost: f64,
     /// Whether it is on the Pareto front.
     pub pareto: bool,
+    /// Whether it recomputes or offloads (drawn hollow).
+    pub traded: bool,
 }
 
 /// Relative tolerance of the front's comparisons: two coordinates this close are equal, so

@@ -10,6 +10,8 @@
 //! every other family the limit is a check, and a run whose peak activation memory is above it
 //! is listed as invalid with that reason, so every listed run fits its limit.
 
+use std::sync::Arc;
+
 use super::pareto::ParetoPoint;
 use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
@@ -17,6 +19,7 @@ use crate::families::Family;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
 use crate::registry::{family, unknown_family, FAMILIES};
 use crate::stats::Stats;
+use crate::trade::Trade;
 
 /// Most runs one sweep may expand to.
 pub const MAX_SWEEP_RUNS: usize = 10_000;
@@ -46,6 +49,8 @@ pub struct SweepSpec {
     /// Whether memory is in bytes (costs derived from a model): messages then show sizes in
     /// KiB to TiB.
     pub bytes: bool,
+    /// Recompute and offload settings to sweep (`None`: none); empty: the costs' own.
+    pub trades: Vec<Option<Arc<Trade>>>,
 }
 
 /// One run of a sweep: a family and the parameters it runs with (only the options it reads).
@@ -63,6 +68,11 @@ impl RunSpec {
     /// default); `None` for families without the option.
     pub fn chunks(&self) -> Option<u32> {
         self.family.uses(Field::Chunks).then(|| self.family.with_defaults(&self.params).chunks).flatten()
+    }
+
+    /// The recompute and offload it runs with, when it trades anything.
+    pub fn trade(&self) -> Option<&Trade> {
+        self.params.costs.trade.as_deref().filter(|t| !t.is_none())
     }
 
     /// The exact number of passes (from the registry, before any work).
@@ -235,14 +245,18 @@ impl SweepSpec {
             if self.chunks.is_empty() { vec![None] } else { self.chunks.iter().copied().map(Some).collect() };
         let limit_choices: Vec<Option<f64>> =
             if self.mem_limits.is_empty() { vec![None] } else { self.mem_limits.iter().copied().map(Some).collect() };
+        let trade_choices: Vec<Option<Arc<Trade>>> =
+            if self.trades.is_empty() { vec![self.costs.trade.clone()] } else { self.trades.clone() };
         let mut runs = Vec::new();
         let mut passes: u64 = 0;
         for &f in &self.families {
             let chunks: &[Option<u32>] = if f.uses(Field::Chunks) { &chunk_choices } else { &[None] };
             for &m in &self.microbatches {
                 for &c in chunks {
-                    for &limit in &limit_choices {
+                    for (&limit, trade) in limit_choices.iter().flat_map(|l| trade_choices.iter().map(move |t| (l, t)))
+                    {
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(self.costs.clone());
+                        params.costs.trade = trade.clone();
                         // As --group: the F&B time goes to the families that overlap.
                         if !f.uses(Field::Overlap) {
                             params.costs.overlap = None;
@@ -351,6 +365,7 @@ impl Sweep {
                 peak_memory: r.stats.peak_memory,
                 cost: r.stats.cost,
                 pareto: r.pareto,
+                traded: r.spec.trade().is_some(),
             })
             .collect()
     }
@@ -413,6 +428,7 @@ mod tests {
             mem_limits: vec![],
             costs: Costs::default(),
             bytes: false,
+            trades: vec![],
         }
     }
 

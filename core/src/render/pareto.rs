@@ -348,6 +348,9 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
                 shape.add(&mut scene, (px(x), px(y)), px(r + 1.5), t.text);
             }
             shape.add(&mut scene, (px(x), px(y)), px(r), color);
+            if p.traded {
+                shape.add(&mut scene, (px(x), px(y)), px(r * 0.45), t.track);
+            }
             markers.push(ParetoMarker { run: *i, x, y, r });
         }
     }
@@ -359,7 +362,8 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
     if legend {
         let lx = plot.2 + 16.0;
         let room = LEGEND_WIDTH - 36.0;
-        let extras = usize::from(front.len() > 1) + usize::from(!limits.is_empty());
+        let traded = finite.iter().any(|(_, p)| p.traded);
+        let extras = usize::from(front.len() > 1) + usize::from(!limits.is_empty()) + usize::from(traded);
         let height = (plot.3 - plot.1 - 6.0).max(0.0);
         let slots = |step: f64| (height / step).floor() as usize + 1;
         let step = (height / (families.len() + extras).saturating_sub(1).max(1) as f64).clamp(LEGEND_MIN_STEP, 18.0);
@@ -386,6 +390,19 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
             scene.text(px(lx + 16.0), px(y), "Pareto front", px(font), t.text, Anchor::Start);
             y += step;
         }
+        if traded {
+            Shape::ORDER[0].add(&mut scene, (px(lx + 5.0), px(y)), px(RADIUS), t.muted);
+            Shape::ORDER[0].add(&mut scene, (px(lx + 5.0), px(y)), px(RADIUS * 0.45), t.background);
+            scene.text(
+                px(lx + 16.0),
+                px(y),
+                &fit_text("recompute/offload", font, room),
+                px(font),
+                t.text,
+                Anchor::Start,
+            );
+            y += step;
+        }
         if !limits.is_empty() {
             scene.dashed_line((px(lx), px(y)), (px(lx + 10.0), px(y)), t.alert, px(1.5), px(3.0));
             scene.text(px(lx + 16.0), px(y), "memory limit", px(font), t.text, Anchor::Start);
@@ -406,10 +423,10 @@ mod tests {
 
     fn pts() -> Vec<ParetoPoint<'static>> {
         vec![
-            ParetoPoint { family: "1f1b", peak_memory: 4.0, cost: 33.0, pareto: false },
-            ParetoPoint { family: "zb-h1", peak_memory: 4.0, cost: 27.0, pareto: true },
-            ParetoPoint { family: "zb-h2", peak_memory: 7.0, cost: 24.0, pareto: true },
-            ParetoPoint { family: "gpipe", peak_memory: f64::NAN, cost: 40.0, pareto: false },
+            ParetoPoint { family: "1f1b", peak_memory: 4.0, cost: 33.0, pareto: false, traded: false },
+            ParetoPoint { family: "zb-h1", peak_memory: 4.0, cost: 27.0, pareto: true, traded: false },
+            ParetoPoint { family: "zb-h2", peak_memory: 7.0, cost: 24.0, pareto: true, traded: false },
+            ParetoPoint { family: "gpipe", peak_memory: f64::NAN, cost: 40.0, pareto: false, traded: false },
         ]
     }
 
@@ -445,7 +462,13 @@ mod tests {
             let points: Vec<ParetoPoint<'_>> = names[..count]
                 .iter()
                 .enumerate()
-                .map(|(i, n)| ParetoPoint { family: n, peak_memory: i as f64, cost: 100.0 - i as f64, pareto: i < 3 })
+                .map(|(i, n)| ParetoPoint {
+                    family: n,
+                    peak_memory: i as f64,
+                    cost: 100.0 - i as f64,
+                    pareto: i < 3,
+                    traded: false,
+                })
                 .collect();
             let opts = ParetoOptions { height, mem_limits: vec![5.0], ..ParetoOptions::default() };
             let (scene, g) = pareto_chart(&points, &opts);
@@ -491,7 +514,13 @@ mod tests {
         let points: Vec<ParetoPoint<'_>> = names
             .iter()
             .enumerate()
-            .map(|(i, n)| ParetoPoint { family: n, peak_memory: i as f64, cost: 50.0 - i as f64, pareto: false })
+            .map(|(i, n)| ParetoPoint {
+                family: n,
+                peak_memory: i as f64,
+                cost: 50.0 - i as f64,
+                pareto: false,
+                traded: false,
+            })
             .collect();
         let (scene, _) = pareto_chart(&points, &ParetoOptions::default());
         assert!(scene.items.iter().filter(|i| matches!(i, Item::Polygon { .. })).count() >= names.len());

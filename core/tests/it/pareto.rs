@@ -18,6 +18,7 @@ fn spec() -> SweepSpec {
         mem_limits: vec![6.0],
         costs: Costs { comm: 0.1, ..Costs::default() },
         bytes: false,
+        trades: vec![],
     }
 }
 
@@ -136,8 +137,8 @@ fn the_svg_has_one_marker_per_run_and_the_front_joined() {
 fn model_numbers_get_readable_units() {
     let gib = 1_073_741_824.0;
     let pts = [
-        ParetoPoint { family: "1f1b", peak_memory: 40.0 * gib, cost: 2.5e6, pareto: true },
-        ParetoPoint { family: "zb-v", peak_memory: 70.0 * gib, cost: 2.0e6, pareto: true },
+        ParetoPoint { family: "1f1b", peak_memory: 40.0 * gib, cost: 2.5e6, pareto: true, traded: false },
+        ParetoPoint { family: "zb-v", peak_memory: 70.0 * gib, cost: 2.0e6, pareto: true, traded: false },
     ];
     let opts = ParetoOptions {
         mem_limits: vec![80.0 * gib],
