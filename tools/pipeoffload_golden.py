@@ -30,12 +30,14 @@ with each node's object on one line to keep the files small.
 """
 
 import argparse
+import atexit
 import contextlib
 import copy
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,6 +74,7 @@ def load(mirror):
     """The authors' scheduler package, read from the mirror into a temporary directory."""
     commit = subprocess.run(["git", "-C", mirror, "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
     root = tempfile.mkdtemp(prefix="pipeoffload-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     package = os.path.join(root, SCHEDULER)
     os.makedirs(package)
     parts = SCHEDULER.split("/")

@@ -236,8 +236,9 @@ pub fn pipeoffload_copies(
 pub struct PlannedCopy {
     /// The copy and its position.
     pub copy: CopyOp,
-    /// Its planned start and end.
+    /// Its planned start.
     pub start: f64,
+    /// Its planned end.
     pub end: f64,
 }
 
