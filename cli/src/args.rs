@@ -157,8 +157,10 @@ pub struct CostArgs {
     ///
     /// Offload activations to host memory while they wait for their backward: a fraction of
     /// each device's microbatches (`0.5`, `50%`), one per device (`1,0.5,0,0`), or `auto`
-    /// (every one whose wait hides the copies, as PipeOffload) [default: none]. Copies run at
-    /// the GPU's host link (--host-gbps) or take --copy-time.
+    /// (every one whose wait hides the copies, as PipeOffload), or `pipeoffload` (the authors'
+    /// own placement for group-interleaved: devices in pairs on a host link, an even number of
+    /// them) [default: none]. Copies run at the GPU's host link (--host-gbps) or take
+    /// --copy-time.
     #[arg(long, value_name = "X", help_heading = "Memory", hide_short_help = true)]
     pub offload: Option<String>,
     /// With plain costs: the time one forward's activation (mem-f) takes to copy to the host.

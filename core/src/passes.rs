@@ -2,19 +2,24 @@
 //! before every backward on a device that recomputes, and an offload and a reload for each
 //! microbatch a device sends to host memory.
 //!
-//! Copies are placed as PipeOffload places them (the Zero Bubble repository's
-//! `offloading.py`): the offload as soon as the forward ends, the reload as late as still
-//! leaves one backward's time of slack before the backward, and only where the wait between
-//! forward and backward hides three round trips. The simulator times them on each device's
-//! copy stream; a late reload stalls its backward there.
+//! Copies are placed in one of two ways. `auto` and fractions follow PipeOffload's rules in a
+//! form that fits any family: the offload as soon as the forward ends, the reload as late as
+//! still leaves one backward's time of slack before the backward, and only where the wait
+//! between forward and backward hides three round trips. `pipeoffload`
+//! ([`pipeoffload_copies`]) is the authors' own placement for their grouped interleaved
+//! schedule (the Zero Bubble repository's `offloading.py`): postponed warm-up forwards, a slot
+//! grid shared by each pair of devices, a solo warm-up; it gives their positions exactly. The
+//! trade's chunk limit ([`Trade::chunks`]) restricts both recompute and offload to each
+//! device's first chunks. The simulator times the copies on each device's copy stream; a late
+//! reload stalls its backward there.
 //!
 //! May use the engine (`sim`, `params`, `trade`) and below.
 
-use crate::error::ParamError;
+use crate::error::{Field, ParamError};
 use crate::params::{Costs, StageCosts};
 use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Schedule};
 use crate::sim::{simulate, Timeline};
-use crate::trade::Trade;
+use crate::trade::{Offload, Trade};
 
 /// A round trip, a copy out and back, must fit this many times in the wait between a forward
 /// and its backward (less one backward's time) for the microbatch to be offloaded: the
@@ -40,7 +45,11 @@ pub fn apply(schedule: Schedule, costs: &Costs) -> Result<Schedule, ParamError> 
     let Ok(timeline) = simulate(&schedule, &stage_costs) else {
         return Ok(schedule);
     };
-    let copies = (0..schedule.devices()).map(|d| device_copies(&schedule, &timeline, &stage_costs, trade, d)).collect();
+    let copies = if trade.offload == Offload::PipeOffload {
+        pipeoffload_copies(&schedule, &timeline, &stage_costs, trade)?
+    } else {
+        (0..schedule.devices()).map(|d| device_copies(&schedule, &timeline, &stage_costs, trade, d)).collect()
+    };
     Ok(Schedule { copies, ..schedule })
 }
 
@@ -124,15 +133,17 @@ pub fn report(schedule: &Schedule, costs: &Costs) -> Option<TradeReport> {
 }
 
 /// `schedule` with an R pass right before every backward (B, BW, or the backward of a pair) on
-/// the devices the trade recomputes on.
+/// the devices the trade recomputes on, of the chunks it covers ([`Trade::chunks`]).
 fn with_recompute(mut schedule: Schedule, trade: &Trade) -> Schedule {
+    let chunk_of = schedule.placement.chunk_table();
+    let covered = |stage: u32| trade.covers_chunk(chunk_of.get(stage as usize).copied().unwrap_or(0));
     for (device, order) in schedule.orders.iter_mut().enumerate() {
         if trade.shape_of(device as u32).is_none() {
             continue;
         }
         let mut out = Vec::with_capacity(order.len() * 5 / 4);
         for op in order.drain(..) {
-            if let Some(back) = op.passes().find(|p| p.kind.is_input_grad()) {
+            if let Some(back) = op.passes().find(|p| p.kind.is_input_grad() && covered(p.stage)) {
                 out.push(Op::One(Pass { kind: PassKind::R, ..back }));
             }
             out.push(op);
@@ -167,7 +178,6 @@ impl Candidate {
 }
 
 /// The copies of `device`: the candidates it offloads, each with its offload and reload, in
-/// The copies of `device`: the candidates it offloads, each with its offload and reload, in
 /// issue order. Candidates are taken longest wait first (they hold the most memory for the
 /// longest) while the device's one copy stream has room: the offload in the first free slot
 /// after the forward, the reload in the last free slot that ends before the activation is
@@ -186,6 +196,8 @@ fn device_copies(
     };
     let forwards = order.iter().flat_map(Op::passes).filter(|p| p.kind == PassKind::F).count();
     let mut candidates = candidates(order, times, costs);
+    let chunk_of = schedule.placement.chunk_table();
+    candidates.retain(|c| trade.covers_chunk(chunk_of.get(c.forward.stage as usize).copied().unwrap_or(0)));
     candidates.retain(Candidate::hides_round_trips);
     candidates.sort_by(|a, b| b.wait().total_cmp(&a.wait()).then(a.after_forward.cmp(&b.after_forward)));
     let most = trade.offload_of(device).map_or(usize::MAX, |f| (f * forwards as f64).round() as usize);
@@ -298,6 +310,294 @@ fn candidates(order: &[Op], times: &crate::sim::DeviceTimeline, costs: &StageCos
     }
     found.retain(|c| c.needed_at != usize::MAX);
     found
+}
+
+/// PipeOffload's copy time when only one device of a pair copies (its warm-up), as a fraction
+/// of the time when both share the host link: the authors' `solo_offload_time` factor.
+pub const PIPEOFFLOAD_SOLO: f64 = 0.7;
+
+/// PipeOffload's placement (`Offload::PipeOffload`), written from the authors' rules in the Zero
+/// Bubble repository's `offloading.py` (their code is not used):
+///
+/// 1. **Planned times.** The simulated times, with the warm-up forwards after the last chunk's
+///    first forward moved as late as they can go: each no later than the next stage's copy of
+///    it less the communication, nor than the next op on its device (the first backward less
+///    its own time), devices from the last to the first (`postpone_forward_in_warmup`).
+/// 2. **Which.** Every forward of the chunks the trade covers whose backward starts more than
+///    three round trips, plus the backward's own time, after the forward's planned end.
+/// 3. **Slots.** Devices `2i` and `2i + 1` share one host link, cut into slots of one copy
+///    time `c` from the end of device `2i`'s first forward: even slots are device `2i`'s
+///    offloads and odd ones its reloads; device `2i + 1` uses the same grid `c` later. Each
+///    offload takes the first free even slot from its forward's end on; walking back from the
+///    step's end, each reload takes the latest odd slot that ends before its backward's start
+///    less the backward's time.
+/// 4. **Warm-up.** Until the pair's first reload, its offloads run alone on the link, back to
+///    back as their forwards end, at [`PIPEOFFLOAD_SOLO`] of the copy time.
+/// 5. **Positions.** An offload is issued before the first op (in planned time) that ends
+///    after it starts; a reload before the first op that starts at or after it starts.
+///
+/// What the simulator then times is the order: each copy starts when its device reaches its
+/// position, its copy stream is free and what it moves exists, and takes the stage's copy
+/// time. The slot grid's times, the solo factor and the pair's shared link (the authors'
+/// barriers between the two devices) only decide positions here.
+///
+/// # Errors
+/// A [`ParamError`] on `offload` when the devices are not in pairs, or a reload finds no slot
+/// after its offload (the authors' "reduce --offload-chunk-num").
+pub fn pipeoffload_copies(
+    schedule: &Schedule,
+    timeline: &Timeline,
+    costs: &StageCosts,
+    trade: &Trade,
+) -> Result<Vec<Vec<CopyOp>>, ParamError> {
+    let plan = pipeoffload_plan(schedule, timeline, costs, trade)?;
+    Ok(plan.into_iter().map(|device| device.into_iter().map(|p| p.copy).collect()).collect())
+}
+
+/// A copy [`pipeoffload_copies`] places, with the start and end the authors' slot grid plans
+/// for it: a planning estimate that decides the position, never a reported time (the
+/// simulator times the copy).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlannedCopy {
+    /// The copy and its position.
+    pub copy: CopyOp,
+    /// Its planned start.
+    pub start: f64,
+    /// Its planned end.
+    pub end: f64,
+}
+
+/// [`pipeoffload_copies`] with each copy's planned start and end.
+///
+/// # Errors
+/// As [`pipeoffload_copies`].
+pub fn pipeoffload_plan(
+    schedule: &Schedule,
+    timeline: &Timeline,
+    costs: &StageCosts,
+    trade: &Trade,
+) -> Result<Vec<Vec<PlannedCopy>>, ParamError> {
+    let devices = schedule.devices();
+    if devices % 2 != 0 {
+        return Err(ParamError::new(
+            Field::Offload,
+            format!("PipeOffload pairs devices on a host link and needs an even number of them, found {devices}"),
+        )
+        .hint("use an even --devices, or --offload auto"));
+    }
+    let planned = planned_times(schedule, timeline, costs);
+    let chunk_of = schedule.placement.chunk_table();
+    let mut out = Vec::with_capacity(devices as usize);
+    for pair in 0..devices / 2 {
+        let first = 2 * pair;
+        let origin = planned[first as usize].first().map_or(0.0, |t| t.1);
+        let copy = (first..first + 2)
+            .flat_map(|d| schedule.orders[d as usize].iter().flat_map(Op::passes))
+            .filter(|p| p.kind == PassKind::F)
+            .map(|p| costs.copy(p.stage))
+            .fold(0.0, f64::max);
+        let mut slots = [Vec::new(), Vec::new()];
+        for (k, device) in (first..first + 2).enumerate() {
+            let d = device as usize;
+            let covered = |p: Pass| trade.covers_chunk(chunk_of.get(p.stage as usize).copied().unwrap_or(0));
+            slots[k] = pair_slots(&schedule.orders[d], &planned[d], origin + k as f64 * copy, copy, covered)?;
+        }
+        solo_warm_up(&mut slots, &planned[first as usize..], copy * PIPEOFFLOAD_SOLO);
+        for (k, device) in (first..first + 2).enumerate() {
+            out.push(positions(&schedule.orders[device as usize], &planned[device as usize], &slots[k]));
+        }
+    }
+    Ok(out)
+}
+
+/// One copy in the slot grid: its slot, what it moves, where the forward or backward it belongs
+/// to sits in the order, and its planned start and end.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    index: i64,
+    kind: CopyKind,
+    forward: Pass,
+    /// The op the copy belongs to: the forward (offload) or the backward (reload).
+    op: usize,
+    start: f64,
+    end: f64,
+}
+
+/// Each op's planned start and end (step 1 of [`pipeoffload_copies`]).
+pub(crate) fn planned_times(schedule: &Schedule, timeline: &Timeline, costs: &StageCosts) -> Vec<Vec<(f64, f64)>> {
+    let mut planned: Vec<Vec<(f64, f64)>> =
+        timeline.devices.iter().map(|d| d.ops.iter().map(|t| (t.start, t.end)).collect()).collect();
+    let mut at = std::collections::HashMap::new();
+    for (d, order) in schedule.orders.iter().enumerate() {
+        for (i, op) in order.iter().enumerate() {
+            for p in op.passes() {
+                at.insert((p.kind, p.stage, p.microbatch, p.slice), (d, i));
+            }
+        }
+    }
+    let last_chunk = schedule.placement.chunks_per_device().saturating_sub(1);
+    let chunk_of = schedule.placement.chunk_table();
+    for d in (0..schedule.orders.len()).rev() {
+        let order = &schedule.orders[d];
+        let Some(first_back) = order.iter().position(|op| op.passes().any(|p| p.kind.is_input_grad())) else {
+            continue;
+        };
+        let (start, end) = planned[d][first_back];
+        let mut latest = start - (end - start);
+        for i in (0..first_back).rev() {
+            let pass = order[i].first();
+            if pass.kind == PassKind::F
+                && pass.microbatch == 0
+                && chunk_of.get(pass.stage as usize).copied() == Some(last_chunk)
+            {
+                break;
+            }
+            let Some(&(nd, ni)) = at.get(&(pass.kind, pass.stage + 1, pass.microbatch, pass.slice)) else {
+                break;
+            };
+            let (start, end) = planned[d][i];
+            let cost = end - start;
+            let moved = (planned[nd][ni].0 - costs.comm - cost).min(latest - cost);
+            if moved > start {
+                planned[d][i] = (moved, moved + cost);
+            }
+            latest = planned[d][i].0;
+        }
+    }
+    planned
+}
+
+/// Steps 2 and 3 of [`pipeoffload_copies`] for one device: its offloads and reloads in the slot
+/// grid starting at `origin`, in slot order.
+fn pair_slots(
+    order: &[Op],
+    planned: &[(f64, f64)],
+    origin: f64,
+    copy: f64,
+    covered: impl Fn(Pass) -> bool,
+) -> Result<Vec<Slot>, ParamError> {
+    let round_trip = copy + copy;
+    let mut forward_at = std::collections::HashMap::new();
+    let mut pairs = Vec::new();
+    for (i, op) in order.iter().enumerate() {
+        let p = op.first();
+        match p.kind {
+            PassKind::F if covered(p) => {
+                forward_at.insert((p.stage, p.microbatch, p.slice), i);
+            }
+            PassKind::B => {
+                if let Some(f) = forward_at.remove(&(p.stage, p.microbatch, p.slice)) {
+                    let (start, end) = planned[i];
+                    if start - (end - start) - planned[f].1 > ROUND_TRIPS * round_trip {
+                        pairs.push((f, i, Pass { kind: PassKind::F, ..p }));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let (mut now, mut index) = (origin, 0i64);
+    let mut offloads = Vec::with_capacity(pairs.len());
+    let mut by_forward: Vec<_> = pairs.clone();
+    by_forward.sort_by_key(|&(f, _, _)| f);
+    for &(f, _, forward) in &by_forward {
+        while now < planned[f].1 {
+            now += round_trip;
+            index += 2;
+        }
+        offloads.push(Slot { index, kind: CopyKind::Offload, forward, op: f, start: now, end: now + copy });
+        now += round_trip;
+        index += 2;
+    }
+    while planned.last().is_some_and(|t| now < t.1) {
+        now += round_trip;
+        index += 2;
+    }
+    let mut reloads = Vec::with_capacity(pairs.len());
+    let mut by_backward = pairs;
+    by_backward.sort_by_key(|&(_, b, _)| std::cmp::Reverse(b));
+    for (_, b, forward) in by_backward {
+        let (start, end) = planned[b];
+        while now > start - (end - start) {
+            now -= round_trip;
+            index -= 2;
+        }
+        let sent = offloads.iter().find(|s| s.forward == forward).map_or(f64::NEG_INFINITY, |s| s.end);
+        if now - copy <= sent {
+            return Err(ParamError::new(
+                Field::Offload,
+                format!("PipeOffload finds no reload slot after the offload of {forward}"),
+            )
+            .hint("offload fewer chunks (a smaller trade chunk limit), or make copies quicker"));
+        }
+        reloads.push(Slot { index: index - 1, kind: CopyKind::Reload, forward, op: b, start: now - copy, end: now });
+        now -= round_trip;
+        index -= 2;
+    }
+    reloads.reverse();
+    let mut slots = offloads;
+    slots.extend(reloads);
+    slots.sort_by_key(|s| s.index);
+    Ok(slots)
+}
+
+/// Step 4 of [`pipeoffload_copies`]: the pair's offloads before its first reload, one after
+/// another as their forwards end, at the solo copy time.
+fn solo_warm_up(slots: &mut [Vec<Slot>; 2], planned: &[Vec<(f64, f64)>], solo: f64) {
+    let Some(last) = slots[0].last().map(|s| s.index) else { return };
+    let first_reload = (0..2)
+        .flat_map(|k| slots[k].iter().filter(|s| s.index % 2 != 0).map(move |s| s.index + k as i64))
+        .fold(last, i64::min);
+    let Some(first) = slots[0].first().copied() else { return };
+    let (mut now, mut index, mut next) = (first.start, first.index, [0usize; 2]);
+    while index < first_reload {
+        for k in 0..2 {
+            let Some(slot) = slots[k].get_mut(next[k]) else { continue };
+            if slot.index + k as i64 != index {
+                continue;
+            }
+            now = now.max(planned[k][slot.op].1);
+            slot.start = now;
+            slot.end = now + solo;
+            next[k] += 1;
+            now += solo;
+        }
+        index += 1;
+    }
+}
+
+/// Step 5 of [`pipeoffload_copies`]: each copy's position in the order, in issue order. The
+/// starts of offloads and the buffer preparations of reloads form one queue, placed before the
+/// first op that ends after them; the ends of offloads and the starts of reloads another,
+/// placed before the first op that starts at or after them. Neither queue passes itself.
+fn positions(order: &[Op], planned: &[(f64, f64)], slots: &[Slot]) -> Vec<PlannedCopy> {
+    let (mut first_queue, mut second_queue) = (0usize, 0usize);
+    let mut copies: Vec<PlannedCopy> = Vec::with_capacity(slots.len());
+    for slot in slots {
+        while first_queue < order.len() && planned[first_queue].1 <= slot.start {
+            first_queue += 1;
+        }
+        let second_time = match slot.kind {
+            CopyKind::Offload => slot.end,
+            CopyKind::Reload => slot.start,
+        };
+        while second_queue < order.len() && planned[second_queue].0 < second_time {
+            second_queue += 1;
+        }
+        let at = match slot.kind {
+            CopyKind::Offload => first_queue,
+            CopyKind::Reload => second_queue,
+        };
+        let copy = CopyOp { kind: slot.kind, pass: slot.forward, at: at as u32 };
+        copies.push(PlannedCopy { copy, start: slot.start, end: slot.end });
+    }
+    // At one position: by planned start, an offload before a reload that starts with it.
+    copies.sort_by(|a, b| {
+        (a.copy.at.cmp(&b.copy.at))
+            .then(a.start.total_cmp(&b.start))
+            .then((a.copy.kind == CopyKind::Reload).cmp(&(b.copy.kind == CopyKind::Reload)))
+    });
+    copies
 }
 
 #[cfg(test)]

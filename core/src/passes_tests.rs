@@ -151,6 +151,7 @@ proptest! {
             full: RecomputeShape { keep, redo: 1.0 },
             selective: RecomputeShape { keep: (keep + 1.0) / 2.0, redo: 0.3 },
             copy_time: Some(copy),
+            chunks: None,
         };
         let traded_costs = Costs { trade: Some(Arc::new(trade)), ..base.clone() };
         let traded = generate(family, &ScheduleParams::new(devices, microbatches).with_costs(traded_costs.clone()))

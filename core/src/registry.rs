@@ -7,8 +7,8 @@
 use crate::analysis::{analyze, Analysis, AnalyzeError};
 use crate::error::{Field, ParamError};
 use crate::families::{
-    chimera, dualpipe, dualpipe_v, gpipe, hanayo, interleaved, interleaved_zb, one_f_one_b, one_f_one_b_v, seq1f1b,
-    v_auto, v_half_min, zb_auto, zb_h1, zb_h2, zb_v, zb_v_handcrafted, Family,
+    chimera, dualpipe, dualpipe_v, gpipe, group_interleaved, hanayo, interleaved, interleaved_zb, one_f_one_b,
+    one_f_one_b_v, seq1f1b, v_auto, v_half_min, zb_auto, zb_h1, zb_h2, zb_v, zb_v_handcrafted, Family,
 };
 use crate::optimal::{optimize_with_progress, same_problem, zb_opt, Budget, OptimalError, Optimum, Progress};
 use crate::params::ScheduleParams;
@@ -27,6 +27,7 @@ pub static FAMILIES: &[Family] = &[
     zb_auto::ZB_1P,
     zb_auto::ZB_2P,
     interleaved_zb::FAMILY,
+    group_interleaved::FAMILY,
     zb_opt::FAMILY,
     zb_v::FAMILY,
     zb_v_handcrafted::FAMILY,

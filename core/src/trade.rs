@@ -70,6 +70,11 @@ pub enum Offload {
     /// Every microbatch whose wait between forward and backward hides both copies, as
     /// PipeOffload chooses.
     Auto,
+    /// PipeOffload's own placement (`offloading.py`), for its grouped interleaved schedule:
+    /// every forward of the chunks [`Trade::chunks`] covers whose wait hides three round trips,
+    /// its copies at the positions the authors' slot grid gives them (devices in pairs sharing
+    /// a host link). See `passes::pipeoffload_copies`.
+    PipeOffload,
 }
 
 impl fmt::Display for Offload {
@@ -77,6 +82,7 @@ impl fmt::Display for Offload {
         match self {
             Offload::None => f.write_str("none"),
             Offload::Auto => f.write_str("auto"),
+            Offload::PipeOffload => f.write_str("pipeoffload"),
             Offload::Fractions(v) => f.write_str(&v.iter().map(|x| format!("{x}")).collect::<Vec<_>>().join(",")),
         }
     }
@@ -96,6 +102,10 @@ pub struct Trade {
     /// Time to copy one unit of memory between device and host; `None` when no rate is known
     /// (then offload is refused).
     pub copy_time: Option<f64>,
+    /// Only each device's first `chunks` chunks recompute and offload (PipeOffload's
+    /// `--recompute-num-layers` with `--recompute-method chunk`, and `--offload-chunk-num`);
+    /// `None`: every chunk.
+    pub chunks: Option<u32>,
 }
 
 impl Default for Trade {
@@ -106,6 +116,7 @@ impl Default for Trade {
             full: RecomputeShape::FULL,
             selective: RecomputeShape::NOTHING,
             copy_time: None,
+            chunks: None,
         }
     }
 }
@@ -117,7 +128,7 @@ impl Trade {
             && match &self.offload {
                 Offload::None => true,
                 Offload::Fractions(v) => v.iter().all(|f| *f == 0.0),
-                Offload::Auto => false,
+                Offload::Auto | Offload::PipeOffload => false,
             }
     }
 
@@ -136,13 +147,19 @@ impl Trade {
         }
     }
 
-    /// The fraction of `device`'s microbatches it offloads: `None` for [`Offload::Auto`].
+    /// The fraction of `device`'s microbatches it offloads: `None` for [`Offload::Auto`] and
+    /// [`Offload::PipeOffload`].
     pub fn offload_of(&self, device: u32) -> Option<f64> {
         match &self.offload {
             Offload::None => Some(0.0),
             Offload::Fractions(v) => Some(per_device(v, device).unwrap_or(0.0)),
-            Offload::Auto => None,
+            Offload::Auto | Offload::PipeOffload => None,
         }
+    }
+
+    /// Whether the trade reaches chunk `chunk` of a device (see [`Trade::chunks`]).
+    pub fn covers_chunk(&self, chunk: u32) -> bool {
+        self.chunks.is_none_or(|k| chunk < k)
     }
 
     /// Whether any device offloads.
@@ -150,7 +167,7 @@ impl Trade {
         match &self.offload {
             Offload::None => false,
             Offload::Fractions(v) => v.iter().any(|f| *f > 0.0),
-            Offload::Auto => true,
+            Offload::Auto | Offload::PipeOffload => true,
         }
     }
 
@@ -179,6 +196,13 @@ impl Trade {
             return Err(ParamError::new(Field::CopyTime, "offload needs the time a copy to the host takes")
                 .hint("with a model, the GPU preset's host link sets it (--gpu, or --host-gbps)")
                 .hint("with plain costs, give --copy-time: the time one forward's activation takes to copy, e.g. --copy-time 2"));
+        }
+        if self.chunks == Some(0) {
+            return Err(ParamError::new(
+                Field::Recompute,
+                "a trade limited to chunks must cover at least 1 chunk, found 0",
+            )
+            .hint("give the number of each device's first chunks that recompute or offload, from 1 to its chunks"));
         }
         for shape in [self.full, self.selective] {
             if !(0.0..=1.0).contains(&shape.keep) || !(0.0..=1.0).contains(&shape.redo) {
@@ -388,6 +412,7 @@ pub fn parse_trade_list(text: &str) -> Result<Vec<TradeSettings>, ParamError> {
 pub fn parse_offload(text: &str) -> Result<Offload, ParamError> {
     match text.trim().to_ascii_lowercase().as_str() {
         "auto" => return Ok(Offload::Auto),
+        "pipeoffload" => return Ok(Offload::PipeOffload),
         "none" => return Ok(Offload::None),
         _ => {}
     }
@@ -427,6 +452,7 @@ mod tests {
     #[test]
     fn offload_reads_fractions_percentages_and_auto_and_refuses_the_rest() {
         assert_eq!(parse_offload("auto").unwrap(), Offload::Auto);
+        assert_eq!(parse_offload("PipeOffload").unwrap(), Offload::PipeOffload);
         assert_eq!(parse_offload("50%,1").unwrap(), Offload::Fractions(vec![0.5, 1.0]));
         assert!(parse_offload("half").unwrap_err().message.contains("`half`"));
         let t = Trade { offload: parse_offload("1.5").unwrap(), copy_time: Some(1.0), ..Trade::default() };

@@ -197,13 +197,17 @@ fn recompute_whole_stages(
     for stage in 0..placement.stages() {
         let share = placement.pipeline_microbatches(placement.pipeline_of(stage), schedule.microbatches);
         let keys: Vec<Pass> = share
-            .flat_map(|microbatch| (0..schedule.slices.max(1)).map(move |slice| Pass { kind: PassKind::F, stage, microbatch, slice }))
+            .flat_map(|microbatch| {
+                (0..schedule.slices.max(1)).map(move |slice| Pass { kind: PassKind::F, stage, microbatch, slice })
+            })
             .collect();
         let with = keys.iter().filter(|&&p| seen[r].get(index(p)).is_some_and(Option::is_some)).count();
         if with == 0 || with == keys.len() {
             continue;
         }
-        let Some(missing) = keys.iter().find(|&&p| seen[r].get(index(p)).is_some_and(Option::is_none)) else { continue };
+        let Some(missing) = keys.iter().find(|&&p| seen[r].get(index(p)).is_some_and(Option::is_none)) else {
+            continue;
+        };
         out.push(
             Diagnostic::error(
                 placement.device_of(stage),
@@ -267,7 +271,7 @@ fn copies(
             let needed = [4, 1, 3].into_iter().find_map(|kind| seen[kind][k]).map_or(len, |(_, p)| p);
             match copy.kind {
                 CopyKind::Offload if offloaded[k].is_some() => {
-                    problem("is offloaded twice".into(), "offload each activation once")
+                    problem("is offloaded twice".into(), "offload each activation once");
                 }
                 CopyKind::Offload if at <= fp => problem(
                     format!("is issued before its forward ends (position {fp})"),

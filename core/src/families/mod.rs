@@ -10,6 +10,7 @@ pub(crate) mod dualpipe_recipe;
 pub(crate) mod dualpipe_v;
 mod family;
 pub(crate) mod gpipe;
+pub(crate) mod group_interleaved;
 pub(crate) mod hanayo;
 pub(crate) mod interleaved;
 pub(crate) mod interleaved_zb;

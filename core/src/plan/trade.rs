@@ -91,6 +91,7 @@ pub fn describe(trade: &Trade, devices: u32) -> String {
     match &trade.offload {
         Offload::None => {}
         Offload::Auto => parts.push("offload auto on every device".to_string()),
+        Offload::PipeOffload => parts.push("offload as PipeOffload on every device".to_string()),
         Offload::Fractions(_) => {
             let on: Vec<u32> = (0..devices).filter(|&d| trade.offload_of(d).unwrap_or(0.0) > 0.0).collect();
             let all_full = on.iter().all(|&d| trade.offload_of(d) == Some(1.0));
