@@ -555,7 +555,7 @@ impl CostArgs {
             None => self.untraded_costs(None, devices)?,
         };
         let pricing = self.pricing(model, &costs);
-        if settings.asks() {
+        if self.recompute.is_some() || self.offload.is_some() {
             return Ok(match settings.trade(&pricing, devices).map_err(flag_error)? {
                 Some(t) => TradeSpec::Fixed(std::sync::Arc::new(t)),
                 None => TradeSpec::None,

@@ -23,13 +23,7 @@ fn simulate_args(p: &Value, model: bool) -> Vec<String> {
     if !p["activation_limit"].is_null() {
         args.extend(["--mem-limit".into(), p["activation_limit"].to_string()]);
     }
-    if let Some(t) = p["trade"].as_object() {
-        let recompute: Vec<&str> = t["recompute"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
-        args.extend(["--recompute".into(), recompute.join(",")]);
-        if t["offload"] != "none" {
-            args.extend(["--offload".into(), t["offload"].as_str().unwrap().to_string()]);
-        }
-    }
+    args.extend(trade_args(p));
     if model {
         args.extend(MODEL.map(String::from));
         args.extend(["--micro-batch".into(), p["micro_batch"].to_string()]);
@@ -40,17 +34,29 @@ fn simulate_args(p: &Value, model: bool) -> Vec<String> {
     args
 }
 
+/// The `--recompute` and `--offload` flags of plan `p`'s trade (none when it trades nothing).
+fn trade_args(p: &Value) -> Vec<String> {
+    let Some(t) = p["trade"].as_object() else { return Vec::new() };
+    let recompute: Vec<&str> = t["recompute"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    let mut args = vec!["--recompute".to_string(), recompute.join(",")];
+    if t["offload"] != "none" {
+        args.extend(["--offload".into(), t["offload"].as_str().unwrap().to_string()]);
+    }
+    args
+}
+
 #[test]
 fn every_printed_plan_fits_the_limit_when_simulated_again() {
     let dir = tempfile::tempdir().unwrap();
     let mut args =
-        vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "16", "--top", "12", "--json"];
+        vec!["plan", "--devices", "4", "--mem-limit", "2GiB", "--global-batch", "16", "--top", "40", "--json"];
     args.extend(MODEL);
     let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
     let limit = v["mem_limit"].as_f64().unwrap();
     assert_eq!(limit, 2.0 * 1_073_741_824.0);
     let plans = v["plans"].as_array().unwrap();
-    assert_eq!(plans.len(), 12);
+    assert_eq!(plans.len(), 40);
+    assert!(plans.iter().any(|p| p["trade"].is_null()) && plans.iter().any(|p| !p["trade"].is_null()));
     assert!(v["over_limit"].as_u64().unwrap() > 0, "the limit binds");
     let mut layouts = std::collections::BTreeSet::new();
     for (i, p) in plans.iter().enumerate() {
@@ -116,6 +122,7 @@ fn the_winner_exports_and_imports_back() {
     if let Some(layout) = best["layout"].as_str() {
         sim.extend(["--layout".into(), layout.to_string()]);
     }
+    sim.extend(trade_args(best));
     let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
     let imported: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
     assert_eq!(imported["cost"], best["cost"], "{best}");

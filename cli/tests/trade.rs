@@ -171,7 +171,7 @@ fn a_sweep_runs_every_setting_and_draws_the_traded_runs_hollow() {
     }
     let svg = std::fs::read_to_string(d.join("p.svg")).unwrap();
     assert!(svg.contains("recompute/offload"), "the legend names the hollow markers");
-    let e = common::fails_with_hint(d, &join(&args[..8], &["--trades", "full,sometimes"]), "unknown trade `sometimes`");
+    let e = common::fails_with_hint(d, &join(&args[..7], &["--trades", "full,sometimes"]), "unknown trade `sometimes`");
     assert!(e.contains("expected none, selective, full, offload"), "{e}");
     common::fails_with_hint(d, &join(&args, &["--recompute", "full"]), "cannot be used with");
 }
