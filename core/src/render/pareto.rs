@@ -421,6 +421,11 @@ pub fn pareto_svg(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> String {
 mod tests {
     use super::*;
 
+    /// An untraded point.
+    fn point(family: &str, peak_memory: f64, cost: f64, pareto: bool) -> ParetoPoint<'_> {
+        ParetoPoint { family, peak_memory, cost, pareto, traded: false }
+    }
+
     fn pts() -> Vec<ParetoPoint<'static>> {
         vec![
             ParetoPoint { family: "1f1b", peak_memory: 4.0, cost: 33.0, pareto: false, traded: false },
@@ -459,17 +464,8 @@ mod tests {
     fn the_legend_fits_the_plot_and_names_or_counts_every_family() {
         let names: Vec<String> = (0..30).map(|i| format!("family-{i}")).collect();
         for (count, height) in [(3, 300.0), (21, 420.0), (21, 300.0), (30, 240.0)] {
-            let points: Vec<ParetoPoint<'_>> = names[..count]
-                .iter()
-                .enumerate()
-                .map(|(i, n)| ParetoPoint {
-                    family: n,
-                    peak_memory: i as f64,
-                    cost: 100.0 - i as f64,
-                    pareto: i < 3,
-                    traded: false,
-                })
-                .collect();
+            let points: Vec<ParetoPoint<'_>> =
+                names[..count].iter().enumerate().map(|(i, n)| point(n, i as f64, 100.0 - i as f64, i < 3)).collect();
             let opts = ParetoOptions { height, mem_limits: vec![5.0], ..ParetoOptions::default() };
             let (scene, g) = pareto_chart(&points, &opts);
             let legend: Vec<(f64, &str)> = scene
@@ -511,17 +507,8 @@ mod tests {
             }
         }
         // The chart draws the shapes: polygons for the non-circles, in the SVG too.
-        let points: Vec<ParetoPoint<'_>> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| ParetoPoint {
-                family: n,
-                peak_memory: i as f64,
-                cost: 50.0 - i as f64,
-                pareto: false,
-                traded: false,
-            })
-            .collect();
+        let points: Vec<ParetoPoint<'_>> =
+            names.iter().enumerate().map(|(i, n)| point(n, i as f64, 50.0 - i as f64, false)).collect();
         let (scene, _) = pareto_chart(&points, &ParetoOptions::default());
         assert!(scene.items.iter().filter(|i| matches!(i, Item::Polygon { .. })).count() >= names.len());
         assert!(pareto_svg(&points, &ParetoOptions::default()).contains("<polygon"));
