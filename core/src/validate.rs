@@ -232,7 +232,7 @@ fn copies(
             let needed = [4, 1, 3].into_iter().find_map(|kind| seen[kind][k]).map_or(len, |(_, p)| p);
             match copy.kind {
                 CopyKind::Offload if offloaded[k].is_some() => {
-                    problem("is offloaded twice".into(), "offload each activation once")
+                    problem("is offloaded twice".into(), "offload each activation once");
                 }
                 CopyKind::Offload if at <= fp => problem(
                     format!("is issued before its forward ends (position {fp})"),

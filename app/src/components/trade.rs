@@ -37,16 +37,20 @@ pub fn TradeInputs() -> impl IntoView {
     }
 }
 
-/// Why selective recompute is off for these settings, if it is: plain costs cannot size it,
-/// and FlashAttention keeps no scores for it to drop.
-fn selective_off(link: &Permalink) -> Option<&'static str> {
+/// Why selective recompute is off for these settings, if it is, in a few words and in full:
+/// plain costs cannot size it, and FlashAttention keeps no scores for it to drop.
+fn selective_off(link: &Permalink) -> Option<(&'static str, &'static str)> {
     if !link.model.given() {
-        return Some("Selective recompute needs a model: what it drops (the attention scores) depends on heads, sequence and hidden size.");
+        return Some((
+            "Selective recompute needs a model.",
+            "What selective recompute drops (the attention scores) depends on heads, sequence and hidden size: choose costs from a model.",
+        ));
     }
     match link.model.resolve().map(|m| m.trade_pricing()) {
-        Ok(Pricing::Model { shapes: (_, selective), .. }) if selective.keep >= 1.0 => {
-            Some("With FlashAttention the attention scores are never stored, so selective recompute saves nothing.")
-        }
+        Ok(Pricing::Model { shapes: (_, selective), .. }) if selective.keep >= 1.0 => Some((
+            "Selective saves nothing with FlashAttention.",
+            "FlashAttention never stores the attention scores, so selective recompute has nothing to drop.",
+        )),
         _ => None,
     }
 }
@@ -61,7 +65,7 @@ fn RecomputeSelect() -> impl IntoView {
     let per_device = move || {
         current.with(|c| c.contains(',')).then(|| {
             let value = current.get();
-            let label = format!("per device: {}", value.replace(',', ", "));
+            let label = format!("per device: {value}");
             view! { <option value=value.clone() selected=true>{label}</option> }
         })
     };
@@ -75,21 +79,19 @@ fn RecomputeSelect() -> impl IntoView {
     let error = error_signal(state, Field::Recompute);
     view! {
         <div class="field" class:invalid=move || error.get().is_some()>
-            <div class="field-head">
-                <label for="recompute">"Recompute"</label>
-                <select id="recompute" class="select compact" data-testid="recompute"
-                    prop:value=move || current.get()
-                    on:change=move |ev| pick(event_target_value(&ev))>
-                    <option value="none" selected=move || current.get() == "none">"none"</option>
-                    <option value="selective" disabled=move || selective.get().is_some()
-                        title=move || selective.get().unwrap_or("Drop the attention scores and recompute them (Megatron's selective recompute).")
-                        selected=move || current.get() == "selective">"selective"</option>
-                    <option value="full" title="Keep each stage's input only; R runs the forward again."
-                        selected=move || current.get() == "full">"full"</option>
-                    {per_device}
-                </select>
-            </div>
-            {move || selective.get().map(|why| view! { <p class="help" data-testid="selective-off">{why}</p> })}
+            <label for="recompute">"Recompute"</label>
+            <select id="recompute" class="select" data-testid="recompute"
+                prop:value=move || current.get()
+                on:change=move |ev| pick(event_target_value(&ev))>
+                <option value="none" selected=move || current.get() == "none">"none"</option>
+                <option value="selective" disabled=move || selective.get().is_some()
+                    title=move || selective.get().map_or("Drop the attention scores and recompute them (Megatron's selective recompute).", |(_, why)| why)
+                    selected=move || current.get() == "selective">"selective"</option>
+                <option value="full" title="Keep each stage's input only; R runs the forward again."
+                    selected=move || current.get() == "full">"full"</option>
+                {per_device}
+            </select>
+            {move || selective.get().map(|(short, why)| view! { <p class="help" data-testid="selective-off" title=why>{short}</p> })}
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || error.get().is_none()>{move || error.get()}</p>
         </div>
     }
@@ -121,7 +123,7 @@ fn OffloadSelect() -> impl IntoView {
     let per_device = move || {
         current.with(|c| c.contains(',')).then(|| {
             let value = current.get();
-            let label = format!("per device: {}", value.replace(',', ", "));
+            let label = format!("per device: {value}");
             view! { <option value=value.clone() selected=true>{label}</option> }
         })
     };
@@ -143,18 +145,16 @@ fn OffloadSelect() -> impl IntoView {
     let error = error_signal(state, Field::Offload);
     view! {
         <div class="field" class:invalid=move || error.get().is_some()>
-            <div class="field-head">
-                <label for="offload">"Offload"</label>
-                <select id="offload" class="select compact" data-testid="offload"
-                    prop:value=move || current.get()
-                    on:change=move |ev| pick(event_target_value(&ev))>
-                    <option value="none" selected=move || current.get() == "none">"none"</option>
-                    <option value="auto" title="Every microbatch whose wait between forward and backward hides both copies (PipeOffload)"
-                        selected=move || current.get() == "auto">"auto"</option>
-                    <option value="fraction" selected=move || current.get() == "fraction">"a fraction"</option>
-                    {per_device}
-                </select>
-            </div>
+            <label for="offload">"Offload"</label>
+            <select id="offload" class="select" data-testid="offload"
+                prop:value=move || current.get()
+                on:change=move |ev| pick(event_target_value(&ev))>
+                <option value="none" selected=move || current.get() == "none">"none"</option>
+                <option value="auto" title="Every microbatch whose wait between forward and backward hides both copies (PipeOffload)"
+                    selected=move || current.get() == "auto">"auto"</option>
+                <option value="fraction" selected=move || current.get() == "fraction">"a share of the microbatches"</option>
+                {per_device}
+            </select>
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || error.get().is_none()>{move || error.get()}</p>
         </div>
         <Show when=move || fraction.get().is_some()>
