@@ -186,12 +186,16 @@ fn copy_time() -> impl IntoView {
 /// The host link with a model: GB/s each way, the GPU's (`gpu`) when empty.
 fn host_link(gpu: String) -> impl IntoView {
     let state = expect_context::<AppState>();
-    let placeholder = if gpu.is_empty() { "the GPU's".to_string() } else { format!("{gpu} (the GPU's)") };
+    let help = if gpu.is_empty() {
+        "each way, for offload copies; empty: the GPU's".to_string()
+    } else {
+        format!("each way, for offload copies; empty: the GPU's {gpu}")
+    };
     view! {
-        <NumberField label="Host link, GB/s" id="host-gbps" testid="host-gbps" optional=true placeholder=placeholder
+        <NumberField label="Host link, GB/s" id="host-gbps" testid="host-gbps" optional=true placeholder=gpu
             kind=NumberKind::Amount
             value=Signal::derive(move || state.link.with(|l| l.trade.host_gbps))
-            help="each way, for offload copies"
+            help=help
             on_change=Callback::new(move |v: Option<f64>| state.update(|l| l.trade.host_gbps = v))
             error=error_signal(state, Field::HostGbps)/>
     }
