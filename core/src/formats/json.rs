@@ -1026,7 +1026,7 @@ mod tests {
         assert_eq!(parse_op("3BW2"), Ok(Op::One(Pass::bw(3, 2))));
         assert_eq!(parse_op("0F1.2"), Ok(Op::One(Pass::f(0, 1).with_slice(2))));
         assert_eq!(parse_op("(3F1;3BW0)"), Ok(Op::Pair(Pass::f(3, 1), Pass::bw(3, 0))));
-        assert_eq!(parse_op("0I1"), Err("unknown kind `I`, expected F, B, W or BW".to_string()));
+        assert_eq!(parse_op("0I1"), Err("unknown kind `I`, expected F, B, W, BW or R".to_string()));
         assert_eq!(parse_op("0F1."), Err("unexpected `.` after `0F1`".to_string()));
         assert_eq!(
             parse_op("(3BW0;3F1)"),

@@ -915,8 +915,8 @@ fn json_errors_name_the_field_and_the_op() {
         j(&bad_op),
         [
             "warning: unknown field `extra` is ignored",
-            "error: orders[0][2]: cannot read op `3X0`: unknown kind `X`, expected F, B, W or BW\n  \
-             hint: an op is `<stage><kind><microbatch>` with kind F, B, W or BW, e.g. `0F1` or `3BW2`, `.<slice>` after it \
+            "error: orders[0][2]: cannot read op `3X0`: unknown kind `X`, expected F, B, W, BW or R\n  \
+             hint: an op is `<stage><kind><microbatch>` with kind F, B, W, BW or R, e.g. `0F1` or `3BW2`, `.<slice>` after it \
              for split sequences, or a pair `(3F1;3BW0)`\n  hint: the op is skipped",
             "error: orders[0]: the backward of stage 3, microbatch 0 is missing\n  \
              hint: add `3BW0`, or `3B0` and then `3W0`",
