@@ -19,6 +19,8 @@
 //!   drives the progress bar.
 //! * **"Compare all" has its own worker** ([`run_all`]), started while the view is open: its
 //!   twenty-odd runs (an exact search among them) never wait behind, or delay, the chart's.
+//! * **"Fit under the limit" has one too** ([`run_fit`]), started on the first press: the
+//!   search runs the chosen family once per rung of the recompute/offload ladder.
 //! * **Fallback.** When the worker cannot start (no `Worker`, a failed load, no answer in
 //!   [`START_TIMEOUT_MS`]), every computation runs on the page under the page's budget and
 //!   [`AppState::engine_note`] says so.
@@ -36,6 +38,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::compare::{compute_all, AllState};
+use crate::fit::{compute_fit, FitResult, FitState};
 use crate::state::{
     compute, effective_params, next_id, now_ms, planned, AppState, Computed, LoadedFile, Outcome, Place, UiError,
 };
@@ -99,6 +102,8 @@ enum Sink {
     Outcome,
     /// Every family at the settings, for "Compare all".
     All(RwSignal<AllState>),
+    /// The recompute/offload setting that fits the limit, for "Fit under the limit".
+    Fit(RwSignal<FitState>),
 }
 
 impl Sink {
@@ -107,12 +112,16 @@ impl Sink {
         match self {
             Sink::Outcome => "schedules",
             Sink::All(_) => ALL,
+            Sink::Fit(_) => FIT,
         }
     }
 }
 
 /// The kind of a "Compare all" request.
 const ALL: &str = "all";
+
+/// The kind of a "Fit under the limit" request.
+const FIT: &str = "fit";
 
 /// The page's side of the worker.
 struct Client {
@@ -180,6 +189,43 @@ pub fn run_all(state: AppState, all: RwSignal<AllState>) {
     });
 }
 
+/// Runs "Fit under the limit" at the current settings each time `asks` changes, in a worker of
+/// its own started on the first press and kept while the calling component lives; applies the
+/// setting it chose to the settings (so the charts follow) and keeps its answer in `fit`.
+pub fn run_fit(state: AppState, fit: RwSignal<FitState>, asks: ReadSignal<u64>) {
+    let client = new_client(state, Sink::Fit(fit));
+    Effect::new(move |prev: Option<u64>| {
+        let n = asks.get();
+        if n > 0 && prev != Some(n) {
+            let first = {
+                let c = client.borrow();
+                c.started == 0 && c.status == Status::Starting
+            };
+            if first {
+                spawn(&client);
+            }
+            request(&client, &state.settings.get_untracked(), None);
+        }
+        n
+    });
+}
+
+/// Applies a finished fit of `asked` (the settings it ran at): its setting when the settings
+/// have not changed since, and its answer, about the settings that result.
+fn finish_fit(state: AppState, fit: RwSignal<FitState>, asked: &Settings, result: Result<FitResult, UiError>) {
+    if state.settings.get_untracked() != *asked {
+        fit.update(|f| f.pending = false);
+        return;
+    }
+    if let Some(trade) = result.as_ref().ok().and_then(|r| r.apply_to(&asked.trade)) {
+        if trade != asked.trade {
+            state.update(|l| l.trade = trade);
+        }
+    }
+    let about = state.settings.get_untracked();
+    fit.set(FitState { result: Some((result, about)), pending: false });
+}
+
 fn new_client(state: AppState, sink: Sink) -> Shared {
     Rc::new(RefCell::new(Client {
         state,
@@ -202,8 +248,8 @@ fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
         let on_page = c.status == Status::Failed
             || match c.sink {
                 Sink::Outcome => runs_on_page(settings, file.is_some()),
-                // Every family at once: always worth a round trip.
-                Sink::All(_) => false,
+                // Every family at once, or the family once per rung: always worth a round trip.
+                Sink::All(_) | Sink::Fit(_) => false,
             };
         if !on_page {
             let job = Job { seq: c.latest, settings: settings.clone(), sent: 0.0 };
@@ -214,6 +260,7 @@ fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
             match sink {
                 Sink::Outcome => state.pending.set(Some(now_ms())),
                 Sink::All(all) => all.update(|a| a.pending = true),
+                Sink::Fit(fit) => fit.update(|f| f.pending = true),
             }
             if stale_and_long {
                 restart(client);
@@ -241,6 +288,7 @@ fn compute_on_page(state: AppState, sink: Sink, settings: &Settings, file: Optio
             let result = compute_all(settings).map(Arc::new);
             all.set(AllState { result: Some(result), pending: false });
         }
+        Sink::Fit(fit) => finish_fit(state, fit, settings, compute_fit(settings, Place::Page)),
     }
 }
 
@@ -397,6 +445,16 @@ fn on_message(client: &Shared, ev: MessageEvent) {
                     .and_then(|r| r.map(Arc::new));
                 all.set(AllState { result: Some(result), pending: false });
             }
+            Sink::Fit(fit) => {
+                let result = wire
+                    .and_then(|w| wire::decode_fit(&w).map_err(|e| e.to_string()))
+                    .map_err(|e| UiError {
+                        field: None,
+                        message: format!("the worker's result could not be read: {e}"),
+                    })
+                    .and_then(|r| r);
+                finish_fit(state, fit, &job.settings, result);
+            }
         }
     }
     send_next(client);
@@ -422,6 +480,7 @@ fn on_error(client: &Shared, message: &str) {
                 state.outcome.set(failed_outcome(&job.settings, &msg));
             }
             Sink::All(all) => all.set(AllState { result: Some(Err(msg)), pending: false }),
+            Sink::Fit(fit) => finish_fit(state, fit, &job.settings, Err(UiError { field: None, message: msg })),
         }
     }
     restart(client);
@@ -503,8 +562,12 @@ pub fn serve() {
             .and_then(|w| wire::decode_settings(&w).map_err(|e| e.to_string()))
             .map_err(|e| format!("the worker could not read the settings: {e}"));
         // A damaged request cannot come from the page's own module; it is answered all the same.
-        let w = if data.get(4).as_string().as_deref() == Some(ALL) {
+        let kind = data.get(4).as_string();
+        let w = if kind.as_deref() == Some(ALL) {
             wire::encode_all(&settings.and_then(|s| compute_all(&s)))
+        } else if kind.as_deref() == Some(FIT) {
+            let settings = settings.map_err(|message| UiError { field: None, message });
+            wire::encode_fit(&settings.and_then(|s| compute_fit(&s, Place::Worker)))
         } else {
             let parts = match settings {
                 Ok(settings) => {

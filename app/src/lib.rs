@@ -8,6 +8,7 @@ pub mod causes;
 pub mod compare;
 pub mod components;
 pub mod engine;
+pub mod fit;
 pub mod state;
 pub mod url;
 pub mod wire;

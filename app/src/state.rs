@@ -352,9 +352,17 @@ pub fn planned(settings: &Settings) -> impl Iterator<Item = &str> {
         .chain(baseline)
 }
 
-/// The effective parameters of the chosen family (its own options only).
+/// The effective parameters of the chosen family (its own options only), with the costs the
+/// settings derive (a model's, and the recompute and offload they ask for) when those are
+/// valid.
 pub fn effective_params(settings: &Settings) -> ScheduleParams {
-    family(&settings.schedule).map_or_else(|| settings.params.clone(), |f| f.own_params(&settings.params))
+    let params = settings.effective_params().unwrap_or_else(|_| settings.params.clone());
+    own_params(&settings.schedule, &params)
+}
+
+/// `params` as family `name` reads them (its own options only).
+fn own_params(name: &str, params: &ScheduleParams) -> ScheduleParams {
+    family(name).map_or_else(|| params.clone(), |f| f.own_params(params))
 }
 
 /// Computes everything the settings ask for: an opened file or the chosen family, the
@@ -390,7 +398,7 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Place) ->
             } else {
                 baseline_of(&settings.params, budget)
             };
-            (main, effective_params(settings), compare, baseline)
+            (main, own_params(&settings.schedule, &settings.params), compare, baseline)
         }
     };
     Outcome { id: next_id(), main, compare, baseline, params, elapsed_ms: now_ms() - start }

@@ -23,7 +23,10 @@ use bubblescope::{
     Schedule, ScheduleParams, Stats, Timeline, Units,
 };
 
+use bubblescope::trade::{Offload, Recompute, TradeSettings};
+
 use crate::compare::{AllRefused, AllRun, AllRuns};
+use crate::fit::{Chosen, FitResult, Fitted};
 use crate::state::{Computed, Extras, UiError};
 
 /// What the worker computed for one settings change (the page adds the id and parameters).
@@ -207,6 +210,7 @@ pub fn encode_settings(settings: &Settings) -> Wire {
     w.opt_word(m.gpus_per_node);
     w.opt_number(m.gemm_efficiency);
     w.opt_number(m.memory_efficiency);
+    w.trade(&settings.trade);
     w
 }
 
@@ -265,8 +269,76 @@ pub fn decode_settings(wire: &Wire) -> Result<Settings, WireError> {
         gemm_efficiency,
         memory_efficiency,
     };
+    let trade = r.trade()?;
     r.finished()?;
-    Ok(Settings { schedule, params, compare, model })
+    Ok(Settings { schedule, params, compare, model, trade })
+}
+
+/// Encodes what "fit under the limit" found, or why it could not look.
+pub fn encode_fit(result: &Result<FitResult, UiError>) -> Wire {
+    let mut w = Wire::default();
+    match result {
+        Err(e) => {
+            w.words.push(0);
+            w.error(e);
+        }
+        Ok(fit) => {
+            w.numbers.push(fit.limit);
+            match &fit.fitted {
+                Fitted::Over { least } => {
+                    w.words.push(1);
+                    w.numbers.push(*least);
+                }
+                Fitted::Fits { chosen, peak, cost } => {
+                    w.words.push(2);
+                    w.numbers.extend([*peak, *cost]);
+                    match chosen {
+                        None => w.words.push(0),
+                        Some(c) => {
+                            w.words.push(1);
+                            w.trade(&c.settings);
+                            w.text(&c.description);
+                            w.numbers.extend([c.time, c.saved]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    w
+}
+
+/// Reads what [`encode_fit`] wrote.
+///
+/// # Errors
+/// A [`WireError`] when a buffer ends early or has data left over, or a tag is unknown.
+pub fn decode_fit(wire: &Wire) -> Result<Result<FitResult, UiError>, WireError> {
+    let mut r = Reader { wire, numbers: 0, words: 0, text: 0 };
+    let result = match r.word()? {
+        0 => Err(r.error()?),
+        tag => {
+            let limit = r.number()?;
+            let fitted = match tag {
+                1 => Fitted::Over { least: r.number()? },
+                2 => {
+                    let [peak, cost] = r.numbers()?;
+                    let chosen = if r.flag()? {
+                        let settings = r.trade()?;
+                        let description = r.text()?;
+                        let [time, saved] = r.numbers()?;
+                        Some(Chosen { settings, description, time, saved })
+                    } else {
+                        None
+                    };
+                    Fitted::Fits { chosen, peak, cost }
+                }
+                other => return Err(WireError(format!("unknown fit outcome {other}"))),
+            };
+            Ok(FitResult { limit, fitted })
+        }
+    };
+    r.finished()?;
+    Ok(result)
 }
 
 /// Units travel as their index here.
@@ -298,6 +370,28 @@ impl Wire {
             }
             None => self.words.push(0),
         }
+    }
+
+    /// Recompute and offload as set: modes by index, the offload's kind and fractions, the
+    /// copy time and host link.
+    fn trade(&mut self, t: &TradeSettings) {
+        self.words.push(t.recompute.len() as u32);
+        self.words.extend(t.recompute.iter().map(|r| Recompute::ALL.iter().position(|a| a == r).unwrap_or(0) as u32));
+        match &t.offload {
+            Offload::None => self.words.push(0),
+            Offload::Auto => self.words.push(1),
+            Offload::Fractions(v) => {
+                self.words.extend([2, v.len() as u32]);
+                self.numbers.extend_from_slice(v);
+            }
+        }
+        self.opt_number(t.copy_time);
+        self.opt_number(t.host_gbps);
+    }
+
+    fn error(&mut self, e: &UiError) {
+        self.opt_word(e.field.map(|f| Field::ALL.iter().position(|a| *a == f).unwrap_or(0) as u32));
+        self.text(&e.message);
     }
 
     fn costs(&mut self, c: &Costs) {
@@ -528,6 +622,39 @@ impl Reader<'_> {
 
     fn opt_text(&mut self) -> Result<Option<String>, WireError> {
         Ok(if self.flag()? { Some(self.text()?) } else { None })
+    }
+
+    fn trade(&mut self) -> Result<TradeSettings, WireError> {
+        let n = self.count(1)?;
+        let recompute = (0..n)
+            .map(|_| {
+                let i = self.word()? as usize;
+                Recompute::ALL.get(i).copied().ok_or_else(|| WireError(format!("unknown recompute {i}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let offload = match self.word()? {
+            0 => Offload::None,
+            1 => Offload::Auto,
+            2 => {
+                let n = self.word()? as usize;
+                let slice = self.wire.numbers.get(self.numbers..).unwrap_or_default();
+                let v = slice.get(..n).ok_or_else(|| short("numbers"))?.to_vec();
+                self.numbers += n;
+                Offload::Fractions(v)
+            }
+            other => return Err(WireError(format!("unknown offload {other}"))),
+        };
+        let copy_time = self.opt_number()?;
+        let host_gbps = self.opt_number()?;
+        Ok(TradeSettings { recompute, offload, copy_time, host_gbps })
+    }
+
+    fn error(&mut self) -> Result<UiError, WireError> {
+        let field = match self.opt_word()? {
+            Some(i) => Some(*Field::ALL.get(i as usize).ok_or_else(|| WireError(format!("unknown field {i}")))?),
+            None => None,
+        };
+        Ok(UiError { field, message: self.text()? })
     }
 
     fn costs(&mut self) -> Result<Costs, WireError> {
@@ -934,6 +1061,36 @@ mod tests {
         let wire = encode_settings(&model);
         assert_eq!(decode_settings(&wire).unwrap(), model);
         damage_is_an_error(&wire, 1, decode_settings);
+    }
+
+    #[test]
+    fn trade_settings_and_fit_results_travel_typed() {
+        let (link, warnings) = bubblescope::permalink::parse(
+            "devices=4&mem-limit=5&recompute=full,none,selective,none&offload=0.5,1,0,0&copy-time=0.25",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let settings = link.settings();
+        let wire = encode_settings(&settings);
+        assert_eq!(decode_settings(&wire).unwrap(), settings);
+        damage_is_an_error(&wire, 1, decode_settings);
+
+        let chosen = Chosen {
+            settings: settings.trade.clone(),
+            description: "recompute full on device 0".into(),
+            time: 1.5,
+            saved: 2.0,
+        };
+        let results = [
+            Ok(FitResult { limit: 5.0, fitted: Fitted::Fits { chosen: Some(chosen), peak: 4.5, cost: 30.0 } }),
+            Ok(FitResult { limit: 5.0, fitted: Fitted::Fits { chosen: None, peak: 4.0, cost: 28.0 } }),
+            Ok(FitResult { limit: 1.0, fitted: Fitted::Over { least: 1.25 } }),
+            Err(UiError { field: Some(Field::MemLimit), message: "no limit\n  hint: set one".into() }),
+        ];
+        for result in results {
+            let wire = encode_fit(&result);
+            assert_eq!(decode_fit(&wire).unwrap(), result);
+            damage_is_an_error(&wire, 1, decode_fit);
+        }
     }
 
     /// Every `step`-th cut of `wire`'s words, and a word too many, fail to decode.

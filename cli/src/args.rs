@@ -561,12 +561,7 @@ impl CostArgs {
                 None => TradeSpec::None,
             });
         }
-        let mut search = TradeSearch::default();
-        if let Pricing::Model { shapes, .. } = pricing {
-            (search.full, search.selective) = shapes;
-        }
-        search.copy_time = settings.copy_rate(&pricing).map_err(flag_error)?;
-        Ok(TradeSpec::Search(search))
+        Ok(TradeSpec::Search(TradeSearch::priced(&settings, &pricing).map_err(flag_error)?))
     }
 
     /// [`CostArgs::costs`] before the recompute and offload flags.

@@ -6,7 +6,8 @@
 //! `ffn`, `tflops`, `bandwidth`, `latency`, `layout`, `flash-attention`, `tp`, `gpu`,
 //! `gpus-per-node`, `gemm-efficiency`, `memory-efficiency`: costs then come from the model,
 //! while the hand-set ones stay in the link; a calibration is carried as the efficiencies it
-//! fitted) plus `compare` (comma-separated
+//! fitted) plus the memory trade's (`recompute`, `offload`, `copy-time`, `host-gbps`: priced as
+//! the CLI prices its flags, [`Settings::effective_params`]) plus `compare` (comma-separated
 //! family names) and `v`, the format version. `f`, `b`, `w`, `mem-f` and `mem-w` take one number or one per device, as
 //! in the CLI; `mem-limit` takes a size with a unit (`80GiB`) when a model is given. Once links are
 //! shared this format is stable: new keys may be added, none renamed. Keys the engine does
@@ -19,6 +20,7 @@ use crate::cost_lists::{format_list, parse_list, CostLists, LIST_FIELDS};
 use crate::error::{Field, ParamError};
 use crate::model::{model_field, parse_limit, Derived, ModelSpec};
 use crate::params::{Costs, ScheduleParams};
+use crate::trade::{parse_offload, parse_recompute, recompute_text, Offload, Pricing, Recompute, TradeSettings};
 use crate::units::{shell_word, Units};
 
 /// The current permalink format version.
@@ -35,6 +37,8 @@ pub struct Permalink {
     pub compare: Vec<String>,
     /// The model the costs come from; empty: `params.costs` as set by hand.
     pub model: ModelSpec,
+    /// Recompute and offload, as the user set them (priced in [`Settings::effective_params`]).
+    pub trade: TradeSettings,
     /// Other keys, in order (view settings of the app).
     pub extra: Vec<(String, String)>,
 }
@@ -46,6 +50,7 @@ impl Default for Permalink {
             params: ScheduleParams::new(4, 8),
             compare: Vec::new(),
             model: ModelSpec::default(),
+            trade: TradeSettings::default(),
             extra: Vec::new(),
         }
     }
@@ -64,6 +69,8 @@ pub struct Settings {
     pub compare: Vec<String>,
     /// The model the costs come from, if any.
     pub model: ModelSpec,
+    /// Recompute and offload, as set (not yet priced).
+    pub trade: TradeSettings,
 }
 
 impl Settings {
@@ -111,7 +118,24 @@ impl Settings {
             let text = if self.units().bytes() { crate::units::size_text(limit) } else { limit.to_string() };
             let _ = write!(out, " --mem-limit {text}");
         }
+        for (key, value) in trade_pairs(&self.trade) {
+            let _ = write!(out, " --{key} {}", shell_word(&value));
+        }
         out
+    }
+
+    /// What prices the settings' recompute and offload, as the CLI prices its flags: the model
+    /// (its layers and host link) when the costs come from one, else the plain costs' mem-f
+    /// (`costs`: the settings' costs before any trade).
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the model setting that is wrong.
+    pub fn pricing(&self, costs: &Costs) -> Result<Pricing, ParamError> {
+        if self.model.given() {
+            Ok(self.model.resolve()?.trade_pricing())
+        } else {
+            Ok(Pricing::Plain { mem_f: costs.mem_f })
+        }
     }
 
     /// The model's costs on these settings' devices, when costs come from a model.
@@ -121,22 +145,22 @@ impl Settings {
 
     /// The parameters the schedule is computed from: the settings', with the costs derived
     /// from the model when one is given (the hand-set costs stay in the settings, so
-    /// switching back restores them; the overlap time is kept).
+    /// switching back restores them; the overlap time is kept), and the recompute and offload
+    /// the settings ask for, priced ([`Settings::pricing`]).
     ///
     /// # Errors
-    /// A [`ParamError`] naming the model setting that is wrong.
+    /// A [`ParamError`] naming the model or trade setting that is wrong.
     pub fn effective_params(&self) -> Result<ScheduleParams, ParamError> {
-        match self.derived() {
-            None => Ok(self.params.clone()),
-            Some(derived) => {
-                let mut params = self.params.clone();
-                let overlap = params.costs.overlap;
-                params.costs = derived?.costs();
-                params.costs.overlap = overlap;
-                params.units = Units::Model;
-                Ok(params)
-            }
+        let mut params = self.params.clone();
+        if let Some(derived) = self.derived() {
+            let overlap = params.costs.overlap;
+            params.costs = derived?.costs();
+            params.costs.overlap = overlap;
+            params.units = Units::Model;
         }
+        let pricing = self.pricing(&params.costs)?;
+        params.costs.trade = self.trade.trade(&pricing, params.devices)?.map(std::sync::Arc::new);
+        Ok(params)
     }
 }
 
@@ -148,6 +172,7 @@ impl Permalink {
             params: self.params.clone(),
             compare: self.compare.clone(),
             model: self.model.clone(),
+            trade: self.trade.clone(),
         }
     }
 
@@ -216,6 +241,18 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
                     }
                 }
             }
+            "recompute" => match parse_recompute(&value) {
+                Ok(list) if list.iter().all(|r| *r == Recompute::None) => link.trade.recompute = Vec::new(),
+                Ok(list) => link.trade.recompute = list,
+                Err(e) => warnings.push(format!("ignored recompute={}: {}", short(&value), e.message)),
+            },
+            "offload" => match parse_offload(&value) {
+                Ok(Offload::Fractions(v)) if v.iter().all(|f| *f == 0.0) => link.trade.offload = Offload::None,
+                Ok(offload) => link.trade.offload = offload,
+                Err(e) => warnings.push(format!("ignored offload={}: {}", short(&value), e.message)),
+            },
+            "copy-time" => num(&value).map_or_else(|| bad("a time ≥ 0"), |v| link.trade.copy_time = Some(v)),
+            "host-gbps" => num(&value).map_or_else(|| bad("a bandwidth in GB/s"), |v| link.trade.host_gbps = Some(v)),
             "compare" => {
                 link.compare = value
                     .split(',')
@@ -243,6 +280,20 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
         }
     }
     (link, warnings)
+}
+
+/// The trade settings that are set, as keys and values (the CLI's flags and the URL's keys).
+fn trade_pairs(trade: &TradeSettings) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if trade.recompute.iter().any(|r| *r != Recompute::None) {
+        out.push((Field::Recompute.name(), recompute_text(&trade.recompute)));
+    }
+    if trade.offload != Offload::None {
+        out.push((Field::Offload.name(), trade.offload.to_string()));
+    }
+    let numbers = [(Field::CopyTime, trade.copy_time), (Field::HostGbps, trade.host_gbps)];
+    out.extend(numbers.into_iter().filter_map(|(f, v)| v.map(|v| (f.name(), v.to_string()))));
+    out
 }
 
 /// A value as shown in a warning: cleaned and cut.
@@ -286,6 +337,9 @@ pub fn to_query(link: &Permalink) -> String {
         }
     }
     for (key, value) in link.model.query_pairs() {
+        let _ = write!(out, "&{key}={}", encode(&value));
+    }
+    for (key, value) in trade_pairs(&link.trade) {
         let _ = write!(out, "&{key}={}", encode(&value));
     }
     if !link.compare.is_empty() {
@@ -513,6 +567,64 @@ mod tests {
         assert!(warnings[2].starts_with("ignored w=1,,2"), "{warnings:?}");
         assert!(warnings[3].contains("f lists 3 numbers, expected 4"), "{warnings:?}");
         assert!(warnings[4].contains("sizes with units need a model"), "{warnings:?}");
+    }
+
+    #[test]
+    fn trade_keys_round_trip_and_are_priced_as_the_cli_prices_its_flags() {
+        let q =
+            "schedule=1f1b&devices=4&microbatches=8&mem-f=2&recompute=full,none,none,none&offload=auto&copy-time=0.5";
+        let (link, warnings) = parse(q);
+        assert_eq!(warnings, Vec::<String>::new());
+        let t = &link.trade;
+        assert_eq!(recompute_text(&t.recompute), "full,none,none,none");
+        assert_eq!((t.offload.clone(), t.copy_time, t.host_gbps), (Offload::Auto, Some(0.5), None));
+        let query = to_query(&link);
+        assert!(query.ends_with("&recompute=full,none,none,none&offload=auto&copy-time=0.5"), "{query}");
+        assert_eq!(parse(&query).0, link);
+        let command = link.settings().cli_command();
+        assert!(
+            command.ends_with(" --mem-f 2 --recompute full,none,none,none --offload auto --copy-time 0.5"),
+            "{command}"
+        );
+        // Plain costs: the copy time over mem-f is the time one unit takes.
+        let trade = link.settings().effective_params().unwrap().costs.trade.unwrap();
+        assert_eq!(
+            (trade.copy_time, trade.recompute_of(0), trade.recompute_of(1)),
+            (Some(0.25), Recompute::Full, Recompute::None)
+        );
+
+        // One mode, fractions, a model's host link; `none` is the default and left out.
+        let q = "devices=4&model=zb-1.5b&recompute=selective&offload=0.5&host-gbps=25";
+        let (link, warnings) = parse(q);
+        assert_eq!(warnings, Vec::<String>::new());
+        assert_eq!(parse(&to_query(&link)).0, link);
+        assert!(to_query(&link).contains("&recompute=selective&offload=0.5&host-gbps=25"));
+        let trade = link.settings().effective_params().unwrap().costs.trade.unwrap();
+        assert_eq!(trade.copy_time, Some(1e-3 / 25.0));
+        assert_eq!(parse("recompute=none&offload=none").0, Permalink::default());
+    }
+
+    #[test]
+    fn bad_trade_values_warn_or_fail_at_their_setting() {
+        let (link, warnings) = parse("recompute=most&offload=half&copy-time=-1");
+        assert_eq!(link.trade, TradeSettings::default());
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].starts_with("ignored recompute=most: unknown recompute `most`"), "{warnings:?}");
+        assert!(warnings[1].starts_with("ignored offload=half"), "{warnings:?}");
+        // Values that parse but do not fit the settings fail where the CLI fails, with its hint.
+        let cases = [
+            ("recompute=selective", Field::Recompute),
+            ("recompute=full,none", Field::Recompute),
+            ("offload=auto", Field::CopyTime),
+            ("copy-time=1", Field::CopyTime),
+            ("offload=auto&host-gbps=20", Field::HostGbps),
+            ("model=zb-1.5b&offload=auto&copy-time=1", Field::CopyTime),
+        ];
+        for (q, field) in cases {
+            let e = parse(q).0.settings().effective_params().unwrap_err();
+            assert_eq!(e.field, field, "{q}: {e}");
+            assert!(e.to_string().contains("hint:"), "{q}: {e}");
+        }
     }
 
     #[test]

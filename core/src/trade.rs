@@ -347,6 +347,41 @@ impl TradeSettings {
     }
 }
 
+impl TradeSettings {
+    /// These settings with `trade`'s recompute and offload (a setting the planner chose); the
+    /// copy time and host link stay unless `trade` asks for nothing (where they are refused).
+    pub fn choosing(&self, trade: &Trade) -> TradeSettings {
+        let recompute =
+            if trade.recompute.iter().all(|r| *r == Recompute::None) { Vec::new() } else { compact(&trade.recompute) };
+        let offload = match &trade.offload {
+            Offload::Fractions(v) if v.iter().all(|f| *f == 0.0) => Offload::None,
+            Offload::Fractions(v) => Offload::Fractions(compact(v)),
+            other => other.clone(),
+        };
+        let mut out = TradeSettings { recompute, offload, ..self.clone() };
+        if !out.asks() {
+            (out.copy_time, out.host_gbps) = (None, None);
+        }
+        out
+    }
+}
+
+/// A per-device list as it is written: one entry when every device has the same.
+fn compact<T: Clone + PartialEq>(list: &[T]) -> Vec<T> {
+    match list {
+        [first, rest @ ..] if rest.iter().all(|x| x == first) => vec![first.clone()],
+        _ => list.to_vec(),
+    }
+}
+
+/// A recompute list as `--recompute` takes it: `none` when empty, `full`, or `full,none,none`.
+pub fn recompute_text(list: &[Recompute]) -> String {
+    if list.is_empty() {
+        return Recompute::None.name().to_string();
+    }
+    list.iter().map(|r| r.name()).collect::<Vec<_>>().join(",")
+}
+
 /// The entry of a per-device list for `device`: the only entry, or the device's.
 fn per_device<T: Clone>(list: &[T], device: u32) -> Option<T> {
     match list {
@@ -473,6 +508,25 @@ mod tests {
         assert_eq!((list[3].recompute[0], &list[3].offload), (Recompute::Full, &Offload::Auto));
         let e = parse_trade_list("full,sometimes").unwrap_err();
         assert!(e.to_string().contains("unknown trade `sometimes`") && e.to_string().contains("hint:"), "{e}");
+    }
+
+    #[test]
+    fn a_chosen_setting_replaces_the_modes_and_keeps_the_copy_price_unless_it_asks_nothing() {
+        let user = TradeSettings { copy_time: Some(2.0), ..TradeSettings::default() };
+        let full_first = Trade { recompute: parse_recompute("full,none,none").unwrap(), ..Trade::default() };
+        let chosen = user.choosing(&full_first);
+        assert_eq!(recompute_text(&chosen.recompute), "full,none,none");
+        assert_eq!((chosen.offload.clone(), chosen.copy_time), (Offload::None, Some(2.0)));
+        let everywhere = Trade {
+            recompute: vec![Recompute::Full; 3],
+            offload: Offload::Fractions(vec![1.0; 3]),
+            ..Trade::default()
+        };
+        let chosen = user.choosing(&everywhere);
+        assert_eq!(recompute_text(&chosen.recompute), "full");
+        assert_eq!((chosen.offload.to_string(), chosen.copy_time), ("1".to_string(), Some(2.0)));
+        let nothing = user.choosing(&Trade::default());
+        assert_eq!((recompute_text(&nothing.recompute), nothing.copy_time), ("none".to_string(), None));
     }
 
     #[test]

@@ -148,7 +148,7 @@ export const tests = {
     await page.keyboard.press('ArrowRight');
     await waitForRedraw(page, before);
     before = await redraws(page);
-    await page.getByRole('button', { name: 'Fit' }).click();
+    await page.getByRole('button', { name: 'Fit', exact: true }).click();
     await waitForRedraw(page, before);
     assertEq(Number(await canvas.getAttribute('data-culled')), 0, 'fit shows everything');
   },

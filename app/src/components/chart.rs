@@ -238,6 +238,11 @@ fn redraw(chart: Chart, canvases: Canvases, units: Memo<bubblescope::units::Unit
     // What each stacked panel is, for assistive technology and tests.
     let labels: Vec<&str> = panels.iter().map(|s| s.label.as_str()).collect();
     let _ = canvas.set_attribute("data-panels", &labels.join(" | "));
+    // What memory the schedules trade for time: their recompute passes and host copies.
+    let (recomputes, copies) =
+        panels.iter().map(|s| trade_counts(&s.analysis.schedule)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let _ = canvas.set_attribute("data-recomputes", &recomputes.to_string());
+    let _ = canvas.set_attribute("data-copies", &copies.to_string());
     canvases.error.set(result.err());
     let mut frame = ChartFrame {
         geometry: fig.geometry.clone(),
@@ -278,6 +283,18 @@ fn redraw(chart: Chart, canvases: Canvases, units: Memo<bubblescope::units::Unit
     if let Some(el) = canvases.container.get() {
         let _ = el.set_attribute("data-redraws", &canvases.redraws.get_untracked().to_string());
     }
+}
+
+/// A schedule's recompute passes and its copies to and from the host.
+fn trade_counts(schedule: &bubblescope::Schedule) -> (usize, usize) {
+    let recomputes = schedule
+        .orders
+        .iter()
+        .flatten()
+        .flat_map(bubblescope::Op::passes)
+        .filter(|p| p.kind == bubblescope::PassKind::R)
+        .count();
+    (recomputes, schedule.copies.iter().map(Vec::len).sum())
 }
 
 /// The Gantt and memory charts with their toolbar.

@@ -1,4 +1,5 @@
-//! The settings sidebar: family picker, sizes, family options, costs, memory, comparison.
+//! The settings sidebar: family picker, sizes, family options, costs, memory (with recompute
+//! and offload), comparison.
 
 use bubblescope::permalink::Permalink;
 use bubblescope::{family, FamilyGroup, FamilyOption, Field, FAMILIES};
@@ -268,6 +269,7 @@ pub fn MemoryInputs() -> impl IntoView {
             <super::SizeLimitField/>
             <p class="help">{limit_help}</p>
         </Show>
+        <super::TradeInputs/>
     };
     section("Memory", body)
 }

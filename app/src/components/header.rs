@@ -23,6 +23,7 @@ pub fn Header() -> impl IntoView {
                 params: p.params.clone(),
                 compare: p.compare.iter().map(|s| s.to_string()).collect(),
                 model: Default::default(),
+                trade: Default::default(),
                 extra,
             };
         });

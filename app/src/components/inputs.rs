@@ -77,6 +77,9 @@ pub fn NumberField(
     /// An error from the engine about this setting.
     #[prop(optional, into)]
     error: Option<Signal<Option<String>>>,
+    /// The number box's test id (default `{id}-input`).
+    #[prop(optional, into)]
+    testid: Option<String>,
 ) -> impl IntoView {
     let text = RwSignal::new(value.get_untracked().map(show).unwrap_or_default());
     let local_error = RwSignal::new(None::<String>);
@@ -110,7 +113,7 @@ pub fn NumberField(
         }
     };
     let box_id = id.clone();
-    let input_testid = format!("{id}-input");
+    let input_testid = testid.unwrap_or_else(|| format!("{id}-input"));
     let slider_testid = format!("{id}-slider");
     let error_id = format!("{id}-error");
     let shown_error = move || local_error.get().or_else(|| error.and_then(|e| e.get()));

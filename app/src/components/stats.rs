@@ -95,6 +95,8 @@ pub fn StatTiles() -> impl IntoView {
             Some((p.bubble_formula, p.bubble, p.bubble_quantity.of(&a.stats), p.bubble_quantity.label()))
         })
     };
+    // Whether the run trades memory for time (the closed forms know neither).
+    let traded = move || outcome.with(|o| o.params.costs.trade.as_ref().is_some_and(|t| !t.is_none()));
     // The peak as a count of forwards' activations, when mem-f is not the unit.
     let peak_in_forwards = move || {
         outcome.with(|o| {
@@ -173,7 +175,7 @@ pub fn StatTiles() -> impl IntoView {
                     }.into_any(),
                     None => view! {
                         <div class="tile-value muted">"—"</div>
-                        <div class="tile-foot">"no closed form for this family"</div>
+                        <div class="tile-foot">{move || if traded() { "no closed form with recompute or offload" } else { "no closed form for this family" }}</div>
                     }.into_any(),
                 }}
             </div>

@@ -261,9 +261,11 @@ impl Family {
     }
 
     /// The closed-form prediction for `params`, or `None` when the family has none there — in
-    /// particular when stages cost different amounts, where no published formula applies.
+    /// particular when stages cost different amounts, or recompute or offload is on, where no
+    /// published formula applies.
     pub fn prediction(&self, params: &ScheduleParams) -> Option<Prediction> {
-        if !params.costs.is_uniform() {
+        // The closed forms know equal stages only, and no recompute or offload.
+        if !params.costs.is_uniform() || params.costs.trade.as_ref().is_some_and(|t| !t.is_none()) {
             return None;
         }
         (self.predict)(params)

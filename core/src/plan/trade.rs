@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use crate::trade::{Offload, Recompute, RecomputeShape, Trade};
+use crate::error::ParamError;
+use crate::trade::{Offload, Pricing, Recompute, RecomputeShape, Trade, TradeSettings};
 
 /// How a plan treats recompute and offload.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -35,6 +36,24 @@ pub struct TradeSearch {
 impl Default for TradeSearch {
     fn default() -> TradeSearch {
         TradeSearch { full: RecomputeShape::FULL, selective: RecomputeShape::NOTHING, copy_time: None }
+    }
+}
+
+impl TradeSearch {
+    /// The search `settings` price under `pricing`, as `plan` and the playground's "fit under
+    /// the limit" run it: the model's recompute shapes, and offload when a copy rate is known
+    /// (a model's host link, or a copy time with plain costs).
+    ///
+    /// # Errors
+    /// A [`ParamError`] on `copy-time` or `host-gbps` when the one given does not fit the
+    /// costs ([`TradeSettings::copy_rate`]).
+    pub fn priced(settings: &TradeSettings, pricing: &Pricing) -> Result<TradeSearch, ParamError> {
+        let mut search = TradeSearch::default();
+        if let Pricing::Model { shapes, .. } = pricing {
+            (search.full, search.selective) = *shapes;
+        }
+        search.copy_time = settings.copy_rate(pricing)?;
+        Ok(search)
     }
 }
 

@@ -31,7 +31,7 @@ const CORE_LAYERS: &[(&str, &[&str])] = &[
 const APP_LAYERS: &[(&str, &[&str])] = &[
     ("browser helpers", &["canvas"]),
     ("state", &["state", "causes"]),
-    ("results", &["compare", "wire"]),
+    ("results", &["compare", "fit", "wire"]),
     ("where work runs", &["engine", "url"]),
     ("components", &["components"]),
     ("the page", &[""]),
