@@ -380,6 +380,7 @@ impl Wire {
         match &t.offload {
             Offload::None => self.words.push(0),
             Offload::Auto => self.words.push(1),
+            Offload::PipeOffload => self.words.push(3),
             Offload::Fractions(v) => {
                 self.words.extend([2, v.len() as u32]);
                 self.numbers.extend_from_slice(v);
@@ -635,6 +636,7 @@ impl Reader<'_> {
         let offload = match self.word()? {
             0 => Offload::None,
             1 => Offload::Auto,
+            3 => Offload::PipeOffload,
             2 => {
                 let n = self.word()? as usize;
                 let slice = self.wire.numbers.get(self.numbers..).unwrap_or_default();

@@ -153,6 +153,8 @@ fn OffloadSelect() -> impl IntoView {
                 <option value="auto" title="Every microbatch whose wait between forward and backward hides both copies (PipeOffload)"
                     selected=move || current.get() == "auto">"auto"</option>
                 <option value="fraction" selected=move || current.get() == "fraction">"a share of the microbatches"</option>
+                <option value="pipeoffload" title="PipeOffload's own slot grid, for its grouped interleaved schedule (group-interleaved)"
+                    selected=move || current.get() == "pipeoffload">"as PipeOffload"</option>
                 {per_device}
             </select>
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || error.get().is_none()>{move || error.get()}</p>
