@@ -616,10 +616,13 @@ mod tests {
             ("recompute=selective", Field::Recompute),
             ("recompute=full,none", Field::Recompute),
             ("offload=auto", Field::CopyTime),
-            ("copy-time=1", Field::CopyTime),
             ("offload=auto&host-gbps=20", Field::HostGbps),
             ("model=zb-1.5b&offload=auto&copy-time=1", Field::CopyTime),
         ];
+        // A copy time alone prices the copies of a schedule read from a file, and trades nothing.
+        let priced = parse("copy-time=1").0.settings().effective_params().unwrap();
+        let trade = priced.costs.trade.expect("a rate");
+        assert!(trade.is_none() && trade.copy_time == Some(1.0));
         for (q, field) in cases {
             let e = parse(q).0.settings().effective_params().unwrap_err();
             assert_eq!(e.field, field, "{q}: {e}");

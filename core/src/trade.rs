@@ -323,6 +323,11 @@ impl TradeSettings {
     /// link that is not above 0, or one that does not fit the costs.
     pub fn trade(&self, pricing: &Pricing, devices: u32) -> Result<Option<Trade>, ParamError> {
         if !self.asks() {
+            // A rate given alone prices the copies a file has; the model's default alone
+            // prices nothing.
+            if self.copy_time.is_none() && self.host_gbps.is_none() {
+                return Ok(None);
+            }
             let copy_time = self.copy_rate(pricing)?;
             return Ok(copy_time.map(|t| Trade { copy_time: Some(t), ..Trade::default() }));
         }
