@@ -16,8 +16,10 @@
 //! May use the engine (`sim`, `params`, `trade`) and below.
 
 use crate::error::{Field, ParamError};
-use crate::params::{Costs, StageCosts};
-use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Schedule};
+use std::sync::Arc;
+
+use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts};
+use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Placement, Schedule};
 use crate::sim::{simulate, Timeline};
 use crate::trade::{Offload, Trade};
 
@@ -51,6 +53,81 @@ pub fn apply(schedule: Schedule, costs: &Costs) -> Result<Schedule, ParamError> 
         (0..schedule.devices()).map(|d| device_copies(&schedule, &timeline, &stage_costs, trade, d)).collect()
     };
     Ok(Schedule { copies, ..schedule })
+}
+
+/// The schedule `generate` makes for `params`, with the passes its trade asks for. The
+/// generator sees no trade: it plans compute orders, and [`apply`] adds R passes and copies.
+///
+/// A memory-aware family (`memory_aware`, under a limit) whose trade recomputes on every
+/// device also plans with what a recomputing forward holds ([`planning_params`]): less
+/// memory each, so more forwards fit in flight. That schedule is kept when its simulated
+/// peak is within the limit on every device and its step is shorter than planning without
+/// the trade, as the authors' scheduler plans with the activation memory a forward
+/// measures under the run's recomputation. Offload is placed after, as theirs does.
+///
+/// # Errors
+/// The generator's errors, or [`apply`]'s.
+pub fn generate_with_trade(
+    params: &ScheduleParams,
+    generate: fn(&ScheduleParams) -> Result<Schedule, ParamError>,
+    memory_aware: bool,
+) -> Result<Schedule, ParamError> {
+    let bare = ScheduleParams { costs: Costs { trade: None, ..params.costs.clone() }, ..params.clone() };
+    let without = generate(&bare).and_then(|s| apply(s, &params.costs));
+    let (true, Some(planning), Some(limit)) = (memory_aware, planning_params(params), params.mem_limit) else {
+        return without;
+    };
+    let Ok(planned) = generate(&planning).and_then(|s| apply(s, &params.costs)) else {
+        return without;
+    };
+    let run = |s: &Schedule| {
+        let t = simulate(s, &StageCosts::for_schedule(&params.costs, s)).ok()?;
+        Some((t.end(), t.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max)))
+    };
+    let Some((end, _)) = run(&planned).filter(|&(_, peak)| peak <= limit * (1.0 + 1e-9) + 1e-12) else {
+        return without;
+    };
+    match without.as_ref().ok().and_then(run) {
+        Some((other, _)) if other <= end * (1.0 + 1e-9) => without,
+        _ => Ok(planned),
+    }
+}
+
+/// What a memory-aware family plans with when every device recomputes: each forward holds
+/// `max(keep·mem-f, mem-w)` (what the recompute keeps, and at least what the weight
+/// gradient holds after B, so B never adds memory), with `keep` the largest any device keeps;
+/// the limit is lowered by the most an R pass adds before its backward, `mem-f` less that,
+/// on one device's stage. `None` when there is no limit, or some device or chunk does not
+/// recompute.
+pub fn planning_params(params: &ScheduleParams) -> Option<ScheduleParams> {
+    let limit = params.mem_limit?;
+    let trade = params.costs.trade.as_deref().filter(|t| t.chunks.is_none())?;
+    let keep = (0..params.devices)
+        .map(|d| trade.shape_of(d).map(|s| s.keep))
+        .collect::<Option<Vec<f64>>>()?
+        .into_iter()
+        .fold(0.0, f64::max);
+    if keep >= 1.0 {
+        return None;
+    }
+    let held = |mem_f: f64, mem_w: f64| (keep * mem_f).max(mem_w);
+    let costs = &params.costs;
+    let mut planning = Costs { trade: None, ..costs.clone() };
+    planning.mem_f = held(costs.mem_f, costs.mem_w());
+    planning.mem_w = Some(costs.mem_w());
+    planning.profile = costs.profile.as_deref().map(|p| Arc::new(held_profile(p, &held)));
+    let stages = StageCosts::new(costs, &Placement::linear(params.devices));
+    let added = stages.mem_f.iter().zip(&stages.mem_w).map(|(&f, &w)| f - held(f, w)).fold(0.0, f64::max);
+    Some(ScheduleParams { costs: planning, mem_limit: Some(limit - added), ..params.clone() })
+}
+
+/// `profile` (and its finer cuts) with each piece's forward memory what `held` says it holds.
+fn held_profile(profile: &CostProfile, held: &dyn Fn(f64, f64) -> f64) -> CostProfile {
+    CostProfile {
+        mem_f: profile.mem_f.iter().zip(&profile.mem_w).map(|(&f, &w)| held(f, w)).collect(),
+        finer: profile.finer.iter().map(|p| Arc::new(held_profile(p, held))).collect(),
+        ..profile.clone()
+    }
 }
 
 /// What a run that asked to offload but copies nothing says.

@@ -166,3 +166,90 @@ proptest! {
         prop_assert!(traded_t.end() >= plain_t.end() - 1e-9, "{} < {}", traded_t.end(), plain_t.end());
     }
 }
+
+/// The most forwards device 0 holds at once: done, and its backward not yet started.
+fn most_in_flight(schedule: &Schedule) -> usize {
+    let (mut now, mut most) = (0usize, 0usize);
+    for pass in schedule.orders[0].iter().flat_map(Op::passes) {
+        match pass.kind {
+            PassKind::F => now += 1,
+            PassKind::B | PassKind::BW => now -= 1,
+            _ => {}
+        }
+        most = most.max(now);
+    }
+    most
+}
+
+/// `family` at `params`, the generator planning without the trade and the passes added after:
+/// what a family that ignores the trade's memory makes.
+fn planned_without_the_trade(family: &str, params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    let f = crate::family(family).expect("a family");
+    let bare = ScheduleParams { costs: Costs { trade: None, ..params.costs.clone() }, ..params.clone() };
+    (f.generate)(&bare).and_then(|s| apply(s, &params.costs))
+}
+
+#[test]
+fn zb_auto_spends_the_memory_full_recompute_frees_on_more_forwards_in_flight() {
+    // P = 4, M = 12, F = B = W = 1, mem-f 1 (mem-w 1/2), limit 2: half of 1F1B's memory.
+    // Without the trade's memory the heuristic holds 2 forwards on device 0. With full
+    // recompute a forward holds max(2/34, 1/2) = 1/2 until its R pass, and an R adds at most
+    // 1 − 1/2 before its backward frees it: (2 − 1/2) / (1/2) = 3 forwards fit.
+    let trade = Trade { recompute: vec![Recompute::Full], ..Trade::default() };
+    let params = ScheduleParams::new(4, 12).with_costs(costs(Some(trade))).with_mem_limit(2.0);
+    let planned = generate("zb-auto", &params).expect("fits");
+    let without = planned_without_the_trade("zb-auto", &params).expect("fits");
+    assert_eq!((most_in_flight(&without), most_in_flight(&planned)), (2, 3));
+    let step = |s: &Schedule| simulate(s, &StageCosts::for_schedule(&params.costs, s)).expect("simulates");
+    let (planned_t, without_t) = (step(&planned), step(&without));
+    assert!(planned_t.end() < 0.8 * without_t.end(), "{} vs {}", planned_t.end(), without_t.end());
+    assert!(peaks(&planned_t).iter().all(|&p| p <= 2.0 + 1e-9), "{:?}", peaks(&planned_t));
+}
+
+fn memory_aware() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["zb-auto", "zb-v", "v-auto", "zb-opt"])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// A memory-aware family under a limit, with recompute everywhere (and sometimes
+    /// offload): every device stays within the limit, each backward gets one R pass, and the
+    /// step is never longer than planning without the trade's memory.
+    #[test]
+    fn memory_aware_families_plan_within_the_limit_with_recompute(
+        family in memory_aware(),
+        devices in 2u32..5,
+        rounds in 1u32..3,
+        (f, b, w) in (0.5f64..3.0, 0.5f64..3.0, 0.2f64..3.0),
+        keep in 0.0f64..0.6,
+        share in 0.5f64..2.0,
+        offload in any::<bool>(),
+    ) {
+        let microbatches = 2 * devices * rounds;
+        let trade = Trade {
+            recompute: vec![Recompute::Full],
+            full: RecomputeShape { keep, redo: 1.0 },
+            offload: if offload { Offload::Auto } else { Offload::None },
+            copy_time: offload.then_some(0.05),
+            ..Trade::default()
+        };
+        let costs = Costs { comm: 0.1, trade: Some(Arc::new(trade)), ..Costs::fbw(f, b, w) };
+        let limit = share * f64::from(devices);
+        let params = ScheduleParams::new(devices, microbatches).with_costs(costs.clone()).with_mem_limit(limit);
+        let Ok(schedule) = generate(family, &params) else { return Ok(()) };
+        let errors: Vec<_> = validate(&schedule).into_iter().filter(|d| d.severity == Severity::Error).collect();
+        prop_assert!(errors.is_empty(), "{:?}", errors);
+        let passes = || schedule.orders.iter().flatten().flat_map(Op::passes);
+        let recomputes = passes().filter(|p| p.kind == PassKind::R).count();
+        prop_assert_eq!(recomputes, passes().filter(|p| p.kind.is_input_grad()).count());
+        let t = simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule)).expect("simulates");
+        for (d, peak) in peaks(&t).into_iter().enumerate() {
+            prop_assert!(peak <= limit + 1e-9, "device {}: peak {} over the limit {}", d, peak, limit);
+        }
+        if let Ok(other) = planned_without_the_trade(family, &params) {
+            let other_t = simulate(&other, &StageCosts::for_schedule(&costs, &other)).expect("simulates");
+            prop_assert!(t.end() <= other_t.end() + 1e-9, "{} > {}", t.end(), other_t.end());
+        }
+    }
+}

@@ -308,7 +308,8 @@ impl Family {
 
     /// Checks and generates: the common checks, options the family does not read, the size
     /// (from [`Family::passes`], before any work), the generator, then the recompute and
-    /// offload passes the costs' trade asks for ([`crate::passes::apply`]).
+    /// offload passes the costs' trade asks for ([`crate::passes::apply`]); a memory-aware family
+    /// plans with what a recomputing forward holds ([`crate::passes::generate_with_trade`]).
     ///
     /// # Errors
     /// A [`ParamError`] naming the setting to change.
@@ -316,7 +317,7 @@ impl Family {
         params.check_common()?;
         reject_unused(params, self)?;
         params.check_passes(self.pass_count(params))?;
-        crate::passes::apply((self.generate)(params)?, &params.costs)
+        crate::passes::generate_with_trade(params, self.generate, self.uses(Field::MemLimit))
     }
 
     /// A heading for a schedule of this family: its title and the sizes that shape it, with

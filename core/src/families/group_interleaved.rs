@@ -8,27 +8,8 @@
 //! offload chunks are not part of the order: the trade's `chunks` limit ([`crate::trade`])
 //! adds them ([`crate::passes`]).
 //!
-//! # The order
-//!
-//! Written from the authors' algorithm (a periodic building block of slots, repeated, then
-//! compacted); their code is not used. Every device has a row of slots; one slot holds one
-//! pass or nothing.
-//!
-//! * **Block.** The smallest group the pipeline needs is `g₀ = ⌈P/2⌉`, raised while
-//!   `max_d(F+B+W)·g₀ < max(ΣF, ΣB)` (sums over devices); `k = ⌈g₀/G⌉` blocks of `G` fill one
-//!   round and `q = V / gcd(V, k)`. Forward `i < G` of chunk `c` on device `d` sits at slot
-//!   `3kGc + 3i + d + 3G·⌊c/q⌋`. The first backward of device `d` comes `3(P−1−d) + 1` slots after
-//!   its forward of chunk `V−1`, microbatch 0; the `i`-th backward of the `c`-th chunk from the
-//!   top sits `3kGc + 3i + 3G·⌊c/q⌋` slots after that, its W in the next slot. Modulo the
-//!   block's period `3GV` no two passes share a slot.
-//! * **Repeat.** Group `n` (microbatches `nG..nG+G`) is the block moved `3GV·n` slots later;
-//!   microbatches from `M` on are dropped.
-//! * **Shift.** Device `d` starts `min(d, e)` slots late, where `e` is the least slack, over
-//!   device 0's passes of chunks above 0, between the pass and the last device's forward of
-//!   the same microbatch one chunk below (at most `P−1`).
-//! * **Compact** (when `G > 1`). Slot by slot, each device runs its next pass if what it
-//!   depends on (the forward one stage below, the B one stage above) ran in an earlier slot,
-//!   and idles otherwise. This keeps each device's order.
+//! The order (a periodic block of slots, repeated, shifted and compacted) is described in
+//! `docs/schedule-families.md`; it is written from the authors' algorithm, not their code.
 //!
 //! The compute orders equal the authors' for the configurations their scripts use (tests:
 //! `core/tests/golden/pipeoffload/`, written by `tools/pipeoffload_golden.py` from their

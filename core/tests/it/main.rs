@@ -2,6 +2,7 @@
 
 mod animate;
 mod architecture;
+mod docs;
 mod formats;
 mod gaps;
 mod golden;
