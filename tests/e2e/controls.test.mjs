@@ -1,6 +1,6 @@
 // Every control changes the chart and the stats, and the stats are the CLI's numbers.
 
-import { assert, assertEq, canvasDigest as digest, cli, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
+import { assert, assertEq, canvasDigest as digest, change, cli, open, redraws, text, waitForRedraw } from './harness.mjs';
 
 async function stats(page) {
   return {
@@ -15,12 +15,6 @@ function cliStats(args) {
   const j = JSON.parse(cli(['simulate', '--json', ...args]));
   const fmt = (v) => (Number.isInteger(v) ? String(v) : String(Number(v.toFixed(4))));
   return { cost: fmt(j.cost), bubble: fmt(j.bubble_rate), peak: fmt(j.peak_memory) };
-}
-
-async function change(page, testid, value) {
-  const before = await redraws(page);
-  await setValue(page, testid, value);
-  await waitForRedraw(page, before);
 }
 
 async function pick(page, name) {

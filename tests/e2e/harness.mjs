@@ -107,6 +107,23 @@ export async function setValue(page, testid, value) {
   await page.locator(`[data-testid="${testid}"]`).fill(String(value));
 }
 
+/** Sets an input's value as `setValue` does and waits for the chart to redraw. */
+export async function change(page, testid, value) {
+  const before = await redraws(page);
+  await setValue(page, testid, value);
+  await waitForRedraw(page, before);
+}
+
+/** The page address' query parameters. */
+export const query = (page) => new URL(page.url()).searchParams;
+
+/** Waits until the address bar holds `key=value` (the URL follows a gesture shortly after). */
+export async function urlHas(page, key, value) {
+  await page.waitForFunction(([k, v]) => new URL(location.href).searchParams.get(k) === v, [key, value], { timeout: 5000 })
+    .catch(() => {});
+  assertEq(query(page).get(key), value, `${key} in the URL`);
+}
+
 export async function text(page, testid) {
   return (await page.locator(`[data-testid="${testid}"]`).first().textContent())?.trim();
 }

@@ -1,27 +1,12 @@
 // The "Costs" panel: costs from a model (URL keys = the CLI's flags), the derived per-share
 // table, the bottleneck verdict, and switching back to the hand-set costs.
 
-import { assert, assertEq, cli, inkRatio, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
+import { assert, assertEq, change, cli, inkRatio, open, redraws, text, urlHas, waitForRedraw } from './harness.mjs';
 
 async function click(page, testid) {
   const before = await redraws(page);
   await page.locator(`[data-testid=${testid}]`).click();
   await waitForRedraw(page, before);
-}
-
-async function change(page, testid, value) {
-  const before = await redraws(page);
-  await setValue(page, testid, value);
-  await waitForRedraw(page, before);
-}
-
-const query = (page) => new URL(page.url()).searchParams;
-
-/** Waits until the address bar holds `key=value` (the URL follows a gesture shortly after). */
-async function urlHas(page, key, value) {
-  await page.waitForFunction(([k, v]) => new URL(location.href).searchParams.get(k) === v, [key, value], { timeout: 5000 })
-    .catch(() => {});
-  assertEq(query(page).get(key), value, `${key} in the URL`);
 }
 
 /** The CLI's bubble rate, as the app prints it. */

@@ -1,9 +1,7 @@
 // "Compare all" (every family on a Pareto chart, the CLI's sweep) and the lower bound beside
 // the bubble split.
 
-import { assert, assertEq, cli, inkRatio, open, setValue } from './harness.mjs';
-
-const query = (page) => new URL(page.url()).searchParams;
+import { assert, assertEq, cli, inkRatio, open, query, setValue } from './harness.mjs';
 
 export const tests = {
   async 'compare all shows the sweep front and a click opens a schedule'({ page, base, shot }) {

@@ -2,18 +2,9 @@
 // flags), R passes and host copies on the Gantt chart, and "Fit under the limit", each
 // checked against the CLI.
 
-import { assert, assertEq, cli, open, redraws, setValue, text, waitForRedraw } from './harness.mjs';
+import { assert, assertEq, change, cli, open, query, redraws, text, urlHas, waitForRedraw } from './harness.mjs';
 
 const BASE = ['-s', '1f1b', '-p', '4', '-m', '8'];
-
-const query = (page) => new URL(page.url()).searchParams;
-
-/** Waits until the address bar holds `key=value` (the URL follows a gesture shortly after). */
-async function urlHas(page, key, value) {
-  await page.waitForFunction(([k, v]) => new URL(location.href).searchParams.get(k) === v, [key, value], { timeout: 5000 })
-    .catch(() => {});
-  assertEq(query(page).get(key), value, `${key} in the URL`);
-}
 
 /** The CLI's peak memory for the same settings, formatted as the app shows it. */
 function cliPeak(args) {
@@ -24,12 +15,6 @@ function cliPeak(args) {
 async function choose(page, testid, value) {
   const before = await redraws(page);
   await page.locator(`[data-testid=${testid}]`).selectOption(value);
-  await waitForRedraw(page, before);
-}
-
-async function change(page, testid, value) {
-  const before = await redraws(page);
-  await setValue(page, testid, value);
   await waitForRedraw(page, before);
 }
 

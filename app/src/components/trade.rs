@@ -62,18 +62,10 @@ fn RecomputeSelect() -> impl IntoView {
     let state = expect_context::<AppState>();
     let current = Memo::new(move |_| state.link.with(|l| recompute_text(&l.trade.recompute)));
     let selective = Memo::new(move |_| state.link.with(selective_off));
-    let per_device = move || {
-        current.with(|c| c.contains(',')).then(|| {
-            let value = current.get();
-            let label = format!("per device: {value}");
-            view! { <option value=value.clone() selected=true>{label}</option> }
-        })
-    };
     let pick = move |value: String| {
         let list = parse_recompute(&value).unwrap_or_default();
-        state.update(|l| {
+        set_trade(state, |l| {
             l.trade.recompute = if list.iter().all(|r| *r == Recompute::None) { Vec::new() } else { list };
-            drop_unread_prices(l);
         });
     };
     let error = error_signal(state, Field::Recompute);
@@ -89,7 +81,7 @@ fn RecomputeSelect() -> impl IntoView {
                     selected=move || current.get() == "selective">"selective"</option>
                 <option value="full" title="Keep each stage's input only; R runs the forward again."
                     selected=move || current.get() == "full">"full"</option>
-                {per_device}
+                {per_device_option(current)}
             </select>
             {move || selective.get().map(|(short, why)| view! { <p class="help" data-testid="selective-off" title=why>{short}</p> })}
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || error.get().is_none()>{move || error.get()}</p>
@@ -97,12 +89,28 @@ fn RecomputeSelect() -> impl IntoView {
     }
 }
 
-/// With no recompute and no offload left, the copy time and host link go too: nothing reads
-/// them, and core refuses them alone.
-fn drop_unread_prices(link: &mut Permalink) {
-    if !link.trade.asks() {
-        (link.trade.copy_time, link.trade.host_gbps) = (None, None);
+/// The chosen option of a select whose value `current` is a per-device list (it holds a
+/// comma), as a link can set it: shown as its own choice. Nothing for the other values.
+fn per_device_option(current: Memo<String>) -> impl IntoView {
+    move || {
+        current.with(|c| c.contains(',')).then(|| {
+            let value = current.get();
+            let label = format!("per device: {value}");
+            view! { <option value=value.clone() selected=true>{label}</option> }
+        })
     }
+}
+
+/// What a select's choice does: changes the trade with `set`; then, with no recompute and no
+/// offload left, the copy time and host link go too: nothing reads them, and core refuses
+/// them alone.
+fn set_trade(state: AppState, set: impl FnOnce(&mut Permalink)) {
+    state.update(|l| {
+        set(l);
+        if !l.trade.asks() {
+            (l.trade.copy_time, l.trade.host_gbps) = (None, None);
+        }
+    });
 }
 
 /// The select's value for an offload setting: `none`, `auto`, `fraction`, or a per-device list.
@@ -120,20 +128,12 @@ fn offload_choice(offload: &Offload) -> String {
 fn OffloadSelect() -> impl IntoView {
     let state = expect_context::<AppState>();
     let current = Memo::new(move |_| state.link.with(|l| offload_choice(&l.trade.offload)));
-    let per_device = move || {
-        current.with(|c| c.contains(',')).then(|| {
-            let value = current.get();
-            let label = format!("per device: {value}");
-            view! { <option value=value.clone() selected=true>{label}</option> }
-        })
-    };
     let pick = move |value: String| {
-        state.update(|l| {
+        set_trade(state, |l| {
             l.trade.offload = match value.as_str() {
                 "fraction" => Offload::Fractions(vec![0.5]),
                 other => parse_offload(other).unwrap_or_default(),
             };
-            drop_unread_prices(l);
         });
     };
     let fraction = Signal::derive(move || {
@@ -155,7 +155,7 @@ fn OffloadSelect() -> impl IntoView {
                 <option value="fraction" selected=move || current.get() == "fraction">"a share of the microbatches"</option>
                 <option value="pipeoffload" title="PipeOffload's own slot grid, for its grouped interleaved schedule (group-interleaved)"
                     selected=move || current.get() == "pipeoffload">"as PipeOffload"</option>
-                {per_device}
+                {per_device_option(current)}
             </select>
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || error.get().is_none()>{move || error.get()}</p>
         </div>

@@ -13,7 +13,21 @@ pub struct TimeAxis {
     pub x1: f64,
 }
 
+/// Room right of the plot on the charts with a time axis (CSS pixels).
+const RIGHT: f64 = 18.0;
+
 impl TimeAxis {
+    /// The time axis of a chart `width` CSS pixels wide whose plot starts at `gutter`: it shows
+    /// `range` when that is finite and not empty, else everything from 0 to `end` (to 1 when
+    /// nothing ends after 0).
+    pub(crate) fn for_chart(range: Option<(f64, f64)>, end: f64, gutter: f64, width: f64) -> TimeAxis {
+        let (t0, t1) = match range {
+            Some((a, b)) if b > a && a.is_finite() && b.is_finite() => (a, b),
+            _ => (0.0, if end > 0.0 { end } else { 1.0 }),
+        };
+        TimeAxis { t0, t1, x0: gutter, x1: (width - RIGHT).max(gutter + 10.0) }
+    }
+
     /// x of time `t`.
     pub fn x(&self, t: f64) -> f64 {
         let span = self.t1 - self.t0;

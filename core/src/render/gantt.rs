@@ -137,7 +137,6 @@ const TITLE_H: f64 = 24.0;
 const ROW_GAP: f64 = 4.0;
 const PANEL_GAP: f64 = 14.0;
 const AXIS_H: f64 = 44.0;
-const RIGHT: f64 = 18.0;
 
 /// Width of the device-label gutter for `devices` rows, in CSS pixels.
 pub fn gutter_width(devices: u32) -> f64 {
@@ -193,17 +192,13 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     let height = plot_bottom + AXIS_H;
 
     let end = panels.iter().map(|p| p.timeline.end()).fold(0.0, f64::max);
-    let (t0, t1) = match opts.time_range {
-        Some((a, b)) if b > a && a.is_finite() && b.is_finite() => (a, b),
-        _ => (0.0, if end > 0.0 { end } else { 1.0 }),
-    };
-    let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) };
+    let axis = TimeAxis::for_chart(opts.time_range, end, gutter, opts.width);
+    let TimeAxis { t0, t1, .. } = axis;
     let mut geometry =
         GanttGeometry { axis, panels: geometry_panels, row_height: row_h, row_pitch, height, gaps: Vec::new() };
     let shade = opts.causes && panels.iter().any(|p| p.causes.is_some());
 
-    let mut scene =
-        Scene::new((opts.width * s).round() as u32, (height * s).round() as u32, theme.background, theme.font);
+    let mut scene = Scene::for_chart(opts.width, height, s, theme);
     let dev_axis = axis.scaled(s);
 
     if opts.legend {

@@ -48,21 +48,15 @@ impl Default for MemoryOptions {
 
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 26.0;
-const RIGHT: f64 = 18.0;
 
 /// Lays out the memory curves of `timeline`.
 pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) -> Scene {
     let s = opts.scale.max(0.1);
     let devices = timeline.devices.len() as u32;
     let gutter = opts.gutter.unwrap_or_else(|| gutter_for(devices, opts.width));
-    let mut scene =
-        Scene::new((opts.width * s).round() as u32, (opts.height * s).round() as u32, theme.background, theme.font);
-    let end = timeline.end();
-    let (t0, t1) = match opts.time_range {
-        Some((a, b)) if b > a && a.is_finite() && b.is_finite() => (a, b),
-        _ => (0.0, if end > 0.0 { end } else { 1.0 }),
-    };
-    let axis = TimeAxis { t0, t1, x0: gutter, x1: (opts.width - RIGHT).max(gutter + 10.0) }.scaled(s);
+    let mut scene = Scene::for_chart(opts.width, opts.height, s, theme);
+    let axis = TimeAxis::for_chart(opts.time_range, timeline.end(), gutter, opts.width).scaled(s);
+    let TimeAxis { t0, t1, .. } = axis;
     let (plot_top, plot_bottom) = memory_plot_band(opts);
     let (plot_top, plot_bottom) = (plot_top * s, plot_bottom * s);
 

@@ -248,7 +248,7 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
     let k = opts.scale.max(1e-9);
     let t = &opts.theme;
     let (w, h) = (opts.width.max(240.0), opts.height.max(200.0));
-    let mut scene = Scene::new((w * k).round() as u32, (h * k).round() as u32, t.background, t.font);
+    let mut scene = Scene::for_chart(w, h, k, t);
     let legend = w >= 480.0;
     let plot = (MARGIN_LEFT, MARGIN_TOP, w - if legend { LEGEND_WIDTH } else { 16.0 }, h - MARGIN_BOTTOM);
 

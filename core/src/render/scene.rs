@@ -1,6 +1,6 @@
 //! Scenes: the picture as a flat list of items in device pixels, before any backend.
 
-use super::theme::Rgb;
+use super::theme::{Rgb, Theme};
 use crate::units::clean_text;
 
 /// Horizontal text anchor.
@@ -114,6 +114,12 @@ impl Scene {
     /// An empty scene.
     pub fn new(width: u32, height: u32, background: Rgb, font: &str) -> Scene {
         Scene { width, height, background, font: font.to_string(), items: Vec::new(), counts: LodCounts::default() }
+    }
+
+    /// An empty scene for a chart `width` × `height` CSS pixels at `scale` device pixels per
+    /// CSS pixel, on `theme`'s background and in its font.
+    pub(crate) fn for_chart(width: f64, height: f64, scale: f64, theme: &Theme) -> Scene {
+        Scene::new((width * scale).round() as u32, (height * scale).round() as u32, theme.background, theme.font)
     }
 
     /// Adds a rectangle.
