@@ -583,6 +583,7 @@ impl Wire {
             s.busiest_work,
             s.bubble_rate_paper,
             s.peak_memory,
+            s.peak_without_trade.unwrap_or(f64::NAN),
         ]);
         self.words.push(s.per_device.len() as u32);
         for d in &s.per_device {
@@ -941,7 +942,7 @@ impl Reader<'_> {
     }
 
     fn stats(&mut self) -> Result<Stats, WireError> {
-        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, busiest_work, bubble_rate_paper, peak_memory] =
+        let [cost, makespan, ideal, bubble_rate, bubble_over_ideal, idle_over_makespan, busiest_work, bubble_rate_paper, peak_memory, without] =
             self.numbers()?;
         let n = self.count(1)?;
         let mut per_device = Vec::with_capacity(n);
@@ -960,6 +961,7 @@ impl Reader<'_> {
             busiest_work,
             bubble_rate_paper,
             peak_memory,
+            peak_without_trade: Some(without).filter(|v| !v.is_nan()),
             per_device,
         })
     }

@@ -137,17 +137,6 @@ pub const NOTHING_OFFLOADED: &str = "nothing was offloaded: no wait between a fo
 /// compute orders only.
 pub const PYTORCH_NOTE: &str = "the PyTorch file holds the compute orders only: PyTorch's runtime has no recompute or offload action; set recomputation on the stage module (activation checkpointing, torch.utils.checkpoint) and offload with a custom action";
 
-/// `schedule` without its R passes and copies: the compute orders a runtime without recompute
-/// or offload actions runs.
-pub fn compute_orders(schedule: &Schedule) -> Schedule {
-    let orders = schedule
-        .orders
-        .iter()
-        .map(|order| order.iter().filter(|op| !matches!(op, Op::One(p) if p.kind == PassKind::R)).copied().collect())
-        .collect();
-    Schedule { orders, copies: Vec::new(), ..schedule.clone() }
-}
-
 /// What a schedule's recompute and offload cost and save, each against the same schedule
 /// simulated without them: the difference of two independent runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -176,7 +165,7 @@ pub fn report(schedule: &Schedule, costs: &Costs) -> Option<TradeReport> {
     let traded = simulate(schedule, &stage_costs).ok()?;
     let free_copies = StageCosts { copy_time: 0.0, ..stage_costs.clone() };
     let quick = simulate(schedule, &free_copies).ok()?;
-    let plain_schedule = compute_orders(schedule);
+    let plain_schedule = schedule.compute_orders();
     let plain_costs = Costs { trade: None, ..costs.clone() };
     let plain = simulate(&plain_schedule, &StageCosts::for_schedule(&plain_costs, &plain_schedule)).ok()?;
     let cost = |t: &Timeline| crate::stats::stats(schedule, t, costs).cost;

@@ -508,6 +508,19 @@ impl Schedule {
         self.has_copies() || self.orders.iter().flatten().flat_map(Op::passes).any(|p| p.kind == PassKind::R)
     }
 
+    /// The schedule without its R passes and copies: the compute orders a runtime without
+    /// recompute or offload actions runs.
+    pub fn compute_orders(&self) -> Schedule {
+        let orders = self
+            .orders
+            .iter()
+            .map(|order| {
+                order.iter().filter(|op| !matches!(op, Op::One(p) if p.kind == PassKind::R)).copied().collect()
+            })
+            .collect();
+        Schedule { orders, copies: Vec::new(), ..self.clone() }
+    }
+
     /// Device `device`'s copies, in issue order.
     pub fn copies_of(&self, device: u32) -> &[CopyOp] {
         self.copies.get(device as usize).map_or(&[], Vec::as_slice)

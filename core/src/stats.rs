@@ -74,6 +74,10 @@ pub struct Stats {
     pub bubble_rate_paper: f64,
     /// Highest activation memory of any device.
     pub peak_memory: f64,
+    /// For a schedule that recomputes or offloads: the highest activation memory of the same
+    /// compute orders without R passes and copies (what the trade saves is this less
+    /// `peak_memory`). `None` otherwise.
+    pub peak_without_trade: Option<f64>,
     /// Per-device numbers.
     pub per_device: Vec<DeviceStats>,
 }
@@ -170,7 +174,20 @@ impl Stats {
 
 /// Computes the stats of `schedule` as simulated in `timeline` under `costs`.
 pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
-    stats_of(schedule, timeline, costs, device_work(schedule, costs))
+    let mut stats = stats_of(schedule, timeline, costs, device_work(schedule, costs));
+    stats.peak_without_trade = peak_without_trade(schedule, costs);
+    stats
+}
+
+/// The peak of `schedule`'s compute orders without its R passes and copies, when it has any.
+fn peak_without_trade(schedule: &Schedule, costs: &Costs) -> Option<f64> {
+    if !schedule.trades_memory() {
+        return None;
+    }
+    let plain = schedule.compute_orders();
+    let costs = Costs { trade: None, ..costs.clone() };
+    let timeline = crate::sim::simulate(&plain, &StageCosts::for_schedule(&costs, &plain)).ok()?;
+    Some(timeline.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max))
 }
 
 /// The stats of a measured run replayed in `timeline`: each device's work is the time its
@@ -221,6 +238,7 @@ fn stats_of(schedule: &Schedule, timeline: &Timeline, costs: &Costs, work: Vec<f
         busiest_work: busiest,
         bubble_rate_paper: ratio(cost - busiest, cost),
         peak_memory: per_device.iter().map(|d| d.peak_memory).fold(0.0, f64::max),
+        peak_without_trade: None,
         per_device,
     }
 }

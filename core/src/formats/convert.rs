@@ -63,7 +63,7 @@ pub fn export(
     format: Format,
     options: &ExportOptions,
 ) -> Result<String, FormatError> {
-    let compute = |s: &Schedule| if s.trades_memory() { crate::passes::compute_orders(s) } else { s.clone() };
+    let compute = |s: &Schedule| if s.trades_memory() { s.compute_orders() } else { s.clone() };
     match format {
         Format::PytorchCsv => export_pytorch_csv_with(&compute(schedule), CsvForm::ComputeOnly, options),
         Format::PytorchCsvComms => export_pytorch_csv_with(&compute(schedule), CsvForm::ComputeComms, options),

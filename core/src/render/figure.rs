@@ -190,6 +190,7 @@ fn memory_options(
         scale: opts.scale,
         time_range: Some(time_range),
         limit: opts.mem_limit,
+        before: item.analysis.stats.peak_without_trade,
         gutter: Some(gutter_for(devices, opts.width)),
         highlight_device: None,
         title,

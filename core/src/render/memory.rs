@@ -20,6 +20,9 @@ pub struct MemoryOptions {
     pub time_range: Option<(f64, f64)>,
     /// The per-device memory limit, drawn as a dashed line.
     pub limit: Option<f64>,
+    /// The peak of the same compute orders without recompute and offload
+    /// ([`crate::stats::Stats::peak_without_trade`]): a dotted line with what the trade saves.
+    pub before: Option<f64>,
     /// Width of the left gutter; pass the Gantt chart's so the time axes line up.
     pub gutter: Option<f64>,
     /// A device to draw on top, thicker.
@@ -38,6 +41,7 @@ impl Default for MemoryOptions {
             scale: 1.0,
             time_range: None,
             limit: None,
+            before: None,
             gutter: None,
             highlight_device: None,
             title: "Activation memory per device (unit of mem-f)".to_string(),
@@ -62,7 +66,7 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
 
     let peak = timeline.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max);
     let y_max = {
-        let m = peak.max(opts.limit.unwrap_or(0.0)).max(1e-9);
+        let m = peak.max(opts.limit.unwrap_or(0.0)).max(opts.before.unwrap_or(0.0)).max(1e-9);
         m * 1.08
     };
     let y_of = |v: f64| plot_bottom - v / y_max * (plot_bottom - plot_top);
@@ -101,6 +105,18 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         scene.dashed_line((axis.x0, y), (axis.x1, y), theme.alert, 1.5 * s, 6.0 * s);
         let label = format!("limit {}", opts.units.memory(limit));
         scene.text(axis.x1 - 4.0 * s, y - 8.0 * s, &label, 11.0 * s, theme.alert, Anchor::End);
+    }
+
+    // What the trade saves: the peak without it, dotted, with the saving.
+    if let Some(before) = opts.before.filter(|b| b.is_finite() && *b > peak) {
+        let y = y_of(before);
+        scene.dashed_line((axis.x0, y), (axis.x1, y), theme.muted, s, 2.0 * s);
+        let label = format!(
+            "without recompute and offload: peak {} · the trade saves {}",
+            opts.units.memory(before),
+            opts.units.memory(before - peak)
+        );
+        scene.text(axis.x0 + 6.0 * s, y - 7.0 * s, &label, 11.0 * s, theme.muted, Anchor::Start);
     }
 
     // Curves: per pixel column keep the first, lowest, highest and last value (min/max

@@ -117,6 +117,34 @@ proptest::proptest! {
     }
 }
 
+fn texts(scene: &Scene) -> Vec<&str> {
+    scene
+        .items
+        .iter()
+        .filter_map(|i| if let Item::Text { text, .. } = i { Some(text.as_str()) } else { None })
+        .collect()
+}
+
+#[test]
+fn memory_chart_shows_what_a_trade_saves() {
+    // 1F1B on 4 devices, 8 microbatches, full recompute everywhere: device 0 held 4 forwards
+    // without it; the chart draws that peak and the saving, and nothing for the plain run.
+    let trade = crate::trade::Trade { recompute: vec![crate::trade::Recompute::Full], ..Default::default() };
+    let costs = crate::params::Costs { trade: Some(std::sync::Arc::new(trade)), ..Default::default() };
+    let traded = run("1f1b", &ScheduleParams::new(4, 8).with_costs(costs)).expect("runs");
+    assert_eq!(traded.stats.peak_without_trade, Some(4.0));
+    let opts = MemoryOptions { before: traded.stats.peak_without_trade, ..MemoryOptions::default() };
+    let scene = memory_chart(&traded.timeline, &opts, &Theme::light());
+    let saved = 4.0 - traded.stats.peak_memory;
+    let label =
+        format!("without recompute and offload: peak 4 · the trade saves {}", crate::units::Units::Cost.memory(saved));
+    assert!(texts(&scene).contains(&label.as_str()), "{:?}", texts(&scene));
+    let plain = one_f_one_b(4, 8);
+    assert_eq!(plain.stats.peak_without_trade, None);
+    let scene = memory_chart(&plain.timeline, &MemoryOptions::default(), &Theme::light());
+    assert!(!texts(&scene).iter().any(|t| t.contains("saves")), "{:?}", texts(&scene));
+}
+
 #[test]
 fn memory_title_stops_before_the_legend() {
     let a = one_f_one_b(8, 16);
