@@ -19,8 +19,8 @@ use bubblescope::model::ModelSpec;
 use bubblescope::permalink::Settings;
 use bubblescope::sim::{DeviceTimeline, MemPoint, OpRef, TimedOp};
 use bubblescope::{
-    Analysis, CopyKind, CopyOp, CostProfile, Costs, DeviceStats, Field, Op, Pass, PassKind, Placement, PlacementKind,
-    Schedule, ScheduleParams, Stats, Timeline, Units,
+    Analysis, CopyKind, CopyOp, CopySlot, CostProfile, Costs, DeviceStats, Field, Op, Pass, PassKind, Placement,
+    PlacementKind, Schedule, ScheduleParams, Stats, Timeline, Units,
 };
 
 use bubblescope::trade::{Offload, Recompute, TradeSettings};
@@ -544,8 +544,12 @@ impl Wire {
         for copies in &s.copies {
             self.words.push(copies.len() as u32);
             for c in copies {
-                self.words.extend([c.kind as u32, c.at]);
+                // The kind, 2 more when a slot (its start and time) follows in the numbers.
+                self.words.extend([c.kind as u32 + if c.slot.is_some() { 2 } else { 0 }, c.at]);
                 self.pass(c.pass, false);
+                if let Some(slot) = c.slot {
+                    self.numbers.extend([slot.start, slot.time]);
+                }
             }
         }
     }
@@ -895,10 +899,19 @@ impl Reader<'_> {
             let len = self.count(5)?;
             let mut list = Vec::with_capacity(len);
             for _ in 0..len {
-                let [kind, at] = [self.word()?, self.word()?];
-                let kind =
-                    *CopyKind::ALL.get(kind as usize).ok_or_else(|| WireError(format!("unknown copy kind {kind}")))?;
-                list.push(CopyOp { kind, pass: self.pass()?.0, at });
+                let [tag, at] = [self.word()?, self.word()?];
+                let kind = *CopyKind::ALL
+                    .get(tag as usize % 2)
+                    .filter(|_| tag < 4)
+                    .ok_or_else(|| WireError(format!("unknown copy kind {tag}")))?;
+                let pass = self.pass()?.0;
+                let slot = if tag >= 2 {
+                    let [start, time] = self.numbers()?;
+                    Some(CopySlot { start, time })
+                } else {
+                    None
+                };
+                list.push(CopyOp { kind, pass, at, slot });
             }
             copies.push(list);
         }
@@ -1105,6 +1118,24 @@ mod tests {
         }
         let longer = Wire { words: wire.words.iter().copied().chain([7]).collect(), ..wire.clone() };
         assert!(decode(&longer).is_err(), "a word too many");
+    }
+
+    #[test]
+    fn copy_slots_round_trip() {
+        // PipeOffload gives every copy a slot: its start and time travel with it.
+        let trade = bubblescope::Trade {
+            offload: Offload::PipeOffload,
+            chunks: Some(1),
+            copy_time: Some(0.6),
+            ..bubblescope::Trade::default()
+        };
+        let mut params = ScheduleParams { chunks: Some(2), group: Some(4), ..ScheduleParams::new(4, 8) };
+        params.costs = Costs { mem_f: 2.0, trade: Some(Arc::new(trade)), ..Costs::fbw(2.0, 2.0, 2.0) };
+        let main = computed("group-interleaved", &params);
+        let slotted = main.result.as_ref().map(|a| a.schedule.copies.iter().flatten().all(|c| c.slot.is_some()));
+        assert_eq!(slotted.ok(), Some(true), "{:?}", main.result.as_ref().err());
+        let parts = Parts { main: main.clone(), compare: Vec::new(), baseline: None, elapsed_ms: 1.0 };
+        same(&decode(&encode(&parts)).unwrap().main, &parts.main);
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
 pub use families::{BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch};
 pub use params::{CostProfile, Costs, ScheduleParams, StageCosts};
 pub use registry::{family, generate, run, BASELINE, FAMILIES};
-pub use schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Placement, PlacementKind, Schedule};
+pub use schedule::{CopyKind, CopyOp, CopySlot, Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 pub use sim::{simulate, Timeline};
 pub use stats::{stats, BubbleMeasure, DeviceStats, Stats};
 pub use trade::{Offload, Recompute, Trade};

@@ -8,19 +8,20 @@
 //! between forward and backward hides three round trips. `pipeoffload`
 //! ([`pipeoffload_copies`]) is the authors' own placement for their grouped interleaved
 //! schedule (the Zero Bubble repository's `offloading.py`): postponed warm-up forwards, a slot
-//! grid shared by each pair of devices, a solo warm-up; it gives their positions exactly. The
-//! trade's chunk limit ([`Trade::chunks`]) restricts both recompute and offload to each
-//! device's first chunks. The simulator times the copies on each device's copy stream; a late
-//! reload stalls its backward there.
+//! grid shared by each pair of devices, a solo warm-up; it gives their positions exactly, and
+//! each copy's slot ([`CopySlot`]: its planned start and time). The trade's chunk limit
+//! ([`Trade::chunks`]) restricts both recompute and offload to each device's first chunks.
+//! The simulator times the copies on each device's copy stream, a slotted copy no earlier than
+//! its slot and for its slot's time; a late reload stalls its backward there.
 //!
 //! May use the engine (`sim`, `params`, `trade`) and below.
 
-use crate::error::{Field, ParamError};
 use std::sync::Arc;
 
+use crate::error::{Field, ParamError};
 use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts};
-use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Placement, Schedule};
-use crate::sim::{simulate, Timeline};
+use crate::schedule::{CopyKind, CopyOp, CopySlot, Op, Pass, PassKind, Placement, Schedule};
+use crate::sim::{simulate, Stream, Timeline};
 use crate::trade::{Offload, Trade};
 
 /// A round trip, a copy out and back, must fit this many times in the wait between a forward
@@ -163,8 +164,11 @@ pub fn report(schedule: &Schedule, costs: &Costs) -> Option<TradeReport> {
     }
     let stage_costs = StageCosts::for_schedule(costs, schedule);
     let traded = simulate(schedule, &stage_costs).ok()?;
+    // Copies that take no time: no stage copy time, and no slots.
     let free_copies = StageCosts { copy_time: 0.0, ..stage_costs.clone() };
-    let quick = simulate(schedule, &free_copies).ok()?;
+    let mut unslotted = schedule.clone();
+    unslotted.copies.iter_mut().flatten().for_each(|c| c.slot = None);
+    let quick = simulate(&unslotted, &free_copies).ok()?;
     let plain_schedule = schedule.compute_orders();
     let plain_costs = Costs { trade: None, ..costs.clone() };
     let plain = simulate(&plain_schedule, &StageCosts::for_schedule(&plain_costs, &plain_schedule)).ok()?;
@@ -274,17 +278,17 @@ fn device_copies(
         if copies.len() / 2 >= most {
             break;
         }
-        let Some(out) = stream.first_free(c.free_from, c.copy) else { continue };
+        let Some(out) = stream.first_free(c.free_from, c.copy, 0.0) else { continue };
         let Some(back) = stream.last_free(out + c.copy, c.needed_by, c.copy) else { continue };
         stream.take(out, c.copy);
         stream.take(back, c.copy);
-        copies.push((CopyOp { kind: CopyKind::Offload, pass: c.forward, at: c.after_forward as u32 }, out));
+        copies.push((CopyOp::new(CopyKind::Offload, c.forward, c.after_forward as u32), out));
         // Issued at the last position the compute reaches by the slot's start.
         let issue = (c.after_forward..=c.needed_at)
             .take_while(|&p| p == c.after_forward || times.ops.get(p - 1).is_some_and(|t| t.end <= back))
             .last()
             .unwrap_or(c.after_forward);
-        copies.push((CopyOp { kind: CopyKind::Reload, pass: c.forward, at: issue as u32 }, back));
+        copies.push((CopyOp::new(CopyKind::Reload, c.forward, issue as u32), back));
     }
     // The stream runs copies in list order: by planned start. Each is issued at its position
     // or at the one before it in the list, whichever comes later; both are reached by its
@@ -301,47 +305,6 @@ fn device_copies(
             c
         })
         .collect()
-}
-
-/// The busy intervals planned on a copy stream, sorted by start.
-#[derive(Default)]
-struct Stream {
-    busy: Vec<(f64, f64)>,
-}
-
-impl Stream {
-    /// The earliest start from `from` on where `length` fits.
-    fn first_free(&self, from: f64, length: f64) -> Option<f64> {
-        let mut start = from;
-        for &(s, e) in &self.busy {
-            if start + length <= s {
-                break;
-            }
-            start = start.max(e);
-        }
-        start.is_finite().then_some(start)
-    }
-
-    /// The latest start from `from` on at which `length` ends by `by`.
-    fn last_free(&self, from: f64, by: f64, length: f64) -> Option<f64> {
-        let mut end = by;
-        for &(s, e) in self.busy.iter().rev() {
-            if e <= end - length || s >= end {
-                if s >= end {
-                    continue;
-                }
-                break;
-            }
-            end = end.min(s);
-        }
-        let start = end - length;
-        (start >= from).then_some(start)
-    }
-
-    fn take(&mut self, start: f64, length: f64) {
-        let at = self.busy.partition_point(|&(s, _)| s < start);
-        self.busy.insert(at, (start, start + length));
-    }
 }
 
 /// Every forward on the device whose activation is needed again later on it.
@@ -402,10 +365,9 @@ pub const PIPEOFFLOAD_SOLO: f64 = 0.7;
 /// 5. **Positions.** An offload is issued before the first op (in planned time) that ends
 ///    after it starts; a reload before the first op that starts at or after it starts.
 ///
-/// What the simulator then times is the order: each copy starts when its device reaches its
-/// position, its copy stream is free and what it moves exists, and takes the stage's copy
-/// time. The slot grid's times, the solo factor and the pair's shared link (the authors'
-/// barriers between the two devices) only decide positions here.
+/// Each copy carries its slot ([`CopySlot`]): the simulator starts it no earlier than the
+/// slot's start (the authors' barrier between the pair's devices) and gives it the slot's time
+/// (solo or shared), so simulated copy times are the authors' planned ones.
 ///
 /// # Errors
 /// A [`ParamError`] on `offload` when the devices are not in pairs, or a reload finds no slot
@@ -421,8 +383,7 @@ pub fn pipeoffload_copies(
 }
 
 /// A copy [`pipeoffload_copies`] places, with the start and end the authors' slot grid plans
-/// for it: a planning estimate that decides the position, never a reported time (the
-/// simulator times the copy).
+/// for it (the copy's slot holds the same).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlannedCopy {
     /// The copy and its position.
@@ -654,7 +615,8 @@ fn positions(order: &[Op], planned: &[(f64, f64)], slots: &[Slot]) -> Vec<Planne
             CopyKind::Offload => first_queue,
             CopyKind::Reload => second_queue,
         };
-        let copy = CopyOp { kind: slot.kind, pass: slot.forward, at: at as u32 };
+        let planned = CopySlot { start: slot.start, time: slot.end - slot.start };
+        let copy = CopyOp { slot: Some(planned), ..CopyOp::new(slot.kind, slot.forward, at as u32) };
         copies.push(PlannedCopy { copy, start: slot.start, end: slot.end });
     }
     // At one position: by planned start, an offload before a reload that starts with it.

@@ -224,7 +224,7 @@ impl CopyKind {
 /// A copy of one forward's activation on the device's copy stream, which runs beside its
 /// compute. It is issued when the device's compute reaches op `at` of its order (it may
 /// start later, when the copy stream is free), so it overlaps the ops from `at` on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CopyOp {
     /// Which way it copies.
     pub kind: CopyKind,
@@ -232,6 +232,25 @@ pub struct CopyOp {
     pub pass: Pass,
     /// The position in the device's order the copy is issued at, `0..=len`.
     pub at: u32,
+    /// Its planned slot on a shared host link, when the placement planned one (PipeOffload).
+    pub slot: Option<CopySlot>,
+}
+
+impl CopyOp {
+    /// A copy with no slot: it starts as soon as it can and takes the stage's copy time.
+    pub fn new(kind: CopyKind, pass: Pass, at: u32) -> CopyOp {
+        CopyOp { kind, pass, at, slot: None }
+    }
+}
+
+/// A copy's planned slot on a host link that devices share in turns: the copy never starts
+/// before `start` (the devices' barrier) and takes `time` (its share of the link).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CopySlot {
+    /// The planned start: the earliest the copy may start.
+    pub start: f64,
+    /// How long the copy takes.
+    pub time: f64,
 }
 
 impl fmt::Display for CopyOp {

@@ -4,7 +4,8 @@
 //! one W, on the device its placement names; on that device F comes before the backward and B
 //! before W; an overlapped pair is a forward and a backward. A recompute (R) runs between
 //! its F and its backward; a copy to the host is issued after its forward, and its reload
-//! after the offload and before the activation is needed again.
+//! after the offload and before the activation is needed again; a copy's slot starts at 0 or
+//! later and lasts a positive time.
 
 use crate::error::Diagnostic;
 use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Schedule};
@@ -256,6 +257,15 @@ fn copies(
                 continue;
             }
             last_at = at;
+            if let Some(slot) = copy.slot {
+                let (start, time) = (slot.start, slot.time);
+                if !(start >= 0.0 && start.is_finite() && time > 0.0 && time.is_finite()) {
+                    problem(
+                        format!("has a slot from {start} for {time}, but a slot starts at 0 or later and lasts a positive time"),
+                        "give the slot a finite start of 0 or more and a finite positive time, or no slot",
+                    );
+                }
+            }
             let in_range = pass.stage < schedule.placement.stages()
                 && pass.microbatch < schedule.microbatches
                 && pass.slice < schedule.slices.max(1);

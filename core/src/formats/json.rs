@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::params::{CostProfile, Costs, MAX_DEVICES, MAX_PASSES};
-use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Placement, PlacementKind, Schedule};
+use crate::schedule::{CopyKind, CopyOp, CopySlot, Op, Pass, PassKind, Placement, PlacementKind, Schedule};
 use crate::sim::PerOpTimes;
 
 use super::check::{self, Draft};
@@ -222,7 +222,11 @@ pub fn export_json_timed(schedule: &Schedule, costs: Option<&Costs>, times: Opti
         for (device, copies) in schedule.copies.iter().enumerate() {
             out.push_str(if device == 0 { "\n    [" } else { ",\n    [" });
             for (i, c) in copies.iter().enumerate() {
-                let text = format!("{} {} @{}", c.kind.name(), pass_text(c.pass, schedule.slices), c.at);
+                let mut text = format!("{} {} @{}", c.kind.name(), pass_text(c.pass, schedule.slices), c.at);
+                if let Some(slot) = c.slot {
+                    // Rust's shortest form: reads back to the same f64.
+                    text.push_str(&format!(" from {} for {}", slot.start, slot.time));
+                }
                 out.push_str(if i == 0 { "\"" } else { ", \"" });
                 out.push_str(&text);
                 out.push('"');
@@ -327,13 +331,25 @@ const OP_HINT: &str = "an op is `<stage><kind><microbatch>` with kind F, B, W, B
 
 const COPY_HINT: &str = "a copy is `offload <forward> @<position>` or `reload <forward> @<position>`, e.g. \
                          `offload 0F3 @4`: the forward whose activation moves, and where in the device's order \
-                         it is issued";
+                         it is issued; `from <start> for <time>` after it gives its slot, e.g. \
+                         `offload 0F3 @4 from 12.5 for 0.7`";
 
-/// Reads one copy: `offload 0F3 @4`.
+/// Reads one copy: `offload 0F3 @4`, or with its slot `offload 0F3 @4 from 12.5 for 0.7`.
 fn parse_copy(text: &str) -> Result<CopyOp, String> {
     let words: Vec<&str> = text.split_whitespace().collect();
-    let [kind, pass, at] = words.as_slice() else {
-        return Err(format!("expected three words, found {}", words.len()));
+    let (kind, pass, at, slot) = match words.as_slice() {
+        [kind, pass, at] => (kind, pass, at, None),
+        [kind, pass, at, from, start, word, time] => {
+            let number = |keyword: &str, found: &str, value: &str| {
+                if found != keyword {
+                    return Err(format!("expected {} in the slot, found {}", quote(keyword), quote(found)));
+                }
+                value.parse::<f64>().map_err(|_| format!("expected a number after {keyword}, found {}", quote(value)))
+            };
+            let slot = CopySlot { start: number("from", from, start)?, time: number("for", word, time)? };
+            (kind, pass, at, Some(slot))
+        }
+        _ => return Err(format!("expected three words, or seven with a slot, found {}", words.len())),
     };
     let kind = CopyKind::ALL
         .into_iter()
@@ -347,7 +363,7 @@ fn parse_copy(text: &str) -> Result<CopyOp, String> {
         .strip_prefix('@')
         .and_then(|n| n.parse::<u32>().ok())
         .ok_or_else(|| format!("expected a position such as @4, found {}", quote(at)))?;
-    Ok(CopyOp { kind, pass, at })
+    Ok(CopyOp { kind, pass, at, slot })
 }
 
 /// Removes `copies` from `map` and reads it: one list per device (none when missing).
@@ -1045,5 +1061,85 @@ mod tests {
         assert_eq!(back.0.to_bits(), hard.to_bits(), "{text}");
         assert_eq!(serde_json::from_str::<Number>("\"2.5\"").unwrap(), Number(2.5));
         assert_eq!(serde_json::from_str::<Number>("3").unwrap(), Number(3.0));
+    }
+
+    /// A PipeOffload schedule (every copy slotted), simulated.
+    fn slotted() -> crate::Analysis {
+        let trade = crate::Trade {
+            offload: crate::Offload::PipeOffload,
+            chunks: Some(1),
+            copy_time: Some(0.6),
+            ..crate::Trade::default()
+        };
+        let costs =
+            crate::Costs { mem_f: 2.0, trade: Some(std::sync::Arc::new(trade)), ..crate::Costs::fbw(2.0, 2.0, 2.0) };
+        let params = crate::ScheduleParams {
+            chunks: Some(2),
+            group: Some(4),
+            ..crate::ScheduleParams::new(4, 8).with_costs(costs)
+        };
+        crate::run("group-interleaved", &params).expect("runs")
+    }
+
+    fn read(text: &str) -> Imported {
+        super::import(text, &Source { name: None, grid: super::super::text::Grid::Json })
+    }
+
+    #[test]
+    fn copy_slots_read_back_exactly() {
+        let mut schedule = slotted().schedule;
+        assert!(schedule.has_copies() && schedule.copies.iter().flatten().all(|c| c.slot.is_some()));
+        // Times whose shortest forms are long or small.
+        schedule.copies[0][0].slot = Some(CopySlot { start: 0.1 + 0.2, time: 1e-7 });
+        let text = export_json(&schedule, None);
+        let first = format!(
+            "\"offload {} @{} from 0.30000000000000004 for 0.0000001\"",
+            pass_text(schedule.copies[0][0].pass, 1),
+            schedule.copies[0][0].at
+        );
+        assert!(text.contains(&first), "{text}");
+        let imported = read(&text);
+        assert!(imported.diagnostics.is_empty(), "{}", imported.report());
+        let back = imported.schedule.expect("a schedule");
+        let bits = |s: &Schedule| -> Vec<(u64, u64)> {
+            s.copies.iter().flatten().filter_map(|c| c.slot).map(|t| (t.start.to_bits(), t.time.to_bits())).collect()
+        };
+        assert_eq!(back.copies, schedule.copies);
+        assert_eq!(bits(&back), bits(&schedule));
+        // A copy without a slot reads as before.
+        assert_eq!(parse_copy("reload 0F3 @4"), Ok(CopyOp::new(CopyKind::Reload, Pass::f(0, 3), 4)));
+    }
+
+    #[test]
+    fn bad_copy_slots_are_refused_with_hints() {
+        assert_eq!(
+            parse_copy("offload 0F3 @4 from x for 0.7"),
+            Err("expected a number after from, found `x`".to_string())
+        );
+        assert_eq!(
+            parse_copy("offload 0F3 @4 at 1 for 0.7"),
+            Err("expected `from` in the slot, found `at`".to_string())
+        );
+        assert_eq!(
+            parse_copy("offload 0F3 @4 from 1"),
+            Err("expected three words, or seven with a slot, found 5".to_string())
+        );
+        let schedule = slotted().schedule;
+        let c = schedule.copies[0][0];
+        let written = |slot: &str| format!("\"offload {} @{}{slot}\"", pass_text(c.pass, 1), c.at);
+        let slot = c.slot.expect("a slot");
+        let text = export_json(&schedule, None);
+        let good = written(&format!(" from {} for {}", slot.start, slot.time));
+        assert!(text.contains(&good), "{text}");
+        let unreadable = read(&text.replacen(&good, &written(" from 1 during 2"), 1)).report();
+        assert!(unreadable.contains("error: device 0, copy 0: cannot read"), "{unreadable}");
+        assert!(unreadable.contains("hint: a copy is `offload <forward> @<position>`"), "{unreadable}");
+        assert!(unreadable.contains("`from <start> for <time>` after it gives its slot"), "{unreadable}");
+        for bad in [" from -1 for 0.6", " from NaN for 0.6", " from 1 for 0", " from 1 for NaN", " from 1 for -2"] {
+            let report = read(&text.replacen(&good, &written(bad), 1)).report();
+            assert!(report.contains("but a slot starts at 0 or later and lasts a positive time"), "{bad}: {report}");
+            assert!(report.contains("hint: give the slot a finite start of 0 or more"), "{bad}: {report}");
+            assert!(report.starts_with("error: copy 0, offload"), "{report}");
+        }
     }
 }

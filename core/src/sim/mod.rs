@@ -7,9 +7,11 @@
 
 mod builder;
 mod deps;
+mod stream;
 
 pub use builder::Builder;
 pub use deps::{dependency, provides, Dep, DepClass, KeySpace};
+pub(crate) use stream::Stream;
 
 use crate::error::{SimError, Stuck};
 use crate::params::StageCosts;
@@ -315,14 +317,19 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
 
 /// The devices' copy streams: each runs its device's copies in issue order, beside compute.
 /// A copy starts when issued (the device's compute reaching its position), its stream is
-/// free, and what it moves exists (the forward's end; the offload's end for a reload). A
-/// recompute or backward of a reloaded activation waits for its reload's end.
+/// free, and what it moves exists (the forward's end; the offload's end for a reload), and
+/// takes the stage's copy time. A copy with a slot ([`crate::schedule::CopySlot`]) is issued
+/// once the op before its position has started, starts no earlier than the slot's start, in
+/// the first gap of its stream from then on, and takes the slot's time. A recompute or
+/// backward of a reloaded activation waits for its reload's end.
 struct CopyStreams<'a> {
     schedule: &'a Schedule,
     keys: &'a KeySpace,
-    /// Per device: the next copy to issue, and when its stream is free.
+    /// Per device: the next copy to issue, when its stream is free after its last copy, and
+    /// the intervals its copies take (where a slotted copy finds a gap).
     next: Vec<usize>,
     free: Vec<f64>,
+    busy: Vec<Stream>,
     /// Per key: when its offload and its reload end (`NaN` until they run).
     offloaded: Vec<f64>,
     reloaded: Vec<f64>,
@@ -339,6 +346,7 @@ impl<'a> CopyStreams<'a> {
             keys,
             next: vec![0; n],
             free: vec![0.0; n],
+            busy: vec![Stream::default(); n],
             offloaded: per_key.clone(),
             reloaded: per_key,
             changes: vec![Vec::new(); if any { n } else { 0 }],
@@ -361,7 +369,7 @@ impl<'a> CopyStreams<'a> {
     ) {
         let d = device as usize;
         let copies = self.schedule.copies_of(device);
-        while let Some(&CopyOp { kind, pass, at }) = copies.get(self.next[d]) {
+        while let Some(&CopyOp { kind, pass, at, slot }) = copies.get(self.next[d]) {
             if at as usize > position {
                 break;
             }
@@ -380,8 +388,29 @@ impl<'a> CopyStreams<'a> {
                 }
                 CopyKind::Reload => self.offloaded[k],
             };
-            let start = now.max(self.free[d]).max(if ready.is_finite() { ready } else { now });
-            let end = start + costs.copy(pass);
+            // A slotted copy is queued once the op before its position has started (the
+            // authors' runtime queues it right after launching that op): its slot holds it.
+            let issued = match (slot, (at as usize).checked_sub(1)) {
+                (Some(_), Some(before)) => timeline.ops.get(before).map_or(now, |t| t.start),
+                _ => now,
+            };
+            let earliest = issued.max(if ready.is_finite() { ready } else { issued });
+            let (start, end) = match slot {
+                // In its slot, or the first gap on the stream after it: slotted copies run in
+                // slot order, which may differ from issue order.
+                Some(slot) => {
+                    let from = earliest.max(slot.start);
+                    // Slots planned back to back may overlap by rounding.
+                    let slack = 1e-9 * from.abs().max(slot.time);
+                    let start = self.busy[d].first_free(from, slot.time, slack).unwrap_or(from);
+                    (start, start + slot.time)
+                }
+                None => {
+                    let start = earliest.max(self.free[d]);
+                    (start, start + costs.copy(pass))
+                }
+            };
+            self.busy[d].take(start, end - start);
             let held = costs.held(pass);
             match kind {
                 CopyKind::Offload => {
@@ -393,7 +422,7 @@ impl<'a> CopyStreams<'a> {
                     self.changes[d].push((start, held));
                 }
             }
-            self.free[d] = end;
+            self.free[d] = self.free[d].max(end);
             timeline.copies.push(TimedOp { start, end, waited_for: None });
             self.next[d] += 1;
         }
