@@ -129,9 +129,9 @@ impl FitResult {
                 let before = cost - c.time;
                 let share = if before > 0.0 { format!(" ({:+.1}%)", 100.0 * c.time / before) } else { String::new() };
                 format!(
-                    "Chose {}: +{} per step{share}, saves {}; peak {} under the {limit} limit.",
+                    "Chose {}: {}{share}, saves {}; peak {} under the {limit} limit.",
                     c.description,
-                    units.time(c.time),
+                    bubblescope::plan::per_step(c.time, |v| units.time(v)),
                     units.memory(c.saved),
                     units.memory(*peak),
                 )

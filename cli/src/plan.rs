@@ -370,9 +370,9 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
         if let Some(t) = &p.trade {
             let _ = writeln!(
                 out,
-                "   trades {}: +{} per step, saves {}",
+                "   trades {}: {}, saves {}",
                 describe_trade(&t.trade, c.params.devices),
-                time(t.time),
+                bubblescope::plan::per_step(t.time, time),
                 memory(t.saved)
             );
         }

@@ -95,6 +95,7 @@ pub fn analyze(schedule: Schedule, costs: &Costs) -> Result<Analysis, AnalyzeErr
     }
     let stage_costs = StageCosts::for_schedule(costs, &schedule);
     let timeline = simulate(&schedule, &stage_costs)?;
-    let stats = stats(&schedule, &timeline, costs);
+    let mut stats = stats(&schedule, &timeline, costs);
+    stats.peak_without_trade = crate::stats::peak_without_trade(&schedule, costs);
     Ok(Analysis { schedule, timeline, stats, times: None })
 }

@@ -70,8 +70,9 @@ pub fn overall(schedule: &Schedule, costs: &Costs, measured: &Stats) -> Result<P
         measured.cost
     } else {
         let no_comm = variants(costs).0;
-        let timeline = simulate(schedule, &StageCosts::for_schedule(&no_comm, schedule))?;
-        stats(schedule, &timeline, &no_comm).cost
+        let schedule = schedule.without_slots();
+        let timeline = simulate(&schedule, &StageCosts::for_schedule(&no_comm, &schedule))?;
+        stats(&schedule, &timeline, &no_comm).cost
     };
     Ok(overall_parts(measured, cost_without_comm))
 }
@@ -138,7 +139,8 @@ impl Runs {
     /// Simulates the orders of `schedule` under the two [`variants`] of `costs`.
     pub(crate) fn new(schedule: &Schedule, costs: &Costs) -> Result<Runs, SimError> {
         let (no_comm, even) = variants(costs);
-        let run = |c: &Costs| simulate(schedule, &StageCosts::for_schedule(c, schedule));
+        let schedule = schedule.without_slots();
+        let run = |c: &Costs| simulate(&schedule, &StageCosts::for_schedule(c, &schedule));
         let no_comm = if costs.comm == 0.0 { None } else { Some(run(&no_comm)?) };
         let even = if costs.is_uniform() { None } else { Some(run(&even)?) };
         Ok(Runs { no_comm, even })

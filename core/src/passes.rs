@@ -83,13 +83,14 @@ pub fn generate_with_trade(
     };
     let run = |s: &Schedule| {
         let t = simulate(s, &StageCosts::for_schedule(&params.costs, s)).ok()?;
-        Some((t.end(), t.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max)))
+        let cost = crate::stats::stats(s, &t, &params.costs).cost;
+        Some((cost, t.devices.iter().map(|d| d.peak_memory).fold(0.0, f64::max)))
     };
-    let Some((end, _)) = run(&planned).filter(|&(_, peak)| peak <= limit * (1.0 + 1e-9) + 1e-12) else {
+    let Some((cost, _)) = run(&planned).filter(|&(_, peak)| peak <= limit * (1.0 + 1e-9) + 1e-12) else {
         return without;
     };
     match without.as_ref().ok().and_then(run) {
-        Some((other, _)) if other <= end * (1.0 + 1e-9) => without,
+        Some((other, _)) if other <= cost * (1.0 + 1e-9) => without,
         _ => Ok(planned),
     }
 }
@@ -166,9 +167,7 @@ pub fn report(schedule: &Schedule, costs: &Costs) -> Option<TradeReport> {
     let traded = simulate(schedule, &stage_costs).ok()?;
     // Copies that take no time: no stage copy time, and no slots.
     let free_copies = StageCosts { copy_time: 0.0, ..stage_costs.clone() };
-    let mut unslotted = schedule.clone();
-    unslotted.copies.iter_mut().flatten().for_each(|c| c.slot = None);
-    let quick = simulate(&unslotted, &free_copies).ok()?;
+    let quick = simulate(&schedule.without_slots(), &free_copies).ok()?;
     let plain_schedule = schedule.compute_orders();
     let plain_costs = Costs { trade: None, ..costs.clone() };
     let plain = simulate(&plain_schedule, &StageCosts::for_schedule(&plain_costs, &plain_schedule)).ok()?;

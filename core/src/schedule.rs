@@ -540,6 +540,18 @@ impl Schedule {
         Schedule { orders, copies: Vec::new(), ..self.clone() }
     }
 
+    /// The schedule with its copies' planned slots dropped (borrowed when none has one): what
+    /// a counterfactual run at other costs (no communication, mean stage costs, free copies)
+    /// simulates, since a slot's start was planned at these costs.
+    pub fn without_slots(&self) -> std::borrow::Cow<'_, Schedule> {
+        if self.copies.iter().flatten().all(|c| c.slot.is_none()) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut out = self.clone();
+        out.copies.iter_mut().flatten().for_each(|c| c.slot = None);
+        std::borrow::Cow::Owned(out)
+    }
+
     /// Device `device`'s copies, in issue order.
     pub fn copies_of(&self, device: u32) -> &[CopyOp] {
         self.copies.get(device as usize).map_or(&[], Vec::as_slice)

@@ -174,13 +174,12 @@ impl Stats {
 
 /// Computes the stats of `schedule` as simulated in `timeline` under `costs`.
 pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
-    let mut stats = stats_of(schedule, timeline, costs, device_work(schedule, costs));
-    stats.peak_without_trade = peak_without_trade(schedule, costs);
-    stats
+    stats_of(schedule, timeline, costs, device_work(schedule, costs))
 }
 
-/// The peak of `schedule`'s compute orders without its R passes and copies, when it has any.
-fn peak_without_trade(schedule: &Schedule, costs: &Costs) -> Option<f64> {
+/// The peak of `schedule`'s compute orders without its R passes and copies, when it has any
+/// (one more simulation: [`crate::analyze`] fills [`Stats::peak_without_trade`] with it).
+pub fn peak_without_trade(schedule: &Schedule, costs: &Costs) -> Option<f64> {
     if !schedule.trades_memory() {
         return None;
     }

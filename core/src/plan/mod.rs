@@ -19,4 +19,4 @@ pub use sweep::{
     parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
     MAX_SWEEP_PASSES, MAX_SWEEP_RUNS,
 };
-pub use trade::{describe as describe_trade, ladder, TradeChoice, TradeSearch, TradeSpec};
+pub use trade::{describe as describe_trade, ladder, per_step, TradeChoice, TradeSearch, TradeSpec};

@@ -412,7 +412,14 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     };
     let most = statics.iter().copied().fold(0.0, f64::max);
     let plain = match run_at(&candidate, None, Some(most), &statics) {
-        Ok(run) if run.memory <= candidate.limit => return fits(candidate, run, None, statics),
+        Ok(run) if run.memory <= candidate.limit => {
+            let faster =
+                candidate.trade_search.as_ref().and_then(|s| faster_with_trade(&candidate, &run, s, most, &statics));
+            return match faster {
+                Some((traded, choice)) => fits(candidate, traded, Some(choice), statics),
+                None => fits(candidate, run, None, statics),
+            };
+        }
         Ok(run) => Some(run),
         Err(Failed::Invalid(e)) => return Outcome::Invalid(e),
         Err(Failed::NoPlan) => None,
@@ -425,9 +432,19 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     let reference = plain.or_else(|| run_at(&candidate, None, None, &statics).ok());
     let mut best: Option<(Run, Arc<Trade>)> = None;
     let mut least = reference.as_ref().map_or(f64::INFINITY, |r| r.memory);
+    let memory_aware = candidate.family.uses(Field::MemLimit);
     for trade in ladder(&search, candidate.params.devices) {
         let trade = Arc::new(trade);
-        let Ok(run) = run_at(&candidate, Some(&trade), None, &statics) else { continue };
+        // A memory-aware family plans with the trade under the limit's activation budget
+        // (`passes::generate_with_trade`); at its own default when that does not fit.
+        let budgeted = memory_aware.then(|| run_at(&candidate, Some(&trade), Some(most), &statics).ok()).flatten();
+        let run = match budgeted.filter(|r| r.memory <= candidate.limit) {
+            Some(run) => run,
+            None => match run_at(&candidate, Some(&trade), None, &statics) {
+                Ok(run) => run,
+                Err(_) => continue,
+            },
+        };
         least = least.min(run.memory);
         let better = |b: &Run| {
             run.analysis.stats.cost < b.analysis.stats.cost
@@ -445,6 +462,46 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     });
     let choice = choice.unwrap_or(TradeChoice { trade: Arc::clone(&trade), time: 0.0, saved: 0.0 });
     fits(candidate, run, Some(choice), statics)
+}
+
+/// For a memory-aware family that fits without a trade: the fastest setting of the ladder
+/// that recomputes on every device (what it plans with, [`crate::passes::planning_params`]),
+/// when it fits and makes the step shorter than `plain`: the memory recompute frees holds
+/// more forwards in flight.
+fn faster_with_trade(
+    candidate: &Candidate,
+    plain: &Run,
+    search: &TradeSearch,
+    most: f64,
+    statics: &[f64],
+) -> Option<(Run, TradeChoice)> {
+    if !candidate.family.uses(Field::MemLimit) {
+        return None;
+    }
+    let budget = candidate.params.clone().with_mem_limit(candidate.limit - most);
+    let mut best: Option<(Run, Arc<Trade>)> = None;
+    for trade in ladder(search, candidate.params.devices) {
+        let trade = Arc::new(trade);
+        let with = ScheduleParams {
+            costs: Costs { trade: Some(Arc::clone(&trade)), ..budget.costs.clone() },
+            ..budget.clone()
+        };
+        if crate::passes::planning_params(&with).is_none() {
+            continue;
+        }
+        let Ok(run) = run_at(candidate, Some(&trade), Some(most), statics) else { continue };
+        let fastest = best.as_ref().map_or(plain.analysis.stats.cost * (1.0 - 1e-9), |(b, _)| b.analysis.stats.cost);
+        if run.memory <= candidate.limit && run.analysis.stats.cost < fastest {
+            best = Some((run, trade));
+        }
+    }
+    let (run, trade) = best?;
+    let choice = TradeChoice {
+        trade,
+        time: run.analysis.stats.cost - plain.analysis.stats.cost,
+        saved: plain.memory - run.memory,
+    };
+    Some((run, choice))
 }
 
 /// Why a run did not happen.
@@ -708,6 +765,27 @@ mod tests {
         let Outcome::Fits(fit) = fit_trade(crate::family("1f1b").unwrap(), &params, 2.0, s) else { panic!("fits") };
         assert_eq!(fit.trade, one.trade);
         assert_eq!(fit.stats.cost, one.stats.cost);
+    }
+
+    /// A memory-aware family that fits without a trade still tries recompute everywhere: at
+    /// half of 1F1B's memory zb-auto with full recompute holds more forwards in flight and
+    /// runs faster, so the fit chooses it, priced against the plain plan (a negative time).
+    #[test]
+    fn a_memory_aware_family_takes_recompute_when_it_runs_faster() {
+        let params = ScheduleParams::new(4, 12).with_costs(Costs { comm: 0.1, ..Costs::fbw(1.0, 1.0, 1.0) });
+        let search = TradeSearch { copy_time: None, ..TradeSearch::default() };
+        let Outcome::Fits(fit) = fit_trade(crate::family("zb-auto").unwrap(), &params, 2.0, search) else {
+            panic!("fits")
+        };
+        let choice = fit.trade.as_ref().expect("recompute is faster");
+        let plain = crate::run("zb-auto", &params.clone().with_mem_limit(2.0)).expect("plans");
+        let again = crate::run("zb-auto", &fit.candidate.params).expect("plans");
+        assert_eq!(again.stats.cost, fit.stats.cost);
+        assert!(again.stats.peak_memory <= 2.0 + 1e-12);
+        assert!((choice.time - (again.stats.cost - plain.stats.cost)).abs() < 1e-9);
+        assert!(choice.time < 0.0, "{}", choice.time);
+        assert!((choice.saved - (plain.stats.peak_memory - again.stats.peak_memory)).abs() < 1e-9);
+        assert_eq!(crate::plan::per_step(choice.time, |v| format!("{v}")), format!("−{} per step", -choice.time));
     }
 
     fn found_plan(spec: &PlanSpec, family: &str, microbatches: u32) -> Plan {

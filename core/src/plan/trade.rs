@@ -63,7 +63,8 @@ impl TradeSearch {
 pub struct TradeChoice {
     /// The setting.
     pub trade: Arc<Trade>,
-    /// Step time it adds (cost with it less cost without).
+    /// Step time it adds (cost with it less cost without); negative when a memory-aware
+    /// family, planning with the memory the trade frees, runs faster.
     pub time: f64,
     /// Memory it saves (the worst device's memory without it less with it).
     pub saved: f64,
@@ -96,6 +97,13 @@ pub fn ladder(search: &TradeSearch, devices: u32) -> Vec<Trade> {
         out.push(Trade { recompute: vec![Recompute::Full], offload: Offload::Auto, ..base });
     }
     out
+}
+
+/// What a trade does to a step, signed: `+5 per step`, or `−12 per step` when a memory-aware
+/// family runs faster with it; `text` writes the magnitude in the caller's units.
+pub fn per_step(time: f64, text: impl Fn(f64) -> String) -> String {
+    let sign = if time < 0.0 { '−' } else { '+' };
+    format!("{sign}{} per step", text(time.abs()))
 }
 
 /// A setting in a few words: `recompute full on devices 0–1 · offload on device 0`.

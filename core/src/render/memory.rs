@@ -112,10 +112,12 @@ pub fn memory_chart(timeline: &Timeline, opts: &MemoryOptions, theme: &Theme) ->
         let y = y_of(before);
         scene.dashed_line((axis.x0, y), (axis.x1, y), theme.muted, s, 2.0 * s);
         let label = format!(
-            "without recompute and offload: peak {} · the trade saves {}",
+            "peak without the trade {} · saves {}",
             opts.units.memory(before),
             opts.units.memory(before - peak)
         );
+        // Left of the limit's label, which sits at the right end.
+        let label = fit_text(&label, 11.0 * s, (axis.x1 - axis.x0) - 90.0 * s);
         scene.text(axis.x0 + 6.0 * s, y - 7.0 * s, &label, 11.0 * s, theme.muted, Anchor::Start);
     }
 

@@ -136,8 +136,7 @@ fn memory_chart_shows_what_a_trade_saves() {
     let opts = MemoryOptions { before: traded.stats.peak_without_trade, ..MemoryOptions::default() };
     let scene = memory_chart(&traded.timeline, &opts, &Theme::light());
     let saved = 4.0 - traded.stats.peak_memory;
-    let label =
-        format!("without recompute and offload: peak 4 · the trade saves {}", crate::units::Units::Cost.memory(saved));
+    let label = format!("peak without the trade 4 · saves {}", crate::units::Units::Cost.memory(saved));
     assert!(texts(&scene).contains(&label.as_str()), "{:?}", texts(&scene));
     let plain = one_f_one_b(4, 8);
     assert_eq!(plain.stats.peak_without_trade, None);
