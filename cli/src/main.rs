@@ -271,7 +271,8 @@ fn simulate(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         }
     };
     costs.check_copy_rate(&subject.analysis.schedule)?;
-    if costs.offload.is_some() && !subject.analysis.schedule.has_copies() {
+    let offloads = subject.params.costs.trade.as_deref().is_some_and(bubblescope::trade::Trade::offloads);
+    if offloads && !subject.analysis.schedule.has_copies() {
         eprintln!("note: {}", bubblescope::passes::NOTHING_OFFLOADED);
     }
     if let Some(target) = &target {

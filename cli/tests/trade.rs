@@ -175,3 +175,12 @@ fn a_sweep_runs_every_setting_and_draws_the_traded_runs_hollow() {
     assert!(e.contains("expected none, selective, full, offload"), "{e}");
     common::fails_with_hint(d, &join(&args, &["--recompute", "full"]), "cannot be used with");
 }
+
+#[test]
+fn asking_to_offload_what_no_wait_hides_says_so_and_offloading_nothing_says_nothing() {
+    let d = tempfile::tempdir().expect("scratch");
+    let slow = ok_stderr(d.path(), &["simulate", "-s", "1f1b", "--offload", "auto", "--copy-time", "1e3"]);
+    assert!(slow.contains("note: nothing was offloaded: no wait between a forward and its backward"), "{slow}");
+    let none = ok_stderr(d.path(), &["simulate", "-s", "1f1b", "--offload", "0", "--copy-time", "1"]);
+    assert!(!none.contains("nothing was offloaded"), "{none}");
+}
