@@ -103,15 +103,7 @@ pub fn generate_with_trade(
 /// recompute.
 pub fn planning_params(params: &ScheduleParams) -> Option<ScheduleParams> {
     let limit = params.mem_limit?;
-    let trade = params.costs.trade.as_deref().filter(|t| t.chunks.is_none())?;
-    let keep = (0..params.devices)
-        .map(|d| trade.shape_of(d).map(|s| s.keep))
-        .collect::<Option<Vec<f64>>>()?
-        .into_iter()
-        .fold(0.0, f64::max);
-    if keep >= 1.0 {
-        return None;
-    }
+    let keep = params.costs.trade.as_deref()?.recompute_keep(params.devices)?;
     let held = |mem_f: f64, mem_w: f64| (keep * mem_f).max(mem_w);
     let costs = &params.costs;
     let mut planning = Costs { trade: None, ..costs.clone() };

@@ -124,6 +124,11 @@ fn families() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec!["gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "v-half", "dualpipe-v"])
 }
 
+/// F, B and W times for the property tests.
+fn pass_times() -> impl Strategy<Value = (f64, f64, f64)> {
+    (0.5f64..3.0, 0.5f64..3.0, 0.2f64..3.0)
+}
+
 fn recompute() -> impl Strategy<Value = Recompute> {
     prop::sample::select(Recompute::ALL.to_vec())
 }
@@ -138,7 +143,7 @@ proptest! {
         family in families(),
         devices in 2u32..6,
         rounds in 1u32..4,
-        (f, b, w) in (0.5f64..3.0, 0.5f64..3.0, 0.2f64..3.0),
+        (f, b, w) in pass_times(),
         modes in prop::collection::vec(recompute(), 6),
         fractions in prop::collection::vec(prop::sample::select(vec![0.0, 0.25, 0.5, 1.0]), 6),
         auto in any::<bool>(),
@@ -225,7 +230,7 @@ proptest! {
         family in memory_aware(),
         devices in 2u32..5,
         rounds in 1u32..3,
-        (f, b, w) in (0.5f64..3.0, 0.5f64..3.0, 0.2f64..3.0),
+        (f, b, w) in pass_times(),
         keep in 0.0f64..0.6,
         share in 0.5f64..2.0,
         offload in any::<bool>(),

@@ -162,6 +162,17 @@ impl Trade {
         self.chunks.is_none_or(|k| chunk < k)
     }
 
+    /// When every device recomputes every chunk: the largest share of a forward's activation
+    /// any of them keeps (below 1), what a memory-aware family plans with
+    /// ([`crate::passes::planning_params`]). `None` otherwise.
+    pub fn recompute_keep(&self, devices: u32) -> Option<f64> {
+        if self.chunks.is_some() {
+            return None;
+        }
+        let keeps = (0..devices).map(|d| self.shape_of(d).map(|s| s.keep)).collect::<Option<Vec<f64>>>()?;
+        Some(keeps.into_iter().fold(0.0, f64::max)).filter(|&keep| keep < 1.0)
+    }
+
     /// Whether any device offloads.
     pub fn offloads(&self) -> bool {
         match &self.offload {
@@ -476,6 +487,19 @@ pub fn parse_offload(text: &str) -> Result<Offload, ParamError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recompute_keep_is_the_most_any_device_keeps_only_when_every_device_recomputes() {
+        let full = RecomputeShape { keep: 0.1, redo: 1.0 };
+        let selective = RecomputeShape { keep: 0.6, redo: 0.2 };
+        let t = |text: &str| Trade { recompute: parse_recompute(text).unwrap(), full, selective, ..Trade::default() };
+        assert_eq!(t("full").recompute_keep(4), Some(0.1));
+        assert_eq!(t("full,selective,full,full").recompute_keep(4), Some(0.6));
+        assert_eq!(t("full,none,full,full").recompute_keep(4), None);
+        assert_eq!(Trade { chunks: Some(1), ..t("full") }.recompute_keep(4), None);
+        let nothing = Trade { selective: RecomputeShape::NOTHING, ..t("selective") };
+        assert_eq!(nothing.recompute_keep(4), None, "selective under FlashAttention drops nothing");
+    }
 
     #[test]
     fn a_single_mode_applies_to_every_device_and_a_list_to_each() {

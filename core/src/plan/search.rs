@@ -455,17 +455,25 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
         }
     }
     let Some((run, trade)) = best else { return Outcome::OverLimit(least) };
-    let choice = reference.map(|r| TradeChoice {
-        trade: Arc::clone(&trade),
-        time: run.analysis.stats.cost - r.analysis.stats.cost,
-        saved: r.memory - run.memory,
-    });
-    let choice = choice.unwrap_or(TradeChoice { trade: Arc::clone(&trade), time: 0.0, saved: 0.0 });
+    let choice = match &reference {
+        Some(r) => price(trade, &run, r),
+        None => TradeChoice { trade, time: 0.0, saved: 0.0 },
+    };
     fits(candidate, run, Some(choice), statics)
 }
 
+/// What `trade`, as `run` ran it, adds to a step and saves against `reference`, the same
+/// candidate without it.
+fn price(trade: Arc<Trade>, run: &Run, reference: &Run) -> TradeChoice {
+    TradeChoice {
+        trade,
+        time: run.analysis.stats.cost - reference.analysis.stats.cost,
+        saved: reference.memory - run.memory,
+    }
+}
+
 /// For a memory-aware family that fits without a trade: the fastest setting of the ladder
-/// that recomputes on every device (what it plans with, [`crate::passes::planning_params`]),
+/// that recomputes on every device (what it plans with, [`Trade::recompute_keep`]),
 /// when it fits and makes the step shorter than `plain`: the memory recompute frees holds
 /// more forwards in flight.
 fn faster_with_trade(
@@ -478,17 +486,12 @@ fn faster_with_trade(
     if !candidate.family.uses(Field::MemLimit) {
         return None;
     }
-    let budget = candidate.params.clone().with_mem_limit(candidate.limit - most);
     let mut best: Option<(Run, Arc<Trade>)> = None;
     for trade in ladder(search, candidate.params.devices) {
-        let trade = Arc::new(trade);
-        let with = ScheduleParams {
-            costs: Costs { trade: Some(Arc::clone(&trade)), ..budget.costs.clone() },
-            ..budget.clone()
-        };
-        if crate::passes::planning_params(&with).is_none() {
+        if trade.recompute_keep(candidate.params.devices).is_none() {
             continue;
         }
+        let trade = Arc::new(trade);
         let Ok(run) = run_at(candidate, Some(&trade), Some(most), statics) else { continue };
         let fastest = best.as_ref().map_or(plain.analysis.stats.cost * (1.0 - 1e-9), |(b, _)| b.analysis.stats.cost);
         if run.memory <= candidate.limit && run.analysis.stats.cost < fastest {
@@ -496,11 +499,7 @@ fn faster_with_trade(
         }
     }
     let (run, trade) = best?;
-    let choice = TradeChoice {
-        trade,
-        time: run.analysis.stats.cost - plain.analysis.stats.cost,
-        saved: plain.memory - run.memory,
-    };
+    let choice = price(trade, &run, plain);
     Some((run, choice))
 }
 
