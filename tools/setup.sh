@@ -37,6 +37,20 @@ export PATH="$ROOT/tests/node_modules/.bin:$BIN:$PATH"
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
+# The serve tools need only be present, not fast: trunk orchestrates and wasm-bindgen rewrites
+# one module a build. Compile them unoptimised, without LTO or debug info, in parallel units:
+# about half the time of their own release profile on 2 cores. Their dependencies that do the
+# heavy lifting on a build (walrus parsing the module) keep some optimisation.
+CHEAP_PROFILE=(
+  --config 'profile.release.opt-level=0'
+  --config 'profile.release.lto=false'
+  --config 'profile.release.codegen-units=256'
+  --config 'profile.release.debug=false'
+  --config 'profile.release.incremental=false'
+  --config 'profile.release.package.walrus.opt-level=2'
+  --config 'profile.release.package.wasm-bindgen-cli-support.opt-level=2'
+)
+
 MISSING=0
 # step NAME ESTIMATE: announces a one-time step (or, with --check, lists it and skips it).
 # Returns 1 under --check so the caller skips the work.
@@ -67,7 +81,7 @@ fi
 #    cargo compiles it.
 if [ "$("$BIN/trunk" --version 2>/dev/null)" != "trunk $TRUNK_VERSION" ]; then
   if step "trunk $TRUNK_VERSION from crates.io" "~6 min on 2 cores"; then
-    cargo install trunk --version "$TRUNK_VERSION" --locked >&2
+    cargo install "${CHEAP_PROFILE[@]}" trunk --version "$TRUNK_VERSION" --locked >&2
     done_step
   fi
 fi
@@ -78,7 +92,7 @@ fi
 if [ "$("$BIN/wasm-bindgen" --version 2>/dev/null)" != "wasm-bindgen $WB_VERSION" ] ||
    [ "$("$BIN/wasm-bindgen-test-runner" --version 2>/dev/null)" != "wasm-bindgen-test-runner $WB_VERSION" ]; then
   if step "wasm-bindgen-cli $WB_VERSION from crates.io" "~4 min on 2 cores"; then
-    if ! cargo install wasm-bindgen-cli --version "$WB_VERSION" --locked --force >&2; then
+    if ! cargo install "${CHEAP_PROFILE[@]}" wasm-bindgen-cli --version "$WB_VERSION" --locked --force >&2; then
       CRATE="$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/wasm-bindgen-cli-"$WB_VERSION".crate 2>/dev/null | head -1)"
       [ -n "$CRATE" ] || { say "wasm-bindgen-cli-$WB_VERSION.crate is not in the cargo cache"; exit 1; }
       WORK="$(mktemp -d)"
@@ -92,7 +106,7 @@ if [ "$("$BIN/wasm-bindgen" --version 2>/dev/null)" != "wasm-bindgen $WB_VERSION
         say "re-locking the unavailable dependency $dep"
         (cd "$SRC" && cargo update -p "$dep" >&2)
       done
-      cargo install --path "$SRC" --locked --force >&2
+      cargo install "${CHEAP_PROFILE[@]}" --path "$SRC" --locked --force >&2
     fi
     done_step
   fi

@@ -27,6 +27,7 @@ step "formatting (rustfmt)" cargo fmt --all --check
 step "lints: core and CLI (clippy)" cargo clippy --locked -p bubblescope -p bubblescope-cli --all-targets -- -D warnings
 step "lints: app, native (clippy)" cargo clippy --locked -p bubblescope-app --all-targets -- -D warnings
 step "lints: app, wasm (clippy)" cargo clippy --locked -p bubblescope-app --target wasm32-unknown-unknown --all-targets -- -D warnings
+step "lints: the page's own wasm module (clippy)" cargo clippy --locked -p bubblescope-app --target wasm32-unknown-unknown --no-default-features --bin bubblescope-app -- -D warnings
 step "core and CLI tests" cargo test --locked -p bubblescope -p bubblescope-cli
 step "app unit tests (native)" cargo test --locked -p bubblescope-app --lib
 step "app tests in headless Chromium" cargo test --locked -p bubblescope-app --target wasm32-unknown-unknown --test web

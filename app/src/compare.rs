@@ -2,11 +2,15 @@
 //! sweep runs) and what travels back from its worker. The card that draws it is
 //! [`crate::components::CompareAllCard`].
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-use bubblescope::permalink::Settings;
-use bubblescope::plan::{run_one, InvalidRun, ParetoPoint, RunSpec, Sweep, SweepSpec};
-use bubblescope::{Family, FAMILIES};
+#[cfg(feature = "engine")]
+use bubblescope::plan::{run_one, InvalidRun, RunSpec, SweepSpec};
+use bubblescope::plan::{ParetoPoint, Sweep};
+#[cfg(feature = "engine")]
+use bubblescope::settings::Settings;
+use bubblescope::Family;
 use leptos::prelude::*;
 
 use crate::state::AppState;
@@ -15,9 +19,10 @@ use crate::state::AppState;
 pub const VIEW_KEY: &str = "view";
 
 /// One family's run as the view shows it: what travels from the worker ([`crate::wire`]).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AllRun {
     /// Its family.
+    #[serde(with = "family_name")]
     pub family: &'static Family,
     /// Chunks per device it ran with.
     pub chunks: u32,
@@ -32,16 +37,32 @@ pub struct AllRun {
 }
 
 /// A family that could not run at the settings, and why.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AllRefused {
     /// Its family.
+    #[serde(with = "family_name")]
     pub family: &'static Family,
     /// The reason, as the CLI's `sweep` gives it.
     pub error: String,
 }
 
+/// A family travels by its name and is looked up in the registry on arrival.
+mod family_name {
+    use bubblescope::Family;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(family: &&'static Family, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(family.name)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<&'static Family, D::Error> {
+        let name = String::deserialize(d)?;
+        bubblescope::family(&name).ok_or_else(|| D::Error::custom(format!("unknown family {name:?} in the comparison")))
+    }
+}
+
 /// Every family at the settings: the runs and the refusals.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct AllRuns {
     /// What ran, in registry order, the front marked.
     pub runs: Vec<AllRun>,
@@ -97,10 +118,11 @@ impl AllRuns {
 /// The settings' own error (a bad model, a bad cost list), as text.
 // The outcomes are the sweep's own type, as `plan::run_one` returns them.
 #[allow(clippy::result_large_err)]
+#[cfg(feature = "engine")]
 pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
     let params = settings.effective_params().map_err(|e| e.to_string())?;
     let spec = SweepSpec {
-        families: FAMILIES.iter().collect(),
+        families: bubblescope::FAMILIES.iter().collect(),
         devices: params.devices,
         microbatches: vec![params.microbatches],
         chunks: Vec::new(),

@@ -1,70 +1,67 @@
-//! Where computations run: on the page for small schedules, in a background Web Worker for
-//! everything else, so heavy work never blocks the page.
+//! Where computations run: on the page for small schedules, in the engine for everything
+//! else, so heavy work never blocks the page. `docs/internals.md` has the whole story.
 //!
-//! * **One wasm.** The worker runs the page's own module: the page hands it the compiled
-//!   `WebAssembly.Module` and the URL of its JS glue, the worker instantiates them, and
-//!   `main` sees no window and serves requests ([`serve`]) instead of mounting the app.
-//! * **One message per settings change.** A request is the settings, typed, in the
-//!   [`crate::wire`] encoding ([`wire::encode_settings`]): nothing is parsed a second time.
-//!   The worker answers in the same encoding, in transferred buffers.
+//! * **Two modules.** The page's own module draws and computes small schedules
+//!   ([`runs_on_page`]); the engine module (`src/bin/engine.rs`, built for speed) has
+//!   everything and runs in a background Web Worker, started a task after a first chart
+//!   computed here. They speak [`crate::wire`]; the engine answers in [`crate::work`].
 //! * **Only the latest result is applied.** Every settings change takes the next sequence
-//!   number; a result whose number is not the latest is dropped. While the worker is busy,
-//!   a newer request waits in a one-place queue (it replaces the waiting one, which is never
-//!   sent); when the running request is stale and has run for [`RESTART_AFTER_MS`], the
-//!   worker is replaced instead of waited for.
-//! * **Small schedules stay on the page** ([`runs_on_page`]): under [`bubblescope::live::PAGE_MAX_PASSES`]
-//!   passes a worker round trip costs more than it saves (see the constant), so the slider
-//!   redraws as fast as before.
-//! * **The chart keeps the last result** while the worker computes; [`AppState::pending`]
-//!   drives the progress bar.
-//! * **"Compare all" has its own worker** ([`run_all`]), started while the view is open: its
-//!   twenty-odd runs (an exact search among them) never wait behind, or delay, the chart's.
-//! * **"Fit under the limit" has one too** ([`run_fit`]), started on the first press: the
-//!   search runs the chosen family once per rung of the recompute/offload ladder.
-//! * **Fallback.** When the worker cannot start (no `Worker`, a failed load, no answer in
-//!   [`START_TIMEOUT_MS`]), every computation runs on the page under the page's budget and
-//!   [`AppState::engine_note`] says so.
+//!   number; a stale result is dropped. A busy worker keeps a one-place queue, and a stale
+//!   request running past [`RESTART_AFTER_MS`] is abandoned by replacing the worker.
+//! * **Extras follow** the result (gap causes, memory part, lower bound), so the chart is
+//!   drawn first; for a result computed here the page asks the engine for them.
+//! * **Workers of their own** for "Compare all" ([`run_all`]), "Fit under the limit"
+//!   ([`run_fit`]) and opening and exporting files ([`ask`]).
+//! * **Fallback.** When no worker starts within [`START_TIMEOUT_MS`], the engine module is
+//!   loaded on the page and answers there, and [`AppState::engine_note`] says so.
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::collections::VecDeque;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
-use bubblescope::family;
-use bubblescope::permalink::Settings;
-use js_sys::{Array, Float64Array, Object, Reflect, Uint32Array, Uint8Array};
+use bubblescope::settings::Settings;
+use bubblescope::{family, registry::computes_here};
+use js_sys::{Array, Object, Reflect, Uint8Array};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use crate::compare::{compute_all, AllState};
-use crate::fit::{compute_fit, FitResult, FitState};
+use crate::compare::AllState;
+use crate::fit::{FitResult, FitState};
 use crate::state::{
     compute, effective_params, next_id, now_ms, planned, AppState, Computed, LoadedFile, Outcome, Place, UiError,
 };
-use crate::wire::{self, Parts, Wire};
+use crate::wire::{self, kind, Parts, Wire};
 
-/// How long the worker may take to start before the page computes on its own.
+/// How long the worker may take to start before the engine is loaded on the page instead.
 pub const START_TIMEOUT_MS: i32 = 10_000;
 
 /// A stale request that has run this long is abandoned (the worker is replaced) when a new one
 /// arrives, rather than waited for.
 pub const RESTART_AFTER_MS: f64 = 250.0;
 
+/// The engine module's JS glue, beside the page's (trunk names a worker's files by its binary).
+const ENGINE_GLUE: &str = "bubblescope-engine.js";
+
 /// Whether the settings are cheap enough to compute on the page ([`bubblescope::live::place`];
-/// always with a file: its schedule is already here and simulating it is linear).
+/// always with a file: its schedule is already here and simulating it is linear), and the
+/// page's module computes every family they name.
 pub fn runs_on_page(settings: &Settings, file: bool) -> bool {
-    file || bubblescope::live::place(planned(settings).filter_map(family).map(|f| (f, f.own_params(&settings.params))))
-        == Place::Page
+    let families: Vec<_> = planned(settings).filter_map(family).collect();
+    families.iter().all(|f| computes_here(f))
+        && (file
+            || bubblescope::live::place(families.iter().map(|f| (*f, f.own_params(&settings.params)))) == Place::Page)
 }
 
-/// The worker's start-up script: it loads the page's glue with the page's compiled module; the
-/// module's `main` then calls [`serve`].
+/// The worker's start-up script: it loads the engine's glue, whose module's `main` then calls
+/// [`serve`].
 const BOOTSTRAP: &str = r#"self.onmessage = async (event) => {
   self.onmessage = null;
   try {
     const glue = await import(event.data.glue);
-    await glue.default({ module_or_path: event.data.module });
+    await glue.default();
   } catch (e) {
     self.postMessage({ failed: String(e && e.message || e) });
   }
@@ -80,18 +77,53 @@ extern "C" {
     static GLUE_URL: String;
 }
 
-/// A request on its way to, or waiting for, the worker.
+#[wasm_bindgen(inline_js = "export function import_module(url) { return import(url); }")]
+extern "C" {
+    /// `import(url)`: a module, loaded once per page.
+    fn import_module(url: &str) -> js_sys::Promise;
+}
+
+/// The URL of the engine's glue, beside this module's.
+fn engine_url() -> String {
+    let here = GLUE_URL.with(Clone::clone);
+    match here.rfind('/') {
+        Some(i) => format!("{}{ENGINE_GLUE}", &here[..=i]),
+        None => ENGINE_GLUE.to_string(),
+    }
+}
+
+/// A request on its way to, or waiting for, the engine.
 struct Job {
     seq: u64,
-    settings: Settings,
+    /// Its kind ([`kind`]).
+    kind: &'static str,
+    /// Its message.
+    request: Wire,
+    /// What its answer is for.
+    reply: Reply,
     /// When the worker got it.
     sent: f64,
+}
+
+/// What an answer is for.
+enum Reply {
+    /// The settings' schedules: the outcome.
+    Schedules(Settings),
+    /// The extras of the outcome with this id.
+    Extras(u64),
+    /// "Compare all" at these settings.
+    All,
+    /// "Fit under the limit" at these settings.
+    Fit(Settings),
+    /// An answer a caller waits for ([`ask`]).
+    Callback(Box<dyn FnOnce(Wire)>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Status {
     Starting,
     Ready,
+    /// No worker: the engine module answers on the page ([`Engine`]).
     Failed,
 }
 
@@ -104,26 +136,11 @@ enum Sink {
     All(RwSignal<AllState>),
     /// The recompute/offload setting that fits the limit, for "Fit under the limit".
     Fit(RwSignal<FitState>),
+    /// Files opened and written, one request after another, none dropped.
+    Files,
 }
 
-impl Sink {
-    /// The request's kind, as the worker reads it.
-    fn kind(self) -> &'static str {
-        match self {
-            Sink::Outcome => "schedules",
-            Sink::All(_) => ALL,
-            Sink::Fit(_) => FIT,
-        }
-    }
-}
-
-/// The kind of a "Compare all" request.
-const ALL: &str = "all";
-
-/// The kind of a "Fit under the limit" request.
-const FIT: &str = "fit";
-
-/// The page's side of the worker.
+/// The page's side of a worker.
 struct Client {
     state: AppState,
     sink: Sink,
@@ -134,9 +151,12 @@ struct Client {
     /// The sequence number of the latest settings change.
     latest: u64,
     in_flight: Option<Job>,
-    queued: Option<Job>,
+    /// What waits: one request (a newer one replaces it), or for [`Sink::Files`] every one.
+    queued: VecDeque<Job>,
     /// How many workers were started (for messages and tests).
     started: u32,
+    /// The request whose result was applied last, and its outcome's id: its extras follow.
+    applied: Option<(u64, u64)>,
 }
 
 type Shared = Rc<RefCell<Client>>;
@@ -157,6 +177,14 @@ impl Client {
         }
         self.handlers.clear();
     }
+
+    /// Queues `job`: behind the others for files, else in place of the one waiting.
+    fn queue(&mut self, job: Job) {
+        if !matches!(self.sink, Sink::Files) {
+            self.queued.clear();
+        }
+        self.queued.push_back(job);
+    }
 }
 
 /// Computes every settings change of `state`: the current settings at once (on the page, or
@@ -164,8 +192,16 @@ impl Client {
 pub fn run(state: AppState) {
     let client = new_client(state, Sink::Outcome);
     let first = state.settings.get_untracked();
+    let on_page = runs_on_page(&first, false);
     request(&client, &first, None);
-    spawn(&client);
+    if on_page {
+        // The first chart needs no worker: start it once that chart is drawn (a task later),
+        // so starting it takes no core from the first chart.
+        let later = client.clone();
+        leptos::prelude::set_timeout(move || spawn(&later), std::time::Duration::ZERO);
+    } else {
+        spawn(&client);
+    }
     Effect::new(move |prev: Option<()>| {
         let settings = state.settings.get();
         let file = state.file.get();
@@ -197,17 +233,41 @@ pub fn run_fit(state: AppState, fit: RwSignal<FitState>, asks: ReadSignal<u64>) 
     Effect::new(move |prev: Option<u64>| {
         let n = asks.get();
         if n > 0 && prev != Some(n) {
-            let first = {
-                let c = client.borrow();
-                c.started == 0 && c.status == Status::Starting
-            };
-            if first {
-                spawn(&client);
-            }
+            start_once(&client);
             request(&client, &state.settings.get_untracked(), None);
         }
         n
     });
+}
+
+thread_local! {
+    /// The client that opens and writes files, started on first use and kept.
+    static FILES: RefCell<Option<Shared>> = const { RefCell::new(None) };
+}
+
+/// Asks the engine for `kind` with `request` (opening or writing a file) and hands its answer
+/// to `done`, in order and without dropping any. The engine's worker starts on the first ask.
+pub fn ask(state: AppState, kind: &'static str, request: Wire, done: impl FnOnce(Wire) + 'static) {
+    let client = FILES.with(|f| f.borrow_mut().get_or_insert_with(|| new_client(state, Sink::Files)).clone());
+    start_once(&client);
+    let seq = {
+        let mut c = client.borrow_mut();
+        c.latest += 1;
+        c.latest
+    };
+    client.borrow_mut().queue(Job { seq, kind, request, reply: Reply::Callback(Box::new(done)), sent: 0.0 });
+    send_next(&client);
+}
+
+/// Starts the client's worker unless one was started before.
+fn start_once(client: &Shared) {
+    let first = {
+        let c = client.borrow();
+        c.started == 0 && c.status == Status::Starting
+    };
+    if first {
+        spawn(client);
+    }
 }
 
 /// Applies a finished fit of `asked` (the settings it ran at): its setting when the settings
@@ -235,88 +295,171 @@ fn new_client(state: AppState, sink: Sink) -> Shared {
         status: Status::Starting,
         latest: 0,
         in_flight: None,
-        queued: None,
+        queued: VecDeque::new(),
         started: 0,
+        applied: None,
     }))
 }
 
 /// Starts computing `settings` (and `file`) as the latest request.
 fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
-    let (state, sink) = {
+    let (state, sink, seq) = {
         let mut c = client.borrow_mut();
         c.latest += 1;
-        let on_page = c.status == Status::Failed
-            || match c.sink {
-                Sink::Outcome => runs_on_page(settings, file.is_some()),
-                // Every family at once, or the family once per rung: always worth a round trip.
-                Sink::All(_) | Sink::Fit(_) => false,
-            };
-        if !on_page {
-            let job = Job { seq: c.latest, settings: settings.clone(), sent: 0.0 };
-            let stale_and_long = c.in_flight.as_ref().is_some_and(|j| now_ms() - j.sent > RESTART_AFTER_MS);
-            c.queued = Some(job);
-            let (state, sink) = (c.state, c.sink);
-            drop(c);
-            match sink {
-                Sink::Outcome => state.pending.set(Some(now_ms())),
-                Sink::All(all) => all.update(|a| a.pending = true),
-                Sink::Fit(fit) => fit.update(|f| f.pending = true),
-            }
-            if stale_and_long {
-                restart(client);
-            } else {
-                send_next(client);
-            }
-            return;
-        }
-        c.queued = None;
-        (c.state, c.sink)
+        (c.state, c.sink, c.latest)
     };
-    compute_on_page(state, sink, settings, file);
-}
-
-/// Computes on the page (small schedules, or no worker) and applies the result.
-fn compute_on_page(state: AppState, sink: Sink, settings: &Settings, file: Option<&LoadedFile>) {
-    match sink {
+    let on_page = match sink {
+        Sink::Outcome => runs_on_page(settings, file.is_some()) || fallback_here(client, settings),
+        // Every family at once, or the family once per rung: always worth a round trip.
+        Sink::All(_) | Sink::Fit(_) | Sink::Files => false,
+    };
+    if on_page {
+        compute_here(client, seq, settings, file);
+        return;
+    }
+    let (kind, reply) = match sink {
         Sink::Outcome => {
-            let outcome = compute(settings, file, Place::Page);
-            report(&format!("page {:.1}", outcome.elapsed_ms));
-            state.pending.set(None);
-            state.outcome.set(outcome);
+            state.pending.set(Some(now_ms()));
+            (kind::SCHEDULES, Reply::Schedules(settings.clone()))
         }
         Sink::All(all) => {
-            let result = compute_all(settings).map(Arc::new);
-            all.set(AllState { result: Some(result), pending: false });
+            all.update(|a| a.pending = true);
+            (kind::ALL, Reply::All)
         }
-        Sink::Fit(fit) => finish_fit(state, fit, settings, compute_fit(settings, Place::Page)),
+        Sink::Fit(fit) => {
+            fit.update(|f| f.pending = true);
+            (kind::FIT, Reply::Fit(settings.clone()))
+        }
+        Sink::Files => return,
+    };
+    let job = Job { seq, kind, request: wire::encode_settings(settings), reply, sent: 0.0 };
+    let stale_and_long = {
+        let mut c = client.borrow_mut();
+        c.queue(job);
+        c.status == Status::Ready && c.in_flight.as_ref().is_some_and(|j| now_ms() - j.sent > RESTART_AFTER_MS)
+    };
+    if stale_and_long {
+        restart(client);
+    } else {
+        send_next(client);
     }
 }
 
+/// Computes request `seq` on the page and applies it; its extras are asked for after the
+/// chart, in a task of their own.
+fn compute_here(client: &Shared, seq: u64, settings: &Settings, file: Option<&LoadedFile>) {
+    let state = client.borrow().state;
+    client.borrow_mut().queued.clear();
+    let outcome = compute(settings, file, Place::Page);
+    report(&format!("page {:.1}", outcome.elapsed_ms));
+    state.pending.set(None);
+    let extras = follow_up(seq, &outcome);
+    state.outcome.set(outcome);
+    if let Some(job) = extras {
+        let weak = Rc::downgrade(client);
+        leptos::prelude::set_timeout(
+            move || {
+                if let Some(client) = weak.upgrade() {
+                    if client.borrow().latest == job.seq {
+                        client.borrow_mut().queue(job);
+                        send_next(&client);
+                    }
+                }
+            },
+            std::time::Duration::ZERO,
+        );
+    }
+}
+
+/// Without a worker, the page's module computes what it can of the settings itself, as it
+/// did with a worker for small schedules (the engine on the page computes the rest).
+fn fallback_here(client: &Shared, settings: &Settings) -> bool {
+    client.borrow().status == Status::Failed && planned(settings).filter_map(family).all(computes_here)
+}
+
+/// The request for the extras of `outcome`, computed on the page as request `seq`, when it has
+/// any analysis.
+fn follow_up(seq: u64, outcome: &Outcome) -> Option<Job> {
+    let any = std::iter::once(&outcome.main).chain(&outcome.compare).any(|c| c.result.is_ok());
+    any.then(|| Job {
+        seq,
+        kind: kind::EXTRAS,
+        request: wire::encode_extras_asks(outcome),
+        reply: Reply::Extras(outcome.id),
+        sent: 0.0,
+    })
+}
+
 /// Where and how fast the last result was computed, for the browser benchmark:
-/// `page <compute ms>` or `worker <compute ms> <round trip ms> <decode ms>` on the root
-/// element's `data-engine`.
+/// `page <compute ms>` or `worker <compute ms> <round trip ms> <decode ms> <received at ms>`
+/// on the root element's `data-engine`.
 fn report(text: &str) {
     if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
         let _ = root.set_attribute("data-engine", text);
     }
 }
 
-/// Sends the queued request when the worker is ready and idle.
+/// Sends the next queued request when the engine is free: to the worker, or to the engine on
+/// the page (loading it first).
 fn send_next(client: &Shared) {
+    let status = client.borrow().status;
+    match status {
+        Status::Starting => {}
+        Status::Ready => send_to_worker(client),
+        Status::Failed => {
+            if let Some(engine) = Engine::get(client) {
+                answer_on_page(client, &engine);
+            }
+        }
+    }
+}
+
+fn send_to_worker(client: &Shared) {
     let mut c = client.borrow_mut();
-    if c.status != Status::Ready || c.in_flight.is_some() {
+    if c.in_flight.is_some() {
         return;
     }
-    let Some(mut job) = c.queued.take() else { return };
+    let Some(mut job) = c.queued.pop_front() else { return };
     let Some(worker) = c.worker.clone() else { return };
-    let kind = JsValue::from_str(c.sink.kind());
-    let (msg, transfer) = message(&JsValue::from_f64(job.seq as f64), &wire::encode_settings(&job.settings));
-    msg.push(&kind);
+    let (msg, transfer) = message(&JsValue::from_f64(job.seq as f64), &job.request);
+    msg.push(&JsValue::from_str(job.kind));
     job.sent = now_ms();
     c.in_flight = Some(job);
     drop(c);
     if let Err(e) = worker.post_message_with_transfer(&msg, &transfer) {
         fail(client, &format!("it refused a message ({})", describe(&e)));
+    }
+}
+
+/// Answers every queued request with the engine on the page, one task each.
+fn answer_on_page(client: &Shared, engine: &Engine) {
+    let Some(job) = client.borrow_mut().queued.pop_front() else { return };
+    let start = now_ms();
+    let answer = engine.handle(job.kind, &job.request);
+    let took = now_ms() - start;
+    let seq = job.seq;
+    if job.kind == kind::SCHEDULES {
+        report(&format!("page {took:.1}"));
+    }
+    // Its schedules' extras are asked for as the page's own are.
+    let follow = matches!(job.reply, Reply::Schedules(_));
+    apply(client, job, answer, 0.0);
+    if follow {
+        let outcome = client.borrow().state.outcome.get_untracked();
+        if let Some(extras) = follow_up(seq, &outcome) {
+            client.borrow_mut().queued.push_back(extras);
+        }
+    }
+    if !client.borrow().queued.is_empty() {
+        let weak = Rc::downgrade(client);
+        leptos::prelude::set_timeout(
+            move || {
+                if let Some(client) = weak.upgrade() {
+                    send_next(&client);
+                }
+            },
+            std::time::Duration::ZERO,
+        );
     }
 }
 
@@ -331,7 +474,7 @@ fn restart(client: &Shared) {
     spawn(client);
 }
 
-/// Starts a worker on this page's module.
+/// Starts a worker on the engine's module.
 fn spawn(client: &Shared) {
     match new_worker(client) {
         Ok(()) => {
@@ -364,7 +507,7 @@ fn new_worker(client: &Shared) -> Result<(), String> {
     let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|e| describe(&e))?;
     let opts = WorkerOptions::new();
     opts.set_type(WorkerType::Module);
-    opts.set_name("bubblescope-compute");
+    opts.set_name("bubblescope-engine");
     let worker = Worker::new_with_options(&url, &opts).map_err(|e| describe(&e));
     let _ = web_sys::Url::revoke_object_url(&url);
     let worker = worker?;
@@ -388,9 +531,7 @@ fn new_worker(client: &Shared) -> Result<(), String> {
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
 
     let init = Object::new();
-    let glue = GLUE_URL.with(Clone::clone);
-    let _ = Reflect::set(&init, &"glue".into(), &glue.into());
-    let _ = Reflect::set(&init, &"module".into(), &wasm_bindgen::module());
+    let _ = Reflect::set(&init, &"glue".into(), &engine_url().into());
     worker.post_message(&init).map_err(|e| describe(&e))?;
 
     let mut c = client.borrow_mut();
@@ -414,50 +555,104 @@ fn on_message(client: &Shared, ev: MessageEvent) {
     }
     let Ok(parts) = data.dyn_into::<Array>() else { return };
     let seq = parts.get(0).as_f64().unwrap_or(-1.0) as u64;
-    let (job, latest, state, sink) = {
-        let mut c = client.borrow_mut();
-        let job = c.in_flight.take();
-        (job, c.latest, c.state, c.sink)
+    let received = now_ms();
+    let wire = read_wire(&parts);
+    if parts.get(2).as_string().as_deref() == Some(kind::EXTRAS) && !in_flight_is(client, seq, kind::EXTRAS) {
+        // The extras the worker sends after a result of its own.
+        if let Ok(wire) = wire {
+            apply_pushed_extras(client, seq, &wire);
+        }
+        return;
+    }
+    let job = client.borrow_mut().in_flight.take();
+    if let (Some(job), Ok(wire)) = (job.filter(|j| j.seq == seq), wire) {
+        let round_trip = received - job.sent;
+        apply(client, job, wire, round_trip);
+    }
+    send_next(client);
+}
+
+/// Whether the request in flight is request `seq` of kind `kind`.
+fn in_flight_is(client: &Shared, seq: u64, kind: &str) -> bool {
+    client.borrow().in_flight.as_ref().is_some_and(|j| j.seq == seq && j.kind == kind)
+}
+
+/// Applies the answer to `job` when it is still wanted: results of the latest request, extras
+/// of the outcome still shown, and every answer a caller waits for.
+fn apply(client: &Shared, job: Job, wire: Wire, round_trip: f64) {
+    let (latest, state, sink) = {
+        let c = client.borrow();
+        (c.latest, c.state, c.sink)
     };
-    if let Some(job) = job.filter(|j| j.seq == seq && seq == latest) {
-        let received = now_ms();
-        let wire = read_wire(&parts);
-        match sink {
-            Sink::Outcome => {
-                let outcome = match wire.and_then(|w| wire::decode(&w).map_err(|e| e.to_string())) {
-                    Ok(p) => outcome_of(p, &job.settings),
-                    Err(e) => failed_outcome(&job.settings, &format!("the worker's result could not be read: {e}")),
-                };
-                let decoded = now_ms();
-                report(&format!(
-                    "worker {:.1} {:.1} {:.1}",
-                    outcome.elapsed_ms,
-                    received - job.sent,
-                    decoded - received
-                ));
-                state.pending.set(None);
-                state.outcome.set(outcome);
+    let current = job.seq == latest;
+    match job.reply {
+        Reply::Callback(done) => done(wire),
+        Reply::Extras(id) => {
+            if current {
+                apply_extras(state, id, &wire);
             }
-            Sink::All(all) => {
-                let result = wire
-                    .and_then(|w| wire::decode_all(&w).map_err(|e| e.to_string()))
+        }
+        Reply::Schedules(settings) if current => {
+            let start = now_ms();
+            let outcome = match wire::decode(&wire) {
+                Ok(p) => outcome_of(p, &settings),
+                Err(e) => failed_outcome(&settings, &format!("the worker's result could not be read: {e}")),
+            };
+            if round_trip > 0.0 {
+                let received = start;
+                report(&format!(
+                    "worker {:.1} {:.1} {:.1} {received:.1}",
+                    outcome.elapsed_ms,
+                    round_trip,
+                    now_ms() - start
+                ));
+            }
+            client.borrow_mut().applied = Some((job.seq, outcome.id));
+            state.pending.set(None);
+            state.outcome.set(outcome);
+        }
+        Reply::All if current => {
+            if let Sink::All(all) = sink {
+                let result = wire::decode_all(&wire)
                     .map_err(|e| format!("the worker's result could not be read: {e}"))
                     .and_then(|r| r.map(Arc::new));
                 all.set(AllState { result: Some(result), pending: false });
             }
-            Sink::Fit(fit) => {
-                let result = wire
-                    .and_then(|w| wire::decode_fit(&w).map_err(|e| e.to_string()))
+        }
+        Reply::Fit(settings) if current => {
+            if let Sink::Fit(fit) = sink {
+                let result = wire::decode_fit(&wire)
                     .map_err(|e| UiError {
                         field: None,
                         message: format!("the worker's result could not be read: {e}"),
                     })
                     .and_then(|r| r);
-                finish_fit(state, fit, &job.settings, result);
+                finish_fit(state, fit, &settings, result);
             }
         }
+        Reply::Schedules(_) | Reply::All | Reply::Fit(_) => {}
     }
-    send_next(client);
+}
+
+/// Applies the extras the worker sent after request `seq`'s result, when that result was
+/// applied last and is still shown.
+fn apply_pushed_extras(client: &Shared, seq: u64, wire: &Wire) {
+    let (applied, state) = {
+        let c = client.borrow();
+        (c.applied, c.state)
+    };
+    if let Some((_, id)) = applied.filter(|(s, _)| *s == seq) {
+        apply_extras(state, id, wire);
+    }
+}
+
+/// Applies extras to the outcome with `id`, when it is still shown. A damaged message leaves
+/// it without them.
+fn apply_extras(state: AppState, id: u64, wire: &Wire) {
+    let extras = state.outcome.with_untracked(|o| (o.id == id).then(|| wire::decode_extras(wire, o)));
+    if let Some(Ok(extras)) = extras {
+        state.outcome.update(|o| o.set_extras(extras));
+    }
 }
 
 fn on_error(client: &Shared, message: &str) {
@@ -470,38 +665,61 @@ fn on_error(client: &Shared, message: &str) {
         return;
     }
     // It stopped while computing: report it for that request and start a fresh worker.
-    if let Some(job) = job.filter(|j| j.seq == client.borrow().latest) {
+    if let Some(job) = job.filter(|j| j.seq == client.borrow().latest || matches!(j.reply, Reply::Callback(_))) {
         let msg = format!(
             "the computation stopped: {message}\n  hint: change a setting to try again, or use the CLI for this size"
         );
-        match sink {
-            Sink::Outcome => {
+        match (sink, job.reply) {
+            (Sink::Outcome, Reply::Schedules(settings)) => {
                 state.pending.set(None);
-                state.outcome.set(failed_outcome(&job.settings, &msg));
+                state.outcome.set(failed_outcome(&settings, &msg));
             }
-            Sink::All(all) => all.set(AllState { result: Some(Err(msg)), pending: false }),
-            Sink::Fit(fit) => finish_fit(state, fit, &job.settings, Err(UiError { field: None, message: msg })),
+            (Sink::All(all), _) => all.set(AllState { result: Some(Err(msg)), pending: false }),
+            (Sink::Fit(fit), Reply::Fit(settings)) => {
+                finish_fit(state, fit, &settings, Err(UiError { field: None, message: msg }));
+            }
+            (_, Reply::Callback(done)) => done(failed_answer(job.kind, &msg)),
+            _ => {}
         }
     }
     restart(client);
 }
 
-/// Gives up on the worker: every computation runs on the page from now on, the page says
-/// why, and a request waiting for the worker is computed here.
+/// The answer of kind `kind` that says the engine failed with `message`.
+fn failed_answer(kind: &str, message: &str) -> Wire {
+    match kind {
+        kind::IMPORT => wire::encode_imported(&Err(message.to_string())),
+        _ => wire::encode_exported(&Err(message.to_string())),
+    }
+}
+
+/// Gives up on the worker: the engine answers on the page from now on (loaded first), the
+/// page says why, and a request the worker had is answered there.
 fn fail(client: &Shared, reason: &str) {
-    let (state, sink, waiting) = {
+    let state = {
         let mut c = client.borrow_mut();
         c.stop_worker();
         c.status = Status::Failed;
-        let latest = c.latest;
-        let waiting = c.in_flight.take().into_iter().chain(c.queued.take()).find(|j| j.seq == latest);
-        (c.state, c.sink, waiting)
+        if let Some(job) = c.in_flight.take() {
+            c.queued.push_front(job);
+        }
+        c.state
     };
     state.engine_note.set(Some(format!(
         "Computing on this page: the background worker could not start ({reason}). Large schedules pause the page while they compute, and the slowest searches are limited."
     )));
-    if let Some(job) = waiting {
-        compute_on_page(state, sink, &job.settings, None);
+    // What the page's module computes itself it computes now; the engine, loaded on the page,
+    // answers the rest.
+    let here = |j: &Job| matches!(&j.reply, Reply::Schedules(s) if planned(s).filter_map(family).all(computes_here));
+    let waiting = {
+        let mut c = client.borrow_mut();
+        let latest = c.latest;
+        let at = c.queued.iter().position(|j| j.seq == latest && here(j));
+        at.and_then(|i| c.queued.remove(i))
+    };
+    match waiting {
+        Some(Job { seq, reply: Reply::Schedules(settings), .. }) => compute_here(client, seq, &settings, None),
+        _ => send_next(client),
     }
 }
 
@@ -512,22 +730,16 @@ fn describe(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-/// A message of `wire`'s three buffers after `seq` (`[seq, numbers, words, text]`), and the
-/// buffers to transfer with it.
+/// A message of `wire`'s bytes after `seq` (`[seq, bytes]`), and the buffer to transfer with it.
 fn message(seq: &JsValue, w: &Wire) -> (Array, Array) {
-    let numbers = Float64Array::from(w.numbers.as_slice());
-    let words = Uint32Array::from(w.words.as_slice());
-    let text = Uint8Array::from(w.text.as_slice());
-    let transfer = Array::of3(&numbers.buffer(), &words.buffer(), &text.buffer());
-    (Array::of4(seq, &numbers, &words, &text), transfer)
+    let bytes = Uint8Array::from(w.bytes.as_slice());
+    (Array::of2(seq, &bytes), Array::of1(&bytes.buffer()))
 }
 
-/// The buffers of a message: `[seq, numbers, words, text, …]`.
+/// The bytes of a message: `[seq, bytes, …]`.
 fn read_wire(parts: &Array) -> Result<Wire, String> {
-    let numbers = parts.get(1).dyn_into::<Float64Array>().map_err(|_| "no numbers".to_string())?;
-    let words = parts.get(2).dyn_into::<Uint32Array>().map_err(|_| "no words".to_string())?;
-    let text = parts.get(3).dyn_into::<Uint8Array>().map_err(|_| "no text".to_string())?;
-    Ok(Wire { numbers: numbers.to_vec(), words: words.to_vec(), text: text.to_vec() })
+    let bytes = parts.get(1).dyn_into::<Uint8Array>().map_err(|_| "no bytes".to_string())?;
+    Ok(Wire { bytes: bytes.to_vec() })
 }
 
 /// The outcome of a worker's result for `settings`.
@@ -550,50 +762,170 @@ fn failed_outcome(settings: &Settings, message: &str) -> Outcome {
     o
 }
 
-/// The worker's side: answers every request with the encoded result. Called by `main` when
-/// the module runs in a worker.
+/// The engine module on the page, when no worker can start: loaded once, shared by every
+/// client, answering synchronously.
+struct Engine {
+    /// The module's `answer(kind, bytes)`.
+    answer: js_sys::Function,
+}
+
+thread_local! {
+    static ENGINE: RefCell<EngineState> = const { RefCell::new(EngineState::Unloaded) };
+}
+
+enum EngineState {
+    Unloaded,
+    /// Loading; these clients wait for it.
+    Loading(Vec<Weak<RefCell<Client>>>),
+    Loaded(Rc<Engine>),
+    Broken(String),
+}
+
+impl Engine {
+    /// The engine, when loaded; else starts loading it (once) and lets `client` know when it is.
+    fn get(client: &Shared) -> Option<Rc<Engine>> {
+        let start = ENGINE.with(|e| {
+            let mut e = e.borrow_mut();
+            match &mut *e {
+                EngineState::Loaded(engine) => return Err(Some(engine.clone())),
+                EngineState::Broken(_) => return Err(None),
+                EngineState::Loading(waiting) => {
+                    waiting.push(Rc::downgrade(client));
+                    return Err(None);
+                }
+                EngineState::Unloaded => *e = EngineState::Loading(vec![Rc::downgrade(client)]),
+            }
+            Ok(())
+        });
+        match start {
+            Err(found) => {
+                if found.is_none() {
+                    broken_answers(client);
+                }
+                found
+            }
+            Ok(()) => {
+                leptos::task::spawn_local(load_engine());
+                None
+            }
+        }
+    }
+
+    fn handle(&self, kind: &str, request: &Wire) -> Wire {
+        let bytes = Uint8Array::from(request.bytes.as_slice());
+        match self.answer.call2(&JsValue::NULL, &JsValue::from_str(kind), &bytes) {
+            Ok(v) => Wire { bytes: v.dyn_into::<Uint8Array>().map(|a| a.to_vec()).unwrap_or_default() },
+            Err(e) => failed_answer(kind, &format!("the engine failed on this page: {}", describe(&e))),
+        }
+    }
+}
+
+/// Loads the engine module on the page and hands it to every client that waits.
+async fn load_engine() {
+    let loaded = async {
+        let module =
+            wasm_bindgen_futures::JsFuture::from(import_module(&engine_url())).await.map_err(|e| describe(&e))?;
+        let init: js_sys::Function =
+            Reflect::get(&module, &"default".into()).ok().and_then(|f| f.dyn_into().ok()).ok_or("no init")?;
+        let started = init.call0(&JsValue::NULL).map_err(|e| describe(&e))?;
+        if let Ok(p) = started.dyn_into::<js_sys::Promise>() {
+            wasm_bindgen_futures::JsFuture::from(p).await.map_err(|e| describe(&e))?;
+        }
+        let answer: js_sys::Function =
+            Reflect::get(&module, &"answer".into()).ok().and_then(|f| f.dyn_into().ok()).ok_or("no answer")?;
+        Ok::<_, String>(Engine { answer })
+    }
+    .await;
+    let waiting = ENGINE.with(|e| {
+        let next = match loaded {
+            Ok(engine) => EngineState::Loaded(Rc::new(engine)),
+            Err(reason) => EngineState::Broken(reason),
+        };
+        match std::mem::replace(&mut *e.borrow_mut(), next) {
+            EngineState::Loading(waiting) => waiting,
+            _ => Vec::new(),
+        }
+    });
+    for client in waiting.iter().filter_map(Weak::upgrade) {
+        send_next(&client);
+    }
+}
+
+/// Answers everything `client` waits for with why the engine is missing.
+fn broken_answers(client: &Shared) {
+    let reason = ENGINE.with(|e| match &*e.borrow() {
+        EngineState::Broken(r) => r.clone(),
+        _ => String::new(),
+    });
+    let message =
+        format!("this needs the engine, which could not load on this page ({reason})\n  hint: reload the page");
+    let jobs: Vec<Job> = client.borrow_mut().queued.drain(..).collect();
+    let state = client.borrow().state;
+    let sink = client.borrow().sink;
+    for job in jobs {
+        match (job.reply, sink) {
+            (Reply::Callback(done), _) => done(failed_answer(job.kind, &message)),
+            (Reply::Schedules(settings), _) => {
+                state.pending.set(None);
+                state.outcome.set(failed_outcome(&settings, &message));
+            }
+            (Reply::All, Sink::All(all)) => all.set(AllState { result: Some(Err(message.clone())), pending: false }),
+            (Reply::Fit(settings), Sink::Fit(fit)) => {
+                finish_fit(state, fit, &settings, Err(UiError { field: None, message: message.clone() }));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The worker's side: answers every request ([`crate::work::handle`]), then, unless a newer
+/// request has arrived by then, follows a schedules request with the extras of its result.
+/// Called by the engine module's `main` in a worker.
+#[cfg(feature = "engine")]
 pub fn serve() {
     let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let reply_to = scope.clone();
+    // The sequence number of the latest request: a follow-up of an older one is dropped.
+    let latest = Rc::new(std::cell::Cell::new(f64::NAN));
     let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data: Array = ev.data().unchecked_into();
         let seq = data.get(0);
-        let settings = read_wire(&data)
-            .and_then(|w| wire::decode_settings(&w).map_err(|e| e.to_string()))
-            .map_err(|e| format!("the worker could not read the settings: {e}"));
-        // A damaged request cannot come from the page's own module; it is answered all the same.
-        let kind = data.get(4).as_string();
-        let w = if kind.as_deref() == Some(ALL) {
-            wire::encode_all(&settings.and_then(|s| compute_all(&s)))
-        } else if kind.as_deref() == Some(FIT) {
-            let settings = settings.map_err(|message| UiError { field: None, message });
-            wire::encode_fit(&settings.and_then(|s| compute_fit(&s, Place::Worker)))
+        latest.set(seq.as_f64().unwrap_or(f64::NAN));
+        let request = read_wire(&data).unwrap_or_default();
+        let kind = data.get(2).as_string().unwrap_or_default();
+        let (answer, follow) = if kind == kind::SCHEDULES {
+            let (parts, outcome) = crate::work::schedules(&request);
+            (wire::encode(&parts), outcome)
         } else {
-            let parts = match settings {
-                Ok(settings) => {
-                    let outcome = compute(&settings, None, Place::Worker);
-                    Parts {
-                        main: outcome.main,
-                        compare: outcome.compare,
-                        baseline: outcome.baseline,
-                        elapsed_ms: outcome.elapsed_ms,
-                    }
-                }
-                Err(message) => Parts {
-                    main: Computed::failed(String::new(), String::new(), UiError { field: None, message }),
-                    compare: Vec::new(),
-                    baseline: None,
-                    elapsed_ms: 0.0,
-                },
-            };
-            wire::encode(&parts)
+            (crate::work::handle(&kind, &request), None)
         };
-        let (msg, transfer) = message(&seq, &w);
+        let (msg, transfer) = message(&seq, &answer);
+        msg.push(&JsValue::from_str(&kind));
         let _ = reply_to.post_message_with_transfer(&msg, &transfer);
+        if let Some(outcome) = follow {
+            let (latest, post) = (latest.clone(), reply_to.clone());
+            let task = Closure::once_into_js(move || {
+                if latest.get() != seq.as_f64().unwrap_or(f64::NAN) {
+                    return;
+                }
+                let (msg, transfer) = message(&seq, &wire::encode_extras(&outcome.follow_up()));
+                msg.push(&JsValue::from_str(kind::EXTRAS));
+                let _ = post.post_message_with_transfer(&msg, &transfer);
+            });
+            let _ = reply_to.set_timeout_with_callback_and_timeout_and_arguments_0(task.unchecked_ref(), 0);
+        }
     });
     scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));
     handler.forget();
     let _ = scope.post_message(&JsValue::from_str(READY));
+}
+
+/// The engine on the page: answers a request as its worker would (the follow-up extras aside,
+/// which the page asks for).
+#[cfg(feature = "engine")]
+#[wasm_bindgen]
+pub fn answer(kind: &str, request: &[u8]) -> Vec<u8> {
+    crate::work::handle(kind, &Wire { bytes: request.to_vec() }).bytes
 }
 
 /// Whether this module runs in a worker (no window).

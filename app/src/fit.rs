@@ -3,16 +3,21 @@
 //! what travels back from the worker, and the one line that says what it chose. The button
 //! that asks is [`crate::components::FitButton`]; [`crate::engine::run_fit`] runs it.
 
-use bubblescope::permalink::Settings;
+#[cfg(feature = "engine")]
 use bubblescope::plan::{describe_trade, fit_trade, Outcome, TradeSearch};
+use bubblescope::settings::Settings;
 use bubblescope::trade::TradeSettings;
 use bubblescope::units::Units;
+#[cfg(feature = "engine")]
 use bubblescope::{family, Field};
+use serde::{Deserialize, Serialize};
 
-use crate::state::{Place, UiError};
+#[cfg(feature = "engine")]
+use crate::state::Place;
+use crate::state::UiError;
 
 /// A setting the search chose, and what it costs and saves against the same run without it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Chosen {
     /// The settings with it applied (the copy time and host link kept when it offloads).
     pub settings: TradeSettings,
@@ -25,7 +30,7 @@ pub struct Chosen {
 }
 
 /// What the search found.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Fitted {
     /// It fits: with the chosen setting, or as it is (`None`).
     Fits {
@@ -44,7 +49,7 @@ pub enum Fitted {
 }
 
 /// The answer to one press of the button.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FitResult {
     /// The limit it fitted under.
     pub limit: f64,
@@ -68,6 +73,7 @@ pub struct FitState {
 /// # Errors
 /// A [`UiError`] at the setting to change: no memory limit, a model or trade setting that is
 /// wrong, a size the playground refuses live, or a family that cannot run at all.
+#[cfg(feature = "engine")]
 pub fn compute_fit(settings: &Settings, place: Place) -> Result<FitResult, UiError> {
     let at = |e: bubblescope::ParamError| UiError { field: Some(e.field), message: e.to_string() };
     let Some(fam) = family(&settings.schedule) else {

@@ -12,6 +12,8 @@ pub mod fit;
 pub mod state;
 pub mod url;
 pub mod wire;
+#[cfg(feature = "engine")]
+pub mod work;
 
 use leptos::prelude::*;
 

@@ -1,10 +1,7 @@
-//! Mounts the playground; in the background worker (no window), serves computations instead.
+//! The playground's page: mounts the app. Its computations beyond small schedules run in the
+//! engine module (`src/bin/engine.rs`).
 
 fn main() {
     console_error_panic_hook::set_once();
-    if bubblescope_app::engine::in_worker() {
-        bubblescope_app::engine::serve();
-    } else {
-        leptos::mount::mount_to_body(bubblescope_app::App);
-    }
+    leptos::mount::mount_to_body(bubblescope_app::App);
 }

@@ -2,13 +2,15 @@
 //!
 //! The app holds no schedule logic: every derivation calls a `bubblescope` function.
 
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bubblescope::bounds::Standing;
 use bubblescope::gaps::Causes;
 use bubblescope::measured::MeasuredRun;
-use bubblescope::permalink::{Permalink, Settings};
+use bubblescope::permalink::Permalink;
+use bubblescope::settings::Settings;
 use bubblescope::sim::PerOpTimes;
 use bubblescope::units::Units;
 use bubblescope::{
@@ -19,7 +21,7 @@ use leptos::prelude::*;
 pub use bubblescope::live::{Place, MAX_LIVE_DEVICES, MAX_LIVE_MICROBATCHES, MAX_LIVE_PASSES};
 
 /// An error shown in the page, next to the control that causes it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UiError {
     /// The control to show it at (`None`: above the chart).
     pub field: Option<Field>,
@@ -38,7 +40,7 @@ impl UiError {
 }
 
 /// One computed schedule.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Computed {
     /// Family name.
     pub name: String,
@@ -46,35 +48,58 @@ pub struct Computed {
     pub label: String,
     /// The analysis, or why there is none.
     pub result: Result<Arc<Analysis>, UiError>,
-    /// What is shown beside the analysis, computed with it (`None` without one).
+    /// What is shown beside the analysis: `None` until its follow-up has computed it
+    /// ([`Outcome::follow_up`]), and without an analysis.
     pub extras: Option<Arc<Extras>>,
+    /// What the extras are computed from, where the analysis was computed (it does not travel:
+    /// the worker computes the extras of its own results).
+    #[serde(skip)]
+    pub inputs: Option<Arc<ExtrasInputs>>,
+}
+
+/// What a schedule's extras are computed from, beside its analysis.
+#[derive(Clone, Debug)]
+pub struct ExtrasInputs {
+    /// Its family, if it has one.
+    pub family: Option<&'static Family>,
+    /// The parameters it ran at.
+    pub params: ScheduleParams,
+    /// Whether it is the chosen schedule: only that one gets the memory part and the bound.
+    pub chosen: bool,
 }
 
 impl Computed {
     /// A schedule that could not be computed, and why.
     pub fn failed(name: String, label: String, error: UiError) -> Computed {
-        Computed { name, label, result: Err(error), extras: None }
+        Computed { name, label, result: Err(error), extras: None, inputs: None }
     }
 
-    /// The analysis of `family` (if any) at `params`, with its extras: the gap causes, and for
-    /// the chosen schedule (`chosen`) the memory part and the lower bound.
+    /// The analysis of `family` (if any) at `params`. Its extras (the gap causes, and for the
+    /// chosen schedule, `chosen`, the memory part and the lower bound) follow it.
     fn analyzed(
         name: String,
         label: String,
-        family: Option<&Family>,
+        family: Option<&'static Family>,
         params: &ScheduleParams,
         analysis: Analysis,
         chosen: bool,
     ) -> Computed {
-        let extras = Extras::of(family, params, &analysis, chosen);
-        Computed { name, label, result: Ok(Arc::new(analysis)), extras: Some(Arc::new(extras)) }
+        let inputs = ExtrasInputs { family, params: params.clone(), chosen };
+        Computed { name, label, result: Ok(Arc::new(analysis)), extras: None, inputs: Some(Arc::new(inputs)) }
+    }
+
+    /// Its extras, computed now (`None` without an analysis or what to compute them from).
+    #[cfg(feature = "engine")]
+    pub fn extras_now(&self) -> Option<Arc<Extras>> {
+        let (Ok(analysis), Some(i)) = (&self.result, &self.inputs) else { return None };
+        Some(Arc::new(Extras::of(i.family, &i.params, analysis, i.chosen)))
     }
 }
 
 /// What the page shows beside a schedule, derived from its analysis in the same computation
 /// (in the worker when the schedule is computed there): the chart's gap shading and the
 /// attribution bar never compute on the page after a result.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Extras {
     /// Every idle gap with its cause, and the bubble split (`None` if a re-simulation failed,
     /// which it cannot when the analysis ran).
@@ -89,7 +114,8 @@ pub struct Extras {
 impl Extras {
     /// The extras of `analysis`, a run of `family` (if any) at `params`; the memory part and the
     /// bound only when `chosen`.
-    pub fn of(family: Option<&Family>, params: &ScheduleParams, analysis: &Analysis, chosen: bool) -> Extras {
+    #[cfg(feature = "engine")]
+    pub fn of(family: Option<&'static Family>, params: &ScheduleParams, analysis: &Analysis, chosen: bool) -> Extras {
         let causes = bubblescope::gaps::causes(analysis, &params.costs).ok().map(Arc::new);
         if !chosen {
             return Extras { causes, memory: None, bound: None };
@@ -148,6 +174,20 @@ impl Outcome {
     pub fn is_waiting(&self) -> bool {
         self.id == 0
     }
+
+    /// The extras of every schedule, computed now: the chosen one's, then each compared one's.
+    /// They follow the schedules, so the chart is drawn before they are computed.
+    #[cfg(feature = "engine")]
+    pub fn follow_up(&self) -> Vec<Option<Arc<Extras>>> {
+        std::iter::once(&self.main).chain(&self.compare).map(Computed::extras_now).collect()
+    }
+
+    /// Takes the extras [`Outcome::follow_up`] computed (in the same order).
+    pub fn set_extras(&mut self, extras: Vec<Option<Arc<Extras>>>) {
+        for (c, e) in std::iter::once(&mut self.main).chain(&mut self.compare).zip(extras) {
+            c.extras = e;
+        }
+    }
 }
 
 /// View settings that do not change the schedule.
@@ -187,7 +227,7 @@ impl ThemeChoice {
 }
 
 /// A schedule file the user opened (PyTorch CSV or Bubblescope JSON).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoadedFile {
     /// The file's name (sanitised).
     pub name: String,
@@ -514,7 +554,11 @@ impl AppState {
     /// Changes the settings with `f`; resets zoom when the schedule's shape changes.
     pub fn update(&self, f: impl FnOnce(&mut Permalink)) {
         self.link.update(f);
-        self.view.update(|v| v.range = None);
+        // Only a zoom to reset is a change of the view: anything else would redraw the old
+        // schedule before the new one is computed.
+        if self.view.with_untracked(|v| v.range.is_some()) {
+            self.view.update(|v| v.range = None);
+        }
     }
 
     /// What the numbers mean: µs and bytes when the costs come from a model, µs for a

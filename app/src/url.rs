@@ -21,10 +21,35 @@ pub const WRITE_DELAY_MS: u64 = 150;
 /// Changes closer together than this belong to one gesture and one history entry.
 const GESTURE_GAP_MS: f64 = 800.0;
 
-/// Reads the settings from the page's query string.
+/// The URL keys the page reads itself (view settings, kept in the link's extras): any other
+/// key a link has is one no one reads, and the page says so.
+pub const VIEW_KEYS: &[&str] = &[
+    crate::state::THEME_KEY,
+    crate::state::ZOOM_KEY,
+    crate::state::MEASURE_KEY,
+    crate::causes::CAUSES_KEY,
+    crate::compare::VIEW_KEY,
+    "embed",
+    "loop",
+    "memory",
+    "play",
+    "speed",
+    "stats",
+    "t",
+];
+
+/// Reads the settings from the page's query string: what did not parse, and every key
+/// neither the settings nor the page's view read, with the keys most likely meant.
 pub fn read_location() -> (Permalink, Vec<String>) {
     let search = web_sys::window().and_then(|w| w.location().search().ok()).unwrap_or_default();
-    permalink::parse(&search)
+    read_query(&search)
+}
+
+/// [`read_location`] on a query string.
+pub fn read_query(search: &str) -> (Permalink, Vec<String>) {
+    let (link, mut warnings) = permalink::parse(search);
+    warnings.extend(permalink::unknown_keys(&link, VIEW_KEYS));
+    (link, warnings)
 }
 
 /// The full URL for `link` (the current page with its query replaced).
@@ -127,4 +152,63 @@ fn write(query: &str, push: bool) {
     } else {
         history.replace_state_with_url(&JsValue::NULL, "", Some(&url))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 43 item 16: `?p=8&microbatch=16` ran the defaults without a word.
+    #[test]
+    fn keys_no_one_reads_are_named_and_the_pages_own_are_not() {
+        let (link, warnings) = read_query("?p=8&microbatch=16");
+        assert_eq!(link.params.devices, 4, "the defaults run");
+        assert_eq!(
+            warnings,
+            [
+                "ignored p=8: no such key; did you mean devices?",
+                "ignored microbatch=16: no such key; did you mean microbatches or micro-batch?",
+            ]
+        );
+        let views =
+            "theme=dark&zoom=0,5&measure=paper&causes=1&view=all&embed=1&loop=1&memory=0&play=1&speed=2&stats=0&t=3";
+        let (_, warnings) = read_query(views);
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    /// Every key the page reads from a link's extras (`extra("…")` in its sources, or a
+    /// `*_KEY` constant) is in [`VIEW_KEYS`], so no key the page uses is warned about.
+    #[test]
+    fn every_key_the_page_reads_is_a_view_key() {
+        fn sources(dir: &std::path::Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).expect("app/src") {
+                let path = entry.expect("an entry").path();
+                if path.is_dir() {
+                    sources(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(std::fs::read_to_string(&path).expect("a source"));
+                }
+            }
+        }
+        let mut texts = Vec::new();
+        sources(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut texts);
+        let mut read = Vec::new();
+        for text in &texts {
+            for (i, _) in text.match_indices("extra(\"") {
+                let rest = &text[i + 7..];
+                read.extend(rest.split('"').next().map(str::to_string));
+            }
+            for line in
+                text.lines().filter(|l| l.trim_start().starts_with("pub const ") && l.contains("_KEY: &str = \""))
+            {
+                read.extend(line.split('"').nth(1).map(str::to_string));
+            }
+        }
+        // Keys are lowercase words (this test's own `extra("…")` in prose is none).
+        read.retain(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+        assert!(read.len() >= 10, "found the keys: {read:?}");
+        for key in read {
+            assert!(VIEW_KEYS.contains(&key.as_str()), "`{key}` is read by the page but not in VIEW_KEYS");
+        }
+    }
 }

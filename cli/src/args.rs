@@ -1,75 +1,19 @@
-//! Command-line arguments: raw flags in, core parameters out.
+//! The flag groups several commands share, as clap reads them: which family at which sizes,
+//! the costs (hand-set, a model, a measured run) with the memory trade, and a schedule file to
+//! read; and their values read into core's types. Core resolves the costs
+//! ([`bubblescope::settings::resolve_costs`]); each command's own flags live in
+//! `commands/<command>.rs`.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use bubblescope::model::{self, Calibration, Model, ModelSpec};
 use bubblescope::plan::{TradeSearch, TradeSpec};
+use bubblescope::settings::{pricing, resolve_costs};
 use bubblescope::trade::{self, Pricing, Trade, TradeSettings};
 use bubblescope::units::format_number;
 use bubblescope::{CostLists, Costs, Field, ScheduleParams};
-use clap::{Args, Parser, Subcommand};
-
-/// Pipeline-parallel training schedules: exact bubble and memory, as JSON and SVG figures.
-#[derive(Debug, Parser)]
-#[command(name = "bubblescope", version, about, long_about = None, max_term_width = 100)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Generate (or read) and simulate a schedule; print its cost, bubble and memory.
-    ///
-    /// Cost is the longest device span; ideal is the mean device's work (the sum of its
-    /// passes, an overlapped F&B pair counted at its --overlap time), so the bubble rate
-    /// (cost − ideal) / cost is the share of GPU time idle: the Zero Bubble papers' rate with
-    /// equal stages, which is also printed against the busiest device's work.
-    ///
-    /// --export FILE also writes the schedule in any format `convert` writes: a PyTorch CSV for
-    /// `_PipelineScheduleRuntime._load_csv` (compute only, or with communication for the
-    /// PyTorch version --torch names), Bubblescope JSON or a Perfetto trace.
-    #[command(after_long_help = SIMULATE_EXAMPLES, after_help = SIMULATE_MORE)]
-    Simulate(SimulateArgs),
-    /// Draw schedules on one time axis as an SVG figure.
-    Render(RenderArgs),
-    /// Convert a schedule file between formats (PyTorch CSV, Bubblescope JSON, Perfetto trace).
-    ///
-    /// A PyTorch CSV (pytorch-csv, compute only) is for
-    /// `_PipelineScheduleRuntime._load_csv(path, format="compute_only")`, which adds the
-    /// communication; pytorch-csv-comms is that lowering, written for one PyTorch version
-    /// (--torch), for `format="compute_comms"`. Neither is for `PipelineScheduleMulti`, which
-    /// runs every rank in lock-step and needs idle cells.
-    Convert(ConvertArgs),
-    /// List every schedule family: name, summary, parameters and constraints.
-    List(ListArgs),
-    /// Derive per-device costs (F, B, W in µs, memory in bytes) from a transformer config.
-    Costs(CostsArgs),
-    /// Run every combination of schedules, microbatch counts, chunks and memory limits (on
-    /// all cores); print one row per run with the memory/time Pareto front marked.
-    ///
-    /// Lists are comma-separated; --microbatches also takes inclusive ranges, `8..64` (every
-    /// value) or `8..64:8` (a step of 8). A family that reads --mem-limit plans under each
-    /// limit; for the others a limit is a check, and runs above it are listed as invalid with
-    /// the reason, like every combination a family cannot take.
-    Sweep(SweepArgs),
-    /// Search families × microbatch counts × chunks × layouts for the fastest plans whose
-    /// memory (activations plus static memory) fits --mem-limit on every device.
-    ///
-    /// With --global-batch N, microbatch counts M divide N (micro-batch size N / M, so a
-    /// model's costs change with M); without it, M is P, 2P, 4P and 8P at the model's
-    /// micro-batch. A model without --layout also tries layers moved off the last share (the LM
-    /// head) and the first (the embedding). Static memory defaults, with a model, to 18 bytes
-    /// per parameter of each device's share (mixed-precision Adam: 16-bit weights 2, fp32
-    /// gradients 4, fp32 master weights 4, Adam's two fp32 moments 8, as Megatron-Core counts
-    /// without a distributed optimizer), and to 0 without one.
-    Plan(PlanArgs),
-    /// Read a profiled PyTorch pipeline run (one Chrome trace per rank): the executed orders,
-    /// each device's compute, communication, waiting and overhead, the costs fitted from it,
-    /// and the same orders replayed at those costs.
-    Trace(crate::trace::TraceArgs),
-}
+use clap::Args;
 
 /// Which family, at which sizes.
 #[derive(Debug, Args, Clone)]
@@ -118,6 +62,16 @@ pub struct CostArgs {
     /// Communication time per hop between devices [default: 0].
     #[arg(long, value_name = "C", allow_hyphen_values = true)]
     pub comm: Option<f64>,
+    /// Output-layer forward time of one vocabulary shard (S), for the vocabulary-parallel families.
+    ///
+    /// Output-layer forward time of one vocabulary shard (S): the LM head's GEMM and softmax
+    /// statistics over 1/P of the vocabulary, for vocab-1, vocab-2 and interlaced-vocab. Each
+    /// barrier (all-reduce over the shards) takes --comm.
+    #[arg(long = "s", value_name = "S", allow_hyphen_values = true, hide_short_help = true)]
+    pub s: Option<f64>,
+    /// Output-layer backward time of one vocabulary shard (T) [default: 2 × S].
+    #[arg(long = "t", value_name = "T", allow_hyphen_values = true, hide_short_help = true)]
+    pub t: Option<f64>,
     /// Time of an overlapped F&B pair [default: the sum of its passes, no gain].
     #[arg(long, value_name = "FB", allow_hyphen_values = true, hide_short_help = true)]
     pub overlap: Option<f64>,
@@ -213,6 +167,8 @@ fn parse_list(text: &str, field: Field) -> Result<CostList, String> {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Model")]
 pub struct ModelArgs {
+    /// Costs from a model preset (`bubblescope costs --list`).
+    ///
     /// Costs from a model preset (`bubblescope costs --list`); other model flags override it.
     #[arg(long, value_name = "PRESET")]
     pub model: Option<String>,
@@ -237,11 +193,17 @@ pub struct ModelArgs {
     /// Vocabulary size.
     #[arg(long, value_name = "V", value_parser = |t: &str| model_count(t, Field::Vocab), hide_short_help = true)]
     pub vocab: Option<u32>,
-    /// MLP width [default: 4 × hidden; for SwiGLU give 1.5 × the intermediate size].
+    /// The MLP's size as the model card gives it: GELU's width, SwiGLU's intermediate size
+    /// [default: 4 × hidden; SwiGLU 8/3 × hidden].
     #[arg(long, value_name = "FFN", value_parser = |t: &str| model_count(t, Field::Ffn), hide_short_help = true)]
     pub ffn: Option<u32>,
-    /// GPU the model runs on (`bubblescope costs --list`) [default: the preset's; h100-sxm].
+    /// The MLP's kind: gelu (two matrices of width --ffn) or swiglu (three of intermediate
+    /// size --ffn, as Llama) [default: the preset's; gelu].
+    #[arg(long, value_name = "KIND", value_parser = mlp_kind, hide_short_help = true)]
+    pub mlp: Option<bubblescope::model::Mlp>,
+    /// GPU the model runs on [default: the preset's; h100-sxm].
     ///
+    /// GPU the model runs on (`bubblescope costs --list`) [default: the preset's; h100-sxm].
     /// Its peak FLOP/s, HBM bandwidth and links price the work.
     #[arg(long, value_name = "GPU", value_parser = gpu_key)]
     pub gpu: Option<String>,
@@ -263,6 +225,10 @@ pub struct ModelArgs {
     /// off. Other microbatch sizes, sequence lengths and layouts then follow.
     #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times, hide_short_help = true)]
     pub calibrate: Option<Calibrate>,
+    /// The calibration `--calibrate` asked for, done once: the devices it was done on, the
+    /// fitted spec and what the fit gave.
+    #[arg(skip)]
+    pub calibration: std::cell::OnceCell<(u32, ModelSpec, Calibration)>,
     /// Achieved TFLOP/s of the matrix multiplications per GPU, in place of the GPU's peak ×
     /// --gemm-efficiency.
     #[arg(long, value_name = "T", hide_short_help = true)]
@@ -285,6 +251,60 @@ pub struct ModelArgs {
     /// hops and parameters per GPU are 1/T [default: 1].
     #[arg(long, value_name = "T", value_parser = |t: &str| model_count(t, Field::Tp), hide_short_help = true)]
     pub tp: Option<u32>,
+    /// Sequence parallelism beside --tp: all-gather and reduce-scatter in place of all-reduce,
+    /// and the activations outside the matmuls split too [default: on; off for the SC21 presets].
+    #[arg(long = "sequence-parallel", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off, hide_short_help = true)]
+    pub sequence_parallel: Option<bool>,
+    /// Overlap the tensor-parallel collectives with the matmuls, as Megatron's
+    /// --tp-comm-overlap (only what the matmuls cannot hide stays) [default: off].
+    #[arg(long = "tp-overlap", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off, hide_short_help = true)]
+    pub tp_overlap: Option<bool>,
+    /// Number format of the matmuls: bf16, fp16 or fp8 (FP8 matmuls at the GPU's FP8 peak)
+    /// [default: bf16].
+    #[arg(long, value_name = "P", value_parser = precision, hide_short_help = true)]
+    pub precision: Option<bubblescope::model::Precision>,
+    /// Data-parallel replicas of the pipeline: which GPUs share a node, and the gradient
+    /// reduction of the step [default: 1].
+    #[arg(long, value_name = "D", value_parser = |t: &str| model_count(t, Field::Dp), hide_short_help = true)]
+    pub dp: Option<u32>,
+    /// How ranks fill nodes after TP: tp-dp-pp (Megatron's: a stage's replicas side by side)
+    /// or tp-pp-dp (a pipeline's devices side by side) [default: tp-dp-pp].
+    #[arg(long = "rank-order", value_name = "ORDER", value_parser = rank_order, hide_short_help = true)]
+    pub rank_order: Option<bubblescope::model::RankOrder>,
+}
+
+/// A `--precision` value (core's reader).
+fn precision(text: &str) -> Result<bubblescope::model::Precision, String> {
+    bubblescope::model::Precision::parse(text).map_err(|e| e.to_string())
+}
+
+/// The whole training step around the pipeline: data parallelism, ZeRO, the GPUs in all.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Step")]
+pub struct StepArgs {
+    /// ZeRO stage: 0 replicated, 1 distributed optimizer, 2 sharded gradients, 3 fully
+    /// sharded (FSDP) [default: 0].
+    #[arg(long, value_name = "Z", hide_short_help = true)]
+    pub zero: Option<u32>,
+    /// GPUs in all: tp · pp · dp.
+    #[arg(long, value_name = "N", hide_short_help = true)]
+    pub gpus: Option<u32>,
+    /// Sequences per step over every replica: sets the microbatches to global-batch /
+    /// (dp · micro-batch).
+    #[arg(long = "global-batch", value_name = "N", hide_short_help = true)]
+    pub global_batch: Option<u32>,
+}
+
+/// A `--rank-order` value (core's reader).
+fn rank_order(text: &str) -> Result<bubblescope::model::RankOrder, String> {
+    bubblescope::model::RankOrder::parse(text).map_err(|e| e.to_string())
+}
+
+impl StepArgs {
+    /// The flags as core's step settings.
+    pub fn spec(&self) -> bubblescope::step::StepSpec {
+        bubblescope::step::StepSpec { zero: self.zero, gpus: self.gpus, global_batch: self.global_batch }
+    }
 }
 
 /// A `--gpu` value: a GPU preset's key (core's reader, with its suggestion).
@@ -344,6 +364,7 @@ impl ModelArgs {
             micro_batch: self.micro_batch,
             vocab: self.vocab,
             ffn: self.ffn,
+            mlp: self.mlp,
             tflops: self.tflops,
             bandwidth: self.bandwidth,
             latency: self.latency,
@@ -354,17 +375,43 @@ impl ModelArgs {
             gpus_per_node: self.gpus_per_node,
             gemm_efficiency: self.gemm_efficiency,
             memory_efficiency: self.memory_efficiency,
+            sequence_parallel: self.sequence_parallel,
+            tp_overlap: self.tp_overlap,
+            precision: self.precision,
+            dp: self.dp,
+            rank_order: self.rank_order,
         }
     }
 
     /// The flags with --calibrate done on `devices` devices: the fitted efficiencies in place
-    /// of it, and the calibration (none without --calibrate).
+    /// of it, and the calibration (none without --calibrate). The fit is done once (a profiled
+    /// run is read once) and kept for later calls on as many devices.
     pub fn calibrated(&self, devices: u32) -> Result<(ModelArgs, Option<Calibration>)> {
-        let (spec, calibration) = match &self.calibrate {
-            None => return Ok((self.clone(), None)),
+        let (spec, calibration) = match (&self.calibrate, self.calibration.get()) {
+            (None, _) => return Ok((self.clone(), None)),
+            (Some(_), Some((d, spec, calibration))) if *d == devices => (spec.clone(), calibration.clone()),
+            (Some(_), _) => {
+                let (spec, calibration) = self.calibrate(devices)?;
+                let _ = self.calibration.set((devices, spec.clone(), calibration.clone()));
+                (spec, calibration)
+            }
+        };
+        let args = ModelArgs {
+            gemm_efficiency: spec.gemm_efficiency,
+            memory_efficiency: spec.memory_efficiency,
+            calibrate: None,
+            ..self.clone()
+        };
+        Ok((args, Some(calibration)))
+    }
+
+    /// Fits the spec's efficiencies as --calibrate asks, on `devices` devices.
+    fn calibrate(&self, devices: u32) -> Result<(ModelSpec, Calibration)> {
+        Ok(match &self.calibrate {
+            None => bail!("--calibrate is not given\n  hint: give --calibrate F,B,W or a profiled run"),
             Some(Calibrate::Times(times)) => self.spec().calibrated(devices, *times).map_err(flag_error)?,
             Some(Calibrate::Run(path)) => {
-                let run = crate::trace::load(std::slice::from_ref(path), None)?;
+                let run = crate::input::load_run(std::slice::from_ref(path), None)?;
                 let (stage, times) = run.fitted().calibration_stage().map_err(|e| {
                     anyhow::anyhow!("--calibrate {}: {e}", bubblescope::formats::sanitize(&path.display().to_string()))
                 })?;
@@ -387,14 +434,7 @@ impl ModelArgs {
                 );
                 self.spec().calibrated_layers(layers, times).map_err(flag_error)?
             }
-        };
-        let args = ModelArgs {
-            gemm_efficiency: spec.gemm_efficiency,
-            memory_efficiency: spec.memory_efficiency,
-            calibrate: None,
-            ..self.clone()
-        };
-        Ok((args, Some(calibration)))
+        })
     }
 
     /// The model the flags describe on `devices` devices: a preset's, then each flag over it,
@@ -431,10 +471,32 @@ impl CostArgs {
             ("--b", self.b.is_some()),
             ("--w", self.w.is_some()),
             ("--comm", self.comm.is_some()),
+            ("--s", self.s.is_some()),
+            ("--t", self.t.is_some()),
             ("--mem-f", self.mem_f.is_some()),
             ("--mem-w", self.mem_w.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(n, _)| n).collect()
+    }
+
+    /// The files and folders these flags read (`--costs-from`, `--calibrate RUN`): no output
+    /// may overwrite them.
+    pub fn inputs(&self) -> Vec<&std::path::Path> {
+        let run = match &self.model.calibrate {
+            Some(Calibrate::Run(path)) => Some(path.as_path()),
+            _ => None,
+        };
+        self.costs_from.as_deref().into_iter().chain(run).collect()
+    }
+
+    /// Refuses `output` when it would overwrite a file these flags read.
+    pub fn refuse_overwrite(&self, output: &std::path::Path) -> Result<()> {
+        self.inputs().into_iter().try_for_each(|input| crate::output::refuse_overwrite(input, output))
+    }
+
+    /// Whether a recompute, offload or copy flag was given.
+    pub fn trades(&self) -> bool {
+        self.recompute.is_some() || self.offload.is_some() || self.copy_time.is_some() || self.host_gbps.is_some()
     }
 
     /// Whether no hand-set cost flag was given.
@@ -480,16 +542,32 @@ impl CostArgs {
                 given.join(", ")
             );
         }
-        let run = crate::trace::load(std::slice::from_ref(path), None)?;
+        let run = crate::input::load_run(std::slice::from_ref(path), None)?;
+        note_disturbed(&run, path);
         Ok(Some(self.measured.get_or_init(|| run)))
     }
 
     /// The costs: a measured run's, model flags, or hand-set flags over `base` (from a file)
-    /// over the defaults. Lists must have one number per device (`devices`).
+    /// over the defaults, with the recompute and offload flags priced in them: core's one
+    /// path ([`resolve_costs`]), which the playground and its worker take too. Lists must have
+    /// one number per device (`devices`). Says the calibration and the model's notes.
     pub fn costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
-        let mut costs = self.untraded_costs(base, devices)?;
-        costs.trade = self.trade(&costs, devices)?.map(std::sync::Arc::new);
-        Ok(costs)
+        let hand = self.hand_costs(base, devices)?;
+        let model = match self.model()? {
+            Some(_) => {
+                let (flags, calibration) = self.model.calibrated(devices)?;
+                if let Some(c) = &calibration {
+                    eprintln!("note: {}", calibration_note(c));
+                }
+                flags.spec()
+            }
+            None => ModelSpec::default(),
+        };
+        let resolved = resolve_costs(&hand, &model, &self.trade_settings()?, devices).map_err(flag_error)?;
+        for note in resolved.derived.iter().flat_map(|d| &d.notes) {
+            eprintln!("note: {note}");
+        }
+        Ok(resolved.costs)
     }
 
     /// The recompute and offload flags, read (core prices them).
@@ -505,12 +583,21 @@ impl CostArgs {
         Ok(settings)
     }
 
+    /// What prices a trade on `devices` devices: the model's layers and host link, or the
+    /// hand-set costs' mem-f (core's [`pricing`]).
+    fn pricing(&self, devices: u32) -> Result<Pricing> {
+        let model = if self.model()?.is_some() { Some(self.model.model(devices)?) } else { None };
+        let hand = match model {
+            Some(_) => Costs::default(),
+            None => self.hand_costs(None, devices)?,
+        };
+        Ok(pricing(model.as_ref(), &hand))
+    }
+
     /// The settings of a sweep's `--trades` list, each priced as --recompute and --offload
     /// would be (`None` for `none`).
     pub fn trade_list(&self, text: &str, devices: u32) -> Result<Vec<Option<std::sync::Arc<Trade>>>> {
-        let costs = self.untraded_costs(None, devices)?;
-        let model = if self.model()?.is_some() { Some(self.model.model(devices)?) } else { None };
-        let pricing = self.pricing(model.as_ref(), &costs);
+        let pricing = self.pricing(devices)?;
         trade::parse_trade_list(text)
             .map_err(flag_error)?
             .into_iter()
@@ -530,31 +617,15 @@ impl CostArgs {
         }
     }
 
-    /// What prices a trade: the model (its layers and host link) or plain costs' mem-f.
-    fn pricing(&self, model: Option<&Model>, costs: &Costs) -> Pricing {
-        match model {
-            Some(m) => m.trade_pricing(),
-            None => Pricing::Plain { mem_f: costs.mem_f },
-        }
-    }
-
-    /// The recompute and offload flags as a trade, priced by the model when there is one
-    /// (`None` when no flag asks for one).
-    fn trade(&self, costs: &Costs, devices: u32) -> Result<Option<Trade>> {
-        let settings = self.trade_settings()?;
-        let model = if self.model()?.is_some() { Some(self.model.model(devices)?) } else { None };
-        settings.trade(&self.pricing(model.as_ref(), costs), devices).map_err(flag_error)
-    }
-
     /// What `plan` does with recompute and offload: the flags' one setting when given, else a
-    /// search priced by the model (or by --copy-time with plain costs).
+    /// search priced by the plan's `model` (or by --copy-time with plain costs).
     pub fn plan_trade(&self, model: Option<&Model>, devices: u32) -> Result<TradeSpec> {
         let settings = self.trade_settings()?;
-        let costs = match model {
+        let hand = match model {
             Some(_) => Costs::default(),
-            None => self.untraded_costs(None, devices)?,
+            None => self.hand_costs(None, devices)?,
         };
-        let pricing = self.pricing(model, &costs);
+        let pricing = pricing(model, &hand);
         if self.recompute.is_some() || self.offload.is_some() {
             return Ok(match settings.trade(&pricing, devices).map_err(flag_error)? {
                 Some(t) => TradeSpec::Fixed(std::sync::Arc::new(t)),
@@ -564,32 +635,32 @@ impl CostArgs {
         Ok(TradeSpec::Search(TradeSearch::priced(&settings, &pricing).map_err(flag_error)?))
     }
 
-    /// [`CostArgs::costs`] before the recompute and offload flags.
-    pub fn untraded_costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
+    /// The costs before the model and the trade: a measured run's (`--mem-f` and `--mem-w`
+    /// over them), or the hand-set flags over `base` (from a file) over the defaults; with
+    /// model flags only `--overlap`, the model giving the rest.
+    pub fn hand_costs(&self, base: Option<&Costs>, devices: u32) -> Result<Costs> {
+        let list = |l: &Option<CostList>| l.as_ref().map(|l| l.0.clone());
         if let Some(run) = self.measured()? {
             let mut costs = run.fitted().costs(devices);
-            costs.overlap = self.overlap;
-            let list = |l: &Option<CostList>| l.as_ref().map(|l| l.0.clone());
+            // The run's own overlapped pairs fit an overlap time; --overlap replaces it.
+            costs.overlap = self.overlap.or(costs.overlap);
             let lists = CostLists { f: None, b: None, w: None, mem_f: list(&self.mem_f), mem_w: list(&self.mem_w) };
             return lists.apply(&costs, devices).map_err(flag_error);
         }
         if self.model()?.is_some() {
-            let (model, calibration) = self.model.calibrated(devices)?;
-            if let Some(c) = &calibration {
-                eprintln!("note: {}", calibration_note(c));
-            }
-            let derived = model.model(devices)?.derive(devices).map_err(flag_error)?;
-            for note in &derived.notes {
-                eprintln!("note: {note}");
-            }
-            let mut costs = derived.costs();
-            costs.overlap = self.overlap;
-            return Ok(costs);
+            return Ok(Costs { overlap: self.overlap, ..Costs::default() });
         }
         let mut d = base.cloned().unwrap_or_default();
+        if self.comm.is_some() {
+            d.links = None;
+        }
         d.comm = self.comm.unwrap_or(d.comm);
         d.overlap = self.overlap.or(d.overlap);
-        let list = |l: &Option<CostList>| l.as_ref().map(|l| l.0.clone());
+        if self.s.is_some() || self.t.is_some() {
+            let s = self.s.or(d.vocab.map(|v| v.s)).unwrap_or(0.0);
+            let t = self.t.unwrap_or(2.0 * s);
+            d.vocab = Some(bubblescope::VocabCosts::output(s, t, d.comm));
+        }
         let lists = CostLists {
             f: list(&self.f),
             b: list(&self.b),
@@ -699,227 +770,14 @@ pub struct InputArgs {
     pub file: FileArgs,
 }
 
-#[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub struct SimulateArgs {
-    #[command(flatten)]
-    pub input: InputArgs,
-    /// Print one JSON object instead of a table.
-    #[arg(long, help_heading = "Output")]
-    pub json: bool,
-    /// Also search for the best order of the same passes.
-    ///
-    /// Also search for the best order of the same passes under the same memory limit (exact
-    /// for small sizes, a bounded search beyond): adds `optimal` and `gap`.
-    #[arg(long, help_heading = "Analysis")]
-    pub optimal: bool,
-    #[command(flatten)]
-    pub export: crate::export::ExportArgs,
-    /// Search nodes `--optimal` may spend (implies `--optimal`), plus a quarter more to prove
-    /// a bound when the search does not finish. Without it the search stops after about a
-    /// second natively whatever the family (a budget of work: about 330,000 nodes at P = 4,
-    /// M = 8 with one chunk, 70,000 with two). A larger budget proves more problems optimal
-    /// and narrows the interval of those it does not.
-    #[arg(long, value_name = "N", value_parser = search_nodes, help_heading = "Analysis", hide_short_help = true)]
-    pub optimal_nodes: Option<u64>,
-}
-
-/// What `simulate -h` ends with: the options it leaves out, by name.
-pub const SIMULATE_MORE: &str = "\
-More options (--group, --waves, --seq-splits, --overlap, --costs-from, --mem-w, the model's
---layers … --tp, the GPU's --gpus-per-node … --calibrate, --from-format, --dialect,
---merge-bw, --to-format, --torch, --to-dialect, --optimal-nodes) and examples: --help";
-
-/// The examples `simulate --help` ends with.
-pub const SIMULATE_EXAMPLES: &str = "\
-Examples:
-  bubblescope simulate -s zb-v -p 32 -m 256
-  bubblescope simulate -s 1f1b -p 8 -m 32 --comm 0.1 --json
-  bubblescope simulate -s zb-h1 --f 4,4,4,6 --mem-limit 4
-  bubblescope simulate -s interleaved-1f1b --chunks 2 --model llama-3-8b --mem-limit 80GiB
-  bubblescope simulate -s zb-h1 --optimal
-  bubblescope simulate --from schedule.csv --json";
-
-#[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub struct RenderArgs {
-    #[command(flatten)]
-    pub input: InputArgs,
-    /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v` (after --from's file,
-    /// at the file's devices and microbatches).
-    #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "schedule")]
-    pub compare: Vec<String>,
-    /// Where to write the SVG (`-` for standard output); the name ends in .svg or has no
-    /// extension.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: PathBuf,
-    /// Add the activation-memory chart below the Gantt chart.
-    #[arg(long)]
-    pub memory: bool,
-    /// Shade every idle gap by its causes (communication, imbalance, schedule), with a legend.
-    #[arg(long)]
-    pub causes: bool,
-    /// Figure width in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 960.0)]
-    pub width: f64,
-    /// Height of one device row in pixels.
-    #[arg(long = "row-height", value_name = "PX", default_value_t = 22.0)]
-    pub row_height: f64,
-    /// Colour theme: light or dark.
-    #[arg(long, value_name = "THEME", default_value = "light")]
-    pub theme: String,
-    /// Write an animated SVG that plays the schedule filling and draining (CSS, no script);
-    /// its last frame is the still figure.
-    #[arg(long)]
-    pub animate: bool,
-    /// Seconds the animation takes from the first pass to the last (0.5 to 600).
-    #[arg(long, value_name = "SECONDS", default_value_t = 6.0, requires = "animate")]
-    pub duration: f64,
-    /// Play the animation in a loop instead of once.
-    #[arg(long = "loop", requires = "animate")]
-    pub looping: bool,
-}
-
-#[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub struct ConvertArgs {
-    /// The schedule to read (`-` for standard input).
-    #[arg(value_name = "IN")]
-    pub input: PathBuf,
-    /// Where to write (`-` for standard output).
-    #[arg(value_name = "OUT")]
-    pub output: PathBuf,
-    /// Format of IN: pytorch-csv, pytorch-csv-comms or json [default: from the extension].
-    #[arg(long = "from-format", value_name = "FORMAT")]
-    pub from_format: Option<String>,
-    /// Format of OUT: pytorch-csv, pytorch-csv-comms, json or perfetto [default: from the
-    /// extension].
-    #[arg(long = "to-format", value_name = "FORMAT")]
-    pub to_format: Option<String>,
-    /// PyTorch CSV dialect of IN (and of OUT with --to-dialect unset) [default: detected].
-    #[arg(long, value_name = "DIALECT")]
-    pub dialect: Option<String>,
-    /// PyTorch CSV dialect to write: current or legacy [default: current].
-    #[arg(long = "to-dialect", value_name = "DIALECT")]
-    pub to_dialect: Option<String>,
-    /// The PyTorch version a pytorch-csv-comms file is for: 2.15 (WAIT_SEND and WAIT_REDUCE_GRAD
-    /// after every send and reduction) or 2.14 [default: 2.15, the newest verified].
-    #[arg(long, value_name = "VERSION")]
-    pub torch: Option<String>,
-    /// Read an I directly followed on its row (empty and communication cells aside) by the W of
-    /// the same stage and microbatch as one full backward B (PyTorch's `_merge_bw`, which its
-    /// runtime never calls in 2.14 or 2.15: it runs the pair as two actions). The file written
-    /// then has one full backward where the input had I, W.
-    #[arg(long = "merge-bw")]
-    pub merge_bw: bool,
-    #[command(flatten)]
-    pub costs: CostArgs,
-}
-
-/// `bubblescope costs`: a model's per-share costs.
-#[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub struct CostsArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// Number of devices (pipeline ranks), P.
-    #[arg(long, short = 'p', value_name = "P", default_value_t = 4, value_parser = devices)]
-    pub devices: u32,
-    /// Print one JSON object instead of a table (with --list: the presets).
-    #[arg(long)]
-    pub json: bool,
-    /// List the model presets instead.
-    #[arg(long)]
-    pub list: bool,
-}
-
-/// `bubblescope sweep`.
-#[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub struct SweepArgs {
-    /// Families to compare: `all`, or a list such as `1f1b,zb-h1,zb-v`.
-    #[arg(long, value_name = "LIST|all")]
-    pub schedules: String,
-    /// Number of devices (pipeline ranks), P.
-    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
-    pub devices: u32,
-    /// Microbatch counts: a list (`8,16,32`) or an inclusive range (`8..64`, `8..64:8`).
-    #[arg(long, short = 'm', value_name = "LIST|RANGE")]
-    pub microbatches: String,
-    /// Chunks per device for the families that read --chunks (a list or range like
-    /// --microbatches) [default: each family's own].
-    #[arg(long, value_name = "LIST")]
-    pub chunks: Option<String>,
-    /// Microbatches per chunk round for the swept families that read it (interleaved 1F1B;
-    /// default P each)
-    #[arg(long, value_name = "G", value_parser = positive)]
-    pub group: Option<u32>,
-    /// Recompute and offload settings to sweep: none, selective, full, offload, full+offload.
-    ///
-    /// Recompute and offload settings to sweep, each on every device: `none`, `selective`,
-    /// `full`, `offload` (automatic), `selective+offload`, `full+offload`. Runs that trade are
-    /// hollow on the Pareto chart [default: --recompute and --offload as given].
-    #[arg(long, value_name = "LIST", conflicts_with_all = ["recompute", "offload"])]
-    pub trades: Option<String>,
-    #[command(flatten)]
-    pub costs: CostArgs,
-    /// Print one JSON object (`runs` and `invalid`) instead of a table.
-    #[arg(long, conflicts_with = "csv", help_heading = "Output")]
-    pub json: bool,
-    /// Print CSV (one row per run, then the invalid combinations) instead of a table.
-    #[arg(long, help_heading = "Output")]
-    pub csv: bool,
-    /// Also write the Pareto chart (peak memory against time per iteration) as SVG; the name
-    /// ends in .svg or has no extension (`-`: the chart alone on standard output).
-    #[arg(long, short = 'o', value_name = "FILE", help_heading = "Output")]
-    pub output: Option<PathBuf>,
-    /// Colour theme of the chart: light or dark.
-    #[arg(long, value_name = "THEME", default_value = "light", help_heading = "Output")]
-    pub theme: String,
-}
-
-/// `bubblescope plan`.
-#[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub struct PlanArgs {
-    /// Number of devices (pipeline ranks), P.
-    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
-    pub devices: u32,
-    #[command(flatten)]
-    pub costs: CostArgs,
-    /// Samples per training step; microbatch counts that divide it are tried (needs a model).
-    #[arg(long = "global-batch", value_name = "N", value_parser = positive)]
-    pub global_batch: Option<u32>,
-    /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
-    /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
-    /// [default: auto with a model, else 0].
-    #[arg(long = "static-memory", value_name = "BYTES|auto")]
-    pub static_memory: Option<String>,
-    #[command(flatten)]
-    pub export: crate::export::ExportArgs,
-    /// How many plans to print.
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive)]
-    pub top: u32,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// A `--devices` value: a whole number between 1 and core's limit (read signed, so `-1` gets
 /// the real range).
-fn devices(text: &str) -> Result<u32, String> {
+pub(crate) fn devices(text: &str) -> Result<u32, String> {
     count(text, "devices", bubblescope::params::MAX_DEVICES, "--devices is the number of pipeline ranks, e.g. 8")
 }
 
 /// A `--microbatches` value, as [`devices`].
-fn microbatches(text: &str) -> Result<u32, String> {
+pub(crate) fn microbatches(text: &str) -> Result<u32, String> {
     count(
         text,
         "microbatches",
@@ -930,12 +788,12 @@ fn microbatches(text: &str) -> Result<u32, String> {
 
 /// A count with no limit of its own (chunks, group, waves, sequence splits, the global batch,
 /// plans to print): at least 1; the families and the pass cap bound it.
-fn positive(text: &str) -> Result<u32, String> {
+pub(crate) fn positive(text: &str) -> Result<u32, String> {
     count(text, "a count", u32::MAX, "give a whole number of at least 1")
 }
 
 /// An `--optimal-nodes` value: a whole number from 1 to 10^10 (about a day of search).
-fn search_nodes(text: &str) -> Result<u64, String> {
+pub(crate) fn search_nodes(text: &str) -> Result<u64, String> {
     whole(
         text,
         "search nodes",
@@ -967,4 +825,23 @@ fn whole(text: &str, what: &str, max: u64, hint: &str) -> Result<u64, String> {
         _ if max == u64::from(u32::MAX) => Err(fail(format!("{what} must be at most {max}, found {value}"))),
         _ => Err(fail(format!("{what} must be between 1 and {max}, found {value}"))),
     }
+}
+
+/// Says on standard error when the run `--costs-from` read was disturbed: its passes far from
+/// their stage's median, and why the replay at its fitted costs misses its step.
+fn note_disturbed(run: &bubblescope::measured::MeasuredRun, path: &std::path::Path) {
+    let fitted = run.fitted();
+    if let Some(note) = fitted.outlier_note() {
+        eprintln!("note: {}: {note}; `bubblescope trace {}` lists them", path.display(), path.display());
+    }
+    if let Ok(replay) = run.replay_fitted() {
+        for note in &replay.notes {
+            eprintln!("note: {}: {note}", path.display());
+        }
+    }
+}
+
+/// A `--mlp` value: gelu or swiglu (the core's reader; clap prints the message and its hint).
+fn mlp_kind(text: &str) -> Result<bubblescope::model::Mlp, String> {
+    bubblescope::model::Mlp::parse(text).map_err(|e| e.to_string())
 }

@@ -84,6 +84,18 @@ impl Target {
                 )
             })?,
         };
+        if let (Some(d), false) = (dialect, matches!(format, Format::PytorchCsv | Format::PytorchCsvComms)) {
+            return Err(user_error(
+                &format!("--to-dialect applies to PyTorch CSV files, but {} is written as {format}", path.display()),
+                &[format!(
+                    "remove --to-dialect {}, or write a PyTorch CSV (--to-format pytorch-csv)",
+                    match d {
+                        Dialect::Current => "current",
+                        Dialect::Legacy => "legacy",
+                    }
+                )],
+            ));
+        }
         let dialect = dialect.unwrap_or_default();
         let torch = match torch {
             None => TorchVersion::NEWEST,

@@ -2,7 +2,7 @@
 //! user errors with `hint:` lines, and notes on standard error.
 
 use std::io::{Read as _, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use bubblescope::error::with_hints;
@@ -104,10 +104,29 @@ pub fn read_input(path: &Path) -> Result<String> {
     })
 }
 
-/// Refuses to write `output` when it is the file `input` (also through links): the write
-/// would destroy the schedule it reads.
+/// Refuses to write `output` when it is a file `input` reads (also through links): the file
+/// `input` names, or for a folder of traces every trace file it reads. The write would destroy
+/// the schedule or the run it reads.
 pub fn refuse_overwrite(input: &Path, output: &Path) -> Result<()> {
-    if is_std(input) || is_std(output) || !same_file(input, output) {
+    if is_std(input) || is_std(output) {
+        return Ok(());
+    }
+    if input.is_dir() {
+        let read = trace_files(&[input.to_path_buf()]).unwrap_or_default();
+        return match read.iter().find(|f| same_file(f, output)) {
+            Some(file) => Err(user_error(
+                &format!(
+                    "the output {} is the trace {} that the input folder {} reads: writing it would destroy the run",
+                    output.display(),
+                    file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned()),
+                    input.display()
+                ),
+                &["write to another file (outside the folder, or named unlike its traces), or to `-` for standard output"],
+            )),
+            None => Ok(()),
+        };
+    }
+    if !same_file(input, output) {
         return Ok(());
     }
     Err(user_error(
@@ -118,6 +137,41 @@ pub fn refuse_overwrite(input: &Path, output: &Path) -> Result<()> {
         ),
         &["write to another file, or to `-` for standard output"],
     ))
+}
+
+/// The trace files `paths` name: files as given, and in a folder its `*.pt.trace.json[.gz]`
+/// files (every `.json[.gz]` when it has none of those), by name.
+pub fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(path).map_err(|e| file_error("read", &path.display().to_string(), &e))?;
+        let mut files: Vec<PathBuf> =
+            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        files.sort();
+        let name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        let traces: Vec<PathBuf> = files
+            .iter()
+            .filter(|p| name(p).ends_with(".pt.trace.json") || name(p).ends_with(".pt.trace.json.gz"))
+            .cloned()
+            .collect();
+        let chosen = if traces.is_empty() {
+            files.into_iter().filter(|p| name(p).ends_with(".json") || name(p).ends_with(".json.gz")).collect()
+        } else {
+            traces
+        };
+        if chosen.is_empty() {
+            return Err(user_error(
+                &format!("{} holds no trace files (.json or .json.gz)", path.display()),
+                &["give the folder torch.profiler wrote, with one trace per rank, or a schedule file (.csv or .json)"],
+            ));
+        }
+        out.extend(chosen);
+    }
+    Ok(out)
 }
 
 /// Whether `a` and `b` name the same existing file (same device and inode on Unix, the same
@@ -165,6 +219,26 @@ pub fn check_svg_output(path: &Path, command: &str) -> Result<()> {
             &["name the output e.g. figure.svg, or `-` for standard output"],
         )),
     }
+}
+
+/// `value` as the CLI prints JSON: pretty, ending in a newline, with no negative zero (a sum
+/// of nothing, or the difference of equal numbers, prints as 0).
+pub fn json_text(value: &serde_json::Value) -> String {
+    fn positive_zero(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Number(n)
+                if n.as_f64() == Some(0.0) && n.as_f64().is_some_and(f64::is_sign_negative) =>
+            {
+                *v = serde_json::json!(0.0);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(positive_zero),
+            serde_json::Value::Object(map) => map.values_mut().for_each(positive_zero),
+            _ => {}
+        }
+    }
+    let mut value = value.clone();
+    positive_zero(&mut value);
+    format!("{value:#}\n")
 }
 
 /// Writes `text` to standard output.
@@ -238,5 +312,21 @@ pub fn note_proportional_cuts<'a>(
             eprintln!("note: {} {verb} {note}", who.join(", "));
             said = true;
         }
+    }
+}
+
+/// Says on stderr when a device's peak activation memory is above `--mem-limit` (in GiB and
+/// the like when costs come from a model).
+pub fn warn_over_limit(analysis: &bubblescope::Analysis, limit: Option<f64>, units: bubblescope::units::Units) {
+    let Some(shown) = limit else { return };
+    let memory = |v: f64| units.memory_detail(v);
+    for d in analysis.stats.per_device.iter().filter(|d| d.over_limit(limit)) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: device {} peaks at {} activation memory, above the limit {}",
+            d.device,
+            memory(d.peak_memory),
+            memory(shown)
+        );
     }
 }

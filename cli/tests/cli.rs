@@ -58,7 +58,9 @@ fn simulate_table_is_readable() {
     // A model's in µs and bytes: the LM head's share is the heavy one.
     let out =
         ok_in_scratch(&["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--latency", "1350", "--bandwidth", "1e9"]);
-    let costs = out.lines().nth(1).unwrap_or_default();
+    // The whole step leads, then the schedule's title and its costs.
+    assert!(out.starts_with("step ") && out.contains("tokens/s/GPU · MFU"), "{out}");
+    let costs = out.lines().find(|l| l.starts_with("costs: ")).unwrap_or_default();
     assert!(
         costs.starts_with("costs: F ")
             && costs.contains(" ms,")
@@ -715,4 +717,82 @@ fn duplicate_json_keys_are_refused_naming_the_key() {
     assert_eq!(e.matches("error:").count(), 1, "{e}");
     assert!(!e.contains("out of range"), "{e}");
     assert!(e.contains("\n  hint: keep one of the two"), "{e}");
+}
+
+/// Every command's short help is a summary: at most 250 words, as `simulate -h` is; the long
+/// help keeps every flag.
+#[test]
+fn every_short_help_is_short_and_the_long_help_has_every_flag() {
+    for (command, flags) in [
+        ("render", &["--row-height", "--duration", "--loop", "--theme"][..]),
+        ("sweep", &["--group", "--theme", "--trades"][..]),
+        ("convert", &["--merge-bw", "--torch", "--to-dialect"][..]),
+        ("plan", &["--static-memory", "--global-batch"][..]),
+        ("costs", &["--calibrate"][..]),
+        ("trace", &["--step"][..]),
+    ] {
+        let short = ok_in_scratch(&[command, "-h"]);
+        let words = short.split_whitespace().count();
+        assert!(words <= 250, "`{command} -h` has {words} words, more than 250:\n{short}");
+        let long = ok_in_scratch(&[command, "--help"]);
+        for flag in flags {
+            assert!(long.contains(flag), "`{command} --help` lacks {flag}");
+        }
+    }
+}
+
+/// JSON never prints a negative zero (`-0.0`): sums of nothing and differences of equal
+/// numbers are 0.
+#[test]
+fn json_output_has_no_negative_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fixture = |name: &str| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/traces").join(name).display().to_string()
+    };
+    let zbv = fixture("zbv");
+    let commands: Vec<Vec<&str>> = vec![
+        vec![
+            "simulate",
+            "-s",
+            "group-interleaved",
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--offload",
+            "pipeoffload",
+            "--copy-time",
+            "0.2",
+        ],
+        vec!["simulate", "-s", "1f1b", "--offload", "auto", "--copy-time", "0.1", "-m", "16"],
+        vec!["simulate", "-s", "zb-h1", "--recompute", "full,none,none,none"],
+        vec!["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", "--trades", "none,full"],
+        vec!["plan", "-p", "4", "--mem-limit", "2", "--recompute", "full", "--top", "3"],
+        vec!["trace", &zbv],
+        vec!["simulate", "--from", &zbv],
+    ];
+    fn negative_zeros(v: &serde_json::Value) -> usize {
+        match v {
+            serde_json::Value::Number(n) => usize::from(n.as_f64().is_some_and(|x| x == 0.0 && x.is_sign_negative())),
+            serde_json::Value::Array(items) => items.iter().map(negative_zeros).sum(),
+            serde_json::Value::Object(map) => map.values().map(negative_zeros).sum(),
+            _ => 0,
+        }
+    }
+    for mut args in commands {
+        args.push("--json");
+        let out = ok(d, &args);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(negative_zeros(&v), 0, "{args:?}:\n{out}");
+    }
+}
+
+/// A negative profiler step gets a plain error of its own, not clap's advice to write `-- -1`.
+#[test]
+fn a_negative_step_is_refused_in_plain_words() {
+    let zbv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/traces/zbv");
+    let e = fails_in_scratch(&["trace", zbv.to_str().unwrap(), "--step", "-1"]);
+    assert!(e.contains("--step") && e.contains("found -1") && e.contains("hint:"), "{e}");
+    assert!(!e.contains("-- -1"), "{e}");
 }

@@ -65,8 +65,17 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
 fn export_flags_are_checked_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["simulate", "-s", "1f1b", "--export", "x.txt"], "cannot tell the output format of x.txt from its extension"),
+        (
+            &["simulate", "-s", "1f1b", "--export", "x.json", "--to-dialect", "legacy"],
+            "--to-dialect applies to PyTorch CSV",
+        ),
+        (
+            &["simulate", "-s", "1f1b", "--export", "x.json", "--to-dialect", "current"],
+            "--to-dialect applies to PyTorch CSV",
+        ),
+        (&["convert", "s.csv", "y.json", "--to-dialect", "legacy"], "--to-dialect applies to PyTorch CSV"),
         (&["simulate", "-s", "1f1b", "--export", "x.csv", "--torch", "2.13"], "unknown PyTorch version `2.13`"),
         (&["simulate", "-s", "1f1b", "--export", "x.json", "--torch", "2.15"], "--torch applies to PyTorch CSV files"),
         (

@@ -356,3 +356,50 @@ fn plan_names_only_the_limit_it_exceeds() {
     assert!(e.contains(" passes together, more than the 32000000 supported\n  hint: "), "{e}");
     assert!(!e.contains("candidates and"), "{e}");
 }
+
+/// The user's own `--recompute` / `--offload` is the plan's trade: the report, the JSON and
+/// the read-back command carry it, so the file read back gives the plan's cost and peak.
+#[test]
+fn a_trade_the_user_gives_is_carried_to_the_report_the_json_and_the_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let trades: [&[&str]; 4] = [
+        &["--recompute", "full"],
+        &["--recompute", "full,full,none,none"],
+        &["--offload", "auto", "--copy-time", "0.1"],
+        &["--recompute", "full", "--offload", "1,0.5,0,0", "--copy-time", "0.1"],
+    ];
+    for trade in trades {
+        let args = join(&["plan", "-p", "4", "--mem-limit", "2"], trade);
+        let v: Value = serde_json::from_str(&ok(d, &join(&args, &["--json"]))).unwrap();
+        let best = &v["plans"][0];
+        let t = &best["trade"];
+        assert!(t.is_object(), "{trade:?}: the plan trades, the JSON says so: {best:#}");
+        if let Some(i) = trade.iter().position(|a| *a == "--recompute") {
+            let asked: Vec<&str> = trade[i + 1].split(',').collect();
+            let per_device: Vec<&str> =
+                t["recompute"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+            let expected: Vec<&str> = if asked.len() == 1 { vec![asked[0]; 4] } else { asked };
+            assert_eq!(per_device, expected, "{trade:?}");
+        }
+        if let Some(i) = trade.iter().position(|a| *a == "--offload") {
+            assert_eq!(t["offload"], trade[i + 1], "{trade:?}");
+        }
+        let table = ok(d, &args);
+        assert!(table.contains("   trades "), "{trade:?}: {table}");
+        let said = ok_stderr(d, &join(&args, &["--export", "pe.csv"]));
+        // The plan written: the first, or the one the note names when a CSV cannot hold it.
+        let written = said
+            .split("--export wrote plan ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next()?.parse::<usize>().ok())
+            .map_or(0, |n| n - 1);
+        let exported = &v["plans"][written];
+        for key in ["recompute", "offload"] {
+            assert_eq!(exported["trade"][key], t[key], "{trade:?}: every plan runs the trade given");
+        }
+        let again = read_back(d, &said);
+        assert_eq!(again["cost"], exported["cost"], "{trade:?}: {said}");
+        assert_eq!(again["peak_memory"], exported["peak_memory"], "{trade:?}: {said}");
+    }
+}

@@ -1,16 +1,31 @@
-//! The README's and the guides' CLI examples, run: each ```sh block holding one `bubblescope …`
-//! command and followed by a ```text block must print exactly that text on standard output,
-//! run from the repository root. A line `…` alone in the text stands for any lines (an
-//! excerpt); every other line must match in full and in order (trailing spaces aside, which
-//! Markdown does not show). Every relative link in the README, ARCHITECTURE.md and docs/
-//! resolves, headings included.
+//! The README's and every guide's CLI examples, run as a newcomer would run them: every
+//! `bubblescope …` line of a ```sh block runs, in order, from a scratch folder per block whose
+//! `tests/` is the repository's (so fixture paths resolve, and files a guide writes land in
+//! the scratch folder, where the guide's later commands read them). Each must succeed. A block
+//! followed by a ```text block must print exactly that text on standard output (the
+//! commands' outputs in order, for a block of several). A line `…` alone in the text stands
+//! for any lines (an excerpt); every other line must match in full and in order (trailing
+//! spaces aside, which Markdown does not show). Lines of other programs (`cargo`, `tools/…`)
+//! are not run. Every relative link in the README, ARCHITECTURE.md and docs/ resolves,
+//! headings included.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
-/// The files whose examples are checked, from the repository root.
-const FILES: &[&str] = &["README.md", "docs/cli.md", "docs/optimality.md", "docs/formats.md", "docs/measured-runs.md"];
+/// The files whose examples are checked, from the repository root: the README and every guide.
+fn files() -> Vec<String> {
+    let mut out = vec!["README.md".to_string()];
+    let mut guides: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    guides.sort();
+    out.extend(guides);
+    out
+}
 
 /// The line that stands for any lines in an expected output.
 const ELISION: &str = "…";
@@ -19,11 +34,12 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf()
 }
 
-/// One example: where it is, the command's words after `bubblescope`, the expected output.
+/// One example: where it is, each command's words after `bubblescope`, the expected output
+/// when the guide shows one.
 struct Example {
     place: String,
-    args: Vec<String>,
-    expected: String,
+    commands: Vec<Vec<String>>,
+    expected: Option<String>,
 }
 
 /// The fenced blocks of a Markdown text: (language, first line number, body).
@@ -84,25 +100,49 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
-/// Every example of a file: a ```sh block of one `bubblescope` line, then a ```text block.
+/// Every example of a file: a ```sh block with `bubblescope` lines, and the ```text block
+/// after it if there is one.
 fn examples(file: &str) -> Vec<Example> {
     let text = std::fs::read_to_string(root().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
     let blocks = blocks(&text);
     let mut out = Vec::new();
-    for pair in blocks.windows(2) {
-        let (lang, line, body) = &pair[0];
-        let (next_lang, _, expected) = &pair[1];
-        let lines: Vec<&str> = body.lines().filter(|l| !l.trim().is_empty()).collect();
-        if lang != "sh" || next_lang != "text" || lines.len() != 1 {
+    for (i, (lang, line, body)) in blocks.iter().enumerate() {
+        if lang != "sh" {
             continue;
         }
-        let args = words(lines[0]);
-        if args.first().map(String::as_str) != Some("bubblescope") {
+        let commands: Vec<Vec<String>> = body
+            .lines()
+            .map(|l| l.split(" #").next().unwrap_or(l))
+            .filter(|l| l.trim_start().starts_with("bubblescope "))
+            .map(|l| words(l)[1..].to_vec())
+            .collect();
+        if commands.is_empty() {
             continue;
         }
-        out.push(Example { place: format!("{file}:{line}"), args: args[1..].to_vec(), expected: expected.clone() });
+        let expected = match blocks.get(i + 1) {
+            Some((next, _, expected)) if next == "text" && follows(&text, *line, body) => Some(expected.clone()),
+            _ => None,
+        };
+        out.push(Example { place: format!("{file}:{line}"), commands, expected });
     }
     out
+}
+
+/// Whether the block after the ```sh block at `line` (holding `body`) follows it directly, with
+/// only blank lines between: a ```text block further on shows something else.
+fn follows(text: &str, line: usize, body: &str) -> bool {
+    let after = line + body.lines().count() + 1;
+    text.lines().skip(after).find(|l| !l.trim().is_empty()).is_some_and(|l| l.starts_with("```text"))
+}
+
+/// A scratch folder whose `tests` is the repository's.
+fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(root().join("tests"), dir.path().join("tests")).expect("a link to tests/");
+    #[cfg(not(unix))]
+    std::os::windows::fs::symlink_dir(root().join("tests"), dir.path().join("tests")).expect("a link to tests/");
+    dir
 }
 
 /// Whether `actual` is `expected`, where a line `…` in `expected` stands for any lines.
@@ -129,40 +169,122 @@ fn matches(expected: &str, actual: &str) -> bool {
 
 #[test]
 fn the_readme_has_five_examples_with_their_output() {
-    let found = examples("README.md");
-    assert!(found.len() >= 5, "README.md has {} CLI examples with output, not 5", found.len());
+    let found = examples("README.md").iter().filter(|e| e.expected.is_some()).count();
+    assert!(found >= 5, "README.md has {found} CLI examples with output, not 5");
+}
+
+/// What is wrong with one example, run in its own scratch folder (none when it is right), and
+/// how many commands it ran.
+fn check(example: &Example) -> (Vec<String>, usize) {
+    let dir = scratch();
+    let mut failures = Vec::new();
+    let mut printed = String::new();
+    for command in &example.commands {
+        let args: Vec<&str> = command.iter().map(String::as_str).collect();
+        let out = common::bubblescope(dir.path(), &args);
+        if !out.status.success() {
+            failures.push(format!(
+                "{}: bubblescope {} failed with {:?}\n{}",
+                example.place,
+                command.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        printed.push_str(&String::from_utf8_lossy(&out.stdout));
+    }
+    if let Some(expected) = &example.expected {
+        if !matches(expected, &printed) {
+            let shown: Vec<String> = example.commands.iter().map(|c| format!("bubblescope {}", c.join(" "))).collect();
+            failures.push(format!(
+                "{}: {} printed\n{printed}\nwhere the docs show\n{expected}",
+                example.place,
+                shown.join("; ")
+            ));
+        }
+    }
+    (failures, example.commands.len())
 }
 
 #[test]
 fn every_example_prints_what_the_docs_show() {
-    let mut failures = Vec::new();
-    let mut count = 0;
-    for file in FILES {
-        for example in examples(file) {
-            count += 1;
-            let args: Vec<&str> = example.args.iter().map(String::as_str).collect();
-            let out = common::bubblescope(&root(), &args);
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            if !out.status.success() {
-                failures.push(format!(
-                    "{}: bubblescope {} failed with {:?}\n{}",
-                    example.place,
-                    example.args.join(" "),
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            } else if !matches(&example.expected, &stdout) {
-                failures.push(format!(
-                    "{}: bubblescope {} printed\n{stdout}\nwhere the docs show\n{}",
-                    example.place,
-                    example.args.join(" "),
-                    example.expected
-                ));
-            }
-        }
-    }
+    // Each block runs in its own scratch folder (a guide's later block reads only what its own
+    // commands wrote), so blocks run side by side: the plan examples take a while.
+    let all: Vec<Example> = files().iter().flat_map(|f| examples(f)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(2, usize::from);
+    let results: Vec<(Vec<String>, usize)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(example) = all.get(i) else { break };
+                        done.push((i, check(example)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        let mut done: Vec<(usize, (Vec<String>, usize))> =
+            workers.into_iter().flat_map(|w| w.join().expect("a worker")).collect();
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
+    });
+    let count: usize = results.iter().map(|(_, n)| n).sum();
+    let failures: Vec<String> = results.into_iter().flat_map(|(f, _)| f).collect();
     assert!(count > 0, "no examples found");
-    assert!(failures.is_empty(), "{} of {count} examples are stale:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(failures.is_empty(), "{} of {count} commands are stale:\n\n{}", failures.len(), failures.join("\n\n"));
+}
+
+/// Issue 43 item 16: the README says what its words mean before its first example, and what
+/// `--mem-limit` counts in each command, and its 80 GiB example says what its peak leaves out.
+#[test]
+fn the_readme_explains_its_concepts_before_its_first_example() {
+    let text = std::fs::read_to_string(root().join("README.md")).expect("the README");
+    let concepts = text.find("\n## Concepts\n").expect("a Concepts part");
+    let first = text.find("```sh\nbubblescope ").expect("an example");
+    assert!(concepts < first, "Concepts comes before the first example");
+    let part = &text[concepts..text[concepts + 1..].find("\n## ").map_or(text.len(), |e| e + concepts + 1)];
+    for term in [
+        "**P**",
+        "**M**",
+        "**F**",
+        "**B**",
+        "**W**",
+        "PyTorch's `B` is our BW",
+        "**hop**",
+        "**mem-f**",
+        "**mem-w**",
+        "**stage**",
+        "**chunks**",
+        "**share**",
+        "**cost**",
+        "**makespan**",
+        "**ideal**",
+        "`(cost − ideal) / cost`",
+        "`(cost − busiest work) / cost`",
+        "`--microbatches`",
+        "`--micro-batch`",
+    ] {
+        assert!(part.contains(term), "Concepts names {term}");
+    }
+    let limit = part.lines().find(|l| l.contains("`--mem-limit`")).expect("what --mem-limit counts");
+    for said in ["activations only", "`simulate`", "`sweep`", "playground", "`plan`", "weights", "optimizer state"] {
+        assert!(limit.contains(said), "{said} in: {limit}");
+    }
+    assert!(text.contains("The 79.45 GiB peak is activations only: weights, gradients and optimizer state come on top"));
+}
+
+/// The guides a newcomer runs first have CLI examples the test above finds and runs (a change to
+/// how it reads blocks that found none would pass unnoticed).
+#[test]
+fn the_guides_examples_are_found() {
+    let found: Vec<String> = files().iter().filter(|f| !examples(f).is_empty()).cloned().collect();
+    for file in ["README.md", "docs/cli.md", "docs/pytorch.md", "docs/memory-trade.md", "docs/measured-runs.md"] {
+        assert!(found.iter().any(|f| f == file), "{file} has no CLI examples: {found:?}");
+    }
 }
 
 #[test]

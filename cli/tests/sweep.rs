@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, fails_with_hint, ok};
+use common::{fails, fails_with_hint, join, ok};
 
 use bubblescope::{family, Field};
 use serde_json::Value;
@@ -278,4 +278,23 @@ fn rounding_noise_does_not_put_a_run_on_the_front() {
     assert!((v_half["cost"].as_f64().unwrap() - seq["cost"].as_f64().unwrap()).abs() < 1e-9, "{v}");
     assert!(seq["peak_memory"].as_f64() < v_half["peak_memory"].as_f64(), "{v}");
     assert_eq!((v_half["pareto"].as_bool(), seq["pareto"].as_bool()), (Some(false), Some(true)), "{v}");
+}
+
+/// A setting listed twice runs once: trades (however spelled), memory limits and chunks, as
+/// schedules and microbatch counts already did.
+#[test]
+fn a_setting_listed_twice_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = |extra: &[&str]| -> usize {
+        let args = join(&["sweep", "--schedules", "1f1b,interleaved-1f1b", "-p", "4", "-m", "8", "--json"], extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+        v["runs"].as_array().unwrap().len() + v["invalid"].as_array().unwrap().len()
+    };
+    assert_eq!(runs(&["--trades", "none,full"]), 4);
+    assert_eq!(runs(&["--trades", "none,none,full,FULL"]), 4, "none and full once each");
+    assert_eq!(runs(&["--mem-limit", "4,4"]), 2);
+    assert_eq!(runs(&["--mem-limit", "4,8,4"]), 4);
+    assert_eq!(runs(&["--chunks", "2,2"]), 2);
+    let table = ok(dir.path(), &["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--trades", "none,none"]);
+    assert!(table.contains("(1 of 1 runs)"), "{table}");
 }

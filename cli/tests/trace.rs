@@ -148,3 +148,172 @@ fn calibrate_takes_a_profiled_run_as_its_middle_stages_times() {
         "full backwards only",
     );
 }
+
+/// A copy of fixture `name` in `dir`, so a test may try to overwrite its files.
+fn copied(name: &str, dir: &std::path::Path) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(fixture(name)).unwrap() {
+        let from = entry.unwrap().path();
+        std::fs::copy(&from, to.join(from.file_name().unwrap())).unwrap();
+    }
+    to
+}
+
+/// Every file a folder input reads is an input: no command writes over it, whichever flag
+/// names the folder (`convert IN`, `--from`, `--costs-from`, `--calibrate`).
+#[test]
+fn no_output_overwrites_a_trace_a_folder_input_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = copied("interleaved-zb", d);
+    let run = run.to_str().unwrap();
+    let ranks = ["rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"];
+    let before: Vec<Vec<u8>> = ranks.iter().map(|r| std::fs::read(format!("{run}/{r}")).unwrap()).collect();
+    let model = ["--model", "zb-1.5b", "--gpu", "a100-80gb", "--layout", "Et*6|t*6|t*6|t*6L"];
+    for rank in ranks {
+        let out = format!("{run}/{rank}");
+        let json = ["--to-format", "json"];
+        let cases: Vec<Vec<&str>> = vec![
+            [&["convert", run, &out][..], &json].concat(),
+            [&["simulate", "--from", run, "--export", &out][..], &json].concat(),
+            [&["simulate", "-s", "zb-v", "-p", "2", "-m", "4", "--costs-from", run, "--export", &out][..], &json]
+                .concat(),
+            [&["plan", "-p", "2", "--mem-limit", "1e9", "--costs-from", run, "--export", &out][..], &json].concat(),
+            [&["simulate", "-s", "1f1b", "-p", "4", "--calibrate", run, "--export", &out][..], &model, &json].concat(),
+        ];
+        for args in cases {
+            let e = fails_with_hint(d, &args, "would destroy");
+            assert!(e.contains(rank), "{args:?}: {e}");
+        }
+    }
+    let after: Vec<Vec<u8>> = ranks.iter().map(|r| std::fs::read(format!("{run}/{r}")).unwrap()).collect();
+    assert!(before == after, "a trace was overwritten");
+    ok(d, &["trace", run]);
+    // A file in the folder that no trace reading takes may be written.
+    ok(d, &["simulate", "--from", run, "--export", &format!("{run}/orders.csv")]);
+}
+
+/// Every fixture run with pipeline labels, by name.
+fn labelled_runs() -> Vec<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/traces");
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("summary.json").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The replay `trace` prints at the fitted costs is what `simulate` gives for the same orders
+/// at `--costs-from` the same run, on every fixture; a run with overlapped F&B pairs fits
+/// their time and says it.
+#[test]
+fn the_replay_at_fitted_costs_is_simulate_at_those_costs_on_every_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for name in labelled_runs() {
+        let run = fixture(&name);
+        let trace: Value = serde_json::from_str(&ok(d, &["trace", &run, "--json"])).unwrap();
+        let replay = trace["replay"]["step_time"].as_f64().unwrap();
+        ok(d, &["convert", &run, "orders.csv", "--to-format", "pytorch-csv"]);
+        let sim: Value =
+            serde_json::from_str(&ok(d, &["simulate", "--from", "orders.csv", "--costs-from", &run, "--json"]))
+                .unwrap();
+        let makespan = sim["makespan"].as_f64().unwrap();
+        assert!((makespan - replay).abs() <= 1e-9 * replay, "{name}: simulate {makespan} vs trace's replay {replay}");
+        let pairs =
+            trace["per_device"].as_array().unwrap().iter().any(|dev| {
+                dev["order"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains("OVERLAP_F_B"))
+            });
+        let overlap = &trace["fitted"]["overlap"];
+        assert_eq!(overlap.as_f64().is_some_and(|o| o > 0.0), pairs, "{name}: fitted overlap {overlap}");
+    }
+    let text = ok(d, &["trace", &fixture("dualpipev")]);
+    assert!(text.contains("overlapped F&B pair"), "{text}");
+}
+
+/// `interleaved-zb-m8` with three passes of device 0 held up mid-work for three times their
+/// time (every rank paused, as when other processes take the cores), written to `dir`.
+fn disturbed(dir: &std::path::Path) {
+    use std::io::Read as _;
+    let mut ranks: Vec<Value> = (0..2)
+        .map(|r| {
+            let path = PathBuf::from(fixture("interleaved-zb-m8")).join(format!("rank{r}.pt.trace.json.gz"));
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+            serde_json::from_str(&text).unwrap()
+        })
+        .collect();
+    let span = |rank: &Value, label: &str| {
+        let events = rank["traceEvents"].as_array().unwrap();
+        let from = events.iter().find(|e| e["name"] == "ProfilerStep#2").unwrap()["ts"].as_f64().unwrap();
+        let e =
+            events.iter().find(|e| e["name"] == format!("PP:{label}") && e["ts"].as_f64().unwrap() >= from).unwrap();
+        (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap())
+    };
+    let mut at: Vec<(f64, f64)> = ["0F1", "2F5", "0W3"].iter().map(|l| span(&ranks[0], l)).collect();
+    at.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (ts, dur) in at {
+        let (at, by) = (ts + 0.6 * dur, 3.0 * dur);
+        for rank in &mut ranks {
+            for e in rank["traceEvents"].as_array_mut().unwrap() {
+                let Some(t) = e.get("ts").and_then(Value::as_f64) else { continue };
+                if t >= at {
+                    e["ts"] = serde_json::json!(t + by);
+                } else if let Some(d) = e.get("dur").and_then(Value::as_f64).filter(|d| t + d > at) {
+                    e["dur"] = serde_json::json!(d + by);
+                }
+            }
+        }
+    }
+    for (r, rank) in ranks.iter().enumerate() {
+        std::fs::write(dir.join(format!("rank{r}.pt.trace.json")), serde_json::to_vec(rank).unwrap()).unwrap();
+    }
+}
+
+/// Issue 43 item 4: a disturbed run shows as disturbed in `trace` (text and JSON) and in
+/// `--costs-from`: the spread, the passes far from their median and by how much, and a note
+/// on why the replay misses by more than 15%.
+#[test]
+fn a_disturbed_run_names_its_outliers_and_the_likely_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    disturbed(&run);
+    let run = run.display().to_string();
+    let text = ok(dir.path(), &["trace", &run]);
+    assert!(text.contains("(µs, median ± spread;"), "{text}");
+    assert!(text.contains("ran far from their stage's median"), "{text}");
+    for held in ["0F1", "2F5", "0W3"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  device 0 ") && l.contains(&format!(" {held} ")))
+            .unwrap_or_else(|| panic!("{held} listed:\n{text}"));
+        assert!(line.contains("× the median"), "{line}");
+    }
+    assert!(text.contains("below the measured step, more than 15%: likely contention"), "{text}");
+    let out: Value = serde_json::from_str(&ok(dir.path(), &["trace", &run, "--json"])).unwrap();
+    let outliers = out["fitted"]["outliers"].as_array().unwrap();
+    let held = outliers.iter().find(|o| o["action"] == "0W3").expect("0W3 in fitted.outliers");
+    for key in ["device", "stage", "kind", "time", "work", "median", "ratio"] {
+        assert!(!held[key].is_null(), "{key}: {held}");
+    }
+    assert!(held["ratio"].as_f64().unwrap() > 2.0, "{held}");
+    assert_eq!(out["fitted"]["spread"]["f"].as_array().unwrap().len(), 4);
+    assert!(out["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("likely contention")));
+    // A quiet run has no such note.
+    let quiet: Value =
+        serde_json::from_str(&ok(dir.path(), &["trace", &fixture("interleaved-zb-m8"), "--json"])).unwrap();
+    assert!(!quiet["notes"].to_string().contains("more than 15%"), "{}", quiet["notes"]);
+    // --costs-from says so on standard error and carries the fit in its JSON.
+    let args = ["simulate", "-s", "zb-h1", "-p", "2", "-m", "8", "--costs-from", &run, "--json"];
+    let said = common::bubblescope(dir.path(), &args);
+    assert!(said.status.success());
+    let stderr = String::from_utf8_lossy(&said.stderr);
+    assert!(stderr.contains("ran far from their stage's median") && stderr.contains("likely contention"), "{stderr}");
+    let json: Value = serde_json::from_slice(&said.stdout).unwrap();
+    assert!(json["fitted"]["outliers"].as_array().unwrap().iter().any(|o| o["action"] == "2F5"), "{}", json["fitted"]);
+}

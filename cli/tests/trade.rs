@@ -7,6 +7,7 @@ mod common;
 use common::{fails_with_hint, join, ok, ok_in_scratch, ok_stderr, SMALL_MODEL};
 
 use serde_json::Value;
+use std::path::PathBuf;
 
 fn json(args: &[&str]) -> Value {
     let all = join(args, &["--json"]);
@@ -124,6 +125,7 @@ fn bad_trades_exit_2_with_a_hint() {
         (&["--offload", "auto"][..], "offload needs the time a copy to the host takes"),
         (&["--offload", "auto", "--copy-time", "0"][..], "copy-time must be above 0"),
         (&["--offload", "auto", "--copy-time", "NaN"][..], "copy-time must be above 0"),
+        (&["--offload", "auto", "--copy-time", "1e300"][..], "at most 1e12, found 1e300"),
         (&["--copy-time", "2"][..], "nothing is offloaded"),
         (&["--recompute", "selective"][..], "selective recompute needs a model"),
         (&["--offload", "auto", "--host-gbps", "3"][..], "host-gbps needs costs from a model"),
@@ -183,4 +185,79 @@ fn asking_to_offload_what_no_wait_hides_says_so_and_offloading_nothing_says_noth
     assert!(slow.contains("note: nothing was offloaded: no wait between a forward and its backward"), "{slow}");
     let none = ok_stderr(d.path(), &["simulate", "-s", "1f1b", "--offload", "0", "--copy-time", "1"]);
     assert!(!none.contains("nothing was offloaded"), "{none}");
+}
+
+/// `--offload pipeoffload` is PipeOffload's placement for its own grouped interleaved
+/// schedule: any other family refuses it with a hint (a sweep lists it among the invalid
+/// combinations, with the reason), where before it was taken and offloaded nothing.
+#[test]
+fn pipeoffload_placement_is_for_group_interleaved_only() {
+    let copies = ["--offload", "pipeoffload", "--copy-time", "0.2"];
+    for family in ["1f1b", "zb-h1", "interleaved-1f1b"] {
+        let e = fails_with_hint(
+            tempfile::tempdir().unwrap().path(),
+            &join(&["simulate", "-s", family, "-p", "4", "-m", "8"], &copies),
+            "pipeoffload",
+        );
+        assert!(e.contains("group-interleaved") && e.contains("--offload auto"), "{family}: {e}");
+    }
+    let ok_run = json(&join(&["simulate", "-s", "group-interleaved", "-p", "4", "-m", "8"], &copies));
+    let offloaded: u64 = ok_run["trade"]["offloaded"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum();
+    assert!(offloaded > 0, "{ok_run:#}");
+    let sweep = json(&join(&["sweep", "--schedules", "1f1b,group-interleaved", "-p", "4", "-m", "8"], &copies));
+    let runs: Vec<&str> = sweep["runs"].as_array().unwrap().iter().map(|r| r["schedule"].as_str().unwrap()).collect();
+    assert_eq!(runs, ["group-interleaved"], "{sweep:#}");
+    let invalid = &sweep["invalid"][0];
+    assert_eq!(invalid["schedule"], "1f1b", "{sweep:#}");
+    assert!(invalid["error"].as_str().unwrap().contains("pipeoffload"), "{sweep:#}");
+}
+
+/// Copies without slots take their time from a copy rate: a file of them read without one is
+/// refused with a hint, not timed at zero; with `--copy-time` it reads back to the run that
+/// wrote it; copies with slots carry their own times.
+#[test]
+fn copies_without_slots_need_a_copy_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let traded = ["simulate", "-s", "gpipe", "-m", "16", "--offload", "auto", "--copy-time", "2.5"];
+    let original: Value = serde_json::from_str(&ok(d, &join(&traded, &["--json", "--export", "c.json"]))).unwrap();
+    fails_with_hint(d, &["simulate", "--from", "c.json"], "--copy-time");
+    let back: Value =
+        serde_json::from_str(&ok(d, &["simulate", "--from", "c.json", "--copy-time", "2.5", "--json"])).unwrap();
+    assert_eq!((&back["cost"], &back["peak_memory"]), (&original["cost"], &original["peak_memory"]));
+    let slotted = ["simulate", "-s", "group-interleaved", "-p", "4", "-m", "8", "--offload", "pipeoffload"];
+    let original: Value =
+        serde_json::from_str(&ok(d, &join(&slotted, &["--copy-time", "0.2", "--json", "--export", "s.json"]))).unwrap();
+    let back: Value = serde_json::from_str(&ok(d, &["simulate", "--from", "s.json", "--json"])).unwrap();
+    assert_eq!(back["cost"], original["cost"]);
+}
+
+/// A file that holds its own R passes and copies runs as it says: recompute and offload flags,
+/// which would change nothing, are refused with a hint, as they are on a measured run.
+#[test]
+fn trade_flags_on_a_file_that_trades_already_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["simulate", "-s", "gpipe", "-m", "16", "--offload", "auto", "--copy-time", "2.5", "--export", "c.json"]);
+    ok(d, &["simulate", "-s", "1f1b", "--recompute", "full", "--export", "r.json"]);
+    for (file, extra) in [
+        ("c.json", &["--recompute", "full", "--copy-time", "2.5"][..]),
+        ("c.json", &["--offload", "auto", "--copy-time", "2.5"][..]),
+        ("c.json", &["--offload", "0", "--copy-time", "2.5"][..]),
+        ("c.json", &["--offload", "1,0,0,0", "--copy-time", "2.5"][..]),
+        ("r.json", &["--recompute", "full"][..]),
+        ("r.json", &["--offload", "auto", "--copy-time", "1"][..]),
+    ] {
+        let e = fails_with_hint(d, &join(&["simulate", "--from", file], extra), "already");
+        assert!(e.contains("--recompute") && e.contains("--offload"), "{file} {extra:?}: {e}");
+    }
+    let run = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/traces/zbv");
+    let run = run.to_str().unwrap();
+    fails_with_hint(d, &["simulate", "--from", run, "--recompute", "full"], "measured run");
+    fails_with_hint(d, &["simulate", "--from", run, "--offload", "auto", "--copy-time", "1"], "measured run");
+    // convert writes orders as they are: trade flags would change nothing.
+    ok(d, &["simulate", "-s", "1f1b", "--export", "s.csv"]);
+    for extra in [&["--recompute", "full"][..], &["--offload", "auto", "--copy-time", "1"][..]] {
+        fails_with_hint(d, &join(&["convert", "s.csv", "o.json"], extra), "do not apply");
+    }
 }

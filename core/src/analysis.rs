@@ -14,6 +14,7 @@ use crate::validate::validate;
 
 /// A schedule with its simulated timeline and stats.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Analysis {
     /// The per-device orders.
     pub schedule: Schedule,
@@ -79,7 +80,7 @@ pub fn analyze_timed(schedule: Schedule, costs: &Costs, times: &PerOpTimes) -> R
     }
     let memory = StageCosts::for_schedule(costs, &schedule);
     let timeline = simulate_timed(&schedule, &OpTimes { times: times.clone(), memory })?;
-    let stats = measured_stats(&schedule, &timeline, costs);
+    let stats = measured_stats(&schedule, &timeline, costs, times);
     Ok(Analysis { schedule, timeline, stats, times: Some(Arc::new(times.clone())) })
 }
 

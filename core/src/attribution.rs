@@ -20,11 +20,12 @@ use crate::families::Family;
 use crate::params::Costs;
 use crate::schedule::{PassKind, Schedule};
 use crate::sim::{simulate, simulate_timed, OpTimes, PerOpTimes, Timeline};
-use crate::stats::{stats, Stats};
-use crate::{Field, ParamError, ScheduleParams, SimError, StageCosts};
+use crate::stats::{measured_stats, stats, Stats};
+use crate::{error::Field, error::ParamError, error::SimError, params::ScheduleParams, params::StageCosts};
 
 /// One split of a bubble (of `cost − ideal`, or of one device's idle time): every part `≥ 0`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Parts {
     /// Lost to communication.
     pub communication: f64,
@@ -43,6 +44,7 @@ impl Parts {
 
 /// The split of a schedule's bubble, overall and per device.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Attribution {
     /// Splits `cost − ideal` (see the module docs).
     pub overall: Parts,
@@ -89,7 +91,10 @@ pub fn overall_parts(measured: &Stats, cost_without_comm: f64) -> Parts {
 /// The costs of the two re-simulations: without communication, and without communication at
 /// the mean stage's cost (every stage equal).
 pub fn variants(costs: &Costs) -> (Costs, Costs) {
-    (Costs { comm: 0.0, ..costs.clone() }, Costs { comm: 0.0, profile: None, ..costs.clone() })
+    (
+        Costs { comm: 0.0, links: None, ..costs.clone() },
+        Costs { comm: 0.0, links: None, profile: None, ..costs.clone() },
+    )
 }
 
 /// The two re-simulations of a schedule's orders, without communication and without
@@ -131,7 +136,7 @@ impl Runs {
         }
         let mean = |op: &crate::schedule::Op| sums.get(&kind(op)).map_or(0.0, |&(s, n)| s / n.max(1) as f64);
         let durations = schedule.orders.iter().map(|order| order.iter().map(mean).collect()).collect();
-        let even = PerOpTimes { durations, leads: times.leads.clone(), hops: zero_hops };
+        let even = PerOpTimes { durations, leads: times.leads.clone(), hops: zero_hops, starts: times.starts.clone() };
         let run = |t: PerOpTimes| simulate_timed(schedule, &OpTimes { times: t, memory: memory.clone() });
         Ok(Runs { no_comm: Some(run(no_comm)?), even: Some(run(even)?) })
     }
@@ -156,10 +161,12 @@ impl Runs {
     pub(crate) fn attribution(&self, analysis: &Analysis, costs: &Costs) -> Attribution {
         let schedule = &analysis.schedule;
         let ts = self.timelines(&analysis.timeline);
-        let cost_without_comm = match &self.no_comm {
-            // The cost is the longest span: it reads the timeline, not the costs.
-            Some(t) => stats(schedule, t, &variants(costs).0).cost,
-            None => analysis.stats.cost,
+        let cost_without_comm = match (&self.no_comm, &analysis.times) {
+            // The cost is the longest span: it reads the timeline, not the costs (a measured
+            // run's devices start when they began their first pass, as its own stats count).
+            (Some(t), Some(times)) => measured_stats(schedule, t, &variants(costs).0, times).cost,
+            (Some(t), None) => stats(schedule, t, &variants(costs).0).cost,
+            (None, _) => analysis.stats.cost,
         };
         let overall = overall_parts(&analysis.stats, cost_without_comm);
         let spans = ts.map(RunSpan::of);
@@ -253,7 +260,7 @@ pub fn memory_part(family: &Family, params: &ScheduleParams, cost: f64) -> Optio
 mod tests {
     use super::*;
     use crate::params::CostProfile;
-    use crate::{run, ScheduleParams};
+    use crate::{params::ScheduleParams, run};
 
     #[test]
     fn memory_part_is_the_cost_of_the_limit() {

@@ -76,6 +76,7 @@ impl LowerBound {
 
 /// How a run's cost stands against the lower bound of its problem ([`LowerBound::standing`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Standing {
     /// The cost is the bound: no order of the problem is cheaper.
     Meets,
@@ -105,7 +106,9 @@ pub fn problem_limit(family: Option<&Family>, params: &ScheduleParams, stats: &S
     if let Some(limit) = params.mem_limit {
         return limit;
     }
-    if let Some(limit) = family.and_then(|f| f.option(crate::Field::MemLimit)).and_then(|o| o.default_value(params)) {
+    if let Some(limit) =
+        family.and_then(|f| f.option(crate::error::Field::MemLimit)).and_then(|o| o.default_value(params))
+    {
         return limit;
     }
     stats.peak_memory
@@ -201,7 +204,7 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
             let mut k = total;
             if let (Some(l), true) = (limit, capped) {
                 let mut by_mem: Vec<(f64, u64)> = items.iter().map(|i| (i.0, i.2)).collect();
-                by_mem.sort_by(|a, b| a.0.total_cmp(&b.0));
+                crate::units::sort::sort_by(&mut by_mem, |a, b| a.0.total_cmp(&b.0));
                 let (mut used, mut n) = (0.0, 0u64);
                 'fill: for (m, c) in by_mem {
                     for _ in 0..c {
@@ -219,7 +222,7 @@ pub fn lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>) -> Lo
                 k = n.min(total);
             }
             let mut by_time: Vec<(f64, u64)> = items.iter().map(|i| (i.1, i.2)).collect();
-            by_time.sort_by(|a, b| b.0.total_cmp(&a.0));
+            crate::units::sort::sort_by(&mut by_time, |a, b| b.0.total_cmp(&a.0));
             let (mut sum, mut left) = (0.0, k);
             for (t, c) in by_time {
                 let take = c.min(left);
@@ -333,13 +336,13 @@ fn least_memory_counted(schedule: &Schedule, table: &StageCosts) -> (f64, u64) {
     let grouped = if groups <= 4 * schedule.op_count() as u64 + 1024 {
         let mut grouped = Groups::new(groups as usize, each);
         for g in 0..groups as usize {
-            grouped.group_mut(g).sort_by_key(|i| i.tin);
+            crate::units::sort::sort_by_key(grouped.group_mut(g), |i| i.tin);
         }
         grouped.items
     } else {
         let mut items = Vec::new();
         each(&mut |_, item| items.push(item));
-        items.sort_by_key(|i| (i.unit, i.device, i.tin));
+        crate::units::sort::sort_by_key(&mut items, |i| (i.unit, i.device, i.tin));
         items
     };
     let items = grouped;
@@ -530,7 +533,7 @@ impl KeyTree {
             PassKind::F => 0,
             PassKind::B | PassKind::BW => 1,
             PassKind::W => 2,
-            PassKind::R => return None,
+            PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => return None,
         };
         let node = (pass.stage < self.stages).then(|| 3 * pass.stage as usize + k)?;
         (self.tin[node] != u32::MAX).then_some(node)
@@ -761,7 +764,7 @@ mod tests {
                 match p.kind {
                     PassKind::F | PassKind::R => (0, pipe + local),
                     PassKind::B | PassKind::BW => (1, pipe - local),
-                    PassKind::W => (2, pipe + local),
+                    PassKind::W | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => (2, pipe + local),
                 }
             };
             order.sort_by_key(|&i| rank(i));
@@ -830,7 +833,7 @@ mod tests {
                 for chunks in [None, Some(3)] {
                     for c in &costs {
                         let mut params = ScheduleParams::new(p, m).with_costs(c.clone());
-                        params.chunks = chunks.filter(|_| f.uses(crate::Field::Chunks));
+                        params.chunks = chunks.filter(|_| f.uses(crate::error::Field::Chunks));
                         if let Ok(a) = run(f.name, &params) {
                             out.push((a.schedule, c.clone()));
                         }

@@ -29,6 +29,7 @@ pub fn with_hints<H: AsRef<str>>(message: &str, hints: &[H]) -> String {
 
 /// A user-facing setting: the CLI flag, URL parameter and app control share these names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Field {
     /// The schedule family.
     Schedule,
@@ -54,6 +55,10 @@ pub enum Field {
     Comm,
     /// Overlapped F&B pair time (`--overlap`).
     Overlap,
+    /// Output-layer forward time of one vocabulary shard (`--s`).
+    S,
+    /// Output-layer backward time of one vocabulary shard (`--t`).
+    T,
     /// Activation memory of one forward (`--mem-f`).
     MemF,
     /// Memory still held after B until W (`--mem-w`).
@@ -71,6 +76,12 @@ pub enum Field {
     /// Measured F, B and W to fit a model's efficiencies to (`--calibrate`): a command, not a
     /// setting, so no URL key (the fitted efficiencies are).
     Calibrate,
+    /// ZeRO stage 0 to 3 (`--zero`).
+    Zero,
+    /// GPUs in all: tp · pp · dp (`--gpus`).
+    Gpus,
+    /// Sequences per step over every replica (`--global-batch`).
+    GlobalBatch,
     /// A model preset (`--model`).
     Model,
     /// Transformer layers of the model (`--layers`).
@@ -87,7 +98,9 @@ pub enum Field {
     MicroBatch,
     /// Vocabulary size (`--vocab`).
     Vocab,
-    /// MLP width (`--ffn`).
+    /// The MLP's kind, GELU or SwiGLU (`--mlp`).
+    Mlp,
+    /// The MLP's size as the model card gives it: width or intermediate size (`--ffn`).
     Ffn,
     /// Achieved TFLOP/s of the matrix multiplications per device (`--tflops`).
     Tflops,
@@ -111,11 +124,21 @@ pub enum Field {
     /// Achieved fraction of the GPU's HBM bandwidth in memory-bound kernels
     /// (`--memory-efficiency`).
     MemoryEfficiency,
+    /// Sequence parallelism with tensor parallelism (`--sequence-parallel`).
+    SequenceParallel,
+    /// Tensor-parallel collectives overlapped with the matmuls (`--tp-overlap`).
+    TpOverlap,
+    /// Number format of the matmuls: bf16, fp16 or fp8 (`--precision`).
+    Precision,
+    /// Data-parallel replicas (`--dp`): which GPUs share a node, and the gradient reduction.
+    Dp,
+    /// How ranks fill nodes after TP: `tp-dp-pp` or `tp-pp-dp` (`--rank-order`).
+    RankOrder,
 }
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 39] = [
+    pub const ALL: [Field; 50] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -128,6 +151,8 @@ impl Field {
         Field::W,
         Field::Comm,
         Field::Overlap,
+        Field::S,
+        Field::T,
         Field::MemF,
         Field::MemW,
         Field::MemLimit,
@@ -136,6 +161,9 @@ impl Field {
         Field::CopyTime,
         Field::HostGbps,
         Field::Calibrate,
+        Field::Zero,
+        Field::Gpus,
+        Field::GlobalBatch,
         Field::Model,
         Field::Layers,
         Field::Hidden,
@@ -144,6 +172,7 @@ impl Field {
         Field::Seq,
         Field::MicroBatch,
         Field::Vocab,
+        Field::Mlp,
         Field::Ffn,
         Field::Tflops,
         Field::Bandwidth,
@@ -155,6 +184,11 @@ impl Field {
         Field::GpusPerNode,
         Field::GemmEfficiency,
         Field::MemoryEfficiency,
+        Field::SequenceParallel,
+        Field::TpOverlap,
+        Field::Precision,
+        Field::Dp,
+        Field::RankOrder,
     ];
 
     /// The field called `name` (see [`Field::name`]).
@@ -188,6 +222,7 @@ impl Field {
             Field::Seq => "seq",
             Field::MicroBatch => "micro-batch",
             Field::Vocab => "vocab",
+            Field::Mlp => "mlp",
             Field::Ffn => "ffn",
             Field::Tflops => "tflops",
             Field::Bandwidth => "bandwidth",
@@ -204,6 +239,16 @@ impl Field {
             Field::Offload => "offload",
             Field::CopyTime => "copy-time",
             Field::HostGbps => "host-gbps",
+            Field::S => "s",
+            Field::T => "t",
+            Field::Dp => "dp",
+            Field::Zero => "zero",
+            Field::Gpus => "gpus",
+            Field::GlobalBatch => "global-batch",
+            Field::RankOrder => "rank-order",
+            Field::SequenceParallel => "sequence-parallel",
+            Field::TpOverlap => "tp-overlap",
+            Field::Precision => "precision",
         }
     }
 }
@@ -296,6 +341,7 @@ impl std::error::Error for SimError {}
 
 /// How serious a [`Diagnostic`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Severity {
     /// Worth knowing; the schedule still runs.
     Warning,
@@ -305,6 +351,7 @@ pub enum Severity {
 
 /// A finding about a schedule, located at a device and position when it has one.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Diagnostic {
     /// How serious it is.
     pub severity: Severity,

@@ -16,13 +16,16 @@
 //!
 //! The details are in `docs/bubble-causes.md`, under `gaps.rs`.
 
+use crate::analysis::Analysis;
 use crate::attribution::{gap_before, split_gap, tiny_gap, Attribution, Parts, RunSpan, Runs};
+use crate::error::SimError;
+use crate::params::Costs;
 use crate::schedule::{Op, Pass, Schedule};
 use crate::sim::{dependency, provides, OpRef};
-use crate::{Analysis, Costs, SimError};
 
 /// The pass a gap waited for.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Waited {
     /// The op that ran it: its device and position.
     pub op: OpRef,
@@ -36,6 +39,7 @@ pub struct Waited {
 
 /// One idle gap on a device.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Gap {
     /// The device.
     pub device: u32,
@@ -120,6 +124,7 @@ fn op_name(op: &Op) -> String {
 /// Every gap of a schedule with its cause, and the schedule's [`Attribution`] from the same
 /// simulations.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Causes {
     /// `cost − ideal` and each device's idle time, split (as [`crate::attribution::attribute`]).
     pub attribution: Attribution,

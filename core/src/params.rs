@@ -29,8 +29,7 @@ pub const MAX_CHUNKS: u32 = 1024;
 /// Largest number of passes a generated schedule may have (a bound on memory and time).
 pub const MAX_PASSES: u64 = 8_000_000;
 
-/// Largest time or memory a cost may take.
-pub const MAX_COST: f64 = 1e12;
+pub use crate::units::MAX_COST;
 /// Largest memory limit: 1 PiB, so that any limit a device has, in bytes, is taken as given
 /// (`--mem-limit 1TiB` with a model).
 pub const MAX_MEM_LIMIT: f64 = 1_125_899_906_842_624.0;
@@ -43,6 +42,7 @@ pub const MIN_POSITIVE_COST: f64 = 1e-9;
 /// With a [`CostProfile`] the scalar `f`, `b`, `w`, `mem_f` and `mem_w` hold the mean share's
 /// value (what a uniform model of the same total would have), and the profile holds the truth.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Costs {
     /// Forward time.
     pub f: f64,
@@ -50,8 +50,13 @@ pub struct Costs {
     pub b: f64,
     /// Weight-gradient backward time.
     pub w: f64,
-    /// Communication time of one hop between devices.
+    /// Communication time of one hop between devices (the slowest, when `links` times each).
     pub comm: f64,
+    /// Each hop at its own link: which node each device is on, and a hop's time within and
+    /// across nodes; `None` times every hop at `comm`. Derived from a model, so it never
+    /// travels (the worker derives it again).
+    #[cfg_attr(feature = "wire", serde(skip))]
+    pub links: Option<Arc<Links>>,
     /// Time of an overlapped F&B pair; `None` means no overlap gain (the sum of the two).
     pub overlap: Option<f64>,
     /// Activation memory one forward leaves behind.
@@ -60,19 +65,75 @@ pub struct Costs {
     pub mem_w: Option<f64>,
     /// Per-piece costs when the model's pieces differ; `None` means every piece costs the same.
     pub profile: Option<Arc<CostProfile>>,
-    /// Memory traded for time (recompute, offload); `None` trades nothing.
+    /// Memory traded for time (recompute, offload); `None` trades nothing. Priced from the
+    /// settings' trade wherever costs are resolved, so it never travels.
+    #[cfg_attr(feature = "wire", serde(skip))]
     pub trade: Option<Arc<Trade>>,
+    /// The vocabulary layers, split over the devices by vocabulary; `None` when the model has
+    /// no vocabulary (the vocabulary-parallel families then refuse).
+    pub vocab: Option<VocabCosts>,
 }
 
 impl Default for Costs {
     fn default() -> Costs {
-        Costs { f: 1.0, b: 1.0, w: 1.0, comm: 0.0, overlap: None, mem_f: 1.0, mem_w: None, profile: None, trade: None }
+        Costs {
+            f: 1.0,
+            b: 1.0,
+            w: 1.0,
+            comm: 0.0,
+            links: None,
+            overlap: None,
+            mem_f: 1.0,
+            mem_w: None,
+            profile: None,
+            trade: None,
+            vocab: None,
+        }
+    }
+}
+
+/// The vocabulary layers split into one shard per device (Vocabulary Parallelism): the times
+/// of one shard's passes for one microbatch, and of one barrier. Never scaled by a placement:
+/// there is always one shard per device.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
+pub struct VocabCosts {
+    /// S: the output layer's forward on one shard (its GEMM and softmax statistics).
+    pub s: f64,
+    /// T: the output layer's backward on one shard.
+    pub t: f64,
+    /// IF: the input layer's forward on one shard.
+    pub input_f: f64,
+    /// IB: the input layer's backward on one shard.
+    pub input_b: f64,
+    /// One barrier: the all-reduces over every shard after S (or after T).
+    pub reduce: f64,
+}
+
+impl VocabCosts {
+    /// Output-layer passes of `s` and `t`, a free input layer and barriers of `reduce`.
+    pub fn output(s: f64, t: f64, reduce: f64) -> VocabCosts {
+        VocabCosts { s, t, input_f: 0.0, input_b: 0.0, reduce }
+    }
+
+    /// Checks every time is finite and in range.
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming `s` or `t` (the input layer's and the barrier's times are
+    /// checked under those names too: they come with them).
+    pub fn check(&self) -> Result<(), ParamError> {
+        check_number(Field::S, self.s)?;
+        check_number(Field::T, self.t)?;
+        check_number(Field::S, self.input_f)?;
+        check_number(Field::T, self.input_b)?;
+        check_number(Field::Comm, self.reduce)
     }
 }
 
 /// Costs of each piece of the model, in pipeline order: what `--f 4,4,4,6` says, or what a
 /// transformer config derives. Every list has one number per piece.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct CostProfile {
     /// Forward time per piece.
     pub f: Vec<f64>,
@@ -329,6 +390,9 @@ impl Costs {
         check_number(Field::W, self.w)?;
         check_number(Field::Comm, self.comm)?;
         check_number(Field::MemF, self.mem_f)?;
+        if let Some(v) = &self.vocab {
+            v.check()?;
+        }
         if let Some(o) = self.overlap {
             check_number(Field::Overlap, o)?;
             if o == 0.0 {
@@ -418,6 +482,7 @@ pub fn check_mem_limit(limit: f64) -> Result<(), ParamError> {
 
 /// Everything a family is generated from.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct ScheduleParams {
     /// Number of devices `P`.
     pub devices: u32,
@@ -557,6 +622,29 @@ fn stage_share(values: &[f64], j: usize, stages: usize, pieces: usize) -> f64 {
     total
 }
 
+/// Which node each device is on and what a hop takes within a node and across nodes: each hop
+/// at its own link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Links {
+    /// The node of each device.
+    pub node: Vec<u32>,
+    /// A hop between two devices of one node.
+    pub within: f64,
+    /// A hop between nodes.
+    pub across: f64,
+}
+
+impl Links {
+    /// The time of a hop from device `from` to device `to` (the slower link when either is
+    /// unknown).
+    pub fn hop(&self, from: u32, to: u32) -> f64 {
+        match (self.node.get(from as usize), self.node.get(to as usize)) {
+            (Some(a), Some(b)) if a == b => self.within,
+            _ => self.across,
+        }
+    }
+}
+
 /// Per-stage times and memory: the table the simulator reads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageCosts {
@@ -574,6 +662,8 @@ pub struct StageCosts {
     pub mem_w: Vec<f64>,
     /// Communication time between devices.
     pub comm: f64,
+    /// Each hop at its own link; `None` times every hop at `comm`.
+    pub links: Option<Arc<Links>>,
     /// The fraction of its activation a forward keeps, per stage: 1, or less on a stage that
     /// recomputes (its R pass allocates the rest). Empty means 1 everywhere.
     pub keep: Vec<f64>,
@@ -581,9 +671,20 @@ pub struct StageCosts {
     pub redo: Vec<f64>,
     /// Time to copy one unit of memory between device and host.
     pub copy_time: f64,
+    /// The vocabulary shards' pass times and the barrier time (zeros without a vocabulary).
+    pub vocab: VocabCosts,
 }
 
 impl StageCosts {
+    /// The time of a hop from device `from` to device `to`: at its own link when the links are
+    /// known, else `comm`.
+    pub fn hop_time(&self, from: u32, to: u32) -> f64 {
+        match &self.links {
+            Some(l) => l.hop(from, to),
+            None => self.comm,
+        }
+    }
+
     /// Uniform costs scaled to the placement's stage size (see the module docs).
     pub fn new(costs: &Costs, placement: &Placement) -> StageCosts {
         StageCosts::scaled(costs, placement, 1)
@@ -655,9 +756,11 @@ impl StageCosts {
             mem_f: vec![costs.mem_f * scale; n],
             mem_w: vec![costs.mem_w() * scale; n],
             comm: costs.comm,
+            links: costs.links.clone(),
             keep: Vec::new(),
             redo: Vec::new(),
             copy_time: 0.0,
+            vocab: costs.vocab.unwrap_or_default(),
         }
     }
 
@@ -697,9 +800,11 @@ impl StageCosts {
             mem_f: fill(Cost::MemF),
             mem_w: fill(Cost::MemW),
             comm: costs.comm,
+            links: costs.links.clone(),
             keep: Vec::new(),
             redo: Vec::new(),
             copy_time: 0.0,
+            vocab: costs.vocab.unwrap_or_default(),
         }
     }
 
@@ -714,6 +819,10 @@ impl StageCosts {
             PassKind::W => get(&self.w),
             PassKind::BW => get(&self.b) + get(&self.w),
             PassKind::R => get(&self.f) * self.redo.get(s).copied().unwrap_or(1.0),
+            PassKind::S => self.vocab.s,
+            PassKind::T => self.vocab.t,
+            PassKind::IF => self.vocab.input_f,
+            PassKind::IB => self.vocab.input_b,
         }
     }
 
@@ -729,7 +838,8 @@ impl StageCosts {
         }
     }
 
-    /// Memory a pass allocates when it starts.
+    /// Memory a pass allocates when it starts. Vocabulary passes hold none: the authors'
+    /// accounting counts the transformer layers' activations.
     #[inline]
     pub fn alloc(&self, pass: Pass) -> f64 {
         let mf = self.mem_f.get(pass.stage as usize).copied().unwrap_or(0.0);
@@ -747,7 +857,7 @@ impl StageCosts {
         let mf = self.mem_f.get(s).copied().unwrap_or(0.0);
         let mw = self.mem_w.get(s).copied().unwrap_or(0.0);
         match pass.kind {
-            PassKind::F | PassKind::R => 0.0,
+            PassKind::F | PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => 0.0,
             PassKind::B => mf - mw,
             PassKind::W => mw,
             PassKind::BW => mf,

@@ -22,7 +22,7 @@ use crate::error::{Field, ParamError};
 use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts};
 use crate::schedule::{CopyKind, CopyOp, CopySlot, Op, Pass, PassKind, Placement, Schedule};
 use crate::sim::{simulate, Stream, Timeline};
-use crate::trade::{Offload, Trade};
+use crate::trade::{Offload, Recompute, Trade};
 
 /// A round trip, a copy out and back, must fit this many times in the wait between a forward
 /// and its backward (less one backward's time) for the microbatch to be offloaded: the
@@ -54,6 +54,45 @@ pub fn apply(schedule: Schedule, costs: &Costs) -> Result<Schedule, ParamError> 
         (0..schedule.devices()).map(|d| device_copies(&schedule, &timeline, &stage_costs, trade, d)).collect()
     };
     Ok(Schedule { copies, ..schedule })
+}
+
+/// Refuses a schedule whose copies take their time from a copy rate (those without a slot)
+/// when `costs` give none: a file's copies would otherwise run in no time.
+///
+/// # Errors
+/// A [`ParamError`] on `copy-time`, with the hint to give one (or a model's host link).
+pub fn check_copy_rate(schedule: &Schedule, costs: &Costs) -> Result<(), ParamError> {
+    let unslotted = schedule.copies.iter().flatten().filter(|c| c.slot.is_none()).count();
+    let rate = costs.trade.as_deref().and_then(|t| t.copy_time);
+    if unslotted == 0 || rate.is_some() {
+        return Ok(());
+    }
+    Err(ParamError::new(
+        Field::CopyTime,
+        format!("the schedule's {unslotted} copies to and from the host have no time of their own, and no copy time is given"),
+    )
+    .hint("give --copy-time T, the time one forward's activation (mem-f) takes to copy (copy-time= in a link)"))
+}
+
+/// Refuses recompute or offload settings for a schedule that holds its own R passes or
+/// copies (a file): it runs as it says, so the settings would change nothing.
+///
+/// # Errors
+/// A [`ParamError`] on the setting given, with the hint to drop it or trade on the compute
+/// orders.
+pub fn check_no_second_trade(schedule: &Schedule, costs: &Costs) -> Result<(), ParamError> {
+    let Some(t) = costs.trade.as_deref() else { return Ok(()) };
+    let recomputes = t.recompute.iter().any(|r| *r != Recompute::None);
+    if !schedule.trades_memory() || (!recomputes && t.offload == Offload::None) {
+        return Ok(());
+    }
+    let field = if recomputes { Field::Recompute } else { Field::Offload };
+    Err(ParamError::new(
+        field,
+        "the schedule already holds its own R passes or copies and runs as it says: recompute and offload settings do not apply",
+    )
+    .hint("drop --recompute and --offload to run the file as it is")
+    .hint("or write its compute orders (convert FILE orders.csv) and give --recompute and --offload on those"))
 }
 
 /// The schedule `generate` makes for `params`, with the passes its trade asks for. The
@@ -260,7 +299,9 @@ fn device_copies(
     let chunk_of = schedule.placement.chunk_table();
     candidates.retain(|c| trade.covers_chunk(chunk_of.get(c.forward.stage as usize).copied().unwrap_or(0)));
     candidates.retain(Candidate::hides_round_trips);
-    candidates.sort_by(|a, b| b.wait().total_cmp(&a.wait()).then(a.after_forward.cmp(&b.after_forward)));
+    crate::units::sort::sort_by(&mut candidates, |a, b| {
+        b.wait().total_cmp(&a.wait()).then(a.after_forward.cmp(&b.after_forward))
+    });
     let most = trade.offload_of(device).map_or(usize::MAX, |f| (f * forwards as f64).round() as usize);
     let mut stream = Stream::default();
     // (copy, its planned start): the stream runs them in that order.
@@ -284,7 +325,7 @@ fn device_copies(
     // The stream runs copies in list order: by planned start. Each is issued at its position
     // or at the one before it in the list, whichever comes later; both are reached by its
     // planned start, so no copy starts after it was planned to.
-    copies.sort_by(|(a, ta), (b, tb)| {
+    crate::units::sort::sort_by(&mut copies, |(a, ta), (b, tb)| {
         ta.total_cmp(tb).then((a.kind == CopyKind::Reload).cmp(&(b.kind == CopyKind::Reload)))
     });
     let mut at = 0;
@@ -324,7 +365,7 @@ fn candidates(order: &[Op], times: &crate::sim::DeviceTimeline, costs: &StageCos
                         found[i].needed_by = timed.start - slack;
                     }
                 }
-                PassKind::W => {}
+                PassKind::W | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => {}
             }
         }
     }
@@ -517,7 +558,7 @@ fn pair_slots(
     let (mut now, mut index) = (origin, 0i64);
     let mut offloads = Vec::with_capacity(pairs.len());
     let mut by_forward: Vec<_> = pairs.clone();
-    by_forward.sort_by_key(|&(f, _, _)| f);
+    crate::units::sort::sort_by_key(&mut by_forward, |&(f, _, _)| f);
     for &(f, _, forward) in &by_forward {
         while now < planned[f].1 {
             now += round_trip;
@@ -533,7 +574,7 @@ fn pair_slots(
     }
     let mut reloads = Vec::with_capacity(pairs.len());
     let mut by_backward = pairs;
-    by_backward.sort_by_key(|&(_, b, _)| std::cmp::Reverse(b));
+    crate::units::sort::sort_by_key(&mut by_backward, |&(_, b, _)| std::cmp::Reverse(b));
     for (_, b, forward) in by_backward {
         let (start, end) = planned[b];
         while now > start - (end - start) {
@@ -555,7 +596,7 @@ fn pair_slots(
     reloads.reverse();
     let mut slots = offloads;
     slots.extend(reloads);
-    slots.sort_by_key(|s| s.index);
+    crate::units::sort::sort_by_key(&mut slots, |s| s.index);
     Ok(slots)
 }
 
@@ -611,7 +652,7 @@ fn positions(order: &[Op], planned: &[(f64, f64)], slots: &[Slot]) -> Vec<Planne
         copies.push(PlannedCopy { copy, start: slot.start, end: slot.end });
     }
     // At one position: by planned start, an offload before a reload that starts with it.
-    copies.sort_by(|a, b| {
+    crate::units::sort::sort_by(&mut copies, |a, b| {
         (a.copy.at.cmp(&b.copy.at))
             .then(a.start.total_cmp(&b.start))
             .then((a.copy.kind == CopyKind::Reload).cmp(&(b.copy.kind == CopyKind::Reload)))

@@ -1,9 +1,10 @@
-//! Permalinks: every setting of the playground in a URL query string.
+//! Permalinks: every setting of the playground in a URL query string, a codec over
+//! [`Settings`] and the app's view keys.
 //!
 //! The keys are the CLI's flag names (`schedule`, `devices`, `microbatches`, `chunks`, `group`,
 //! `waves`, `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`) plus
 //! the model's (`model`, `layers`, `hidden`, `heads`, `kv-heads`, `seq`, `micro-batch`, `vocab`,
-//! `ffn`, `tflops`, `bandwidth`, `latency`, `layout`, `flash-attention`, `tp`, `gpu`,
+//! `mlp`, `ffn`, `tflops`, `bandwidth`, `latency`, `layout`, `flash-attention`, `tp`, `gpu`,
 //! `gpus-per-node`, `gemm-efficiency`, `memory-efficiency`: costs then come from the model,
 //! while the hand-set ones stay in the link; a calibration is carried as the efficiencies it
 //! fitted) plus the memory trade's (`recompute`, `offload`, `copy-time`, `host-gbps`: priced as
@@ -16,12 +17,14 @@
 
 use std::fmt::Write as _;
 
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
 use crate::cost_lists::{format_list, parse_list, CostLists, LIST_FIELDS};
-use crate::error::{Field, ParamError};
-use crate::model::{model_field, parse_limit, Derived, ModelSpec};
+use crate::error::Field;
+use crate::model::{model_field, parse_limit, ModelSpec};
 use crate::params::{Costs, ScheduleParams};
-use crate::trade::{parse_offload, parse_recompute, recompute_text, Offload, Pricing, Recompute, TradeSettings};
-use crate::units::{shell_word, Units};
+use crate::settings::{trade_pairs, Settings};
+use crate::trade::{parse_offload, parse_recompute, Offload, Recompute, TradeSettings};
 
 /// The current permalink format version.
 pub const VERSION: u32 = 1;
@@ -46,121 +49,13 @@ pub struct Permalink {
 impl Default for Permalink {
     fn default() -> Self {
         Permalink {
-            schedule: crate::BASELINE.name.to_string(),
+            schedule: crate::registry::BASELINE.name.to_string(),
             params: ScheduleParams::new(4, 8),
             compare: Vec::new(),
             model: ModelSpec::default(),
             trade: TradeSettings::default(),
             extra: Vec::new(),
         }
-    }
-}
-
-/// The part of a permalink that changes the schedule: what the computation reads. View
-/// preferences (theme, bubble measure, embed) live beside it in [`Permalink::extra`] and
-/// never feed the computation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
-    /// The family name.
-    pub schedule: String,
-    /// Sizes, options, costs and memory limit.
-    pub params: ScheduleParams,
-    /// Families stacked below for comparison.
-    pub compare: Vec<String>,
-    /// The model the costs come from, if any.
-    pub model: ModelSpec,
-    /// Recompute and offload, as set (not yet priced).
-    pub trade: TradeSettings,
-}
-
-impl Settings {
-    /// What the numbers mean: µs and bytes when the costs come from a model.
-    pub fn units(&self) -> Units {
-        self.model.units()
-    }
-
-    /// The same run as a `bubblescope simulate` command: the family, its sizes, the options
-    /// and memory limit it reads, and the model flags or the hand-set costs that differ from
-    /// the defaults (per-device lists as lists).
-    pub fn cli_command(&self) -> String {
-        let p = &self.params;
-        let family = crate::family(&self.schedule);
-        // The family's own name (links may spell it another way); anything else, quoted.
-        let name = family.map_or_else(|| shell_word(&self.schedule), |f| f.name.to_string());
-        let mut out = format!("bubblescope simulate -s {name} -p {} -m {}", p.devices, p.microbatches);
-        let reads = |field: Field| family.is_some_and(|f| f.uses(field));
-        let opts = [
-            (Field::Chunks, p.chunks),
-            (Field::Group, p.group),
-            (Field::Waves, p.waves),
-            (Field::SeqSplits, p.seq_splits),
-        ];
-        for (field, value) in opts {
-            if let (true, Some(v)) = (reads(field), value) {
-                let _ = write!(out, " --{} {v}", field.name());
-            }
-        }
-        if self.model.given() {
-            let _ = write!(out, " {}", self.model.cli_flags());
-            // The F&B time stays hand-set with a model (see `effective_params`).
-            if let (true, Some(o)) = (reads(Field::Overlap), p.costs.overlap) {
-                let _ = write!(out, " --overlap {o}");
-            }
-        } else {
-            let flags = crate::cost_lists::cost_flags(&p.costs, p.devices, reads(Field::Overlap));
-            if !flags.is_empty() {
-                let _ = write!(out, " {flags}");
-            }
-        }
-        // Every family is checked against a limit (the chart draws it), not only those that
-        // schedule to one.
-        if let Some(limit) = p.mem_limit {
-            let text = if self.units().bytes() { crate::units::size_text(limit) } else { limit.to_string() };
-            let _ = write!(out, " --mem-limit {text}");
-        }
-        for (key, value) in trade_pairs(&self.trade) {
-            let _ = write!(out, " --{key} {}", shell_word(&value));
-        }
-        out
-    }
-
-    /// What prices the settings' recompute and offload, as the CLI prices its flags: the model
-    /// (its layers and host link) when the costs come from one, else the plain costs' mem-f
-    /// (`costs`: the settings' costs before any trade).
-    ///
-    /// # Errors
-    /// A [`ParamError`] naming the model setting that is wrong.
-    pub fn pricing(&self, costs: &Costs) -> Result<Pricing, ParamError> {
-        if self.model.given() {
-            Ok(self.model.resolve()?.trade_pricing())
-        } else {
-            Ok(Pricing::Plain { mem_f: costs.mem_f })
-        }
-    }
-
-    /// The model's costs on these settings' devices, when costs come from a model.
-    pub fn derived(&self) -> Option<Result<Derived, ParamError>> {
-        self.model.given().then(|| self.model.resolve().and_then(|m| m.derive(self.params.devices)))
-    }
-
-    /// The parameters the schedule is computed from: the settings', with the costs derived
-    /// from the model when one is given (the hand-set costs stay in the settings, so
-    /// switching back restores them; the overlap time is kept), and the recompute and offload
-    /// the settings ask for, priced ([`Settings::pricing`]).
-    ///
-    /// # Errors
-    /// A [`ParamError`] naming the model or trade setting that is wrong.
-    pub fn effective_params(&self) -> Result<ScheduleParams, ParamError> {
-        let mut params = self.params.clone();
-        if let Some(derived) = self.derived() {
-            let overlap = params.costs.overlap;
-            params.costs = derived?.costs();
-            params.costs.overlap = overlap;
-            params.units = Units::Model;
-        }
-        let pricing = self.pricing(&params.costs)?;
-        params.costs.trade = self.trade.trade(&pricing, params.devices)?.map(std::sync::Arc::new);
-        Ok(params)
     }
 }
 
@@ -270,6 +165,12 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
         Ok(costs) => link.params.costs = costs,
         Err(e) => warnings.push(format!("ignored the cost lists: {}", e.message)),
     }
+    // Links written before `mlp` existed gave `ffn` as the MLP's width (SwiGLU's as 1.5 × its
+    // intermediate size): with no `mlp` key, `ffn` keeps that meaning, a GELU width.
+    let keys = || query.split('&').map(|p| decode(p.split_once('=').map_or(p, |(k, _)| k)));
+    if link.model.ffn.is_some() && link.model.mlp.is_none() && !keys().any(|k| k == "mlp") {
+        link.model.mlp = Some(crate::model::Mlp::Gelu);
+    }
     if let Some(text) = sized_limit {
         match parse_limit(&text, link.model.units()) {
             Ok(bytes) => link.params.mem_limit = Some(bytes),
@@ -282,18 +183,66 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
     (link, warnings)
 }
 
-/// The trade settings that are set, as keys and values (the CLI's flags and the URL's keys).
-fn trade_pairs(trade: &TradeSettings) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    if trade.recompute.iter().any(|r| *r != Recompute::None) {
-        out.push((Field::Recompute.name(), recompute_text(&trade.recompute)));
+/// The keys [`parse`] reads itself, in the order [`to_query`] writes them.
+pub fn keys() -> Vec<&'static str> {
+    let mut keys = vec!["v", "schedule", "devices", "microbatches", "chunks", "group", "waves", "seq-splits"];
+    keys.extend(["f", "b", "w", "comm", "overlap", "mem-f", "mem-w", "mem-limit"]);
+    keys.extend(crate::model::MODEL_FIELDS.iter().map(|f| f.name()));
+    keys.extend(["recompute", "offload", "copy-time", "host-gbps", "compare"]);
+    keys
+}
+
+/// The CLI's short flags, which a link does not take, and the key each stands for.
+const SHORT_FLAGS: &[(&str, &str)] = &[("p", "devices"), ("m", "microbatches"), ("s", "schedule")];
+
+/// A warning for each key of `link` that neither [`parse`] nor the app (`view_keys`) reads:
+/// it names the key and value, and the nearest known keys (`?p=8&microbatch=16` runs the
+/// defaults, so the reader should hear why).
+pub fn unknown_keys(link: &Permalink, view_keys: &[&str]) -> Vec<String> {
+    let mut known = keys();
+    known.extend(view_keys);
+    let mut warnings = Vec::new();
+    for (key, value) in &link.extra {
+        if view_keys.contains(&key.as_str()) {
+            continue;
+        }
+        let suggestions = nearest_keys(key, &known);
+        let shown = format!("{}={}", short(key), short(value));
+        warnings.push(match suggestions.as_slice() {
+            [] => format!("ignored {shown}: no such key; the keys are {}", keys().join(", ")),
+            [one] => format!("ignored {shown}: no such key; did you mean {one}?"),
+            many => format!("ignored {shown}: no such key; did you mean {}?", many.join(" or ")),
+        });
     }
-    if trade.offload != Offload::None {
-        out.push((Field::Offload.name(), trade.offload.to_string()));
+    warnings
+}
+
+/// The known keys a mistyped `key` most likely meant: the key a CLI short flag stands for,
+/// else those that contain it or that it contains (in normal form, three letters or more:
+/// `microbatch` is in both `microbatches` and `micro-batch`), else the closest by edit
+/// distance (a swap of two letters is one edit; at most 3).
+fn nearest_keys(key: &str, known: &[&str]) -> Vec<String> {
+    use crate::units::names::normal;
+    if let Some((_, long)) = SHORT_FLAGS.iter().find(|(s, _)| *s == key) {
+        return vec![(*long).to_string()];
     }
-    let numbers = [(Field::CopyTime, trade.copy_time), (Field::HostGbps, trade.host_gbps)];
-    out.extend(numbers.into_iter().filter_map(|(f, v)| v.map(|v| (f.name(), v.to_string()))));
-    out
+    let typed = normal(key);
+    let overlaps = |k: &str| {
+        let k = normal(k);
+        typed.len() >= 3 && k.len() >= 3 && (k.contains(&typed) || typed.contains(&k))
+    };
+    let overlapping: Vec<String> = known.iter().filter(|k| overlaps(k)).map(|k| (*k).to_string()).collect();
+    if !overlapping.is_empty() {
+        return overlapping;
+    }
+    known
+        .iter()
+        .map(|k| (strsim::osa_distance(&typed, &normal(k)), *k))
+        .filter(|(d, _)| *d <= 3)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.to_string())
+        .into_iter()
+        .collect()
 }
 
 /// A value as shown in a warning: cleaned and cut.
@@ -360,48 +309,81 @@ fn num(s: &str) -> Option<f64> {
     s.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
 }
 
+/// What the query leaves as it is: unreserved characters (RFC 3986) and commas, which
+/// separate list items.
+const KEPT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~').remove(b',');
+
 /// Percent-encodes everything but unreserved characters and commas.
 fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b',' => out.push(b as char),
-            _ => {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-    }
-    out
+    utf8_percent_encode(s, KEPT).to_string()
 }
 
-/// Decodes `%XX` escapes and `+` (space); invalid escapes are kept as text.
+/// Decodes `+` (space) and `%XX` escapes; invalid escapes are kept as text, invalid UTF-8
+/// becomes U+FFFD.
 fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trade::recompute_text;
+    use crate::units::shell_word;
+
+    /// Issue 43 item 15: a link says the MLP's kind with its size, and an old link's `ffn` (a
+    /// width, SwiGLU's given as 1.5 × its intermediate size) keeps its meaning.
+    #[test]
+    fn an_old_links_ffn_keeps_its_meaning_and_a_new_link_names_the_mlp() {
+        use crate::model::Mlp;
+        let costs = |spec: &ModelSpec| spec.resolve().unwrap().derive(8).unwrap().costs();
+        let preset = ModelSpec::preset("llama-3-8b");
+        let model = preset.resolve().unwrap();
+        assert_eq!((model.mlp, model.ffn()), (Mlp::Swiglu, 14_336), "the model card's numbers");
+        // Written before `mlp`: Llama 3 8B with its MLP as a width.
+        let (old, warnings) = parse("v=1&schedule=zb-v&devices=8&microbatches=32&model=llama-3-8b&ffn=21504");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(old.model.mlp, Some(Mlp::Gelu));
+        assert_eq!(costs(&old.model), costs(&preset), "the same model, read the old way");
+        // A new link names the kind beside the size, and reads back to the same model.
+        let mut spec = preset.clone();
+        spec.set(Field::Ffn, "14000").unwrap();
+        let link = Permalink { model: spec.clone(), ..Permalink::default() };
+        let query = to_query(&link);
+        assert!(query.contains("&mlp=swiglu&ffn=14000"), "{query}");
+        let (back, _) = parse(&query);
+        assert_eq!(back.model.resolve().unwrap(), spec.resolve().unwrap());
+        assert_eq!(back.model.resolve().unwrap().mlp_width(), 21_000.0);
+        // Given explicitly, in either order.
+        let (gelu, _) = parse("model=llama-3-8b&ffn=14336&mlp=gelu");
+        assert_eq!(gelu.model.resolve().unwrap().mlp_width(), 14_336.0);
+        let (bad, warnings) = parse("model=llama-3-8b&mlp=relu");
+        assert_eq!(bad.model.mlp, None);
+        assert!(warnings.iter().any(|w| w.contains("mlp must be gelu or swiglu")), "{warnings:?}");
+    }
+
+    /// Issue 43 item 16: a key no one reads is named, with the key most likely meant.
+    #[test]
+    fn unknown_keys_are_named_with_the_nearest_known_ones() {
+        let (link, warnings) = parse("?p=8&microbatch=16&theme=dark&devcies=4&zzzz=1");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let said = unknown_keys(&link, &["theme", "embed"]);
+        assert_eq!(said.len(), 4, "{said:?}");
+        assert_eq!(said[0], "ignored p=8: no such key; did you mean devices?");
+        assert_eq!(said[1], "ignored microbatch=16: no such key; did you mean microbatches or micro-batch?");
+        assert_eq!(said[2], "ignored devcies=4: no such key; did you mean devices?");
+        assert!(
+            said[3].starts_with("ignored zzzz=1: no such key; the keys are v, schedule, devices, microbatches,"),
+            "{}",
+            said[3]
+        );
+        // Every key the codec writes is known, and view keys are the app's to read.
+        let full = to_query(&Permalink { model: ModelSpec::preset("llama-3-8b"), ..Permalink::default() });
+        let (link, _) = parse(&format!("{full}&theme=dark"));
+        assert!(unknown_keys(&link, &["theme"]).is_empty());
+        for key in keys() {
+            assert!(nearest_keys(key, &keys()).contains(&key.to_string()), "{key}");
+        }
+    }
 
     #[test]
     fn round_trips_every_setting() {
@@ -418,11 +400,13 @@ mod tests {
                 b: 0.1,
                 w: 1e-7,
                 comm: 601.0,
+                links: None,
                 overlap: Some(3.5),
                 mem_f: 201216.0,
                 mem_w: Some(73728.0),
                 profile: None,
                 trade: None,
+                vocab: None,
             },
             mem_limit: Some(1609728.0),
             units: crate::units::Units::Cost,
@@ -636,5 +620,16 @@ mod tests {
             let _ = parse(q);
         }
         assert_eq!(decode("a%20b+c%2"), "a b c%2");
+    }
+
+    proptest::proptest! {
+        /// Any text survives a link: encoded, it holds no character a query reads (`&`, `=`,
+        /// `+`, `#`, space), and it decodes back to itself.
+        #[test]
+        fn any_text_encodes_and_decodes_back(text in "\\PC*") {
+            let encoded = encode(&text);
+            proptest::prop_assert!(!encoded.contains(['&', '=', '+', '#', ' ', '?']), "{}", encoded);
+            proptest::prop_assert_eq!(decode(&encoded), text);
+        }
     }
 }

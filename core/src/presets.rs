@@ -41,10 +41,12 @@ fn zb_model(
             b,
             w,
             comm,
+            links: None,
             overlap: None,
             mem_f: 34.0 * hidden + 5.0 * heads * seq,
             mem_w: Some(32.0 * hidden),
             profile: None,
+            vocab: None,
         },
         ..ScheduleParams::new(devices, microbatches)
     }

@@ -7,18 +7,28 @@
 use crate::analysis::{analyze, Analysis, AnalyzeError};
 use crate::error::{Field, ParamError};
 use crate::families::{
-    chimera, dualpipe, dualpipe_v, gpipe, group_interleaved, hanayo, interleaved, interleaved_zb, one_f_one_b,
-    one_f_one_b_v, seq1f1b, v_auto, v_half_min, zb_auto, zb_h1, zb_h2, zb_v, zb_v_handcrafted, Family,
+    chimera, dualpipe, dualpipe_v, gpipe, group_interleaved, hanayo, interlaced_vocab, interleaved, interleaved_zb,
+    one_f_one_b, one_f_one_b_v, seq1f1b, v_auto, v_half_min, vocab_1, vocab_2, zb_auto, zb_h1, zb_h2, zb_v,
+    zb_v_handcrafted, Family,
 };
 use crate::optimal::{optimize_with_progress, same_problem, zb_opt, Budget, OptimalError, Optimum, Progress};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
 use crate::units::names::{self, normal};
 
+/// Whether this build computes `family` itself. Builds without the `full` feature (the
+/// playground's page module) list zb-opt but leave its search to the module that has it.
+pub fn computes_here(family: &Family) -> bool {
+    cfg!(feature = "full") || family.name != zb_opt::FAMILY.name
+}
+
 /// Every family, in picker order.
 pub static FAMILIES: &[Family] = &[
     gpipe::FAMILY,
     one_f_one_b::FAMILY,
+    vocab_1::FAMILY,
+    vocab_2::FAMILY,
+    interlaced_vocab::FAMILY,
     interleaved::FAMILY,
     interleaved::LOOPED_BFS,
     group_interleaved::FAMILY,

@@ -95,7 +95,8 @@ fn grid() -> Vec<ScheduleParams> {
     let mut out = Vec::new();
     for devices in 1..=6u32 {
         for microbatches in [1, 2, 3, 5, 8, 12, 13] {
-            for costs in [Costs::default(), Costs { comm: 0.5, ..Costs::fbw(1.0, 2.0, 1.5) }] {
+            let vocab = Some(crate::params::VocabCosts::output(0.5, 1.0, 0.1));
+            for costs in [Costs::default(), Costs { comm: 0.5, vocab, ..Costs::fbw(1.0, 2.0, 1.5) }] {
                 for option in [None, Some(1), Some(3)] {
                     let mut p = ScheduleParams::new(devices, microbatches).with_costs(costs.clone());
                     p.chunks = option;

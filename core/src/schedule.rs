@@ -7,6 +7,7 @@ use std::ops::Range;
 
 /// What a pass computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum PassKind {
     /// Forward.
     F,
@@ -19,11 +20,34 @@ pub enum PassKind {
     /// Recompute: the forward run again before its backward, from the input the forward kept
     /// (activation checkpointing; the Zero Bubble code's `R`).
     R,
+    /// Output layer forward on one vocabulary shard (Vocabulary Parallelism's S): the LM head
+    /// GEMM and the softmax statistics of the shard. Its `stage` is the shard, which lives on the
+    /// device of the same number.
+    S,
+    /// Output layer backward on one vocabulary shard (Vocabulary Parallelism's T).
+    T,
+    /// Input layer (embedding) forward on one vocabulary shard.
+    IF,
+    /// Input layer (embedding) backward on one vocabulary shard.
+    IB,
 }
 
 impl PassKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [PassKind; 5] = [PassKind::F, PassKind::B, PassKind::W, PassKind::BW, PassKind::R];
+    pub const ALL: [PassKind; 9] = [
+        PassKind::F,
+        PassKind::B,
+        PassKind::W,
+        PassKind::BW,
+        PassKind::R,
+        PassKind::S,
+        PassKind::T,
+        PassKind::IF,
+        PassKind::IB,
+    ];
+
+    /// The kinds that run on a vocabulary shard rather than a model stage.
+    pub const VOCAB: [PassKind; 4] = [PassKind::S, PassKind::T, PassKind::IF, PassKind::IB];
 
     /// Its position in [`PassKind::ALL`], for tables indexed by kind.
     pub fn index(self) -> usize {
@@ -33,10 +57,14 @@ impl PassKind {
             PassKind::W => 2,
             PassKind::BW => 3,
             PassKind::R => 4,
+            PassKind::S => 5,
+            PassKind::T => 6,
+            PassKind::IF => 7,
+            PassKind::IB => 8,
         }
     }
 
-    /// The short name used in orders and files: `F`, `B`, `W`, `BW`, `R`.
+    /// The short name used in orders and files: `F`, `B`, `W`, `BW`, `R`, `S`, `T`, `IF`, `IB`.
     pub fn name(self) -> &'static str {
         match self {
             PassKind::F => "F",
@@ -44,6 +72,10 @@ impl PassKind {
             PassKind::W => "W",
             PassKind::BW => "BW",
             PassKind::R => "R",
+            PassKind::S => "S",
+            PassKind::T => "T",
+            PassKind::IF => "IF",
+            PassKind::IB => "IB",
         }
     }
 
@@ -55,7 +87,16 @@ impl PassKind {
             PassKind::W => "weight-gradient backward",
             PassKind::BW => "full backward",
             PassKind::R => "recompute",
+            PassKind::S => "output-layer forward (vocabulary shard)",
+            PassKind::T => "output-layer backward (vocabulary shard)",
+            PassKind::IF => "input-layer forward (vocabulary shard)",
+            PassKind::IB => "input-layer backward (vocabulary shard)",
         }
+    }
+
+    /// Whether the pass runs on a vocabulary shard (S, T, IF, IB): its `stage` names the shard.
+    pub fn is_vocab(self) -> bool {
+        matches!(self, PassKind::S | PassKind::T | PassKind::IF | PassKind::IB)
     }
 
     /// Whether this pass produces the input gradient that flows to the previous stage.
@@ -66,6 +107,7 @@ impl PassKind {
 
 /// One pass: a kind, a model stage, a microbatch and a sequence slice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Pass {
     /// What the pass computes.
     pub kind: PassKind,
@@ -108,6 +150,26 @@ impl Pass {
         Pass::new(PassKind::R, stage, microbatch)
     }
 
+    /// An output-layer forward on vocabulary shard `shard`.
+    pub const fn s(shard: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::S, shard, microbatch)
+    }
+
+    /// An output-layer backward on vocabulary shard `shard`.
+    pub const fn t(shard: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::T, shard, microbatch)
+    }
+
+    /// An input-layer forward on vocabulary shard `shard`.
+    pub const fn input_f(shard: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::IF, shard, microbatch)
+    }
+
+    /// An input-layer backward on vocabulary shard `shard`.
+    pub const fn input_b(shard: u32, microbatch: u32) -> Pass {
+        Pass::new(PassKind::IB, shard, microbatch)
+    }
+
     /// The same pass on sequence slice `slice`.
     pub const fn with_slice(self, slice: u32) -> Pass {
         Pass { slice, ..self }
@@ -116,7 +178,8 @@ impl Pass {
 
 impl fmt::Display for Pass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}(stage {}, mb {}", self.kind.name(), self.stage, self.microbatch)?;
+        let what = if self.kind.is_vocab() { "shard" } else { "stage" };
+        write!(f, "{}({what} {}, mb {}", self.kind.name(), self.stage, self.microbatch)?;
         if self.slice > 0 {
             write!(f, ", slice {}", self.slice)?;
         }
@@ -155,6 +218,7 @@ impl std::iter::FusedIterator for Passes {}
 /// One entry of a device's order: a single pass, or a forward and a backward that run
 /// overlapped as one unit (DualPipe's F&B pair).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Op {
     /// A single pass.
     One(Pass),
@@ -199,8 +263,55 @@ impl fmt::Display for Op {
     }
 }
 
+/// An op packed for the wire: a pair flag, then each pass's kind, stage, microbatch and slice
+/// (the second pass all zeros for a single one).
+#[cfg(feature = "wire")]
+impl crate::units::packed::Packed for Op {
+    const SIZE: usize = 1 + 2 * 13;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        let pass = |out: &mut Vec<u8>, p: Option<Pass>| {
+            let p = p.unwrap_or(Pass { kind: PassKind::F, stage: 0, microbatch: 0, slice: 0 });
+            out.push(p.kind.index() as u8);
+            for v in [p.stage, p.microbatch, p.slice] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        };
+        match *self {
+            Op::One(p) => {
+                out.push(0);
+                pass(out, Some(p));
+                pass(out, None);
+            }
+            Op::Pair(f, b) => {
+                out.push(1);
+                pass(out, Some(f));
+                pass(out, Some(b));
+            }
+        }
+    }
+
+    fn take(b: &[u8]) -> Option<Op> {
+        use crate::units::packed::u32_at;
+        let pass = |at: usize| {
+            Some(Pass {
+                kind: *PassKind::ALL.get(usize::from(*b.get(at)?))?,
+                stage: u32_at(b, at + 1)?,
+                microbatch: u32_at(b, at + 5)?,
+                slice: u32_at(b, at + 9)?,
+            })
+        };
+        match b.first()? {
+            0 => Some(Op::One(pass(1)?)),
+            1 => Some(Op::Pair(pass(1)?, pass(14)?)),
+            _ => None,
+        }
+    }
+}
+
 /// Which way a copy moves an activation between device and host memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum CopyKind {
     /// Device to host, after the forward: the activation leaves device memory when it ends.
     Offload,
@@ -225,6 +336,7 @@ impl CopyKind {
 /// compute. It is issued when the device's compute reaches op `at` of its order (it may
 /// start later, when the copy stream is free), so it overlaps the ops from `at` on.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct CopyOp {
     /// Which way it copies.
     pub kind: CopyKind,
@@ -246,6 +358,7 @@ impl CopyOp {
 /// A copy's planned slot on a host link that devices share in turns: the copy never starts
 /// before `start` (the devices' barrier) and takes `time` (its share of the link).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct CopySlot {
     /// The planned start: the earliest the copy may start.
     pub start: f64,
@@ -266,6 +379,7 @@ impl fmt::Display for CopyOp {
 
 /// How model stages are laid out on devices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum PlacementKind {
     /// Stage `s` on device `s`: one chunk per device.
     Linear,
@@ -312,6 +426,11 @@ impl PlacementKind {
 /// pipeline `g / stages_per_pipeline`; data flows forward through a pipeline's stages in
 /// increasing order. Each pipeline runs an equal, contiguous share of the microbatches.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "wire",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "PlacementParts", into = "PlacementParts")
+)]
 pub struct Placement {
     kind: PlacementKind,
     devices: u32,
@@ -375,6 +494,44 @@ impl Placement {
     pub fn custom(devices: u32, stage_device: Vec<u32>) -> Placement {
         let stages = stage_device.len() as u32;
         Placement { kind: PlacementKind::Custom, devices, stages_per_pipeline: stages, stage_device }
+    }
+
+    /// The placement of `kind` with this stage table, built by its constructor: the table must
+    /// be the one the constructor builds, so nothing can arrive that the core could not make.
+    ///
+    /// # Errors
+    /// A message when the table is not the one `kind` builds for `devices`.
+    pub fn rebuild(
+        kind: PlacementKind,
+        devices: u32,
+        per_pipeline: u32,
+        stage_device: Vec<u32>,
+    ) -> Result<Placement, String> {
+        let stages = stage_device.len() as u32;
+        let mismatch = || format!("the {} placement of {devices} devices does not match its stage table", kind.name());
+        // The table's length is known before any constructor allocates one.
+        let expected = match kind {
+            PlacementKind::Linear => Some(devices),
+            PlacementKind::Interleaved | PlacementKind::Custom => Some(per_pipeline),
+            PlacementKind::V => devices.checked_mul(2),
+            PlacementKind::Wave => Some(per_pipeline),
+            PlacementKind::TwoDirectional => devices.checked_mul(2),
+        };
+        if expected != Some(stages) || devices == 0 {
+            return Err(mismatch());
+        }
+        let built = match kind {
+            PlacementKind::Linear => Placement::linear(devices),
+            PlacementKind::Interleaved => Placement::interleaved(devices, per_pipeline / devices),
+            PlacementKind::V => Placement::v_shape(devices),
+            PlacementKind::Wave => Placement::wave(devices, stages / (2 * devices)),
+            PlacementKind::TwoDirectional => Placement::two_directional(devices),
+            PlacementKind::Custom => Placement::custom(devices, stage_device.clone()),
+        };
+        if built.stage_device != stage_device || built.stages_per_pipeline != per_pipeline {
+            return Err(mismatch());
+        }
+        Ok(built)
     }
 
     /// The kind of layout.
@@ -484,8 +641,61 @@ impl Placement {
     }
 }
 
+/// A [`Placement`] as it travels between the playground's threads ([`Placement::rebuild`]
+/// checks it on arrival).
+#[cfg(feature = "wire")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PlacementParts {
+    kind: PlacementKind,
+    devices: u32,
+    stages_per_pipeline: u32,
+    stage_device: Vec<u32>,
+}
+
+#[cfg(feature = "wire")]
+impl From<Placement> for PlacementParts {
+    fn from(p: Placement) -> PlacementParts {
+        PlacementParts {
+            kind: p.kind,
+            devices: p.devices,
+            stages_per_pipeline: p.stages_per_pipeline,
+            stage_device: p.stage_device,
+        }
+    }
+}
+
+#[cfg(feature = "wire")]
+impl TryFrom<PlacementParts> for Placement {
+    type Error = String;
+
+    fn try_from(p: PlacementParts) -> Result<Placement, String> {
+        Placement::rebuild(p.kind, p.devices, p.stages_per_pipeline, p.stage_device)
+    }
+}
+
+/// How a schedule splits the vocabulary layers over its devices (Vocabulary Parallelism):
+/// shard `k` of the output layer (passes S, T) and of the input layer (IF, IB) lives on device
+/// `k`. The barriers are all-reduces over every shard, one set per microbatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
+pub struct VocabSplit {
+    /// Barriers per microbatch: 1 (after S: Vocab-2, V-Half with backward fusion), or 2 (after
+    /// S and after T: Vocab-1, interlaced, V-Half without fusion). With 2, the last stage's B
+    /// waits for the T barrier; with 1, for the S barrier.
+    pub barriers: u32,
+    /// Whether the barriers run on a side stream beside compute (the 1F1B and V-Half loops),
+    /// or on the compute stream (interlaced: synchronous collectives).
+    pub side_stream: bool,
+}
+
+impl VocabSplit {
+    /// The split a schedule has when a file names none: one barrier, on a side stream.
+    pub const DEFAULT: VocabSplit = VocabSplit { barriers: 1, side_stream: true };
+}
+
 /// A pipeline schedule: for each device, the ordered ops it runs. No times.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Schedule {
     /// Where each model stage lives.
     pub placement: Placement,
@@ -494,17 +704,20 @@ pub struct Schedule {
     /// Number of sequence slices per microbatch (1 unless sequences are split).
     pub slices: u32,
     /// `orders[d]` is the ordered list of ops device `d` runs.
+    #[cfg_attr(feature = "wire", serde(with = "crate::units::packed::lists"))]
     pub orders: Vec<Vec<Op>>,
     /// `copies[d]`: device `d`'s activation copies to and from the host, in issue order
     /// (empty, or one list per device).
     pub copies: Vec<Vec<CopyOp>>,
+    /// How the vocabulary layers are split, when the orders hold S, T, IF or IB passes.
+    pub vocab: Option<VocabSplit>,
 }
 
 impl Schedule {
     /// An empty schedule for `placement`: one empty order per device.
     pub fn new(placement: Placement, microbatches: u32) -> Schedule {
         let orders = vec![Vec::new(); placement.devices() as usize];
-        Schedule { placement, microbatches, slices: 1, orders, copies: Vec::new() }
+        Schedule { placement, microbatches, slices: 1, orders, copies: Vec::new(), vocab: None }
     }
 
     /// Number of devices.
@@ -515,6 +728,17 @@ impl Schedule {
     /// Total number of passes (a pair counts as two).
     pub fn pass_count(&self) -> usize {
         self.orders.iter().flatten().map(|op| if op.is_pair() { 2 } else { 1 }).sum()
+    }
+
+    /// Whether any pass runs on a vocabulary shard (S, T, IF, IB).
+    pub fn has_vocab_passes(&self) -> bool {
+        self.orders.iter().flatten().flat_map(Op::passes).any(|p| p.kind.is_vocab())
+    }
+
+    /// The vocabulary split the simulator applies: the schedule's own, or the default when its
+    /// orders hold vocabulary passes but it names none (a file that does not say).
+    pub fn vocab_split(&self) -> Option<VocabSplit> {
+        self.vocab.or_else(|| self.has_vocab_passes().then_some(VocabSplit::DEFAULT))
     }
 
     /// Whether any device copies activations to the host.
@@ -622,6 +846,10 @@ impl Schedule {
             PassKind::W => 'W',
             PassKind::BW => 'X',
             PassKind::R => 'R',
+            PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => {
+                let _ = write!(out, "{}{}", pass.kind.name(), pass.microbatch);
+                return;
+            }
         };
         out.push(if chunk == 1 { letter.to_ascii_lowercase() } else { letter });
         let _ = write!(out, "{}", pass.microbatch);

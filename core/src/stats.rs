@@ -23,10 +23,11 @@
 
 use crate::params::{Costs, StageCosts};
 use crate::schedule::Schedule;
-use crate::sim::Timeline;
+use crate::sim::{PerOpTimes, Timeline};
 
 /// One device's numbers.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeviceStats {
     /// The device.
     pub device: u32,
@@ -50,6 +51,7 @@ pub struct DeviceStats {
 
 /// The numbers of a simulated schedule.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Stats {
     /// The longest per-device span (the papers' cost).
     pub cost: f64,
@@ -174,7 +176,7 @@ impl Stats {
 
 /// Computes the stats of `schedule` as simulated in `timeline` under `costs`.
 pub fn stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
-    stats_of(schedule, timeline, costs, device_work(schedule, costs))
+    stats_of(schedule, timeline, costs, device_work(schedule, costs), &[])
 }
 
 /// The peak of `schedule`'s compute orders without its R passes and copies, when it has any
@@ -190,17 +192,19 @@ pub fn peak_without_trade(schedule: &Schedule, costs: &Costs) -> Option<f64> {
 }
 
 /// The stats of a measured run replayed in `timeline`: each device's work is the time its
-/// passes took, as measured (`costs` only say what equal stages would be).
-pub fn measured_stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs) -> Stats {
+/// passes took, as measured (`costs` only say what equal stages would be), and its span runs
+/// from when it began its first pass (`times`' starts: its wait for that pass's input kept),
+/// so cost and makespan are the measured step's.
+pub fn measured_stats(schedule: &Schedule, timeline: &Timeline, costs: &Costs, times: &PerOpTimes) -> Stats {
     let work = timeline.devices.iter().map(|d| d.ops.iter().map(|o| o.end - o.start).sum()).collect();
-    stats_of(schedule, timeline, costs, work)
+    stats_of(schedule, timeline, costs, work, &times.starts)
 }
 
-fn stats_of(schedule: &Schedule, timeline: &Timeline, costs: &Costs, work: Vec<f64>) -> Stats {
+fn stats_of(schedule: &Schedule, timeline: &Timeline, costs: &Costs, work: Vec<f64>, starts: &[f64]) -> Stats {
     let mut per_device = Vec::with_capacity(timeline.devices.len());
     let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
     for (device, dt) in timeline.devices.iter().enumerate() {
-        let start = dt.ops.first().map_or(0.0, |o| o.start);
+        let start = dt.ops.first().map_or(0.0, |o| starts.get(device).map_or(o.start, |&s| s.min(o.start)));
         let end = dt.ops.last().map_or(0.0, |o| o.end);
         if !dt.ops.is_empty() {
             first = first.min(start);

@@ -10,6 +10,7 @@ use crate::error::{Field, ParamError};
 
 /// How much of a forward a device recomputes before the backward.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Recompute {
     /// Keep every activation (no R pass).
     #[default]
@@ -60,6 +61,7 @@ impl RecomputeShape {
 
 /// Which microbatches each device offloads.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Offload {
     /// None.
     #[default]
@@ -228,6 +230,7 @@ impl Trade {
 /// What the user asked for, before it is priced: the flags, URL keys and playground fields
 /// `recompute`, `offload`, `copy-time` and `host-gbps`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct TradeSettings {
     /// Recompute per device (empty or `none`: none).
     pub recompute: Vec<Recompute>,
@@ -294,9 +297,16 @@ impl TradeSettings {
                     .hint("with plain costs give copy-time: the time one forward's activation (mem-f) takes to copy"));
                 }
                 let Some(t) = self.copy_time else { return Ok(None) };
-                if !t.is_finite() || t <= 0.0 {
-                    return Err(ParamError::new(Field::CopyTime, format!("copy-time must be above 0, found {t}"))
-                        .hint("the time one forward's activation takes to copy to the host, in the costs' time unit, e.g. 0.5"));
+                if !(t > 0.0 && t <= crate::units::MAX_COST) {
+                    return Err(ParamError::new(
+                        Field::CopyTime,
+                        format!(
+                            "copy-time must be above 0 and at most {:e}, found {}",
+                            crate::units::MAX_COST,
+                            crate::units::short_number(t)
+                        ),
+                    )
+                    .hint("the time one forward's activation takes to copy to the host, in the costs' time unit, e.g. 0.5"));
                 }
                 Ok(Some(t / mem_f.max(f64::MIN_POSITIVE)))
             }

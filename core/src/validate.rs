@@ -259,9 +259,11 @@ fn copies(
             last_at = at;
             if let Some(slot) = copy.slot {
                 let (start, time) = (slot.start, slot.time);
-                if !(start >= 0.0 && start.is_finite() && time > 0.0 && time.is_finite()) {
+                let max = crate::params::MAX_COST;
+                if !((0.0..=max).contains(&start) && time > 0.0 && time <= max) {
+                    let (start, time) = (crate::units::short_number(start), crate::units::short_number(time));
                     problem(
-                        format!("has a slot from {start} for {time}, but a slot starts at 0 or later and lasts a positive time"),
+                        format!("has a slot from {start} for {time}, but a slot starts at 0 or later and lasts a positive time, each up to {max:e}"),
                         "give the slot a finite start of 0 or more and a finite positive time, or no slot",
                     );
                 }

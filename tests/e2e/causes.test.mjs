@@ -67,6 +67,8 @@ export const tests = {
   async 'causes=1 in the link shades the gaps from the start'({ page, base, shots }) {
     await open(page, base, `${QUERY}&causes=1`);
     assert(await page.locator('[data-testid=causes-toggle]').isChecked(), 'the toggle follows the link');
+    // The causes follow the first chart from the engine (the bar shows once they are here).
+    await page.waitForSelector('[data-testid=attribution-bar]', { timeout: 15000 });
     const tip = await hoverGap(page, 0, 0.2, 0.5);
     assert(/waited for BW?\d+ on device 1 \(0\.3 communication\)/.test(tip), `device 0 waits for backwards from device 1: ${tip}`);
     await page.locator('.chart-card').screenshot({ path: `${shots}/causes-chart.png` });

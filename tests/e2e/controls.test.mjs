@@ -114,7 +114,7 @@ export const tests = {
     // Device 0 row, early in time: a forward.
     const rowY = await page.evaluate(() => 60);
     await page.mouse.move(box.x + box.width * 0.12, box.y + rowY);
-    await page.waitForSelector('[data-testid=tooltip]', { timeout: 3000 });
+    await page.waitForSelector('[data-testid=tooltip]', { timeout: 10000 });
     const tip = await text(page, 'tooltip');
     assert(/forward · microbatch \d+ · stage 0/.test(tip), `tooltip: ${tip}`);
     assert(tip.includes('start') && tip.includes('end'), `tooltip lacks times: ${tip}`);

@@ -70,4 +70,34 @@ export const tests = {
     const message = await error.innerText();
     assert(message.includes('rank1.pt.trace.json.gz') && message.includes('hint:'), message);
   },
+
+  // Issue 43 item 15: the card's per-device table shows every figure whole, and a measured
+  // run has no speedup over 1F1B (its costs are the run's own, no 1F1B ran on them).
+  async 'the measured card shows every figure whole and no speedup over 1F1B'({ page, base }) {
+    await open(page, base);
+    assertEq(await page.locator('[data-testid=stat-speedup]').count(), 1, 'a generated schedule has its speedup');
+    const before = await redraws(page);
+    await page.locator('[data-testid=import-file]').setInputFiles(rankFiles());
+    await page.waitForSelector('[data-testid=measured-run]');
+    await waitForRedraw(page, before);
+    const cut = await page.evaluate(() => [...document.querySelectorAll('[data-testid=measured-split] th, [data-testid=measured-split] td')]
+      .filter((c) => c.scrollWidth > c.clientWidth + 1).map((c) => c.textContent));
+    assertEq(JSON.stringify(cut), '[]', 'no cell of the per-device table is cut');
+    const table = page.locator('[data-testid=measured-split]');
+    const box = await table.boundingBox();
+    const card = await page.locator('[data-testid=measured-run]').boundingBox();
+    assert(box.x + box.width <= card.x + card.width + 1, 'the table fits its card');
+    const expected = JSON.parse(cli(['trace', run, '--json']));
+    const rows = await page.locator('[data-testid=measured-split] tbody tr').allTextContents();
+    assertEq(rows.length, expected.per_device.length, 'one row per device');
+    const head = await page.locator('[data-testid=measured-split] caption').textContent();
+    const unit = head.includes('ms') ? 1000 : 1;
+    expected.per_device.forEach((d, i) => {
+      const shown = (d.compute / unit).toFixed(2).replace(/0+$/, '').replace(/\.$/, '');
+      assert(rows[i].includes(shown), `device ${d.device}'s compute ${shown} in ${rows[i]}`);
+    });
+    assertEq(await page.locator('[data-testid=stat-speedup]').count(), 0, 'no speedup over 1F1B on a measured run');
+    const stats = await page.locator('section.tiles').first().textContent();
+    assert(!stats.includes('over 1F1B'), `no speedup tile: ${stats}`);
+  },
 };

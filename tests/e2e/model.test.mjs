@@ -118,4 +118,27 @@ export const tests = {
     const title = await page.locator('[data-testid=gantt-canvas]').getAttribute('aria-label');
     assert(title.endsWith('· limit 20 GiB'), `the limit in GiB in the chart's label: ${title}`);
   },
+
+  // Issue 43 item 15: the MLP as the model card gives it, and old links' meaning kept.
+  async 'the MLP shows its kind and the size the model card gives'({ page, base }) {
+    await open(page, base, 'schedule=zb-v&devices=8&microbatches=32&model=llama-3-8b');
+    assertEq(await page.locator('[data-testid=model-mlp]').inputValue(), 'swiglu', 'Llama 3 8B is SwiGLU');
+    assertEq(await page.locator('[data-testid=ffn-input]').inputValue(), '14336', 'its intermediate size');
+    const panel = await page.locator('[data-testid=model-panel]').textContent();
+    assert(panel.includes('Intermediate size') && !panel.includes('MLP width'), 'labelled as the model card does');
+    const cost = await text(page, 'stat-cost');
+    // An old link gave the MLP as a width, 1.5 × the intermediate size: the same model.
+    await open(page, base, 'schedule=zb-v&devices=8&microbatches=32&model=llama-3-8b&ffn=21504');
+    assertEq(await page.locator('[data-testid=model-mlp]').inputValue(), 'gelu', 'an old link\'s ffn is a width');
+    assertEq(await page.locator('[data-testid=ffn-input]').inputValue(), '21504', 'kept as written');
+    assertEq(await text(page, 'stat-cost'), cost, 'the same costs as the preset');
+    assertEq(await page.locator('[data-testid=url-warnings]').count(), 0, 'read without a warning');
+    // Switching the kind keeps the number and says what it means; the link carries both.
+    const before = await redraws(page);
+    await page.locator('[data-testid=model-mlp]').selectOption('swiglu');
+    await waitForRedraw(page, before);
+    await page.waitForFunction(() => new URLSearchParams(location.search).get('mlp') === 'swiglu');
+    assertEq(new URL(page.url()).searchParams.get('ffn'), '21504', 'the size stays');
+    assert((await text(page, 'stat-cost')) !== cost, 'a wider SwiGLU costs more');
+  },
 };

@@ -81,4 +81,17 @@ export const tests = {
     assert(warnings.includes('ignored f=abc: expected a number ≥ 0'), warnings);
     await shot('url-warnings');
   },
+
+  // Issue 43 item 16: `?p=8&microbatch=16` used to run the defaults without a word.
+  async 'a key the page does not know is named with the keys it most likely meant'({ page, base }) {
+    await open(page, base, 'p=8&microbatch=16');
+    assertEq(await page.locator('[data-testid=devices-input]').inputValue(), '4', 'the defaults run');
+    const warnings = await text(page, 'url-warnings');
+    assert(warnings.includes('ignored p=8: no such key; did you mean devices?'), warnings);
+    assert(warnings.includes('ignored microbatch=16: no such key; did you mean microbatches or micro-batch?'), warnings);
+    // The page's own view keys and every key it writes are known: no warning.
+    const link = 'v=1&schedule=zb-v&devices=8&microbatches=32&model=llama-3-8b&mlp=swiglu&ffn=14336&theme=dark&causes=1&measure=paper';
+    await open(page, base, link);
+    assertEq(await page.locator('[data-testid=url-warnings]').count(), 0, 'no warning for known keys');
+  },
 };

@@ -29,11 +29,13 @@ struct Shown {
 #[component]
 pub fn AttributionBar() -> impl IntoView {
     let state = expect_context::<AppState>();
-    // Computed with the schedule (in the worker for large ones): nothing runs here.
-    let shown = Memo::new(move |_| {
+    // Computed by the engine after the schedule: nothing runs here. While a result's extras
+    // are on their way the bar keeps the last split (its `data-computation` says whose), so
+    // the page below does not jump out and back on every slider step.
+    let shown = Memo::new(move |last: Option<&Option<Shown>>| {
         let o = state.outcome.get();
         let a = o.main.result.as_ref().ok()?;
-        let extras = o.main.extras.as_ref()?;
+        let Some(extras) = o.main.extras.as_ref() else { return last.cloned().flatten() };
         let parts = extras.causes.as_ref()?.attribution.overall;
         let gap = a.stats.cost - a.stats.ideal;
         Some(Shown { id: o.id, gap, parts, memory: extras.memory, bound: extras.bound })

@@ -119,7 +119,7 @@ fn CompareAllView() -> impl IntoView {
         sweep.with(|s| {
             let s = s.as_ref().ok()?;
             let mut on: Vec<_> = s.runs.iter().filter(|r| r.pareto).collect();
-            on.sort_by(|a, b| a.peak_memory.total_cmp(&b.peak_memory));
+            bubblescope::units::sort::sort_by(&mut on, |a, b| a.peak_memory.total_cmp(&b.peak_memory));
             Some(
                 on.into_iter()
                     .map(|r| {

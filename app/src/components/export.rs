@@ -1,12 +1,12 @@
 //! Export: SVG (the CLI's `render`, byte for byte), PNG, and the embed snippet.
 
-use bubblescope::formats::{self, CsvForm, Dialect, ExportOptions, TorchVersion};
 use bubblescope::render::{figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
 
 use crate::state::AppState;
 use crate::url::url_for;
+use crate::wire::{self, kind, ExportAsk};
 
 /// The schedule-data exports: the `export_data` format (also the `export-…` test id), the
 /// menu label and a note.
@@ -92,38 +92,22 @@ fn with_figure(
     Some(draw(&items, &opts))
 }
 
-/// Writes the main schedule in a data format.
-fn export_data(state: AppState, kind: &str) -> Result<(), String> {
+/// Writes the main schedule in a data format (the engine writes it) and offers it for
+/// download; says in `message` why not.
+fn export_data(state: AppState, format: &str, message: RwSignal<Option<String>>) {
     let o = state.outcome.get_untracked();
-    let a = o.main.result.as_ref().map_err(|_| "nothing to export: the settings are invalid".to_string())?;
-    let stem = file_stem(state);
-    let (name, mime, text) = match kind {
-        "json" => {
-            (format!("{stem}.json"), "application/json", formats::export_json(&a.schedule, Some(&o.params.costs)))
-        }
-        "csv" => (
-            format!("{stem}.csv"),
-            "text/csv",
-            formats::export_pytorch_csv(&a.schedule, CsvForm::ComputeOnly, Dialect::Current)
-                .map_err(|e| e.to_string())?,
-        ),
-        "csv-comms" | "csv-comms-2.14" => {
-            let (torch, name) = match kind {
-                "csv-comms" => (TorchVersion::V2_15, format!("{stem}-comms.csv")),
-                _ => (TorchVersion::V2_14, format!("{stem}-comms-torch2.14.csv")),
-            };
-            let options = ExportOptions::torch(torch);
-            let text = formats::export_pytorch_csv_with(&a.schedule, CsvForm::ComputeComms, &options)
-                .map_err(|e| e.to_string())?;
-            (name, "text/csv", text)
-        }
-        _ => (
-            format!("{stem}.trace.json"),
-            "application/json",
-            formats::export_perfetto(&a.schedule, &a.timeline).map_err(|e| e.to_string())?,
-        ),
+    let Ok(analysis) = o.main.result.clone() else {
+        message.set(Some("nothing to export: the settings are invalid".to_string()));
+        return;
     };
-    download(&name, mime, &text)
+    let stem = file_stem(state);
+    let ask = ExportAsk { format: format.to_string(), analysis, costs: o.params.costs.clone() };
+    crate::engine::ask(state, kind::EXPORT, wire::encode_export(&ask), move |answer| {
+        let written = wire::decode_exported(&answer)
+            .map_err(|e| format!("the engine's answer could not be read: {e}"))
+            .and_then(|r| r);
+        message.set(written.and_then(|f| download(&format!("{stem}{}", f.suffix), &f.mime, &f.text)).err());
+    });
 }
 
 fn file_stem(state: AppState) -> String {
@@ -216,7 +200,7 @@ pub fn ExportMenu() -> impl IntoView {
                 <div class="menu-sep"></div>
                 {DATA_FORMATS.iter().map(|&(format, label, note)| view! {
                     <button type="button" role="menuitem" class="menu-item" data-testid=format!("export-{format}")
-                        on:click=move |_| message.set(export_data(state, format).err())>
+                        on:click=move |_| export_data(state, format, message)>
                         {label} <span class="muted">{format!(" {note}")}</span>
                     </button>
                 }).collect_view()}

@@ -2,67 +2,36 @@
 //! validation messages; or a measured run: the per-rank profiler traces of a PyTorch run,
 //! several files at once.
 
-use std::sync::Arc;
-
-use bubblescope::formats::{self, Format, ImportOptions};
+use bubblescope::formats;
 use bubblescope::{Diagnostic, Severity};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
 
 use crate::state::{AppState, LoadedFile};
-
-/// Reads `text` named `name` as a schedule file; also returns the costs a JSON file stores.
-pub fn load(name: &str, text: &str) -> (LoadedFile, Option<bubblescope::Costs>) {
-    let name = formats::sanitize(name);
-    // The name, else the content; a file that tells neither is read as CSV, whose errors say why.
-    let format = formats::detect(&name, text, None).unwrap_or(Format::PytorchCsv);
-    let imported =
-        formats::import(text, format, &ImportOptions { dialect: None, merge_bw: false, source: Some(name.clone()) });
-    let file = LoadedFile {
-        name,
-        schedule: imported.schedule.map(Arc::new),
-        diagnostics: imported.diagnostics,
-        times: imported.times,
-        measured: None,
-    };
-    (file, imported.costs)
-}
+use crate::wire::{self, kind};
 
 /// The most bytes one trace file may have for the playground to read it (compressed or
 /// not): larger runs read with the CLI (`bubblescope convert DIR run.json`, then open it).
 pub const MAX_TRACE_FILE_BYTES: f64 = 64.0 * 1_048_576.0;
 
-/// Whether a file looks like a profiler trace: gzipped, or JSON that starts like one.
-pub fn is_trace(name: &str, head: &[u8]) -> bool {
-    head.starts_with(&[0x1f, 0x8b]) || name.to_ascii_lowercase().ends_with(".json.gz") || {
-        let text = String::from_utf8_lossy(&head[..head.len().min(64 << 10)]);
-        text.contains("\"traceEvents\"") || text.contains("\"schemaVersion\"")
-    }
-}
-
-/// Reads the per-rank traces `files` (name, bytes) as one measured run.
-///
-/// # Errors
-/// What [`bubblescope::measured`] says: the file and rank, and a hint.
-pub fn load_traces(files: &[(String, Vec<u8>)]) -> Result<LoadedFile, String> {
-    let mut ranks = Vec::new();
-    for (name, bytes) in files {
-        ranks.push(
-            bubblescope::measured::read_rank(&formats::sanitize(name), bytes.as_slice()).map_err(|e| e.to_string())?,
-        );
-    }
-    let run = bubblescope::measured::assemble(ranks, None).map_err(|e| e.to_string())?;
-    let name = match files {
-        [(one, _)] => formats::sanitize(one),
-        _ => format!("{} trace files", files.len()),
-    };
-    Ok(LoadedFile {
-        name,
-        schedule: Some(Arc::new(run.schedule.clone())),
-        diagnostics: Vec::new(),
-        times: Some(run.op_times()),
-        measured: Some(Arc::new(run)),
-    })
+/// Opens `files` (name, bytes) in the engine: several, or any trace, as one measured run,
+/// else one schedule file, whose stored costs become the settings.
+fn open_files(state: AppState, files: Vec<(String, Vec<u8>)>, error: RwSignal<Option<String>>) {
+    crate::engine::ask(state, kind::IMPORT, wire::encode_import(&files), move |answer| {
+        let opened = wire::decode_imported(&answer)
+            .map_err(|e| format!("the engine's answer could not be read: {e}"))
+            .and_then(|r| r);
+        match opened {
+            Ok(opened) => {
+                // Costs stored in a JSON file become the settings, so the sliders show them.
+                if let Some(costs) = opened.costs {
+                    state.link.update(|l| l.params.costs = costs);
+                }
+                open(state, opened.file);
+            }
+            Err(e) => error.set(Some(e)),
+        }
+    });
 }
 
 /// Reads every picked or dropped file: several, or any trace, as one measured run; else one
@@ -101,10 +70,7 @@ fn read_trace_files(state: AppState, list: Vec<web_sys::File>, error: RwSignal<O
                 }
             }
         }
-        match load_traces(&files) {
-            Ok(loaded) => open(state, loaded),
-            Err(e) => error.set(Some(e)),
-        }
+        open_files(state, files, error);
     });
 }
 
@@ -131,23 +97,7 @@ fn read_file(state: AppState, file: web_sys::File, error: RwSignal<Option<String
     error.set(None);
     leptos::task::spawn_local(async move {
         match wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
-            Ok(buffer) => {
-                let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-                if is_trace(&name, &bytes) {
-                    match load_traces(&[(name, bytes)]) {
-                        Ok(loaded) => open(state, loaded),
-                        Err(e) => error.set(Some(e)),
-                    }
-                    return;
-                }
-                let text = String::from_utf8_lossy(&bytes);
-                let (loaded, costs) = load(&name, &text);
-                // Costs stored in a JSON file become the settings, so the sliders show them.
-                if let Some(costs) = costs {
-                    state.link.update(|l| l.params.costs = costs);
-                }
-                open(state, loaded);
-            }
+            Ok(buffer) => open_files(state, vec![(name, js_sys::Uint8Array::new(&buffer).to_vec())], error),
             Err(_) => error.set(Some(format!("cannot read {}", formats::sanitize(&name)))),
         }
     });

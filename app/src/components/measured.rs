@@ -19,6 +19,10 @@ pub fn MeasuredCard(run: Arc<MeasuredRun>) -> impl IntoView {
     let (stages, microbatches, passes) = run.sizes();
     let step = run.step.map_or_else(String::new, |n| format!(", profiler step {n}"));
     let devices = run.schedule.devices();
+    // One unit for the whole per-device table, named in its head, so every cell is a short
+    // number that fits the card.
+    let (unit, per_unit) = if run.step_time >= 1000.0 { ("ms", 1000.0) } else { ("µs", 1.0) };
+    let cell = move |v: f64| format_number(v / per_unit, 2);
     let rows = run
         .devices
         .iter()
@@ -26,10 +30,10 @@ pub fn MeasuredCard(run: Arc<MeasuredRun>) -> impl IntoView {
             view! {
                 <tr>
                     <td>{d.device}</td>
-                    <td>{format_micros(d.compute)}</td>
-                    <td>{format_micros(d.communication)}</td>
-                    <td>{format_micros(d.wait)}</td>
-                    <td>{format_micros(d.overhead)}</td>
+                    <td>{cell(d.compute)}</td>
+                    <td>{cell(d.communication)}</td>
+                    <td>{cell(d.wait)}</td>
+                    <td>{cell(d.overhead)}</td>
                 </tr>
             }
         })
@@ -74,7 +78,8 @@ pub fn MeasuredCard(run: Arc<MeasuredRun>) -> impl IntoView {
             </p>
             <p class="measured-step" data-testid="measured-step">"step " {format_micros(run.step_time)}</p>
             <p class="help" data-testid="measured-prediction">{prediction}</p>
-            <table class="table compact measured-split">
+            <table class="table compact measured-split" data-testid="measured-split">
+                <caption class="help">{format!("each device's time, {unit}")}</caption>
                 <thead><tr><th>"dev"</th><th>"compute"</th><th>"comm"</th><th>"wait"</th><th title="the runtime's own time between passes">"other"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>

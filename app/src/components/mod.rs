@@ -28,7 +28,7 @@ pub use embed::EmbedView;
 pub use errors::ErrorBanner;
 pub use export::{current_svg, download, ExportMenu};
 pub use header::Header;
-pub use import::{load, ImportPanel};
+pub use import::ImportPanel;
 pub use inputs::{NumberField, NumberKind};
 pub use model::{DerivedTable, ModelPanel, SizeLimitField};
 pub use playback::{ChartFrame, Playback, BASE_SECONDS};

@@ -6,8 +6,8 @@
 
 use bubblescope::model::calibrate::parse_times;
 use bubblescope::model::presets::{model_preset, model_presets};
-use bubblescope::model::{parse_bytes, Derived, ModelSpec, PieceCosts, Term, DEFAULT_GPU, GPUS};
-use bubblescope::permalink::Settings;
+use bubblescope::model::{parse_bytes, Derived, Mlp, ModelSpec, PieceCosts, Term, DEFAULT_GPU, GPUS};
+use bubblescope::settings::Settings;
 use bubblescope::units::{format_bytes, format_micros, format_number, GIB};
 use bubblescope::Field;
 use leptos::prelude::*;
@@ -15,18 +15,29 @@ use leptos::prelude::*;
 use super::inputs::{NumberField, NumberKind};
 use crate::state::AppState;
 
-/// The model's whole-number settings as the form shows them: label, setting, help.
-const MODEL_COUNTS: [(&str, Field, &str); 9] = [
+/// The model's whole-number settings as the form shows them: label, setting, help. The MLP's
+/// kind and size come between the first [`COUNTS_BEFORE_MLP`] and the rest.
+const MODEL_COUNTS: [(&str, Field, &str); 8] = [
     ("Layers", Field::Layers, ""),
     ("Hidden size", Field::Hidden, ""),
     ("Heads", Field::Heads, ""),
     ("KV heads", Field::KvHeads, "grouped-query attention"),
-    ("MLP width", Field::Ffn, ""),
     ("Sequence", Field::Seq, "tokens"),
     ("Microbatch", Field::MicroBatch, "sequences"),
     ("Vocabulary", Field::Vocab, ""),
     ("Tensor parallel", Field::Tp, "GPUs per stage; costs per GPU"),
 ];
+
+/// How many of [`MODEL_COUNTS`] come before the MLP's kind and size.
+const COUNTS_BEFORE_MLP: usize = 4;
+
+/// The label of the MLP's size for its kind: as model cards name it.
+fn mlp_size_label(mlp: Mlp) -> &'static str {
+    match mlp {
+        Mlp::Gelu => "MLP width",
+        Mlp::Swiglu => "Intermediate size",
+    }
+}
 
 /// The hardware's settings as the form shows them: label, setting, kind, help.
 const MODEL_HARDWARE: [(&str, Field, NumberKind, &str); 6] = [
@@ -120,6 +131,7 @@ fn ModelForm() -> impl IntoView {
                         micro_batch: Some(m.micro_batch),
                         vocab: Some(m.vocab),
                         ffn: m.ffn,
+                        mlp: Some(m.mlp),
                         tflops: m.tflops,
                         bandwidth: m.bandwidth,
                         latency: Some(m.latency),
@@ -130,6 +142,11 @@ fn ModelForm() -> impl IntoView {
                         gpus_per_node: Some(m.gpus_per_node),
                         gemm_efficiency: m.gemm_efficiency,
                         memory_efficiency: m.memory_efficiency,
+                        sequence_parallel: (!m.sequence_parallel).then_some(false),
+                        tp_overlap: m.tp_overlap.then_some(true),
+                        precision: (m.precision != bubblescope::model::Precision::Bf16).then_some(m.precision),
+                        dp: (m.dp > 1).then_some(m.dp),
+                        rank_order: (m.rank_order != bubblescope::model::RankOrder::TpDpPp).then_some(m.rank_order),
                     };
                 } else {
                     l.model.preset = None;
@@ -193,6 +210,17 @@ fn ModelForm() -> impl IntoView {
     let gpu_source = move || GPUS.iter().find(|g| g.key == gpu()).map(|g| g.source);
     let gpu_error = move || state.error_for(Field::Gpu);
     let flash = move || resolved.with(|m| m.as_ref().is_some_and(|m| m.flash_attention));
+    // The MLP's kind: the link's, or the preset's; the size box is labelled for it.
+    let mlp = Memo::new(move |_| resolved.with(|m| m.as_ref().map_or(Mlp::Gelu, |m| m.mlp)));
+    let set_mlp = move |name: String| {
+        state.update(|l| {
+            let _ = l.model.set(Field::Mlp, &name);
+        });
+    };
+    let mlp_help = move |m: Mlp| match m {
+        Mlp::Gelu => "two matrices, as the model card gives it",
+        Mlp::Swiglu => "three matrices, as the model card gives it",
+    };
     let set_flash = move |on: bool| state.update(|l| l.model.flash_attention = Some(on));
     let layout_error = move || state.error_for(Field::Layout);
     let model_error = move || state.error_for(Field::Model);
@@ -223,7 +251,18 @@ fn ModelForm() -> impl IntoView {
             <p class="field-error" role="alert" data-testid="error-message" hidden=move || gpu_error().is_none()>{gpu_error}</p>
         </div>
         <div class="model-grid">
-            {MODEL_COUNTS.into_iter().map(|(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
+            {MODEL_COUNTS[..COUNTS_BEFORE_MLP].iter().map(|&(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
+            <div class="field">
+                <label for="mlp">"MLP"</label>
+                <select id="mlp" class="select" data-testid="model-mlp" prop:value=move || mlp.get().name()
+                    on:change=move |ev| set_mlp(event_target_value(&ev))>
+                    {Mlp::ALL.into_iter().map(|m| view! {
+                        <option value=m.name()>{match m { Mlp::Gelu => "GELU", Mlp::Swiglu => "SwiGLU" }}</option>
+                    }).collect_view()}
+                </select>
+            </div>
+            {move || { let m = mlp.get(); field(mlp_size_label(m), Field::Ffn, NumberKind::Count, mlp_help(m)) }}
+            {MODEL_COUNTS[COUNTS_BEFORE_MLP..].iter().map(|&(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
             {MODEL_HARDWARE.into_iter().map(|(label, f, kind, help)| field(label, f, kind, help)).collect_view()}
         </div>
         <Calibrate/>

@@ -281,7 +281,7 @@ pub fn PlaybackBar() -> impl IntoView {
                         let mut speeds = SPEEDS.to_vec();
                         if !speeds.contains(&current) {
                             speeds.push(current);
-                            speeds.sort_by(f64::total_cmp);
+                            bubblescope::units::sort::sort_by(&mut speeds, f64::total_cmp);
                         }
                         speeds.into_iter().map(|s| view! { <option value=format!("{s}")>{format!("{}×", format_number(s, 3))}</option> }).collect_view()
                     }}

@@ -157,8 +157,18 @@ pub fn StatTiles() -> impl IntoView {
                 <div class="tile-foot">{move || over_limit().unwrap_or_else(peak_in_forwards)}</div>
             </div>
             <div class="tile">
-                <div class="tile-label">"Speedup"<span class="tile-sub" title="over 1F1B, same settings">" over 1F1B, same settings"</span></div>
-                <div class="tile-value" data-testid="stat-speedup">{move || speedup().map(|s| format!("{}×", format_number(s, 3))).unwrap_or_else(|| "—".into())}</div>
+                // A measured run's costs are its own: no 1F1B ran on them, so no speedup over it.
+                {move || if measured() {
+                    view! {
+                        <div class="tile-label">"Measured run"<span class="tile-sub">" its own orders and times"</span></div>
+                        <div class="tile-value" data-testid="stat-no-speedup">"—"</div>
+                    }.into_any()
+                } else {
+                    view! {
+                        <div class="tile-label">"Speedup"<span class="tile-sub" title="over 1F1B, same settings">" over 1F1B, same settings"</span></div>
+                        <div class="tile-value" data-testid="stat-speedup">{move || speedup().map(|s| format!("{}×", format_number(s, 3))).unwrap_or_else(|| "—".into())}</div>
+                    }.into_any()
+                }}
                 <div class="tile-foot">{move || outcome.with(|o| if o.is_waiting() { "computing…".to_string() } else { format!("computed in {} ms", format_number(o.elapsed_ms, 1)) })}</div>
             </div>
             <div class="tile">

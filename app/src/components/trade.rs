@@ -1,6 +1,6 @@
 //! Memory traded for time, in the Memory panel: recompute, offload and the price of a copy to
 //! the host, and "Fit under the limit", which picks the cheapest setting that fits. Every rule
-//! is core's: the settings are priced in [`bubblescope::permalink::Settings::effective_params`]
+//! is core's: the settings are priced in [`bubblescope::settings::Settings::effective_params`]
 //! and searched in [`crate::fit`].
 
 use bubblescope::permalink::Permalink;

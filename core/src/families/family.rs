@@ -19,16 +19,19 @@ pub enum FamilyGroup {
     TwoDirectional,
     /// Microbatches split along the sequence.
     SequenceSplit,
+    /// The output and input layers split by vocabulary over every device.
+    Vocabulary,
 }
 
 impl FamilyGroup {
     /// Every group, in picker order.
-    pub const ALL: [FamilyGroup; 5] = [
+    pub const ALL: [FamilyGroup; 6] = [
         FamilyGroup::Classic,
         FamilyGroup::ZeroBubble,
         FamilyGroup::VShape,
         FamilyGroup::TwoDirectional,
         FamilyGroup::SequenceSplit,
+        FamilyGroup::Vocabulary,
     ];
 
     /// The group's heading.
@@ -39,6 +42,7 @@ impl FamilyGroup {
             FamilyGroup::VShape => "V-shape",
             FamilyGroup::TwoDirectional => "Two-directional",
             FamilyGroup::SequenceSplit => "Sequence-split",
+            FamilyGroup::Vocabulary => "Vocabulary-parallel",
         }
     }
 }
@@ -55,7 +59,7 @@ pub enum BubbleQuantity {
 
 impl BubbleQuantity {
     /// The simulated value of this quantity.
-    pub fn of(self, stats: &crate::Stats) -> f64 {
+    pub fn of(self, stats: &crate::stats::Stats) -> f64 {
         match self {
             BubbleQuantity::CostMinusIdeal => stats.cost - stats.ideal,
             BubbleQuantity::LeastBusyIdle => {
@@ -189,6 +193,9 @@ pub struct Family {
     pub generate: fn(&ScheduleParams) -> Result<Schedule, ParamError>,
     /// The closed-form prediction, when the family has one for these parameters.
     pub predict: fn(&ScheduleParams) -> Option<Prediction>,
+    /// Whether PipeOffload's own copy placement (`--offload pipeoffload`, written for its
+    /// grouped interleaved schedule) runs on this family's schedule.
+    pub pipeoffload: bool,
 }
 
 /// A paper or code that families come from: how it is cited and where it is.
@@ -229,6 +236,7 @@ impl Family {
         slow_search: None,
         generate: no_generator,
         predict: no_prediction,
+        pipeoffload: false,
     };
 
     /// [`Family::DEFAULTS`] citing `paper`.
@@ -316,6 +324,7 @@ impl Family {
     pub fn generate(&self, params: &ScheduleParams) -> Result<Schedule, ParamError> {
         params.check_common()?;
         reject_unused(params, self)?;
+        reject_pipeoffload(params, self)?;
         params.check_passes(self.pass_count(params))?;
         crate::passes::generate_with_trade(params, self.generate, self.uses(Field::MemLimit))
     }
@@ -384,6 +393,25 @@ pub(crate) fn per_chunk(params: &ScheduleParams, chunks: u32, per_chunk: u64) ->
 
 /// Rejects the options (`chunks`, `group`, `waves`, `seq-splits`, `overlap`) a family does not
 /// read, so a user who sets one learns it has no effect.
+/// The family PipeOffload's placement was written for (the one entry with `pipeoffload: true`).
+pub(crate) const PIPEOFFLOAD_FAMILY: &str = "group-interleaved";
+
+/// Refuses PipeOffload's placement for a family it was not written for: its slot grid follows
+/// the grouped interleaved schedule's waits, so on another schedule it finds nothing to copy.
+fn reject_pipeoffload(params: &ScheduleParams, family: &Family) -> Result<(), ParamError> {
+    let asked = params.costs.trade.as_deref().is_some_and(|t| t.offload == crate::trade::Offload::PipeOffload);
+    if !asked || family.pipeoffload {
+        return Ok(());
+    }
+    let own = PIPEOFFLOAD_FAMILY;
+    Err(ParamError::new(
+        Field::Offload,
+        format!("{} cannot take --offload pipeoffload: it is PipeOffload's own placement for {own}", family.name),
+    )
+    .hint("use --offload auto (every activation whose wait hides the copies) or a fraction, which suit any family")
+    .hint(format!("or run -s {own} for PipeOffload's schedule")))
+}
+
 fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamError> {
     let given = [
         (Field::Chunks, params.chunks.is_some()),

@@ -26,7 +26,7 @@ use crate::schedule::{Pass, PassKind, Placement, Schedule};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
-    name: "group-interleaved",
+    name: super::family::PIPEOFFLOAD_FAMILY,
     title: "Grouped interleaved 1F1B (PipeOffload)",
     // Megatron's interleaving, regrouped: with the classic schedules (the Zero Bubble group's
     // seven members already take every marker shape of the Pareto chart).
@@ -42,6 +42,7 @@ pub const FAMILY: Family = Family {
     constraints: "chunks ≥ 1 (default 2); 1 ≤ group ≤ devices (default group = devices)",
     passes,
     generate,
+    pipeoffload: true,
     ..Family::DEFAULTS
 };
 

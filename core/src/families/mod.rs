@@ -12,6 +12,7 @@ mod family;
 pub(crate) mod gpipe;
 pub(crate) mod group_interleaved;
 pub(crate) mod hanayo;
+pub(crate) mod interlaced_vocab;
 pub(crate) mod interleaved;
 pub(crate) mod interleaved_zb;
 pub(crate) mod one_f_one_b;
@@ -21,6 +22,10 @@ pub(crate) mod v_auto;
 pub(crate) mod v_blocks;
 pub(crate) mod v_common;
 pub(crate) mod v_half_min;
+pub(crate) mod vocab_1;
+pub(crate) mod vocab_1f1b;
+pub(crate) mod vocab_2;
+pub(crate) mod vocab_common;
 pub(crate) mod zb_auto;
 pub(crate) mod zb_h1;
 pub(crate) mod zb_h2;
@@ -37,3 +42,5 @@ pub use family::{
 mod appendix_a;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod vocab_tests;

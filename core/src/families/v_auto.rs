@@ -20,9 +20,9 @@ use super::{
     per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch,
 };
 use crate::error::{Field, ParamError};
+use crate::params::Costs;
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Placement, Schedule};
-use crate::Costs;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use steps::{cool_down, fill_and_check, repeated_peak, schedule_block, steady_block, trimmed_rows};
@@ -48,6 +48,7 @@ pub const FAMILY: Family = Family {
     }),
     generate,
     predict,
+    ..Family::DEFAULTS
 };
 
 /// The default memory limit: 1F1B's, `P·mem-f` (V-ZB's memory).
@@ -293,7 +294,7 @@ impl Search<'_> {
             }
             over
         });
-        blocks.sort_by_key(|b| (b.bound, b.index));
+        crate::units::sort::sort_by_key(&mut blocks, |b| (b.bound, b.index));
         let margin = if self.balanced() { 0 } else { SCREEN_MARGIN };
         let mut least: Option<i64> = None;
         let mut candidates = Vec::new();
@@ -319,7 +320,7 @@ impl Search<'_> {
                 candidates.push(Candidate { index: block.index, grid: Rc::clone(grid), bubble: *bubble });
             }
         }
-        candidates.sort_by_key(|c| c.index);
+        crate::units::sort::sort_by_key(&mut candidates, |c| c.index);
         self.screen(candidates)
     }
 
@@ -384,7 +385,7 @@ impl Search<'_> {
             }
             false
         });
-        blocks.sort_by_key(|&(peak, index, _)| (std::cmp::Reverse(peak), index));
+        crate::units::sort::sort_by_key(&mut blocks, |&(peak, index, _)| (std::cmp::Reverse(peak), index));
         let mut least: Option<i64> = None;
         let mut candidates: Vec<SteadyCandidate> = Vec::new();
         for (peak, index, starts) in blocks {
@@ -408,7 +409,7 @@ impl Search<'_> {
         if let Some(least) = least {
             candidates.retain(|c| c.candidate.bubble <= least + margin);
         }
-        candidates.sort_by_key(|c| c.candidate.index);
+        crate::units::sort::sort_by_key(&mut candidates, |c| c.candidate.index);
         candidates
     }
 
@@ -508,7 +509,7 @@ impl Search<'_> {
     /// reaches the least slot bubble's cost. Rows equal to an earlier candidate's are not
     /// simulated again: they cost the same and lose the tie.
     fn cheapest(&self, mut candidates: Vec<Candidate>, balanced: bool) -> Option<Schedule> {
-        candidates.sort_by_key(|c| c.index);
+        crate::units::sort::sort_by_key(&mut candidates, |c| c.index);
         let least = candidates.iter().map(|c| c.bubble).min()?;
         let pass_time = self.costs.f / 2.0;
         let floor = (6 * i64::from(self.microbatches) + least) as f64 * pass_time;

@@ -37,11 +37,12 @@ impl Chunk {
 }
 
 /// Index of a split-backward pass kind in per-kind counters: F 0, B 1, W 2 (a fused BW
-/// counts as B, a recompute as F).
+/// counts as B, a recompute as F; the vocabulary passes, which these generators never place,
+/// as their layer's forward or backward).
 pub(super) fn fbw_index(kind: PassKind) -> usize {
     match kind {
-        PassKind::F | PassKind::R => 0,
-        PassKind::B | PassKind::BW => 1,
+        PassKind::F | PassKind::R | PassKind::S | PassKind::IF => 0,
+        PassKind::B | PassKind::BW | PassKind::T | PassKind::IB => 1,
         PassKind::W => 2,
     }
 }

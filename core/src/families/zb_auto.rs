@@ -341,6 +341,7 @@ impl<'a> Heuristic<'a> {
             PassKind::W => self.costs.w[d],
             PassKind::BW => self.costs.b[d] + self.costs.w[d],
             PassKind::R => self.costs.f[d],
+            PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => 0.0,
         }
     }
 
@@ -353,15 +354,15 @@ impl<'a> Heuristic<'a> {
             PassKind::B => -(mem_f - mem_w),
             PassKind::W => -mem_w,
             PassKind::BW => -mem_f,
-            PassKind::R => 0.0,
+            PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => 0.0,
         }
     }
 
     /// Appends the next pass of `kind` on device `d` (the code's `put`).
     fn put(&mut self, d: u32, kind: PassKind) {
         let counter = match kind {
-            PassKind::F | PassKind::R => &mut self.forwards[d as usize],
-            PassKind::B | PassKind::BW => &mut self.backwards[d as usize],
+            PassKind::F | PassKind::R | PassKind::S | PassKind::IF => &mut self.forwards[d as usize],
+            PassKind::B | PassKind::BW | PassKind::T | PassKind::IB => &mut self.backwards[d as usize],
             PassKind::W => &mut self.weights[d as usize],
         };
         let pass = Pass::new(kind, d, *counter);
@@ -580,14 +581,14 @@ fn final_orders(run: Run, costs: &StageCosts, limit: f64) -> Schedule {
             .map(|(op, timed)| {
                 let pass = op.first();
                 let rank = match pass.kind {
-                    PassKind::F | PassKind::R => 0,
-                    PassKind::B | PassKind::BW => 1,
+                    PassKind::F | PassKind::R | PassKind::S | PassKind::IF => 0,
+                    PassKind::B | PassKind::BW | PassKind::T | PassKind::IB => 1,
                     PassKind::W => 2,
                 };
                 (timed.end, rank, pass.microbatch, *op)
             })
             .collect();
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        crate::units::sort::sort_by(&mut keyed, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         *order = keyed.into_iter().map(|k| k.3).collect();
     }
     if sorted.orders.iter().all(|order| order_peak(order, costs) <= limit) {

@@ -1,6 +1,6 @@
 //! Checking an imported schedule in the file's own terms.
 //!
-//! [`crate::validate`] and [`crate::simulate`] speak of devices and positions in the orders. A
+//! [`crate::validate`] and [`crate::sim::simulate`] speak of devices and positions in the orders. A
 //! file's reader thinks in rows, columns and cell text, and a CSV row has cells (idle slots,
 //! SEND/RECV actions) that are not ops. So importers hand their ops here with the column each
 //! came from; this check reports every problem at that column, naming passes the way the file
@@ -113,8 +113,19 @@ impl Kept {
                 Some("the two pipelines of a two-directional schedule split the microbatches in equal halves"),
             ));
         }
-        let home = placement.device_of(pass.stage).unwrap_or(device);
-        if home != device {
+        if pass.kind.is_vocab() {
+            // A vocabulary pass's stage is its shard, which lives on the device of its number.
+            if pass.stage != device {
+                return Some((
+                    format!(
+                        "{cell} runs on device {device}, but vocabulary shard {} lives on device {}",
+                        pass.stage, pass.stage
+                    ),
+                    Some("shard k of the output and input layers (S, T, IF, IB) runs on device k"),
+                ));
+            }
+        } else if placement.device_of(pass.stage).unwrap_or(device) != device {
+            let home = placement.device_of(pass.stage).unwrap_or(device);
             return Some((
                 format!("{cell} runs on device {device}, but stage {} is placed on device {home}", pass.stage),
                 Some("every action of a stage must run on the device its placement names"),
@@ -205,7 +216,7 @@ pub(crate) fn check_then_simulate(
 
     if simulate && out.errors() == errors_before {
         let stage_costs = StageCosts::for_schedule(costs, &checked.schedule);
-        match crate::simulate(&checked.schedule, &stage_costs) {
+        match crate::sim::simulate(&checked.schedule, &stage_costs) {
             Ok(_) => {}
             Err(SimError::Deadlock(stuck)) => report_deadlock(&checked, &stuck, source, name, out),
             Err(SimError::Malformed(message)) => out.push(source.error(format!("internal check failed: {message}"))),
@@ -281,7 +292,7 @@ fn check_complete(
             for slice in 0..slices {
                 let key = Pass { kind: PassKind::F, stage, microbatch, slice };
                 let with = |kind| name(Pass { kind, ..key });
-                let [f, b, w, bw, _] = seen[keys.index(stage, microbatch, slice)];
+                let [f, b, w, bw, ..] = seen[keys.index(stage, microbatch, slice)];
                 let found = |i: u32| (i != NONE).then(|| column(i));
                 let (f, b, w, bw) = (found(f), found(b), found(w), found(bw));
                 if f.is_none() {

@@ -73,8 +73,8 @@ pub fn export(
                 FormatError::new("a perfetto trace needs costs to time the schedule, and none were given")
                     .hint("pass the costs the schedule should run with")
             })?;
-            let stage_costs = crate::StageCosts::for_schedule(costs, schedule);
-            let timeline = crate::simulate(schedule, &stage_costs)
+            let stage_costs = crate::params::StageCosts::for_schedule(costs, schedule);
+            let timeline = crate::sim::simulate(schedule, &stage_costs)
                 .map_err(|e| FormatError::new(format!("cannot time the schedule for a trace: {e}")))?;
             export_perfetto(schedule, &timeline)
         }
@@ -88,7 +88,7 @@ pub fn export(
 /// # Errors
 /// As [`export`].
 pub fn export_analysis(
-    analysis: &crate::Analysis,
+    analysis: &crate::analysis::Analysis,
     costs: &Costs,
     format: Format,
     options: &ExportOptions,

@@ -6,7 +6,7 @@ use crate::error::ParamError;
 use crate::params::{check_mem_limit, Costs, ScheduleParams};
 use crate::schedule::Schedule;
 use crate::sim::PerOpTimes;
-use crate::{analyze, Analysis, AnalyzeError};
+use crate::{analysis::analyze, analysis::Analysis, analysis::AnalyzeError};
 
 use super::{sanitize, Format, FormatError};
 
@@ -88,7 +88,11 @@ pub fn analyze_file_timed(
         // A file of compute orders takes the recompute and offload the costs ask for, as a
         // generated schedule does; one that has its own keeps them.
         None if !schedule.trades_memory() => analyze(crate::passes::apply(schedule, &costs)?, &costs),
-        None => analyze(schedule, &costs),
+        None => {
+            crate::passes::check_no_second_trade(&schedule, &costs)?;
+            crate::passes::check_copy_rate(&schedule, &costs)?;
+            analyze(schedule, &costs)
+        }
     });
     FileAnalysis { label, params, analysis }
 }

@@ -8,8 +8,8 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::params::{CostProfile, Costs, MAX_DEVICES, MAX_PASSES};
-use crate::schedule::{CopyKind, CopyOp, CopySlot, Op, Pass, PassKind, Placement, PlacementKind, Schedule};
+use crate::params::{CostProfile, Costs, VocabCosts, MAX_DEVICES, MAX_PASSES};
+use crate::schedule::{CopyKind, CopyOp, CopySlot, Op, Pass, PassKind, Placement, PlacementKind, Schedule, VocabSplit};
 use crate::sim::PerOpTimes;
 
 use super::check::{self, Draft};
@@ -21,8 +21,8 @@ pub const JSON_FORMAT: &str = "bubblescope-schedule";
 /// The version this crate writes and reads.
 pub const JSON_VERSION: u64 = 1;
 
-const FIELDS: [&str; 9] =
-    ["format", "version", "placement", "microbatches", "slices", "costs", "orders", "copies", "times"];
+const FIELDS: [&str; 10] =
+    ["format", "version", "placement", "microbatches", "slices", "costs", "orders", "copies", "times", "vocab"];
 
 /// A cost: written as a JSON number when every JSON reader gets it back bit for bit, else as a
 /// string holding the number.
@@ -98,6 +98,28 @@ struct CostsJson {
     /// Per-piece costs; left out when every piece costs the same (files stay as they were).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     profile: Option<ProfileJson>,
+    /// The vocabulary shards' times; left out when the model has no vocabulary split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vocab: Option<VocabCostsJson>,
+}
+
+/// The `costs.vocab` object: one shard's S, T, IF and IB times and one barrier's.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object with s, t, input_f, input_b and reduce")]
+struct VocabCostsJson {
+    s: Number,
+    t: Number,
+    input_f: Number,
+    input_b: Number,
+    reduce: Number,
+}
+
+/// The `vocab` object: how the schedule splits the vocabulary layers.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object with barriers (1 or 2) and side_stream (true or false)")]
+struct VocabSplitJson {
+    barriers: u32,
+    side_stream: bool,
 }
 
 /// The `costs.profile` object: one list per cost, one number per piece of the model.
@@ -157,6 +179,13 @@ impl From<&Costs> for CostsJson {
             mem_f: Number(c.mem_f),
             mem_w: c.mem_w.map(Number),
             profile: c.profile.as_deref().map(ProfileJson::from),
+            vocab: c.vocab.map(|v| VocabCostsJson {
+                s: Number(v.s),
+                t: Number(v.t),
+                input_f: Number(v.input_f),
+                input_b: Number(v.input_b),
+                reduce: Number(v.reduce),
+            }),
         }
     }
 }
@@ -169,10 +198,18 @@ impl From<CostsJson> for Costs {
             b: c.b.0,
             w: c.w.0,
             comm: c.comm.0,
+            links: None,
             overlap: c.overlap.map(|n| n.0),
             mem_f: c.mem_f.0,
             mem_w: c.mem_w.map(|n| n.0),
             profile: c.profile.map(|p| Arc::new(CostProfile::from(p))),
+            vocab: c.vocab.map(|v| VocabCosts {
+                s: v.s.0,
+                t: v.t.0,
+                input_f: v.input_f.0,
+                input_b: v.input_b.0,
+                reduce: v.reduce.0,
+            }),
         }
     }
 }
@@ -217,6 +254,10 @@ pub fn export_json_timed(schedule: &Schedule, costs: Option<&Costs>, times: Opti
         out.push(']');
     }
     out.push_str(if schedule.orders.is_empty() { "]" } else { "\n  ]" });
+    if let Some(v) = schedule.vocab {
+        let split = VocabSplitJson { barriers: v.barriers, side_stream: v.side_stream };
+        out.push_str(&format!(",\n  \"vocab\": {}", json(&split)));
+    }
     if schedule.has_copies() {
         out.push_str(",\n  \"copies\": [");
         for (device, copies) in schedule.copies.iter().enumerate() {
@@ -248,6 +289,10 @@ pub fn export_json_timed(schedule: &Schedule, costs: Option<&Costs>, times: Opti
             }
             out.push_str(if lists.is_empty() { "]" } else { "\n    ]" });
         }
+        if !times.starts.is_empty() {
+            let numbers: Vec<Number> = times.starts.iter().copied().map(Number).collect();
+            out.push_str(&format!(",\n    \"start\": {}", json(&numbers)));
+        }
         out.push_str("\n  }");
     }
     out.push_str("\n}\n");
@@ -256,11 +301,14 @@ pub fn export_json_timed(schedule: &Schedule, costs: Option<&Costs>, times: Opti
 
 /// The `times` object of a measured run.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "an object of three lists of lists: lead, duration and hop")]
+#[serde(deny_unknown_fields, expecting = "an object of three lists of lists (lead, duration and hop) and a list start")]
 struct TimesJson {
     lead: Vec<Vec<Number>>,
     duration: Vec<Vec<Number>>,
     hop: Vec<Vec<Number>>,
+    /// When each device began its first pass (files written before it have none).
+    #[serde(default)]
+    start: Vec<Number>,
 }
 
 /// Reads `times`, checked against the schedule it times: one number per op, finite, and
@@ -285,11 +333,26 @@ fn take_times(
         }
     };
     let list = |v: Vec<Vec<Number>>| v.into_iter().map(|l| l.into_iter().map(|n| n.0).collect()).collect();
-    let times = PerOpTimes { leads: list(times.lead), durations: list(times.duration), hops: list(times.hop) };
+    let times = PerOpTimes {
+        leads: list(times.lead),
+        durations: list(times.duration),
+        hops: list(times.hop),
+        starts: times.start.into_iter().map(|n| n.0).collect(),
+    };
     let problem = if !times.fits(schedule) {
-        Some("lead, duration and hop must each have one number per op of every device's order".to_string())
-    } else if times.durations.iter().chain(&times.leads).flatten().any(|v| !(v.is_finite() && *v >= 0.0)) {
-        Some("durations and leads must be finite and not negative".to_string())
+        Some(
+            "lead, duration and hop must each have one number per op of every device's order, and start one per device"
+                .to_string(),
+        )
+    } else if times
+        .durations
+        .iter()
+        .chain(&times.leads)
+        .chain([&times.starts])
+        .flatten()
+        .any(|v| !(v.is_finite() && *v >= 0.0))
+    {
+        Some("durations, leads and starts must be finite and not negative".to_string())
     } else if times.hops.iter().flatten().any(|v| !v.is_finite()) {
         Some("hops must be finite".to_string())
     } else {
@@ -327,7 +390,8 @@ pub(super) fn pass_text(pass: Pass, slices: u32) -> String {
 }
 
 const OP_HINT: &str = "an op is `<stage><kind><microbatch>` with kind F, B, W, BW or R, e.g. `0F1` or `3BW2`, \
-                       `.<slice>` after it for split sequences, or a pair `(3F1;3BW0)`";
+                       `.<slice>` after it for split sequences, or a pair `(3F1;3BW0)`; S, T, IF and IB take \
+                       a vocabulary shard (the device's number) for the stage, e.g. `2S0`";
 
 const COPY_HINT: &str = "a copy is `offload <forward> @<position>` or `reload <forward> @<position>`, e.g. \
                          `offload 0F3 @4`: the forward whose activation moves, and where in the device's order \
@@ -448,8 +512,12 @@ fn parse_pass(text: &str) -> Result<Pass, String> {
         "W" => PassKind::W,
         "BW" => PassKind::BW,
         "R" => PassKind::R,
-        "" => return Err(format!("expected a kind (F, B, W, BW or R) after the stage number {stage}")),
-        other => return Err(format!("unknown kind {}, expected F, B, W, BW or R", quote(other))),
+        "S" => PassKind::S,
+        "T" => PassKind::T,
+        "IF" => PassKind::IF,
+        "IB" => PassKind::IB,
+        "" => return Err(format!("expected a kind (F, B, W, BW, R, S, T, IF or IB) after the stage number {stage}")),
+        other => return Err(format!("unknown kind {}, expected F, B, W, BW, R, S, T, IF or IB", quote(other))),
     };
     let rest = &rest[k..];
     let n = digits(rest);
@@ -731,6 +799,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     let draft = Draft { placement, microbatches, slices, rows };
     let checked = check::check(draft, source, &|p| pass_text(p, slices), &costs.clone().unwrap_or_default(), &mut out);
     let mut schedule = checked.schedule;
+    schedule.vocab = take_vocab(&mut map, source, &mut out);
     schedule.copies = take_copies(&mut map, &schedule, source, &mut out);
     for d in crate::validate::validate(&schedule).into_iter().filter(|_| schedule.has_copies()) {
         if d.message.starts_with("copy ") || d.message.contains("is never reloaded") {
@@ -739,6 +808,31 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     }
     let times = take_times(&mut map, &schedule, source, &mut out);
     Imported { schedule: Some(schedule), costs, times, diagnostics: out.finish() }
+}
+
+/// Removes `vocab` from `map` and reads it (missing: none; a schedule with vocabulary passes
+/// then gets the default split).
+fn take_vocab(map: &mut Map<String, Value>, source: &Source, out: &mut Diagnostics) -> Option<VocabSplit> {
+    let value = map.remove("vocab")?;
+    match serde_json::from_value::<VocabSplitJson>(value) {
+        Ok(v) if (1..=2).contains(&v.barriers) => Some(VocabSplit { barriers: v.barriers, side_stream: v.side_stream }),
+        Ok(v) => {
+            out.push(
+                source
+                    .error(format!("vocab.barriers must be 1 or 2, found {}", v.barriers))
+                    .hint("1: one barrier after S (Vocab-2); 2: after S and after T (Vocab-1)"),
+            );
+            None
+        }
+        Err(e) => {
+            out.push(
+                source
+                    .error(format!("vocab: {}", sanitize_long(&e.to_string())))
+                    .hint("vocab holds barriers (1 or 2) and side_stream (true or false)"),
+            );
+            None
+        }
+    }
 }
 
 /// Removes `costs` from `map` and reads it (`null` or missing: no costs); a malformed object
@@ -1042,7 +1136,9 @@ mod tests {
         assert_eq!(parse_op("3BW2"), Ok(Op::One(Pass::bw(3, 2))));
         assert_eq!(parse_op("0F1.2"), Ok(Op::One(Pass::f(0, 1).with_slice(2))));
         assert_eq!(parse_op("(3F1;3BW0)"), Ok(Op::Pair(Pass::f(3, 1), Pass::bw(3, 0))));
-        assert_eq!(parse_op("0I1"), Err("unknown kind `I`, expected F, B, W, BW or R".to_string()));
+        assert_eq!(parse_op("0I1"), Err("unknown kind `I`, expected F, B, W, BW, R, S, T, IF or IB".to_string()));
+        assert_eq!(parse_op("2S5"), Ok(Op::One(Pass::s(2, 5))));
+        assert_eq!(parse_op("1IB0"), Ok(Op::One(Pass::input_b(1, 0))));
         assert_eq!(parse_op("2R5"), Ok(Op::One(Pass::r(2, 5))));
         assert_eq!(parse_op("0F1."), Err("unexpected `.` after `0F1`".to_string()));
         assert_eq!(
@@ -1135,9 +1231,19 @@ mod tests {
         assert!(unreadable.contains("error: device 0, copy 0: cannot read"), "{unreadable}");
         assert!(unreadable.contains("hint: a copy is `offload <forward> @<position>`"), "{unreadable}");
         assert!(unreadable.contains("`from <start> for <time>` after it gives its slot"), "{unreadable}");
-        for bad in [" from -1 for 0.6", " from NaN for 0.6", " from 1 for 0", " from 1 for NaN", " from 1 for -2"] {
+        for bad in [
+            " from -1 for 0.6",
+            " from NaN for 0.6",
+            " from 1 for 0",
+            " from 1 for NaN",
+            " from 1 for -2",
+            " from 1e300 for 0.6",
+            " from 1 for 2e12",
+        ] {
             let report = read(&text.replacen(&good, &written(bad), 1)).report();
-            assert!(report.contains("but a slot starts at 0 or later and lasts a positive time"), "{bad}: {report}");
+            assert!(report.contains("but a slot starts at 0 or later"), "{bad}: {report}");
+            assert!(report.contains("up to 1e12"), "{bad}: {report}");
+            assert!(report.len() < 600, "no number of hundreds of digits: {report}");
             assert!(report.contains("hint: give the slot a finite start of 0 or more"), "{bad}: {report}");
             assert!(report.starts_with("error: copy 0, offload"), "{report}");
         }

@@ -7,6 +7,10 @@
 //! runtime's per-pass overhead is in them, as every prediction must pay it. The hop is the
 //! median time from the end of that time on the input's device to the work that waited for
 //! it. A run of full backwards only fits `b` as the full backward and `w` as 0.
+//!
+//! Beside each median the fit keeps the samples' spread (their median absolute deviation)
+//! and names the passes far from their median ([`Outlier`]), so a disturbed run shows as
+//! disturbed: the medians do not follow those passes, the measured step does.
 
 use super::run::MeasuredRun;
 use crate::params::{CostProfile, Costs};
@@ -39,17 +43,89 @@ pub struct Fitted {
     pub overlap: Option<f64>,
     /// How the backwards were split.
     pub backward: BackwardSplit,
+    /// How far each stage's samples lie from its median.
+    pub spread: Spread,
+    /// The passes far from their stage's median, farthest first (by ratio).
+    pub outliers: Vec<Outlier>,
     /// What the fit could not see directly and assumed.
     pub notes: Vec<String>,
+}
+
+/// The spread of each stage's samples behind `f`, `b` and `w`: their median absolute
+/// deviation from the median, µs (0 for a stage with fewer than two samples).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spread {
+    /// Of the forwards, per stage.
+    pub f: Vec<f64>,
+    /// Of the input-gradient (or full backward) passes, per stage.
+    pub b: Vec<f64>,
+    /// Of the weight-gradient passes, per stage.
+    pub w: Vec<f64>,
+}
+
+/// A pass whose sample (its work and the device's time after it) lies far from its stage's
+/// median: more than [`Outlier::MADS`] scaled median absolute deviations away, and more than
+/// [`Outlier::RATIO`] times above or below it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outlier {
+    /// Its device.
+    pub device: u32,
+    /// The action, as the trace names it.
+    pub label: String,
+    /// Its stage.
+    pub stage: u32,
+    /// Its kind (F, B, W, or BW when the backwards were not split).
+    pub kind: PassKind,
+    /// Its sample, µs: the work and the device's time after it.
+    pub time: f64,
+    /// Of which the work itself.
+    pub work: f64,
+    /// The stage's median of this kind, µs (what the fit took).
+    pub median: f64,
+}
+
+impl Outlier {
+    /// How many scaled median absolute deviations from the median make an outlier.
+    pub const MADS: f64 = 3.0;
+    /// The least factor an outlier lies above or below its median (so that samples of a
+    /// very even stage, a few µs apart, are no outliers).
+    pub const RATIO: f64 = 1.5;
+    /// The factor that makes a median absolute deviation a standard deviation's estimate
+    /// for normally spread samples.
+    const MAD_SCALE: f64 = 1.4826;
+
+    /// `time / median`: 3.5 for a pass that took three and a half times its median.
+    pub fn ratio(&self) -> f64 {
+        if self.median > 0.0 {
+            self.time / self.median
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// Whether `time` is an outlier among samples of median `median` and median absolute
+    /// deviation `mad`.
+    pub fn is_outlying(time: f64, median: f64, mad: f64) -> bool {
+        let far = (time - median).abs() > Self::MADS * Self::MAD_SCALE * mad;
+        far && (time > Self::RATIO * median || Self::RATIO * time < median)
+    }
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
-    v.sort_by(f64::total_cmp);
+    crate::units::sort::sort_by(&mut v, f64::total_cmp);
     let n = v.len();
     Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// The median absolute deviation of `v` from its median `m` (0 with fewer than two samples).
+fn mad(v: &[f64], m: f64) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    median(v.iter().map(|x| (x - m).abs()).collect()).unwrap_or(0.0)
 }
 
 /// The time device `ops[i]`'s device spent after it before its next pass began (0 after the
@@ -93,15 +169,18 @@ impl Fitted {
     pub fn of(run: &MeasuredRun) -> Fitted {
         let stages = run.schedule.placement.stages() as usize;
         let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); stages];
+        // Where each sample came from: (device, position in its order), parallel to `samples`.
+        let mut origins: Vec<[Vec<(usize, usize)>; 4]> = vec![Default::default(); stages];
         let mut pairs = 0;
         // Pairs: (the F's stage, the pair's device time).
         let mut pair_samples: Vec<(usize, f64)> = Vec::new();
-        for (order, ops) in run.schedule.orders.iter().zip(&run.ops) {
+        for (d, (order, ops)) in run.schedule.orders.iter().zip(&run.ops).enumerate() {
             for (i, (op, m)) in order.iter().zip(ops).enumerate() {
                 match *op {
                     Op::One(p) => {
                         if let Some(s) = samples.get_mut(p.stage as usize) {
                             s[p.kind.index()].push(m.duration() + tail(ops, i));
+                            origins[p.stage as usize][p.kind.index()].push((d, i));
                         }
                     }
                     Op::Pair(first, _) => {
@@ -189,7 +268,34 @@ impl Fitted {
         let overlap = median(
             pair_samples.iter().filter(|(s, _)| work(*s) > 0.0).map(|&(s, time)| time * mean_work / work(s)).collect(),
         );
-        Fitted { f, b, w, comm, overhead, overlap, backward, notes }
+        let (spread, outliers) = spread_and_outliers(run, &samples, &origins, backward);
+        Fitted { f, b, w, comm, overhead, overlap, backward, spread, outliers, notes }
+    }
+
+    /// The note a fit with outliers gets: how many passes, how far off, on which devices.
+    pub fn outlier_note(&self) -> Option<String> {
+        if self.outliers.is_empty() {
+            return None;
+        }
+        let mut devices: Vec<u32> = self.outliers.iter().map(|o| o.device).collect();
+        devices.sort_unstable();
+        devices.dedup();
+        let (low, high) =
+            self.outliers.iter().map(Outlier::ratio).fold((f64::INFINITY, 0.0_f64), |(l, h), r| (l.min(r), h.max(r)));
+        let ratio = |r: f64| format!("{}×", crate::units::format_number(r, 2));
+        let range = if high - low < 0.005 { ratio(high) } else { format!("{} to {}", ratio(low), ratio(high)) };
+        let names: Vec<String> = devices.iter().map(u32::to_string).collect();
+        let on = match names.split_last() {
+            Some((last, [])) => format!("device {last}"),
+            Some((last, rest)) => format!("devices {} and {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        Some(format!(
+            "{} on {on} ran far from {} stage's median ({range} it): the fitted medians do not follow {}",
+            crate::schedule::counted(self.outliers.len() as u32, "pass", "passes"),
+            if self.outliers.len() == 1 { "its" } else { "their" },
+            if self.outliers.len() == 1 { "it" } else { "them" },
+        ))
     }
 
     /// The fitted costs as Bubblescope's costs for `devices` devices: a profile with one piece
@@ -209,4 +315,50 @@ impl Fitted {
         let costs = Costs { comm: self.comm, ..Costs::default() };
         Costs { overlap: self.overlap, ..costs.with_profile(profile, devices) }
     }
+}
+
+/// Each stage's spread, and the samples far from their median, farthest first.
+fn spread_and_outliers(
+    run: &MeasuredRun,
+    samples: &[[Vec<f64>; 4]],
+    origins: &[[Vec<(usize, usize)>; 4]],
+    backward: BackwardSplit,
+) -> (Spread, Vec<Outlier>) {
+    let kinds: &[PassKind] = match backward {
+        BackwardSplit::Split => &[PassKind::F, PassKind::B, PassKind::W],
+        BackwardSplit::FullOnly => &[PassKind::F, PassKind::BW],
+    };
+    let mut spread = Spread { f: vec![0.0; samples.len()], b: vec![0.0; samples.len()], w: vec![0.0; samples.len()] };
+    let mut outliers = Vec::new();
+    for (stage, (of_stage, from)) in samples.iter().zip(origins).enumerate() {
+        for &kind in kinds {
+            let values = &of_stage[kind.index()];
+            let Some(m) = median(values.clone()) else { continue };
+            let deviation = mad(values, m);
+            let slot = match kind {
+                PassKind::F => &mut spread.f,
+                PassKind::W => &mut spread.w,
+                _ => &mut spread.b,
+            };
+            slot[stage] = deviation;
+            for (&time, &(d, i)) in values.iter().zip(&from[kind.index()]) {
+                if Outlier::is_outlying(time, m, deviation) {
+                    let op = &run.ops[d][i];
+                    outliers.push(Outlier {
+                        device: d as u32,
+                        label: op.label.clone(),
+                        stage: stage as u32,
+                        kind,
+                        time,
+                        work: op.duration(),
+                        median: m,
+                    });
+                }
+            }
+        }
+    }
+    crate::units::sort::sort_by(&mut outliers, |a, b| {
+        (b.ratio().max(1.0 / b.ratio())).total_cmp(&(a.ratio().max(1.0 / a.ratio())))
+    });
+    (spread, outliers)
 }

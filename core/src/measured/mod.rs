@@ -12,12 +12,14 @@
 
 mod error;
 mod fit;
+mod miss;
 mod replay;
 mod run;
 mod trace;
 
 pub use error::TraceError;
-pub use fit::{BackwardSplit, Fitted};
+pub use fit::{BackwardSplit, Fitted, Outlier, Spread};
+pub use miss::{miss_note, MISS_NOTED};
 pub use replay::{Deviation, Replay};
 pub use run::{assemble, DeviceSplit, MeasuredOp, MeasuredRun};
 pub use trace::{read_rank, read_rank_capped, RankTrace, Span, Step, Track, MAX_TRACE_BYTES};

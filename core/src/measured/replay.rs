@@ -18,6 +18,9 @@ pub struct Replay {
     /// The passes whose time differs most between the run and the replay, largest first
     /// (at most [`Replay::DEVIATIONS`]): where a prediction went wrong.
     pub deviations: Vec<Deviation>,
+    /// What a reader should know about the replay: at the fitted costs, why it misses the
+    /// measured step when it misses by more than [`super::MISS_NOTED`].
+    pub notes: Vec<String>,
 }
 
 /// One pass's time in the run and in a replay.
@@ -50,7 +53,7 @@ impl MeasuredRun {
     ///
     /// # Errors
     /// Never for a run [`assemble`] built (its orders are a checked schedule).
-    pub fn replay_measured(&self) -> Result<Replay, crate::SimError> {
+    pub fn replay_measured(&self) -> Result<Replay, crate::error::SimError> {
         let memory = StageCosts::for_schedule(&self.fitted().costs(self.schedule.devices()), &self.schedule);
         let timeline = simulate_timed(&self.schedule, &OpTimes { times: self.op_times(), memory })?;
         Ok(self.replay_of(timeline, true))
@@ -60,10 +63,13 @@ impl MeasuredRun {
     ///
     /// # Errors
     /// As [`MeasuredRun::replay_measured`].
-    pub fn replay_fitted(&self) -> Result<Replay, crate::SimError> {
-        let costs = self.fitted().costs(self.schedule.devices());
+    pub fn replay_fitted(&self) -> Result<Replay, crate::error::SimError> {
+        let fitted = self.fitted();
+        let costs = fitted.costs(self.schedule.devices());
         let timeline = simulate(&self.schedule, &StageCosts::for_schedule(&costs, &self.schedule))?;
-        Ok(self.replay_of(timeline, false))
+        let mut replay = self.replay_of(timeline, false);
+        replay.notes.extend(super::miss::miss_note(self, &fitted, replay.error, &replay.timeline));
+        Ok(replay)
     }
 
     fn replay_of(&self, timeline: Timeline, from_zero: bool) -> Replay {
@@ -88,16 +94,18 @@ impl MeasuredRun {
                 });
             }
         }
-        deviations.sort_by(|a, b| (b.measured - b.predicted).abs().total_cmp(&(a.measured - a.predicted).abs()));
+        crate::units::sort::sort_by(&mut deviations, |a, b| {
+            (b.measured - b.predicted).abs().total_cmp(&(a.measured - a.predicted).abs())
+        });
         deviations.truncate(Replay::DEVIATIONS);
-        Replay { timeline, step_time, error, deviations }
+        Replay { timeline, step_time, error, deviations, notes: Vec::new() }
     }
 }
 
 impl MeasuredRun {
     /// The run's sizes and fitted costs as parameters (times in µs, memory in mem-f's unit).
-    pub fn params(&self) -> crate::ScheduleParams {
-        let mut params = crate::ScheduleParams::new(self.schedule.devices(), self.schedule.microbatches)
+    pub fn params(&self) -> crate::params::ScheduleParams {
+        let mut params = crate::params::ScheduleParams::new(self.schedule.devices(), self.schedule.microbatches)
             .with_costs(self.fitted().costs(self.schedule.devices()));
         params.units = crate::units::Units::Measured;
         params
@@ -108,11 +116,11 @@ impl MeasuredRun {
     ///
     /// # Errors
     /// As [`MeasuredRun::replay_measured`].
-    pub fn analysis(&self) -> Result<crate::Analysis, crate::SimError> {
+    pub fn analysis(&self) -> Result<crate::analysis::Analysis, crate::error::SimError> {
         let costs = self.fitted().costs(self.schedule.devices());
         crate::analysis::analyze_timed(self.schedule.clone(), &costs, &self.op_times()).map_err(|e| match e {
-            crate::AnalyzeError::Sim(e) => e,
-            other => crate::SimError::Malformed(other.to_string()),
+            crate::analysis::AnalyzeError::Sim(e) => e,
+            other => crate::error::SimError::Malformed(other.to_string()),
         })
     }
 

@@ -19,6 +19,7 @@ use crate::units::format_micros;
 
 /// One executed pass (or overlapped pair), times in µs from the step's start.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct MeasuredOp {
     /// The action as the trace names it (`0F3`, `(0F7;7B3)OVERLAP_F_B`, `Forward 3`).
     pub label: String,
@@ -48,6 +49,7 @@ impl MeasuredOp {
 
 /// One device's step, split.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeviceSplit {
     /// The device (rank).
     pub device: u32,
@@ -69,6 +71,7 @@ pub struct DeviceSplit {
 
 /// A run as measured.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct MeasuredRun {
     /// The trace file of each rank.
     pub sources: Vec<String>,
@@ -254,10 +257,10 @@ fn classify(trace: &RankTrace, rank: u32, track: Track) -> Result<Vec<(Span, Kin
 /// What a label names.
 fn kind_of(label: &str, rank: u32) -> Result<Kind, (String, String)> {
     if let Some(i) = label.strip_prefix("Forward ").and_then(|n| n.parse().ok()) {
-        return Ok(Kind::Compute(Op::One(crate::Pass::f(rank, i))));
+        return Ok(Kind::Compute(Op::One(crate::schedule::Pass::f(rank, i))));
     }
     if let Some(i) = label.strip_prefix("Backward ").and_then(|n| n.parse().ok()) {
-        return Ok(Kind::Compute(Op::One(crate::Pass::bw(rank, i))));
+        return Ok(Kind::Compute(Op::One(crate::schedule::Pass::bw(rank, i))));
     }
     let word: String = label
         .trim_start_matches(|c: char| c.is_ascii_digit())
@@ -375,7 +378,7 @@ fn executed_schedule(ranks: &[RankTrace], compute: &[Vec<(&Span, Op)>]) -> Resul
     }
     let options = ImportOptions { dialect: Some(Dialect::Current), merge_bw: false, source: None };
     let imported = import(&csv, Format::PytorchCsv, &options);
-    let first_error = imported.diagnostics.iter().find(|d| d.severity == crate::Severity::Error);
+    let first_error = imported.diagnostics.iter().find(|d| d.severity == crate::error::Severity::Error);
     let (Some(schedule), None) = (imported.schedule, first_error) else {
         let why = first_error.map_or_else(|| "it could not be read".to_string(), |d| d.message.clone());
         return Err(TraceError::run(format!("the executed orders do not form one pipeline schedule: {why}"))
@@ -396,13 +399,14 @@ fn executed_schedule(ranks: &[RankTrace], compute: &[Vec<(&Span, Op)>]) -> Resul
 
 /// A compute op as a cell of PyTorch's grammar (current dialect).
 fn op_cell(op: &Op) -> String {
-    let pass = |p: crate::Pass| {
+    let pass = |p: crate::schedule::Pass| {
         let t = match p.kind {
             PassKind::F => "F",
             PassKind::B => "I",
             PassKind::W => "W",
             PassKind::BW => "B",
             PassKind::R => "R",
+            PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => p.kind.name(),
         };
         format!("{}{t}{}", p.stage, p.microbatch)
     };
@@ -629,9 +633,15 @@ impl MeasuredRun {
         (self.schedule.placement.stages(), self.schedule.microbatches, self.schedule.pass_count())
     }
 
-    /// The measured times as the simulator takes them: each op's duration, lead and hop.
+    /// The measured times as the simulator takes them: each op's duration, lead and hop, and
+    /// each device's first pass's start.
     pub fn op_times(&self) -> PerOpTimes {
         let list = |f: fn(&MeasuredOp) -> f64| self.ops.iter().map(|ops| ops.iter().map(f).collect()).collect();
-        PerOpTimes { durations: list(MeasuredOp::duration), leads: list(|o| o.lead), hops: list(|o| o.hop) }
+        PerOpTimes {
+            durations: list(MeasuredOp::duration),
+            leads: list(|o| o.lead),
+            hops: list(|o| o.hop),
+            starts: self.devices.iter().map(|d| d.start).collect(),
+        }
     }
 }

@@ -22,6 +22,7 @@ pub const MAX_TRACE_BYTES: u64 = 8 << 30;
 
 /// Where a span was recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Track {
     /// The CPU thread that ran the schedule (`user_annotation`).
     Cpu,
@@ -105,7 +106,7 @@ pub fn read_rank_capped(source: &str, reader: impl Read, cap: u64) -> Result<Ran
 
 fn read_json(source: &str, reader: impl Read, cap: u64, gz: bool) -> Result<RankTrace, TraceError> {
     let capped = reader.take(cap + 1);
-    let mut counting = Counting { inner: capped, read: 0 };
+    let mut counting = Counting { inner: capped, read: 0, content: false };
     let mut collect = Collect::default();
     let result = {
         let mut de = serde_json::Deserializer::from_reader(&mut counting);
@@ -119,6 +120,11 @@ fn read_json(source: &str, reader: impl Read, cap: u64, gz: bool) -> Result<Rank
         .hint("profile fewer steps (torch.profiler's schedule: wait, warmup, active=1), or record without stacks and shapes"));
     }
     if let Err(e) = result {
+        if e.is_eof() && !counting.content {
+            return Err(TraceError::file(source, "it is empty: it holds no trace").hint(
+                "torch.profiler writes a rank's trace when its profiled steps end (prof.export_chrome_trace, or the tensorboard handler): check that the run got there",
+            ));
+        }
         let what = if e.is_eof() {
             "it ends in the middle of the JSON: the file is cut off".to_string()
         } else if e.is_io() && gz {
@@ -132,6 +138,11 @@ fn read_json(source: &str, reader: impl Read, cap: u64, gz: bool) -> Result<Rank
             "give the Chrome-trace JSON torch.profiler writes per rank (prof.export_chrome_trace, or the tensorboard handler's .pt.trace.json.gz)",
         ));
     }
+    if let Some(bad) = collect.bad {
+        return Err(TraceError::file(source, bad).hint(
+            "a pipeline span is one complete event (ph \"X\") with its start (ts) and a positive duration (dur) in µs, as torch.profiler writes it: give the trace as the profiler wrote it",
+        ));
+    }
     if !collect.saw_events {
         return Err(TraceError::file(source, "it has no `traceEvents`: it is JSON, but not a profiler trace")
             .hint("give the Chrome-trace JSON torch.profiler writes per rank"));
@@ -139,19 +150,26 @@ fn read_json(source: &str, reader: impl Read, cap: u64, gz: bool) -> Result<Rank
     Ok(collect.finish(source))
 }
 
-/// Counts the bytes read, for the cap.
+/// Counts the bytes read, for the cap, and whether any is more than white space (an empty
+/// file is not a cut-off one).
 struct Counting<R> {
     inner: R,
     read: u64,
+    content: bool,
 }
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.read += n as u64;
+        self.content = self.content || buf[..n].iter().any(|b| !b.is_ascii_whitespace());
         Ok(n)
     }
 }
+
+/// The latest start a trace may give, µs: far past any clock a profiler reads (the Unix epoch
+/// in µs is about 1.7e15).
+const MAX_TS: f64 = 1e18;
 
 /// What the reader keeps while it streams.
 #[derive(Default)]
@@ -165,11 +183,18 @@ struct Collect {
     /// Operators and kernels: (start, end, on the device).
     work: Vec<(f64, f64, bool)>,
     events: u64,
+    /// The first pipeline span that cannot be read, said.
+    bad: Option<String>,
 }
 
 impl Collect {
     fn event(&mut self, e: Event) {
         self.events += 1;
+        if let (Cat::Annotation(_), Name::Label(label)) = (&e.cat, &e.name) {
+            if let (None, Some(problem)) = (&self.bad, span_problem(label, &e)) {
+                self.bad = Some(format!("event {} of traceEvents, the pipeline span {problem}", self.events));
+            }
+        }
         if e.ph != Ph::Complete {
             return;
         }
@@ -212,6 +237,43 @@ impl Collect {
             steps: self.steps,
             events: self.events,
         }
+    }
+}
+
+/// What is wrong with a pipeline span (`label` as kept: `PP:` taken off), if anything: its
+/// phase, its start, its duration or its action. Its name comes first, in backquotes.
+fn span_problem(label: &str, e: &Event) -> Option<String> {
+    use crate::units::format_number;
+    let name = if label.starts_with("Forward ") || label.starts_with("Backward ") {
+        label.to_string()
+    } else {
+        format!("PP:{label}")
+    };
+    let name = format!("`{}`", crate::units::clean_text(&name));
+    let shown = |v: f64| if v.is_finite() && v.abs() < 1e15 { format_number(v, 3) } else { format!("{v:e}") };
+    if e.ph != Ph::Complete {
+        return Some(format!(
+            "{name} is not one complete event: its ph is not \"X\" (begin and end pairs are not read)"
+        ));
+    }
+    if label.is_empty() {
+        return Some(format!("{name} has no action after `PP:`"));
+    }
+    match e.ts {
+        None => return Some(format!("{name} has no ts (its start in µs), or one that is not a number")),
+        Some(ts) if !(ts.is_finite() && (0.0..=MAX_TS).contains(&ts)) => {
+            return Some(format!("{name} starts at ts {}, expected a time from 0 to {MAX_TS:e} µs", shown(ts)));
+        }
+        _ => {}
+    }
+    match e.dur {
+        None => Some(format!("{name} has no dur (its duration in µs), or one that is not a number")),
+        Some(dur) if !(dur.is_finite() && dur > 0.0 && dur <= crate::params::MAX_COST) => Some(format!(
+            "{name} lasts dur {}, expected a duration above 0 and up to {:e} µs",
+            shown(dur),
+            crate::params::MAX_COST
+        )),
+        _ => None,
     }
 }
 

@@ -62,6 +62,13 @@ pub fn parse_times(text: &str) -> Result<[f64; 3], ParamError> {
         };
         let value = number.trim().parse::<f64>().ok().map(|v| v * scale);
         match value {
+            Some(v) if v > crate::params::MAX_COST => {
+                return Err(bad(format!(
+                    "calibrate's {pass} of {} µs is more than the {:e} µs supported",
+                    short_number(v),
+                    crate::params::MAX_COST
+                )));
+            }
             Some(v) if v.is_finite() && v > 0.0 => *slot = v,
             _ => {
                 let shown: String = crate::units::clean_text(item).chars().take(40).collect();
@@ -157,7 +164,7 @@ fn least_squares(stage: &Stage, measured: [f64; 3]) -> Efficiency {
             (e, error(e))
         })
         .collect();
-    grid.sort_by(|a, b| a.1.total_cmp(&b.1));
+    crate::units::sort::sort_by(&mut grid, |a, b| a.1.total_cmp(&b.1));
     let settle = |mut best: (Efficiency, f64)| {
         for _ in 0..100 {
             // With each op's bound held, the times are `compute·u + memory·v` per pass.

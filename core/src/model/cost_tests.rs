@@ -301,6 +301,9 @@ fn calibrations_out_of_reach_name_the_pass() {
     assert!(given.calibrated(8, [18_522.0, 18_086.0, 9_337.0]).unwrap_err().message.contains("gemm-efficiency"));
     assert!(calibrate::parse_times("1,2").is_err() && calibrate::parse_times("1,-2,3").is_err());
     assert_eq!(calibrate::parse_times("18.5ms, 18086us,9337µs").unwrap(), [18_500.0, 18_086.0, 9_337.0]);
+    // Times are capped as every cost is, and said in short form.
+    let e = calibrate::parse_times("1e300,1e300,1e300").unwrap_err().to_string();
+    assert!(e.starts_with("calibrate's F of 1e300 µs is more than the 1e12 µs supported") && e.len() < 300, "{e}");
 }
 
 /// Whether both efficiencies show in a layer's times at `e`: the passes' compute-bound and

@@ -25,7 +25,13 @@ impl Model {
         let layout = self.layout(devices)?;
         let efficiency = self.efficiency()?;
         let rates = self.rates(efficiency)?;
-        let layer = Breakdown::of(&self.layer_ops(), &rates);
+        let mut layer = Breakdown::of(&self.layer_ops(), &rates);
+        let tp = self.tp_collectives()?;
+        let hidden = if self.tp_overlap { layer.term(roofline::Term::Matmul) } else { [0.0; 3] };
+        let exposed = [0, 1, 2].map(|p| (tp[p] - hidden[p]).max(0.0));
+        if exposed.iter().any(|&t| t > 0.0) {
+            layer.terms.push((roofline::Term::TpCollectives, exposed));
+        }
         let head = Breakdown::of(&self.head_ops(), &rates);
         let embedding = Breakdown::of(&self.embedding_ops(), &rates);
         let mtp = Breakdown::of(&self.mtp_ops(), &rates);
@@ -79,7 +85,7 @@ impl Model {
         let hops = self.hops(devices)?;
         check_derived(self, &rates_note(self, efficiency)?, &pieces, &finer, &hops)?;
         let mut notes = shares_notes(self, &layout, &pieces, devices)?;
-        notes.extend(hops_note(&hops, self.gpus_per_node));
+        notes.extend(hops_note(&hops, self.gpus_per_node, devices));
         Ok(Derived {
             devices,
             layout,
@@ -102,10 +108,14 @@ impl Model {
 fn rates_note(m: &Model, e: Efficiency) -> Result<String, ParamError> {
     use crate::units::short_number;
     let gpu = m.gpu()?;
-    Ok(match m.tflops {
+    let mut note = match m.tflops {
         Some(t) => format!("{} TFLOP/s", short_number(t)),
         None => format!("{} at {} of {} TFLOP/s", gpu.key, short_number(e.gemm), short_number(gpu.peak_tflops)),
-    })
+    };
+    if m.memory_efficiency.is_some() {
+        note.push_str(&format!(" and {} of {} GB/s HBM", short_number(e.memory), short_number(gpu.hbm_gbps)));
+    }
+    Ok(note)
 }
 
 /// Refuses derived numbers past what the engine takes ([`crate::params::MAX_COST`]), naming
@@ -119,11 +129,21 @@ fn check_derived(
 ) -> Result<(), ParamError> {
     use crate::params::MAX_COST;
     use crate::units::short_number;
-    // Three significant digits for a number far out of range.
-    let big = |v: f64| if v.abs() >= 1e6 { format!("{v:.2e}") } else { short_number(v) };
+    // How long, against the cap: three significant digits for a number far out of range;
+    // past any float, the cap alone.
+    let past_cap = |v: f64| match v {
+        v if !v.is_finite() => format!("longer than the {MAX_COST:e} µs supported"),
+        v if v.abs() >= 1e6 => format!("{v:.2e} µs, more than the {MAX_COST:e} µs supported"),
+        v => format!("{} µs, more than the {MAX_COST:e} µs supported", short_number(v)),
+    };
+    // The largest of `values`, infinite when one is not a number (a rate so small that its
+    // reciprocal overflows gives inf · 0): `f64::max` would skip it.
+    let worst = |values: &mut dyn Iterator<Item = f64>| {
+        values.fold(0.0, |most: f64, v| if v.is_nan() { f64::INFINITY } else { most.max(v) })
+    };
     let all = pieces.iter().chain(finer.iter().flatten());
-    let slowest = all.clone().map(|p| p.f.max(p.b).max(p.w)).fold(0.0, f64::max);
-    if slowest.is_nan() || slowest > MAX_COST {
+    let slowest = worst(&mut all.clone().flat_map(|p| [p.f, p.b, p.w]));
+    if slowest > MAX_COST {
         let field = if m.tflops.is_some() {
             Field::Tflops
         } else if m.memory_efficiency.is_some() && m.gemm_efficiency.is_none() {
@@ -131,30 +151,24 @@ fn check_derived(
         } else {
             Field::GemmEfficiency
         };
-        return Err(ParamError::new(
-            field,
-            format!("at {rate} a stage's pass takes {} µs, more than the {MAX_COST:e} µs supported", big(slowest)),
-        )
-        .hint("raise --tflops or the efficiencies (a GPU reaches 0.3 to 0.9 of its peak), or use a smaller model"));
+        return Err(ParamError::new(field, format!("at {rate} a stage's pass takes {}", past_cap(slowest))).hint(
+            "raise --tflops or the efficiencies (a GPU reaches 0.3 to 0.9 of its peak), or use a smaller model",
+        ));
     }
-    let comm = hops.slowest();
-    if comm.is_nan() || comm > MAX_COST {
+    let comm = worst(&mut std::iter::once(hops.slowest()));
+    if comm > MAX_COST {
         let link = match m.bandwidth {
             Some(bw) => format!("{} GB/s", short_number(bw)),
             None => "the GPU's links".to_string(),
         };
         return Err(ParamError::new(
             if m.bandwidth.is_some() { Field::Bandwidth } else { Field::Latency },
-            format!(
-                "at {link} and {} µs latency a hop takes {} µs, more than the {MAX_COST:e} µs supported",
-                short_number(m.latency),
-                big(comm),
-            ),
+            format!("at {link} and {} µs latency a hop takes {}", short_number(m.latency), past_cap(comm),),
         )
         .hint("--bandwidth is the link's GB/s between neighbouring devices (a GPU preset sets it); raise it"));
     }
-    let most = all.map(|p| p.mem_f.max(p.mem_w)).fold(0.0, f64::max);
-    if most.is_nan() || most > MAX_COST {
+    let most = worst(&mut all.flat_map(|p| [p.mem_f, p.mem_w]));
+    if most > MAX_COST {
         return Err(ParamError::new(
             Field::MicroBatch,
             format!(
@@ -225,8 +239,20 @@ pub(crate) fn median_layers(layout: &Layout, devices: u32) -> u32 {
 }
 
 /// The note for a pipeline whose hops differ: which cross nodes, and that every hop is timed
-/// at the slowest.
-fn hops_note(hops: &Hops, per_node: u32) -> Option<String> {
+/// at the slowest; or, when every hop between the `devices` crosses nodes, that one.
+fn hops_note(hops: &Hops, per_node: u32, devices: u32) -> Option<String> {
+    let time = crate::units::format_micros;
+    if devices < 2 {
+        // One device: no hop at all.
+        return None;
+    }
+    if hops.differ() && hops.crossings.len() as u32 == devices - 1 {
+        return Some(format!(
+            "the devices span {} nodes of {per_node} GPUs: every hop crosses nodes, at {} each",
+            hops.nodes,
+            time(hops.across)
+        ));
+    }
     hops.differ().then(|| {
         let crossing: Vec<String> = hops.crossings.iter().map(|k| format!("{k}→{}", k + 1)).collect();
         let which = if crossing.is_empty() {
@@ -234,13 +260,11 @@ fn hops_note(hops: &Hops, per_node: u32) -> Option<String> {
         } else {
             format!("{} hop{} ({})", crossing.len(), if crossing.len() == 1 { "" } else { "s" }, crossing.join(", "))
         };
-        let time = crate::units::format_micros;
         format!(
-            "the devices span {} nodes of {per_node} GPUs: {which} cross nodes at {} each, the others take {}; the simulator times every hop at the slowest, {} (an upper bound)",
+            "the devices span {} nodes of {per_node} GPUs: {which} cross nodes at {} each, the others take {}; the simulator times each hop at its own link",
             hops.nodes,
             time(hops.across),
             time(hops.within),
-            time(hops.slowest())
         )
     })
 }
@@ -333,7 +357,8 @@ impl Derived {
     /// Costs for the schedule families: the profile, the communication time, and the mean
     /// share's scalars.
     pub fn costs(&self) -> Costs {
-        Costs { comm: self.comm, ..Costs::default() }.with_profile(self.profile(), self.devices)
+        Costs { comm: self.comm, links: self.hops.links(), ..Costs::default() }
+            .with_profile(self.profile(), self.devices)
     }
 
     /// The device shares (the pieces a device holds under plain 1F1B), each summed into one

@@ -13,9 +13,11 @@ pub(crate) fn field_hint(field: Field) -> &'static str {
         Field::MemoryEfficiency => "memory-efficiency is the fraction of HBM bandwidth the memory-bound kernels reach (default 0.64)",
         Field::Calibrate => "calibrate takes measured F,B,W of the median device's layers, in µs or with a unit: 18.5ms,18.1ms,9.3ms",
         Field::Latency => "latency is one hop's µs (default 5)",
-        Field::Ffn => "ffn is the MLP width (default 4 × hidden; SwiGLU: 1.5 × the intermediate size)",
+        Field::Ffn => "ffn is the MLP's size as the model card gives it: with mlp gelu its width (default 4 × hidden), with mlp swiglu its intermediate size (default 8/3 × hidden)",
+        Field::Mlp => "mlp is gelu (two matrices of width ffn, GPT-2) or swiglu (three of intermediate size ffn, Llama)",
         Field::KvHeads => "kv-heads is the key/value heads of grouped-query attention (default: heads; 8 for Llama 3); it must divide heads",
         Field::Tp => "tp is the tensor-parallel size of each pipeline stage (default 1), e.g. 8 for one node",
+        Field::Dp => "dp is the number of data-parallel replicas of the pipeline (default 1)",
         _ => "give the model's real shape, or start from a preset (`bubblescope costs --list`)",
     }
 }
@@ -26,6 +28,7 @@ pub(crate) fn model_size_limit(field: Field) -> u32 {
     match field {
         Field::Layers | Field::Heads | Field::KvHeads => 100_000,
         Field::Tp | Field::GpusPerNode => 1024,
+        Field::Dp => 1_000_000,
         Field::Hidden | Field::MicroBatch => 1_000_000,
         Field::Ffn => 10_000_000,
         _ => 100_000_000,

@@ -19,6 +19,8 @@ pub struct Gpu {
     pub name: &'static str,
     /// Peak dense BF16 (and FP16) tensor FLOP/s, in TFLOP/s (without sparsity).
     pub peak_tflops: f64,
+    /// Peak dense FP8 tensor FLOP/s, in TFLOP/s (without sparsity); 0 for a GPU without FP8.
+    pub fp8_tflops: f64,
     /// HBM bandwidth, GB/s.
     pub hbm_gbps: f64,
     /// HBM capacity, bytes (the datasheet's GB, 10⁹ bytes each).
@@ -51,6 +53,8 @@ const A100: Gpu = Gpu {
     key: "",
     name: "",
     peak_tflops: 312.0,
+    // Ampere has no FP8 tensor cores.
+    fp8_tflops: 0.0,
     hbm_gbps: 0.0,
     hbm_bytes: 0.0,
     link: "NVLink 3 (600 GB/s both ways)",
@@ -69,6 +73,8 @@ const H100_SXM: Gpu = Gpu {
     key: "h100-sxm",
     name: "NVIDIA H100 SXM 80GB",
     peak_tflops: 989.4,
+    // FP8 tensor 3,958 TFLOPS with sparsity.
+    fp8_tflops: 1978.9,
     hbm_gbps: 3350.0,
     hbm_bytes: 80e9,
     link: "NVLink 4 (900 GB/s both ways)",
@@ -81,7 +87,7 @@ const H100_SXM: Gpu = Gpu {
 };
 
 /// Every GPU preset, in menu order.
-pub const GPUS: [Gpu; 7] = [
+pub const GPUS: [Gpu; 8] = [
     Gpu {
         key: "a100-40gb",
         name: "NVIDIA A100 SXM 40GB",
@@ -107,6 +113,8 @@ pub const GPUS: [Gpu; 7] = [
         // only, so a pipeline across more than two GPUs hops over PCIe Gen5 (128 GB/s both
         // ways). No reference system: a common PCIe server has one 400 Gb/s NIC per two GPUs.
         peak_tflops: 756.5,
+        // FP8 tensor 3,026 TFLOPS with sparsity.
+        fp8_tflops: 1513.0,
         hbm_gbps: 2000.0,
         hbm_bytes: 80e9,
         link: "PCIe Gen5 x16 (128 GB/s both ways; the 600 GB/s NVLink bridge joins pairs only)",
@@ -135,12 +143,26 @@ pub const GPUS: [Gpu; 7] = [
         // ConnectX-7 400 Gb/s adapters, PCIe Gen5. NVIDIA HGX B200 specifications: FP16/BF16
         // tensor 36 PFLOPS for eight GPUs with sparsity, 2.25 PFLOPS dense per GPU.
         peak_tflops: 2250.0,
+        // FP8 tensor 72 PFLOPS for eight GPUs with sparsity.
+        fp8_tflops: 4500.0,
         hbm_gbps: 8000.0,
         hbm_bytes: 180e9,
         link: "NVLink 5 (1.8 TB/s both ways)",
         link_gbps: 900.0,
         network_gbps: 50.0,
         source: "NVIDIA DGX B200 datasheet (2024); HGX B200 specifications (36 PFLOPS BF16 with sparsity per 8 GPUs)",
+        ..H100_SXM
+    },
+    Gpu {
+        key: "h100-96gb",
+        name: "NVIDIA H100 SXM 96GB HBM2e (Grand Teton, 500 W)",
+        // torchtitan's benchmark host (benchmarks/llama3_h100_202412_torchtitan.md): eight
+        // H100 fully connected with NVLink, 96 GB HBM2e at 2.4 TB/s, 400 Gb/s RDMA per GPU,
+        // 500 W power limit. Its peak lies between SXM and NVL and is not published: the SXM
+        // figures are kept.
+        hbm_gbps: 2400.0,
+        hbm_bytes: 96e9,
+        source: "torchtitan benchmarks/llama3_h100_202412_torchtitan.md (96 GB HBM2e at 2.4 TB/s, 400 Gb/s per GPU); peak FLOP/s of the H100 SXM datasheet",
         ..H100_SXM
     },
     Gpu {
@@ -152,6 +174,8 @@ pub const GPUS: [Gpu; 7] = [
         // two GPUs crosses one link; PCIe Gen5 x16. No AMD network figure: typical MI300X
         // servers carry one 400 Gb/s NIC per GPU.
         peak_tflops: 1307.4,
+        // Peak FP8 2,614.9 TFLOPS (5,229.8 with sparsity).
+        fp8_tflops: 2614.9,
         hbm_gbps: 5300.0,
         hbm_bytes: 192e9,
         link: "Infinity Fabric, one link per GPU pair (128 GB/s both ways)",

@@ -50,21 +50,39 @@ pub struct Hops {
     pub nodes: u32,
     /// The boundaries that cross nodes: `k` for the hop from device `k` to device `k + 1`.
     pub crossings: Vec<u32>,
+    /// The node of each device (its first GPU).
+    pub node: Vec<u32>,
 }
 
 impl Hops {
     /// µs of the slowest hop the pipeline takes: the one time the simulator uses for every hop.
     pub fn slowest(&self) -> f64 {
-        if self.nodes > 1 {
+        if self.spans_nodes() {
             self.within.max(self.across)
         } else {
             self.within
         }
     }
 
+    /// Whether the pipeline's devices sit on more than one node.
+    pub fn spans_nodes(&self) -> bool {
+        self.node.windows(2).any(|w| w[0] != w[1])
+    }
+
     /// Whether some hops take longer than others.
     pub fn differ(&self) -> bool {
-        self.nodes > 1 && self.within != self.across
+        self.spans_nodes() && self.within != self.across
+    }
+
+    /// Each hop at its own link, for the simulator (`None` when every hop takes as long).
+    pub fn links(&self) -> Option<std::sync::Arc<crate::params::Links>> {
+        self.differ().then(|| {
+            std::sync::Arc::new(crate::params::Links {
+                node: self.node.clone(),
+                within: self.within,
+                across: self.across,
+            })
+        })
     }
 }
 
@@ -91,7 +109,25 @@ impl Model {
     /// The achieved rates at efficiencies `e`.
     pub fn rates(&self, e: Efficiency) -> Result<Rates, ParamError> {
         let g = self.gpu()?;
-        Ok(Rates::new(g.peak_tflops * 1e12 * e.gemm, g.hbm_gbps * 1e9 * e.memory))
+        let rates = Rates::new(g.peak_tflops * 1e12 * e.gemm, g.hbm_gbps * 1e9 * e.memory);
+        Ok(Rates { matmul_speedup: self.matmul_speedup(g), ..rates })
+    }
+
+    /// GPUs between a pipeline device and the next: `t·dp` when the replicas of a stage sit
+    /// side by side (tp-dp-pp), `t` when a pipeline's devices do (tp-pp-dp).
+    pub fn pipeline_stride(&self) -> u64 {
+        let t = u64::from(self.tp.max(1));
+        match self.rank_order {
+            super::RankOrder::TpDpPp => t * u64::from(self.dp.max(1)),
+            super::RankOrder::TpPpDp => t,
+        }
+    }
+
+    /// The node of each pipeline device (its first GPU, replica 0).
+    pub fn device_nodes(&self, devices: u32) -> Vec<u32> {
+        let per_node = u64::from(self.gpus_per_node.max(1));
+        let stride = self.pipeline_stride();
+        (0..u64::from(devices)).map(|k| u32::try_from(k * stride / per_node).unwrap_or(u32::MAX)).collect()
     }
 
     /// Bytes one GPU sends per hop: one microbatch's activation, `2·B·S·H/t`.
@@ -113,11 +149,18 @@ impl Model {
         };
         let per_node = u64::from(self.gpus_per_node.max(1));
         let t = u64::from(self.tp.max(1));
-        // Device k holds GPUs k·t to k·t + t − 1; its GPU j sends to GPU j of device k + 1.
+        // Device k's TP rank j is GPU k·stride + j of replica 0 (TP innermost; the replicas
+        // of a stage between neighbouring stages under tp-dp-pp); it sends to GPU j of k + 1.
+        let stride = self.pipeline_stride();
         let node = |gpu: u64| gpu / per_node;
-        let crosses = |k: u64| (0..t).any(|j| node(k * t + j) != node((k + 1) * t + j));
+        let crosses = |k: u64| (0..t).any(|j| node(k * stride + j) != node((k + 1) * stride + j));
         let crossings = (0..u64::from(devices.saturating_sub(1))).filter(|&k| crosses(k)).map(|k| k as u32).collect();
-        let nodes = (u64::from(devices) * t).div_ceil(per_node).max(1);
-        Ok(Hops { within, across, nodes: u32::try_from(nodes).unwrap_or(u32::MAX), crossings })
+        // The nodes replica 0's GPUs sit on.
+        let mut used: Vec<u64> =
+            (0..u64::from(devices)).flat_map(|k| (0..t).map(move |j| node(k * stride + j))).collect();
+        used.dedup();
+        let nodes = used.len().max(1) as u64;
+        let node = self.device_nodes(devices);
+        Ok(Hops { within, across, nodes: u32::try_from(nodes).unwrap_or(u32::MAX), crossings, node })
     }
 }

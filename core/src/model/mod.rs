@@ -21,8 +21,9 @@
 //! fp32 logits (`4·B·S·V`), the embedding its dropout mask. Parameters per layer: `(2 +
 //! 2g/A)·H² + 2·H·FFN` weights plus biases and norms.
 //!
-//! Tensor parallelism `t` (with sequence parallelism): every number is one GPU's, `1/t` of the
-//! stage's; the collectives inside a layer are not timed. A hop sends `2·B·S·H/t` bytes per
+//! Tensor parallelism `t`: every number is one GPU's, `1/t` of the stage's, and each layer's
+//! collectives are timed at the ring cost on the node's link ([`parallel`]); without
+//! sequence parallelism the activations outside the matmuls are whole on every GPU. A hop sends `2·B·S·H/t` bytes per
 //! GPU ([`hardware::Hops`]). Multi-token-prediction layers (`m`) cost a layer plus their
 //! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Depth:
 //! `docs/cost-model.md`.
@@ -35,10 +36,14 @@ pub mod gpu;
 pub mod hardware;
 mod holding;
 mod layout;
+mod mlp;
+pub mod parallel;
 pub mod presets;
+mod rank_order;
 pub mod roofline;
 mod spec;
 mod units;
+mod vocab;
 
 pub use calibrate::Calibration;
 pub use derive::{Derived, PieceCosts};
@@ -46,9 +51,13 @@ pub use gpu::{Gpu, DEFAULT_GPU, GPUS};
 pub use hardware::{Efficiency, Hops, DEFAULT_EFFICIENCY};
 pub use holding::{verdict, Holding};
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
+pub use mlp::Mlp;
+pub use parallel::Precision;
+pub use rank_order::RankOrder;
 pub use roofline::{Breakdown, Term};
 pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
 pub use units::{parse_bytes, parse_limit, LimitError};
+pub use vocab::{megatron_split, HeadPlacement, StageFlops};
 
 use crate::error::{Field, ParamError};
 use crate::trade::RecomputeShape;
@@ -60,6 +69,8 @@ pub const MAX_CHUNKS_CUT: u32 = 8;
 pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 /// Default latency of one hop, µs.
 pub const DEFAULT_LATENCY_US: f64 = 5.0;
+/// Latency of one step of a collective's ring, µs.
+pub const COLLECTIVE_LATENCY_US: f64 = 5.0;
 
 /// A transformer and the hardware it runs on.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,8 +89,11 @@ pub struct Model {
     pub micro_batch: u32,
     /// Vocabulary size `V`.
     pub vocab: u32,
-    /// MLP width; `None` means `4H`.
+    /// The MLP's size as the model card gives it: a GELU MLP's width, a SwiGLU MLP's
+    /// intermediate size; `None` means [`Mlp::default_size`].
     pub ffn: Option<u32>,
+    /// The MLP's kind.
+    pub mlp: Mlp,
     /// The GPU, a key of [`GPUS`]; `None` means [`DEFAULT_GPU`].
     pub gpu: Option<String>,
     /// GPUs per node: which hops cross nodes.
@@ -99,8 +113,20 @@ pub struct Model {
     pub layout: Option<String>,
     /// FlashAttention: no score matrices kept, scores recomputed in B.
     pub flash_attention: bool,
-    /// Tensor-parallel size (with sequence parallelism) of each stage: costs are per GPU.
+    /// Tensor-parallel size of each stage: costs are per GPU.
     pub tp: u32,
+    /// Sequence parallelism beside tensor parallelism: the activations outside the matmuls
+    /// split too, all-gather and reduce-scatter in place of all-reduce.
+    pub sequence_parallel: bool,
+    /// Tensor-parallel collectives overlapped with the matmuls (Megatron's
+    /// `--tp-comm-overlap`, torchtitan's async TP).
+    pub tp_overlap: bool,
+    /// Number format of the weight matmuls.
+    pub precision: Precision,
+    /// Data-parallel replicas: with the rank order, which GPUs share a node.
+    pub dp: u32,
+    /// How ranks fill nodes after TP.
+    pub rank_order: RankOrder,
 }
 
 impl Model {
@@ -115,6 +141,7 @@ impl Model {
             micro_batch,
             vocab,
             ffn: None,
+            mlp: Mlp::Gelu,
             gpu: None,
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             tflops: None,
@@ -125,12 +152,23 @@ impl Model {
             layout: None,
             flash_attention: false,
             tp: 1,
+            sequence_parallel: true,
+            tp_overlap: false,
+            precision: Precision::Bf16,
+            dp: 1,
+            rank_order: RankOrder::TpDpPp,
         }
     }
 
-    /// The MLP width (default `4H`).
+    /// The MLP's size as the model card gives it (default [`Mlp::default_size`]).
     pub fn ffn(&self) -> u32 {
-        self.ffn.unwrap_or(self.hidden.saturating_mul(4))
+        self.ffn.unwrap_or_else(|| self.mlp.default_size(self.hidden))
+    }
+
+    /// The width of the two-matrix MLP with this MLP's cost ([`Mlp::width`]): what the cost
+    /// formulas take.
+    pub fn mlp_width(&self) -> f64 {
+        self.mlp.width(self.ffn())
     }
 
     /// Key/value heads `g` (default `A`: multi-head attention).
@@ -149,7 +187,8 @@ impl Model {
     pub fn check(&self) -> Result<(), ParamError> {
         self.check_sizes()?;
         self.check_shape()?;
-        self.check_hardware()
+        self.check_hardware()?;
+        self.check_parallel()
     }
 
     /// Every size positive and below its limit.
@@ -165,6 +204,7 @@ impl Model {
             (Field::Ffn, self.ffn()),
             (Field::Tp, self.tp),
             (Field::GpusPerNode, self.gpus_per_node),
+            (Field::Dp, self.dp),
         ];
         for (field, v) in sizes {
             let max = fields::model_size_limit(field);
@@ -282,7 +322,7 @@ impl Model {
 
     /// FLOPs of one transformer layer's F, B and W for one microbatch.
     pub fn layer_flops(&self) -> [f64; 3] {
-        let (h, s, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.ffn()));
+        let (h, s, ffn) = (f64::from(self.hidden), f64::from(self.seq), self.mlp_width());
         let bsh = self.tokens_hidden();
         let weights = (4.0 + 4.0 * self.kv_ratio()) * h + 4.0 * ffn;
         let recompute = if self.flash_attention { 4.0 * s } else { 0.0 };
@@ -292,14 +332,16 @@ impl Model {
 
     /// Activation bytes one layer's forward stores, and what W still needs after B.
     pub fn layer_memory(&self) -> [f64; 2] {
-        let (h, s, a, ffn) =
-            (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
+        let (h, s, a, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), self.mlp_width());
         let bsh = self.tokens_hidden();
         let scores = if self.flash_attention { 0.0 } else { 5.0 * a * s / h };
         let t = self.per_gpu();
         // K and V take 4 of attention's 11 bytes per token and hidden unit, scaled by g/A.
         let kv = 4.0 * (1.0 - self.kv_ratio());
-        [bsh * (18.0 - kv + 4.0 * ffn / h + scores) * t, bsh * (16.0 - kv + 4.0 * ffn / h) * t]
+        // Without sequence parallelism, 10 of the 34 bytes (the norms' inputs and the
+        // dropout masks and outputs around them) stay whole on every GPU (Korthikanti et al.).
+        let whole = if self.sequence_parallel || self.tp <= 1 { 0.0 } else { 10.0 * (1.0 - t) };
+        [bsh * ((18.0 - kv + 4.0 * ffn / h + scores) * t + whole), bsh * ((16.0 - kv + 4.0 * ffn / h) * t + whole)]
     }
 
     /// What full and selective recompute keep of a layer's activation and what their R pass
@@ -308,8 +350,7 @@ impl Model {
     /// attention scores (none under FlashAttention, which already recomputes them) and runs
     /// their 4·s of the layer's forward FLOPs again.
     pub fn recompute_shapes(&self) -> (RecomputeShape, RecomputeShape) {
-        let (h, s, a, ffn) =
-            (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
+        let (h, s, a, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), self.mlp_width());
         let kv = 4.0 * (1.0 - self.kv_ratio());
         let kept = 18.0 - kv + 4.0 * ffn / h;
         let scores = if self.flash_attention { 0.0 } else { 5.0 * a * s / h };
@@ -354,7 +395,7 @@ impl Model {
 
     /// Parameters of one transformer layer one GPU holds (`1/t` of them with tensor parallelism).
     pub fn layer_params(&self) -> f64 {
-        let (h, ffn) = (f64::from(self.hidden), f64::from(self.ffn()));
+        let (h, ffn) = (f64::from(self.hidden), self.mlp_width());
         let attention = 2.0 + 2.0 * self.kv_ratio();
         (attention * h * h + 2.0 * h * ffn + attention * h + ffn + h + 4.0 * h) * self.per_gpu()
     }
@@ -389,7 +430,7 @@ impl Model {
 /// The divisors of `of` nearest `value`, up to four, ascending ("8, 10, 20 or 25").
 fn near_divisors(value: u32, of: u32) -> String {
     let mut d: Vec<u32> = (1..=of).filter(|d| of % d == 0).collect();
-    d.sort_by_key(|&x| (x.abs_diff(value), x));
+    crate::units::sort::sort_by_key(&mut d, |&x| (x.abs_diff(value), x));
     d.truncate(4);
     d.sort_unstable();
     or_list(&d)

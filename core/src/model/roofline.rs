@@ -58,11 +58,14 @@ pub enum Term {
     Head,
     /// The embedding lookup and dropout, and its table gradient.
     Embedding,
+    /// Tensor-parallel collectives, as far as the matmuls do not hide them (priced by
+    /// [`super::parallel`], not here).
+    TpCollectives,
 }
 
 impl Term {
     /// Every term, in report order.
-    pub const ALL: [Term; 8] = [
+    pub const ALL: [Term; 9] = [
         Term::Matmul,
         Term::Attention,
         Term::Norm,
@@ -71,6 +74,7 @@ impl Term {
         Term::BiasGrad,
         Term::Head,
         Term::Embedding,
+        Term::TpCollectives,
     ];
 
     /// A short name (JSON keys and table rows).
@@ -84,6 +88,7 @@ impl Term {
             Term::BiasGrad => "bias_gradients",
             Term::Head => "lm_head",
             Term::Embedding => "embedding",
+            Term::TpCollectives => "tp_collectives",
         }
     }
 }
@@ -107,6 +112,9 @@ pub struct Op {
 pub struct Rates {
     /// FLOP/s of matrix multiplications.
     pub flops: f64,
+    /// How much faster the weight matmuls ([`Term::Matmul`]) run than `flops`: the FP8 peak
+    /// over the 16-bit peak under `--precision fp8`, else 1.
+    pub matmul_speedup: f64,
     /// Bytes/s of memory-bound work in F, B and W.
     pub bytes: [f64; 3],
 }
@@ -115,12 +123,13 @@ impl Rates {
     /// Rates from achieved matmul FLOP/s and the backward's achieved memory bytes/s; the
     /// forward's is [`FORWARD_MEMORY_SHARE`] of it.
     pub fn new(flops: f64, memory: f64) -> Rates {
-        Rates { flops, bytes: [memory * FORWARD_MEMORY_SHARE, memory, memory] }
+        Rates { flops, matmul_speedup: 1.0, bytes: [memory * FORWARD_MEMORY_SHARE, memory, memory] }
     }
 
     /// µs of `op`: the slower of its compute and its memory traffic.
     pub fn micros(&self, op: &Op) -> f64 {
-        (op.flops / self.flops).max(op.bytes / self.bytes[op.pass]) * 1e6
+        let flops = if op.term == Term::Matmul { self.flops * self.matmul_speedup } else { self.flops };
+        (op.flops / flops).max(op.bytes / self.bytes[op.pass]) * 1e6
     }
 }
 
@@ -202,7 +211,7 @@ impl Model {
     /// Every operator of one transformer layer for one microbatch, per GPU.
     pub fn layer_ops(&self) -> Vec<Op> {
         let (t, h) = self.tokens_and_hidden();
-        let (s, a, ffn) = (f64::from(self.seq), f64::from(self.heads), f64::from(self.ffn()));
+        let (s, a, ffn) = (f64::from(self.seq), f64::from(self.heads), self.mlp_width());
         let r = self.kv_ratio();
         let q = h * (1.0 + 2.0 * r);
         let mut o = Ops::new(self.per_gpu());

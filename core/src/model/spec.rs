@@ -16,6 +16,7 @@ pub const MAX_LAYOUT_TEXT: usize = 4096;
 /// The model settings the user gave: a preset and any setting over it. Empty means the costs
 /// are set by hand.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct ModelSpec {
     /// Start from this preset (`--model`); the other settings override it.
     pub preset: Option<String>,
@@ -34,7 +35,10 @@ pub struct ModelSpec {
     pub micro_batch: Option<u32>,
     /// Vocabulary size (`--vocab`).
     pub vocab: Option<u32>,
-    /// MLP width (`--ffn`).
+    /// The MLP's kind (`--mlp`); `None` keeps the preset's (GELU without one).
+    pub mlp: Option<super::Mlp>,
+    /// The MLP's size as the model card gives it (`--ffn`): GELU's width, SwiGLU's
+    /// intermediate size.
     pub ffn: Option<u32>,
     /// Achieved TFLOP/s of the matmuls (`--tflops`).
     pub tflops: Option<f64>,
@@ -56,6 +60,16 @@ pub struct ModelSpec {
     pub gemm_efficiency: Option<f64>,
     /// Fraction of HBM bandwidth the memory-bound kernels reach (`--memory-efficiency`).
     pub memory_efficiency: Option<f64>,
+    /// Sequence parallelism (`--sequence-parallel`); `None` keeps the preset's (on without one).
+    pub sequence_parallel: Option<bool>,
+    /// TP collectives overlapped with the matmuls (`--tp-overlap`); `None` keeps the preset's.
+    pub tp_overlap: Option<bool>,
+    /// Number format of the matmuls (`--precision`); `None` keeps the preset's (bf16).
+    pub precision: Option<super::Precision>,
+    /// Data-parallel replicas (`--dp`); `None` keeps the preset's (1).
+    pub dp: Option<u32>,
+    /// How ranks fill nodes after TP (`--rank-order`); `None` keeps the preset's (tp-dp-pp).
+    pub rank_order: Option<super::RankOrder>,
 }
 
 /// The settings a spec holds, as fields: their names are the CLI flags and URL keys. They are
@@ -99,7 +113,14 @@ impl ModelSpec {
             Field::Model => self.preset.clone(),
             Field::Layout => self.layout.clone(),
             Field::FlashAttention => self.flash_attention.map(|on| if on { "1" } else { "0" }.to_string()),
+            Field::SequenceParallel => self.sequence_parallel.map(|on| if on { "1" } else { "0" }.to_string()),
+            Field::TpOverlap => self.tp_overlap.map(|on| if on { "1" } else { "0" }.to_string()),
+            Field::Precision => self.precision.map(|p| p.name().to_string()),
+            Field::RankOrder => self.rank_order.map(|o| o.name().to_string()),
             Field::Gpu => self.gpu.clone(),
+            // Written whenever the size is, so that a link's ffn always says what it is (a
+            // link with ffn and no mlp is read as a GELU width, as links were written before).
+            Field::Mlp => self.mlp.or_else(|| self.ffn.map(|_| self.preset_mlp())).map(|m| m.name().to_string()),
             _ => {
                 let mut spec = self.clone();
                 match spec.slot(field)? {
@@ -130,6 +151,7 @@ impl ModelSpec {
                     Field::Ffn => &mut self.ffn,
                     Field::Tp => &mut self.tp,
                     Field::GpusPerNode => &mut self.gpus_per_node,
+                    Field::Dp => &mut self.dp,
                     _ => return None,
                 };
                 return Some(Slot::Count(count));
@@ -200,6 +222,9 @@ impl ModelSpec {
                 }
                 self.gpu = text_value(t);
             }
+            Field::Mlp => {
+                self.mlp = if t.is_empty() { None } else { Some(super::Mlp::parse(t)?) };
+            }
             Field::Layout => {
                 if t.len() > MAX_LAYOUT_TEXT {
                     return Err(ParamError::new(
@@ -210,19 +235,30 @@ impl ModelSpec {
                 }
                 self.layout = text_value(t);
             }
-            Field::FlashAttention => {
-                self.flash_attention = match t.to_ascii_lowercase().as_str() {
+            Field::FlashAttention | Field::SequenceParallel | Field::TpOverlap => {
+                let value = match t.to_ascii_lowercase().as_str() {
                     "" => None,
                     "1" | "true" | "on" | "yes" => Some(true),
                     "0" | "false" | "off" | "no" => Some(false),
                     _ => {
                         return Err(ParamError::new(
                             field,
-                            format!("flash-attention must be on or off, found `{}`", short(t)),
+                            format!("{} must be on or off, found `{}`", field.name(), short(t)),
                         )
                         .hint("write on or off (or 1 or 0, true or false)"));
                     }
                 };
+                match field {
+                    Field::SequenceParallel => self.sequence_parallel = value,
+                    Field::TpOverlap => self.tp_overlap = value,
+                    _ => self.flash_attention = value,
+                }
+            }
+            Field::Precision => {
+                self.precision = if t.is_empty() { None } else { Some(super::Precision::parse(t)?) };
+            }
+            Field::RankOrder => {
+                self.rank_order = if t.is_empty() { None } else { Some(super::RankOrder::parse(t)?) };
             }
             _ => match self.slot(field) {
                 Some(Slot::Count(v)) => *v = count(t)?,
@@ -264,6 +300,7 @@ impl ModelSpec {
         );
         if let Some(base) = b {
             m.ffn = base.ffn;
+            m.mlp = base.mlp;
             m.kv_heads = base.kv_heads;
             m.tflops = base.tflops;
             m.bandwidth = base.bandwidth;
@@ -275,10 +312,21 @@ impl ModelSpec {
             m.layout.clone_from(&base.layout);
             m.flash_attention = base.flash_attention;
             m.tp = base.tp;
+            m.sequence_parallel = base.sequence_parallel;
+            m.tp_overlap = base.tp_overlap;
+            m.precision = base.precision;
+            m.dp = base.dp;
+            m.rank_order = base.rank_order;
         }
+        m.dp = self.dp.unwrap_or(m.dp);
+        m.rank_order = self.rank_order.unwrap_or(m.rank_order);
+        m.sequence_parallel = self.sequence_parallel.unwrap_or(m.sequence_parallel);
+        m.tp_overlap = self.tp_overlap.unwrap_or(m.tp_overlap);
+        m.precision = self.precision.unwrap_or(m.precision);
         m.flash_attention = self.flash_attention.unwrap_or(m.flash_attention);
         m.tp = self.tp.unwrap_or(m.tp);
         m.ffn = self.ffn.or(m.ffn);
+        m.mlp = self.mlp.unwrap_or(m.mlp);
         m.kv_heads = self.kv_heads.or(m.kv_heads);
         m.tflops = self.tflops.or(m.tflops);
         m.bandwidth = self.bandwidth.or(m.bandwidth);
@@ -295,6 +343,11 @@ impl ModelSpec {
         Ok(m)
     }
 
+    /// The MLP kind of the spec's preset (GELU without one).
+    fn preset_mlp(&self) -> super::Mlp {
+        self.preset.as_deref().and_then(model_preset).map_or(super::Mlp::Gelu, |p| p.model.mlp)
+    }
+
     /// The spec as URL pairs (`key=value`, in [`MODEL_FIELDS`] order, set values only).
     pub fn query_pairs(&self) -> Vec<(&'static str, String)> {
         MODEL_FIELDS.iter().filter_map(|f| self.get(*f).map(|v| (f.name(), v))).collect()
@@ -304,7 +357,7 @@ impl ModelSpec {
     pub fn cli_flags(&self) -> String {
         let mut out = String::new();
         for (key, value) in self.query_pairs() {
-            if key == Field::FlashAttention.name() {
+            if [Field::FlashAttention, Field::SequenceParallel, Field::TpOverlap].iter().any(|f| f.name() == key) {
                 let _ = write!(out, " --{key} {}", if value == "1" { "true" } else { "false" });
                 continue;
             }
@@ -370,7 +423,8 @@ mod tests {
             "8192",
             "1",
             "128256",
-            "21504",
+            "swiglu",
+            "14336",
             "400",
             "50",
             "5",
@@ -381,6 +435,11 @@ mod tests {
             "4",
             "0.7",
             "0.6",
+            "0",
+            "1",
+            "fp8",
+            "24",
+            "tp-pp-dp",
         ];
         assert_eq!(values.len(), MODEL_FIELDS.len());
         for (field, v) in MODEL_FIELDS.iter().zip(values) {

@@ -49,7 +49,7 @@ pub fn tight_lower_bound(schedule: &Schedule, costs: &Costs, limit: Option<f64>,
 
 /// The lower bound a run prints ([`tight_lower_bound`]): its schedule is an order of the
 /// problem, and so caps the relaxation, when its peak fits `limit`.
-pub fn run_lower_bound(schedule: &Schedule, costs: &Costs, limit: f64, stats: &crate::Stats) -> LowerBound {
+pub fn run_lower_bound(schedule: &Schedule, costs: &Costs, limit: f64, stats: &crate::stats::Stats) -> LowerBound {
     let known = (stats.peak_memory <= limit + tolerance(limit)).then_some(stats.cost);
     tight_lower_bound(schedule, costs, Some(limit), known)
 }

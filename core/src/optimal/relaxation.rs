@@ -59,7 +59,7 @@ fn bound_over_pairs(search: &Search, floor: f64, cap: f64, nodes: u64, include: 
         .flat_map(|d| (0..search.devices).map(move |e| (d, e)))
         .filter(|&(d, e)| include(d, e))
         .collect();
-    pairs.sort_by(|&(d, e), &(d2, e2)| {
+    crate::units::sort::sort_by(&mut pairs, |&(d, e), &(d2, e2)| {
         (d != e).cmp(&(d2 != e2)).then(work(e2).total_cmp(&work(e))).then((d, e).cmp(&(d2, e2)))
     });
     let mut bound = floor;
@@ -156,7 +156,7 @@ fn pair_groups(ops: &[OpInfo], lags: &Lags, d: usize, e: usize) -> Option<Vec<Gr
         if mine.is_empty() {
             continue;
         }
-        mine.sort_by_key(|&o| ops[o].shape);
+        crate::units::sort::sort_by_key(&mut mine, |&o| ops[o].shape);
         let anchors: Vec<usize> = list.iter().copied().filter(|&o| ops[o].device == d).collect();
         let mut head = Vec::with_capacity(mine.len());
         let mut to_end = Vec::with_capacity(mine.len());
@@ -248,7 +248,7 @@ impl Sequencing {
             }
         }
         let mut order: Vec<usize> = (0..slots.len()).collect();
-        order.sort_by_key(|&s| slots[s].preds.len());
+        crate::units::sort::sort_by_key(&mut order, |&s| slots[s].preds.len());
         let mut succs = vec![Vec::new(); slots.len()];
         for (b, slot) in slots.iter().enumerate() {
             for &(a, _) in &slot.preds {

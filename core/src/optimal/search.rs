@@ -395,9 +395,15 @@ impl Search {
                     Op::One(p) => (
                         Some((p.kind.index() as u8, p.stage, p.slice)),
                         match p.kind {
-                            crate::PassKind::B | crate::PassKind::BW | crate::PassKind::R => 0,
-                            crate::PassKind::F => 1,
-                            crate::PassKind::W => 2,
+                            crate::schedule::PassKind::B
+                            | crate::schedule::PassKind::BW
+                            | crate::schedule::PassKind::R => 0,
+                            crate::schedule::PassKind::F
+                            | crate::schedule::PassKind::S
+                            | crate::schedule::PassKind::T
+                            | crate::schedule::PassKind::IF
+                            | crate::schedule::PassKind::IB => 1,
+                            crate::schedule::PassKind::W => 2,
                         },
                     ),
                     Op::Pair(..) => (None, 0),
@@ -485,7 +491,7 @@ impl Search {
             }
         }
         for list in &mut unit_ops {
-            list.sort_by_key(|&i| ops[i].shape);
+            crate::units::sort::sort_by_key(list, |&i| ops[i].shape);
         }
         // Multiples of 1/1024 below 10^9 add up exactly in f64.
         let whole = |v: f64| (v * 1024.0).fract() == 0.0 && v.abs() < 1e9;
@@ -1098,7 +1104,9 @@ impl Search {
                 self.fronts.entry(placed).or_default().push(times);
             }
         }
-        candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        crate::units::sort::sort_by(&mut candidates, |a, b| {
+            a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+        });
         for (start, _, _, o) in candidates {
             let undo = self.place(o, start);
             self.dfs(progress);

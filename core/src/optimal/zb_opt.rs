@@ -67,6 +67,7 @@ fn heuristics(params: &ScheduleParams, limit: f64) -> Result<Vec<Schedule>, Para
     Ok(out)
 }
 
+#[cfg(feature = "full")]
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     let limit = params.mem_limit.unwrap_or_else(|| zb_auto::default_limit(params));
     let mut published = heuristics(params, limit)?;
@@ -76,6 +77,18 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
         // zb-auto meets any limit it accepts, so this is only reached if it cannot run.
         Err(OptimalError::NoneFits | OptimalError::Sim(_)) => Ok(base),
     }
+}
+
+/// Without the search (the playground's page module), the family is listed but computed
+/// where the search is: [`crate::registry::computes_here`] says so, and this is never called.
+#[cfg(not(feature = "full"))]
+fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    let _ = (heuristics, optimize, OptimalError::NoneFits);
+    Err(ParamError::new(
+        Field::Schedule,
+        format!("zb-opt is searched in the background worker ({} devices)", params.devices),
+    )
+    .hint("the page computes it as soon as its worker has started"))
 }
 
 #[cfg(test)]

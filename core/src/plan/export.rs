@@ -31,7 +31,7 @@ pub fn export_best<E: std::fmt::Display>(
     let mut skipped: Option<String> = None;
     for (index, plan) in plans.iter().enumerate() {
         let c = &plan.candidate;
-        let exported = crate::generate(c.family.name, &c.params)
+        let exported = crate::registry::generate(c.family.name, &c.params)
             .map_err(|e| e.message)
             .and_then(|s| write(&s, &c.params.costs).map_err(|e| e.to_string()));
         match exported {

@@ -47,7 +47,9 @@ fn below(a: f64, b: f64) -> bool {
 /// least cost must be `below` p's.
 pub fn front(points: &[(f64, f64)]) -> Vec<bool> {
     let mut order: Vec<usize> = (0..points.len()).filter(|&i| !points[i].0.is_nan() && !points[i].1.is_nan()).collect();
-    order.sort_by(|&a, &b| points[a].0.total_cmp(&points[b].0).then(points[a].1.total_cmp(&points[b].1)));
+    crate::units::sort::sort_by(&mut order, |&a, &b| {
+        points[a].0.total_cmp(&points[b].0).then(points[a].1.total_cmp(&points[b].1))
+    });
     let memory: Vec<f64> = order.iter().map(|&i| points[i].0).collect();
     let cost: Vec<f64> = order.iter().map(|&i| points[i].1).collect();
     let n = order.len();

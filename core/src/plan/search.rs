@@ -394,7 +394,7 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     }
     // The static memory depends on the placement only; a placement of the family's own shape
     // at these sizes is what the generator will build.
-    let schedule = match crate::generate(family.name, &candidate.params) {
+    let schedule = match crate::registry::generate(family.name, &candidate.params) {
         Ok(s) => s,
         Err(e) => return Outcome::Invalid(e.to_string()),
     };
@@ -412,6 +412,11 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
     };
     let most = statics.iter().copied().fold(0.0, f64::max);
     let plain = match run_at(&candidate, None, Some(most), &statics) {
+        Ok(run) if run.memory <= candidate.limit && candidate.params.costs.trade.is_some() => {
+            // The user's own trade: priced against the same candidate without it.
+            let choice = given_trade(&candidate, &run, most, &statics);
+            return fits(candidate, run, choice, statics);
+        }
         Ok(run) if run.memory <= candidate.limit => {
             let faster =
                 candidate.trade_search.as_ref().and_then(|s| faster_with_trade(&candidate, &run, s, most, &statics));
@@ -472,6 +477,20 @@ fn price(trade: Arc<Trade>, run: &Run, reference: &Run) -> TradeChoice {
     }
 }
 
+/// The trade a candidate was given ([`TradeSpec::Fixed`]), as `run` ran it, priced against
+/// the same candidate without it (planned under the same budget, or at the family's own
+/// default when that does not fit); `None` when the trade does nothing.
+fn given_trade(candidate: &Candidate, run: &Run, most: f64, statics: &[f64]) -> Option<TradeChoice> {
+    let trade = candidate.params.costs.trade.clone().filter(|t| !t.is_none())?;
+    let mut bare = candidate.clone();
+    bare.params.costs.trade = None;
+    let reference = run_at(&bare, None, Some(most), statics).or_else(|_| run_at(&bare, None, None, statics));
+    Some(match reference {
+        Ok(r) => price(trade, run, &r),
+        Err(_) => TradeChoice { trade, time: 0.0, saved: 0.0 },
+    })
+}
+
 /// For a memory-aware family that fits without a trade: the fastest setting of the ladder
 /// that recomputes on every device (what it plans with, [`Trade::recompute_keep`]),
 /// when it fits and makes the step shorter than `plain`: the memory recompute frees holds
@@ -515,7 +534,7 @@ enum Failed {
 /// device's activations plus static memory.
 struct Run {
     params: ScheduleParams,
-    analysis: crate::Analysis,
+    analysis: crate::analysis::Analysis,
     memory: f64,
 }
 
@@ -540,8 +559,8 @@ fn run_at(
         }
         params.mem_limit = Some(budget);
     }
-    let schedule = crate::generate(family.name, &params).map_err(|_| Failed::NoPlan)?;
-    let analysis = crate::analyze(schedule, &params.costs).map_err(|e| Failed::Invalid(e.to_string()))?;
+    let schedule = crate::registry::generate(family.name, &params).map_err(|_| Failed::NoPlan)?;
+    let analysis = crate::analysis::analyze(schedule, &params.costs).map_err(|e| Failed::Invalid(e.to_string()))?;
     let memory = analysis.stats.per_device.iter().zip(statics).map(|(d, s)| d.peak_memory + s).fold(0.0, f64::max);
     Ok(Run { params, analysis, memory })
 }
@@ -600,7 +619,7 @@ pub fn fit_trade(family: &'static Family, params: &ScheduleParams, limit: f64, s
 /// Splits a plan's bubble (generated again and simulated without communication: done for the plans shown only).
 pub fn attribute_plan(plan: &mut Plan) {
     let c = &plan.candidate;
-    if let Ok(schedule) = crate::generate(c.family.name, &c.params) {
+    if let Ok(schedule) = crate::registry::generate(c.family.name, &c.params) {
         plan.attribution = overall(&schedule, &c.params.costs, &plan.stats).ok();
     }
 }
@@ -622,7 +641,9 @@ impl PlanSearch {
                 Outcome::NotTried => out.not_tried += 1,
             }
         }
-        out.plans.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then(a.memory.total_cmp(&b.memory)));
+        crate::units::sort::sort_by(&mut out.plans, |a, b| {
+            b.throughput.total_cmp(&a.throughput).then(a.memory.total_cmp(&b.memory))
+        });
         out
     }
 }

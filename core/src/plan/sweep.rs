@@ -1,5 +1,5 @@
 //! Sweeps: every combination of families, microbatch counts, chunks and memory limits, each
-//! run through the same path `simulate` uses ([`crate::run`] and [`crate::attribution`]).
+//! run through the same path `simulate` uses ([`crate::registry::run`] and [`crate::attribution`]).
 //!
 //! The pieces are pure so the CLI can run them on all cores and the app in a worker:
 //! [`SweepSpec::expand`] turns the lists into [`RunSpec`]s (the family registry decides which
@@ -241,12 +241,25 @@ impl SweepSpec {
             return Err(ParamError::new(Field::Overlap, "none of the swept schedules reads --overlap")
                 .hint(format!("add a family that overlaps F and B ({}), or remove --overlap", readers.join(", "))));
         }
+        // A setting listed twice runs once, in the place it was first listed; trades compare
+        // by what they do (`full` and `full,full,full,full` are one setting).
         let chunk_choices: Vec<Option<u32>> =
-            if self.chunks.is_empty() { vec![None] } else { self.chunks.iter().copied().map(Some).collect() };
-        let limit_choices: Vec<Option<f64>> =
-            if self.mem_limits.is_empty() { vec![None] } else { self.mem_limits.iter().copied().map(Some).collect() };
-        let trade_choices: Vec<Option<Arc<Trade>>> =
-            if self.trades.is_empty() { vec![self.costs.trade.clone()] } else { self.trades.clone() };
+            if self.chunks.is_empty() { vec![None] } else { first_of_each(&self.chunks, |c| *c).map(Some).collect() };
+        let limit_choices: Vec<Option<f64>> = if self.mem_limits.is_empty() {
+            vec![None]
+        } else {
+            first_of_each(&self.mem_limits, |l| l.to_bits()).map(Some).collect()
+        };
+        let trade_choices: Vec<Option<Arc<Trade>>> = if self.trades.is_empty() {
+            vec![self.costs.trade.clone()]
+        } else {
+            let does = |t: &Option<Arc<Trade>>| {
+                t.as_deref()
+                    .filter(|t| !t.is_none())
+                    .map(|t| (super::describe_trade(t, self.devices), t.copy_time.map(f64::to_bits)))
+            };
+            first_of_each(&self.trades, does).collect()
+        };
         let mut runs = Vec::new();
         let mut passes: u64 = 0;
         for &f in &self.families {
@@ -294,8 +307,16 @@ impl SweepSpec {
     }
 }
 
+/// The items of `list` whose `key` no earlier item has, in order.
+fn first_of_each<'a, T: Clone, K: PartialEq>(
+    list: &'a [T],
+    key: impl Fn(&T) -> K + 'a,
+) -> impl Iterator<Item = T> + 'a {
+    list.iter().enumerate().filter(move |(i, t)| !list[..*i].iter().any(|u| key(u) == key(t))).map(|(_, t)| t.clone())
+}
+
 /// Runs one combination as `simulate` would: generate, validate, simulate, measure
-/// ([`crate::run`]), then split the bubble ([`overall`], as `simulate` splits it).
+/// ([`crate::registry::run`]), then split the bubble ([`overall`], as `simulate` splits it).
 ///
 /// # Errors
 /// An [`InvalidRun`] with the reason when the family cannot take the parameters, the schedule
@@ -303,7 +324,7 @@ impl SweepSpec {
 // Both outcomes are kept whole (a sweep lists them), so the error is as large as the run.
 #[allow(clippy::result_large_err)]
 pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
-    let analysis = match crate::run(spec.family.name, &spec.params) {
+    let analysis = match crate::registry::run(spec.family.name, &spec.params) {
         Ok(a) => a,
         Err(e) => return Err(InvalidRun { error: e.to_string(), spec }),
     };
@@ -491,7 +512,7 @@ mod tests {
         let sweep = sweep(&spec("1f1b,zb-h1,zb-h2,gpipe", &[8])).unwrap();
         assert_eq!(sweep.runs.len(), 4);
         for r in &sweep.runs {
-            let single = crate::run(r.spec.family.name, &r.spec.params).unwrap();
+            let single = crate::registry::run(r.spec.family.name, &r.spec.params).unwrap();
             assert_eq!(r.stats, single.stats);
         }
         let on: Vec<(&str, bool)> = sweep.runs.iter().map(|r| (r.spec.family.name, r.pareto)).collect();

@@ -6,10 +6,10 @@ use super::gantt::{gantt, gutter_for, GanttGeometry, GanttOptions, GanttPanel};
 use super::memory::{memory_chart, memory_plot_band, MemoryOptions};
 use super::scene::Scene;
 use super::theme::Theme;
+use crate::analysis::Analysis;
 use crate::gaps::Causes;
 use crate::units::format_number;
 use crate::units::Units;
-use crate::Analysis;
 
 /// One schedule in a figure.
 #[derive(Clone, Copy, Debug)]

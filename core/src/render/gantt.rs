@@ -470,6 +470,40 @@ fn draw_row(
         emit(scene, p);
     }
     draw_copies(scene, panel, device, top, height, axis, theme);
+    draw_comms(scene, panel, device, top, height, axis, theme);
+}
+
+/// Draws the collectives `device` takes part in (the vocabulary shards' barriers) as a strip
+/// along the top of its row: its side stream, beside compute. A barrier on the compute
+/// stream (interlaced) is drawn the same way, hatched by a full-height outline.
+fn draw_comms(
+    scene: &mut Scene,
+    panel: &GanttPanel<'_>,
+    device: u32,
+    top: f64,
+    height: f64,
+    axis: &TimeAxis,
+    theme: &Theme,
+) {
+    let Some(times) = panel.timeline.devices.get(device as usize) else { return };
+    let strip = (height * 0.22).max(2.0);
+    for c in &times.comms {
+        if c.end < axis.t0 || c.start > axis.t1 {
+            continue;
+        }
+        let x0 = axis.x(c.start).max(axis.x0);
+        let x1 = axis.x(c.end).min(axis.x1).max(x0 + 1.0);
+        let bottom = if c.side { top + strip } else { top + height };
+        scene.items.push(Item::Rect {
+            x0,
+            y0: top,
+            x1,
+            y1: bottom,
+            fill: theme.comms,
+            alpha: if c.side { 0.95 } else { 0.35 },
+            stroke: Some((theme.background, 0.5)),
+        });
+    }
 }
 
 /// Draws `device`'s copies to and from the host as a strip along the bottom of its row: its
@@ -585,6 +619,10 @@ fn legend(
             (PassKind::W, _) => "W weight grad",
             (PassKind::BW, _) => "BW full backward",
             (PassKind::R, _) => "R recompute",
+            (PassKind::S, _) => "S output layer",
+            (PassKind::T, _) => "T output grad",
+            (PassKind::IF, _) => "IF input layer",
+            (PassKind::IB, _) => "IB input grad",
         };
         for c in 0..chunks.min(2) {
             scene.rect(x, y - sw / 2.0, x + sw, y + sw / 2.0, theme.pass_color(*kind, c));
@@ -623,6 +661,13 @@ fn legend(
             scene.text(x, y, label, size, theme.text, Anchor::Start);
             x += text_width(label, size) + 18.0 * s;
         }
+    }
+    if panels.iter().any(|p| p.timeline.devices.iter().any(|d| !d.comms.is_empty())) {
+        scene.rect(x, y - sw / 2.0, x + sw, y - sw / 4.0, theme.comms);
+        x += sw + 4.0 * s;
+        let label = if short { "barrier" } else { "barrier (all-reduce over shards)" };
+        scene.text(x, y, label, size, theme.text, Anchor::Start);
+        x += text_width(label, size) + 18.0 * s;
     }
     if causes {
         // Idle tints, outlined in the grid colour (they are pale); short labels when the full

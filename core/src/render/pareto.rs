@@ -230,13 +230,14 @@ impl Shape {
 /// on colour alone.
 fn family_style(theme: &Theme, name: &str, families: &[&str]) -> (Rgb, Shape) {
     // Categorical hues, dark enough for markers on both themes' plot backgrounds.
-    const HUES: [Rgb; 5] = [Rgb(37, 99, 235), Rgb(217, 119, 6), Rgb(5, 150, 105), Rgb(147, 51, 234), Rgb(219, 39, 119)];
-    let group = |n: &str| crate::family(n).map(|f| f.group);
+    const HUES: [Rgb; 6] =
+        [Rgb(37, 99, 235), Rgb(217, 119, 6), Rgb(5, 150, 105), Rgb(147, 51, 234), Rgb(219, 39, 119), Rgb(101, 84, 40)];
+    let group = |n: &str| crate::registry::family(n).map(|f| f.group);
     let Some(g) = group(name) else {
         let i = families.iter().position(|f| *f == name).unwrap_or(0);
         return (theme.device_color(i as u32, families.len() as u32), Shape::ORDER[i % Shape::ORDER.len()]);
     };
-    let hue = HUES[crate::FamilyGroup::ALL.iter().position(|x| *x == g).unwrap_or(0) % HUES.len()];
+    let hue = HUES[crate::families::FamilyGroup::ALL.iter().position(|x| *x == g).unwrap_or(0) % HUES.len()];
     let members: Vec<&&str> = families.iter().filter(|f| group(f) == Some(g)).collect();
     let k = members.iter().position(|f| **f == name).unwrap_or(0);
     let t = if members.len() <= 1 { 0.0 } else { 0.55 * k as f64 / (members.len() - 1) as f64 };
@@ -327,7 +328,7 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
         .filter(|(_, p)| p.pareto)
         .map(|(_, p)| (xm.at(p.peak_memory / mem_div), ym.at(p.cost / time_div)))
         .collect();
-    front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    crate::units::sort::sort_by(&mut front, |a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
     front.dedup();
     if front.len() > 1 {
         scene.items.push(Item::Line {
@@ -354,7 +355,7 @@ pub fn pareto_chart(points: &[ParetoPoint<'_>], opts: &ParetoOptions) -> (Scene,
             markers.push(ParetoMarker { run: *i, x, y, r });
         }
     }
-    markers.sort_by_key(|m| m.run);
+    crate::units::sort::sort_by_key(&mut markers, |m| m.run);
 
     // Legend: one entry per family, then the front and the limit. Entries close up (down to
     // LEGEND_MIN_STEP) to fit the plot's height; families that still do not fit are counted
@@ -498,7 +499,7 @@ mod tests {
         let styles: Vec<(Rgb, Shape)> = names.iter().map(|n| family_style(&Theme::light(), n, &names)).collect();
         for (i, a) in styles.iter().enumerate() {
             for (j, b) in styles.iter().enumerate().skip(i + 1) {
-                let group = |k: usize| crate::family(names[k]).map(|f| f.group);
+                let group = |k: usize| crate::registry::family(names[k]).map(|f| f.group);
                 // Within a group the shape alone tells members apart (colour-blind readers).
                 if group(i) == group(j) && names.len() > 1 {
                     assert_ne!(a.1, b.1, "{} and {}", names[i], names[j]);

@@ -123,7 +123,9 @@ pub struct Theme {
     /// Outline of highlighted passes.
     pub outline: Rgb,
     /// Base colours per pass kind, chunk 0: F, B, W, BW, R.
-    pub kinds: [Rgb; 5],
+    pub kinds: [Rgb; 9],
+    /// Colour of collectives on a side stream (the vocabulary shards' barriers).
+    pub comms: Rgb,
     /// Colours of copies to and from the host, in [`crate::schedule::CopyKind::ALL`] order: offload, reload.
     pub copies: [Rgb; 2],
     /// Colour of merged sub-pixel runs.
@@ -151,7 +153,18 @@ impl Theme {
             grid: Rgb(226, 229, 235),
             alert: Rgb(185, 28, 28),
             outline: Rgb(17, 24, 39),
-            kinds: [Rgb(59, 130, 246), Rgb(20, 184, 166), Rgb(132, 204, 22), Rgb(245, 158, 11), Rgb(236, 72, 153)],
+            kinds: [
+                Rgb(59, 130, 246),
+                Rgb(20, 184, 166),
+                Rgb(132, 204, 22),
+                Rgb(245, 158, 11),
+                Rgb(236, 72, 153),
+                Rgb(79, 70, 229),
+                Rgb(192, 38, 211),
+                Rgb(2, 132, 199),
+                Rgb(194, 65, 12),
+            ],
+            comms: Rgb(71, 85, 105),
             copies: [Rgb(124, 58, 237), Rgb(192, 132, 252)],
             merged: Rgb(148, 163, 184),
             causes: [Rgb(218, 200, 250), Rgb(251, 207, 213), Rgb(213, 219, 228)],
@@ -171,7 +184,18 @@ impl Theme {
             grid: Rgb(45, 52, 66),
             alert: Rgb(248, 113, 113),
             outline: Rgb(250, 250, 250),
-            kinds: [Rgb(96, 165, 250), Rgb(45, 212, 191), Rgb(163, 230, 53), Rgb(251, 191, 36), Rgb(244, 114, 182)],
+            kinds: [
+                Rgb(96, 165, 250),
+                Rgb(45, 212, 191),
+                Rgb(163, 230, 53),
+                Rgb(251, 191, 36),
+                Rgb(244, 114, 182),
+                Rgb(129, 140, 248),
+                Rgb(232, 121, 249),
+                Rgb(56, 189, 248),
+                Rgb(251, 146, 60),
+            ],
+            comms: Rgb(203, 213, 225),
             copies: [Rgb(167, 139, 250), Rgb(216, 180, 254)],
             merged: Rgb(100, 116, 139),
             causes: [Rgb(71, 54, 110), Rgb(100, 44, 58), Rgb(54, 62, 80)],

@@ -132,7 +132,7 @@ impl Builder {
         if done.device == u32::MAX {
             return None;
         }
-        let comm = if done.device == device { 0.0 } else { self.costs.comm };
+        let comm = if done.device == device { 0.0 } else { self.costs.hop_time(done.device, device) };
         Some(done.end + comm)
     }
 

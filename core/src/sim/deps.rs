@@ -50,6 +50,8 @@ pub fn dependency(placement: &Placement, pass: Pass) -> Option<Dep> {
         PassKind::B | PassKind::BW => dep(DepClass::InputGrad, stage + 1),
         PassKind::W => dep(DepClass::InputGrad, stage),
         PassKind::R => dep(DepClass::Forward, stage),
+        // A vocabulary pass's links are the simulator's extra rules (`sim::VocabLinks`).
+        PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => None,
     }
 }
 
@@ -58,7 +60,7 @@ pub fn provides(kind: PassKind) -> Option<DepClass> {
     match kind {
         PassKind::F => Some(DepClass::Forward),
         PassKind::B | PassKind::BW => Some(DepClass::InputGrad),
-        PassKind::W | PassKind::R => None,
+        PassKind::W | PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => None,
     }
 }
 
@@ -84,6 +86,13 @@ impl KeySpace {
         for (device, order) in schedule.orders.iter().enumerate() {
             for (position, op) in order.iter().enumerate() {
                 for pass in op.passes() {
+                    if pass.kind.is_vocab() && pass.stage >= schedule.placement.devices() {
+                        return Err(SimError::Malformed(format!(
+                            "{pass} at device {device}, position {position} names a shard that does not exist: \
+                             the schedule has {} devices, one vocabulary shard each",
+                            schedule.placement.devices()
+                        )));
+                    }
                     if !keys.contains(pass) {
                         return Err(SimError::Malformed(format!(
                             "{pass} at device {device}, position {position} is out of range: \

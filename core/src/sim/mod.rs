@@ -8,10 +8,12 @@
 mod builder;
 mod deps;
 mod stream;
+mod vocab;
 
 pub use builder::Builder;
 pub use deps::{dependency, provides, Dep, DepClass, KeySpace};
 pub(crate) use stream::Stream;
+pub use vocab::{Barrier, CommKind, Link, VocabLinks};
 
 use crate::error::{SimError, Stuck};
 use crate::params::StageCosts;
@@ -41,14 +43,18 @@ pub trait Timing {
     fn held(&self, _forward: Pass) -> f64 {
         0.0
     }
+    /// The time of one barrier (an all-reduce over every vocabulary shard).
+    fn barrier(&self, _kind: CommKind) -> f64 {
+        0.0
+    }
 }
 
 impl Timing for StageCosts {
     fn duration(&self, _at: OpRef, op: &Op) -> f64 {
         self.op(op)
     }
-    fn hop(&self, _at: OpRef, _from: OpRef) -> f64 {
-        self.comm
+    fn hop(&self, at: OpRef, from: OpRef) -> f64 {
+        self.hop_time(from.device, at.device)
     }
     fn alloc(&self, pass: Pass) -> f64 {
         StageCosts::alloc(self, pass)
@@ -62,12 +68,17 @@ impl Timing for StageCosts {
     fn held(&self, forward: Pass) -> f64 {
         StageCosts::held(self, forward.stage)
     }
+    fn barrier(&self, _kind: CommKind) -> f64 {
+        self.vocab.reduce
+    }
 }
 
 /// Times measured per op (a profiled run), parallel to a schedule's orders: each op's
 /// duration, the busy time before it that needs none of its inputs (`leads`), and the time
-/// from its latest input's end on another device to its start (`hops`).
+/// from its latest input's end on another device to its start (`hops`); and when each device
+/// began its first pass (`starts`), which the stats count its span from.
 #[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct PerOpTimes {
     /// `durations[d][i]`: the time of device d's i-th op.
     pub durations: Vec<Vec<f64>>,
@@ -75,6 +86,10 @@ pub struct PerOpTimes {
     pub leads: Vec<Vec<f64>>,
     /// `hops[d][i]`: from its latest input's end on another device to its start.
     pub hops: Vec<Vec<f64>>,
+    /// `starts[d]`: when device d began its first pass (the runtime's start of the action, at
+    /// or before its work: the wait for its input and the runtime's own code come between).
+    /// Empty when unknown: a device's span then starts with its first op's work.
+    pub starts: Vec<f64>,
 }
 
 impl PerOpTimes {
@@ -83,7 +98,15 @@ impl PerOpTimes {
         let shape = |lists: &Vec<Vec<f64>>| {
             lists.len() == schedule.orders.len() && lists.iter().zip(&schedule.orders).all(|(l, o)| l.len() == o.len())
         };
-        shape(&self.durations) && shape(&self.leads) && shape(&self.hops)
+        shape(&self.durations)
+            && shape(&self.leads)
+            && shape(&self.hops)
+            && (self.starts.is_empty() || self.starts.len() == schedule.orders.len())
+    }
+
+    /// When device `d` began its first pass, if known.
+    pub fn start(&self, d: usize) -> Option<f64> {
+        self.starts.get(d).copied()
     }
 }
 
@@ -111,7 +134,7 @@ impl Timing for OpTimes {
         OpTimes::get(&self.times.leads, at).unwrap_or(0.0)
     }
     fn hop(&self, at: OpRef, _from: OpRef) -> f64 {
-        OpTimes::get(&self.times.hops, at).unwrap_or(self.memory.comm)
+        OpTimes::get(&self.times.hops, at).unwrap_or_else(|| self.memory.hop_time(_from.device, at.device))
     }
     fn alloc(&self, pass: Pass) -> f64 {
         self.memory.alloc(pass)
@@ -125,10 +148,14 @@ impl Timing for OpTimes {
     fn held(&self, forward: Pass) -> f64 {
         self.memory.held(forward.stage)
     }
+    fn barrier(&self, _kind: CommKind) -> f64 {
+        self.memory.vocab.reduce
+    }
 }
 
 /// Where an op sits: its device and position in that device's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct OpRef {
     /// The device.
     pub device: u32,
@@ -138,6 +165,7 @@ pub struct OpRef {
 
 /// When one op ran.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct TimedOp {
     /// Start time.
     pub start: f64,
@@ -148,8 +176,26 @@ pub struct TimedOp {
     pub waited_for: Option<OpRef>,
 }
 
+/// When one collective ran on a device: a barrier of the vocabulary shards. Every shard's
+/// device lists it, at the same times.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
+pub struct TimedComm {
+    /// What it reduces.
+    pub kind: CommKind,
+    /// For which microbatch.
+    pub microbatch: u32,
+    /// Start time: the last pass feeding it ended, and its stream was free.
+    pub start: f64,
+    /// End time: what waits for it may start.
+    pub end: f64,
+    /// Whether it ran on the device's side stream (else on its compute stream).
+    pub side: bool,
+}
+
 /// A point of a device's activation-memory curve: the value from `time` on.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct MemPoint {
     /// When the value changes.
     pub time: f64,
@@ -157,22 +203,68 @@ pub struct MemPoint {
     pub value: f64,
 }
 
+/// A timed op packed for the wire: start and end, then the op it waited for (device + 1, or 0
+/// for none, and position).
+#[cfg(feature = "wire")]
+impl crate::units::packed::Packed for TimedOp {
+    const SIZE: usize = 24;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.start.to_le_bytes());
+        out.extend_from_slice(&self.end.to_le_bytes());
+        let (device, position) = self.waited_for.map_or((0, 0), |r| (r.device.wrapping_add(1), r.position));
+        out.extend_from_slice(&device.to_le_bytes());
+        out.extend_from_slice(&position.to_le_bytes());
+    }
+
+    fn take(b: &[u8]) -> Option<TimedOp> {
+        use crate::units::packed::{f64_at, u32_at};
+        let (device, position) = (u32_at(b, 16)?, u32_at(b, 20)?);
+        let waited_for = device.checked_sub(1).map(|device| OpRef { device, position });
+        Some(TimedOp { start: f64_at(b, 0)?, end: f64_at(b, 8)?, waited_for })
+    }
+}
+
+/// A memory point packed for the wire: its time and value.
+#[cfg(feature = "wire")]
+impl crate::units::packed::Packed for MemPoint {
+    const SIZE: usize = 16;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.time.to_le_bytes());
+        out.extend_from_slice(&self.value.to_le_bytes());
+    }
+
+    fn take(b: &[u8]) -> Option<MemPoint> {
+        use crate::units::packed::f64_at;
+        Some(MemPoint { time: f64_at(b, 0)?, value: f64_at(b, 8)? })
+    }
+}
+
 /// One device's simulated run.
 #[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeviceTimeline {
     /// `ops[i]` is when the device's i-th op ran.
+    #[cfg_attr(feature = "wire", serde(with = "crate::units::packed"))]
     pub ops: Vec<TimedOp>,
     /// Activation memory over time as a step curve starting at 0: forwards allocate when
     /// they start, backwards release when they end.
+    #[cfg_attr(feature = "wire", serde(with = "crate::units::packed"))]
     pub memory: Vec<MemPoint>,
     /// The highest activation memory the device holds.
     pub peak_memory: f64,
     /// `copies[i]` is when the device's i-th copy ran on its copy stream.
+    #[cfg_attr(feature = "wire", serde(with = "crate::units::packed"))]
     pub copies: Vec<TimedOp>,
+    /// The collectives the device took part in, in the order they ended (barriers of the
+    /// vocabulary shards; empty without them).
+    pub comms: Vec<TimedComm>,
 }
 
 /// The simulated run of a schedule: times and memory, parallel to its orders.
 #[derive(Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub struct Timeline {
     /// One entry per device.
     pub devices: Vec<DeviceTimeline>,
@@ -212,7 +304,11 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
     let keys = KeySpace::checked(schedule)?;
     let placement = &schedule.placement;
     let n_devices = schedule.orders.len();
-    let n_keys = 2 * keys.len();
+    let links = VocabLinks::of(schedule);
+    let barriers = Barriers::new(&keys, schedule.microbatches, links.is_some());
+    let n_keys = barriers.end();
+    let mut fed = vec![(0u32, f64::NEG_INFINITY); barriers.len()];
+    let mut stream_free = [0.0f64; CommKind::ALL.len()];
 
     // Completion time and producer of every (class, stage, microbatch, slice).
     let mut done = vec![f64::NEG_INFINITY; n_keys];
@@ -232,6 +328,7 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
             memory: Vec::with_capacity(2 * order.len() + 1),
             peak_memory: 0.0,
             copies: Vec::new(),
+            comms: Vec::new(),
         })
         .collect();
     let mut copy = CopyStreams::new(schedule, &keys);
@@ -250,19 +347,19 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
             start = start.max(copy.reloaded(op));
             let mut waited_for = None;
             let mut blocked = None;
-            for pass in op.passes() {
-                let Some(dep) = dependency(placement, pass) else { continue };
-                let k = keys.dep_index(dep);
-                if producer[k] == UNSET {
-                    blocked = Some(k);
-                    break;
-                }
-                let from = unpack(producer[k]);
-                let comm = if from.device == device { 0.0 } else { costs.hop(at, from) };
-                let arrival = done[k] + comm;
-                if arrival > start {
-                    start = arrival;
-                    waited_for = Some(from);
+            'passes: for pass in op.passes() {
+                for (k, hops) in waits(placement, &keys, links.as_ref(), &barriers, pass) {
+                    if producer[k] == UNSET {
+                        blocked = Some(k);
+                        break 'passes;
+                    }
+                    let from = unpack(producer[k]);
+                    let comm = if !hops || from.device == device { 0.0 } else { costs.hop(at, from) };
+                    let arrival = done[k] + comm;
+                    if arrival > start {
+                        start = arrival;
+                        waited_for = Some(from);
+                    }
                 }
             }
             if let Some(k) = blocked {
@@ -301,6 +398,35 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
                     w = std::mem::replace(&mut next_waiter[w as usize], NONE);
                 }
             }
+            // The barriers this op's passes feed: one ends when its last shard has fed it.
+            for b in op.passes().filter_map(|p| links.as_ref().and_then(|l| l.feeds(p))) {
+                let (Some(links), Some(k)) = (links.as_ref(), barriers.key(b)) else { continue };
+                let slot = &mut fed[k - barriers.base];
+                slot.0 += 1;
+                slot.1 = slot.1.max(end);
+                if slot.0 != links.shards() || producer[k] != UNSET {
+                    continue;
+                }
+                let stream = &mut stream_free[b.kind.index()];
+                let begin = slot.1.max(*stream);
+                let finish = begin + costs.barrier(b.kind);
+                *stream = finish;
+                done[k] = finish;
+                producer[k] = me;
+                let comm = TimedComm {
+                    kind: b.kind,
+                    microbatch: b.microbatch,
+                    start: begin,
+                    end: finish,
+                    side: links.side_stream(),
+                };
+                devices.iter_mut().for_each(|t| t.comms.push(comm));
+                let mut w = std::mem::replace(&mut waiter_head[k], NONE);
+                while w != NONE {
+                    ready.push(w);
+                    w = std::mem::replace(&mut next_waiter[w as usize], NONE);
+                }
+            }
             next[d] += 1;
         }
         if next[d] == order.len() {
@@ -310,9 +436,56 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
     copy.finish(&mut devices);
 
     if next.iter().zip(&schedule.orders).any(|(&n, order)| n < order.len()) {
-        return Err(deadlock(schedule, &keys, &next, &producer));
+        return Err(deadlock(schedule, &keys, &next, &producer, links.as_ref(), &barriers));
     }
     Ok(Timeline { devices })
+}
+
+/// The keys of the barriers, after the two classes of pass completions: one per
+/// (kind, microbatch) when the schedule has vocabulary passes.
+struct Barriers {
+    base: usize,
+    microbatches: usize,
+    count: usize,
+}
+
+impl Barriers {
+    fn new(keys: &KeySpace, microbatches: u32, any: bool) -> Barriers {
+        let microbatches = microbatches as usize;
+        let count = if any { CommKind::ALL.len() * microbatches } else { 0 };
+        Barriers { base: 2 * keys.len(), microbatches, count }
+    }
+
+    /// One past the last key.
+    fn end(&self) -> usize {
+        self.base + self.count
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    fn key(&self, b: Barrier) -> Option<usize> {
+        let m = b.microbatch as usize;
+        (m < self.microbatches && self.count > 0).then(|| self.base + b.kind.index() * self.microbatches + m)
+    }
+}
+
+/// The keys `pass` waits for, each with whether a hop between devices is added: its
+/// transformer dependency, and its vocabulary link (a broadcast hops, a barrier does not).
+fn waits(
+    placement: &crate::schedule::Placement,
+    keys: &KeySpace,
+    links: Option<&VocabLinks>,
+    barriers: &Barriers,
+    pass: Pass,
+) -> impl Iterator<Item = (usize, bool)> {
+    let own = dependency(placement, pass).map(|d| (keys.dep_index(d), true));
+    let link = links.and_then(|l| l.waits(pass)).and_then(|link| match link {
+        Link::Pass(d) => keys.contains(d.as_pass()).then(|| (keys.dep_index(d), true)),
+        Link::Barrier(b) => barriers.key(b).map(|k| (k, false)),
+    });
+    own.into_iter().chain(link)
 }
 
 /// The devices' copy streams: each runs its device's copies in issue order, beside compute.
@@ -478,10 +651,17 @@ fn unpack(packed: u64) -> OpRef {
 }
 
 /// Builds the deadlock report: every unfinished device, its stuck op and what it waits for.
-fn deadlock(schedule: &Schedule, keys: &KeySpace, next: &[usize], producer: &[u64]) -> SimError {
+fn deadlock(
+    schedule: &Schedule,
+    keys: &KeySpace,
+    next: &[usize],
+    producer: &[u64],
+    links: Option<&VocabLinks>,
+    barriers: &Barriers,
+) -> SimError {
     let placement = &schedule.placement;
     // Where every pass is scheduled, for the "waits on device d" part of the message.
-    let mut position_of = vec![UNSET; 2 * keys.len()];
+    let mut position_of = vec![UNSET; barriers.end()];
     for (device, order) in schedule.orders.iter().enumerate() {
         for (position, op) in order.iter().enumerate() {
             for pass in op.passes() {
@@ -497,18 +677,28 @@ fn deadlock(schedule: &Schedule, keys: &KeySpace, next: &[usize], producer: &[u6
     for (device, order) in schedule.orders.iter().enumerate() {
         let Some(op) = order.get(next[device]) else { continue };
         let blocking = op.passes().find_map(|pass| {
-            let dep = dependency(placement, pass)?;
-            (producer[keys.dep_index(dep)] == UNSET).then_some((pass, dep))
+            let dep = dependency(placement, pass).map(Link::Pass);
+            let link = links.and_then(|l| l.waits(pass));
+            dep.into_iter().chain(link).find_map(|l| {
+                let k = match l {
+                    Link::Pass(d) => keys.dep_index(d),
+                    Link::Barrier(b) => barriers.key(b)?,
+                };
+                (producer.get(k) == Some(&UNSET)).then_some((pass, l, k))
+            })
         });
-        let Some((pass, dep)) = blocking else { continue };
-        let k = keys.dep_index(dep);
-        let waits_on = (position_of[k] != UNSET).then(|| unpack(position_of[k]));
+        let Some((pass, link, k)) = blocking else { continue };
+        let stand_in = match link {
+            Link::Pass(d) => d.as_pass(),
+            Link::Barrier(b) => VocabLinks::as_pass(b),
+        };
+        let waits_on = position_of.get(k).filter(|&&p| p != UNSET).map(|&p| unpack(p));
         let waits_for = match waits_on {
             Some(r) => schedule.orders[r.device as usize][r.position as usize]
                 .passes()
                 .find(|p| keys.provided_index(*p) == Some(k))
-                .unwrap_or_else(|| dep.as_pass()),
-            None => dep.as_pass(),
+                .unwrap_or(stand_in),
+            None => stand_in,
         };
         stuck.push(Stuck {
             device: device as u32,

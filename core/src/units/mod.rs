@@ -4,11 +4,18 @@
 //! [`Units`] says what a run's numbers mean: abstract cost units (the papers' figures), or µs
 //! and bytes when the costs come from a model. Labels, summaries, messages and memory ticks
 //! read it. The submodules format numbers ([`number`]), byte sizes ([`bytes`]) and user text
-//! ([`text`]), and find the name a user meant ([`names`]).
+//! ([`text`]), find the name a user meant ([`names`]), and sort cold lists with one compiled
+//! sort ([`sort`]).
+
+/// Largest time or memory a cost may take (µs or bytes, or cost units).
+pub const MAX_COST: f64 = 1e12;
 
 pub mod bytes;
 pub mod names;
 pub mod number;
+#[cfg(feature = "wire")]
+pub mod packed;
+pub mod sort;
 pub mod text;
 
 pub use bytes::{byte_unit, format_bytes, parse_size, size_text, BadSize, BYTE_UNITS, GIB, MIB};
@@ -17,6 +24,7 @@ pub use text::{clean_text, shell_word};
 
 /// The units of a figure's times and memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
 pub enum Units {
     /// Times in cost units, memory in mem-f's unit.
     #[default]

@@ -15,24 +15,13 @@ pub fn closest<'a>(typed: &str, names: &[&'a str]) -> Option<&'a str> {
     let containing = names.iter().filter(|n| typed.len() >= 2 && normal(n).contains(&typed)).min_by_key(|n| n.len());
     let contained = || names.iter().filter(|n| typed.contains(&normal(n))).max_by_key(|n| n.len());
     let nearest = || {
-        names.iter().map(|n| (edit_distance(&typed, &normal(n)), n)).filter(|(d, _)| *d <= 3).min_by_key(|(d, _)| *d)
+        names
+            .iter()
+            .map(|n| (strsim::levenshtein(&typed, &normal(n)), n))
+            .filter(|(d, _)| *d <= 3)
+            .min_by_key(|(d, _)| *d)
     };
     containing.or_else(contained).or_else(|| nearest().map(|(_, n)| n)).copied()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -46,6 +35,8 @@ mod tests {
         assert_eq!(closest("hanay", &names), Some("hanayo"));
         assert_eq!(closest("1f1v", &names), Some("1f1b"));
         assert_eq!(closest("zzzzzzzz", &names), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        // Edit distance counts characters, not bytes, and stops at 3.
+        assert_eq!(closest("hänayö", &names), Some("hanayo"));
+        assert_eq!(closest("1fxyzw", &["1f1b"]), None, "4 edits away");
     }
 }

@@ -2,13 +2,24 @@
 //! significant digits, messages ([`short_number`]), and µs as people read them.
 
 /// Formats a number for labels and stats: integers without decimals, others with up to
-/// `max_decimals`, trailing zeros removed.
+/// `max_decimals`, trailing zeros removed; from 10^15 on, in exponent form (`1e300`), never
+/// hundreds of digits.
 pub fn format_number(value: f64, max_decimals: usize) -> String {
-    if !value.is_finite() {
-        return value.to_string();
+    if !value.is_finite() || value.abs() >= 1e15 {
+        return short_number(value);
     }
-    if value == value.round() && value.abs() < 1e15 {
+    if value == value.round() {
         return format!("{value:.0}");
+    }
+    // The shortest form that reads back exactly, when it has at most `max_decimals` decimals
+    // and those decimals are far coarser than the value's precision: then it is the value
+    // rounded to them, as the exact formatting below would print it, and costs a fraction
+    // (the exact path falls back to bignum arithmetic for many values).
+    if max_decimals < 16 && value.abs() * f64::EPSILON < 0.25 * 10f64.powi(-(max_decimals as i32)) {
+        let shortest = value.to_string();
+        if !shortest.contains(['e', 'E']) && shortest.split_once('.').is_none_or(|(_, d)| d.len() <= max_decimals) {
+            return if shortest == "-0" { "0".to_string() } else { shortest };
+        }
     }
     let s = format!("{value:.max_decimals$}");
     // Only a fraction's zeros go: 8500.6 at no decimals is 8501, never 851.
@@ -65,6 +76,53 @@ pub fn format_micros(us: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// What `format_number` prints by the exact formatting alone.
+    fn exact(value: f64, max_decimals: usize) -> String {
+        if value.abs() >= 1e15 {
+            return short_number(value);
+        }
+        if value == value.round() {
+            return format!("{value:.0}");
+        }
+        let s = format!("{value:.max_decimals$}");
+        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s.as_str() };
+        if s == "-0" {
+            "0".to_string()
+        } else {
+            s.to_string()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #[test]
+        fn the_shortest_form_shortcut_prints_what_exact_formatting_prints(
+            bits in any::<u64>(),
+            short in -1e6f64..1e6,
+            cents in -100_000_000i64..100_000_000,
+            decimals in 0usize..13,
+        ) {
+            // Any double, plain doubles, and decimal values (ties at every digit included).
+            for v in [f64::from_bits(bits), short, cents as f64 / 100.0, cents as f64 / 1000.0, cents as f64 * 1e-9] {
+                if v.is_finite() {
+                    prop_assert_eq!(format_number(v, decimals), exact(v, decimals), "{} at {} decimals", v, decimals);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn huge_numbers_print_in_exponent_form_never_in_hundreds_of_digits() {
+        assert_eq!(format_number(1e300, 4), "1e300");
+        assert_eq!(format_number(-2.5e20, 2), "-2.5e20");
+        assert_eq!(format_number(123_456_789_012_345_680.0, 1), "1.2345678901234568e17");
+        assert_eq!(format_micros(1e300), "1e294 s");
+        // Up to 10^15 numbers print plainly.
+        assert_eq!(format_number(999_999_999_999_999.0, 0), "999999999999999");
+        assert_eq!(format_number(123_456_789.26, 1), "123456789.3");
+    }
 
     #[test]
     fn labels_drop_a_fractions_zeros_only() {

@@ -10,32 +10,30 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Core's top-level modules by layer, lowest first. A module may import its own layer and
-/// the layers below it.
-const CORE_LAYERS: &[(&str, &[&str])] = &[
-    ("leaf", &["units"]),
-    ("the IR", &["error", "schedule"]),
-    ("inputs", &["params", "cost_lists", "presets", "trade"]),
-    ("engine", &["sim", "validate", "stats", "analysis"]),
-    ("generators and costs", &["families", "model", "passes"]),
-    ("analyses", &["bounds", "attribution", "gaps"]),
-    ("search", &["optimal"]),
-    ("registry", &["registry", "live", "findings"]),
-    ("files and links", &["formats", "permalink"]),
-    ("planning and measured runs", &["plan", "measured"]),
-    ("drawing", &["render"]),
-    ("the API", &[""]),
-];
-
-/// The app's modules by layer, lowest first.
-const APP_LAYERS: &[(&str, &[&str])] = &[
-    ("browser helpers", &["canvas"]),
-    ("state", &["state", "causes"]),
-    ("results", &["compare", "fit", "wire"]),
-    ("where work runs", &["engine", "url"]),
-    ("components", &["components"]),
-    ("the page", &[""]),
-];
+/// A crate's modules by layer, lowest first, as `ARCHITECTURE.md` lists them under `heading`:
+/// each bullet `- **N `a`, `b`**: …` is layer N, its modules in backticks (`lib.rs` is the
+/// crate root). A module may import its own layer and the layers below it.
+fn layers(heading: &str) -> Vec<Vec<String>> {
+    let doc = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let at = doc.find(heading).unwrap_or_else(|| panic!("ARCHITECTURE.md has no {heading:?}"));
+    let mut out = Vec::new();
+    for line in doc[at..].lines().skip(1).skip_while(|l| l.trim().is_empty()) {
+        let Some(rest) = line.strip_prefix("- **") else { break };
+        let (head, _) = rest.split_once("**").expect("a bold layer name");
+        let (number, names) = head.split_once(' ').expect("`N modules`");
+        assert_eq!(number.parse::<usize>().ok(), Some(out.len()), "layers are numbered from 0 in order: {line}");
+        let modules: Vec<String> = names
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|m| if m == "lib.rs" { String::new() } else { m.to_string() })
+            .collect();
+        assert!(!modules.is_empty(), "a layer names its modules in backticks: {line}");
+        out.push(modules);
+    }
+    assert!(out.len() > 3, "ARCHITECTURE.md lists the layers under {heading:?} ({} read)", out.len());
+    out
+}
 
 /// A crate's module tree and its import graph.
 struct Graph {
@@ -406,10 +404,10 @@ impl Graph {
     }
 
     /// Imports from a lower layer to a higher one, as `from -> to`.
-    fn upward(&self, layers: &[(&str, &[&str])]) -> Vec<String> {
+    fn upward(&self, layers: &[Vec<String>]) -> Vec<String> {
         let layer = |m: &Vec<String>| {
             let top = m.first().map_or("", String::as_str);
-            layers.iter().position(|(_, modules)| modules.contains(&top))
+            layers.iter().position(|modules| modules.iter().any(|x| x == top))
         };
         let mut out = Vec::new();
         for (from, targets) in &self.edges {
@@ -508,7 +506,7 @@ fn resolve(
     None
 }
 
-fn check(krate: &str, layers: &[(&str, &[&str])]) {
+fn check(krate: &str, layers: &[Vec<String>]) {
     let graph = Graph::read(&workspace().join(krate).join("src/lib.rs"));
     assert!(graph.files.len() > 10, "{krate}: the module tree was read ({} files)", graph.files.len());
     let circles = graph.circles();
@@ -527,18 +525,63 @@ fn check(krate: &str, layers: &[(&str, &[&str])]) {
 
 #[test]
 fn core_has_layers_and_no_circles() {
-    check("core", CORE_LAYERS);
+    check("core", &layers("What each core layer may import"));
 }
 
 #[test]
 fn app_has_layers_and_no_circles() {
-    check("app", APP_LAYERS);
+    check("app", &layers("What each app layer may import"));
 }
 
 #[test]
 fn cli_has_no_circles() {
     let graph = Graph::read(&workspace().join("cli/src/main.rs"));
     assert!(graph.circles().is_empty(), "cli: {:?}", graph.circles());
+}
+
+/// Core's modules name what they use by its module (`crate::params::Costs`), not through the
+/// root's re-exports (`crate::Costs`), which exist for users of the crate: a path through the
+/// root hides which layer an import reaches. Test code aside.
+#[test]
+fn core_names_items_by_their_module() {
+    let root = workspace().join("core/src/lib.rs");
+    let lib = std::fs::read_to_string(&root).expect("lib.rs");
+    let mut reexported = BTreeSet::new();
+    for line in lib.lines().filter_map(|l| l.trim().strip_prefix("pub use ")) {
+        let items = line.trim_end_matches(';');
+        let items = items.rsplit_once("::").map_or(items, |(_, last)| last);
+        for item in items.trim_matches(|c| c == '{' || c == '}').split(',') {
+            let item = item.trim();
+            let item = item.rsplit_once(" as ").map_or(item, |(_, alias)| alias);
+            if !item.is_empty() {
+                reexported.insert(item.to_string());
+            }
+        }
+    }
+    assert!(reexported.len() > 20, "lib.rs's re-exports were read: {reexported:?}");
+    let graph = Graph::read(&root);
+    // A root module named as a re-exported function (`stats`, `validate`) is a module path.
+    for module in graph.files.keys().filter(|m| m.len() == 1) {
+        reexported.remove(&module[0]);
+    }
+    let mut found = Vec::new();
+    for (module, file) in graph.files.iter().filter(|(m, _)| !m.is_empty()) {
+        let text = strip(&std::fs::read_to_string(file).expect("a source file"));
+        for (at, _) in text.match_indices("crate::") {
+            let after = &text[at + "crate::".len()..];
+            let firsts: Vec<&str> = match after.strip_prefix('{') {
+                Some(group) => group.split('}').next().unwrap_or("").split(',').map(|p| p.trim()).collect(),
+                None => vec![after],
+            };
+            for path in firsts {
+                let first: String = path.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if reexported.contains(&first) {
+                    found.push(format!("{}: crate::{first}", name(module)));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "core names items through the root's re-exports:\n{}", found.join("\n"));
 }
 
 /// The checker itself: a circle and an upward import are found.
@@ -573,8 +616,8 @@ fn the_checker_finds_circles_and_upward_imports() {
         "re-exports followed, comments, strings and tests ignored"
     );
     assert_eq!(graph.circles(), vec![vec!["m/a".to_string(), "m/b".to_string()]]);
-    let layers: &[(&str, &[&str])] = &[("low", &["low"]), ("m", &["m"]), ("root", &[""])];
-    assert_eq!(graph.upward(layers), ["low -> m/b"]);
+    let layers: Vec<Vec<String>> = [["low"], ["m"], [""]].iter().map(|l| vec![l[0].to_string()]).collect();
+    assert_eq!(graph.upward(&layers), ["low -> m/b"]);
 }
 
 /// Prints a crate's import graph: `cargo test -p bubblescope --test it print_graph -- --ignored

@@ -91,7 +91,9 @@ fn family_schedules() -> Vec<(String, Schedule)> {
         let mut generated = 0;
         let mut not_implemented = false;
         for (devices, microbatches) in sizes {
-            match bubblescope::generate(family.name, &ScheduleParams::new(devices, microbatches)) {
+            // A vocabulary for the vocabulary-parallel families; the others do not read it.
+            let costs = Costs { vocab: Some(bubblescope::VocabCosts::output(0.5, 1.0, 0.0)), ..Costs::default() };
+            match bubblescope::generate(family.name, &ScheduleParams::new(devices, microbatches).with_costs(costs)) {
                 Ok(s) => {
                     generated += 1;
                     out.push((format!("{} P={devices} M={microbatches}", family.name), s));
@@ -219,7 +221,8 @@ fn assert_round_trips(what: &str, schedule: &Schedule, costs: &Costs) {
     assert_eq!(back.schedule.as_ref(), Some(schedule), "{what} via json");
     assert_eq!(back.costs.map(|c| format!("{c:?}")), Some(format!("{costs:?}")), "{what}: costs via json");
 
-    let csv_possible = schedule.placement.pipelines() == 1 && schedule.slices == 1;
+    // PyTorch's grammar has no second pipeline, no slices and no vocabulary shard's pass.
+    let csv_possible = schedule.placement.pipelines() == 1 && schedule.slices == 1 && !schedule.has_vocab_passes();
     for form in [CsvForm::ComputeOnly, CsvForm::ComputeComms] {
         for dialect in [Dialect::Current, Dialect::Legacy] {
             let result = export_pytorch_csv(schedule, form, dialect);
@@ -272,7 +275,7 @@ fn exported_comms_files_are_what_pytorch_would_run() {
     // Every cross-device dependency has a SEND right after its producer and a RECV before its
     // consumer: checked by the importer, which reports any pairing or order problem.
     for (what, s) in family_schedules().iter().chain(&synthetic_schedules()) {
-        if s.placement.pipelines() > 1 || s.slices > 1 {
+        if s.placement.pipelines() > 1 || s.slices > 1 || s.has_vocab_passes() {
             continue; // Not expressible in PyTorch CSV (tested elsewhere).
         }
         let text = csv_export(s, CsvForm::ComputeComms, Dialect::Current);
@@ -306,11 +309,19 @@ fn json_costs_round_trip_bit_for_bit() {
         b: 994.1414234139935,
         w: 1e-7,
         comm: 105.00455722256841,
+        links: None,
         overlap: Some(1e12),
         mem_f: 2.0 / 3.0,
         mem_w: Some(0.5),
         profile: None,
         trade: None,
+        vocab: Some(bubblescope::VocabCosts {
+            s: 0.1 + 0.7,
+            t: 1e-9,
+            input_f: 3.0e-3,
+            input_b: 0.0,
+            reduce: 2.0 / 3.0,
+        }),
     };
     let s = sequential(Placement::linear(2), 2, 1, false);
     let back = read(&export_json(&s, Some(&hard)), Format::Json).costs.expect("costs");
@@ -915,9 +926,10 @@ fn json_errors_name_the_field_and_the_op() {
         j(&bad_op),
         [
             "warning: unknown field `extra` is ignored",
-            "error: orders[0][2]: cannot read op `3X0`: unknown kind `X`, expected F, B, W, BW or R\n  \
+            "error: orders[0][2]: cannot read op `3X0`: unknown kind `X`, expected F, B, W, BW, R, S, T, IF or IB\n  \
              hint: an op is `<stage><kind><microbatch>` with kind F, B, W, BW or R, e.g. `0F1` or `3BW2`, `.<slice>` after it \
-             for split sequences, or a pair `(3F1;3BW0)`\n  hint: the op is skipped",
+             for split sequences, or a pair `(3F1;3BW0)`; S, T, IF and IB take a vocabulary shard (the device's number) \
+             for the stage, e.g. `2S0`\n  hint: the op is skipped",
             "error: orders[0]: the backward of stage 3, microbatch 0 is missing\n  \
              hint: add `3BW0`, or `3B0` and then `3W0`",
         ]
@@ -1252,7 +1264,19 @@ proptest! {
         f in 0.0f64..1e12, b in 0.0f64..1e6, w in 0.0f64..1e3, comm in 0.0f64..10.0,
         overlap in proptest::option::of(0.0f64..1e4), mem_f in 1e-9f64..1e9, share in 0.0f64..=1.0,
     ) {
-        let costs = Costs { f, b, w, comm, overlap, mem_f, mem_w: Some(mem_f * share), profile: None, trade: None };
+        let costs = Costs {
+            f,
+            b,
+            w,
+            comm,
+            links: None,
+            overlap,
+            mem_f,
+            mem_w: Some(mem_f * share),
+            profile: None,
+            trade: None,
+            vocab: None,
+        };
         prop_assume!(costs.check().is_ok());
         let s = sequential(Placement::linear(2), 1, 1, true);
         let back = read(&export_json(&s, Some(&costs)), Format::Json);

@@ -13,3 +13,4 @@ mod pareto;
 mod properties;
 mod pytorch;
 mod stages;
+mod step;

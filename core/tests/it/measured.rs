@@ -121,6 +121,36 @@ fn the_replay_at_measured_times_reproduces_every_pass() {
     }
 }
 
+/// A measured run analysed as `simulate --from DIR` analyses it reproduces the measured step
+/// exactly: each device starts at its first pass's start (its wait before that pass kept),
+/// ends at its last pass's end, and the makespan is the step. So does the JSON the run
+/// converts to, read back.
+#[test]
+fn the_analysis_of_a_run_is_its_measured_step_on_every_fixture() {
+    use bubblescope::formats::{self, Format, ImportOptions};
+    for name in runs() {
+        let run = load(&name);
+        let check = |a: &bubblescope::Analysis, what: &str| {
+            let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs().max(1.0);
+            assert!(close(a.stats.makespan, run.step_time), "{name} {what}: {} vs {}", a.stats.makespan, run.step_time);
+            let mut cost = 0.0f64;
+            for (s, d) in a.stats.per_device.iter().zip(&run.devices) {
+                assert!(close(s.start, d.start) && close(s.end, d.end), "{name} {what}: {s:?} vs {d:?}");
+                assert!(close(s.span, d.end - d.start), "{name} {what}: {s:?} vs {d:?}");
+                cost = cost.max(d.end - d.start);
+            }
+            assert!(close(a.stats.cost, cost), "{name} {what}: cost {} vs {cost}", a.stats.cost);
+        };
+        check(&run.analysis().unwrap(), "trace");
+        let costs = run.fitted().costs(run.schedule.devices());
+        let text = formats::export_json_timed(&run.schedule, Some(&costs), Some(&run.op_times()));
+        let back = formats::import(&text, Format::Json, &ImportOptions::default());
+        let times = back.times.expect("the times read back");
+        let again = bubblescope::analyze_timed(back.schedule.unwrap(), &back.costs.unwrap(), &times).unwrap();
+        check(&again, "JSON");
+    }
+}
+
 /// Each device's split adds up to its span, every part ≥ 0.
 #[test]
 fn each_devices_time_splits_into_parts_that_add_up() {
@@ -337,4 +367,156 @@ fn runtime_overhead_is_its_own_tint_in_a_measured_runs_gaps() {
     let plan = bubblescope::run("1f1b", &bubblescope::ScheduleParams::new(4, 8)).unwrap();
     let causes = bubblescope::gaps::causes(&plan, &bubblescope::Costs::default()).unwrap();
     assert!(causes.gaps().all(|g| g.overhead == 0.0));
+}
+
+/// A pipeline span the reader cannot use is named, with what is wrong with it, whatever is
+/// wrong: its time, its label or its phase (before, each of these got another diagnosis: a
+/// step cut off, clocks that cannot be aligned, no pipeline labels).
+#[test]
+fn a_malformed_pipeline_span_is_named() {
+    let files = rank_files("interleaved-zb");
+    let trace = trace_json(&files[0]);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let at = events.iter().position(|e| e["name"] == "PP:0F1" && e["ph"] == "X").expect("a PP:0F1 span");
+    for (field, value, says) in [
+        ("dur", json!(-5), "dur"),
+        ("dur", json!(0), "dur"),
+        ("dur", json!("soon"), "dur"),
+        ("dur", Value::Null, "dur"),
+        ("dur", json!(1e300), "dur"),
+        ("ts", json!(-1e300), "ts"),
+        ("ts", json!("early"), "ts"),
+        ("ts", Value::Null, "ts"),
+        ("name", json!("PP:"), "no action"),
+        ("ph", json!("B"), "ph"),
+    ] {
+        let mut broken = trace.clone();
+        let event = &mut broken["traceEvents"][at];
+        if value.is_null() {
+            event.as_object_mut().unwrap().remove(field);
+        } else {
+            event[field] = value.clone();
+        }
+        let result = from_json("rank0.json", &broken).and_then(|r0| assemble(vec![r0, read(&files[1])], None));
+        let e = error_of(result);
+        let label = if field == "name" { "`PP:`" } else { "`PP:0F1`" };
+        assert!(e.starts_with("rank0.json") && e.contains(label) && e.contains(says), "{field}={value}: {e}");
+    }
+}
+
+/// An empty trace file is called empty, not cut off.
+#[test]
+fn an_empty_trace_is_called_empty() {
+    let gz = {
+        use std::io::Write as _;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(b"").unwrap();
+        enc.finish().unwrap()
+    };
+    for bytes in [Vec::new(), gz, b"  \n".to_vec()] {
+        let e = read_rank("empty.json", bytes.as_slice()).unwrap_err().to_string();
+        assert!(e.starts_with("empty.json: ") && e.contains("empty") && !e.contains("cut off"), "{e}");
+        assert!(e.contains("hint: "), "{e}");
+    }
+}
+
+/// Every rank's trace paused for `by` µs at absolute time `at`, as when other processes take
+/// the machine's cores: events from `at` on start later, events running across it last longer.
+fn stall(ranks: &mut [Value], at: f64, by: f64) {
+    for rank in ranks {
+        for e in rank["traceEvents"].as_array_mut().unwrap() {
+            let (Some(ts), dur) = (e.get("ts").and_then(Value::as_f64), e.get("dur").and_then(Value::as_f64)) else {
+                continue;
+            };
+            if ts >= at {
+                e["ts"] = json!(ts + by);
+            } else if let Some(d) = dur.filter(|d| ts + d > at) {
+                e["dur"] = json!(d + by);
+            }
+        }
+    }
+}
+
+/// The profiler-step-2 span of `label` in a rank's trace: (ts, dur).
+fn span_of(rank: &Value, label: &str) -> (f64, f64) {
+    let events = rank["traceEvents"].as_array().unwrap();
+    let step = events.iter().find(|e| e["name"] == "ProfilerStep#2").unwrap();
+    let from = step["ts"].as_f64().unwrap();
+    let e = events
+        .iter()
+        .find(|e| e["name"] == format!("PP:{label}") && e["ts"].as_f64().unwrap() >= from)
+        .unwrap_or_else(|| panic!("{label} in step 2"));
+    (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap())
+}
+
+/// A disturbed run (issue 43 item 4): three passes of one fixture, each held up in the middle
+/// of its work for three times its time. The fit stays at the quiet run's medians, names the held
+/// passes with how far off they ran, and the replay's miss gets a note with a likely cause.
+#[test]
+fn a_disturbed_run_shows_its_outliers_and_why_the_replay_misses() {
+    let name = "interleaved-zb-m8";
+    let files = rank_files(name);
+    let quiet = load(name);
+    let mut ranks: Vec<Value> = files.iter().map(|f| trace_json(f)).collect();
+    let held = ["0F1", "2F5", "0W3"];
+    // Stall times first (each stall moves what follows), latest first so earlier ones hold.
+    let mut at: Vec<(f64, f64)> = held.iter().map(|l| span_of(&ranks[0], l)).collect();
+    at.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (ts, dur) in at {
+        stall(&mut ranks, ts + 0.6 * dur, 3.0 * dur);
+    }
+    let traces: Vec<RankTrace> =
+        ranks.iter().enumerate().map(|(r, t)| from_json(&format!("rank{r} held"), t).unwrap()).collect();
+    let run = assemble(traces, None).unwrap();
+    let fitted = run.fitted();
+    let quiet_fit = quiet.fitted();
+    // Medians: a held pass moves each stage's median by at most a step between neighbouring
+    // samples, within twice the quiet run's spread (a mean would follow the held passes).
+    let (spread, quiet_spread) = (&fitted.spread, &quiet_fit.spread);
+    for (kind, a, b, s) in [
+        ("f", &fitted.f, &quiet_fit.f, &quiet_spread.f),
+        ("b", &fitted.b, &quiet_fit.b, &quiet_spread.b),
+        ("w", &fitted.w, &quiet_fit.w, &quiet_spread.w),
+    ] {
+        for (stage, ((x, y), s)) in a.iter().zip(b).zip(s).enumerate() {
+            assert!(
+                (x - y).abs() <= 2.0 * s + 0.01 * y,
+                "{kind} of stage {stage}: {x} where the quiet run fits {y} ± {s}"
+            );
+        }
+    }
+    // The held passes are named, at two to six times their median.
+    for label in held {
+        let o = fitted
+            .outliers
+            .iter()
+            .find(|o| o.device == 0 && o.label == label)
+            .unwrap_or_else(|| panic!("{label} is no outlier: {:#?}", fitted.outliers));
+        assert!(o.ratio() > 2.0 && o.ratio() < 6.0, "{label}: {}×", o.ratio());
+        assert!(o.work > 2.0 * o.median - o.work, "{label}: the excess is in its work");
+    }
+    assert!(fitted.outlier_note().unwrap().contains("ran far from their stage's median"));
+    // The spread is reported per stage, and no quiet stage's exceeds its median.
+    assert_eq!(spread.f.len(), 4);
+    assert!(spread.f.iter().zip(&fitted.f).all(|(s, m)| *s >= 0.0 && s < m), "{spread:?}");
+    // The replay misses by more than 15%, and a note says so with a likely cause.
+    let replay = run.replay_fitted().unwrap();
+    assert!(replay.error < -bubblescope::measured::MISS_NOTED, "{:+.1}%", replay.error * 100.0);
+    assert_eq!(replay.notes.len(), 1, "{:?}", replay.notes);
+    let note = &replay.notes[0];
+    assert!(note.contains("below the measured step, more than 15%: likely "), "{note}");
+    assert!(["contention", "a straggler", "waits outside the schedule"].iter().any(|c| note.contains(c)), "{note}");
+    // The quiet run has no such note.
+    assert!(quiet.replay_fitted().unwrap().notes.is_empty());
+}
+
+/// The outlier rule: far in scaled median absolute deviations and by a factor of 1.5.
+#[test]
+fn an_outlier_is_far_in_spread_and_in_ratio() {
+    use bubblescope::measured::Outlier;
+    assert!(Outlier::is_outlying(35.0, 10.0, 1.0));
+    assert!(Outlier::is_outlying(6.0, 10.0, 0.5), "a pass at 0.6× its median");
+    assert!(!Outlier::is_outlying(14.0, 10.0, 0.1), "1.4× is within the ratio");
+    assert!(!Outlier::is_outlying(35.0, 10.0, 6.0), "within 3 scaled deviations of a wide stage");
+    assert!(!Outlier::is_outlying(10.0, 10.0, 0.0));
 }

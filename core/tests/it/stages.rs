@@ -101,6 +101,8 @@ fn evaluate(orders: &[Vec<Op>], f: &[f64], b: &[f64], w: f64, comm: f64, microba
                     PassKind::B | PassKind::BW => Some(bend[d + 1][mb] + comm),
                     PassKind::W => Some(bend[d][mb]),
                     PassKind::R => Some(fend[d][mb]),
+                    // This oracle covers transformer passes only.
+                    PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => None,
                 };
                 let Some(ready) = ready.filter(|r| !r.is_nan()) else { break };
                 let start = free[d].max(ready);
@@ -110,13 +112,14 @@ fn evaluate(orders: &[Vec<Op>], f: &[f64], b: &[f64], w: f64, comm: f64, microba
                     PassKind::W => w,
                     PassKind::BW => b[d] + w,
                     PassKind::R => f[d],
+                    PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => 0.0,
                 };
                 free[d] = start + dur;
                 match pass.kind {
                     PassKind::F => fend[d][mb] = free[d],
                     PassKind::B => bend[d][mb] = free[d],
                     PassKind::BW => bend[d][mb] = free[d],
-                    PassKind::W | PassKind::R => {}
+                    PassKind::W | PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => {}
                 }
                 next[d] += 1;
                 progressed = true;

@@ -40,7 +40,7 @@ pub(super) fn check_comms(
                 match p.kind {
                     PassKind::F => forward[key(p.stage, p.microbatch)] = found,
                     PassKind::B | PassKind::BW => grad[key(p.stage, p.microbatch)] = found,
-                    PassKind::W | PassKind::R => {}
+                    PassKind::W | PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => {}
                 }
             }
         }
@@ -240,9 +240,9 @@ pub(super) fn check_comms(
         }
     }
     let mut channels: Vec<_> = channels.into_iter().collect();
-    channels.sort_by_key(|(k, _)| *k);
+    crate::units::sort::sort_by_key(&mut channels, |(k, _)| *k);
     for ((from, to), mut list) in channels {
-        list.sort_by_key(|m| m.send_column);
+        crate::units::sort::sort_by_key(&mut list, |m| m.send_column);
         // The first send whose receive comes before that of an earlier send.
         for pair in list.windows(2) {
             let [earlier, later] = pair else { continue };
@@ -322,7 +322,7 @@ pub(super) fn check_waits(
         .map(|(row, p)| ((p.stage, p.microbatch), (row, p)))
         .collect();
     for (row, mut list) in rows {
-        list.sort_by_key(|(column, _)| *column);
+        crate::units::sort::sort_by_key(&mut list, |(column, _)| *column);
         // Unwaited sends in posting order, and the reduction in progress.
         let mut pending: Vec<(usize, Comm)> = Vec::new();
         let mut registered: std::collections::HashSet<(CommKind, u32, u32)> = std::collections::HashSet::new();

@@ -52,6 +52,15 @@ pub fn export_pytorch_csv_with(
         ))
         .hint("export it as JSON (--to-format json), which keeps the slices"));
     }
+    if let Some(pass) = schedule.orders.iter().flatten().flat_map(Op::passes).find(|p| p.kind.is_vocab()) {
+        return Err(FormatError::new(format!(
+            "PyTorch CSV has no action for a vocabulary shard's pass, but this schedule runs {} ({}) on every device",
+            pass.kind.name(),
+            pass.kind.long_name()
+        ))
+        .hint("PyTorch's actions are F, I, W, B and R on model stages: it cannot split the output or input layer by vocabulary")
+        .hint("export it as JSON (--to-format json), which keeps the S, T, IF and IB passes and the barriers"));
+    }
     let rows: Vec<String> = match form {
         CsvForm::ComputeOnly => schedule
             .orders
@@ -405,7 +414,7 @@ pub(super) fn add_send_recv(
                             grad_done[k] = true;
                             (Awaited::Grad(k), p.stage.checked_sub(1), CommKind::SendB, CommKind::RecvB)
                         }
-                        PassKind::W | PassKind::R => continue,
+                        PassKind::W | PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => continue,
                     };
                     let Some(to_stage) = to_stage else { continue };
                     let peer = home(to_stage);

@@ -402,6 +402,11 @@ pub(super) fn kind_text(kind: PassKind, dialect: Dialect) -> &'static str {
         (Dialect::Legacy, PassKind::B) => "B",
         (Dialect::Legacy, PassKind::BW) => "BW",
         (_, PassKind::R) => "R",
+        // PyTorch has no action for these; the export refuses schedules that hold them first.
+        (_, PassKind::S) => "S",
+        (_, PassKind::T) => "T",
+        (_, PassKind::IF) => "IF",
+        (_, PassKind::IB) => "IB",
     }
 }
 

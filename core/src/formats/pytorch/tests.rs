@@ -123,7 +123,7 @@ fn add_send_recv_as_pytorch(schedule: &Schedule, lists: &[Vec<Lowered>], dialect
                     PassKind::B | PassKind::BW => {
                         ((2, p.stage, p.microbatch), p.stage.checked_sub(1), CommKind::SendB, CommKind::RecvB)
                     }
-                    PassKind::W | PassKind::R => continue,
+                    PassKind::W | PassKind::R | PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => continue,
                 };
                 prev[rank].insert(key);
                 let Some(to) = to else { continue };

@@ -2,7 +2,7 @@
 //! Pareto chart as SVG.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use bubblescope::plan::{
@@ -15,36 +15,65 @@ use bubblescope::units::format_number;
 use bubblescope::Field;
 use serde_json::{json, Value};
 
-use crate::args::SweepArgs;
+use clap::Args;
 
-/// Runs `specs` on every core (each thread takes the next run until none is left) and returns
-/// the outcomes in the order of `specs`.
-pub fn run_parallel<S: Send, T: Send, F: Fn(S) -> T + Sync>(specs: Vec<S>, run: F) -> Vec<T> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(specs.len()).max(1);
-    let next = AtomicUsize::new(0);
-    let specs: Vec<std::sync::Mutex<Option<S>>> = specs.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
-    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(slot) = specs.get(i) else { break };
-                        let spec = slot.lock().ok().and_then(|mut s| s.take());
-                        if let Some(spec) = spec {
-                            out.push((i, run(spec)));
-                        }
-                    }
-                    out
-                })
-            })
-            .collect();
-        // A worker panics only on a bug; its runs are then missing, never wrong.
-        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, t)| t).collect()
+use crate::args::{devices, positive, CostArgs};
+use crate::parallel::run_parallel;
+
+/// What `sweep -h` ends with: the options it leaves out, by name.
+pub const SWEEP_MORE: &str = "\
+More options (--group, --overlap, --costs-from, --mem-w, --layers … --tp, --gpus-per-node …
+--calibrate, --recompute, --offload, --copy-time, --theme): --help";
+
+/// `bubblescope sweep`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true, after_help = SWEEP_MORE)]
+pub struct SweepArgs {
+    /// Families to compare: `all`, or a list such as `1f1b,zb-h1,zb-v`.
+    #[arg(long, value_name = "LIST|all")]
+    pub schedules: String,
+    /// Number of devices (pipeline ranks), P.
+    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
+    pub devices: u32,
+    /// Microbatch counts: a list (`8,16,32`) or an inclusive range (`8..64`, `8..64:8`).
+    #[arg(long, short = 'm', value_name = "LIST|RANGE")]
+    pub microbatches: String,
+    /// Chunks per device of the families that read it (a list or range).
+    ///
+    /// Chunks per device for the families that read --chunks (a list or range like
+    /// --microbatches) [default: each family's own].
+    #[arg(long, value_name = "LIST")]
+    pub chunks: Option<String>,
+    /// Microbatches per chunk round for the swept families that read it (interleaved 1F1B;
+    /// default P each)
+    #[arg(long, value_name = "G", value_parser = positive, hide_short_help = true)]
+    pub group: Option<u32>,
+    /// Recompute and offload settings to sweep: none, selective, full, offload, full+offload.
+    ///
+    /// Recompute and offload settings to sweep, each on every device: `none`, `selective`,
+    /// `full`, `offload` (automatic), `selective+offload`, `full+offload`. Runs that trade are
+    /// hollow on the Pareto chart [default: --recompute and --offload as given].
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["recompute", "offload"])]
+    pub trades: Option<String>,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    /// Print one JSON object (`runs` and `invalid`) instead of a table.
+    #[arg(long, conflicts_with = "csv", help_heading = "Output")]
+    pub json: bool,
+    /// Print CSV instead of a table.
+    ///
+    /// Print CSV (one row per run, then the invalid combinations) instead of a table.
+    #[arg(long, help_heading = "Output")]
+    pub csv: bool,
+    /// Also write the memory/time Pareto chart as SVG (`-`: standard output).
+    ///
+    /// Also write the Pareto chart (peak memory against time per iteration) as SVG; the name
+    /// ends in .svg or has no extension (`-`: the chart alone on standard output).
+    #[arg(long, short = 'o', value_name = "FILE", help_heading = "Output")]
+    pub output: Option<PathBuf>,
+    /// Colour theme of the chart: light or dark.
+    #[arg(long, value_name = "THEME", default_value = "light", help_heading = "Output", hide_short_help = true)]
+    pub theme: String,
 }
 
 pub fn run(args: &SweepArgs) -> Result<()> {
@@ -66,6 +95,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         ));
     }
     if let Some(path) = &args.output {
+        args.costs.refuse_overwrite(path)?;
         crate::output::check_svg_output(path, "sweep")?;
     }
     let err = |e: bubblescope::ParamError| anyhow::anyhow!("{e}");
@@ -94,9 +124,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         crate::output::note_proportional_cuts(&derived, sweep.runs.iter().map(|r| (r.spec.family.name, r.stages)));
     }
     let out = if args.json {
-        let mut s = serde_json::to_string_pretty(&json(&sweep))?;
-        s.push('\n');
-        s
+        crate::output::json_text(&json(&sweep))
     } else if args.csv {
         csv(&sweep)
     } else {

@@ -4,12 +4,13 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use bubblescope::measured::{assemble, read_rank, MeasuredRun};
+use bubblescope::measured::{BackwardSplit, Fitted, MeasuredRun};
 use bubblescope::units::{format_micros, format_number};
 use clap::Args;
 use serde_json::json;
 
-use crate::output::{print, user_error};
+use crate::input::load_run;
+use crate::output::print;
 
 /// Read per-rank profiler traces of a pipeline run.
 #[derive(Debug, Args)]
@@ -18,81 +19,32 @@ pub struct TraceArgs {
     #[arg(required = true, value_name = "DIR|FILE")]
     pub paths: Vec<PathBuf>,
     /// The profiler step to read (`ProfilerStep#N`); default: the last step every rank completed.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = step_number)]
     pub step: Option<u64>,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Whether `path` names profiler traces rather than a schedule file: a folder, a gzipped
-/// file, or JSON that starts like a Chrome trace.
-pub fn is_trace(path: &std::path::Path) -> bool {
-    use std::io::Read as _;
-    // A folder can only be a run: one without traces is refused as such, with what it lacks.
-    if path.is_dir() || path.to_string_lossy().to_ascii_lowercase().ends_with(".gz") {
-        return true;
-    }
-    let mut head = Vec::new();
-    let Ok(file) = std::fs::File::open(path) else { return false };
-    if file.take(64 << 10).read_to_end(&mut head).is_err() {
-        return false;
-    }
-    let head = String::from_utf8_lossy(&head);
-    head.contains("\"traceEvents\"") || head.contains("\"schemaVersion\"")
-}
-
-/// The trace files `paths` name: files as given, and in a folder its `*.pt.trace.json[.gz]`
-/// files (every `.json[.gz]` when it has none of those), by name.
-fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            out.push(path.clone());
-            continue;
+/// A `--step` value: a profiler step's number, 0 or more (read signed, so `-1` gets this
+/// message rather than clap's advice on dashes).
+fn step_number(text: &str) -> Result<u64, String> {
+    let hint = "\n  hint: N of ProfilerStep#N, as the trace names its steps; leave --step out for the last step every rank completed";
+    match text.trim().parse::<i128>() {
+        Ok(n) => {
+            u64::try_from(n).map_err(|_| format!("--step must be a profiler step number, 0 or more, found {n}{hint}"))
         }
-        let entries =
-            std::fs::read_dir(path).map_err(|e| crate::output::file_error("read", &path.display().to_string(), &e))?;
-        let mut files: Vec<PathBuf> =
-            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
-        files.sort();
-        let name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-        let traces: Vec<PathBuf> = files
-            .iter()
-            .filter(|p| name(p).ends_with(".pt.trace.json") || name(p).ends_with(".pt.trace.json.gz"))
-            .cloned()
-            .collect();
-        let chosen = if traces.is_empty() {
-            files.into_iter().filter(|p| name(p).ends_with(".json") || name(p).ends_with(".json.gz")).collect()
-        } else {
-            traces
-        };
-        if chosen.is_empty() {
-            return Err(user_error(
-                &format!("{} holds no trace files (.json or .json.gz)", path.display()),
-                &["give the folder torch.profiler wrote, with one trace per rank, or a schedule file (.csv or .json)"],
-            ));
-        }
-        out.extend(chosen);
+        Err(_) => Err(format!(
+            "--step must be a profiler step number, found `{}`{hint}",
+            bubblescope::formats::sanitize(text)
+        )),
     }
-    Ok(out)
-}
-
-/// Reads and assembles the run `paths` name.
-pub fn load(paths: &[PathBuf], step: Option<u64>) -> Result<MeasuredRun> {
-    let mut ranks = Vec::new();
-    for file in trace_files(paths)? {
-        let shown = file.display().to_string();
-        let reader = std::fs::File::open(&file).map_err(|e| crate::output::file_error("read", &shown, &e))?;
-        ranks.push(read_rank(&shown, reader).map_err(|e| anyhow::anyhow!("{e}"))?);
-    }
-    assemble(ranks, step).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// `bubblescope trace`.
 pub fn run(args: &TraceArgs) -> Result<()> {
-    let run = load(&args.paths, args.step)?;
-    let text = if args.json { format!("{:#}\n", report_json(&run)?) } else { report_text(&run)? };
+    let run = load_run(&args.paths, args.step)?;
+    let text = if args.json { crate::output::json_text(&report_json(&run)?) } else { report_text(&run)? };
     print(&text)
 }
 
@@ -132,17 +84,7 @@ pub fn report_json(run: &MeasuredRun) -> Result<serde_json::Value> {
         "passes": passes,
         "step_time": run.step_time,
         "per_device": per_device,
-        "fitted": {
-            "f": fitted.f,
-            "b": fitted.b,
-            "w": fitted.w,
-            "comm": fitted.comm,
-            "overhead": fitted.overhead,
-            "backward": match fitted.backward {
-                bubblescope::measured::BackwardSplit::Split => "split",
-                bubblescope::measured::BackwardSplit::FullOnly => "full",
-            },
-        },
+        "fitted": fitted_json(&fitted),
         "replay": {
             "step_time": replay.step_time,
             "error": replay.error,
@@ -150,9 +92,40 @@ pub fn report_json(run: &MeasuredRun) -> Result<serde_json::Value> {
                 "device": d.device, "action": d.label, "measured": d.measured, "predicted": d.predicted,
             })).collect::<Vec<_>>(),
         },
-        "notes": run.notes.iter().chain(&fitted.notes).collect::<Vec<_>>(),
+        "notes": run.notes.iter().chain(&fitted.notes).chain(&replay.notes).collect::<Vec<_>>(),
     }))
 }
+
+/// The fitted costs as JSON (µs): the medians per stage, their spread, and the passes far
+/// from them.
+pub fn fitted_json(fitted: &Fitted) -> serde_json::Value {
+    json!({
+        "f": fitted.f,
+        "b": fitted.b,
+        "w": fitted.w,
+        "comm": fitted.comm,
+        "overlap": fitted.overlap,
+        "overhead": fitted.overhead,
+        "backward": match fitted.backward {
+            BackwardSplit::Split => "split",
+            BackwardSplit::FullOnly => "full",
+        },
+        "spread": { "f": fitted.spread.f, "b": fitted.spread.b, "w": fitted.spread.w },
+        "outliers": fitted.outliers.iter().map(|o| json!({
+            "device": o.device,
+            "action": o.label,
+            "stage": o.stage,
+            "kind": o.kind.name(),
+            "time": o.time,
+            "work": o.work,
+            "median": o.median,
+            "ratio": o.ratio(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// How many outlying passes the text lists.
+const OUTLIERS_LISTED: usize = 8;
 
 /// The run as tables.
 fn report_text(run: &MeasuredRun) -> Result<String> {
@@ -181,19 +154,31 @@ fn report_text(run: &MeasuredRun) -> Result<String> {
         ));
     }
     out.push_str(&format!(
-        "\nfitted costs per stage (µs; the runtime's {} per pass included)\nstage   F          B          W\n",
+        "\nfitted costs per stage (µs, median ± spread; the runtime's {} per pass included)\nstage   F                 B                 W\n",
         format_micros(fitted.overhead)
     ));
+    let cell = |median: f64, spread: f64| format!("{} ± {}", format_number(median, 1), format_number(spread, 1));
     for s in 0..fitted.f.len() {
+        let w = match fitted.backward {
+            BackwardSplit::Split => cell(fitted.w[s], fitted.spread.w[s]),
+            BackwardSplit::FullOnly => "0".to_string(),
+        };
         out.push_str(&format!(
-            "{:<8}{:<11}{:<11}{}\n",
+            "{:<8}{:<18}{:<18}{}\n",
             s,
-            format_number(fitted.f[s], 1),
-            format_number(fitted.b[s], 1),
-            format_number(fitted.w[s], 1)
+            cell(fitted.f[s], fitted.spread.f[s]),
+            cell(fitted.b[s], fitted.spread.b[s]),
+            w
         ));
     }
     out.push_str(&format!("hop {}\n", format_micros(fitted.comm)));
+    if let Some(o) = fitted.overlap {
+        out.push_str(&format!(
+            "overlapped F&B pair {} (on a mean device share; each stage's scales with its work)\n",
+            format_micros(o)
+        ));
+    }
+    out.push_str(&outliers_text(&fitted));
     out.push_str(&format!(
         "\nreplay at the fitted costs: {} ({:+}% of the measured step)\n",
         format_micros(replay.step_time),
@@ -211,8 +196,29 @@ fn report_text(run: &MeasuredRun) -> Result<String> {
             ));
         }
     }
-    for note in run.notes.iter().chain(&fitted.notes) {
+    for note in run.notes.iter().chain(&fitted.notes).chain(&replay.notes) {
         out.push_str(&format!("note: {note}\n"));
     }
     Ok(out)
+}
+
+/// The passes far from their stage's median, farthest first, and by how much.
+fn outliers_text(fitted: &Fitted) -> String {
+    let Some(summary) = fitted.outlier_note() else { return String::new() };
+    let mut out = format!("{summary}:\n");
+    for o in fitted.outliers.iter().take(OUTLIERS_LISTED) {
+        out.push_str(&format!(
+            "  device {} {:<22} {:<10} {}× the median {} (work {})\n",
+            o.device,
+            o.label,
+            format_micros(o.time),
+            format_number(o.ratio(), 2),
+            format_micros(o.median),
+            format_micros(o.work)
+        ));
+    }
+    if fitted.outliers.len() > OUTLIERS_LISTED {
+        out.push_str(&format!("  … and {} more (--json lists them all)\n", fitted.outliers.len() - OUTLIERS_LISTED));
+    }
+    out
 }

@@ -9,7 +9,26 @@ use bubblescope::model::{self, Breakdown, Calibration, Derived, Model, Term, GPU
 use bubblescope::units::{format_bytes, format_number};
 use serde_json::{json, Value};
 
-use crate::args::CostsArgs;
+use clap::Args;
+
+use crate::args::{devices, ModelArgs};
+
+/// `bubblescope costs`: a model's per-share costs.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct CostsArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Number of devices (pipeline ranks), P.
+    #[arg(long, short = 'p', value_name = "P", default_value_t = 4, value_parser = devices)]
+    pub devices: u32,
+    /// Print one JSON object instead of a table (with --list: the presets).
+    #[arg(long)]
+    pub json: bool,
+    /// List the model presets instead.
+    #[arg(long)]
+    pub list: bool,
+}
 
 /// Runs `bubblescope costs`.
 pub fn run(args: &CostsArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
@@ -24,9 +43,7 @@ pub fn run(args: &CostsArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
             ));
         }
         if args.json {
-            let mut s = serde_json::to_string_pretty(&presets_json())?;
-            s.push('\n');
-            s
+            crate::output::json_text(&presets_json())
         } else {
             presets_text()
         }
@@ -38,9 +55,7 @@ pub fn run(args: &CostsArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
             eprintln!("note: {note}");
         }
         if args.json {
-            let mut s = serde_json::to_string_pretty(&json_report(&m, &derived, calibration.as_ref()))?;
-            s.push('\n');
-            s
+            crate::output::json_text(&json_report(&m, &derived, calibration.as_ref()))
         } else {
             table(&m, &derived, calibration.as_ref())
         }
@@ -59,7 +74,7 @@ fn presets_json() -> Value {
                 "devices": p.devices, "microbatches": p.microbatches,
                 "model": {
                     "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads(),
-                    "seq": m.seq, "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(),
+                    "seq": m.seq, "micro_batch": m.micro_batch, "vocab": m.vocab, "mlp": m.mlp.name(), "ffn": m.ffn(),
                     "gpu": m.gpu, "tflops": m.tflops, "bandwidth": m.bandwidth, "latency": m.latency,
                     "layout": m.layout, "flash_attention": m.flash_attention, "tp": m.tp,
                 },
@@ -152,7 +167,7 @@ fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Val
     json!({
         "inputs": {
             "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads(), "seq": m.seq,
-            "micro_batch": m.micro_batch, "vocab": m.vocab, "ffn": m.ffn(), "tflops": m.tflops,
+            "micro_batch": m.micro_batch, "vocab": m.vocab, "mlp": m.mlp.name(), "ffn": m.ffn(), "tflops": m.tflops,
             "bandwidth": m.bandwidth, "latency": m.latency, "devices": d.devices,
             "layout": d.layout.to_megatron(), "flash_attention": m.flash_attention, "tp": m.tp,
             "gpu": g.key, "gpus_per_node": m.gpus_per_node,
@@ -190,11 +205,13 @@ fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Val
 fn table(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> String {
     let n = |v: f64| format_number(v, 1);
     let mut out = format!(
-        "{} layers · hidden {} · {} heads{} · ffn {} · sequence {} · microbatch {} · vocabulary {} · layout {}{}\n",
+        "{} layers · hidden {} · {} heads{} · {} {} {} · sequence {} · microbatch {} · vocabulary {} · layout {}{}\n",
         m.layers,
         m.hidden,
         m.heads,
         if m.kv_heads() == m.heads { String::new() } else { format!(" ({} key/value)", m.kv_heads()) },
+        m.mlp.name(),
+        m.mlp.size_name(),
         m.ffn(),
         m.seq,
         m.micro_batch,
@@ -311,6 +328,7 @@ fn label(term: Term) -> &'static str {
         Term::BiasGrad => "bias gradients",
         Term::Head => "LM head + loss",
         Term::Embedding => "embedding",
+        Term::TpCollectives => "TP collectives",
     }
 }
 

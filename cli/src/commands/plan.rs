@@ -15,7 +15,36 @@ use bubblescope::units::format_number;
 use bubblescope::Field;
 use serde_json::{json, Value};
 
-use crate::args::PlanArgs;
+use clap::Args;
+
+use crate::args::{devices, positive, CostArgs};
+
+/// `bubblescope plan`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct PlanArgs {
+    /// Number of devices (pipeline ranks), P.
+    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
+    pub devices: u32,
+    #[command(flatten)]
+    pub costs: CostArgs,
+    /// Samples per training step; microbatch counts that divide it are tried (needs a model).
+    #[arg(long = "global-batch", value_name = "N", value_parser = positive)]
+    pub global_batch: Option<u32>,
+    /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
+    /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
+    /// [default: auto with a model, else 0].
+    #[arg(long = "static-memory", value_name = "BYTES|auto")]
+    pub static_memory: Option<String>,
+    #[command(flatten)]
+    pub export: crate::export::ExportArgs,
+    /// How many plans to print.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive)]
+    pub top: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub fn run(args: &PlanArgs) -> Result<()> {
     let Some(limit) = mem_limit(args)? else {
@@ -25,7 +54,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         ));
     };
     let target = match &args.export.export {
-        Some(path) => Some(crate::export::Target::export(&args.export, path)?),
+        Some(path) => {
+            args.costs.refuse_overwrite(path)?;
+            Some(crate::export::Target::export(&args.export, path)?)
+        }
         None => None,
     };
     // With a global batch the micro-batch size follows from each microbatch count, unless the
@@ -77,7 +109,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     }
     let source = match &model {
         Some(m) => CostSource::Model(m.clone()),
-        None => CostSource::Costs(args.costs.untraded_costs(None, args.devices)?),
+        None => CostSource::Costs(args.costs.hand_costs(None, args.devices)?),
     };
     let trade = args.costs.plan_trade(model.as_ref(), args.devices)?;
     let spec = PlanSpec {
@@ -102,7 +134,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         );
     }
     let total = candidates.len();
-    let mut found = PlanSearch::collect(crate::sweep::run_parallel(candidates, evaluate));
+    let mut found = PlanSearch::collect(crate::parallel::run_parallel(candidates, evaluate));
     let searched = total - found.not_tried;
     // The export looks past --top: the best plan one CSV can hold may rank lower.
     let export = match (&target, found.plans.is_empty()) {
@@ -202,9 +234,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
     }
     let out = if args.json {
-        let mut s = serde_json::to_string_pretty(&json(&spec, &found, searched))?;
-        s.push('\n');
-        s
+        crate::output::json_text(&json(&spec, &found, searched))
     } else {
         table(&spec, &found, searched, bytes)
     };

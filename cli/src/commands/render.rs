@@ -1,0 +1,211 @@
+//! `bubblescope render`: schedules drawn on one time axis as an SVG figure (a file's, and
+//! families compared at its sizes), still or animated, with the memory chart and the idle
+//! gaps' causes on request.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use bubblescope::formats;
+use bubblescope::params::MAX_PASSES;
+use bubblescope::render::{
+    figure_animated_svg, figure_svg, AnimateOptions, FigureItem, FigureOptions, Theme, DURATION_RANGE,
+};
+use bubblescope::units::{short_number, Units};
+use bubblescope::{family, generate};
+use clap::{ArgMatches, Args};
+
+use crate::args::{self, InputArgs};
+use crate::output::{
+    check_svg_output, note_proportional_cuts, refuse_overwrite, user_error, warn_over_limit, write_output,
+};
+use crate::subject::{analyzed, from_file, reject_family_flags, reject_file_flags, required_schedule};
+
+/// What `render -h` ends with: the options it leaves out, by name.
+pub const RENDER_MORE: &str = "\
+More options (--group … --seq-splits, --overlap, --costs-from, --mem-w, --layers … --tp,
+--gpus-per-node … --calibrate, --recompute, --offload, --from-format … --merge-bw, --width,
+--row-height, --theme, --duration, --loop): --help";
+
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true, after_help = RENDER_MORE)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v`.
+    ///
+    /// Draw several families on one time axis, e.g. `1f1b,zb-h1,zb-v` (after --from's file,
+    /// at the file's devices and microbatches).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "schedule")]
+    pub compare: Vec<String>,
+    /// Where to write the SVG (`-`: standard output).
+    ///
+    /// Where to write the SVG (`-` for standard output); the name ends in .svg or has no
+    /// extension.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+    /// Add the activation-memory chart below the Gantt chart.
+    #[arg(long)]
+    pub memory: bool,
+    /// Shade every idle gap by its cause.
+    ///
+    /// Shade every idle gap by its causes (communication, imbalance, schedule), with a legend.
+    #[arg(long)]
+    pub causes: bool,
+    /// Figure width in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 960.0, hide_short_help = true)]
+    pub width: f64,
+    /// Height of one device row in pixels.
+    #[arg(long = "row-height", value_name = "PX", default_value_t = 22.0, hide_short_help = true)]
+    pub row_height: f64,
+    /// Colour theme: light or dark.
+    #[arg(long, value_name = "THEME", default_value = "light", hide_short_help = true)]
+    pub theme: String,
+    /// Write an animated SVG of the schedule filling and draining.
+    ///
+    /// Write an animated SVG that plays the schedule filling and draining (CSS, no script);
+    /// its last frame is the still figure.
+    #[arg(long)]
+    pub animate: bool,
+    /// Seconds the animation takes from the first pass to the last (0.5 to 600).
+    #[arg(long, value_name = "SECONDS", default_value_t = 6.0, requires = "animate", hide_short_help = true)]
+    pub duration: f64,
+    /// Play the animation in a loop instead of once.
+    #[arg(long = "loop", requires = "animate", hide_short_help = true)]
+    pub looping: bool,
+}
+
+/// The families `--compare` (or `--schedule`) names, each once, by registry name.
+fn compared_names(args: &RenderArgs, have_file: bool) -> Result<Vec<String>> {
+    let typed: Vec<String> = if args.compare.is_empty() {
+        match (&args.input.family.schedule, have_file) {
+            (Some(name), _) => vec![name.clone()],
+            (None, true) => vec![],
+            (None, false) => vec![required_schedule(&args.input.family)?.to_string()],
+        }
+    } else {
+        args.compare.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    };
+    let mut names: Vec<String> = Vec::new();
+    for name in typed {
+        let name = family(&name).map_or(name, |f| f.name.to_string());
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// The error for compared schedules over [`MAX_PASSES`] in total.
+fn too_many_passes(total: u64) -> anyhow::Error {
+    user_error(
+        &format!(
+            "the compared schedules would have at least {total} passes in total, more than the {MAX_PASSES} supported"
+        ),
+        &["compare fewer families, or use fewer devices or microbatches"],
+    )
+}
+
+pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
+    let InputArgs { costs, file, .. } = &args.input;
+    let theme = Theme::named(&args.theme).ok_or_else(|| {
+        user_error(&format!("unknown theme `{}`", formats::sanitize(&args.theme)), &["use light or dark"])
+    })?;
+    if !(args.width.is_finite() && (240.0..=20_000.0).contains(&args.width)) {
+        return Err(user_error(
+            &format!("--width must be between 240 and 20000 pixels, found {}", short_number(args.width)),
+            &["leave --width out for 960 pixels, or give e.g. --width 1600"],
+        ));
+    }
+    if !(args.row_height.is_finite() && (4.0..=80.0).contains(&args.row_height)) {
+        return Err(user_error(
+            &format!("--row-height must be between 4 and 80 pixels, found {}", short_number(args.row_height)),
+            &["leave --row-height out for 22 pixels per device, or give e.g. --row-height 12"],
+        ));
+    }
+    let (shortest, longest) = DURATION_RANGE;
+    if !(args.duration.is_finite() && (shortest..=longest).contains(&args.duration)) {
+        return Err(user_error(
+            &format!(
+                "--duration must be between {shortest} and {longest} seconds, found {}",
+                short_number(args.duration)
+            ),
+            &["leave --duration out for 6 seconds, or give e.g. --duration 20"],
+        ));
+    }
+    if let Some(path) = &file.from {
+        refuse_overwrite(path, &args.output)?;
+    }
+    costs.refuse_overwrite(&args.output)?;
+    check_svg_output(&args.output, "render")?;
+    reject_file_flags(file)?;
+    let mut subjects = Vec::new();
+    let mut family_args = args.input.family.clone();
+    if let Some(path) = &file.from {
+        reject_family_flags(matches, !args.compare.is_empty())?;
+        let read = from_file(file, path, costs)?;
+        // Compared families run at the file's sizes.
+        family_args.devices = read.params.devices;
+        family_args.microbatches = read.params.microbatches;
+        subjects.push(read);
+    }
+    let params = args::params(&family_args, costs)?;
+    let names = compared_names(args, !subjects.is_empty())?;
+    // The pass cap holds for everything drawn: every family's exact pass count comes from
+    // the registry, so the total is checked before anything is generated.
+    let planned: u64 =
+        names.iter().filter_map(|n| family(n)).map(|f| f.pass_count(&f.with_defaults(&f.own_params(&params)))).sum();
+    let total: u64 = subjects.iter().map(|s| s.analysis.schedule.pass_count() as u64).sum();
+    if total + planned > MAX_PASSES {
+        return Err(too_many_passes(total + planned));
+    }
+    for name in &names {
+        let in_context = |e: anyhow::Error| e.context(format!("schedule `{}`", formats::sanitize(name)));
+        let schedule = generate(name, &params).map_err(|e| in_context(anyhow::anyhow!("{e}")))?;
+        subjects.push(analyzed(name, schedule, params.clone(), costs.units()).map_err(in_context)?);
+    }
+    if subjects.is_empty() {
+        return Err(user_error("nothing to draw", &["pass --schedule NAME, --compare A,B or --from FILE"]));
+    }
+    for s in &subjects {
+        costs.check_copy_rate(&s.analysis.schedule)?;
+        warn_over_limit(&s.analysis, s.params.mem_limit, costs.units());
+    }
+    if costs.model.given() {
+        let derived = costs.model.model(params.devices)?.derive(params.devices).map_err(args::flag_error)?;
+        note_proportional_cuts(
+            &derived,
+            subjects.iter().map(|s| (s.name.as_str(), s.analysis.schedule.placement.stages_per_pipeline())),
+        );
+    }
+    let causes = if args.causes {
+        subjects
+            .iter()
+            .map(|s| bubblescope::gaps::causes(&s.analysis, &s.params.costs).map(Some))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+    } else {
+        vec![None; subjects.len()]
+    };
+    let items: Vec<FigureItem<'_>> = subjects
+        .iter()
+        .zip(&causes)
+        .map(|(s, c)| FigureItem { label: &s.label, analysis: &s.analysis, causes: c.as_ref() })
+        .collect();
+    let opts = FigureOptions {
+        width: args.width,
+        row_height: args.row_height,
+        memory: args.memory,
+        causes: args.causes,
+        mem_limit: costs.mem_limit()?,
+        theme,
+        // A measured run's times are µs whatever the cost flags say.
+        units: if subjects.iter().any(|s| s.params.units == Units::Measured) { Units::Measured } else { costs.units() },
+        ..FigureOptions::default()
+    };
+    let svg = if args.animate {
+        figure_animated_svg(&items, &opts, &AnimateOptions { duration: args.duration, looping: args.looping })
+    } else {
+        figure_svg(&items, &opts)
+    };
+    write_output(&args.output, svg.as_bytes())
+}

@@ -1,0 +1,153 @@
+//! The whole step through the CLI: every published row of `tests/fixtures/published/runs.json`
+//! predicted as `docs/cost-model.md`'s fidelity table says (the golden predictions
+//! `tools/fidelity.py --golden` writes), the step's JSON and text, and the bad input it refuses.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn ok(args: &[&str]) -> String {
+    common::ok(&root(), args)
+}
+
+fn fails(args: &[&str]) -> String {
+    common::fails(&root(), args)
+}
+
+fn step_of(args: &[&str]) -> Value {
+    let mut all = vec!["simulate", "--json"];
+    all.extend_from_slice(args);
+    let v: Value = serde_json::from_str(&ok(&all)).expect("json");
+    v["step"].clone()
+}
+
+fn read(path: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(root().join(path)).expect("fixture")).expect("json")
+}
+
+/// The row's metric from its step: seconds per step, or a throughput.
+fn metric(step: &Value, metric: &str) -> f64 {
+    match metric {
+        "step_s" => step["time"].as_f64().unwrap() / 1e6,
+        other => step[other].as_f64().unwrap(),
+    }
+}
+
+#[test]
+fn every_published_row_is_predicted_as_the_fidelity_table_says() {
+    let rows = read("tests/fixtures/published/runs.json");
+    let golden = read("tests/golden/published_predictions.json");
+    let rows = rows["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 92, "Zero Bubble Tables 4 and 6, SC21 Table 1 with PP, torchtitan 405B");
+    let mut errors = Vec::new();
+    for row in rows {
+        let id = row["id"].as_str().unwrap();
+        let args: Vec<&str> = row["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        let step = step_of(&args);
+        let kind = row["metric"].as_str().unwrap();
+        let predicted = metric(&step, kind);
+        let want = golden[id].as_f64().unwrap_or_else(|| panic!("{id} has no golden prediction"));
+        assert!((predicted - want).abs() <= 1e-5 * want.abs(), "{id}: predicted {predicted}, the table says {want}");
+        let measured = row["measured"].as_f64().unwrap();
+        let error = if kind == "step_s" { measured / predicted - 1.0 } else { predicted / measured - 1.0 };
+        errors.push(error.abs());
+    }
+    // The fidelity the docs state, as a floor that must not slip.
+    errors.sort_by(f64::total_cmp);
+    let median = (errors[(errors.len() - 1) / 2] + errors[errors.len() / 2]) / 2.0;
+    let within = errors.iter().filter(|e| **e <= 0.10).count();
+    assert!(median <= 0.085, "median error {median}");
+    assert!(within >= 53, "{within} rows within 10%");
+}
+
+#[test]
+fn the_sc21_preset_row_leads_with_its_step_and_shows_what_it_is_made_of() {
+    let args = [
+        "-s",
+        "interleaved-1f1b",
+        "--chunks",
+        "2",
+        "-p",
+        "8",
+        "--model",
+        "sc21-145.6b",
+        "--recompute",
+        "full",
+        "--dp",
+        "24",
+        "--global-batch",
+        "2304",
+    ];
+    let step = step_of(&args);
+    for key in ["time", "pipeline", "tp", "dp", "optimizer", "tokens_per_gpu_s", "samples_per_gpu_s", "mfu", "hfu"] {
+        assert!(step[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {step}");
+    }
+    let sum: f64 = ["pipeline", "tp", "dp", "optimizer"].iter().map(|k| step[k].as_f64().unwrap()).sum();
+    assert!((sum - step["time"].as_f64().unwrap()).abs() < 1e-6 * sum);
+    assert_eq!((step["gpus"].as_u64(), step["global_batch"].as_u64()), (Some(1536), Some(2304)));
+    assert_eq!(step["reductions"].as_array().unwrap().len(), 8, "one DP reduction per device");
+    let mut text_args = vec!["simulate"];
+    text_args.extend_from_slice(&args);
+    let text = ok(&text_args);
+    assert!(text.starts_with("step "), "{text}");
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("tokens/s/GPU") && first.contains("MFU"), "{first}");
+}
+
+#[test]
+fn the_step_of_one_replica_is_the_pipeline_and_the_optimizer() {
+    let step = step_of(&["-s", "zb-h1", "-p", "4", "-m", "8", "--model", "zb-1.5b"]);
+    assert_eq!((step["tp"].as_f64(), step["dp"].as_f64()), (Some(0.0), Some(0.0)));
+    let v: Value =
+        serde_json::from_str(&ok(&["simulate", "--json", "-s", "zb-h1", "-p", "4", "-m", "8", "--model", "zb-1.5b"]))
+            .unwrap();
+    let cost = v["stats"]["cost"].as_f64().or_else(|| v["cost"].as_f64()).expect("the pipeline's cost");
+    let want = cost + step["optimizer"].as_f64().unwrap();
+    assert!((step["time"].as_f64().unwrap() - want).abs() < 1e-6 * want);
+}
+
+#[test]
+fn zero3_counts_its_gathers_and_fp8_is_faster_on_h100() {
+    let base = ["-s", "zb-v", "-p", "4", "-m", "8", "--model", "llama-3-8b", "--tp", "2", "--dp", "4"];
+    let mut z3 = base.to_vec();
+    z3.extend_from_slice(&["--zero", "3"]);
+    let step = step_of(&z3);
+    let gathers: u64 = step["gathers"].as_array().unwrap().iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert!(gathers > 4 * 2, "zb-v's two chunks alternate: {gathers} gathers");
+    let bf16 = step_of(&base)["pipeline"].as_f64().unwrap();
+    let mut fp8 = base.to_vec();
+    fp8.extend_from_slice(&["--precision", "fp8"]);
+    assert!(step_of(&fp8)["pipeline"].as_f64().unwrap() < bf16);
+}
+
+#[test]
+fn bad_step_input_says_what_was_wrong_with_a_hint() {
+    let model = ["-s", "1f1b", "-p", "8", "--model", "sc21-145.6b"];
+    let cases: [(&[&str], &str); 6] = [
+        (&["--gpus", "1000", "--dp", "24"], "is not tp · pp · dp"),
+        (&["--dp", "24", "--global-batch", "2300"], "global-batch 2300 is not a multiple of dp · micro-batch"),
+        (&["--zero", "4"], "zero must be 0, 1, 2 or 3"),
+        (&["--precision", "fp8"], "precision fp8 needs FP8 tensor cores"),
+        (&["--tp", "16"], "wider than a node"),
+        (&["--rank-order", "pp-tp"], "unknown rank order"),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["simulate"];
+        args.extend_from_slice(&model);
+        args.extend_from_slice(extra);
+        let e = fails(&args);
+        assert!(e.contains(says), "{extra:?}: {e}");
+        assert!(e.contains("hint:"), "{extra:?}: {e}");
+        // Notes may come first; the error line is lowercase.
+        let line = e.lines().find(|l| l.starts_with("error: ")).unwrap_or_else(|| panic!("{e}"));
+        assert!(!line["error: ".len()..].starts_with(char::is_uppercase), "{line}");
+    }
+    let e = fails(&["simulate", "-s", "1f1b", "--zero", "1"]);
+    assert!(e.contains("need costs from a model") && e.contains("hint:"), "{e}");
+}

@@ -1,0 +1,66 @@
+//! The vocabulary-parallel families from the command line: their bad input (issue 40), each an
+//! `error:` with a `hint:`, and their schedules through JSON and PyTorch CSV.
+
+mod common;
+
+use common::{fails_with_hint, ok};
+
+#[test]
+fn vocabulary_families_refuse_bad_input_with_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["simulate", "-s", "vocab-2", "-p", "4", "-m", "8"],
+            "error: vocab-2 splits the output layer by vocabulary, but these costs have no vocabulary layer",
+        ),
+        (
+            &["simulate", "-s", "vocab-1", "-p", "4", "-m", "5", "--s", "0.5"],
+            "error: vocab-1 needs at least 6 microbatches on 4 devices, found 5",
+        ),
+        (
+            &["simulate", "-s", "vocab-2", "-p", "4", "-m", "8", "--s", "0.5", "--b", "0.2", "--w", "0.2"],
+            "error: vocab-2 assumes a stage's backward takes at least its forward, found b 0.4 < f 1",
+        ),
+        (
+            &["simulate", "-s", "interlaced-vocab", "-p", "3", "-m", "8", "--s", "0.5"],
+            "error: interlaced-vocab needs an even number of devices, found 3",
+        ),
+        (
+            &["simulate", "-s", "interlaced-vocab", "-p", "4", "-m", "6", "--s", "0.5"],
+            "error: interlaced-vocab needs at least 7 microbatches on 4 devices, found 6",
+        ),
+        (&["simulate", "-s", "vocab-2", "-p", "4", "-m", "8", "--s", "-1"], "error: s must not be negative, found -1"),
+    ];
+    for (args, start) in cases {
+        let e = fails_with_hint(d, args, start);
+        assert!(e.starts_with(start), "{args:?}: {e}");
+    }
+    // PyTorch has no action for a vocabulary shard's pass: the export says so.
+    let e = fails_with_hint(
+        d,
+        &["simulate", "-s", "vocab-2", "-p", "2", "-m", "3", "--s", "0.5", "--export", "v.csv"],
+        "error: PyTorch CSV has no action for a vocabulary shard's pass",
+    );
+    assert!(e.contains("--to-format json"), "{e}");
+}
+
+#[test]
+fn a_vocabulary_schedule_reads_back_from_json_with_the_same_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["simulate", "-s", "vocab-1", "-p", "4", "-m", "8", "--s", "0.5", "--t", "1", "--comm", "0.1"];
+    let direct = ok(d, &[&args[..], &["--json"]].concat());
+    ok(d, &[&args[..], &["--export", "v.json"]].concat());
+    let text = std::fs::read_to_string(d.join("v.json")).unwrap();
+    assert!(text.contains("\"vocab\": {\"barriers\":2,\"side_stream\":true}") && text.contains("\"0S0\""), "{text}");
+    let back = ok(d, &["simulate", "--from", "v.json", "--json"]);
+    let field = |s: &str, key: &str| {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        v[key].clone()
+    };
+    for key in ["cost", "bubble_rate", "peak_memory"] {
+        assert_eq!(field(&direct, key), field(&back, key), "{key}");
+    }
+    assert_eq!(field(&direct, "peak_memory"), serde_json::json!(6.0));
+}

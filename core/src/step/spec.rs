@@ -1,0 +1,213 @@
+//! The whole step as the user sets it: ZeRO stage, GPUs in all and the global batch, beside
+//! the model's data-parallel replicas and rank order (which decide the links, so the model
+//! holds them); checked against the model and the pipeline, each rule here once.
+
+use crate::error::{Field, ParamError};
+use crate::model::{Model, RankOrder};
+
+/// The largest data-parallel degree taken.
+pub const MAX_DP: u32 = 1_000_000;
+
+/// The step settings as given; every one optional.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
+pub struct StepSpec {
+    /// ZeRO stage (`--zero`); `None` is 0.
+    pub zero: Option<u32>,
+    /// GPUs in all (`--gpus`); `None` is tp · pp · dp.
+    pub gpus: Option<u32>,
+    /// Sequences per step over every replica (`--global-batch`); `None` is microbatches ·
+    /// micro-batch · dp.
+    pub global_batch: Option<u32>,
+}
+
+/// The step settings resolved against a model and a pipeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepPlan {
+    /// Data-parallel replicas.
+    pub dp: u32,
+    /// ZeRO stage, 0 to 3.
+    pub zero: u32,
+    /// GPUs in all: tp · pp · dp.
+    pub gpus: u32,
+    /// Pipeline devices.
+    pub pp: u32,
+    /// Microbatches per replica and step.
+    pub microbatches: u32,
+    /// Sequences per step over every replica.
+    pub global_batch: u32,
+    /// How ranks fill nodes.
+    pub rank_order: RankOrder,
+}
+
+impl StepSpec {
+    /// Whether any step setting is given.
+    pub fn given(&self) -> bool {
+        *self != StepSpec::default()
+    }
+
+    /// The microbatches per replica the global batch asks for, if one is given: `global
+    /// batch / (dp · micro-batch)`.
+    ///
+    /// # Errors
+    /// A [`ParamError`] when `dp · micro-batch` does not divide the global batch, or the
+    /// replicas do not fit the GPUs.
+    pub fn microbatches(&self, model: &Model, pp: u32) -> Result<Option<u32>, ParamError> {
+        let Some(gb) = self.global_batch else { return Ok(None) };
+        let dp = self.dp(model, pp)?;
+        let per = u64::from(dp) * u64::from(model.micro_batch);
+        if gb == 0 || u64::from(gb) % per != 0 {
+            let below = u64::from(gb) / per * per;
+            return Err(ParamError::new(
+                Field::GlobalBatch,
+                format!(
+                    "global-batch {gb} is not a multiple of dp · micro-batch = {dp} · {} = {per}: every replica runs whole microbatches",
+                    model.micro_batch
+                ),
+            )
+            .hint(format!(
+                "give a global batch that {per} divides, e.g. {} or {}; or change --dp or --micro-batch",
+                below.max(per),
+                below + per
+            )));
+        }
+        let m = u64::from(gb) / per;
+        u32::try_from(m).map(Some).map_err(|_| {
+            ParamError::new(Field::GlobalBatch, format!("global-batch {gb} makes {m} microbatches, too many"))
+                .hint("give a smaller --global-batch")
+        })
+    }
+
+    /// The data-parallel degree: the model's, checked against `--gpus`.
+    ///
+    /// # Errors
+    /// A [`ParamError`] when `--gpus` is not tp · pp · dp.
+    pub fn dp(&self, model: &Model, pp: u32) -> Result<u32, ParamError> {
+        let tp_pp = u64::from(model.tp.max(1)) * u64::from(pp.max(1));
+        let dp = model.dp.max(1);
+        if let Some(g) = self.gpus {
+            let want = tp_pp * u64::from(dp);
+            if u64::from(g) != want {
+                let fits = u64::from(g) % tp_pp == 0 && u64::from(g) >= tp_pp;
+                let hint = if fits {
+                    format!("give --dp {} for {g} GPUs, or --gpus {want}", u64::from(g) / tp_pp)
+                } else {
+                    format!("give --gpus as a multiple of tp · pp = {tp_pp} (e.g. {want}), or change --tp, -p or --dp")
+                };
+                return Err(ParamError::new(
+                    Field::Gpus,
+                    format!("gpus {g} is not tp · pp · dp = {} · {} · {dp} = {want}", model.tp, pp),
+                )
+                .hint(hint));
+            }
+        }
+        Ok(dp)
+    }
+
+    /// The settings resolved on `model` over `pp` devices and `microbatches` microbatches.
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the setting that is wrong.
+    pub fn resolve(&self, model: &Model, pp: u32, microbatches: u32) -> Result<StepPlan, ParamError> {
+        let dp = self.dp(model, pp)?;
+        let zero = self.zero.unwrap_or(0);
+        if zero > 3 {
+            return Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}"))
+                .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)"));
+        }
+        if let Some(m) = self.microbatches(model, pp)? {
+            if m != microbatches {
+                return Err(ParamError::new(
+                    Field::Microbatches,
+                    format!("microbatches {microbatches} differ from the {m} the global batch makes"),
+                )
+                .hint("give --global-batch or -m, not both; or make them agree"));
+            }
+        }
+        let gpus = u64::from(model.tp.max(1)) * u64::from(pp) * u64::from(dp);
+        let global_batch = u64::from(microbatches) * u64::from(model.micro_batch) * u64::from(dp);
+        let too_many = |what: &str| {
+            ParamError::new(Field::Dp, format!("{what} is too large to count")).hint("give a smaller --dp")
+        };
+        Ok(StepPlan {
+            dp,
+            zero,
+            gpus: u32::try_from(gpus).map_err(|_| too_many("tp · pp · dp"))?,
+            pp,
+            microbatches,
+            global_batch: u32::try_from(global_batch).map_err(|_| too_many("the global batch"))?,
+            rank_order: model.rank_order,
+        })
+    }
+}
+
+impl StepPlan {
+    /// GPUs between two neighbouring ranks of a data-parallel group, and of a pipeline.
+    pub fn strides(&self, tp: u32) -> (u64, u64) {
+        let (tp, pp, dp) = (u64::from(tp.max(1)), u64::from(self.pp), u64::from(self.dp));
+        match self.rank_order {
+            RankOrder::TpDpPp => (tp, tp * dp),
+            RankOrder::TpPpDp => (tp * pp, tp),
+        }
+    }
+
+    /// Whether a data-parallel group spans more than one node.
+    pub fn dp_crosses_nodes(&self, tp: u32, gpus_per_node: u32) -> bool {
+        let (stride, _) = self.strides(tp);
+        self.dp > 1 && stride * u64::from(self.dp) > u64::from(gpus_per_node.max(1))
+    }
+
+    /// The node of pipeline device `k` of replica 0, TP rank 0.
+    pub fn node_of_device(&self, tp: u32, gpus_per_node: u32, k: u32) -> u64 {
+        let (_, stride) = self.strides(tp);
+        stride * u64::from(k) / u64::from(gpus_per_node.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(tp: u32, mb: u32, dp: u32) -> Model {
+        Model { tp, dp, ..Model::new(8, 4096, 32, 2048, mb, 51_200) }
+    }
+
+    #[test]
+    fn gpus_must_be_tp_pp_dp() {
+        let m = model(8, 2, 24);
+        assert_eq!(StepSpec { gpus: Some(1536), ..StepSpec::default() }.dp(&m, 8).unwrap(), 24);
+        let e = StepSpec { gpus: Some(1000), ..StepSpec::default() }.dp(&m, 8).unwrap_err();
+        assert_eq!(e.field, Field::Gpus);
+        assert!(e.message.contains("is not tp · pp · dp = 8 · 8 · 24 = 1536"), "{e}");
+        assert!(!e.hints.is_empty());
+        let e = StepSpec { gpus: Some(1536), ..StepSpec::default() }.dp(&model(8, 2, 4), 8).unwrap_err();
+        assert!(e.hints[0].contains("--dp 24"), "{e}");
+    }
+
+    #[test]
+    fn the_global_batch_gives_the_microbatches_or_an_error() {
+        let m = model(8, 2, 24);
+        let spec = StepSpec { global_batch: Some(2304), ..StepSpec::default() };
+        assert_eq!(spec.microbatches(&m, 8).unwrap(), Some(48));
+        let e = StepSpec { global_batch: Some(2300), ..StepSpec::default() }.microbatches(&m, 8).unwrap_err();
+        assert_eq!(e.field, Field::GlobalBatch);
+        assert!(e.hints[0].contains("2256") && e.hints[0].contains("2304"), "{e}");
+        assert!(spec.resolve(&m, 8, 47).is_err());
+        let plan = spec.resolve(&m, 8, 48).unwrap();
+        assert_eq!((plan.gpus, plan.global_batch), (1536, 2304));
+    }
+
+    #[test]
+    fn zero_is_0_to_3_and_groups_cross_nodes_by_the_order() {
+        let e = StepSpec { zero: Some(4), ..StepSpec::default() }.resolve(&model(8, 1, 1), 4, 8).unwrap_err();
+        assert_eq!(e.field, Field::Zero);
+        assert!(!e.hints.is_empty());
+        let plan = StepSpec::default().resolve(&model(2, 1, 2), 4, 8).unwrap();
+        // TP 2, DP 2 inside: a replica group of 4 GPUs fits a node of 8.
+        assert!(!plan.dp_crosses_nodes(2, 8));
+        let outer = StepPlan { rank_order: RankOrder::TpPpDp, ..plan };
+        assert!(outer.dp_crosses_nodes(2, 8));
+        assert_eq!(RankOrder::parse("TP-PP-DP").unwrap(), RankOrder::TpPpDp);
+        assert!(RankOrder::parse("dp-tp").is_err());
+    }
+}
