@@ -151,3 +151,25 @@ fn bad_step_input_says_what_was_wrong_with_a_hint() {
     let e = fails(&["simulate", "-s", "1f1b", "--zero", "1"]);
     assert!(e.contains("need costs from a model") && e.contains("hint:"), "{e}");
 }
+
+/// The figure shows the whole step: with a model, `render` draws each device's DP reduction
+/// and the optimizer step after the passes (the playground draws the same strips), the axis
+/// reaching the step's end; without a model there is no step to draw, and step flags are refused.
+#[test]
+fn render_draws_the_steps_strips_with_a_model() {
+    let run = ["-s", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b", "--dp", "4", "--zero", "1"];
+    let mut args = vec!["render"];
+    args.extend_from_slice(&run);
+    args.extend_from_slice(&["-o", "-"]);
+    let svg = ok(&args);
+    assert!(svg.contains("DP reduction") && svg.contains("optimizer step"), "the legend names the strips");
+    let plain = ok(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "-o", "-"]);
+    assert!(!plain.contains("DP reduction"), "no model, no step");
+    let said = fails(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--zero", "1", "-o", "-"]);
+    assert!(said.contains("need costs from a model") && said.contains("hint:"), "{said}");
+    // --global-batch sets the microbatches, as in simulate: 64 / (dp 4 · micro-batch 1) = 16.
+    let step = step_of(&["-s", "1f1b", "-p", "4", "--model", "llama-3-8b", "--dp", "4", "--global-batch", "64"]);
+    assert_eq!(step["global_batch"].as_u64(), Some(64));
+    let svg16 = ok(&["render", "-s", "1f1b", "-p", "4", "--model", "llama-3-8b", "--dp", "4", "--global-batch", "64", "-o", "-"]);
+    assert!(svg16.contains("1F1B · 4 devices · 16 microbatches"), "the title gives 16 microbatches");
+}
