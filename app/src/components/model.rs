@@ -50,8 +50,9 @@ const MODEL_HARDWARE: [(&str, Field, NumberKind, &str); 6] = [
 ];
 
 /// The preset a fresh switch to "From a model" starts from.
-/// The ZeRO stages as the menu names them.
-const ZERO_STAGES: [&str; 4] = ["0 · replicated", "1 · optimizer", "2 · + gradients", "3 · + weights (FSDP)"];
+/// What each ZeRO stage shards, as the help under its menu says it.
+const ZERO_STAGES: [&str; 4] =
+    ["nothing sharded", "optimizer state sharded", "and the gradients", "and the weights (FSDP)"];
 
 const FIRST_PRESET: &str = "llama-3-8b";
 
@@ -288,9 +289,9 @@ fn ModelForm() -> impl IntoView {
                 <label for="zero">"ZeRO"</label>
                 <select id="zero" class="select" data-testid="model-zero" prop:value=move || zero().to_string()
                     on:change=move |ev| set_zero(event_target_value(&ev))>
-                    {(0..=3u32).map(|z| view! { <option value=z.to_string() selected=move || zero() == z>{ZERO_STAGES[z as usize]}</option> }).collect_view()}
+                    {(0..=3u32).map(|z| view! { <option value=z.to_string() selected=move || zero() == z>{z.to_string()}</option> }).collect_view()}
                 </select>
-                <p class="help">"what each replica shards"</p>
+                <p class="help">{move || ZERO_STAGES[zero().min(3) as usize]}</p>
             </div>
             <div class="field">
                 <label for="precision">"Precision"</label>
