@@ -76,9 +76,15 @@ fn every_printed_plan_fits_the_limit_when_simulated_again() {
         // Throughput: samples per second from the cost in µs.
         let expected = 16.0 / (p["cost"].as_f64().unwrap() * 1e-6);
         assert!((p["throughput"].as_f64().unwrap() - expected).abs() < 1e-6 * expected);
+        // Ranked by the whole step: tokens/s per GPU, as simulate composes it for the plan.
         if i > 0 {
-            assert!(p["throughput"].as_f64() <= plans[i - 1]["throughput"].as_f64());
+            let rate = |p: &Value| p["step"]["tokens_per_gpu_s"].as_f64().unwrap();
+            assert!(rate(p) <= rate(&plans[i - 1]), "plan {i} ranks below plan {}", i - 1);
         }
+        assert_eq!(
+            single["step"]["tokens_per_gpu_s"], p["step"]["tokens_per_gpu_s"],
+            "plan {i}: the step is simulate's"
+        );
     }
     assert!(layouts.len() > 1, "layouts moved off the ends are searched: {layouts:?}");
     // 18 bytes per parameter of the share: the default with a model.

@@ -241,3 +241,39 @@ fn sweep_ranks_by_the_whole_step_and_agrees_with_simulate() {
     let said = fails(&["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--zero", "1"]);
     assert!(said.contains("need costs from a model"), "{said}");
 }
+
+/// Issue 38: `plan` with a model ranks by the whole step, and shards static memory by the ZeRO
+/// stage over the replicas: ZeRO 1 over 8 replicas holds 2 + 4 + 12/8 bytes per parameter,
+/// and fits where ZeRO 0 does not (which says so, naming --zero). The global batch is over
+/// every replica.
+#[test]
+fn plan_ranks_by_the_step_and_shards_static_memory_by_zero() {
+    let base =
+        ["plan", "-p", "4", "--model", "llama-3.2-1b", "--mem-limit", "8GiB", "--dp", "8", "--global-batch", "256"];
+    let mut zero1 = base.to_vec();
+    zero1.extend(["--zero", "1", "--json"]);
+    let v: Value = serde_json::from_str(&ok(&zero1)).expect("json");
+    assert_eq!(v["static_memory"]["bytes_per_parameter"].as_f64(), Some(2.0 + 4.0 + 12.0 / 8.0));
+    let plans = v["plans"].as_array().unwrap();
+    assert!(!plans.is_empty());
+    for (i, p) in plans.iter().enumerate() {
+        assert_eq!(p["step"]["global_batch"].as_u64(), Some(256), "plan {i}");
+        assert_eq!(p["step"]["zero"].as_u64(), Some(1));
+        assert_eq!(p["samples"].as_f64(), Some(32.0), "each replica runs 256 / 8");
+        if i > 0 {
+            let rate = |p: &Value| p["step"]["tokens_per_gpu_s"].as_f64().unwrap();
+            assert!(rate(p) <= rate(&plans[i - 1]));
+        }
+    }
+    let said = fails(&base);
+    assert!(said.contains("no plan fits") && said.contains("--zero 1"), "{said}");
+    // The global batch must split over the replicas, and --gpus must be tp · pp · dp.
+    let mut odd = base.to_vec();
+    odd[10] = "100";
+    let said = fails(&odd);
+    assert!(said.contains("not a multiple of the 8 data-parallel replicas") && said.contains("hint:"), "{said}");
+    let mut gpus = base.to_vec();
+    gpus.extend(["--gpus", "30"]);
+    let said = fails(&gpus);
+    assert!(said.contains("gpus 30 is not tp · pp · dp") && said.contains("hint:"), "{said}");
+}

@@ -28,9 +28,17 @@ pub struct PlanArgs {
     pub devices: u32,
     #[command(flatten)]
     pub costs: CostArgs,
-    /// Samples per training step; microbatch counts that divide it are tried (needs a model).
+    /// Samples per training step over every replica; microbatch counts that divide each
+    /// replica's share are tried (needs a model).
     #[arg(long = "global-batch", value_name = "N", value_parser = positive)]
     pub global_batch: Option<u32>,
+    /// ZeRO stage of the whole step: 0 replicated, 1 distributed optimizer, 2 sharded
+    /// gradients, 3 fully sharded (FSDP) [default: 0]; static memory is sharded by it.
+    #[arg(long, value_name = "Z", hide_short_help = true)]
+    pub zero: Option<u32>,
+    /// GPUs in all: tp · pp · dp (checked against --tp, -p and --dp).
+    #[arg(long, value_name = "N", hide_short_help = true)]
+    pub gpus: Option<u32>,
     /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
     /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
     /// [default: auto with a model, else 0].
@@ -121,6 +129,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         static_memory,
         families: all_families(),
         trade,
+        step: bubblescope::step::StepSpec { zero: args.zero, gpus: args.gpus, global_batch: None },
     };
     let candidates = spec.candidates().map_err(crate::args::flag_error)?;
     if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
@@ -168,16 +177,29 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             "raise --mem-limit, or use more devices (each holds less of the model)".to_string(),
             "with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string(),
         ]);
+        // Replicas can shard what each holds.
+        if let Some(m) = model.as_ref().filter(|m| m.dp > 1 && args.zero.unwrap_or(0) < 3) {
+            hints.insert(
+                0,
+                format!(
+                    "shard the optimizer state over the {} data-parallel replicas with --zero {} (2 also the gradients, 3 also the weights)",
+                    m.dp,
+                    args.zero.unwrap_or(0) + 1
+                ),
+            );
+        }
         // When the weights and optimizer state alone leave no room, say so and name --tp.
         if let (Some(m), StaticMemory::FromModel) = (&model, &spec.static_memory) {
             if let Ok(d) = m.derive(args.devices) {
-                let least = d.shares().iter().map(|s| s.params).fold(f64::INFINITY, f64::min) * BYTES_PER_PARAMETER;
+                let per = bytes_per_parameter(&spec);
+                let least = d.shares().iter().map(|s| s.params).fold(f64::INFINITY, f64::min) * per;
                 if least >= limit {
                     hints.insert(
                         0,
                         format!(
-                            "weights and optimizer state alone take {} or more per device ({BYTES_PER_PARAMETER} bytes per parameter of a share): split each stage over more GPUs with --tp (currently {}), or use more devices",
+                            "weights and optimizer state alone take {} or more per device ({} bytes per parameter of a share): split each stage over more GPUs with --tp (currently {}), shard them with --dp and --zero, or use more devices",
                             format_bytes(least),
+                            format_number(per, 2),
                             m.tp
                         ),
                     );
@@ -328,6 +350,7 @@ fn plan_json(p: &Plan) -> Value {
         "throughput": p.throughput,
         "tokens_per_second": p.tokens_per_second,
         "attribution": p.attribution.map(|a| json!({"communication": a.communication, "imbalance": a.imbalance, "schedule": a.schedule})),
+        "step": p.step.as_ref().map(crate::step::json),
         "trade": p.trade.as_ref().map(|t| json!({
             "recompute": (0..c.params.devices).map(|d| t.trade.recompute_of(d).name()).collect::<Vec<_>>(),
             "offload": t.trade.offload.to_string(),
@@ -338,6 +361,18 @@ fn plan_json(p: &Plan) -> Value {
     })
 }
 
+/// Static bytes per parameter of a device's share: weights, gradients and optimizer state as
+/// the ZeRO stage shards them over the model's replicas (core's `step::static_bytes`; 18 at
+/// ZeRO 0 in bf16), without ZeRO-3's gathered chunk.
+fn bytes_per_parameter(spec: &PlanSpec) -> f64 {
+    match &spec.source {
+        CostSource::Model(m) => {
+            bubblescope::step::static_bytes(m, spec.step.zero.unwrap_or(0), m.dp.max(1), 1.0, f64::INFINITY)
+        }
+        CostSource::Costs(_) => BYTES_PER_PARAMETER,
+    }
+}
+
 /// `plan --json`.
 fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize) -> Value {
     json!({
@@ -345,7 +380,7 @@ fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize) -> Value {
         "mem_limit": spec.mem_limit,
         "global_batch": spec.global_batch,
         "static_memory": match spec.static_memory {
-            StaticMemory::FromModel => json!({"bytes_per_parameter": BYTES_PER_PARAMETER}),
+            StaticMemory::FromModel => json!({"bytes_per_parameter": bytes_per_parameter(spec)}),
             StaticMemory::Fixed(v) => json!(v),
         },
         "searched": searched,
@@ -361,7 +396,9 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
     let memory = |v: f64| if bytes { format_bytes(v) } else { format_number(v, 4) };
     let time = |v: f64| if bytes { format!("{} ms", format_number(v / 1e3, 2)) } else { format_number(v, 4) };
     let statics = match spec.static_memory {
-        StaticMemory::FromModel => format!("{BYTES_PER_PARAMETER} bytes per parameter of each device's share"),
+        StaticMemory::FromModel => {
+            format!("{} bytes per parameter of each device's share", format_number(bytes_per_parameter(spec), 2))
+        }
         StaticMemory::Fixed(v) => format!("{} per device", memory(v)),
     };
     let mut out = String::new();
@@ -375,6 +412,19 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
     for (i, p) in found.plans.iter().enumerate() {
         let c = &p.candidate;
         let _ = writeln!(out, "{}. {}", i + 1, describe(p));
+        if let Some(step) = &p.step {
+            let _ = writeln!(
+                out,
+                "   step {} · {} tokens/s/GPU · MFU {}% · {} GPUs, dp {}, zero {}, global batch {}",
+                bubblescope::units::format_micros(step.time),
+                format_number(step.tokens_per_gpu_s, 1),
+                format_number(step.mfu * 100.0, 1),
+                step.gpus,
+                step.dp_degree,
+                step.zero,
+                step.global_batch
+            );
+        }
         let speed = match (c.micro_batch, p.tokens_per_second) {
             (Some(_), Some(t)) => {
                 format!("{} samples/s, {} tokens/s", format_number(p.throughput, 2), format_number(t, 0))

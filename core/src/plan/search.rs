@@ -33,6 +33,7 @@ use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts, MAX_MICROBAT
 use crate::registry::FAMILIES;
 use crate::schedule::Placement;
 use crate::stats::Stats;
+use crate::step::{Step, StepSpec};
 
 use super::sweep::{MAX_SWEEP_PASSES, MAX_SWEEP_RUNS};
 use super::trade::{ladder, TradeChoice, TradeSearch, TradeSpec};
@@ -83,6 +84,10 @@ pub struct PlanSpec {
     pub families: Vec<&'static Family>,
     /// Recompute and offload: none, one setting, or searched per candidate.
     pub trade: TradeSpec,
+    /// With a model: the whole step's ZeRO stage and GPUs in all (its global batch is
+    /// [`PlanSpec::global_batch`], over every replica). Plans then rank by the step's tokens
+    /// per second per GPU, and static memory is sharded by the stage.
+    pub step: StepSpec,
 }
 
 /// One combination to try.
@@ -107,6 +112,9 @@ pub struct Candidate {
     pub limit: f64,
     /// The recompute and offload settings to try when it does not fit as it is.
     pub trade_search: Option<TradeSearch>,
+    /// With a model: the model as this candidate runs it (its micro-batch and layout) and the
+    /// step settings, for the whole step and the static memory by ZeRO stage.
+    pub step: Option<Arc<(Model, StepSpec)>>,
 }
 
 /// A plan that fits.
@@ -132,6 +140,16 @@ pub struct Plan {
     pub stages: u32,
     /// The recompute or offload it needs to fit, when the search chose one.
     pub trade: Option<TradeChoice>,
+    /// The whole training step, with a model.
+    pub step: Option<Step>,
+}
+
+impl Plan {
+    /// What plans rank by, highest first: the whole step's tokens per second per GPU with a
+    /// model, else the pipeline's throughput.
+    pub fn rate(&self) -> f64 {
+        self.step.as_ref().map_or(self.throughput, |s| s.tokens_per_gpu_s)
+    }
 }
 
 /// The outcome of a search: fitting plans, fastest first, and what did not fit.
@@ -237,7 +255,32 @@ impl PlanSpec {
         if self.global_batch == Some(0) {
             return Err(ParamError::new(Field::MicroBatch, "the global batch must be at least 1, found 0"));
         }
-        let ms = match (self.global_batch, model) {
+        // The step's settings, checked once: the replicas the GPUs make, and the global batch
+        // over them (each replica runs its share).
+        let dp = match model {
+            Some(md) => self.step.dp(md, self.devices)?,
+            None if self.step.given() => {
+                return Err(ParamError::new(Field::Zero, "--zero and --gpus need costs from a model")
+                    .hint("give --model or --layers …"))
+            }
+            None => 1,
+        };
+        if let Some(z) = self.step.zero.filter(|z| *z > 3) {
+            return Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {z}"))
+                .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)"));
+        }
+        let global_batch = match self.global_batch {
+            Some(g) if g % dp != 0 => {
+                return Err(ParamError::new(
+                    Field::GlobalBatch,
+                    format!("the global batch {g} is not a multiple of the {dp} data-parallel replicas"),
+                )
+                .hint(format!("give --global-batch as a multiple of {dp}, e.g. {}", (g / dp).max(1) * dp)))
+            }
+            Some(g) => Some(g / dp),
+            None => None,
+        };
+        let ms = match (global_batch, model) {
             (Some(g), Some(md)) if self.keep_micro_batch => {
                 if md.micro_batch == 0 || g % md.micro_batch != 0 {
                     return Err(ParamError::new(
@@ -252,7 +295,7 @@ impl PlanSpec {
                 // Each count's micro-batch is the global batch over it: counts that leave one
                 // above what a model takes cannot run.
                 let most = crate::model::model_size_limit(Field::MicroBatch);
-                let all = microbatch_candidates(self.devices, self.global_batch);
+                let all = microbatch_candidates(self.devices, global_batch);
                 let ms: Vec<u32> = all.iter().copied().filter(|&m| g / m <= most).collect();
                 if ms.is_empty() {
                     let top = all.last().copied().unwrap_or(1);
@@ -267,19 +310,20 @@ impl PlanSpec {
                 }
                 ms
             }
-            _ => microbatch_candidates(self.devices, self.global_batch),
+            _ => microbatch_candidates(self.devices, global_batch),
         };
         let mut out = Vec::new();
         let mut passes: u64 = 0;
         let mut skipped: Option<ParamError> = None;
         for &m in &ms {
-            let micro_batch = match (self.global_batch, model) {
+            let micro_batch = match (global_batch, model) {
                 (Some(g), _) => Some(g / m),
                 (None, Some(model)) => Some(model.micro_batch),
                 _ => None,
             };
             let layouts = model.map_or_else(|| vec![None], |md| layout_candidates(md, self.devices));
             for layout in layouts {
+                let mut step = None;
                 let (costs, piece_params) = match &self.source {
                     CostSource::Model(md) => {
                         let mut md = md.clone();
@@ -293,12 +337,14 @@ impl PlanSpec {
                         // hold: that count is skipped, and said only when nothing is left.
                         let derived = match md.derive(self.devices) {
                             Ok(d) => d,
-                            Err(e) if self.global_batch.is_some() && !self.keep_micro_batch => {
+                            Err(e) if global_batch.is_some() && !self.keep_micro_batch => {
                                 skipped.get_or_insert(e);
                                 continue;
                             }
                             Err(e) => return Err(e),
                         };
+                        let spec = StepSpec { global_batch: None, ..self.step.clone() };
+                        step = Some(Arc::new((md, spec)));
                         (derived.costs(), Some(Arc::new(derived.quantity_profile(|p| p.params))))
                     }
                     CostSource::Costs(c) => (c.clone(), None),
@@ -341,6 +387,7 @@ impl PlanSpec {
                             fixed_static,
                             limit: self.mem_limit,
                             trade_search,
+                            step: step.clone(),
                         };
                         let n = family.pass_count(&family.with_defaults(&candidate.params));
                         passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
@@ -406,9 +453,19 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
             return Outcome::NotTried;
         }
     }
-    let statics = match &candidate.piece_params {
-        Some(p) => device_params(p, &schedule.placement).iter().map(|n| n * BYTES_PER_PARAMETER).collect(),
-        None => vec![candidate.fixed_static; schedule.devices() as usize],
+    let chunks = f64::from(schedule.placement.chunks_per_device().max(1));
+    let statics = match (&candidate.piece_params, &candidate.step) {
+        (Some(p), Some(step)) => {
+            let (model, spec) = &**step;
+            let zero = spec.zero.unwrap_or(0);
+            let dp = model.dp.max(1);
+            device_params(p, &schedule.placement)
+                .iter()
+                .map(|n| crate::step::static_bytes(model, zero, dp, *n, chunks))
+                .collect()
+        }
+        (Some(p), None) => device_params(p, &schedule.placement).iter().map(|n| n * BYTES_PER_PARAMETER).collect(),
+        (None, _) => vec![candidate.fixed_static; schedule.devices() as usize],
     };
     let most = statics.iter().copied().fold(0.0, f64::max);
     let plain = match run_at(&candidate, None, Some(most), &statics) {
@@ -574,6 +631,17 @@ fn fits(mut candidate: Candidate, run: Run, trade: Option<TradeChoice>, statics:
     let m = f64::from(candidate.params.microbatches);
     let samples = m * f64::from(candidate.micro_batch.unwrap_or(1));
     let cost = analysis.stats.cost;
+    let step = match &candidate.step {
+        Some(inputs) => {
+            let (model, spec) = &**inputs;
+            let recompute = candidate.params.costs.trade.as_ref().map(|t| t.recompute.clone()).unwrap_or_default();
+            match crate::step::whole(model, spec, &analysis, &recompute) {
+                Ok(step) => Some(step),
+                Err(e) => return Outcome::Invalid(e.to_string()),
+            }
+        }
+        None => None,
+    };
     let (throughput, tokens) = match candidate.micro_batch {
         Some(_) if cost > 0.0 => {
             let per_second = samples / (cost * 1e-6);
@@ -593,6 +661,7 @@ fn fits(mut candidate: Candidate, run: Run, trade: Option<TradeChoice>, statics:
         attribution: None,
         stages,
         trade,
+        step,
     }))
 }
 
@@ -613,6 +682,7 @@ pub fn fit_trade(family: &'static Family, params: &ScheduleParams, limit: f64, s
         fixed_static: 0.0,
         limit,
         trade_search: Some(search),
+        step: None,
     })
 }
 
@@ -625,7 +695,8 @@ pub fn attribute_plan(plan: &mut Plan) {
 }
 
 impl PlanSearch {
-    /// Gathers outcomes and ranks the plans: highest throughput first, then least memory.
+    /// Gathers outcomes and ranks the plans: highest [`Plan::rate`] first (the whole step's
+    /// tokens/s/GPU with a model), then least memory.
     pub fn collect(outcomes: impl IntoIterator<Item = Outcome>) -> PlanSearch {
         let mut out = PlanSearch::default();
         for o in outcomes {
@@ -642,7 +713,7 @@ impl PlanSearch {
             }
         }
         crate::units::sort::sort_by(&mut out.plans, |a, b| {
-            b.throughput.total_cmp(&a.throughput).then(a.memory.total_cmp(&b.memory))
+            b.rate().total_cmp(&a.rate()).then(a.memory.total_cmp(&b.memory))
         });
         out
     }
@@ -716,6 +787,7 @@ mod tests {
             static_memory: StaticMemory::FromModel,
             families: all_families(),
             trade: TradeSpec::None,
+            step: StepSpec::default(),
         };
         let found = plan(&spec).unwrap();
         assert!(!found.plans.is_empty());
@@ -729,7 +801,9 @@ mod tests {
                 assert!(d.peak_memory + s <= spec.mem_limit);
             }
         }
-        assert!(found.plans.windows(2).all(|w| w[0].throughput >= w[1].throughput));
+        // With a model, plans rank by the whole step's tokens/s/GPU.
+        assert!(found.plans.iter().all(|p| p.step.as_ref().is_some_and(|s| s.tokens_per_gpu_s == p.rate())));
+        assert!(found.plans.windows(2).all(|w| w[0].rate() >= w[1].rate()));
         // 18 bytes per parameter: the linear families' device 0 holds the embedding.
         let model = Model::new(16, 2048, 16, 2048, 1, 32_000);
         let d = model.derive(4).unwrap();
@@ -754,6 +828,7 @@ mod tests {
             static_memory: StaticMemory::Fixed(0.0),
             families: vec![crate::family("1f1b").unwrap(), crate::family("gpipe").unwrap()],
             trade,
+            step: StepSpec::default(),
         };
         let search = TradeSpec::Search(TradeSearch { copy_time: Some(0.02), ..TradeSearch::default() });
         assert!(plan(&spec(2.0, TradeSpec::None)).unwrap().plans.is_empty(), "1F1B holds 4 forwards on device 0");
@@ -828,6 +903,7 @@ mod tests {
             static_memory: StaticMemory::Fixed(0.0),
             families: all_families(),
             trade: TradeSpec::None,
+            step: StepSpec::default(),
         };
         assert!(spec.candidates().unwrap_err().message.contains("--global-batch needs costs from a model"));
         let spec = PlanSpec { global_batch: None, static_memory: StaticMemory::FromModel, ..spec };

@@ -217,15 +217,19 @@ pub fn compose(
         reductions,
         gathers,
         optimizer_span,
-        static_memory: shares
-            .iter()
-            .map(|s| {
-                let per_param = sync::static_bytes_per_param(plan.zero, plan.dp, grad_bytes);
-                let gathered = if plan.zero >= 3 { s.0 / chunks * weight_bytes } else { 0.0 };
-                s.0 * per_param + gathered
-            })
-            .collect(),
+        static_memory: shares.iter().map(|s| static_bytes(model, plan.zero, plan.dp, s.0, chunks)).collect(),
     })
+}
+
+/// Bytes a device keeps besides activations when it holds `params` parameters in `chunks`
+/// chunks: weights, gradients and optimizer state as ZeRO stage `zero` shards them over `dp`
+/// replicas ([`sync::static_bytes_per_param`]), and under ZeRO-3 one chunk's weights gathered.
+/// What `plan` fits under a limit and what `step.static_memory` reports.
+pub fn static_bytes(model: &Model, zero: u32, dp: u32, params: f64, chunks: f64) -> f64 {
+    let grad_bytes = if model.precision == Precision::Fp16 { 2.0 } else { 4.0 };
+    let weight_bytes = if model.precision == Precision::Fp8 { 1.0 } else { 2.0 };
+    let gathered = if zero >= 3 { params / chunks.max(1.0) * weight_bytes } else { 0.0 };
+    params * sync::static_bytes_per_param(zero, dp, grad_bytes) + gathered
 }
 
 /// FLOPs of the whole step over every GPU: the model's (Megatron's count: three times the
