@@ -528,4 +528,6 @@ fn divisors_hint(values: &[u32], multiple_of: u32) -> String {
 #[cfg(test)]
 mod cost_tests;
 #[cfg(test)]
+mod moe_tests;
+#[cfg(test)]
 mod tests;

@@ -509,6 +509,20 @@ mod tests {
             "fp8",
             "24",
             "tp-pp-dp",
+            "128",
+            "256",
+            "8",
+            "1",
+            "2048",
+            "3",
+            "64",
+            "1.25",
+            "1536",
+            "512",
+            "64",
+            "128",
+            "128",
+            "1",
         ];
         assert_eq!(values.len(), MODEL_FIELDS.len());
         for (field, v) in MODEL_FIELDS.iter().zip(values) {
