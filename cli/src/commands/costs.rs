@@ -167,7 +167,8 @@ fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Val
     let g = d.gpu;
     let count = m.param_count();
     let flops = m.flops_per_token();
-    let mut terms = json!({"layer": terms_json(&d.layer), "lm_head": terms_json(&d.head), "embedding": terms_json(&d.embedding)});
+    let mut terms =
+        json!({"layer": terms_json(&d.layer), "lm_head": terms_json(&d.head), "embedding": terms_json(&d.embedding)});
     if let (Some(b), Some(map)) = (&d.moe_layer, terms.as_object_mut()) {
         map.insert("moe_layer".to_string(), terms_json(b));
     }
@@ -249,10 +250,7 @@ fn moe_text(m: &Model, d: &Derived) -> String {
             b(c.mtp_active)
         ));
     }
-    out.push_str(&format!(
-        " · forward {} GFLOP per token\n",
-        format_number(m.flops_per_token().forward / 1e9, 2)
-    ));
+    out.push_str(&format!(" · forward {} GFLOP per token\n", format_number(m.flops_per_token().forward / 1e9, 2)));
     if m.is_moe() {
         let e = &m.moe;
         out.push_str(&format!(
@@ -387,7 +385,13 @@ fn terms_text(d: &Derived) -> String {
         let t = b.totals();
         out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", "MoE layer", n(t[F]), n(t[B]), n(t[W])));
         if d.a2a != [0.0; 3] {
-            out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", "+ all-to-all", n(d.a2a[F]), n(d.a2a[B]), n(d.a2a[W])));
+            out.push_str(&format!(
+                "{:<16}  {:>10}  {:>10}  {:>10}\n",
+                "+ all-to-all",
+                n(d.a2a[F]),
+                n(d.a2a[B]),
+                n(d.a2a[W])
+            ));
         }
     }
     for (name, b) in [("LM head + loss", &d.head), ("embedding", &d.embedding)] {

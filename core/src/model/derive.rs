@@ -65,7 +65,11 @@ impl Model {
             let (loss, emb) = (f64::from(u8::from(p.loss)), f64::from(u8::from(p.embedding)));
             // An MTP layer: a transformer layer, plus its projection, embedding and head pass.
             let time = |pass: usize| {
-                dense * lt[pass] + x * (moe.time[pass] + moe.a2a[pass]) + m * mt[pass] + loss * ht[pass] + emb * et[pass]
+                dense * lt[pass]
+                    + x * (moe.time[pass] + moe.a2a[pass])
+                    + m * mt[pass]
+                    + loss * ht[pass]
+                    + emb * et[pass]
             };
             let mem_f = dense * lmf
                 + x * moe.memory[0]

@@ -42,7 +42,12 @@ pub(crate) fn model_size_limit(field: Field) -> u32 {
         Field::Experts | Field::Ep => 100_000,
         Field::TopK | Field::SharedExperts | Field::Mtp => 1024,
         Field::DenseLayers => 100_000,
-        Field::HeadDim | Field::QLoraRank | Field::KvLoraRank | Field::QkRopeDim | Field::QkNopeDim | Field::VHeadDim => 1_000_000,
+        Field::HeadDim
+        | Field::QLoraRank
+        | Field::KvLoraRank
+        | Field::QkRopeDim
+        | Field::QkNopeDim
+        | Field::VHeadDim => 1_000_000,
         Field::ExpertFfn => 10_000_000,
         Field::Hidden | Field::MicroBatch => 1_000_000,
         Field::Ffn => 10_000_000,

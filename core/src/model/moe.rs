@@ -217,10 +217,13 @@ impl Model {
         // Embedding, LM head (untied) and the final norm.
         let outside = 2.0 * v * h + h;
         let main = |active| {
-            outside + dense_layers * self.card_layer_params(false, active) + moe_layers * self.card_layer_params(true, active)
+            outside
+                + dense_layers * self.card_layer_params(false, active)
+                + moe_layers * self.card_layer_params(true, active)
         };
         // Each MTP layer: its 2H → H projection, three norms and one layer like the last.
-        let mtp = |active| f64::from(self.mtp) * (2.0 * h * h + 3.0 * h + self.card_layer_params(self.mtp_is_moe(), active));
+        let mtp =
+            |active| f64::from(self.mtp) * (2.0 * h * h + 3.0 * h + self.card_layer_params(self.mtp_is_moe(), active));
         ParamCount { total: main(false), active: main(true), mtp_total: mtp(false), mtp_active: mtp(true) }
     }
 
@@ -268,7 +271,9 @@ impl Model {
         let without = |field: Field, given: bool| -> Result<(), ParamError> {
             if e == 0 && given {
                 return Err(ParamError::new(field, format!("{} is set but the model has no experts", field.name()))
-                    .hint("give --experts (routed experts per MoE layer), or drop the MoE settings for a dense model"));
+                    .hint(
+                        "give --experts (routed experts per MoE layer), or drop the MoE settings for a dense model",
+                    ));
             }
             Ok(())
         };
@@ -283,15 +288,17 @@ impl Model {
                 .hint(format!("a token uses top-k of the routed experts: pick top-k between 1 and {e}")));
         }
         if e > 0 && e % m.ep.max(1) != 0 {
-            return Err(ParamError::new(Field::Ep, format!("ep {} does not divide the {e} experts", m.ep)).hint(format!(
-                "each expert-parallel rank holds an equal share of the experts: pick ep among {}",
-                divisors(e)
-            )));
+            return Err(ParamError::new(Field::Ep, format!("ep {} does not divide the {e} experts", m.ep)).hint(
+                format!("each expert-parallel rank holds an equal share of the experts: pick ep among {}", divisors(e)),
+            ));
         }
         if m.ep > 1 && self.dp % m.ep != 0 {
             return Err(ParamError::new(
                 Field::Ep,
-                format!("ep {} does not divide the {} data-parallel replicas it splits the experts over", m.ep, self.dp),
+                format!(
+                    "ep {} does not divide the {} data-parallel replicas it splits the experts over",
+                    m.ep, self.dp
+                ),
             )
             .hint(format!(
                 "give --dp a multiple of {} (DeepSeek-V3 trained EP 64 over DP 128), or a smaller --ep",

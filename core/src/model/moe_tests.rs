@@ -64,7 +64,12 @@ fn parameters_are_within_the_model_cards_quoted_totals() {
         let card = &entry["model_card"];
         let stated = |k: &str| card[k]["value"].as_f64().unwrap_or_else(|| panic!("{key}: card {k}"));
         let c = model(key).param_count();
-        assert!(rel(c.total, stated("total_params")) < 0.01, "{key}: total {} against {}", c.total, stated("total_params"));
+        assert!(
+            rel(c.total, stated("total_params")) < 0.01,
+            "{key}: total {} against {}",
+            c.total,
+            stated("total_params")
+        );
         let active = stated("active_params");
         assert!(rel(c.active, active) < 0.025, "{key}: active {} against {active}", c.active);
     }
@@ -79,10 +84,11 @@ fn mla_is_priced_as_its_own_gemms_not_as_mha() {
     let (m, g) = (model("deepseek-v3"), golden("deepseek-v3"));
     let terms = &g["terms_total"];
     let layers = f64::from(m.layers);
-    let mla: f64 = ["mla_q_down", "mla_q_up", "mla_kv_down", "mla_kv_up", "mla_out", "mla_q_down_norm", "mla_kv_down_norm"]
-        .iter()
-        .map(|k| terms[*k].as_f64().unwrap_or_else(|| panic!("{k}")))
-        .sum();
+    let mla: f64 =
+        ["mla_q_down", "mla_q_up", "mla_kv_down", "mla_kv_up", "mla_out", "mla_q_down_norm", "mla_kv_down_norm"]
+            .iter()
+            .map(|k| terms[*k].as_f64().unwrap_or_else(|| panic!("{k}")))
+            .sum();
     assert!(rel(m.attention_params() * layers, mla) < 1e-12, "{} against {mla}", m.attention_params() * layers);
     // As 128-head MHA of head width 128 it would be 4·H·128·128 a layer, 2.5 times more.
     let mha = Model { mla: super::Mla::default(), head_dim: Some(128), ..m.clone() };
@@ -152,12 +158,36 @@ fn bad_moe_and_mla_settings_name_the_setting_with_a_hint() {
     let moe = model("mixtral-8x7b");
     let dense = model("llama-3-8b");
     let cases = [
-        (Model { moe: super::Moe { top_k: Some(9), ..moe.moe.clone() }, ..moe.clone() }, Field::TopK, "top-k 9 is more than the 8 experts"),
-        (Model { dp: 3, moe: super::Moe { ep: 3, ..moe.moe.clone() }, ..moe.clone() }, Field::Ep, "ep 3 does not divide the 8 experts"),
-        (Model { moe: super::Moe { ep: 4, ..moe.moe.clone() }, ..moe.clone() }, Field::Ep, "ep 4 does not divide the 1 data-parallel"),
-        (Model { moe: super::Moe { expert_ffn: Some(2048), ..dense.moe.clone() }, ..dense.clone() }, Field::ExpertFfn, "expert-ffn is set but the model has no experts"),
-        (Model { mla: super::Mla { qk_rope_dim: Some(64), ..super::Mla::default() }, ..dense.clone() }, Field::QkRopeDim, "--kv-lora-rank is not set"),
-        (Model { moe: super::Moe { dense_layers: 40, ..moe.moe.clone() }, ..moe.clone() }, Field::DenseLayers, "dense-layers 40 is more than the 32 layers"),
+        (
+            Model { moe: super::Moe { top_k: Some(9), ..moe.moe.clone() }, ..moe.clone() },
+            Field::TopK,
+            "top-k 9 is more than the 8 experts",
+        ),
+        (
+            Model { dp: 3, moe: super::Moe { ep: 3, ..moe.moe.clone() }, ..moe.clone() },
+            Field::Ep,
+            "ep 3 does not divide the 8 experts",
+        ),
+        (
+            Model { moe: super::Moe { ep: 4, ..moe.moe.clone() }, ..moe.clone() },
+            Field::Ep,
+            "ep 4 does not divide the 1 data-parallel",
+        ),
+        (
+            Model { moe: super::Moe { expert_ffn: Some(2048), ..dense.moe.clone() }, ..dense.clone() },
+            Field::ExpertFfn,
+            "expert-ffn is set but the model has no experts",
+        ),
+        (
+            Model { mla: super::Mla { qk_rope_dim: Some(64), ..super::Mla::default() }, ..dense.clone() },
+            Field::QkRopeDim,
+            "--kv-lora-rank is not set",
+        ),
+        (
+            Model { moe: super::Moe { dense_layers: 40, ..moe.moe.clone() }, ..moe.clone() },
+            Field::DenseLayers,
+            "dense-layers 40 is more than the 32 layers",
+        ),
     ];
     for (m, field, says) in cases {
         let e = m.check().unwrap_err();
