@@ -264,7 +264,7 @@ impl Model {
             // value width, and in B two of each.
             let operands = if self.is_mla() { (qk + v) * t } else { (1.0 + r) * t * self.attention_width() };
             let score_matmul = |o: &mut Ops, pass, width: f64| {
-                o.add(pass, Term::Attention, 2.0 * t * s * width, 2.0 * (scores + operands))
+                o.add(pass, Term::Attention, 2.0 * t * s * width, 2.0 * (scores + operands));
             };
             for (pass, width) in [(F, qk), (F, v), (B, qk), (B, qk), (B, v), (B, v)] {
                 score_matmul(&mut o, pass, width);
