@@ -243,7 +243,7 @@ fn moe_text(m: &Model, d: &Derived) -> String {
     let mut out = format!("parameters: {} total, {} active per token", b(c.total), b(c.active));
     if m.mtp > 0 {
         out.push_str(&format!(
-            " · {} MTP layer{} apart: {} own, {} active",
+            " · {} MTP layer{} apart: {}, {} active (embedding and head shared)",
             m.mtp,
             if m.mtp == 1 { "" } else { "s" },
             b(c.mtp_total),
@@ -375,7 +375,8 @@ fn hardware_text(m: &Model, d: &Derived) -> String {
 /// One layer's terms per pass, the LM head's and the embedding's, and why W is what it is.
 fn terms_text(d: &Derived) -> String {
     let n = |v: f64| format_number(v, 1);
-    let mut out = format!("\none layer, one microbatch (µs):\n{:<16}  {:>10}  {:>10}  {:>10}\n", "term", "F", "B", "W");
+    let which = if d.moe_layer.is_some() { "one dense layer" } else { "one layer" };
+    let mut out = format!("\n{which}, one microbatch (µs):\n{:<16}  {:>10}  {:>10}  {:>10}\n", "term", "F", "B", "W");
     for (term, t) in &d.layer.terms {
         out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", label(*term), n(t[F]), n(t[B]), n(t[W])));
     }
