@@ -77,6 +77,12 @@ fn presets_json() -> Value {
                     "seq": m.seq, "micro_batch": m.micro_batch, "vocab": m.vocab, "mlp": m.mlp.name(), "ffn": m.ffn(),
                     "gpu": m.gpu, "tflops": m.tflops, "bandwidth": m.bandwidth, "latency": m.latency,
                     "layout": m.layout, "flash_attention": m.flash_attention, "tp": m.tp,
+                    "head_dim": m.head_dim(), "mtp": m.mtp, "dp": m.dp,
+                    "experts": m.moe.experts, "top_k": m.is_moe().then(|| m.top_k()),
+                    "shared_experts": m.moe.shared_experts, "expert_ffn": m.moe.expert_ffn,
+                    "dense_layers": m.moe.dense_layers, "ep": m.moe.ep, "capacity_factor": m.moe.capacity_factor,
+                    "kv_lora_rank": m.mla.kv_lora_rank, "q_lora_rank": m.mla.q_lora_rank,
+                    "qk_rope_dim": m.mla.qk_rope_dim, "qk_nope_dim": m.mla.qk_nope_dim, "v_head_dim": m.mla.v_head_dim,
                 },
             })
         })
