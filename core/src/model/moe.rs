@@ -358,6 +358,20 @@ pub struct TokenFlops {
 }
 
 impl Model {
+    /// FLOPs of the forward of a mean transformer layer for one microbatch, per GPU: the
+    /// dense formula ([`Model::layer_flops`]) for a dense model with plain attention; else the
+    /// roofline's operators, dense and MoE layers weighted by their counts.
+    pub fn mean_layer_forward_flops(&self) -> f64 {
+        if !self.is_moe() && !self.is_mla() && self.head_dim.is_none() {
+            return self.layer_flops()[0];
+        }
+        let forward = |ops: &[super::roofline::Op]| super::roofline::flops(ops)[super::roofline::F];
+        let layers = f64::from(self.layers.max(1));
+        let moe = f64::from(self.moe_layers_in(0, self.layers));
+        let moe_part = if moe > 0.0 { moe * forward(&self.moe_layer_ops()) } else { 0.0 };
+        ((layers - moe) * forward(&self.layer_ops()) + moe_part) / layers
+    }
+
     /// Forward FLOPs per token, whole (not per GPU), dense and MoE layers as many as there are.
     pub fn flops_per_token(&self) -> TokenFlops {
         use super::roofline::{Op, Term, F};

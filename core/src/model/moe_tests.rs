@@ -196,3 +196,18 @@ fn bad_moe_and_mla_settings_name_the_setting_with_a_hint() {
         assert!(!e.hints.is_empty(), "{e}");
     }
 }
+
+#[test]
+fn the_steps_mean_layer_counts_the_routed_experts() {
+    // Dense models keep the formula the step always used.
+    let dense = model("llama-3-8b");
+    assert_eq!(dense.mean_layer_forward_flops(), dense.layer_flops()[0]);
+    // OLMoE: every layer MoE, a token through 8 experts of 1024, not one dense MLP of 1024.
+    let m = model("olmoe-1b-7b");
+    let tokens = f64::from(m.seq * m.micro_batch);
+    let f = m.flops_per_token();
+    let head = 2.0 * f64::from(m.hidden) * f64::from(m.vocab);
+    let want = (f.forward - head) * tokens / f64::from(m.layers);
+    assert!(rel(m.mean_layer_forward_flops(), want) < 1e-9, "{} {want}", m.mean_layer_forward_flops());
+    assert!(m.mean_layer_forward_flops() > 2.0 * m.layer_flops()[0]);
+}
