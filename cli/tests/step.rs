@@ -170,6 +170,20 @@ fn render_draws_the_steps_strips_with_a_model() {
     // --global-batch sets the microbatches, as in simulate: 64 / (dp 4 · micro-batch 1) = 16.
     let step = step_of(&["-s", "1f1b", "-p", "4", "--model", "llama-3-8b", "--dp", "4", "--global-batch", "64"]);
     assert_eq!(step["global_batch"].as_u64(), Some(64));
-    let svg16 = ok(&["render", "-s", "1f1b", "-p", "4", "--model", "llama-3-8b", "--dp", "4", "--global-batch", "64", "-o", "-"]);
+    let svg16 = ok(&[
+        "render",
+        "-s",
+        "1f1b",
+        "-p",
+        "4",
+        "--model",
+        "llama-3-8b",
+        "--dp",
+        "4",
+        "--global-batch",
+        "64",
+        "-o",
+        "-",
+    ]);
     assert!(svg16.contains("1F1B · 4 devices · 16 microbatches"), "the title gives 16 microbatches");
 }
