@@ -25,7 +25,9 @@
 //! collectives are timed at the ring cost on the node's link ([`parallel`]); without
 //! sequence parallelism the activations outside the matmuls are whole on every GPU. A hop sends `2·B·S·H/t` bytes per
 //! GPU ([`hardware::Hops`]). Multi-token-prediction layers (`m`) cost a layer plus their
-//! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Depth:
+//! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Mixture-of-experts
+//! layers (router, routed and shared experts, the expert-parallel all-to-all) and multi-head
+//! latent attention are priced through the same roofline (`moe.rs`). Depth:
 //! `docs/cost-model.md`.
 
 pub mod calibrate;
@@ -131,7 +133,7 @@ pub struct Model {
     pub rank_order: RankOrder,
     /// Width of one attention head; `None` means `H/A`.
     pub head_dim: Option<u32>,
-    /// Mixture-of-experts layers ([`moe`]); no experts is a dense model.
+    /// Mixture-of-experts layers ([`Moe`]); no experts is a dense model.
     pub moe: Moe,
     /// Multi-head latent attention's sizes; on when `kv_lora_rank` is set.
     pub mla: Mla,

@@ -226,7 +226,7 @@ impl Model {
 
     /// Every operator of one MoE layer for one microbatch, per GPU: attention as a dense
     /// layer's, the router, the routed experts' grouped GEMMs over `c·k·T` tokens with `E/EP`
-    /// experts' weights, and the shared experts ([`super::moe`]). The all-to-all is priced
+    /// experts' weights, and the shared experts ([`super::Moe`]). The all-to-all is priced
     /// apart ([`Model::a2a_micros`]).
     pub fn moe_layer_ops(&self) -> Vec<Op> {
         self.layer_ops_of(true)
