@@ -271,6 +271,49 @@ pub struct ModelArgs {
     /// or tp-pp-dp (a pipeline's devices side by side) [default: tp-dp-pp].
     #[arg(long = "rank-order", value_name = "ORDER", value_parser = rank_order, hide_short_help = true)]
     pub rank_order: Option<bubblescope::model::RankOrder>,
+    /// Width of one attention head [default: hidden / heads; the Qwen3 preset 128].
+    #[arg(long = "head-dim", value_name = "D", value_parser = |t: &str| model_count(t, Field::HeadDim), hide_short_help = true)]
+    pub head_dim: Option<u32>,
+    /// Routed experts of each MoE layer: a mixture-of-experts model [default: the preset's; none].
+    #[arg(long = "experts", value_name = "E", value_parser = |t: &str| model_count(t, Field::Experts), hide_short_help = true)]
+    pub experts: Option<u32>,
+    /// Routed experts each token uses [default: the preset's; 1].
+    #[arg(long = "top-k", value_name = "K", value_parser = |t: &str| model_count(t, Field::TopK), hide_short_help = true)]
+    pub top_k: Option<u32>,
+    /// Shared experts every token uses in each MoE layer, each of --expert-ffn [default: the preset's; 0].
+    #[arg(long = "shared-experts", value_name = "S", value_parser = |t: &str| model_count(t, Field::SharedExperts), hide_short_help = true)]
+    pub shared_experts: Option<u32>,
+    /// Each expert's intermediate size (SwiGLU with --mlp swiglu) [default: the preset's; --ffn].
+    #[arg(long = "expert-ffn", value_name = "F", value_parser = |t: &str| model_count(t, Field::ExpertFfn), hide_short_help = true)]
+    pub expert_ffn: Option<u32>,
+    /// The first N layers stay dense, of MLP size --ffn [default: the preset's; 0].
+    #[arg(long = "dense-layers", value_name = "N", value_parser = |t: &str| model_count(t, Field::DenseLayers), hide_short_help = true)]
+    pub dense_layers: Option<u32>,
+    /// Expert-parallel degree: the routed experts split over EP data-parallel replicas; its all-to-all is timed in F and B [default: 1].
+    #[arg(long = "ep", value_name = "EP", value_parser = |t: &str| model_count(t, Field::Ep), hide_short_help = true)]
+    pub ep: Option<u32>,
+    /// Multi-head latent attention: the query's low rank [default: none, a direct query projection].
+    #[arg(long = "q-lora-rank", value_name = "R", value_parser = |t: &str| model_count(t, Field::QLoraRank), hide_short_help = true)]
+    pub q_lora_rank: Option<u32>,
+    /// Multi-head latent attention: the key/value latent's rank; sets MLA on (DeepSeek-V3 512).
+    #[arg(long = "kv-lora-rank", value_name = "R", value_parser = |t: &str| model_count(t, Field::KvLoraRank), hide_short_help = true)]
+    pub kv_lora_rank: Option<u32>,
+    /// Multi-head latent attention: rotary query/key width per head [default: half --head-dim].
+    #[arg(long = "qk-rope-dim", value_name = "D", value_parser = |t: &str| model_count(t, Field::QkRopeDim), hide_short_help = true)]
+    pub qk_rope_dim: Option<u32>,
+    /// Multi-head latent attention: non-rotary query/key width per head [default: --head-dim].
+    #[arg(long = "qk-nope-dim", value_name = "D", value_parser = |t: &str| model_count(t, Field::QkNopeDim), hide_short_help = true)]
+    pub qk_nope_dim: Option<u32>,
+    /// Multi-head latent attention: value width per head [default: --head-dim].
+    #[arg(long = "v-head-dim", value_name = "D", value_parser = |t: &str| model_count(t, Field::VHeadDim), hide_short_help = true)]
+    pub v_head_dim: Option<u32>,
+    /// Multi-token-prediction layers, counted apart in params (a --layout `m` places one on a stage) [default: the preset's; 0].
+    #[arg(long = "mtp", value_name = "N", value_parser = |t: &str| model_count(t, Field::Mtp), hide_short_help = true)]
+    pub mtp: Option<u32>,
+    /// Expert capacity factor: routed work and all-to-all bytes times X (tokens padded to
+    /// each expert's capacity) [default: none, dropless].
+    #[arg(long = "capacity-factor", value_name = "X", hide_short_help = true)]
+    pub capacity_factor: Option<f64>,
 }
 
 /// A `--precision` value (core's reader).
@@ -380,6 +423,20 @@ impl ModelArgs {
             precision: self.precision,
             dp: self.dp,
             rank_order: self.rank_order,
+            head_dim: self.head_dim,
+            experts: self.experts,
+            top_k: self.top_k,
+            shared_experts: self.shared_experts,
+            expert_ffn: self.expert_ffn,
+            dense_layers: self.dense_layers,
+            ep: self.ep,
+            capacity_factor: self.capacity_factor,
+            q_lora_rank: self.q_lora_rank,
+            kv_lora_rank: self.kv_lora_rank,
+            qk_rope_dim: self.qk_rope_dim,
+            qk_nope_dim: self.qk_nope_dim,
+            v_head_dim: self.v_head_dim,
+            mtp: self.mtp,
         }
     }
 

@@ -793,3 +793,108 @@ fn the_mlp_is_given_as_the_model_card_gives_it() {
         "mlp must be gelu or swiglu, found `relu`",
     );
 }
+
+#[test]
+fn costs_reports_moe_parameters_flops_and_the_all_to_all() {
+    // Figures of tools/moe_count.py (tests/golden/moe-count.json): 671.03B total, 37.55B
+    // active, 11.61B MTP, 93.72 GFLOP forward per token with full attention.
+    let v = json(&["costs", "--model", "deepseek-v3", "--devices", "16", "--json"]);
+    let n = |p: &str| v.pointer(p).and_then(Value::as_f64).unwrap_or_else(|| panic!("{p}"));
+    assert!(rel(n("/params_total"), 671_026_419_200.0) < 1e-4, "{}", n("/params_total"));
+    assert!(rel(n("/params_active"), 37_552_297_472.0) < 1e-4, "{}", n("/params_active"));
+    assert!(rel(n("/mtp/params_total"), 11_610_068_224.0) < 1e-4);
+    assert!(rel(n("/flops_per_token/forward"), 93_717_397_504.0) < 1e-9);
+    assert_eq!(v["moe"]["experts"], 256);
+    assert_eq!(v["moe"]["moe_layers"], 58);
+    assert_eq!(v["moe"]["ep_crosses_nodes"], true);
+    assert_eq!(v["moe"]["mla"]["kv_lora_rank"], 512);
+    // The all-to-all is its own field, per MoE layer and per stage, and inside F and B.
+    let a2a = n("/a2a/f");
+    assert!(a2a > 0.0 && n("/a2a/w") == 0.0);
+    let stages = v["stages"].as_array().expect("stages");
+    let first = &stages[0];
+    assert_eq!(first["layers"], 4);
+    assert!(rel(first["a2a"]["f"].as_f64().unwrap(), a2a) < 1e-12, "three dense layers and one MoE layer");
+    assert!(rel(stages[1]["a2a"]["b"].as_f64().unwrap(), 4.0 * n("/a2a/b")) < 1e-12);
+    assert!(stages[1]["f"].as_f64().unwrap() > stages[1]["a2a"]["f"].as_f64().unwrap());
+    assert!(v["terms"]["moe_layer"]["total"]["f"].as_f64().unwrap() > 0.0);
+    // EP 1 (and DP 1): no all-to-all; the expert weights all on each GPU.
+    let one = json(&["costs", "--model", "deepseek-v3", "--devices", "16", "--ep", "1", "--dp", "1", "--json"]);
+    assert_eq!(one["a2a"]["f"], 0.0);
+    let p = |v: &Value| v["shares"][1]["params"].as_f64().unwrap();
+    assert!(p(&one) > 20.0 * p(&v), "{} {}", p(&one), p(&v));
+    // A dense model reports its parameters too, and no experts.
+    let dense = json(&["costs", "--model", "llama-3-8b", "--json"]);
+    assert!(rel(dense["params_total"].as_f64().unwrap(), 8.03e9) < 0.01, "{}", dense["params_total"]);
+    assert_eq!(dense["params_total"], dense["params_active"]);
+    assert_eq!(dense["moe"]["experts"], 0);
+}
+
+#[test]
+fn moe_flags_shape_the_model_and_the_text_says_so() {
+    let out = bubblescope(&[
+        "costs",
+        "--layers",
+        "8",
+        "--hidden",
+        "1024",
+        "--heads",
+        "8",
+        "--seq",
+        "1024",
+        "--micro-batch",
+        "1",
+        "--vocab",
+        "32000",
+        "--mlp",
+        "swiglu",
+        "--experts",
+        "16",
+        "--top-k",
+        "2",
+        "--shared-experts",
+        "1",
+        "--expert-ffn",
+        "512",
+        "--dense-layers",
+        "1",
+        "--ep",
+        "4",
+        "--dp",
+        "4",
+        "--capacity-factor",
+        "1.25",
+        "--devices",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(text.contains("parameters: "), "{text}");
+    assert!(text.contains("experts: 16 routed, top-2 + 1 shared of intermediate 512 · 7 MoE layers after 1 dense · EP 4 · capacity factor 1.25 · all-to-all"), "{text}");
+    assert!(text.contains("within a node"), "{text}");
+    let list = String::from_utf8(bubblescope(&["costs", "--list"]).stdout).expect("utf-8");
+    for key in ["deepseek-v3", "qwen3-235b-a22b", "mixtral-8x7b", "olmoe-1b-7b"] {
+        assert!(list.contains(key), "{key} in costs --list");
+    }
+    assert!(list.contains("config_671B.json"), "the DeepSeek-V3 preset cites its config");
+    // The small MoE runs through the simulator on its own defaults.
+    run(&["simulate", "--schedule", "1f1b", "--model", "olmoe-1b-7b", "--devices", "4", "--microbatches", "8"]);
+}
+
+#[test]
+fn bad_moe_settings_fail_with_a_hint() {
+    for (args, says) in [
+        (&["--model", "mixtral-8x7b", "--top-k", "9"][..], "top-k 9 is more than the 8 experts"),
+        (&["--model", "mixtral-8x7b", "--ep", "3", "--dp", "3"][..], "--ep 3 does not divide the 8 experts"),
+        (&["--model", "llama-3-8b", "--expert-ffn", "2048"][..], "--expert-ffn is set but the model has no experts"),
+        (&["--model", "llama-3-8b", "--q-lora-rank", "1536"][..], "--kv-lora-rank is not set"),
+        (&["--model", "mixtral-8x7b", "--ep", "8"][..], "--ep 8 does not divide the 1 data-parallel replicas"),
+        (&["--model", "mixtral-8x7b", "--top-k", "0"][..], "top-k must be a positive integer"),
+    ] {
+        let mut all = vec!["costs"];
+        all.extend_from_slice(args);
+        let err = fails(&all);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains("error:") && err.contains("hint:"), "{args:?}: {err}");
+    }
+}

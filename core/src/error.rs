@@ -134,11 +134,39 @@ pub enum Field {
     Dp,
     /// How ranks fill nodes after TP: `tp-dp-pp` or `tp-pp-dp` (`--rank-order`).
     RankOrder,
+    /// Width of one attention head (`--head-dim`); default hidden / heads.
+    HeadDim,
+    /// Routed experts of each MoE layer (`--experts`); 0 or unset means dense.
+    Experts,
+    /// Routed experts each token uses (`--top-k`).
+    TopK,
+    /// Shared experts every token uses in each MoE layer (`--shared-experts`).
+    SharedExperts,
+    /// Intermediate size of each expert (`--expert-ffn`).
+    ExpertFfn,
+    /// Leading layers that stay dense in an MoE model (`--dense-layers`).
+    DenseLayers,
+    /// Expert-parallel degree: the experts split over this many data-parallel replicas (`--ep`).
+    Ep,
+    /// Expert capacity factor: routed work times this (`--capacity-factor`); unset is dropless.
+    CapacityFactor,
+    /// Multi-head latent attention: the query's low-rank size (`--q-lora-rank`).
+    QLoraRank,
+    /// Multi-head latent attention: the key/value latent's size (`--kv-lora-rank`); sets MLA on.
+    KvLoraRank,
+    /// Multi-head latent attention: each head's rotary query/key width (`--qk-rope-dim`).
+    QkRopeDim,
+    /// Multi-head latent attention: each head's non-rotary query/key width (`--qk-nope-dim`).
+    QkNopeDim,
+    /// Multi-head latent attention: each head's value width (`--v-head-dim`).
+    VHeadDim,
+    /// Multi-token-prediction layers beside the model, counted apart (`--mtp`).
+    Mtp,
 }
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 50] = [
+    pub const ALL: [Field; 64] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -189,6 +217,20 @@ impl Field {
         Field::Precision,
         Field::Dp,
         Field::RankOrder,
+        Field::HeadDim,
+        Field::Experts,
+        Field::TopK,
+        Field::SharedExperts,
+        Field::ExpertFfn,
+        Field::DenseLayers,
+        Field::Ep,
+        Field::CapacityFactor,
+        Field::QLoraRank,
+        Field::KvLoraRank,
+        Field::QkRopeDim,
+        Field::QkNopeDim,
+        Field::VHeadDim,
+        Field::Mtp,
     ];
 
     /// The field called `name` (see [`Field::name`]).
@@ -249,6 +291,20 @@ impl Field {
             Field::SequenceParallel => "sequence-parallel",
             Field::TpOverlap => "tp-overlap",
             Field::Precision => "precision",
+            Field::HeadDim => "head-dim",
+            Field::Experts => "experts",
+            Field::TopK => "top-k",
+            Field::SharedExperts => "shared-experts",
+            Field::ExpertFfn => "expert-ffn",
+            Field::DenseLayers => "dense-layers",
+            Field::Ep => "ep",
+            Field::CapacityFactor => "capacity-factor",
+            Field::QLoraRank => "q-lora-rank",
+            Field::KvLoraRank => "kv-lora-rank",
+            Field::QkRopeDim => "qk-rope-dim",
+            Field::QkNopeDim => "qk-nope-dim",
+            Field::VHeadDim => "v-head-dim",
+            Field::Mtp => "mtp",
         }
     }
 }

@@ -151,6 +151,20 @@ fn ModelForm() -> impl IntoView {
                         precision: (m.precision != bubblescope::model::Precision::Bf16).then_some(m.precision),
                         dp: (m.dp > 1).then_some(m.dp),
                         rank_order: (m.rank_order != bubblescope::model::RankOrder::TpDpPp).then_some(m.rank_order),
+                        head_dim: m.head_dim,
+                        experts: (m.moe.experts > 0).then_some(m.moe.experts),
+                        top_k: m.moe.top_k,
+                        shared_experts: (m.moe.shared_experts > 0).then_some(m.moe.shared_experts),
+                        expert_ffn: m.moe.expert_ffn,
+                        dense_layers: (m.moe.dense_layers > 0).then_some(m.moe.dense_layers),
+                        ep: (m.moe.ep > 1).then_some(m.moe.ep),
+                        capacity_factor: m.moe.capacity_factor,
+                        q_lora_rank: m.mla.q_lora_rank,
+                        kv_lora_rank: m.mla.kv_lora_rank,
+                        qk_rope_dim: m.mla.qk_rope_dim,
+                        qk_nope_dim: m.mla.qk_nope_dim,
+                        v_head_dim: m.mla.v_head_dim,
+                        mtp: (m.mtp > 0).then_some(m.mtp),
                     };
                 } else {
                     l.model.preset = None;

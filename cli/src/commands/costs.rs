@@ -77,6 +77,12 @@ fn presets_json() -> Value {
                     "seq": m.seq, "micro_batch": m.micro_batch, "vocab": m.vocab, "mlp": m.mlp.name(), "ffn": m.ffn(),
                     "gpu": m.gpu, "tflops": m.tflops, "bandwidth": m.bandwidth, "latency": m.latency,
                     "layout": m.layout, "flash_attention": m.flash_attention, "tp": m.tp,
+                    "head_dim": m.head_dim(), "mtp": m.mtp, "dp": m.dp,
+                    "experts": m.moe.experts, "top_k": m.is_moe().then(|| m.top_k()),
+                    "shared_experts": m.moe.shared_experts, "expert_ffn": m.moe.expert_ffn,
+                    "dense_layers": m.moe.dense_layers, "ep": m.moe.ep, "capacity_factor": m.moe.capacity_factor,
+                    "kv_lora_rank": m.mla.kv_lora_rank, "q_lora_rank": m.mla.q_lora_rank,
+                    "qk_rope_dim": m.mla.qk_rope_dim, "qk_nope_dim": m.mla.qk_nope_dim, "v_head_dim": m.mla.v_head_dim,
                 },
             })
         })
@@ -154,6 +160,7 @@ fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Val
             json!({
                 "share": k, "layers": s.piece.layers, "mtp": s.piece.mtp, "embedding": s.piece.embedding, "lm_head": s.piece.loss,
                 "f": s.f, "b": s.b, "w": s.w, "mem_f": s.mem_f, "mem_w": s.mem_w, "params": s.params,
+                "a2a": {"f": s.a2a[0], "b": s.a2a[1]},
             })
         })
         .collect();
@@ -161,9 +168,16 @@ fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Val
         .pieces
         .iter()
         .enumerate()
-        .map(|(i, p)| json!({"stage": i, "layers": p.piece.layers, "mtp": p.piece.mtp, "f": p.f, "b": p.b, "w": p.w, "mem_f": p.mem_f, "mem_w": p.mem_w}))
+        .map(|(i, p)| json!({"stage": i, "layers": p.piece.layers, "mtp": p.piece.mtp, "f": p.f, "b": p.b, "w": p.w, "mem_f": p.mem_f, "mem_w": p.mem_w, "a2a": {"f": p.a2a[0], "b": p.a2a[1]}}))
         .collect();
     let g = d.gpu;
+    let count = m.param_count();
+    let flops = m.flops_per_token();
+    let mut terms =
+        json!({"layer": terms_json(&d.layer), "lm_head": terms_json(&d.head), "embedding": terms_json(&d.embedding)});
+    if let (Some(b), Some(map)) = (&d.moe_layer, terms.as_object_mut()) {
+        map.insert("moe_layer".to_string(), terms_json(b));
+    }
     json!({
         "inputs": {
             "layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads(), "seq": m.seq,
@@ -191,7 +205,13 @@ fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Val
         "units": {"time": "µs", "memory": "bytes"},
         "shares": shares,
         "stages": pieces,
-        "terms": {"layer": terms_json(&d.layer), "lm_head": terms_json(&d.head), "embedding": terms_json(&d.embedding)},
+        "terms": terms,
+        "params_total": count.total,
+        "params_active": count.active,
+        "mtp": {"layers": m.mtp, "params_total": count.mtp_total, "params_active": count.mtp_active},
+        "flops_per_token": {"forward": flops.forward, "matmuls": flops.matmuls},
+        "moe": moe_json(m, d),
+        "a2a": {"f": d.a2a[F], "b": d.a2a[B], "w": d.a2a[W]},
         "comm": d.comm,
         "hops": {
             "within_node": d.hops.within, "across_nodes": d.hops.across, "nodes": d.hops.nodes,
@@ -200,6 +220,70 @@ fn json_report(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> Val
         "notes": d.notes,
         "assumptions": ASSUMPTIONS,
     })
+}
+
+/// The MoE and MLA settings the costs used (`null` for a dense model with plain attention).
+fn moe_json(m: &Model, d: &Derived) -> Value {
+    let mla = m.is_mla().then(|| {
+        json!({
+            "q_lora_rank": m.mla.q_lora_rank, "kv_lora_rank": m.mla.kv_lora_rank, "qk_rope_dim": m.mla.qk_rope_dim,
+            "qk_nope_dim": m.mla.qk_nope_dim, "v_head_dim": m.mla.v_head_dim,
+        })
+    });
+    if !m.is_moe() {
+        return json!({"experts": 0, "mla": mla});
+    }
+    let e = &m.moe;
+    json!({
+        "experts": e.experts, "top_k": m.top_k(), "shared_experts": e.shared_experts,
+        "expert_ffn": e.expert_ffn.unwrap_or_else(|| m.ffn()), "dense_layers": e.dense_layers, "ep": e.ep,
+        "capacity_factor": e.capacity_factor, "ep_crosses_nodes": m.ep_crosses_nodes(d.devices),
+        "moe_layers": m.moe_layers_in(0, m.layers), "mla": mla,
+    })
+}
+
+/// The parameter counts and, for an MoE model, its experts and all-to-all, as text.
+fn moe_text(m: &Model, d: &Derived) -> String {
+    let b = |v: f64| format!("{}B", format_number(v / 1e9, 2));
+    let c = m.param_count();
+    let mut out = format!("parameters: {} total, {} active per token", b(c.total), b(c.active));
+    if m.mtp > 0 {
+        out.push_str(&format!(
+            " · {} MTP layer{} apart: {}, {} active (embedding and head shared)",
+            m.mtp,
+            if m.mtp == 1 { "" } else { "s" },
+            b(c.mtp_total),
+            b(c.mtp_active)
+        ));
+    }
+    out.push_str(&format!(" · forward {} GFLOP per token\n", format_number(m.flops_per_token().forward / 1e9, 2)));
+    if m.is_moe() {
+        let e = &m.moe;
+        out.push_str(&format!(
+            "experts: {} routed, top-{}{} of intermediate {} · {} MoE layer{}{} · EP {}",
+            e.experts,
+            m.top_k(),
+            if e.shared_experts > 0 { format!(" + {} shared", e.shared_experts) } else { String::new() },
+            e.expert_ffn.unwrap_or_else(|| m.ffn()),
+            m.moe_layers_in(0, m.layers),
+            if m.moe_layers_in(0, m.layers) == 1 { "" } else { "s" },
+            if e.dense_layers > 0 { format!(" after {} dense", e.dense_layers) } else { String::new() },
+            e.ep,
+        ));
+        if let Some(cf) = e.capacity_factor {
+            out.push_str(&format!(" · capacity factor {}", format_number(cf, 2)));
+        }
+        if e.ep > 1 {
+            out.push_str(&format!(
+                " · all-to-all {} µs in F, {} µs in B per MoE layer ({}), in the pass times",
+                format_number(d.a2a[F], 1),
+                format_number(d.a2a[B], 1),
+                if m.ep_crosses_nodes(d.devices) { "across nodes" } else { "within a node" }
+            ));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn table(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> String {
@@ -220,6 +304,7 @@ fn table(m: &Model, d: &Derived, calibration: Option<&Calibration>) -> String {
         if m.tp > 1 { format!(" · tensor parallel {} (numbers per GPU)", m.tp) } else { String::new() }
     );
     out.push_str(&hardware_text(m, d));
+    out.push_str(&moe_text(m, d));
     if let Some(c) = calibration {
         out.push_str(&format!("{}\n", crate::args::calibration_note(c)));
     }
@@ -296,12 +381,26 @@ fn hardware_text(m: &Model, d: &Derived) -> String {
 /// One layer's terms per pass, the LM head's and the embedding's, and why W is what it is.
 fn terms_text(d: &Derived) -> String {
     let n = |v: f64| format_number(v, 1);
-    let mut out = format!("\none layer, one microbatch (µs):\n{:<16}  {:>10}  {:>10}  {:>10}\n", "term", "F", "B", "W");
+    let which = if d.moe_layer.is_some() { "one dense layer" } else { "one layer" };
+    let mut out = format!("\n{which}, one microbatch (µs):\n{:<16}  {:>10}  {:>10}  {:>10}\n", "term", "F", "B", "W");
     for (term, t) in &d.layer.terms {
         out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", label(*term), n(t[F]), n(t[B]), n(t[W])));
     }
     let total = d.layer.totals();
     out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", "total", n(total[F]), n(total[B]), n(total[W])));
+    if let Some(b) = &d.moe_layer {
+        let t = b.totals();
+        out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", "MoE layer", n(t[F]), n(t[B]), n(t[W])));
+        if d.a2a != [0.0; 3] {
+            out.push_str(&format!(
+                "{:<16}  {:>10}  {:>10}  {:>10}\n",
+                "+ all-to-all",
+                n(d.a2a[F]),
+                n(d.a2a[B]),
+                n(d.a2a[W])
+            ));
+        }
+    }
     for (name, b) in [("LM head + loss", &d.head), ("embedding", &d.embedding)] {
         let t = b.totals();
         out.push_str(&format!("{:<16}  {:>10}  {:>10}  {:>10}\n", name, n(t[F]), n(t[B]), n(t[W])));

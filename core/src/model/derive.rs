@@ -32,6 +32,16 @@ impl Model {
         if exposed.iter().any(|&t| t > 0.0) {
             layer.terms.push((roofline::Term::TpCollectives, exposed));
         }
+        let moe_layer = if self.is_moe() {
+            let mut b = Breakdown::of(&self.moe_layer_ops(), &rates);
+            if exposed.iter().any(|&t| t > 0.0) {
+                b.terms.push((roofline::Term::TpCollectives, exposed));
+            }
+            Some(b)
+        } else {
+            None
+        };
+        let a2a = self.a2a_micros(devices)?;
         let head = Breakdown::of(&self.head_ops(), &rates);
         let embedding = Breakdown::of(&self.embedding_ops(), &rates);
         let mtp = Breakdown::of(&self.mtp_ops(), &rates);
@@ -39,22 +49,41 @@ impl Model {
         let [hmf, hmw] = self.head_memory();
         let [_, mtp_mf, mtp_mw, mtp_params] = self.mtp_extra();
         let (lt, ht, et, mt) = (layer.totals(), head.totals(), embedding.totals(), mtp.totals());
-        let piece_costs = |p: &Piece| {
+        let moe = MoeCosts {
+            time: moe_layer.as_ref().map_or([0.0; 3], Breakdown::totals),
+            a2a,
+            memory: self.moe_layer_memory(),
+            params: self.moe_layer_params(),
+        };
+        // A piece of `p.layers` layers from layer `first`: its dense layers at the layer's
+        // costs, its MoE layers at the MoE layer's (an MTP layer is one like the last layer).
+        let piece_costs = |(p, first): (&Piece, u32)| {
+            let mtp_moe = if self.mtp_is_moe() { p.mtp } else { 0 };
+            let x = f64::from(self.moe_layers_in(first, p.layers) + mtp_moe);
             let (n, m) = (f64::from(p.layers), f64::from(p.mtp));
+            let dense = n + m - x;
             let (loss, emb) = (f64::from(u8::from(p.loss)), f64::from(u8::from(p.embedding)));
             // An MTP layer: a transformer layer, plus its projection, embedding and head pass.
-            let time = |pass: usize| (n + m) * lt[pass] + m * mt[pass] + loss * ht[pass] + emb * et[pass];
-            let mem_f = (n + m) * lmf
+            let time = |pass: usize| {
+                dense * lt[pass]
+                    + x * (moe.time[pass] + moe.a2a[pass])
+                    + m * mt[pass]
+                    + loss * ht[pass]
+                    + emb * et[pass]
+            };
+            let mem_f = dense * lmf
+                + x * moe.memory[0]
                 + m * mtp_mf
                 + if p.loss { hmf } else { 0.0 }
                 + if p.embedding { self.embedding_memory() } else { 0.0 };
-            let mem_w = (n + m) * lmw + m * mtp_mw + if p.loss { hmw } else { 0.0 };
+            let mem_w = dense * lmw + x * moe.memory[1] + m * mtp_mw + if p.loss { hmw } else { 0.0 };
             let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
             // A stage running MTP builds its own embedding and output layer when it has not
             // got them already (Megatron-Core: `pre_process or mtp_process`, and
             // `post_process or mtp_process`).
             let with_mtp = p.mtp > 0;
-            let params = (n + m) * self.layer_params()
+            let params = dense * self.layer_params()
+                + x * moe.params
                 + m * mtp_params
                 + if p.embedding || with_mtp { vh } else { 0.0 }
                 + if p.loss || with_mtp { vh } else { 0.0 };
@@ -66,9 +95,10 @@ impl Model {
                 mem_f,
                 mem_w,
                 params,
+                a2a: [x * moe.a2a[roofline::F], x * moe.a2a[roofline::B]],
             }
         };
-        let pieces: Vec<PieceCosts> = layout.pieces.iter().map(piece_costs).collect();
+        let pieces: Vec<PieceCosts> = with_first_layers(&layout.pieces).map(piece_costs).collect();
         // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
         // device too, where the layers divide evenly into them: families with chunks run
         // those stages, never fractions of a layer. (An uneven whole-layer cut makes some
@@ -79,7 +109,7 @@ impl Model {
             None => (2..=MAX_CHUNKS_CUT)
                 .map(|v| devices.saturating_mul(v))
                 .filter(|&stages| self.layers % stages == 0)
-                .map(|stages| Layout::even(self.layers, stages).pieces.iter().map(piece_costs).collect())
+                .map(|stages| with_first_layers(&Layout::even(self.layers, stages).pieces).map(piece_costs).collect())
                 .collect(),
         };
         let hops = self.hops(devices)?;
@@ -96,11 +126,31 @@ impl Model {
             gpu: self.gpu()?,
             efficiency,
             layer,
+            moe_layer,
+            a2a,
             head,
             embedding,
             notes,
         })
     }
+}
+
+/// What one MoE layer costs per microbatch: its F, B, W µs without the all-to-all, the
+/// all-to-all's, its activation bytes (F, kept for W) and the parameters one GPU holds.
+struct MoeCosts {
+    time: [f64; 3],
+    a2a: [f64; 3],
+    memory: [f64; 2],
+    params: f64,
+}
+
+/// Each piece with the index of its first transformer layer.
+fn with_first_layers(pieces: &[Piece]) -> impl Iterator<Item = (&Piece, u32)> {
+    pieces.iter().scan(0u32, |first, p| {
+        let at = *first;
+        *first = first.saturating_add(p.layers);
+        Some((p, at))
+    })
 }
 
 /// The matmul rate a pass is priced at, as the user set it: `400 TFLOP/s` with `--tflops`,
@@ -286,6 +336,9 @@ pub struct PieceCosts {
     pub mem_w: f64,
     /// Parameters it holds.
     pub params: f64,
+    /// Of `f` and `b`, the µs of its MoE layers' expert-parallel all-to-all (dispatch and
+    /// combine), exposed in the pass for now.
+    pub a2a: [f64; 2],
 }
 
 /// A model's costs on a pipeline: its pieces, the communication per hop, what the hardware
@@ -312,6 +365,10 @@ pub struct Derived {
     pub efficiency: Efficiency,
     /// One transformer layer's µs per pass, by term.
     pub layer: Breakdown,
+    /// One MoE layer's µs per pass, by term (without the all-to-all); `None` for a dense model.
+    pub moe_layer: Option<Breakdown>,
+    /// One MoE layer's expert-parallel all-to-all µs in F, B and W (0 for EP 1).
+    pub a2a: [f64; 3],
     /// The LM head's µs per pass, by term.
     pub head: Breakdown,
     /// The embedding's µs per pass, by term.
@@ -387,6 +444,7 @@ impl PieceCosts {
             mem_f: add(|p| p.mem_f),
             mem_w: add(|p| p.mem_w),
             params: add(|p| p.params),
+            a2a: [add(|p| p.a2a[0]), add(|p| p.a2a[1])],
         }
     }
 }

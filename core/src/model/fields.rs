@@ -18,6 +18,16 @@ pub(crate) fn field_hint(field: Field) -> &'static str {
         Field::KvHeads => "kv-heads is the key/value heads of grouped-query attention (default: heads; 8 for Llama 3); it must divide heads",
         Field::Tp => "tp is the tensor-parallel size of each pipeline stage (default 1), e.g. 8 for one node",
         Field::Dp => "dp is the number of data-parallel replicas of the pipeline (default 1)",
+        Field::HeadDim => "head-dim is one attention head's width (default hidden / heads; Qwen3 128)",
+        Field::Experts => "experts is the routed experts of each MoE layer (DeepSeek-V3 256, Mixtral 8)",
+        Field::TopK => "top-k is how many routed experts each token uses (DeepSeek-V3 8, Mixtral 2); at most experts",
+        Field::SharedExperts => "shared-experts is the experts every token uses beside its routed ones (DeepSeek-V3 1)",
+        Field::ExpertFfn => "expert-ffn is each expert's intermediate size (DeepSeek-V3 2048; default ffn)",
+        Field::DenseLayers => "dense-layers is how many leading layers stay dense (DeepSeek-V3 3)",
+        Field::Ep => "ep is the expert-parallel degree: the routed experts split over ep data-parallel replicas (default 1); it divides experts and dp",
+        Field::CapacityFactor => "capacity-factor multiplies the routed work (tokens padded to each expert's capacity); leave it out for dropless routing",
+        Field::QLoraRank | Field::KvLoraRank | Field::QkRopeDim | Field::QkNopeDim | Field::VHeadDim => "multi-head latent attention: --kv-lora-rank sets it on (DeepSeek-V3: --q-lora-rank 1536 --kv-lora-rank 512 --qk-rope-dim 64 --qk-nope-dim 128 --v-head-dim 128)",
+        Field::Mtp => "mtp is the multi-token-prediction layers beside the model, counted apart (DeepSeek-V3 1); a layout's `m` places one on a stage",
         _ => "give the model's real shape, or start from a preset (`bubblescope costs --list`)",
     }
 }
@@ -29,6 +39,16 @@ pub(crate) fn model_size_limit(field: Field) -> u32 {
         Field::Layers | Field::Heads | Field::KvHeads => 100_000,
         Field::Tp | Field::GpusPerNode => 1024,
         Field::Dp => 1_000_000,
+        Field::Experts | Field::Ep => 100_000,
+        Field::TopK | Field::SharedExperts | Field::Mtp => 1024,
+        Field::DenseLayers => 100_000,
+        Field::HeadDim
+        | Field::QLoraRank
+        | Field::KvLoraRank
+        | Field::QkRopeDim
+        | Field::QkNopeDim
+        | Field::VHeadDim => 1_000_000,
+        Field::ExpertFfn => 10_000_000,
         Field::Hidden | Field::MicroBatch => 1_000_000,
         Field::Ffn => 10_000_000,
         _ => 100_000_000,

@@ -25,7 +25,9 @@
 //! collectives are timed at the ring cost on the node's link ([`parallel`]); without
 //! sequence parallelism the activations outside the matmuls are whole on every GPU. A hop sends `2·B·S·H/t` bytes per
 //! GPU ([`hardware::Hops`]). Multi-token-prediction layers (`m`) cost a layer plus their
-//! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Depth:
+//! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Mixture-of-experts
+//! layers (router, routed and shared experts, the expert-parallel all-to-all) and multi-head
+//! latent attention are priced through the same roofline (`moe.rs`). Depth:
 //! `docs/cost-model.md`.
 
 pub mod calibrate;
@@ -37,6 +39,7 @@ pub mod hardware;
 mod holding;
 mod layout;
 mod mlp;
+mod moe;
 pub mod parallel;
 pub mod presets;
 mod rank_order;
@@ -52,6 +55,7 @@ pub use hardware::{Efficiency, Hops, DEFAULT_EFFICIENCY};
 pub use holding::{verdict, Holding};
 pub use layout::{Layout, Piece, MAX_LAYOUT_STAGES};
 pub use mlp::Mlp;
+pub use moe::{Mla, Moe, ParamCount, TokenFlops};
 pub use parallel::Precision;
 pub use rank_order::RankOrder;
 pub use roofline::{Breakdown, Term};
@@ -127,6 +131,15 @@ pub struct Model {
     pub dp: u32,
     /// How ranks fill nodes after TP.
     pub rank_order: RankOrder,
+    /// Width of one attention head; `None` means `H/A`.
+    pub head_dim: Option<u32>,
+    /// Mixture-of-experts layers ([`Moe`]); no experts is a dense model.
+    pub moe: Moe,
+    /// Multi-head latent attention's sizes; on when `kv_lora_rank` is set.
+    pub mla: Mla,
+    /// Multi-token-prediction layers, counted apart from the model's parameters (placed on a
+    /// stage by a layout's `m`).
+    pub mtp: u32,
 }
 
 impl Model {
@@ -157,6 +170,10 @@ impl Model {
             precision: Precision::Bf16,
             dp: 1,
             rank_order: RankOrder::TpDpPp,
+            head_dim: None,
+            moe: Moe { ep: 1, ..Moe::default() },
+            mla: Mla::default(),
+            mtp: 0,
         }
     }
 
@@ -188,7 +205,8 @@ impl Model {
         self.check_sizes()?;
         self.check_shape()?;
         self.check_hardware()?;
-        self.check_parallel()
+        self.check_parallel()?;
+        self.check_moe()
     }
 
     /// Every size positive and below its limit.
@@ -205,8 +223,25 @@ impl Model {
             (Field::Tp, self.tp),
             (Field::GpusPerNode, self.gpus_per_node),
             (Field::Dp, self.dp),
+            (Field::Ep, self.moe.ep),
         ];
-        for (field, v) in sizes {
+        // The MoE and MLA sizes, where given (0 experts or MTP layers is allowed: none).
+        let optional = [
+            (Field::HeadDim, self.head_dim),
+            (Field::Experts, (self.moe.experts > 0).then_some(self.moe.experts)),
+            (Field::TopK, self.moe.top_k),
+            (Field::ExpertFfn, self.moe.expert_ffn),
+            (Field::SharedExperts, (self.moe.shared_experts > 0).then_some(self.moe.shared_experts)),
+            (Field::DenseLayers, (self.moe.dense_layers > 0).then_some(self.moe.dense_layers)),
+            (Field::QLoraRank, self.mla.q_lora_rank),
+            (Field::KvLoraRank, self.mla.kv_lora_rank),
+            (Field::QkRopeDim, self.mla.qk_rope_dim),
+            (Field::QkNopeDim, self.mla.qk_nope_dim),
+            (Field::VHeadDim, self.mla.v_head_dim),
+            (Field::Mtp, (self.mtp > 0).then_some(self.mtp)),
+        ];
+        let given = optional.into_iter().filter_map(|(f, v)| v.map(|v| (f, v)));
+        for (field, v) in sizes.into_iter().chain(given) {
             let max = fields::model_size_limit(field);
             if v == 0 || v > max {
                 return Err(ParamError::new(field, format!("{} must be between 1 and {max}, found {v}", field.name()))
@@ -332,7 +367,19 @@ impl Model {
 
     /// Activation bytes one layer's forward stores, and what W still needs after B.
     pub fn layer_memory(&self) -> [f64; 2] {
-        let (h, s, a, ffn) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads), self.mlp_width());
+        self.layer_memory_of(self.mlp_width())
+    }
+
+    /// Activation bytes one MoE layer's forward stores, and what W still needs after B: a
+    /// layer whose MLP is as wide as what a token passes through, its routed experts (times
+    /// the capacity factor) and the shared ones.
+    pub fn moe_layer_memory(&self) -> [f64; 2] {
+        self.layer_memory_of(self.moe_active_width())
+    }
+
+    /// A layer's activation bytes with an MLP of width `ffn`.
+    fn layer_memory_of(&self, ffn: f64) -> [f64; 2] {
+        let (h, s, a) = (f64::from(self.hidden), f64::from(self.seq), f64::from(self.heads));
         let bsh = self.tokens_hidden();
         let scores = if self.flash_attention { 0.0 } else { 5.0 * a * s / h };
         let t = self.per_gpu();
@@ -395,6 +442,10 @@ impl Model {
 
     /// Parameters of one transformer layer one GPU holds (`1/t` of them with tensor parallelism).
     pub fn layer_params(&self) -> f64 {
+        if self.is_mla() || self.head_dim.is_some() {
+            // Counted as the model cards count these models: RMSNorm, no biases.
+            return self.card_layer_params(false, false) * self.per_gpu();
+        }
         let (h, ffn) = (f64::from(self.hidden), self.mlp_width());
         let attention = 2.0 + 2.0 * self.kv_ratio();
         (attention * h * h + 2.0 * h * ffn + attention * h + ffn + h + 4.0 * h) * self.per_gpu()
@@ -478,5 +529,7 @@ fn divisors_hint(values: &[u32], multiple_of: u32) -> String {
 
 #[cfg(test)]
 mod cost_tests;
+#[cfg(test)]
+mod moe_tests;
 #[cfg(test)]
 mod tests;

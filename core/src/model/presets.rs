@@ -114,6 +114,98 @@ fn sc21_preset(
     }
 }
 
+/// A mixture-of-experts model as its config gives it: SwiGLU experts (and dense MLP of size
+/// `ffn`), FlashAttention, on H100 SXM, one sequence of 4096 tokens per microbatch, EP 1.
+fn moe_model(
+    (layers, hidden, heads, vocab): (u32, u32, u32, u32),
+    ffn: u32,
+    (experts, top_k, shared, expert_ffn, dense_layers): (u32, u32, u32, u32, u32),
+) -> Model {
+    Model {
+        ffn: Some(ffn),
+        mlp: super::Mlp::Swiglu,
+        flash_attention: true,
+        gpu: Some(super::DEFAULT_GPU.to_string()),
+        moe: super::Moe {
+            experts,
+            top_k: Some(top_k),
+            shared_experts: shared,
+            expert_ffn: Some(expert_ffn),
+            dense_layers,
+            ep: 1,
+            capacity_factor: None,
+        },
+        ..Model::new(layers, hidden, heads, 4096, 1, vocab)
+    }
+}
+
+/// The mixture-of-experts presets: each value from `tests/fixtures/moe/configs.json`, which
+/// names the file and commit it was read from; the parallelism is the deployment's where it
+/// is published (DeepSeek-V3), else a choice of ours, said so in the source.
+fn moe_presets() -> Vec<ModelPreset> {
+    vec![
+        ModelPreset {
+            key: "deepseek-v3",
+            title: "DeepSeek-V3 671B (61 layers, 3 dense; 256 experts top-8 + 1 shared; MLA; MTP 1)",
+            source: "deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json and config.json (via NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/deepseek/test_deepseek_bridges.py @067f987): 61 layers, first 3 dense (intermediate 18432), H 7168, 128 heads, MLA (q rank 1536, kv rank 512, rope 64, nope 128, v 128), 256 routed experts top-8 + 1 shared of 2048, vocabulary 129280, 1 MTP layer; \
+                     deployment from the DeepSeek-V3 report (arXiv 2412.19437 §3.1-3.3): PP 16, EP 64 over DP 128, FP8, sequence 4096; H100 SXM in place of the H800; micro-batch 1 is ours (unstated)",
+            model: Model {
+                mla: super::Mla {
+                    q_lora_rank: Some(1536),
+                    kv_lora_rank: Some(512),
+                    qk_rope_dim: Some(64),
+                    qk_nope_dim: Some(128),
+                    v_head_dim: Some(128),
+                },
+                mtp: 1,
+                precision: super::Precision::Fp8,
+                dp: 128,
+                moe: super::Moe { ep: 64, ..moe_model((61, 7168, 128, 129_280), 18_432, (256, 8, 1, 2048, 3)).moe },
+                ..moe_model((61, 7168, 128, 129_280), 18_432, (256, 8, 1, 2048, 3))
+            },
+            devices: 16,
+            microbatches: 120,
+            run: None,
+        },
+        ModelPreset {
+            key: "qwen3-235b-a22b",
+            title: "Qwen3-235B-A22B (94 layers; 128 experts top-8; GQA 64/4, head 128)",
+            source: "Qwen3-235B-A22B config (NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/qwen/test_qwen3_moe_bridge.py @067f987; head dim 128 from yanring/Megatron-MoE-ModelZoo model_configs/benchmarking/Qwen3-235B-A22B.yaml @e865051): 94 layers, H 4096, 64 heads (4 key/value) of 128, 128 experts top-8 of 1536, vocabulary 151936; \
+                     PP 8, EP 8 over DP 8, sequence 4096, H100 SXM are ours",
+            model: Model {
+                head_dim: Some(128),
+                kv_heads: Some(4),
+                dp: 8,
+                moe: super::Moe { ep: 8, ..moe_model((94, 4096, 64, 151_936), 12_288, (128, 8, 0, 1536, 0)).moe },
+                ..moe_model((94, 4096, 64, 151_936), 12_288, (128, 8, 0, 1536, 0))
+            },
+            devices: 8,
+            microbatches: 32,
+            run: None,
+        },
+        ModelPreset {
+            key: "mixtral-8x7b",
+            title: "Mixtral 8x7B (32 layers; 8 experts top-2; GQA 32/8)",
+            source: "huggingface/transformers src/transformers/models/mixtral/configuration_mixtral.py @008e574 (the defaults are mistralai/Mixtral-8x7B-v0.1's) and yanring/Megatron-MoE-ModelZoo Mixtral-8x7B.yaml @e865051: 32 layers, H 4096, 32 heads (8 key/value), 8 experts top-2 of 14336, vocabulary 32000; \
+                     PP 4, EP 1, sequence 4096, H100 SXM are ours",
+            model: Model { kv_heads: Some(8), ..moe_model((32, 4096, 32, 32_000), 14_336, (8, 2, 0, 14_336, 0)) },
+            devices: 4,
+            microbatches: 16,
+            run: None,
+        },
+        ModelPreset {
+            key: "olmoe-1b-7b",
+            title: "OLMoE-1B-7B (16 layers; 64 experts top-8): a small MoE",
+            source: "allenai/OLMoE-1B-7B-0924 config (NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/olmoe/test_olmoe_bridge.py @067f987): 16 layers, H 2048, 16 heads, 64 experts top-8 of 1024, vocabulary 50304; \
+                     PP 4, EP 1, sequence 4096, H100 SXM are ours",
+            model: moe_model((16, 2048, 16, 50_304), 1024, (64, 8, 0, 1024, 0)),
+            devices: 4,
+            microbatches: 8,
+            run: None,
+        },
+    ]
+}
+
 /// Every model preset, in menu order.
 pub fn model_presets() -> Vec<ModelPreset> {
     vec![
@@ -215,6 +307,9 @@ pub fn model_presets() -> Vec<ModelPreset> {
             }),
         },
     ]
+    .into_iter()
+    .chain(moe_presets())
+    .collect()
 }
 
 /// The model preset called `key`.

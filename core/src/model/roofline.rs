@@ -202,35 +202,72 @@ impl Ops {
     }
 }
 
+impl Ops {
+    /// `count` weights of `k × n` sharing `tokens` tokens (the routed experts of one GPU as
+    /// one grouped GEMM): the FLOPs of one weight used by all the tokens, every weight read.
+    fn grouped_weight(&mut self, term: Term, tokens: f64, k: f64, n: f64, count: f64) {
+        let (flops, weights) = (2.0 * tokens * k * n, count * k * n);
+        self.add(F, term, flops, 2.0 * (tokens * k + weights + tokens * n));
+        self.add(B, term, flops, 2.0 * (tokens * n + weights + tokens * k));
+        self.add(W, term, flops, 2.0 * tokens * (k + n) + 8.0 * weights);
+    }
+}
+
 impl Model {
     /// Tokens `T = B·S` and the hidden size, as floats.
     fn tokens_and_hidden(&self) -> (f64, f64) {
         (f64::from(self.micro_batch) * f64::from(self.seq), f64::from(self.hidden))
     }
 
-    /// Every operator of one transformer layer for one microbatch, per GPU.
+    /// Every operator of one dense transformer layer for one microbatch, per GPU.
     pub fn layer_ops(&self) -> Vec<Op> {
+        self.layer_ops_of(false)
+    }
+
+    /// Every operator of one MoE layer for one microbatch, per GPU: attention as a dense
+    /// layer's, the router, the routed experts' grouped GEMMs over `c·k·T` tokens with `E/EP`
+    /// experts' weights, and the shared experts ([`super::Moe`]). The all-to-all is priced
+    /// apart ([`Model::a2a_micros`]).
+    pub fn moe_layer_ops(&self) -> Vec<Op> {
+        self.layer_ops_of(true)
+    }
+
+    /// One layer's operators: an MoE layer's MLP when `moe`, else the dense MLP.
+    fn layer_ops_of(&self, moe: bool) -> Vec<Op> {
         let (t, h) = self.tokens_and_hidden();
-        let (s, a, ffn) = (f64::from(self.seq), f64::from(self.heads), self.mlp_width());
+        let (s, a) = (f64::from(self.seq), f64::from(self.heads));
         let r = self.kv_ratio();
-        let q = h * (1.0 + 2.0 * r);
+        let (qk, v) = self.score_widths();
+        // Q, K and V as attention reads them (MLA's after their up-projections).
+        let q = if self.is_mla() { 2.0 * qk + v } else { self.attention_width() * (1.0 + 2.0 * r) };
+        let ffn = if moe { self.moe_active_width() } else { self.mlp_width() };
         let mut o = Ops::new(self.per_gpu());
-        for (k, n) in [(h, q), (h, h), (h, ffn), (ffn, h)] {
+        for (k, n) in self.attention_shapes() {
             o.weight(Term::Matmul, t, k, n);
+        }
+        if moe {
+            self.moe_mlp_ops(&mut o, t, h);
+        } else {
+            for (k, n) in [(h, ffn), (ffn, h)] {
+                o.weight(Term::Matmul, t, k, n);
+            }
         }
         let scores = f64::from(self.micro_batch) * a * s * s;
         let qkv_bytes = 2.0 * t * q;
         if self.flash_attention {
             let lse = 4.0 * f64::from(self.micro_batch) * a * s;
-            o.add(F, Term::Attention, 4.0 * t * s * h, qkv_bytes + 2.0 * t * h + lse);
-            o.add(B, Term::Attention, 12.0 * t * s * h, 2.0 * qkv_bytes + 4.0 * t * h + lse);
+            o.add(F, Term::Attention, 2.0 * t * s * (qk + v), qkv_bytes + 2.0 * t * v + lse);
+            o.add(B, Term::Attention, 6.0 * t * s * (qk + v), 2.0 * qkv_bytes + 4.0 * t * v + lse);
         } else {
             // Each score matmul reads or writes the `B·A·S²` scores and two `T × H` operands
-            // (K and V at g/A of the size).
-            let score_matmul =
-                |o: &mut Ops, pass| o.add(pass, Term::Attention, 2.0 * t * s * h, 2.0 * (scores + (1.0 + r) * t * h));
-            for pass in [F, F, B, B, B, B] {
-                score_matmul(&mut o, pass);
+            // (K and V at g/A of the size): `QKᵀ` over the query/key width, `PV` over the
+            // value width, and in B two of each.
+            let operands = if self.is_mla() { (qk + v) * t } else { (1.0 + r) * t * self.attention_width() };
+            let score_matmul = |o: &mut Ops, pass, width: f64| {
+                o.add(pass, Term::Attention, 2.0 * t * s * width, 2.0 * (scores + operands));
+            };
+            for (pass, width) in [(F, qk), (F, v), (B, qk), (B, qk), (B, v), (B, v)] {
+                score_matmul(&mut o, pass, width);
             }
             o.add(F, Term::Attention, 0.0, (4.0 + 5.0) * scores);
             o.add(B, Term::Attention, 0.0, (5.0 + 6.0) * scores);
@@ -245,6 +282,25 @@ impl Model {
         o.add(B, Term::Activation, 0.0, 6.0 * t * ffn);
         o.add(B, Term::BiasGrad, 0.0, 2.0 * t * (q + 2.0 * h + ffn));
         o.ops
+    }
+
+    /// An MoE layer's MLP GEMMs: the router over every token, the routed experts over the
+    /// `c·k·T` routed tokens (one grouped GEMM each way, `E/EP` experts' weights read), the
+    /// shared experts over every token.
+    fn moe_mlp_ops(&self, o: &mut Ops, t: f64, h: f64) {
+        let w = self.expert_width();
+        let local = f64::from(self.moe.experts) / f64::from(self.moe.ep.max(1));
+        let routed = self.routed_share() * t;
+        o.weight(Term::Matmul, t, h, f64::from(self.moe.experts));
+        for (k, n) in [(h, w), (w, h)] {
+            o.grouped_weight(Term::Matmul, routed, k, n, local);
+        }
+        let shared = f64::from(self.moe.shared_experts) * w;
+        if shared > 0.0 {
+            for (k, n) in [(h, shared), (shared, h)] {
+                o.weight(Term::Matmul, t, k, n);
+            }
+        }
     }
 
     /// The LM head's operators: its final norm, its matmul with the `V × H` weight and the

@@ -70,6 +70,34 @@ pub struct ModelSpec {
     pub dp: Option<u32>,
     /// How ranks fill nodes after TP (`--rank-order`); `None` keeps the preset's (tp-dp-pp).
     pub rank_order: Option<super::RankOrder>,
+    /// Width of one attention head (`--head-dim`); `None` keeps the preset's (hidden / heads).
+    pub head_dim: Option<u32>,
+    /// Routed experts per MoE layer (`--experts`); `None` keeps the preset's (dense).
+    pub experts: Option<u32>,
+    /// Routed experts per token (`--top-k`).
+    pub top_k: Option<u32>,
+    /// Shared experts per MoE layer (`--shared-experts`).
+    pub shared_experts: Option<u32>,
+    /// Each expert's intermediate size (`--expert-ffn`).
+    pub expert_ffn: Option<u32>,
+    /// Leading dense layers of an MoE model (`--dense-layers`).
+    pub dense_layers: Option<u32>,
+    /// Expert-parallel degree (`--ep`).
+    pub ep: Option<u32>,
+    /// Expert capacity factor (`--capacity-factor`); `None` keeps the preset's (dropless).
+    pub capacity_factor: Option<f64>,
+    /// MLA's query rank (`--q-lora-rank`).
+    pub q_lora_rank: Option<u32>,
+    /// MLA's key/value latent rank (`--kv-lora-rank`): sets MLA on.
+    pub kv_lora_rank: Option<u32>,
+    /// MLA's rotary query/key width per head (`--qk-rope-dim`).
+    pub qk_rope_dim: Option<u32>,
+    /// MLA's non-rotary query/key width per head (`--qk-nope-dim`).
+    pub qk_nope_dim: Option<u32>,
+    /// MLA's value width per head (`--v-head-dim`).
+    pub v_head_dim: Option<u32>,
+    /// Multi-token-prediction layers, counted apart (`--mtp`).
+    pub mtp: Option<u32>,
 }
 
 /// The settings a spec holds, as fields: their names are the CLI flags and URL keys. They are
@@ -137,6 +165,7 @@ impl ModelSpec {
             Field::Tflops => &mut self.tflops,
             Field::Bandwidth => &mut self.bandwidth,
             Field::Latency => &mut self.latency,
+            Field::CapacityFactor => &mut self.capacity_factor,
             Field::GemmEfficiency => return Some(Slot::Fraction(&mut self.gemm_efficiency)),
             Field::MemoryEfficiency => return Some(Slot::Fraction(&mut self.memory_efficiency)),
             _ => {
@@ -152,6 +181,19 @@ impl ModelSpec {
                     Field::Tp => &mut self.tp,
                     Field::GpusPerNode => &mut self.gpus_per_node,
                     Field::Dp => &mut self.dp,
+                    Field::HeadDim => &mut self.head_dim,
+                    Field::Experts => &mut self.experts,
+                    Field::TopK => &mut self.top_k,
+                    Field::SharedExperts => &mut self.shared_experts,
+                    Field::ExpertFfn => &mut self.expert_ffn,
+                    Field::DenseLayers => &mut self.dense_layers,
+                    Field::Ep => &mut self.ep,
+                    Field::QLoraRank => &mut self.q_lora_rank,
+                    Field::KvLoraRank => &mut self.kv_lora_rank,
+                    Field::QkRopeDim => &mut self.qk_rope_dim,
+                    Field::QkNopeDim => &mut self.qk_nope_dim,
+                    Field::VHeadDim => &mut self.v_head_dim,
+                    Field::Mtp => &mut self.mtp,
                     _ => return None,
                 };
                 return Some(Slot::Count(count));
@@ -181,8 +223,11 @@ impl ModelSpec {
                 )
                 .hint(field_hint(field)));
             }
-            t.parse::<u32>().ok().filter(|v| *v > 0).map(Some).ok_or_else(|| {
-                ParamError::new(field, format!("{} must be a positive integer, found `{}`", field.name(), short(t)))
+            // Counts of things a model may have none of: 0 overrides a preset's.
+            let zero_ok = matches!(field, Field::SharedExperts | Field::DenseLayers | Field::Mtp);
+            let what = if zero_ok { "a whole number" } else { "a positive integer" };
+            t.parse::<u32>().ok().filter(|v| *v > 0 || zero_ok).map(Some).ok_or_else(|| {
+                ParamError::new(field, format!("{} must be {what}, found `{}`", field.name(), short(t)))
                     .hint(field_hint(field))
             })
         };
@@ -317,7 +362,12 @@ impl ModelSpec {
             m.precision = base.precision;
             m.dp = base.dp;
             m.rank_order = base.rank_order;
+            m.head_dim = base.head_dim;
+            m.moe.clone_from(&base.moe);
+            m.mla.clone_from(&base.mla);
+            m.mtp = base.mtp;
         }
+        self.resolve_moe(&mut m);
         m.dp = self.dp.unwrap_or(m.dp);
         m.rank_order = self.rank_order.unwrap_or(m.rank_order);
         m.sequence_parallel = self.sequence_parallel.unwrap_or(m.sequence_parallel);
@@ -341,6 +391,25 @@ impl ModelSpec {
             m.layout.clone_from(&self.layout);
         }
         Ok(m)
+    }
+
+    /// The MoE, MLA and MTP settings given, over the preset's.
+    fn resolve_moe(&self, m: &mut Model) {
+        m.head_dim = self.head_dim.or(m.head_dim);
+        m.moe.experts = self.experts.unwrap_or(m.moe.experts);
+        m.moe.top_k = self.top_k.or(m.moe.top_k);
+        m.moe.shared_experts = self.shared_experts.unwrap_or(m.moe.shared_experts);
+        m.moe.expert_ffn = self.expert_ffn.or(m.moe.expert_ffn);
+        m.moe.dense_layers = self.dense_layers.unwrap_or(m.moe.dense_layers);
+        m.moe.ep = self.ep.unwrap_or(m.moe.ep);
+        m.moe.capacity_factor = self.capacity_factor.or(m.moe.capacity_factor);
+        let mla = &mut m.mla;
+        mla.q_lora_rank = self.q_lora_rank.or(mla.q_lora_rank);
+        mla.kv_lora_rank = self.kv_lora_rank.or(mla.kv_lora_rank);
+        mla.qk_rope_dim = self.qk_rope_dim.or(mla.qk_rope_dim);
+        mla.qk_nope_dim = self.qk_nope_dim.or(mla.qk_nope_dim);
+        mla.v_head_dim = self.v_head_dim.or(mla.v_head_dim);
+        m.mtp = self.mtp.unwrap_or(m.mtp);
     }
 
     /// The MLP kind of the spec's preset (GELU without one).
@@ -440,6 +509,20 @@ mod tests {
             "fp8",
             "24",
             "tp-pp-dp",
+            "128",
+            "256",
+            "8",
+            "1",
+            "2048",
+            "3",
+            "64",
+            "1.25",
+            "1536",
+            "512",
+            "64",
+            "128",
+            "128",
+            "1",
         ];
         assert_eq!(values.len(), MODEL_FIELDS.len());
         for (field, v) in MODEL_FIELDS.iter().zip(values) {

@@ -243,8 +243,8 @@ fn step_flops(
     shares: &[(f64, f64)],
 ) -> (f64, f64) {
     let t = f64::from(model.tp.max(1));
-    // Per GPU: F of one layer, one microbatch; the LM head's.
-    let layer_f = model.layer_flops()[0];
+    // Per GPU: F of one (mean) layer, one microbatch; the LM head's.
+    let layer_f = model.mean_layer_forward_flops();
     let head_f = model.head_flops();
     let layers: f64 = shares.iter().map(|s| s.1).sum();
     let per_microbatch = 3.0 * (layers * layer_f + head_f) * t;
