@@ -25,6 +25,24 @@ function cliStep(args) {
 const oneDecimal = (v) => String(Number(v.toFixed(1)));
 
 export const tests = {
+  async 'an MoE model: its parameters as the CLI counts them, and expert settings drive the costs'({ page, base, shot }) {
+    await open(page, base, 'schedule=1f1b&devices=16&microbatches=32&model=deepseek-v3');
+    const args = ['-s', '1f1b', '-p', '16', '-m', '32', '--model', 'deepseek-v3'];
+    const counted = JSON.parse(cli(['costs', '--model', 'deepseek-v3', '-p', '16', '--json']));
+    const b = (v) => `${Number((v / 1e9).toFixed(2))}B`;
+    const said = await text(page, 'model-params');
+    assert(said.includes(`${b(counted.params_total)} in all`) && said.includes(`${b(counted.params_active)} active per token`), said);
+    assert(said.includes(`MTP ${b(counted.mtp.params_total)} apart`), said);
+    assert(await page.locator('details.moe').evaluate((d) => d.open), 'the experts group is open for an MoE model');
+    assertEq(await page.locator('#experts').inputValue(), '256', 'routed experts');
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble(args), 'bubble rate');
+    await change(page, 'top-k-input', 4);
+    await urlHas(page, 'top-k', '4');
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble([...args, '--top-k', '4']), 'bubble rate at top-4');
+    assert((await text(page, 'model-cli')).includes('--top-k 4'), 'the CLI line carries --top-k');
+    await shot('model-moe-deepseek-v3');
+  },
+
   async 'the whole step: tiles equal simulate --json, ZeRO and global batch ride in the link, strips export like render'({ page, base, shot }) {
     // SC21's 145.6B row as Megatron ran it: full recompute, 1536 GPUs, global batch 2304 (48
     // microbatches).

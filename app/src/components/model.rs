@@ -50,6 +50,41 @@ const MODEL_HARDWARE: [(&str, Field, NumberKind, &str); 6] = [
 ];
 
 /// The preset a fresh switch to "From a model" starts from.
+/// Settings a box may leave empty: the GPU's figures, and what a dense model does without.
+const OPTIONAL_FIELDS: [Field; 10] = [
+    Field::Tflops,
+    Field::Bandwidth,
+    Field::Experts,
+    Field::TopK,
+    Field::SharedExperts,
+    Field::ExpertFfn,
+    Field::DenseLayers,
+    Field::Ep,
+    Field::KvLoraRank,
+    Field::QLoraRank,
+];
+
+/// What an empty box means.
+fn placeholder(field: Field) -> &'static str {
+    match field {
+        Field::Tflops | Field::Bandwidth => "from the GPU",
+        Field::Experts => "dense",
+        Field::KvLoraRank | Field::QLoraRank => "no MLA",
+        f if OPTIONAL_FIELDS.contains(&f) => "none",
+        _ => "",
+    }
+}
+
+/// The mixture-of-experts settings as the form shows them: label, setting, help.
+const MOE_COUNTS: [(&str, Field, &str); 6] = [
+    ("Experts", Field::Experts, "routed, per MoE layer"),
+    ("Top-k", Field::TopK, "routed experts per token"),
+    ("Shared experts", Field::SharedExperts, "every token uses them"),
+    ("Expert FFN", Field::ExpertFfn, "each expert's intermediate size"),
+    ("Dense layers", Field::DenseLayers, "the first layers stay dense"),
+    ("Expert parallel", Field::Ep, "replicas the experts split over"),
+];
+
 /// What each ZeRO stage shards, as the help under its menu says it.
 const ZERO_STAGES: [&str; 4] =
     ["nothing sharded", "optimizer state sharded", "and the gradients", "and the weights (FSDP)"];
@@ -196,12 +231,22 @@ fn ModelForm() -> impl IntoView {
                         Field::GpusPerNode => Some(f64::from(m.gpus_per_node)),
                         Field::GemmEfficiency => m.efficiency().ok().map(|e| e.gemm),
                         Field::MemoryEfficiency => m.efficiency().ok().map(|e| e.memory),
-                        _ => Some(m.latency),
+                        // Mixture of experts and latent attention: empty on a dense model.
+                        Field::Experts => (m.moe.experts > 0).then(|| f64::from(m.moe.experts)),
+                        Field::TopK => m.moe.top_k.map(f64::from),
+                        Field::SharedExperts => (m.moe.shared_experts > 0).then(|| f64::from(m.moe.shared_experts)),
+                        Field::ExpertFfn => m.moe.expert_ffn.map(f64::from),
+                        Field::DenseLayers => (m.moe.dense_layers > 0).then(|| f64::from(m.moe.dense_layers)),
+                        Field::Ep => (m.moe.ep > 1).then(|| f64::from(m.moe.ep)),
+                        Field::KvLoraRank => m.mla.kv_lora_rank.map(f64::from),
+                        Field::QLoraRank => m.mla.q_lora_rank.map(f64::from),
+                        Field::Latency => Some(m.latency),
+                        _ => None,
                     })
                 })
             })
         });
-        let optional = matches!(field, Field::Tflops | Field::Bandwidth);
+        let optional = OPTIONAL_FIELDS.contains(&field);
         let on_change = Callback::new(move |v: Option<f64>| {
             let text = v.map(|v| v.to_string()).unwrap_or_default();
             state.update(|l| {
@@ -215,7 +260,7 @@ fn ModelForm() -> impl IntoView {
         let error = Signal::derive(move || state.error_for(field));
         view! {
             <NumberField label=label id=field.name() value=value kind=kind help=help on_change=on_change error=error
-                optional=optional placeholder=if optional { "from the GPU" } else { "" }/>
+                optional=optional placeholder=placeholder(field)/>
         }
     };
     // The GPU: the link's, or the preset's, or the default.
@@ -254,6 +299,17 @@ fn ModelForm() -> impl IntoView {
         });
     };
     let sequence_parallel = move || resolved.with(|m| m.as_ref().is_some_and(|m| m.sequence_parallel));
+    // The model card's counts: parameters in all and those one token passes through.
+    let params = move || {
+        resolved.with(|m| {
+            m.as_ref().map(|m| {
+                let c = m.param_count();
+                let b = |v: f64| format!("{}B", format_number(v / 1e9, 2));
+                let mtp = if c.mtp_total > 0.0 { format!(" (MTP {} apart)", b(c.mtp_total)) } else { String::new() };
+                format!("Parameters: {} in all, {} active per token{mtp}", b(c.total), b(c.active))
+            })
+        })
+    };
     let tp_overlap = move || resolved.with(|m| m.as_ref().is_some_and(|m| m.tp_overlap));
     let model_error = move || state.error_for(Field::Model);
     view! {
@@ -328,6 +384,15 @@ fn ModelForm() -> impl IntoView {
             "Overlap TP collectives"
             <span class="help">" with the matmuls, as Megatron's --tp-comm-overlap"</span>
         </label>
+        <details class="moe" prop:open=move || resolved.with(|m| m.as_ref().is_some_and(|m| m.is_moe() || m.is_mla()))>
+            <summary>"Mixture of experts · latent attention"</summary>
+            <p class="help" data-testid="model-params">{params}</p>
+            <div class="model-grid">
+                {MOE_COUNTS.iter().map(|&(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
+                {field("KV LoRA rank", Field::KvLoraRank, NumberKind::Count, "multi-head latent attention (DeepSeek)")}
+                {field("Q LoRA rank", Field::QLoraRank, NumberKind::Count, "its query's low rank")}
+            </div>
+        </details>
         <Calibrate/>
         <label class="check">
             <input type="checkbox" data-testid="flash-attention" prop:checked=flash
