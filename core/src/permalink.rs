@@ -1,21 +1,24 @@
 //! Permalinks: every setting of the playground in a URL query string, a codec over
 //! [`Settings`] and the app's view keys.
 //!
-//! The keys are the CLI's flag names (`schedule`, `devices`, `microbatches`, `chunks`, `group`,
-//! `waves`, `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`) plus
-//! the model's (`model`, `layers`, `hidden`, `heads`, `kv-heads`, `seq`, `micro-batch`, `vocab`,
-//! `mlp`, `ffn`, `tflops`, `bandwidth`, `latency`, `layout`, `flash-attention`, `tp`, `gpu`,
-//! `gpus-per-node`, `gemm-efficiency`, `memory-efficiency`: costs then come from the model,
-//! while the hand-set ones stay in the link; a calibration is carried as the efficiencies it
-//! fitted) plus the memory trade's (`recompute`, `offload`, `copy-time`, `host-gbps`: priced as
-//! the CLI prices its flags, [`Settings::effective_params`]) plus the whole step's (`zero`;
-//! `gpus` and `global-batch` are read as the data-parallel replicas and the microbatches they
-//! make, [`settle_step`], and written as those) plus `compare` (comma-separated
-//! family names) and `v`, the format version. `f`, `b`, `w`, `mem-f` and `mem-w` take one number or one per device, as
-//! in the CLI; `mem-limit` takes a size with a unit (`80GiB`) when a model is given. Once links are
-//! shared this format is stable: new keys may be added, none renamed. Keys the engine does
-//! not know (the app's view settings such as `theme` or `embed`) are kept in `extra` in
-//! their order.
+//! The keys are the CLI's flag names:
+//! * the schedule's: `schedule`, `devices`, `microbatches`, `chunks`, `group`, `waves`,
+//!   `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`. `f`, `b`,
+//!   `w`, `mem-f` and `mem-w` take one number or one per device; `mem-limit` takes a size
+//!   (`80GiB`) with a model;
+//! * the model's, every key of [`crate::model::MODEL_FIELDS`] (`model`, `layers`, `hidden`,
+//!   `tp`, `gpu`, `dp`, `precision`, the experts' `experts`, `top-k`, `ep`, …, MLA's
+//!   `kv-lora-rank`, …): costs then come from the model while the hand-set ones stay in the
+//!   link; a calibration is carried as the efficiencies it fitted;
+//! * the memory trade's: `recompute`, `offload`, `copy-time`, `host-gbps`, priced as the CLI
+//!   prices its flags ([`Settings::effective_params`]);
+//! * the whole step's: `zero`; `gpus` and `global-batch` are read as the replicas and the
+//!   microbatches they make ([`settle_step`]) and written as those;
+//! * `compare` (comma-separated family names) and `v`, the format version.
+//!
+//! Once links are shared this format is stable: new keys may be added, none renamed. Keys the
+//! engine does not know (the app's view settings such as `theme` or `embed`) are kept in
+//! `extra` in their order.
 
 use std::fmt::Write as _;
 
