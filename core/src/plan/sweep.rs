@@ -17,6 +17,7 @@ use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
+use crate::schedule::CopyKind;
 use crate::registry::{family, unknown_family, FAMILIES};
 use crate::stats::Stats;
 use crate::trade::Trade;
@@ -90,6 +91,9 @@ pub struct SweepRun {
     pub chunks: u32,
     /// Stages per pipeline of the generated schedule (the model is cut into this many).
     pub stages: u32,
+    /// Activations the run offloads to the host (0 when its trade offloads none, or asks
+    /// for offload where no wait hides a copy).
+    pub offloaded: usize,
     /// Its numbers.
     pub stats: Stats,
     /// `cost − ideal` split into communication, imbalance and schedule, as `simulate` reports
@@ -356,7 +360,8 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     let chunks = analysis.schedule.placement.chunks_per_device();
     let stages = analysis.schedule.placement.stages_per_pipeline();
     let memory = crate::attribution::memory_part(spec.family, &spec.params, analysis.stats.cost).and_then(Result::ok);
-    Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, memory, pareto: false })
+    let offloaded = analysis.schedule.copies.iter().flatten().filter(|c| c.kind == CopyKind::Offload).count();
+    Ok(SweepRun { spec, chunks, stages, offloaded, stats: analysis.stats, attribution, memory, pareto: false })
 }
 
 impl Sweep {

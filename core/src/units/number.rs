@@ -9,7 +9,8 @@ pub fn format_number(value: f64, max_decimals: usize) -> String {
         return short_number(value);
     }
     if value == value.round() {
-        return format!("{value:.0}");
+        // `+ 0.0` makes −0 (a product or sum that reached zero from below) print as 0.
+        return format!("{:.0}", value + 0.0);
     }
     // The shortest form that reads back exactly, when it has at most `max_decimals` decimals
     // and those decimals are far coarser than the value's precision: then it is the value
@@ -77,6 +78,15 @@ pub fn format_micros(us: f64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn negative_zero_prints_as_zero() {
+        assert_eq!(format_number(-0.0, 4), "0");
+        assert_eq!(format_number(-0.0, 0), "0");
+        assert_eq!(format_micros(-0.0), "0 µs");
+        assert_eq!(format_significant(-0.0, 4), "0");
+        assert_eq!(short_number(-0.0), "0");
+    }
 
     /// What `format_number` prints by the exact formatting alone.
     fn exact(value: f64, max_decimals: usize) -> String {
