@@ -116,6 +116,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             None => Vec::new(),
         },
     };
+    // A copy time with nothing that offloads would price no copy: said, not ignored.
+    args.costs.check_copy_rate_unless(spec.trades.iter().flatten().any(|t| t.offloads()))?;
     let specs = spec.expand().map_err(err)?;
     let sweep = Sweep::collect(run_parallel(specs, run_one));
     let model = args.costs.model.given();
@@ -177,6 +179,7 @@ fn run_json(r: &SweepRun) -> Value {
         json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule, "memory": r.memory})
     });
     v["pareto"] = json!(r.pareto);
+    v["offloaded"] = json!(r.offloaded);
     v
 }
 
@@ -186,7 +189,8 @@ fn invalid_json(i: &InvalidRun) -> Value {
     v
 }
 
-/// `sweep --json`: `{runs: [...], invalid: [...]}`, numbers exact.
+/// `sweep --json`: `{runs: [...], invalid: [...]}`, numbers unrounded until the output drops their
+/// float noise.
 pub fn json(sweep: &Sweep) -> Value {
     json!({
         "runs": sweep.runs.iter().map(run_json).collect::<Vec<_>>(),
@@ -285,6 +289,10 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
         });
         if let Some(t) = r.spec.trade() {
             parts.push_str(&format!(" · trades {}", describe_trade(t, r.spec.params.devices)));
+            if t.offloads() && r.offloaded == 0 {
+                // Asked for, but no wait hid a copy: the row is the plain run.
+                parts.push_str(", nothing offloaded");
+            }
         }
         let _ = writeln!(
             out,

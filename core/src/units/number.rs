@@ -42,6 +42,21 @@ pub fn significant_decimals(value: f64, digits: u32) -> usize {
     (i64::from(digits) - 1 - magnitude).clamp(0, 12) as usize
 }
 
+/// `value` without float noise: rounded to 15 significant digits, the most every double
+/// holds faithfully, so the rounding steps of a sum or a running total go (`2.8` for
+/// 2.800000000000004, `2` for 2.0000000000000004) and a value moves by less than 10^-14 of
+/// itself. Infinities, NaN, zero and values whose rounding would overflow stay as they are. The
+/// CLI's JSON output passes every number through it, as its tables round theirs.
+pub fn without_noise(value: f64) -> f64 {
+    if !value.is_finite() || value == 0.0 {
+        return value;
+    }
+    match format!("{value:.14e}").parse::<f64>() {
+        Ok(near) if near.is_finite() => near,
+        _ => value,
+    }
+}
+
 /// `value` with `digits` significant digits, trailing zeros of a fraction dropped.
 pub fn format_significant(value: f64, digits: u32) -> String {
     format_number(value, significant_decimals(value, digits))
@@ -78,6 +93,21 @@ pub fn format_micros(us: f64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn float_noise_goes_and_real_digits_stay() {
+        assert_eq!(without_noise(2.0000000000000004), 2.0);
+        assert_eq!(without_noise(2.800000000000004), 2.8);
+        assert_eq!(without_noise(0.1 + 0.2), 0.3);
+        assert_eq!(without_noise(-(0.1 + 0.2)), -0.3);
+        for kept in [4708.0107421875, 0.5, 1e-300, 5e-324, 1.7976931348623157e308, 123456789012345.0] {
+            assert_eq!(without_noise(kept).to_bits(), kept.to_bits(), "{kept}");
+        }
+        for v in [1.0 / 3.0, 2.0 / 3.0, 12345.678901234567, 9.999999999999999e-5] {
+            assert!((without_noise(v) - v).abs() <= 1e-14 * v.abs(), "{v}");
+        }
+        assert!(without_noise(f64::NAN).is_nan());
+    }
 
     #[test]
     fn negative_zero_prints_as_zero() {
