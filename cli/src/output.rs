@@ -116,7 +116,8 @@ pub fn refuse_overwrite(input: &Path, output: &Path) -> Result<()> {
         let held: Vec<PathBuf> = std::fs::read_dir(input)
             .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect())
             .unwrap_or_default();
-        let name = |f: &Path| f.file_name().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name =
+            |f: &Path| f.file_name().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned());
         return match held.iter().find(|f| same_file(f, output)) {
             Some(file) => {
                 let what = if traces.iter().any(|t| same_file(t, file)) { "the trace" } else { "the file" };
@@ -229,9 +230,9 @@ pub fn check_svg_output(path: &Path, command: &str) -> Result<()> {
 }
 
 /// `value` as the CLI prints JSON: pretty, ending in a newline, with no negative zero (a sum
-/// of nothing, or the difference of equal numbers, prints as 0) and no float noise (every
-/// number rounded to 15 significant digits: `2` for 2.0000000000000004, see
-/// [`bubblescope::units::without_noise`]).
+/// of nothing, or the difference of equal numbers, prints as 0) and no float noise (a number a
+/// few rounding steps from a short decimal prints as that decimal, `2` for 2.0000000000000004;
+/// every other number exactly: [`bubblescope::units::without_noise`]).
 pub fn json_text(value: &serde_json::Value) -> String {
     fn tidy(v: &mut serde_json::Value) {
         match v {

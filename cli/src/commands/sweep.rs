@@ -189,8 +189,8 @@ fn invalid_json(i: &InvalidRun) -> Value {
     v
 }
 
-/// `sweep --json`: `{runs: [...], invalid: [...]}`, numbers unrounded until the output drops their
-/// float noise.
+/// `sweep --json`: `{runs: [...], invalid: [...]}`, numbers exact (the output drops only float
+/// noise).
 pub fn json(sweep: &Sweep) -> Value {
     json!({
         "runs": sweep.runs.iter().map(run_json).collect::<Vec<_>>(),

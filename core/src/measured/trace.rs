@@ -405,7 +405,12 @@ fn info_count(key: &str, value: Option<&serde_json::Value>, least: u32) -> Resul
     match read {
         Some(n) if n >= least => Ok(Some(n)),
         _ => {
-            let text = value.map(ToString::to_string).unwrap_or_default();
+            let text = match value {
+                Some(serde_json::Value::Number(n)) => {
+                    n.as_f64().map_or_else(|| n.to_string(), crate::units::short_number)
+                }
+                other => other.map(ToString::to_string).unwrap_or_default(),
+            };
             let shown: String = crate::units::clean_text(&text).chars().take(40).collect();
             Err(format!("its `distributedInfo.{key}` is {shown}, expected a whole number of at least {least}"))
         }

@@ -277,17 +277,15 @@ impl ModelSpec {
     /// how it runs: `dp`, `tp`, `gpu` …): the first such setting needs a model, said as such
     /// rather than as the first size missing.
     fn check_names_a_model(&self) -> Result<(), ParamError> {
-        const SIZES: [Field; 6] = [Field::Layers, Field::Hidden, Field::Heads, Field::Seq, Field::MicroBatch, Field::Vocab];
+        const SIZES: [Field; 6] =
+            [Field::Layers, Field::Hidden, Field::Heads, Field::Seq, Field::MicroBatch, Field::Vocab];
         if SIZES.iter().any(|f| self.get(*f).is_some()) {
             return Ok(());
         }
         let Some(given) = MODEL_FIELDS.iter().find(|f| self.get(**f).is_some()) else { return Ok(()) };
-        Err(ParamError::new(
-            *given,
-            format!("{} needs a model to apply to, but no model is given", given.name()),
-        )
-        .hint("start from a preset, e.g. model llama-3-8b (`bubblescope costs --list` lists them)")
-        .hint("or describe one: layers, hidden, heads, seq, micro-batch and vocab"))
+        Err(ParamError::new(*given, format!("{} needs a model to apply to, but no model is given", given.name()))
+            .hint("start from a preset, e.g. model llama-3-8b (`bubblescope costs --list` lists them)")
+            .hint("or describe one: layers, hidden, heads, seq, micro-batch and vocab"))
     }
 
     /// The model: the preset's, then every given setting over it.

@@ -17,8 +17,8 @@ use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
-use crate::schedule::CopyKind;
 use crate::registry::{family, unknown_family, FAMILIES};
+use crate::schedule::CopyKind;
 use crate::stats::Stats;
 use crate::trade::Trade;
 
