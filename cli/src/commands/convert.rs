@@ -34,7 +34,7 @@ pub struct ConvertArgs {
     /// extension].
     #[arg(long = "to-format", value_name = "FORMAT")]
     pub to_format: Option<String>,
-    /// PyTorch CSV dialect of IN (and of OUT with --to-dialect unset) [default: detected].
+    /// PyTorch CSV dialect of IN [default: detected]; --to-dialect sets OUT's.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,
     /// PyTorch CSV dialect to write: current or legacy [default: current].
