@@ -342,8 +342,11 @@ fn convert_refuses_cost_flags_on_a_measured_run() {
             assert!(!d.join(out).exists(), "{args:?} wrote {out}");
         }
     }
-    // Without them the run converts, its JSON reading back to the measured step.
+    // Without them the run converts, its JSON reading back to the measured step; that JSON
+    // keeps its times, so cost flags are refused on it too.
     ok(d, &["convert", &run, "run.json"]);
+    fails_with_hint(d, &["convert", "run.json", "again.json", "--f", "5"], "is a measured run");
+    assert!(!d.join("again.json").exists());
     let trace: Value = serde_json::from_str(&ok(d, &["trace", &run, "--json"])).unwrap();
     let back: Value = serde_json::from_str(&ok(d, &["simulate", "--from", "run.json", "--json"])).unwrap();
     let (step, makespan) = (trace["step_time"].as_f64().unwrap(), back["makespan"].as_f64().unwrap());

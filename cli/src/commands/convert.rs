@@ -90,6 +90,10 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
         Some(run) => (run.schedule.clone(), Some(run.fitted().costs(run.schedule.devices())), Some(run.op_times())),
         None => import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?,
     };
+    if measured.is_none() && times.is_some() {
+        // A measured run's JSON: its times stay, so its costs do too.
+        args.costs.refuse_on_measured(&args.input.display().to_string())?;
+    }
     let costs = args.costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     let text = match (&times, target.format) {

@@ -398,7 +398,10 @@ struct DistributedInfo {
 fn info_count(key: &str, value: Option<&serde_json::Value>, least: u32) -> Result<Option<u32>, String> {
     let read = match value {
         None | Some(serde_json::Value::Null) => return Ok(None),
-        Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        // A whole number written as 1.0 is still a count.
+        Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()).or_else(|| {
+            n.as_f64().filter(|v| v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(v)).map(|v| v as u32)
+        }),
         Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
         Some(_) => None,
     };

@@ -455,6 +455,7 @@ fn an_invalid_rank_or_world_size_is_named_with_its_value() {
     for (key, value, shown) in [
         ("rank", json!(-1), "-1"),
         ("rank", json!(1e20), "1e20"),
+        ("rank", json!(1.5), "1.5"),
         ("rank", json!("two"), "\"two\""),
         ("world_size", json!(0), "0"),
         ("world_size", json!(-2), "-2"),
@@ -469,9 +470,12 @@ fn an_invalid_rank_or_world_size_is_named_with_its_value() {
         );
     }
     // Missing is still missing; a string of digits is still read.
-    let mut digits = trace.clone();
-    digits["distributedInfo"]["rank"] = json!("1");
-    assert!(assemble(vec![read(&files[0]), from_json("rank1.json", &digits).unwrap()], None).is_ok());
+    for written in [json!("1"), json!(1.0)] {
+        let mut digits = trace.clone();
+        digits["distributedInfo"]["rank"] = written.clone();
+        let r1 = from_json("rank1.json", &digits).unwrap_or_else(|e| panic!("{written}: {e}"));
+        assert!(assemble(vec![read(&files[0]), r1], None).is_ok(), "{written}");
+    }
     let mut missing = trace.clone();
     missing["distributedInfo"].as_object_mut().unwrap().remove("rank");
     let e = error_of(assemble(vec![read(&files[0]), from_json("rank1.json", &missing).unwrap()], None));
