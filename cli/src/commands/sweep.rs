@@ -268,7 +268,13 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     // every row (four significant digits of the slowest run): a column compares at a glance.
     let slowest = sweep.runs.iter().map(|r| r.stats.cost / 1e3).fold(0.0, f64::max);
     let decimals = bubblescope::units::significant_decimals(slowest, 4);
-    let time = |v: f64| if model { format!("{:.decimals$} ms", v / 1e3) } else { format_number(v, 4) };
+    let time = |v: f64| {
+        if model {
+            format!("{} ms", bubblescope::units::format_fixed(v / 1e3, decimals))
+        } else {
+            format_number(v, 4)
+        }
+    };
     let memory = |v: f64| if model { format_bytes(v) } else { format_number(v, 4) };
     let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();
     rows.sort_by(|a, b| {

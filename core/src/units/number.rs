@@ -32,6 +32,16 @@ pub fn format_number(value: f64, max_decimals: usize) -> String {
     }
 }
 
+/// `value` with exactly `decimals` decimals (`2.50`), never `-0` or `-0.00`: a value that
+/// rounds to zero prints unsigned.
+pub fn format_fixed(value: f64, decimals: usize) -> String {
+    let s = format!("{value:.decimals$}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+        _ => s,
+    }
+}
+
 /// The decimals that give `value` `digits` significant digits (0 when its integer part has
 /// that many already; at most 12).
 pub fn significant_decimals(value: f64, digits: u32) -> usize {
@@ -117,6 +127,11 @@ mod tests {
         assert_eq!(format_micros(-0.0), "0 µs");
         assert_eq!(format_significant(-0.0, 4), "0");
         assert_eq!(short_number(-0.0), "0");
+        assert_eq!(format_fixed(-0.0, 3), "0.000");
+        assert_eq!(format_fixed(-0.0001, 3), "0.000");
+        assert_eq!(format_fixed(-1e-12, 0), "0");
+        assert_eq!(format_fixed(-0.5, 2), "-0.50");
+        assert_eq!(format_fixed(2.5, 2), "2.50");
     }
 
     /// What `format_number` prints by the exact formatting alone.
@@ -195,6 +210,11 @@ mod tests {
         assert_eq!(short_number(1.5e20), "1.5e20");
         assert_eq!(short_number(f64::NEG_INFINITY), "-inf");
         assert_eq!(short_number(-0.0), "0");
+        assert_eq!(format_fixed(-0.0, 3), "0.000");
+        assert_eq!(format_fixed(-0.0001, 3), "0.000");
+        assert_eq!(format_fixed(-1e-12, 0), "0");
+        assert_eq!(format_fixed(-0.5, 2), "-0.50");
+        assert_eq!(format_fixed(2.5, 2), "2.50");
         for v in [1e308, 3.3e-7, 123.456, 1e15, 0.000_123_4] {
             let s = short_number(v);
             assert!(s.len() <= 24, "{s}");
