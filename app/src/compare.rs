@@ -131,6 +131,7 @@ pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
         costs: params.costs.clone(),
         bytes: settings.model.given(),
         trades: Vec::new(),
+        step: None,
     };
     let specs = spec.expand().map_err(|e| e.to_string())?;
     let outcomes = specs.into_iter().map(|spec: RunSpec| {

@@ -19,7 +19,7 @@ use leptos::prelude::*;
 
 use components::{
     AttributionBar, BottleneckVerdict, ChartCard, CompareAllCard, CompareTable, DerivedTable, DeviceTable, EmbedView,
-    ErrorBanner, Header, SettingsPanel, StatTiles,
+    ErrorBanner, Header, SettingsPanel, StatTiles, StepTiles,
 };
 use state::AppState;
 
@@ -55,6 +55,7 @@ pub fn App() -> impl IntoView {
                 <main class="content">
                     <ErrorBanner/>
                     <StatTiles/>
+                    <StepTiles/>
                     <BottleneckVerdict/>
                     <AttributionBar/>
                     <CompareAllCard/>

@@ -12,6 +12,7 @@ use bubblescope::measured::MeasuredRun;
 use bubblescope::permalink::Permalink;
 use bubblescope::settings::Settings;
 use bubblescope::sim::PerOpTimes;
+use bubblescope::step::Step;
 use bubblescope::units::Units;
 use bubblescope::{
     family, Analysis, AnalyzeError, BubbleMeasure, Diagnostic, Family, Field, Schedule, ScheduleParams, BASELINE,
@@ -51,6 +52,10 @@ pub struct Computed {
     /// What is shown beside the analysis: `None` until its follow-up has computed it
     /// ([`Outcome::follow_up`]), and without an analysis.
     pub extras: Option<Arc<Extras>>,
+    /// The whole training step around it, when it is the chosen schedule and its costs come
+    /// from a model (core's `step::whole`, computed with the analysis: the chart's axis and
+    /// strips need it in the first frame), or why it cannot be composed.
+    pub step: Option<Result<Step, String>>,
     /// What the extras are computed from, where the analysis was computed (it does not travel:
     /// the worker computes the extras of its own results).
     #[serde(skip)]
@@ -71,7 +76,7 @@ pub struct ExtrasInputs {
 impl Computed {
     /// A schedule that could not be computed, and why.
     pub fn failed(name: String, label: String, error: UiError) -> Computed {
-        Computed { name, label, result: Err(error), extras: None, inputs: None }
+        Computed { name, label, result: Err(error), extras: None, step: None, inputs: None }
     }
 
     /// The analysis of `family` (if any) at `params`. Its extras (the gap causes, and for the
@@ -85,7 +90,14 @@ impl Computed {
         chosen: bool,
     ) -> Computed {
         let inputs = ExtrasInputs { family, params: params.clone(), chosen };
-        Computed { name, label, result: Ok(Arc::new(analysis)), extras: None, inputs: Some(Arc::new(inputs)) }
+        Computed {
+            name,
+            label,
+            result: Ok(Arc::new(analysis)),
+            extras: None,
+            step: None,
+            inputs: Some(Arc::new(inputs)),
+        }
     }
 
     /// Its extras, computed now (`None` without an analysis or what to compute them from).
@@ -426,7 +438,10 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Place) ->
             (main, params, compare, baseline)
         }
         None => {
-            let main = compute_one(&settings.schedule, &settings.params, budget, settings.units(), true);
+            let mut main = compute_one(&settings.schedule, &settings.params, budget, settings.units(), true);
+            if let Ok(a) = &main.result {
+                main.step = settings.whole_step(a).map(|r| r.map_err(|e| e.to_string()));
+            }
             let compare = settings
                 .compare
                 .iter()

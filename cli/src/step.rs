@@ -2,7 +2,7 @@
 //! run with costs from a model, as JSON (`step`) and as the text's first lines.
 
 use anyhow::{bail, Result};
-use bubblescope::step::{compose, Step};
+use bubblescope::step::Step;
 use bubblescope::units::{format_micros, format_number};
 use bubblescope::Analysis;
 use serde_json::{json, Value};
@@ -37,13 +37,11 @@ pub fn compute(costs: &CostArgs, step: &StepArgs, analysis: &Analysis, devices: 
         return Ok(None);
     }
     let model = costs.model.model(devices)?;
-    let plan = step.spec().resolve(&model, devices, analysis.schedule.microbatches).map_err(flag_error)?;
-    let derived = model.derive(devices).map_err(flag_error)?;
     let recompute = match &costs.recompute {
         Some(text) => bubblescope::trade::parse_recompute(text).map_err(flag_error)?,
         None => Vec::new(),
     };
-    Ok(Some(compose(&model, &derived, &plan, analysis, &recompute).map_err(flag_error)?))
+    Ok(Some(bubblescope::step::whole(&model, &step.spec(), analysis, &recompute).map_err(flag_error)?))
 }
 
 /// The step as JSON: its times in µs, throughput, utilisation, and the strips.

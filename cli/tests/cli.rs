@@ -128,8 +128,7 @@ fn render_writes_the_same_svg_as_the_core_figure() {
     let params = ScheduleParams::new(4, 8);
     let analysis = run("1f1b", &params).unwrap();
     let label = family("1f1b").unwrap().label(&params, bubblescope::units::Units::Cost);
-    let expected =
-        figure_svg(&[FigureItem { label: &label, analysis: &analysis, causes: None }], &FigureOptions::default());
+    let expected = figure_svg(&[FigureItem::new(&label, &analysis)], &FigureOptions::default());
     assert_eq!(svg, expected);
     // Deterministic across runs.
     ok(dir.path(), &["render", "--schedule", "1f1b", "-o", "again.svg"]);
@@ -162,7 +161,7 @@ fn render_animate_writes_the_core_s_animated_figure() {
     let analysis = run("zb-h1", &params).unwrap();
     let label = family("zb-h1").unwrap().label(&params, bubblescope::units::Units::Cost);
     let anim = AnimateOptions { duration: 4.0, looping: true };
-    let item = [FigureItem { label: &label, analysis: &analysis, causes: None }];
+    let item = [FigureItem::new(&label, &analysis)];
     assert_eq!(svg, figure_animated_svg(&item, &FigureOptions::default(), &anim));
     assert!(svg.contains("infinite"));
     // Once by default, for 6 seconds.

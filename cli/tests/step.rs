@@ -151,3 +151,93 @@ fn bad_step_input_says_what_was_wrong_with_a_hint() {
     let e = fails(&["simulate", "-s", "1f1b", "--zero", "1"]);
     assert!(e.contains("need costs from a model") && e.contains("hint:"), "{e}");
 }
+
+/// The figure shows the whole step: with a model, `render` draws each device's DP reduction
+/// and the optimizer step after the passes (the playground draws the same strips), the axis
+/// reaching the step's end; without a model there is no step to draw, and step flags are refused.
+#[test]
+fn render_draws_the_steps_strips_with_a_model() {
+    let run = ["-s", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b", "--dp", "4", "--zero", "1"];
+    let mut args = vec!["render"];
+    args.extend_from_slice(&run);
+    args.extend_from_slice(&["-o", "-"]);
+    let svg = ok(&args);
+    assert!(svg.contains("DP reduction") && svg.contains("optimizer step"), "the legend names the strips");
+    let plain = ok(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "-o", "-"]);
+    assert!(!plain.contains("DP reduction"), "no model, no step");
+    let said = fails(&["render", "-s", "1f1b", "-p", "4", "-m", "8", "--zero", "1", "-o", "-"]);
+    assert!(said.contains("need costs from a model") && said.contains("hint:"), "{said}");
+    // --global-batch sets the microbatches, as in simulate: 64 / (dp 4 · micro-batch 1) = 16.
+    let step = step_of(&["-s", "1f1b", "-p", "4", "--model", "llama-3-8b", "--dp", "4", "--global-batch", "64"]);
+    assert_eq!(step["global_batch"].as_u64(), Some(64));
+    let svg16 = ok(&[
+        "render",
+        "-s",
+        "1f1b",
+        "-p",
+        "4",
+        "--model",
+        "llama-3-8b",
+        "--dp",
+        "4",
+        "--global-batch",
+        "64",
+        "-o",
+        "-",
+    ]);
+    assert!(svg16.contains("1F1B · 4 devices · 16 microbatches"), "the title gives 16 microbatches");
+}
+
+/// Issue 38: with a model, `sweep` composes each run's whole step, ranks the runs of each
+/// microbatch count by it, and gives it in JSON and CSV as `simulate` does for the same run.
+#[test]
+fn sweep_ranks_by_the_whole_step_and_agrees_with_simulate() {
+    let model = ["--model", "llama-3-8b", "--dp", "4", "--zero", "1"];
+    let mut args = vec!["sweep", "--schedules", "1f1b,zb-h1,interleaved-1f1b,zb-v", "-p", "8", "-m", "16", "--json"];
+    args.extend_from_slice(&model);
+    let v: Value = serde_json::from_str(&ok(&args)).expect("json");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in runs {
+        let name = r["schedule"].as_str().unwrap();
+        let mut sim = vec!["-s", name, "-p", "8", "-m", "16"];
+        sim.extend_from_slice(&model);
+        let step = step_of(&sim);
+        assert_eq!(r["step"]["time"], step["time"], "{name}: the sweep's step is simulate's");
+        assert_eq!(r["step"]["mfu"], step["mfu"], "{name}");
+    }
+    // The table lists the fastest step first (the order of the step column).
+    let mut text_args = args.clone();
+    text_args.retain(|a| *a != "--json");
+    let table = ok(&text_args);
+    let order: Vec<&str> = table.lines().skip(1).take(4).map(|l| l[2..].split_whitespace().next().unwrap()).collect();
+    let mut by_step: Vec<(f64, &str)> =
+        runs.iter().map(|r| (r["step"]["time"].as_f64().unwrap(), r["schedule"].as_str().unwrap())).collect();
+    by_step.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(order, by_step.iter().map(|x| x.1).collect::<Vec<_>>(), "{table}");
+    assert!(table.lines().next().unwrap().contains("tok/s/GPU"), "{table}");
+    // CSV gains the step's columns at the end; without a model they stay empty.
+    let mut csv_args = text_args.clone();
+    csv_args.push("--csv");
+    let csv = ok(&csv_args);
+    assert!(csv.lines().next().unwrap().ends_with(",trade,step_time,tokens_per_gpu_s,mfu"), "{csv}");
+    let plain = ok(&["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--csv"]);
+    assert!(plain.lines().nth(1).unwrap().ends_with(",,,"), "{plain}");
+    // A global batch would fix what a sweep varies.
+    let said = fails(&[
+        "sweep",
+        "--schedules",
+        "1f1b",
+        "-p",
+        "8",
+        "-m",
+        "16",
+        "--model",
+        "llama-3-8b",
+        "--global-batch",
+        "64",
+    ]);
+    assert!(said.contains("--global-batch") && said.contains("hint:"), "{said}");
+    let said = fails(&["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--zero", "1"]);
+    assert!(said.contains("need costs from a model"), "{said}");
+}

@@ -23,7 +23,14 @@ fn engine(c: &mut Criterion) {
     group.bench_function("stats", |b| b.iter(|| stats(black_box(&schedule), black_box(&timeline), &params.costs).cost));
     group.bench_function("gantt layout 1200px", |b| {
         b.iter(|| {
-            let panel = GanttPanel { title: None, note: None, schedule: &schedule, timeline: &timeline, causes: None };
+            let panel = GanttPanel {
+                title: None,
+                note: None,
+                schedule: &schedule,
+                timeline: &timeline,
+                causes: None,
+                step: None,
+            };
             let opts = GanttOptions { width: 1200.0, row_height: 9.0, ..GanttOptions::default() };
             gantt(&[panel], &opts, &Theme::light()).0.items.len()
         });

@@ -22,6 +22,7 @@ fn spec() -> SweepSpec {
         costs: Costs { comm: 0.1, ..Costs::fbw(1.0, 1.2, 0.8) },
         bytes: false,
         trades: vec![],
+        step: None,
     }
 }
 

@@ -5,8 +5,9 @@
 //!   [`MAX_LIVE_PASSES`]), before any work (the registry's exact pass count).
 //! * A slow search ([`SlowSearch`]) past its live limit (about half a second) is refused where
 //!   nothing may block that long: on the page, and in views that run every family at once.
-//! * Runs go to the page when they are small: at most [`PAGE_MAX_PASSES`] passes together and
-//!   no slow search past `1/`[`PAGE_SEARCH_SHARE`] of its live limit (about a frame).
+//! * Runs go to the page when they are small: at most [`PAGE_MAX_PASSES`] passes together
+//!   (each family's passes weighed by its [`Family::page_weight`]) and no slow search past
+//!   `1/`[`PAGE_SEARCH_SHARE`] of its live limit (about a frame).
 
 use crate::error::Field;
 use crate::families::{Family, SlowSearch};
@@ -159,7 +160,7 @@ pub fn place<'a>(runs: impl IntoIterator<Item = (&'a Family, ScheduleParams)>) -
         if slow_search(family, &p, PAGE_SEARCH_SHARE).is_some() {
             return Place::Worker;
         }
-        passes = passes.saturating_add(n);
+        passes = passes.saturating_add(n.saturating_mul(family.page_weight.max(1)));
     }
     if passes <= PAGE_MAX_PASSES {
         Place::Page
@@ -182,6 +183,18 @@ mod tests {
         let refused = ScheduleParams::new(65, 8);
         assert!(matches!(admit(f, &refused, Place::Worker), Err(Refusal::Devices(65))));
         assert_eq!(place([(f, refused)]), Place::Page, "a refusal costs nothing");
+    }
+
+    #[test]
+    fn a_search_heavy_generator_weighs_more_than_its_passes() {
+        let (v, h1) = (family("v-auto").unwrap(), family("zb-h1").unwrap());
+        // 1,920 passes: a plain family stays on the page, the adaptive V search goes to the
+        // worker; at the playground's default size both stay.
+        let p = ScheduleParams::new(16, 20);
+        assert!(v.pass_count(&p) <= PAGE_MAX_PASSES && h1.pass_count(&p) <= PAGE_MAX_PASSES);
+        assert_eq!(place([(h1, p.clone())]), Place::Page);
+        assert_eq!(place([(v, p)]), Place::Worker);
+        assert_eq!(place([(v, ScheduleParams::new(4, 8))]), Place::Page);
     }
 
     #[test]

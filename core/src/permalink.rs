@@ -8,7 +8,9 @@
 //! `gpus-per-node`, `gemm-efficiency`, `memory-efficiency`: costs then come from the model,
 //! while the hand-set ones stay in the link; a calibration is carried as the efficiencies it
 //! fitted) plus the memory trade's (`recompute`, `offload`, `copy-time`, `host-gbps`: priced as
-//! the CLI prices its flags, [`Settings::effective_params`]) plus `compare` (comma-separated
+//! the CLI prices its flags, [`Settings::effective_params`]) plus the whole step's (`zero`;
+//! `gpus` and `global-batch` are read as the data-parallel replicas and the microbatches they
+//! make, [`settle_step`], and written as those) plus `compare` (comma-separated
 //! family names) and `v`, the format version. `f`, `b`, `w`, `mem-f` and `mem-w` take one number or one per device, as
 //! in the CLI; `mem-limit` takes a size with a unit (`80GiB`) when a model is given. Once links are
 //! shared this format is stable: new keys may be added, none renamed. Keys the engine does
@@ -24,6 +26,7 @@ use crate::error::Field;
 use crate::model::{model_field, parse_limit, ModelSpec};
 use crate::params::{Costs, ScheduleParams};
 use crate::settings::{trade_pairs, Settings};
+use crate::step::StepSpec;
 use crate::trade::{parse_offload, parse_recompute, Offload, Recompute, TradeSettings};
 
 /// The current permalink format version.
@@ -42,6 +45,9 @@ pub struct Permalink {
     pub model: ModelSpec,
     /// Recompute and offload, as the user set them (priced in [`Settings::effective_params`]).
     pub trade: TradeSettings,
+    /// The whole step: the ZeRO stage (`gpus` and `global-batch` are settled into the model's
+    /// replicas and the microbatches as a link is read).
+    pub step: StepSpec,
     /// Other keys, in order (view settings of the app).
     pub extra: Vec<(String, String)>,
 }
@@ -54,6 +60,7 @@ impl Default for Permalink {
             compare: Vec::new(),
             model: ModelSpec::default(),
             trade: TradeSettings::default(),
+            step: StepSpec::default(),
             extra: Vec::new(),
         }
     }
@@ -68,6 +75,7 @@ impl Permalink {
             compare: self.compare.clone(),
             model: self.model.clone(),
             trade: self.trade.clone(),
+            step: self.step.clone(),
         }
     }
 
@@ -146,6 +154,15 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
                 Ok(offload) => link.trade.offload = offload,
                 Err(e) => warnings.push(format!("ignored offload={}: {}", short(&value), e.message)),
             },
+            "zero" => match value.trim().parse::<u32>() {
+                Ok(v) if v <= 3 => link.step.zero = (v > 0).then_some(v),
+                _ => bad("a ZeRO stage: 0, 1, 2 or 3"),
+            },
+            "gpus" => int(&value).map_or_else(|| bad("a positive integer"), |v| link.step.gpus = Some(v)),
+            "global-batch" => match int(&value) {
+                Some(v) => link.step.global_batch = Some(v),
+                None => bad("a positive integer"),
+            },
             "copy-time" => num(&value).map_or_else(|| bad("a time ≥ 0"), |v| link.trade.copy_time = Some(v)),
             "host-gbps" => num(&value).map_or_else(|| bad("a bandwidth in GB/s"), |v| link.trade.host_gbps = Some(v)),
             "compare" => {
@@ -171,6 +188,7 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
     if link.model.ffn.is_some() && link.model.mlp.is_none() && !keys().any(|k| k == "mlp") {
         link.model.mlp = Some(crate::model::Mlp::Gelu);
     }
+    warnings.extend(settle_step(&mut link));
     if let Some(text) = sized_limit {
         match parse_limit(&text, link.model.units()) {
             Ok(bytes) => link.params.mem_limit = Some(bytes),
@@ -183,12 +201,59 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
     (link, warnings)
 }
 
+/// Turns a link's `gpus` and `global-batch` into what the playground sets: the model's
+/// data-parallel replicas (`gpus / (tp · devices)`) and the microbatches (`global batch / (dp ·
+/// micro-batch)`), as the CLI checks them ([`StepSpec::resolve`]). Each that cannot be settled
+/// is dropped with a warning saying why.
+pub fn settle_step(link: &mut Permalink) -> Vec<String> {
+    let (gpus, global_batch) = (link.step.gpus.take(), link.step.global_batch.take());
+    if gpus.is_none() && global_batch.is_none() {
+        return Vec::new();
+    }
+    let mut warnings = Vec::new();
+    let model = match link.model.given().then(|| link.model.resolve()) {
+        Some(Ok(m)) => m,
+        _ => {
+            for (key, v) in [("gpus", gpus), ("global-batch", global_batch)] {
+                if let Some(v) = v {
+                    warnings.push(format!("ignored {key}={v}: the whole step needs costs from a model (model=…)"));
+                }
+            }
+            return warnings;
+        }
+    };
+    let devices = link.params.devices;
+    let mut dp = model.dp.max(1);
+    if let Some(g) = gpus {
+        let per = u64::from(model.tp.max(1)) * u64::from(devices);
+        if u64::from(g) % per == 0 {
+            dp = u32::try_from(u64::from(g) / per).unwrap_or(u32::MAX).clamp(1, crate::step::MAX_DP);
+            link.model.dp = (dp > 1).then_some(dp);
+        } else {
+            warnings.push(format!("ignored gpus={g}: not a multiple of tp · devices = {per}"));
+        }
+    }
+    if let Some(gb) = global_batch {
+        let per = u64::from(dp) * u64::from(model.micro_batch.max(1));
+        match u32::try_from(u64::from(gb) / per) {
+            Ok(m) if m > 0 && u64::from(gb) % per == 0 => link.params.microbatches = m,
+            _ => warnings.push(format!("ignored global-batch={gb}: not a multiple of dp · micro-batch = {per}")),
+        }
+    }
+    warnings
+}
+
+/// The step's keys and values as a link writes them: the ZeRO stage when it is not 0.
+fn step_pairs(step: &StepSpec) -> Vec<(&'static str, u32)> {
+    step.zero.filter(|z| *z > 0).map(|z| ("zero", z)).into_iter().collect()
+}
+
 /// The keys [`parse`] reads itself, in the order [`to_query`] writes them.
 pub fn keys() -> Vec<&'static str> {
     let mut keys = vec!["v", "schedule", "devices", "microbatches", "chunks", "group", "waves", "seq-splits"];
     keys.extend(["f", "b", "w", "comm", "overlap", "mem-f", "mem-w", "mem-limit"]);
     keys.extend(crate::model::MODEL_FIELDS.iter().map(|f| f.name()));
-    keys.extend(["recompute", "offload", "copy-time", "host-gbps", "compare"]);
+    keys.extend(["recompute", "offload", "copy-time", "host-gbps", "zero", "gpus", "global-batch", "compare"]);
     keys
 }
 
@@ -291,6 +356,9 @@ pub fn to_query(link: &Permalink) -> String {
     for (key, value) in trade_pairs(&link.trade) {
         let _ = write!(out, "&{key}={}", encode(&value));
     }
+    for (key, value) in step_pairs(&link.step) {
+        let _ = write!(out, "&{key}={value}");
+    }
     if !link.compare.is_empty() {
         let names: Vec<String> = link.compare.iter().map(|n| encode(n)).collect();
         let _ = write!(out, "&compare={}", names.join(","));
@@ -330,6 +398,38 @@ mod tests {
     use crate::trade::recompute_text;
     use crate::units::shell_word;
 
+    /// Issue 38: the whole step's settings ride in the link. `zero` round-trips; `gpus` and
+    /// `global-batch` (as the CLI takes them) become the replicas and the microbatches, which
+    /// the CLI computes the same step from.
+    #[test]
+    fn step_keys_round_trip_and_settle_into_replicas_and_microbatches() {
+        let (link, warnings) = parse("schedule=interleaved-1f1b&devices=8&chunks=2&model=llama-3-8b&micro-batch=2&tp=8&zero=1&gpus=1536&global-batch=2304");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(link.step.zero, Some(1));
+        assert_eq!((link.step.gpus, link.step.global_batch), (None, None), "settled, not kept");
+        assert_eq!(link.model.dp, Some(24), "1536 GPUs / (tp 8 · 8 devices)");
+        assert_eq!(link.params.microbatches, 48, "global batch 2304 / (dp 24 · micro-batch 2)");
+        let query = to_query(&link);
+        assert!(query.contains("&zero=1") && query.contains("dp=24") && !query.contains("gpus="), "{query}");
+        assert_eq!(parse(&query).0, link);
+        // The settled link computes what the CLI's flags compute.
+        let spec = crate::step::StepSpec { zero: Some(1), gpus: Some(1536), global_batch: Some(2304) };
+        let model = link.model.resolve().unwrap();
+        let plan = spec.resolve(&model, 8, link.params.microbatches).unwrap();
+        assert_eq!((plan.dp, plan.gpus, plan.global_batch, plan.zero), (24, 1536, 2304, 1));
+        // Zero stage 0 is the default and is left out; beyond 3, and what cannot settle, warn.
+        assert!(!to_query(&parse("model=llama-3-8b&zero=0").0).contains("zero"));
+        for (query, says) in [
+            ("model=llama-3-8b&zero=4", "ZeRO stage"),
+            ("model=llama-3-8b&devices=4&gpus=6", "multiple of tp · devices"),
+            ("model=llama-3-8b&global-batch=3&micro-batch=2", "multiple of dp · micro-batch"),
+            ("gpus=64", "needs costs from a model"),
+        ] {
+            let (_, warnings) = parse(query);
+            assert!(warnings.iter().any(|w| w.contains(says)), "{query}: {warnings:?}");
+        }
+    }
+
     /// Issue 43 item 15: a link says the MLP's kind with its size, and an old link's `ffn` (a
     /// width, SwiGLU's given as 1.5 × its intermediate size) keeps its meaning.
     #[test]
@@ -364,7 +464,7 @@ mod tests {
     /// Issue 43 item 16: a key no one reads is named, with the key most likely meant.
     #[test]
     fn unknown_keys_are_named_with_the_nearest_known_ones() {
-        let (link, warnings) = parse("?p=8&microbatch=16&theme=dark&devcies=4&zzzz=1");
+        let (link, warnings) = parse("?p=8&microbatch=16&theme=dark&devcies=4&qxqxqxqx=1");
         assert!(warnings.is_empty(), "{warnings:?}");
         let said = unknown_keys(&link, &["theme", "embed"]);
         assert_eq!(said.len(), 4, "{said:?}");
@@ -372,7 +472,7 @@ mod tests {
         assert_eq!(said[1], "ignored microbatch=16: no such key; did you mean microbatches or micro-batch?");
         assert_eq!(said[2], "ignored devcies=4: no such key; did you mean devices?");
         assert!(
-            said[3].starts_with("ignored zzzz=1: no such key; the keys are v, schedule, devices, microbatches,"),
+            said[3].starts_with("ignored qxqxqxqx=1: no such key; the keys are v, schedule, devices, microbatches,"),
             "{}",
             said[3]
         );

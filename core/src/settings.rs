@@ -7,9 +7,11 @@
 
 use std::fmt::Write as _;
 
+use crate::analysis::Analysis;
 use crate::error::{Field, ParamError};
 use crate::model::{Derived, Model, ModelSpec};
 use crate::params::{Costs, ScheduleParams};
+use crate::step::{Step, StepSpec};
 use crate::trade::{recompute_text, Offload, Pricing, Recompute, TradeSettings};
 use crate::units::{shell_word, Units};
 
@@ -28,6 +30,8 @@ pub struct Settings {
     pub model: ModelSpec,
     /// Recompute and offload, as set (not yet priced).
     pub trade: TradeSettings,
+    /// The whole step around the pipeline: the ZeRO stage (the replicas are the model's).
+    pub step: StepSpec,
 }
 
 impl Settings {
@@ -78,7 +82,19 @@ impl Settings {
         for (key, value) in trade_pairs(&self.trade) {
             let _ = write!(out, " --{key} {}", shell_word(&value));
         }
+        if let (true, Some(z)) = (self.model.given(), self.step.zero.filter(|z| *z > 0)) {
+            let _ = write!(out, " --zero {z}");
+        }
         out
+    }
+
+    /// The whole training step around `analysis` (a run of these settings), when the costs
+    /// come from a model ([`crate::step::whole`]).
+    pub fn whole_step(&self, analysis: &Analysis) -> Option<Result<Step, ParamError>> {
+        self.model.given().then(|| {
+            let model = self.model.resolve()?;
+            crate::step::whole(&model, &self.step, analysis, &self.trade.recompute)
+        })
     }
 
     /// What prices the settings' recompute and offload, as the CLI prices its flags: the model

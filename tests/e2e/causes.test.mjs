@@ -76,6 +76,8 @@ export const tests = {
 
   async 'with causes on, the SVG export equals render --causes'({ page, base }) {
     await open(page, base, `${QUERY}&compare=zb-h1&causes=1`);
+    // The causes arrive after the chart, with the split by cause.
+    await page.waitForSelector('[data-testid=attribution-bar]', { timeout: 10000 });
     await page.locator('[data-testid=export-menu]').click();
     const [file] = await Promise.all([page.waitForEvent('download'), page.locator('[data-testid=export-svg]').click()]);
     const svg = fs.readFileSync(await file.path(), 'utf8');

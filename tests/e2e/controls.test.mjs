@@ -109,6 +109,8 @@ export const tests = {
 
   async 'hovering a pass explains it and clicking follows its microbatch'({ page, base }) {
     await open(page, base);
+    // Hover once the page has settled: the split by cause lands after the chart.
+    await page.waitForSelector('[data-testid=attribution-bar]', { timeout: 10000 });
     const canvas = page.locator('[data-testid=gantt-canvas]');
     const box = await canvas.boundingBox();
     // Device 0 row, early in time: a forward.

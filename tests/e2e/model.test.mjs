@@ -1,6 +1,7 @@
 // The "Costs" panel: costs from a model (URL keys = the CLI's flags), the derived per-share
 // table, the bottleneck verdict, and switching back to the hand-set costs.
 
+import fs from 'node:fs';
 import { assert, assertEq, change, cli, inkRatio, open, redraws, text, urlHas, waitForRedraw } from './harness.mjs';
 
 async function click(page, testid) {
@@ -15,7 +16,46 @@ function cliBubble(args) {
   return String(Number(j.bubble_rate.toFixed(4)));
 }
 
+/** The CLI's whole step (`simulate --json`'s `step`). */
+function cliStep(args) {
+  return JSON.parse(cli(['simulate', '--json', ...args])).step;
+}
+
+/** A number as the step tiles print it: `format_number(v, 1)`-style, no trailing zeros. */
+const oneDecimal = (v) => String(Number(v.toFixed(1)));
+
 export const tests = {
+  async 'the whole step: tiles equal simulate --json, ZeRO and global batch ride in the link, strips export like render'({ page, base, shot }) {
+    // SC21's 145.6B row as Megatron ran it: full recompute, 1536 GPUs, global batch 2304 (48
+    // microbatches).
+    await open(page, base, 'schedule=interleaved-1f1b&devices=8&chunks=2&model=sc21-145.6b&recompute=full&gpus=1536&global-batch=2304');
+    const args = ['-s', 'interleaved-1f1b', '-p', '8', '--chunks', '2', '--model', 'sc21-145.6b', '--recompute', 'full', '--gpus', '1536', '--global-batch', '2304'];
+    let step = cliStep(args);
+    await page.waitForSelector('[data-testid=step-tiles]');
+    await urlHas(page, 'microbatches', '48');
+    assertEq(await text(page, 'stat-tokens-per-gpu'), oneDecimal(step.tokens_per_gpu_s), 'tokens/s/GPU');
+    assertEq(await text(page, 'stat-mfu'), `${oneDecimal(step.mfu * 100)}%`, 'MFU');
+    const seconds = Number((await text(page, 'stat-step-time')).replace(/\s*s$/, ''));
+    assert(Math.abs(seconds - step.time / 1e6) <= 0.01, `step time ${seconds} s vs the CLI's ${step.time / 1e6} s`);
+    assert((await text(page, 'stat-step-parts')).startsWith('pipeline '), 'what the step is made of');
+    await shot('step-sc21-145.6b');
+    // ZeRO 1 shards the optimizer: the link says zero=1 and the CLI line --zero 1.
+    const before = await redraws(page);
+    await page.locator('[data-testid=model-zero]').selectOption('1');
+    await waitForRedraw(page, before);
+    await urlHas(page, 'zero', '1');
+    assert((await text(page, 'model-cli')).includes('--zero 1'), 'the CLI line carries --zero');
+    step = cliStep([...args, '--zero', '1']);
+    assertEq(await text(page, 'stat-mfu'), `${oneDecimal(step.mfu * 100)}%`, 'MFU with ZeRO 1');
+    // The figure draws the DP reduction and the optimizer step as render does.
+    await page.locator('[data-testid=export-menu]').click();
+    const [file] = await Promise.all([page.waitForEvent('download'), page.locator('[data-testid=export-svg]').click()]);
+    const svg = fs.readFileSync(await file.path(), 'utf8');
+    const expected = cli(['render', ...args, '--zero', '1', '-o', '-']);
+    assert(svg.includes('DP reduction') && svg.includes('optimizer step'), 'the export draws the strips');
+    assert(svg === expected, `the app's SVG (${svg.length} bytes) differs from render's (${expected.length} bytes)`);
+  },
+
   async 'a GPU, efficiencies and a calibration price the model as the CLI does'({ page, base, shot }) {
     await open(page, base, 'schedule=zb-h1&devices=8&microbatches=24&model=zb-1.5b');
     const args = ['-s', 'zb-h1', '-p', '8', '-m', '24', '--model', 'zb-1.5b'];

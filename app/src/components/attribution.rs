@@ -44,8 +44,22 @@ pub fn AttributionBar() -> impl IntoView {
     let n = move |v: f64| state.units().time_detail(v);
     // Memory in GiB (MiB, …) with a model, as the memory tiles print it.
     let mem = move |v: f64| state.units().memory_detail(v);
+    // Before the first split arrives, a placeholder of the bar's size holds its place, so the
+    // chart below does not move under the pointer when the split lands.
+    let waiting = move || state.outcome.with(|o| o.main.result.is_ok());
+    let placeholder = move || {
+        waiting().then(|| {
+            view! {
+                <section class="card attribution attr-waiting" aria-hidden="true" data-testid="attribution-waiting">
+                    <div class="attr-head"><span class="attr-title">"Bubble by cause"</span><span class="muted">"…"</span></div>
+                    <div class="attr-bar"></div>
+                    <div class="attr-labels"><span class="attr-label">"\u{a0}"</span></div>
+                </section>
+            }
+        })
+    };
     view! {
-        <Show when=move || shown.with(Option::is_some)>
+        <Show when=move || shown.with(Option::is_some) fallback=placeholder>
             {move || shown.get().map(|s| {
                 let positive: f64 = s.parts.total();
                 let segments = Cause::STACK.iter().filter(|c| c.of(&s.parts) > 0.0).map(|c| {

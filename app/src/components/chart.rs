@@ -6,6 +6,7 @@ use bubblescope::gaps::Causes;
 use bubblescope::render::{
     figure, memory_plot_band, FigureItem, FigureOptions, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
 };
+use bubblescope::step::Step;
 use bubblescope::units::format_number;
 use bubblescope::{Analysis, Op, Pass};
 use leptos::html::{Canvas, Div};
@@ -27,6 +28,8 @@ struct Shown {
     analysis: Arc<Analysis>,
     /// Why its idle gaps are there, while the gaps are shaded.
     causes: Option<Arc<Causes>>,
+    /// The whole training step around it (the main schedule, with a model): its strips.
+    step: Option<Arc<Step>>,
 }
 
 /// The same drawing: the same label, analysis and causes (the same computations, not equal
@@ -38,7 +41,11 @@ impl PartialEq for Shown {
             (None, None) => true,
             _ => false,
         };
-        self.label == other.label && Arc::ptr_eq(&self.analysis, &other.analysis) && same_causes
+        // The step is composed with the analysis: the same analysis, the same step.
+        self.label == other.label
+            && Arc::ptr_eq(&self.analysis, &other.analysis)
+            && same_causes
+            && self.step.is_some() == other.step.is_some()
     }
 }
 
@@ -88,12 +95,15 @@ fn shown(state: AppState, with_causes: bool) -> (Vec<Shown>, bool) {
     let shade = |c: &Computed| c.extras.as_ref().and_then(|e| e.causes.clone()).filter(|_| with_causes && !stale);
     let mut out: Vec<Shown> = main
         .into_iter()
-        .filter_map(|c| c.result.clone().ok().map(|a| Shown { label: c.label.clone(), analysis: a, causes: shade(&c) }))
+        .filter_map(|c| {
+            let step = c.step.as_ref().and_then(|s| s.as_ref().ok()).map(|s| Arc::new(s.clone()));
+            c.result.clone().ok().map(|a| Shown { label: c.label.clone(), analysis: a, causes: shade(&c), step })
+        })
         .collect();
     if !stale {
         for c in &outcome.compare {
             if let Ok(a) = &c.result {
-                out.push(Shown { label: c.label.clone(), analysis: a.clone(), causes: shade(c) });
+                out.push(Shown { label: c.label.clone(), analysis: a.clone(), causes: shade(c), step: None });
             }
         }
     }
@@ -241,7 +251,12 @@ fn redraw(
     }
     let items: Vec<FigureItem<'_>> = panels
         .iter()
-        .map(|s| FigureItem { label: s.label.as_str(), analysis: &s.analysis, causes: s.causes.as_deref() })
+        .map(|s| FigureItem {
+            label: s.label.as_str(),
+            analysis: &s.analysis,
+            causes: s.causes.as_deref(),
+            step: s.step.as_deref(),
+        })
         .collect();
     let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
     // Never below 12 px: rows stay readable on every screen.
@@ -594,8 +609,7 @@ fn warm_up(state: AppState, opts: &FigureOptions) {
         .chain(&outcome.compare)
         .filter_map(|c| c.result.as_ref().ok().map(|a| (c.label.clone(), a.clone())))
         .collect();
-    let items: Vec<FigureItem<'_>> =
-        analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
+    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem::new(label, a)).collect();
     if items.is_empty() {
         return;
     }

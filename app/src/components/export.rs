@@ -67,10 +67,12 @@ fn with_figure(
     let shade = state.link.with_untracked(|l| l.extra(crate::causes::CAUSES_KEY) == Some("1"));
     let mut analyses = Vec::new();
     let mut causes = Vec::new();
+    let mut steps = Vec::new();
     for c in std::iter::once(&o.main).chain(o.compare.iter()) {
         if let Ok(a) = &c.result {
             analyses.push((c.label.clone(), a.clone()));
             causes.push(c.extras.as_ref().and_then(|e| e.causes.clone()).filter(|_| shade));
+            steps.push(c.step.as_ref().and_then(|s| s.as_ref().ok()).cloned());
         }
     }
     if analyses.is_empty() {
@@ -79,7 +81,8 @@ fn with_figure(
     let items: Vec<FigureItem<'_>> = analyses
         .iter()
         .zip(&causes)
-        .map(|((label, a), c)| FigureItem { label, analysis: a, causes: c.as_deref() })
+        .zip(&steps)
+        .map(|(((label, a), c), step)| FigureItem { label, analysis: a, causes: c.as_deref(), step: step.as_ref() })
         .collect();
     let opts = FigureOptions {
         memory,

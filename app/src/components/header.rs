@@ -24,6 +24,7 @@ pub fn Header() -> impl IntoView {
                 compare: p.compare.iter().map(|s| s.to_string()).collect(),
                 model: Default::default(),
                 trade: Default::default(),
+                step: Default::default(),
                 extra,
             };
         });

@@ -17,6 +17,7 @@ mod playback;
 mod progress;
 mod screen;
 mod stats;
+mod step;
 mod trade;
 
 pub use attribution::AttributionBar;
@@ -35,4 +36,5 @@ pub use playback::{ChartFrame, Playback, BASE_SECONDS};
 pub use progress::{EngineNote, Progress, SHOW_AFTER_MS};
 pub use screen::{follow_system_theme, split_flags, FlagText};
 pub use stats::{BottleneckVerdict, CompareTable, DeviceTable, StatTiles};
+pub use step::StepTiles;
 pub use trade::{FitButton, TradeInputs};

@@ -6,7 +6,7 @@
 
 use bubblescope::model::calibrate::parse_times;
 use bubblescope::model::presets::{model_preset, model_presets};
-use bubblescope::model::{parse_bytes, Derived, Mlp, ModelSpec, PieceCosts, Term, DEFAULT_GPU, GPUS};
+use bubblescope::model::{parse_bytes, Derived, Mlp, ModelSpec, PieceCosts, Precision, Term, DEFAULT_GPU, GPUS};
 use bubblescope::settings::Settings;
 use bubblescope::units::{format_bytes, format_micros, format_number, GIB};
 use bubblescope::Field;
@@ -50,6 +50,10 @@ const MODEL_HARDWARE: [(&str, Field, NumberKind, &str); 6] = [
 ];
 
 /// The preset a fresh switch to "From a model" starts from.
+/// What each ZeRO stage shards, as the help under its menu says it.
+const ZERO_STAGES: [&str; 4] =
+    ["nothing sharded", "optimizer state sharded", "and the gradients", "and the weights (FSDP)"];
+
 const FIRST_PRESET: &str = "llama-3-8b";
 
 /// What a share holds, in words: `E + 4 layers`, `3 layers + LM head`.
@@ -174,6 +178,7 @@ fn ModelForm() -> impl IntoView {
                         Field::Tflops => m.tflops,
                         Field::Bandwidth => m.bandwidth,
                         Field::Tp => Some(f64::from(m.tp)),
+                        Field::Dp => Some(f64::from(m.dp)),
                         Field::GpusPerNode => Some(f64::from(m.gpus_per_node)),
                         Field::GemmEfficiency => m.efficiency().ok().map(|e| e.gemm),
                         Field::MemoryEfficiency => m.efficiency().ok().map(|e| e.memory),
@@ -223,6 +228,19 @@ fn ModelForm() -> impl IntoView {
     };
     let set_flash = move |on: bool| state.update(|l| l.model.flash_attention = Some(on));
     let layout_error = move || state.error_for(Field::Layout);
+    // The whole step: the ZeRO stage (the link's), the matmuls' precision and the tensor
+    // parallelism's collectives (the model's).
+    let zero = move || state.link.with(|l| l.step.zero.unwrap_or(0));
+    let set_zero =
+        move |text: String| state.update(|l| l.step.zero = text.parse::<u32>().ok().filter(|z| (1..=3).contains(z)));
+    let precision = move || resolved.with(|m| m.as_ref().map_or(Precision::Bf16, |m| m.precision));
+    let set_precision = move |name: String| {
+        state.update(|l| {
+            let _ = l.model.set(Field::Precision, &name);
+        });
+    };
+    let sequence_parallel = move || resolved.with(|m| m.as_ref().is_some_and(|m| m.sequence_parallel));
+    let tp_overlap = move || resolved.with(|m| m.as_ref().is_some_and(|m| m.tp_overlap));
     let model_error = move || state.error_for(Field::Model);
     view! {
         <div class="field">
@@ -265,6 +283,37 @@ fn ModelForm() -> impl IntoView {
             {MODEL_COUNTS[COUNTS_BEFORE_MLP..].iter().map(|&(label, f, help)| field(label, f, NumberKind::Count, help)).collect_view()}
             {MODEL_HARDWARE.into_iter().map(|(label, f, kind, help)| field(label, f, kind, help)).collect_view()}
         </div>
+        <div class="model-grid step-settings">
+            {field("Data parallel", Field::Dp, NumberKind::Count, "replicas of the pipeline")}
+            <div class="field">
+                <label for="zero">"ZeRO"</label>
+                <select id="zero" class="select" data-testid="model-zero" prop:value=move || zero().to_string()
+                    on:change=move |ev| set_zero(event_target_value(&ev))>
+                    {(0..=3u32).map(|z| view! { <option value=z.to_string() selected=move || zero() == z>{z.to_string()}</option> }).collect_view()}
+                </select>
+                <p class="help">{move || ZERO_STAGES[zero().min(3) as usize]}</p>
+            </div>
+            <div class="field">
+                <label for="precision">"Precision"</label>
+                <select id="precision" class="select" data-testid="model-precision" prop:value=move || precision().name()
+                    on:change=move |ev| set_precision(event_target_value(&ev))>
+                    {Precision::ALL.into_iter().map(|p| view! { <option value=p.name() selected=move || precision() == p>{p.name()}</option> }).collect_view()}
+                </select>
+                <p class="help">"of the matmuls"</p>
+            </div>
+        </div>
+        <label class="check">
+            <input type="checkbox" data-testid="sequence-parallel" prop:checked=sequence_parallel
+                on:change=move |ev| state.update(|l| l.model.sequence_parallel = Some(event_target_checked(&ev)))/>
+            "Sequence parallel"
+            <span class="help">" with tensor parallelism: reduce-scatter and all-gather in place of all-reduce"</span>
+        </label>
+        <label class="check">
+            <input type="checkbox" data-testid="tp-overlap" prop:checked=tp_overlap
+                on:change=move |ev| state.update(|l| l.model.tp_overlap = Some(event_target_checked(&ev)))/>
+            "Overlap TP collectives"
+            <span class="help">" with the matmuls, as Megatron's --tp-comm-overlap"</span>
+        </label>
         <Calibrate/>
         <label class="check">
             <input type="checkbox" data-testid="flash-attention" prop:checked=flash

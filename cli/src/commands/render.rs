@@ -24,7 +24,7 @@ use crate::subject::{analyzed, from_file, reject_family_flags, reject_file_flags
 pub const RENDER_MORE: &str = "\
 More options (--group … --seq-splits, --overlap, --costs-from, --mem-w, --layers … --tp,
 --gpus-per-node … --calibrate, --recompute, --offload, --from-format … --merge-bw, --width,
---row-height, --theme, --duration, --loop): --help";
+--row-height, --theme, --duration, --loop, --zero … --global-batch): --help";
 
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true, after_help = RENDER_MORE)]
@@ -72,6 +72,8 @@ pub struct RenderArgs {
     /// Play the animation in a loop instead of once.
     #[arg(long = "loop", requires = "animate", hide_short_help = true)]
     pub looping: bool,
+    #[command(flatten)]
+    pub step: crate::args::StepArgs,
 }
 
 /// The families `--compare` (or `--schedule`) names, each once, by registry name.
@@ -148,7 +150,12 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         family_args.microbatches = read.params.microbatches;
         subjects.push(read);
     }
-    let params = args::params(&family_args, costs)?;
+    let mut params = args::params(&family_args, costs)?;
+    if subjects.is_empty() {
+        if let Some(m) = crate::step::microbatches(costs, &args.step, params.devices)? {
+            params.microbatches = m;
+        }
+    }
     let names = compared_names(args, !subjects.is_empty())?;
     // The pass cap holds for everything drawn: every family's exact pass count comes from
     // the registry, so the total is checked before anything is generated.
@@ -186,10 +193,25 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     } else {
         vec![None; subjects.len()]
     };
+    // With a model, the first schedule drawn gets the whole step's strips, as the
+    // playground draws them for its chosen schedule; a file's run has no step.
+    let step = match subjects.first() {
+        Some(s) if file.from.is_none() => crate::step::compute(costs, &args.step, &s.analysis, s.params.devices)?,
+        _ => {
+            crate::step::check(costs, &args.step)?;
+            None
+        }
+    };
     let items: Vec<FigureItem<'_>> = subjects
         .iter()
         .zip(&causes)
-        .map(|(s, c)| FigureItem { label: &s.label, analysis: &s.analysis, causes: c.as_ref() })
+        .enumerate()
+        .map(|(i, (s, c))| FigureItem {
+            label: &s.label,
+            analysis: &s.analysis,
+            causes: c.as_ref(),
+            step: step.as_ref().filter(|_| i == 0),
+        })
         .collect();
     let opts = FigureOptions {
         width: args.width,

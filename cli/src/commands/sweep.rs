@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use bubblescope::plan::{
-    describe_trade, parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, Sweep, SweepRun,
-    SweepSpec,
+    describe_trade, parse_counts, parse_microbatches, parse_schedules, run_one, InvalidRun, RunSpec, StepInputs, Sweep,
+    SweepRun, SweepSpec,
 };
 use bubblescope::render::{pareto_svg, AxisUnit, ParetoOptions, Theme};
 use bubblescope::units::format_bytes;
@@ -23,7 +23,7 @@ use crate::parallel::run_parallel;
 /// What `sweep -h` ends with: the options it leaves out, by name.
 pub const SWEEP_MORE: &str = "\
 More options (--group, --overlap, --costs-from, --mem-w, --layers … --tp, --gpus-per-node …
---calibrate, --recompute, --offload, --copy-time, --theme): --help";
+--calibrate, --recompute, --offload, --copy-time, --zero, --gpus, --theme): --help";
 
 /// `bubblescope sweep`.
 #[derive(Debug, Args)]
@@ -57,6 +57,8 @@ pub struct SweepArgs {
     pub trades: Option<String>,
     #[command(flatten)]
     pub costs: CostArgs,
+    #[command(flatten)]
+    pub step: crate::args::StepArgs,
     /// Print one JSON object (`runs` and `invalid`) instead of a table.
     #[arg(long, conflicts_with = "csv", help_heading = "Output")]
     pub json: bool,
@@ -99,6 +101,20 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         crate::output::check_svg_output(path, "sweep")?;
     }
     let err = |e: bubblescope::ParamError| anyhow::anyhow!("{e}");
+    crate::step::check(&args.costs, &args.step)?;
+    if args.step.global_batch.is_some() {
+        return Err(crate::output::user_error(
+            "sweep varies the microbatches, so --global-batch cannot fix them",
+            &["leave out --global-batch and give -m as global-batch / (dp · micro-batch), or a list of such counts"],
+        ));
+    }
+    let step = match args.costs.model.given() {
+        true => Some(std::sync::Arc::new(StepInputs {
+            model: args.costs.model.model(args.devices)?,
+            spec: args.step.spec(),
+        })),
+        false => None,
+    };
     let spec = SweepSpec {
         families: parse_schedules(&args.schedules).map_err(err)?,
         devices: args.devices,
@@ -115,6 +131,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             Some(text) => args.costs.trade_list(text, args.devices)?,
             None => Vec::new(),
         },
+        step,
     };
     // A copy time with nothing that offloads would price no copy: said, not ignored.
     args.costs.check_copy_rate_unless(spec.trades.iter().flatten().any(|t| t.offloads()))?;
@@ -180,6 +197,9 @@ fn run_json(r: &SweepRun) -> Value {
     });
     v["pareto"] = json!(r.pareto);
     v["offloaded"] = json!(r.offloaded);
+    if let Some(step) = &r.step {
+        v["step"] = crate::step::json(step);
+    }
     v
 }
 
@@ -229,13 +249,13 @@ pub fn csv(sweep: &Sweep) -> String {
     let mut out = String::from(
         "schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,\
          attribution_communication,attribution_imbalance,attribution_schedule,pareto,error,bubble_rate_paper,\
-         attribution_memory,trade\n",
+         attribution_memory,trade,step_time,tokens_per_gpu_s,mfu\n",
     );
     for r in &sweep.runs {
         let a = r.attribution;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},,{},{},{}",
+            "{},{},{},{},{},{},{},{},,{},{},{},{},{},{}",
             key_csv(&r.spec, Some(r.chunks)),
             r.stats.cost,
             r.stats.bubble_rate,
@@ -246,13 +266,16 @@ pub fn csv(sweep: &Sweep) -> String {
             r.pareto,
             r.stats.bubble_rate_paper,
             opt(r.memory),
-            field(&trade_text(&r.spec))
+            field(&trade_text(&r.spec)),
+            opt(r.step.as_ref().map(|s| s.time)),
+            opt(r.step.as_ref().map(|s| s.tokens_per_gpu_s)),
+            opt(r.step.as_ref().map(|s| s.mfu))
         );
     }
     for i in &sweep.invalid {
         let _ = writeln!(
             out,
-            "{},,,,,,,,{},,,{}",
+            "{},,,,,,,,{},,,{},,,",
             key_csv(&i.spec, i.spec.chunks()),
             field(&i.error.replace("\n  hint: ", " — hint: ")),
             field(&trade_text(&i.spec))
@@ -261,8 +284,9 @@ pub fn csv(sweep: &Sweep) -> String {
     out
 }
 
-/// The readable table: runs by microbatch count, fastest first, the Pareto front marked `*`;
-/// then the invalid combinations with their reasons.
+/// The readable table: runs by microbatch count, fastest first (by the whole step's time with
+/// a model, which gets a column of its own), the Pareto front marked `*`; then the invalid
+/// combinations with their reasons.
 pub fn table(sweep: &Sweep, model: bool) -> String {
     // With a model, milliseconds throughout (as `plan` prints them), with the same decimals in
     // every row (four significant digits of the slowest run): a column compares at a glance.
@@ -279,14 +303,31 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();
     rows.sort_by(|a, b| {
         (a.spec.params.microbatches.cmp(&b.spec.params.microbatches))
+            .then(a.time().total_cmp(&b.time()))
             .then(a.stats.cost.total_cmp(&b.stats.cost))
             .then(a.stats.peak_memory.total_cmp(&b.stats.peak_memory))
     });
+    let steps = sweep.runs.iter().any(|r| r.step.is_some());
+    let step_cell = |r: &SweepRun| match &r.step {
+        Some(s) => {
+            format!(" {:>10} {:>8.0}", bubblescope::units::format_micros(s.time), s.tokens_per_gpu_s)
+        }
+        None if steps => format!(" {:>10} {:>8}", "—", "—"),
+        None => String::new(),
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<1} {:<18} {:>6} {:>6} {:>12} {:>14} {:>8} {:>12}  bubble = comm + imbalance + schedule",
-        "", "schedule", "M", "chunks", "mem limit", "cost", "bubble", "peak memory"
+        "{:<1} {:<18} {:>6} {:>6} {:>12}{} {:>14} {:>8} {:>12}  bubble = comm + imbalance + schedule",
+        "",
+        "schedule",
+        "M",
+        "chunks",
+        "mem limit",
+        if steps { format!(" {:>10} {:>8}", "step", "tok/s/GPU") } else { String::new() },
+        "cost",
+        "bubble",
+        "peak memory"
     );
     for r in rows {
         let mut parts = r.attribution.map_or_else(String::new, |p| {
@@ -302,12 +343,13 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "{:<1} {:<18} {:>6} {:>6} {:>12} {:>14} {:>7}% {:>12}  {}",
+            "{:<1} {:<18} {:>6} {:>6} {:>12}{} {:>14} {:>7}% {:>12}  {}",
             if r.pareto { "*" } else { "" },
             r.spec.family.name,
             r.spec.params.microbatches,
             r.chunks,
             r.spec.params.mem_limit.map_or_else(|| "—".to_string(), memory),
+            step_cell(r),
             time(r.stats.cost),
             format_number(r.stats.bubble_rate * 100.0, 2),
             memory(r.stats.peak_memory),

@@ -188,6 +188,10 @@ pub struct Family {
     pub passes: fn(&ScheduleParams) -> u64,
     /// A search that needs a tighter live bound than its passes, if any.
     pub slow_search: Option<SlowSearch>,
+    /// What one of its passes costs to generate and simulate, in plain passes (1 for most
+    /// families): [`crate::live::place`] weighs a search-heavy generator by it when it decides
+    /// whether a run is small enough for the page.
+    pub page_weight: u64,
     /// Generates the per-device orders from parameters already checked by [`generate`]
     /// (common checks, unused options, size).
     pub generate: fn(&ScheduleParams) -> Result<Schedule, ParamError>,
@@ -234,6 +238,7 @@ impl Family {
         constraints: "any devices and microbatches",
         passes: no_passes,
         slow_search: None,
+        page_weight: 1,
         generate: no_generator,
         predict: no_prediction,
         pipeoffload: false,

@@ -46,6 +46,10 @@ pub const FAMILY: Family = Family {
         unit: "devices × microbatches",
         hint: "use fewer microbatches (past 2 × devices the steady state only repeats), or equal F, B and W",
     }),
+    // Its search simulates many candidate blocks per pass: at 16 × 20 (1,920 passes) it took
+    // 51 ms on the page's size-tuned module, 27 µs a pass against zb-h1's 0.24 µs
+    // (`node tests/e2e/bench.mjs dist`, quiet 2-core machine).
+    page_weight: 100,
     generate,
     predict,
     ..Family::DEFAULTS

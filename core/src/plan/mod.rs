@@ -16,7 +16,7 @@ pub use search::{
     MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 pub use sweep::{
-    parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, Sweep, SweepRun, SweepSpec,
-    MAX_SWEEP_PASSES, MAX_SWEEP_RUNS,
+    parse_counts, parse_microbatches, parse_schedules, run_one, sweep, InvalidRun, RunSpec, StepInputs, Sweep,
+    SweepRun, SweepSpec, MAX_SWEEP_PASSES, MAX_SWEEP_RUNS,
 };
 pub use trade::{describe as describe_trade, ladder, per_step, TradeChoice, TradeSearch, TradeSpec};

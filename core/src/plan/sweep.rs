@@ -16,10 +16,12 @@ use super::pareto::ParetoPoint;
 use crate::attribution::{overall, Parts};
 use crate::error::{Field, ParamError};
 use crate::families::Family;
+use crate::model::Model;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
 use crate::registry::{family, unknown_family, FAMILIES};
 use crate::schedule::CopyKind;
 use crate::stats::Stats;
+use crate::step::{Step, StepSpec};
 use crate::trade::Trade;
 
 /// Most runs one sweep may expand to.
@@ -52,6 +54,20 @@ pub struct SweepSpec {
     pub bytes: bool,
     /// Recompute and offload settings to sweep (`None`: none); empty: the costs' own.
     pub trades: Vec<Option<Arc<Trade>>>,
+    /// With costs from a model: what each run's whole training step is composed from (runs
+    /// then rank by step time).
+    pub step: Option<Arc<StepInputs>>,
+}
+
+/// What a run's whole training step is composed from ([`crate::step::whole`]): the model its
+/// costs came from and the step settings (the ZeRO stage, the GPUs; never a global batch,
+/// which would fix the microbatches a sweep varies).
+#[derive(Clone, Debug)]
+pub struct StepInputs {
+    /// The model.
+    pub model: Model,
+    /// The step settings.
+    pub spec: StepSpec,
 }
 
 /// One run of a sweep: a family and the parameters it runs with (only the options it reads).
@@ -59,6 +75,8 @@ pub struct SweepSpec {
 pub struct RunSpec {
     /// The family.
     pub family: &'static Family,
+    /// What its whole step is composed from, with a model.
+    pub step: Option<Arc<StepInputs>>,
     /// Its parameters, as `simulate` would get them from the same flags (their `units` say
     /// whether memory is in bytes, from [`SweepSpec::bytes`]).
     pub params: ScheduleParams,
@@ -106,6 +124,15 @@ pub struct SweepRun {
     /// Whether no other run of the sweep has both lower-or-equal peak memory and cost, one of
     /// them strictly lower.
     pub pareto: bool,
+    /// The whole training step, with a model.
+    pub step: Option<Step>,
+}
+
+impl SweepRun {
+    /// What runs rank by: the whole step's time with a model, else the pipeline's cost.
+    pub fn time(&self) -> f64 {
+        self.step.as_ref().map_or(self.stats.cost, |s| s.time)
+    }
 }
 
 /// A combination that cannot run, and why.
@@ -284,7 +311,7 @@ impl SweepSpec {
                         if self.bytes {
                             params.units = crate::units::Units::Model;
                         }
-                        let run = RunSpec { family: f, params };
+                        let run = RunSpec { family: f, params, step: self.step.clone() };
                         let n = run.passes();
                         // A run over the per-run cap is refused by its generator before any work.
                         passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
@@ -361,7 +388,13 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     let stages = analysis.schedule.placement.stages_per_pipeline();
     let memory = crate::attribution::memory_part(spec.family, &spec.params, analysis.stats.cost).and_then(Result::ok);
     let offloaded = analysis.schedule.copies.iter().flatten().filter(|c| c.kind == CopyKind::Offload).count();
-    Ok(SweepRun { spec, chunks, stages, offloaded, stats: analysis.stats, attribution, memory, pareto: false })
+    let recompute = spec.params.costs.trade.as_ref().map(|t| t.recompute.clone()).unwrap_or_default();
+    let step = match spec.step.as_ref().map(|s| crate::step::whole(&s.model, &s.spec, &analysis, &recompute)) {
+        Some(Err(e)) => return Err(InvalidRun { error: e.to_string(), spec }),
+        Some(Ok(step)) => Some(step),
+        None => None,
+    };
+    Ok(SweepRun { spec, chunks, stages, offloaded, stats: analysis.stats, attribution, memory, pareto: false, step })
 }
 
 impl Sweep {
@@ -455,6 +488,7 @@ mod tests {
             costs: Costs::default(),
             bytes: false,
             trades: vec![],
+            step: None,
         }
     }
 

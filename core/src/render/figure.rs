@@ -8,6 +8,7 @@ use super::scene::Scene;
 use super::theme::Theme;
 use crate::analysis::Analysis;
 use crate::gaps::Causes;
+use crate::step::Step;
 use crate::units::format_number;
 use crate::units::Units;
 
@@ -21,12 +22,14 @@ pub struct FigureItem<'a> {
     /// Why its idle gaps are there ([`crate::gaps::causes`]); shaded when
     /// [`FigureOptions::causes`] is set.
     pub causes: Option<&'a Causes>,
+    /// The whole training step around it, drawn as strips after its passes.
+    pub step: Option<&'a Step>,
 }
 
 impl<'a> FigureItem<'a> {
-    /// A schedule headed `label`, without gap causes.
+    /// A schedule headed `label`, without gap causes or a step.
     pub fn new(label: &'a str, analysis: &'a Analysis) -> FigureItem<'a> {
-        FigureItem { label, analysis, causes: None }
+        FigureItem { label, analysis, causes: None, step: None }
     }
 }
 
@@ -135,6 +138,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
             schedule: &i.analysis.schedule,
             timeline: &i.analysis.timeline,
             causes: i.causes,
+            step: i.step,
         })
         .collect();
     let gantt_opts = GanttOptions {

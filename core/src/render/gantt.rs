@@ -7,6 +7,7 @@ use super::theme::{Cause, Theme};
 use crate::gaps::Causes;
 use crate::schedule::{CopyKind, Op, Pass, PassKind, Schedule};
 use crate::sim::Timeline;
+use crate::step::Step;
 use crate::units::Units;
 
 /// One schedule to draw: a panel of device rows.
@@ -22,6 +23,14 @@ pub struct GanttPanel<'a> {
     pub timeline: &'a Timeline,
     /// Why each idle gap is there; drawn when [`GanttOptions::causes`] is set.
     pub causes: Option<&'a Causes>,
+    /// The whole training step around the pipeline: each device's data-parallel reduction
+    /// and the optimizer step are drawn after its passes, on the same time axis.
+    pub step: Option<&'a Step>,
+}
+
+/// When the last of a step's strips ends (0 without any).
+fn step_end(step: &Step) -> f64 {
+    step.reductions.iter().map(|r| r.end).fold(step.optimizer_span.end, f64::max)
 }
 
 /// How much wider bold titles run than the width estimate.
@@ -191,7 +200,7 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     let plot_bottom = y;
     let height = plot_bottom + AXIS_H;
 
-    let end = panels.iter().map(|p| p.timeline.end()).fold(0.0, f64::max);
+    let end = panels.iter().map(|p| p.timeline.end().max(p.step.map_or(0.0, step_end))).fold(0.0, f64::max);
     let axis = TimeAxis::for_chart(opts.time_range, end, gutter, opts.width);
     let TimeAxis { t0, t1, .. } = axis;
     let mut geometry =
@@ -471,6 +480,47 @@ fn draw_row(
     }
     draw_copies(scene, panel, device, top, height, axis, theme);
     draw_comms(scene, panel, device, top, height, axis, theme);
+    if let Some(step) = panel.step {
+        draw_step(scene, step, device, (top, height, font), axis, theme);
+    }
+}
+
+/// The horizontal extent of `start..end` on `axis` (device pixels), clipped to the plot and
+/// at least a pixel wide; `None` when it lies outside the visible range.
+fn span_x(axis: &TimeAxis, start: f64, end: f64) -> Option<(f64, f64)> {
+    if end < axis.t0 || start > axis.t1 {
+        return None;
+    }
+    let x0 = axis.x(start).max(axis.x0);
+    Some((x0, axis.x(end).min(axis.x1).max(x0 + 1.0)))
+}
+
+/// Draws the whole step's work after `device`'s passes: its data-parallel gradient reduction
+/// (what of it runs past the pipeline is the step's exposed DP time) and the optimizer step,
+/// each labelled where it is wide enough.
+/// `row` is the row's top, height and label font size (device pixels).
+fn draw_step(scene: &mut Scene, step: &Step, device: u32, row: (f64, f64, f64), axis: &TimeAxis, theme: &Theme) {
+    let (top, height, font) = row;
+    let reduction = step.reductions.get(device as usize).map(|r| (r, theme.reduction, "DP"));
+    let optimizer = Some((&step.optimizer_span, theme.optimizer, "opt"));
+    for (span, fill, label) in reduction.into_iter().chain(optimizer) {
+        if span.end <= span.start {
+            continue;
+        }
+        let Some((x0, x1)) = span_x(axis, span.start, span.end) else { continue };
+        scene.items.push(Item::Rect {
+            x0,
+            y0: top,
+            x1,
+            y1: top + height,
+            fill,
+            alpha: 0.9,
+            stroke: Some((theme.background, 0.5)),
+        });
+        if x1 - x0 >= text_width(label, font) + 6.0 && font >= 7.0 {
+            scene.text((x0 + x1) / 2.0, top + height / 2.0, label, font, theme.background, Anchor::Middle);
+        }
+    }
 }
 
 /// Draws the collectives `device` takes part in (the vocabulary shards' barriers) as a strip
@@ -488,11 +538,7 @@ fn draw_comms(
     let Some(times) = panel.timeline.devices.get(device as usize) else { return };
     let strip = (height * 0.22).max(2.0);
     for c in &times.comms {
-        if c.end < axis.t0 || c.start > axis.t1 {
-            continue;
-        }
-        let x0 = axis.x(c.start).max(axis.x0);
-        let x1 = axis.x(c.end).min(axis.x1).max(x0 + 1.0);
+        let Some((x0, x1)) = span_x(axis, c.start, c.end) else { continue };
         let bottom = if c.side { top + strip } else { top + height };
         scene.items.push(Item::Rect {
             x0,
@@ -520,11 +566,7 @@ fn draw_copies(
     let Some(times) = panel.timeline.devices.get(device as usize) else { return };
     let strip = (height * 0.3).max(2.0);
     for (copy, t) in panel.schedule.copies_of(device).iter().zip(&times.copies) {
-        if t.end < axis.t0 || t.start > axis.t1 {
-            continue;
-        }
-        let x0 = axis.x(t.start).max(axis.x0);
-        let x1 = axis.x(t.end).min(axis.x1).max(x0 + 1.0);
+        let Some((x0, x1)) = span_x(axis, t.start, t.end) else { continue };
         scene.items.push(Item::Rect {
             x0,
             y0: top + height - strip,
@@ -668,6 +710,16 @@ fn legend(
         let label = if short { "barrier" } else { "barrier (all-reduce over shards)" };
         scene.text(x, y, label, size, theme.text, Anchor::Start);
         x += text_width(label, size) + 18.0 * s;
+    }
+    if panels.iter().any(|p| p.step.is_some()) {
+        let whole = [(theme.reduction, "DP reduction", "DP"), (theme.optimizer, "optimizer step", "opt")];
+        for (fill, long, brief) in whole {
+            scene.rect(x, y - sw / 2.0, x + sw, y + sw / 2.0, fill);
+            x += sw + 4.0 * s;
+            let label = if short { brief } else { long };
+            scene.text(x, y, label, size, theme.text, Anchor::Start);
+            x += text_width(label, size) + 18.0 * s;
+        }
     }
     if causes {
         // Idle tints, outlined in the grid colour (they are pale); short labels when the full

@@ -9,7 +9,14 @@ fn one_f_one_b(devices: u32, microbatches: u32) -> crate::Analysis {
 fn every_pass_is_drawn_merged_or_culled() {
     for (devices, mbs, width) in [(4, 8, 960.0), (8, 64, 600.0), (16, 512, 300.0)] {
         let a = one_f_one_b(devices, mbs);
-        let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+        let panel = GanttPanel {
+            title: None,
+            note: None,
+            schedule: &a.schedule,
+            timeline: &a.timeline,
+            causes: None,
+            step: None,
+        };
         let opts = GanttOptions { width, ..GanttOptions::default() };
         let (scene, _) = gantt(&[panel], &opts, &Theme::light());
         let c = scene.counts;
@@ -20,13 +27,15 @@ fn every_pass_is_drawn_merged_or_culled() {
 #[test]
 fn small_schedules_get_labels_and_big_ones_merge() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
     let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
     assert_eq!(scene.counts.labelled, 64);
     assert_eq!(scene.counts.merged, 0);
 
     let a = one_f_one_b(8, 2000);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
     let (scene, _) = gantt(&[panel], &GanttOptions { width: 400.0, ..GanttOptions::default() }, &Theme::light());
     assert!(scene.counts.merged > 30_000, "{:?}", scene.counts);
     assert!(scene.items.len() < 10_000, "{}", scene.items.len());
@@ -35,7 +44,8 @@ fn small_schedules_get_labels_and_big_ones_merge() {
 #[test]
 fn zooming_culls_passes_outside_the_range() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
     let opts = GanttOptions { time_range: Some((10.0, 20.0)), ..GanttOptions::default() };
     let (scene, geometry) = gantt(&[panel], &opts, &Theme::light());
     assert!(scene.counts.culled > 20);
@@ -45,8 +55,14 @@ fn zooming_culls_passes_outside_the_range() {
 #[test]
 fn geometry_finds_rows_under_the_pointer() {
     let a = one_f_one_b(4, 8);
-    let panel =
-        GanttPanel { title: Some("1F1B"), note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+    let panel = GanttPanel {
+        title: Some("1F1B"),
+        note: None,
+        schedule: &a.schedule,
+        timeline: &a.timeline,
+        causes: None,
+        step: None,
+    };
     let (_, g) = gantt(&[panel, panel], &GanttOptions::default(), &Theme::light());
     let top = g.panels[1].rows_top;
     assert_eq!(g.row_at(top + 1.0), Some((1, 0)));
@@ -63,6 +79,7 @@ fn svg_is_well_formed_and_deterministic() {
         schedule: &a.schedule,
         timeline: &a.timeline,
         causes: None,
+        step: None,
     };
     let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
     let svg = to_svg(&scene).unwrap();
@@ -76,7 +93,8 @@ fn svg_is_well_formed_and_deterministic() {
 #[test]
 fn highlight_outlines_one_microbatch() {
     let a = one_f_one_b(4, 8);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
     let opts = GanttOptions { highlight: Some(3), ..GanttOptions::default() };
     let (scene, _) = gantt(&[panel], &opts, &Theme::light());
     let outlined = scene.items.iter().filter(|i| matches!(i, Item::Rect { stroke: Some(_), .. })).count();
@@ -179,7 +197,8 @@ fn memory_title_stops_before_the_legend() {
 #[test]
 fn narrow_charts_abbreviate_device_labels_and_keep_the_plot_wide() {
     let a = one_f_one_b(8, 16);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
     let texts = |scene: &Scene| -> Vec<String> {
         scene
             .items
@@ -202,7 +221,8 @@ fn narrow_charts_abbreviate_device_labels_and_keep_the_plot_wide() {
 
 fn device_label_gutter(devices: u32, width: f64) -> f64 {
     let a = one_f_one_b(devices, 4);
-    let panel = GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None };
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
     gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light()).1.axis.x0
 }
 
@@ -211,7 +231,7 @@ proptest::proptest! {
     fn a_panel_title_and_its_note_never_overlap(width in 240.0f64..1400.0) {
         let a = one_f_one_b(4, 8);
         let note = "cost 27 · bubble rate 11.11% · peak memory 4";
-        let panel = GanttPanel { title: Some("ZB-H1 · 4 devices · 8 microbatches"), note: Some(note), schedule: &a.schedule, timeline: &a.timeline, causes: None };
+        let panel = GanttPanel { title: Some("ZB-H1 · 4 devices · 8 microbatches"), note: Some(note), schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
         let (scene, _) = gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light());
         let texts: Vec<(f64, &str, f64, bool)> = scene.items.iter().filter_map(|i| match i {
             scene::Item::Text { x, text, size, bold, .. } => Some((*x, text.as_str(), *size, *bold)),
@@ -237,8 +257,14 @@ fn idle_gaps_are_shaded_by_cause_only_when_asked_and_reported_for_hit_testing() 
     let costs = base.with_profile(profile, 4);
     let a = crate::run("1f1b", &crate::ScheduleParams::new(4, 8).with_costs(costs.clone())).unwrap();
     let causes = crate::gaps::causes(&a, &costs).unwrap();
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: Some(&causes) };
+    let panel = GanttPanel {
+        title: None,
+        note: None,
+        schedule: &a.schedule,
+        timeline: &a.timeline,
+        causes: Some(&causes),
+        step: None,
+    };
     let tints = |scene: &Scene, t: &Theme| {
         scene.items.iter().filter(|i| matches!(i, Item::Rect { fill, .. } if t.causes.contains(fill))).count()
     };
@@ -274,8 +300,14 @@ fn idle_gaps_are_shaded_by_cause_only_when_asked_and_reported_for_hit_testing() 
 fn the_cause_legend_stays_inside_the_chart() {
     let a = crate::run("zb-v", &crate::ScheduleParams::new(4, 8)).unwrap();
     let causes = crate::gaps::causes(&a, &crate::Costs::default()).unwrap();
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: Some(&causes) };
+    let panel = GanttPanel {
+        title: None,
+        note: None,
+        schedule: &a.schedule,
+        timeline: &a.timeline,
+        causes: Some(&causes),
+        step: None,
+    };
     for width in [360.0, 600.0, 760.0, 960.0] {
         let (scene, geo) =
             gantt(&[panel], &GanttOptions { width, causes: true, ..GanttOptions::default() }, &Theme::light());
@@ -293,4 +325,67 @@ fn the_cause_legend_stays_inside_the_chart() {
             geo.axis.x1
         );
     }
+}
+
+/// Issue 38: the whole step's strips. Each device's reduction and the optimizer step are drawn
+/// after its passes in their own colours, the axis reaches the step's last strip, and the
+/// legend names them; without a step nothing of the kind is drawn.
+#[test]
+fn the_whole_steps_strips_follow_the_passes_and_the_axis_reaches_them() {
+    use crate::step::{Span, Step};
+    let a = one_f_one_b(4, 8);
+    let end = a.timeline.end();
+    let reductions: Vec<Span> =
+        (0..4).map(|d| Span { start: end - 10.0 + f64::from(d), end: end + 5.0 + f64::from(d) }).collect();
+    let optimizer_span = Span { start: end + 8.0, end: end + 20.0 };
+    let step = Step {
+        time: end + 20.0,
+        pipeline: end,
+        tp: 0.0,
+        dp: 8.0,
+        optimizer: 12.0,
+        tokens_per_gpu_s: 1.0,
+        samples_per_gpu_s: 1.0,
+        mfu: 0.5,
+        hfu: 0.5,
+        dp_degree: 2,
+        zero: 0,
+        gpus: 8,
+        global_batch: 16,
+        reductions,
+        gathers: Vec::new(),
+        optimizer_span,
+        static_memory: vec![0.0; 4],
+    };
+    let theme = Theme::light();
+    let panel =
+        |step| GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step };
+    let fills = |scene: &Scene, fill: Rgb| {
+        scene.items.iter().filter(|i| matches!(i, Item::Rect { fill: f, .. } if *f == fill)).count()
+    };
+    let (plain, plain_geo) = gantt(&[panel(None)], &GanttOptions::default(), &theme);
+    let (with, geo) = gantt(&[panel(Some(&step))], &GanttOptions::default(), &theme);
+    assert_eq!((fills(&plain, theme.reduction), fills(&plain, theme.optimizer)), (0, 0));
+    // One strip per device for each, and a legend swatch each.
+    assert_eq!(fills(&with, theme.reduction), 4 + 1);
+    assert_eq!(fills(&with, theme.optimizer), 4 + 1);
+    assert!(geo.axis.t1 >= end + 20.0 && plain_geo.axis.t1 < end + 20.0, "{} vs {}", geo.axis.t1, plain_geo.axis.t1);
+    // Each reduction starts where its device's span says, on its own row.
+    let rects: Vec<(f64, f64)> = with
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Rect { x0, y0, fill, .. } if *fill == theme.reduction && *y0 > geo.panels[0].rows_top - 1.0 => {
+                Some((*x0, *y0))
+            }
+            _ => None,
+        })
+        .collect();
+    for (d, (x0, y0)) in rects.iter().enumerate() {
+        assert!((x0 - geo.axis.x(step.reductions[d].start)).abs() < 1e-6, "device {d}: x {x0}");
+        let (_, device) = geo.row_at(*y0 + 1.0).unwrap();
+        assert_eq!(device as usize, d);
+    }
+    let svg = to_svg(&with).unwrap();
+    assert!(svg.contains("DP reduction") && svg.contains("optimizer step"), "the legend names the strips");
 }

@@ -126,6 +126,10 @@ pub struct Theme {
     pub kinds: [Rgb; 9],
     /// Colour of collectives on a side stream (the vocabulary shards' barriers).
     pub comms: Rgb,
+    /// Colour of a device's data-parallel gradient reduction (the whole step's strips).
+    pub reduction: Rgb,
+    /// Colour of the optimizer step (the whole step's strips).
+    pub optimizer: Rgb,
     /// Colours of copies to and from the host, in [`crate::schedule::CopyKind::ALL`] order: offload, reload.
     pub copies: [Rgb; 2],
     /// Colour of merged sub-pixel runs.
@@ -165,6 +169,8 @@ impl Theme {
                 Rgb(194, 65, 12),
             ],
             comms: Rgb(71, 85, 105),
+            reduction: Rgb(13, 148, 136),
+            optimizer: Rgb(100, 116, 139),
             copies: [Rgb(124, 58, 237), Rgb(192, 132, 252)],
             merged: Rgb(148, 163, 184),
             causes: [Rgb(218, 200, 250), Rgb(251, 207, 213), Rgb(213, 219, 228)],
@@ -196,6 +202,8 @@ impl Theme {
                 Rgb(251, 146, 60),
             ],
             comms: Rgb(203, 213, 225),
+            reduction: Rgb(45, 212, 191),
+            optimizer: Rgb(148, 163, 184),
             copies: [Rgb(167, 139, 250), Rgb(216, 180, 254)],
             merged: Rgb(100, 116, 139),
             causes: [Rgb(71, 54, 110), Rgb(100, 44, 58), Rgb(54, 62, 80)],

@@ -96,6 +96,19 @@ fn device_shares(derived: &Derived, schedule: &crate::schedule::Schedule) -> Vec
     out
 }
 
+/// The whole step of `analysis`, a pipeline run of `model`'s costs on its devices with
+/// recompute `recompute` per device, under the step settings `spec`: what the CLI and the
+/// playground show.
+///
+/// # Errors
+/// A [`ParamError`] naming the model or step setting that is wrong.
+pub fn whole(model: &Model, spec: &StepSpec, analysis: &Analysis, recompute: &[Recompute]) -> Result<Step, ParamError> {
+    let devices = analysis.schedule.devices();
+    let plan = spec.resolve(model, devices, analysis.schedule.microbatches)?;
+    let derived = model.derive(devices)?;
+    compose(model, &derived, &plan, analysis, recompute)
+}
+
 /// The whole step of `analysis` (a pipeline run of `model`'s costs, `derived`, with recompute
 /// `recompute` per device) under `plan`.
 ///

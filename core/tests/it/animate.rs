@@ -12,8 +12,7 @@ fn figures(families: &[&str], memory: bool, anim: &AnimateOptions) -> (String, S
             (family(name).unwrap().label(&params, bubblescope::units::Units::Cost), run(name, &params).unwrap())
         })
         .collect();
-    let items: Vec<FigureItem<'_>> =
-        analyses.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None }).collect();
+    let items: Vec<FigureItem<'_>> = analyses.iter().map(|(label, a)| FigureItem::new(label, a)).collect();
     let opts = FigureOptions { memory, theme: Theme::dark(), ..FigureOptions::default() };
     (figure_svg(&items, &opts), figure_animated_svg(&items, &opts, anim))
 }

@@ -141,7 +141,7 @@ fn render(case: &Case, anim: Option<&AnimateOptions>) -> String {
     let items: Vec<FigureItem<'_>> = analyses
         .iter()
         .zip(&causes)
-        .map(|((label, a), c)| FigureItem { label, analysis: a, causes: c.as_ref() })
+        .map(|((label, a), c)| FigureItem { label, analysis: a, causes: c.as_ref(), step: None })
         .collect();
     let theme = if case.dark { Theme::dark() } else { Theme::light() };
     let opts = FigureOptions { memory: case.memory, theme, causes: case.causes, ..FigureOptions::default() };

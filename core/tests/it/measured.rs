@@ -358,7 +358,7 @@ fn runtime_overhead_is_its_own_tint_in_a_measured_runs_gaps() {
             overhead += g.overhead;
         }
         assert!(overhead > 0.0, "{name}: a real runtime spends time between passes");
-        let item = FigureItem { label: &name, analysis: &analysis, causes: Some(&causes) };
+        let item = FigureItem { label: &name, analysis: &analysis, causes: Some(&causes), step: None };
         let svg = figure_svg(&[item], &FigureOptions { causes: true, width: 1400.0, ..FigureOptions::default() });
         let tint = Theme::light().overhead.hex();
         assert!(svg.to_lowercase().contains(&tint), "{name}: no overhead tint");

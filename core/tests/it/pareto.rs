@@ -19,6 +19,7 @@ fn spec() -> SweepSpec {
         costs: Costs { comm: 0.1, ..Costs::default() },
         bytes: false,
         trades: vec![],
+        step: None,
     }
 }
 

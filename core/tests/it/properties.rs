@@ -135,7 +135,8 @@ fn check_family(family: &bubblescope::Family, params: &ScheduleParams) -> Result
     }
 
     // The chart accounts for every pass.
-    let panel = GanttPanel { title: None, note: None, schedule: &schedule, timeline: &timeline, causes: None };
+    let panel =
+        GanttPanel { title: None, note: None, schedule: &schedule, timeline: &timeline, causes: None, step: None };
     let (scene, _) = gantt(&[panel], &GanttOptions { width: 500.0, ..GanttOptions::default() }, &Theme::light());
     let c = scene.counts;
     prop_assert_eq!(c.drawn + c.merged + c.culled, schedule.pass_count());
