@@ -556,9 +556,36 @@ impl CostArgs {
         self.recompute.is_some() || self.offload.is_some() || self.copy_time.is_some() || self.host_gbps.is_some()
     }
 
-    /// Whether no hand-set cost flag was given.
-    pub fn hand_set_empty(&self) -> bool {
-        self.hand_set().is_empty()
+    /// The cost flags given, by name, that a measured run's own times leave nothing to set:
+    /// the hand-set costs, `--overlap`, the model's flags and `--costs-from` (empty when none).
+    pub fn measured_conflicts(&self) -> Vec<&'static str> {
+        let mut given = self.hand_set();
+        if self.overlap.is_some() {
+            given.push("--overlap");
+        }
+        if self.model.given() {
+            given.push("the model's flags");
+        }
+        if self.costs_from.is_some() {
+            given.push("--costs-from");
+        }
+        given
+    }
+
+    /// Refuses the cost flags [`CostArgs::measured_conflicts`] names for `what` (a measured
+    /// run, said in the message): its times are measured, so they would contradict them.
+    pub fn refuse_on_measured(&self, what: &str) -> Result<()> {
+        let given = self.measured_conflicts();
+        if given.is_empty() {
+            return Ok(());
+        }
+        Err(crate::output::user_error(
+            &format!(
+                "{what} is a measured run: its times are measured, so cost flags do not apply ({} given)",
+                given.join(", ")
+            ),
+            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
+        ))
     }
 
     /// The model spec these flags derive costs from, if any model flag is given (checked, not
@@ -668,7 +695,13 @@ impl CostArgs {
 
     /// Refuses --copy-time or --host-gbps for a run that copies nothing.
     pub fn check_copy_rate(&self, schedule: &bubblescope::Schedule) -> Result<()> {
-        match self.trade_settings()?.unused_rate(schedule) {
+        self.check_copy_rate_unless(schedule.has_copies())
+    }
+
+    /// Refuses --copy-time or --host-gbps when neither --offload nor anything else (`copies`:
+    /// a file's copies, a sweep's offloading --trades) offloads.
+    pub fn check_copy_rate_unless(&self, copies: bool) -> Result<()> {
+        match self.trade_settings()?.unused_rate_unless(copies) {
             Some(e) => Err(flag_error(e)),
             None => Ok(()),
         }

@@ -61,3 +61,27 @@ pub fn load_run(paths: &[PathBuf], step: Option<u64>) -> Result<MeasuredRun> {
     }
     assemble(ranks, step).map_err(|e| anyhow::anyhow!("{e}"))
 }
+
+/// Refuses the flags that say how to read a schedule file (`--from-format`, `--dialect`,
+/// `--merge-bw`) for `path`, a run's traces: they would change nothing.
+pub fn refuse_file_flags_on_run(path: &Path, from_format: bool, dialect: bool, merge_bw: bool) -> Result<()> {
+    let given: Vec<&str> = [("--from-format", from_format), ("--dialect", dialect), ("--merge-bw", merge_bw)]
+        .into_iter()
+        .filter_map(|(flag, on)| on.then_some(flag))
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(crate::output::user_error(
+        &format!(
+            "{} holds profiler traces: {} read{} schedule files",
+            path.display(),
+            given.join(" and "),
+            if given.len() == 1 { "s" } else { "" }
+        ),
+        &[
+            "remove them; a trace's actions are PyTorch's current dialect as the runtime ran them",
+            "--to-dialect sets the dialect of a CSV written",
+        ],
+    ))
+}

@@ -105,24 +105,32 @@ pub fn read_input(path: &Path) -> Result<String> {
 }
 
 /// Refuses to write `output` when it is a file `input` reads (also through links): the file
-/// `input` names, or for a folder of traces every trace file it reads. The write would destroy
-/// the schedule or the run it reads.
+/// `input` names, or for a folder of traces any file it holds (its traces, and the run's
+/// metadata beside them). The write would destroy the schedule or the run it reads.
 pub fn refuse_overwrite(input: &Path, output: &Path) -> Result<()> {
     if is_std(input) || is_std(output) {
         return Ok(());
     }
     if input.is_dir() {
-        let read = trace_files(&[input.to_path_buf()]).unwrap_or_default();
-        return match read.iter().find(|f| same_file(f, output)) {
-            Some(file) => Err(user_error(
-                &format!(
-                    "the output {} is the trace {} that the input folder {} reads: writing it would destroy the run",
-                    output.display(),
-                    file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned()),
-                    input.display()
-                ),
-                &["write to another file (outside the folder, or named unlike its traces), or to `-` for standard output"],
-            )),
+        let traces = trace_files(&[input.to_path_buf()]).unwrap_or_default();
+        let held: Vec<PathBuf> = std::fs::read_dir(input)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect())
+            .unwrap_or_default();
+        let name =
+            |f: &Path| f.file_name().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned());
+        return match held.iter().find(|f| same_file(f, output)) {
+            Some(file) => {
+                let what = if traces.iter().any(|t| same_file(t, file)) { "the trace" } else { "the file" };
+                Err(user_error(
+                    &format!(
+                        "the output {} is {what} {} that the input folder {} holds: writing it would destroy the run",
+                        output.display(),
+                        name(file),
+                        input.display()
+                    ),
+                    &["write to a new file (outside the folder, or named unlike every file in it), or to `-` for standard output"],
+                ))
+            }
             None => Ok(()),
         };
     }
@@ -222,22 +230,24 @@ pub fn check_svg_output(path: &Path, command: &str) -> Result<()> {
 }
 
 /// `value` as the CLI prints JSON: pretty, ending in a newline, with no negative zero (a sum
-/// of nothing, or the difference of equal numbers, prints as 0).
+/// of nothing, or the difference of equal numbers, prints as 0) and no float noise (a number a
+/// few rounding steps from a short decimal prints as that decimal, `2` for 2.0000000000000004;
+/// every other number exactly: [`bubblescope::units::without_noise`]).
 pub fn json_text(value: &serde_json::Value) -> String {
-    fn positive_zero(v: &mut serde_json::Value) {
+    fn tidy(v: &mut serde_json::Value) {
         match v {
-            serde_json::Value::Number(n)
-                if n.as_f64() == Some(0.0) && n.as_f64().is_some_and(f64::is_sign_negative) =>
-            {
-                *v = serde_json::json!(0.0);
+            serde_json::Value::Number(n) if n.is_f64() => {
+                if let Some(x) = n.as_f64() {
+                    *v = serde_json::json!(bubblescope::units::without_noise(x) + 0.0);
+                }
             }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(positive_zero),
-            serde_json::Value::Object(map) => map.values_mut().for_each(positive_zero),
+            serde_json::Value::Array(items) => items.iter_mut().for_each(tidy),
+            serde_json::Value::Object(map) => map.values_mut().for_each(tidy),
             _ => {}
         }
     }
     let mut value = value.clone();
-    positive_zero(&mut value);
+    tidy(&mut value);
     format!("{value:#}\n")
 }
 

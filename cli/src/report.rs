@@ -9,7 +9,8 @@ use bubblescope::units::{format_micros, format_number, Units};
 use bubblescope::{Analysis, Family, ScheduleParams, StageCosts, FAMILIES};
 use serde_json::{json, Value};
 
-/// The `simulate --json` object. Numbers are exact (no rounding). `name` is the family, or the
+/// The `simulate --json` object. Numbers are exact; the output drops only their float noise
+/// ([`crate::output::json_text`]). `name` is the family, or the
 /// path of the file the schedule was read from.
 pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &Analysis) -> Value {
     let s = &a.stats;

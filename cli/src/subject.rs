@@ -53,11 +53,8 @@ pub fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subje
         None => path.display().to_string(),
     };
     let devices = schedule.devices();
-    if times.is_some() && (costs.model.given() || !costs.hand_set_empty() || costs.costs_from.is_some()) {
-        return Err(user_error(
-            &format!("{} is a measured run: its times are measured, so cost flags do not apply", path.display()),
-            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
-        ));
+    if times.is_some() {
+        costs.refuse_on_measured(&path.display().to_string())?;
     }
     let run = formats::analyze_file_timed(
         &name,
@@ -76,15 +73,7 @@ pub fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subje
 
 /// A measured run read with `--from DIR`: its executed orders at their measured times.
 pub fn measured_subject(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
-    if file.from_format.is_some() || file.dialect.is_some() || file.merge_bw {
-        return Err(user_error(
-            &format!(
-                "{} holds profiler traces: --from-format, --dialect and --merge-bw read schedule files",
-                path.display()
-            ),
-            &["remove them; a trace's actions are PyTorch's current dialect as the runtime ran them"],
-        ));
-    }
+    crate::input::refuse_file_flags_on_run(path, file.from_format.is_some(), file.dialect.is_some(), file.merge_bw)?;
     if costs.trades() {
         return Err(user_error(
             &format!(
@@ -94,12 +83,7 @@ pub fn measured_subject(file: &FileArgs, path: &Path, costs: &CostArgs) -> Resul
             &["remove them; to see what they would do, run the same orders at the run's costs: convert DIR orders.csv, then simulate --from orders.csv --costs-from DIR --recompute …"],
         ));
     }
-    if costs.costs_from.is_some() || costs.model.given() || !costs.hand_set_empty() {
-        return Err(user_error(
-            &format!("{} is a measured run: its times are measured, so cost flags do not apply", path.display()),
-            &["remove the cost flags; to run another family at this run's costs use --schedule NAME --costs-from DIR"],
-        ));
-    }
+    costs.refuse_on_measured(&path.display().to_string())?;
     let run = load_run(&[path.to_path_buf()], None)?;
     for note in run.notes.iter().chain(&run.fitted().notes) {
         eprintln!("note: {note}");

@@ -795,3 +795,33 @@ fn a_negative_step_is_refused_in_plain_words() {
     assert!(e.contains("--step") && e.contains("found -1") && e.contains("hint:"), "{e}");
     assert!(!e.contains("-- -1"), "{e}");
 }
+
+/// Minor items of issue 43's second pass: no `-0` in a table (`--comm -0` is 0), no float
+/// noise in JSON (a running total of 0.7s peaking at 2.800000000000004 prints as 2.8, as the
+/// table rounds it), and `--dp` without a model says that it needs one rather than asking for
+/// `--layers`.
+#[test]
+fn no_negative_zero_no_float_noise_and_dp_needs_a_model() {
+    let table = ok_in_scratch(&["simulate", "-s", "1f1b", "--comm", "-0"]);
+    assert!(table.contains("comm 0 ") && !table.contains("-0"), "{table}");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok_in_scratch(&["simulate", "-s", "zb-v", "--mem-f", "0.7", "--json"])).unwrap();
+    assert_eq!(v["peak_memory"].to_string(), "2.8");
+    assert_eq!(v["per_device"][0]["peak_memory"].to_string(), "2.8");
+    assert_eq!(v["least_memory"].to_string(), "0.7");
+    assert_eq!(v["bubble_rate"].as_f64(), Some(1.0 - v["ideal"].as_f64().unwrap() / v["cost"].as_f64().unwrap()));
+    for flags in [&["--dp", "2"][..], &["--tp", "2", "--dp", "2"][..], &["--gpu", "a100-80gb"][..]] {
+        let args: Vec<&str> = ["simulate", "-s", "1f1b"].iter().chain(flags).copied().collect();
+        let e = fails_in_scratch(&args);
+        assert!(
+            e.contains("needs a model to apply to, but no model is given") && !e.contains("--layers is required"),
+            "{e}"
+        );
+        assert!(e.contains("hint: start from a preset"), "{e}");
+    }
+    let e = fails_in_scratch(&["simulate", "-s", "1f1b", "--dp", "2"]);
+    assert!(e.starts_with("error: --dp needs a model"), "{e}");
+    // A model's sizes without a preset still name the size missing.
+    let e = fails_in_scratch(&["simulate", "-s", "1f1b", "--hidden", "1024", "--dp", "2"]);
+    assert!(e.contains("--layers is required"), "{e}");
+}

@@ -298,3 +298,33 @@ fn a_setting_listed_twice_runs_once() {
     let table = ok(dir.path(), &["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--trades", "none,none"]);
     assert!(table.contains("(1 of 1 runs)"), "{table}");
 }
+
+/// Item 6 and a minor item: `--copy-time` where nothing offloads is refused, not ignored; a
+/// row whose offload setting found no wait to hide a copy in says it offloaded nothing (in the
+/// table, and as `offloaded: 0` in JSON).
+#[test]
+fn a_copy_time_needs_an_offload_and_an_empty_offload_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = ["sweep", "--schedules", "zb-h1,1f1b", "-p", "4", "-m", "8"];
+    for extra in [&["--copy-time", "3"][..], &["--copy-time", "3", "--trades", "none,full"][..]] {
+        fails_with_hint(d, &join(&base, extra), "--copy-time prices copies to the host, but nothing is offloaded");
+    }
+    let table = ok(d, &join(&base, &["--trades", "none,offload", "--copy-time", "3"]));
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("trades offload")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows.iter().all(|r| r.ends_with("trades offload auto on every device, nothing offloaded")), "{table}");
+    let v: Value =
+        serde_json::from_str(&ok(d, &join(&base, &["--trades", "none,offload", "--copy-time", "3", "--json"])))
+            .unwrap();
+    assert!(v["runs"].as_array().unwrap().iter().all(|r| r["offloaded"] == 0), "{v}");
+    // Where copies do hide, the row says what it trades and no more.
+    let table = ok(d, &["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--offload", "1", "--copy-time", "0.5"]);
+    assert!(table.contains("trades offload on every device\n"), "{table}");
+    let v: Value = serde_json::from_str(&ok(
+        d,
+        &["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--offload", "1", "--copy-time", "0.5", "--json"],
+    ))
+    .unwrap();
+    assert!(v["runs"][0]["offloaded"].as_u64().unwrap() > 0, "{v}");
+}

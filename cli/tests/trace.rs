@@ -317,3 +317,109 @@ fn a_disturbed_run_names_its_outliers_and_the_likely_cause() {
     let json: Value = serde_json::from_slice(&said.stdout).unwrap();
     assert!(json["fitted"]["outliers"].as_array().unwrap().iter().any(|o| o["action"] == "2F5"), "{}", json["fitted"]);
 }
+
+/// Issue 43, second pass, item 1: a run's costs are its measured times, so `convert DIR OUT`
+/// refuses every flag that would write other costs beside them (before, the JSON held the
+/// flags' costs next to the measured times), as `simulate --from DIR` does; and nothing is
+/// written.
+#[test]
+fn convert_refuses_cost_flags_on_a_measured_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = fixture("gpipe");
+    for (flags, names) in [
+        (&["--model", "zb-1.5b"][..], "the model's flags"),
+        (&["--f", "5"][..], "--f"),
+        (&["--comm", "2"][..], "--comm"),
+        (&["--overlap", "3"][..], "--overlap"),
+        (&["--mem-f", "2"][..], "--mem-f"),
+        (&["--costs-from", &run][..], "--costs-from"),
+    ] {
+        for out in ["run.json", "run.csv"] {
+            let args = common::join(&["convert", &run, out], flags);
+            let e = fails_with_hint(d, &args, "is a measured run: its times are measured, so cost flags do not apply");
+            assert!(e.contains(names) && e.contains("--costs-from DIR"), "{args:?}: {e}");
+            assert!(!d.join(out).exists(), "{args:?} wrote {out}");
+        }
+    }
+    // Without them the run converts, its JSON reading back to the measured step; that JSON
+    // keeps its times, so cost flags are refused on it too.
+    ok(d, &["convert", &run, "run.json"]);
+    fails_with_hint(d, &["convert", "run.json", "again.json", "--f", "5"], "is a measured run");
+    assert!(!d.join("again.json").exists());
+    let trace: Value = serde_json::from_str(&ok(d, &["trace", &run, "--json"])).unwrap();
+    let back: Value = serde_json::from_str(&ok(d, &["simulate", "--from", "run.json", "--json"])).unwrap();
+    let (step, makespan) = (trace["step_time"].as_f64().unwrap(), back["makespan"].as_f64().unwrap());
+    assert!((step - makespan).abs() <= 1e-9 * step, "{step} vs {makespan}");
+}
+
+/// Item 2 and item 6: every flag `convert DIR` and `simulate --from DIR` take is used or
+/// refused, never ignored: the schedule-file flags on traces, `--mem-limit` in `convert`
+/// (which checks no memory, whatever it reads), `--overlap` on a measured run.
+#[test]
+fn flags_a_measured_run_cannot_use_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = fixture("gpipe");
+    for (flag, value) in [("--merge-bw", None), ("--dialect", Some("legacy")), ("--from-format", Some("json"))] {
+        let mut args = vec!["convert", run.as_str(), "out.csv", flag];
+        args.extend(value);
+        let e = fails_with_hint(d, &args, "holds profiler traces");
+        assert!(e.contains(flag) && e.contains("--to-dialect"), "{args:?}: {e}");
+    }
+    let e = fails_with_hint(d, &["convert", &run, "out.json", "--mem-limit", "3"], "--mem-limit does not apply");
+    assert!(e.contains("simulate --from IN --mem-limit"), "{e}");
+    ok(d, &["simulate", "-s", "1f1b", "--export", "plain.csv"]);
+    fails_with_hint(d, &["convert", "plain.csv", "out.json", "--mem-limit", "3"], "--mem-limit does not apply");
+    let e = fails_with_hint(d, &["simulate", "--from", &run, "--overlap", "1"], "cost flags do not apply");
+    assert!(e.contains("--overlap given"), "{e}");
+    fails_with_hint(d, &["render", "--from", &run, "--overlap", "1", "-o", "run.svg"], "cost flags do not apply");
+    assert!(!d.join("out.json").exists() && !d.join("out.csv").exists() && !d.join("run.svg").exists());
+}
+
+/// Minor item: `convert` writes over no file the run's folder holds: its traces, and the
+/// metadata beside them (`run.json`, `summary.json`), not only the traces it reads.
+#[test]
+fn convert_writes_over_no_file_of_the_runs_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = copied("gpipe", d);
+    for name in ["run.json", "summary.json"] {
+        let path = run.join(name);
+        let before = std::fs::read(&path).unwrap();
+        let e =
+            fails_with_hint(d, &["convert", run.to_str().unwrap(), path.to_str().unwrap()], "would destroy the run");
+        assert!(e.contains(&format!("is the file {name} that the input folder")), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{name} was overwritten");
+    }
+    ok(d, &["convert", run.to_str().unwrap(), run.join("orders.json").to_str().unwrap()]);
+}
+
+/// Item 3 through the binary: a damaged `ProfilerStep#2` is named, with its event, when the
+/// step is asked for (before, it was dropped and `--step 2` said there is no step 2).
+#[test]
+fn a_damaged_profiler_step_is_named_when_asked_for() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    for r in 0..2 {
+        let path = PathBuf::from(fixture("interleaved-zb")).join(format!("rank{r}.pt.trace.json.gz"));
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+        let mut trace: Value = serde_json::from_str(&text).unwrap();
+        if r == 0 {
+            let events = trace["traceEvents"].as_array_mut().unwrap();
+            let step = events.iter_mut().find(|e| e["name"] == "ProfilerStep#2").unwrap();
+            step["dur"] = serde_json::json!(1e300);
+        }
+        std::fs::write(run.join(format!("rank{r}.pt.trace.json")), serde_json::to_vec(&trace).unwrap()).unwrap();
+    }
+    let run = run.display().to_string();
+    let e = fails_with_hint(
+        dir.path(),
+        &["trace", &run, "--step", "2"],
+        "the profiler step `ProfilerStep#2` lasts dur 1e300",
+    );
+    assert!(e.contains("rank0.pt.trace.json: event ") && !e.contains("no profiler step 2"), "{e}");
+}

@@ -221,6 +221,11 @@ fn copies_without_slots_need_a_copy_rate() {
     let d = dir.path();
     let traded = ["simulate", "-s", "gpipe", "-m", "16", "--offload", "auto", "--copy-time", "2.5"];
     let original: Value = serde_json::from_str(&ok(d, &join(&traded, &["--json", "--export", "c.json"]))).unwrap();
+    // The export carries its copy rate; a file without one (written by hand) needs it given.
+    let text = std::fs::read_to_string(d.join("c.json")).unwrap();
+    let (head, tail) = text.split_once(",\"copy_time\":").expect("the export carries costs.copy_time");
+    let rate_free = format!("{head}{}", &tail[tail.find('}').unwrap()..]);
+    std::fs::write(d.join("c.json"), rate_free).unwrap();
     fails_with_hint(d, &["simulate", "--from", "c.json"], "--copy-time");
     let back: Value =
         serde_json::from_str(&ok(d, &["simulate", "--from", "c.json", "--copy-time", "2.5", "--json"])).unwrap();
@@ -260,4 +265,40 @@ fn trade_flags_on_a_file_that_trades_already_are_refused() {
     for extra in [&["--recompute", "full"][..], &["--offload", "auto", "--copy-time", "1"][..]] {
         fails_with_hint(d, &join(&["convert", "s.csv", "o.json"], extra), "do not apply");
     }
+}
+
+/// An export of an offloaded schedule carries its copy time (`costs.copy_time`), so
+/// `simulate --from` reads it back alone to the same run, in every family that offloads and
+/// with a model's host link (before, it refused its own export: its copies had no time).
+#[test]
+fn offloaded_exports_read_back_alone_to_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plain = ["-p", "4", "-m", "8", "--offload", "auto", "--copy-time", "0.2"];
+    let mut cases: Vec<Vec<&str>> = ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v", "interleaved-1f1b", "dualpipe-v"]
+        .iter()
+        .map(|f| join(&["-s", f], &plain))
+        .collect();
+    cases.push(vec!["-s", "group-interleaved", "-p", "4", "-m", "8", "--offload", "pipeoffload", "--copy-time", "0.2"]);
+    let model = ["-s", "zb-v", "-p", "4", "-m", "16", "--model", "zb-1.5b", "--offload", "auto", "--host-gbps", "400"];
+    cases.push(model.to_vec());
+    for flags in cases {
+        let run = |args: &[&str]| -> Value { serde_json::from_str(&ok(d, args)).unwrap() };
+        let first = run(&join(&join(&["simulate"], &flags), &["--export", "off.json", "--json"]));
+        let offloaded: u64 = first["trade"]["offloaded"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum();
+        assert!(offloaded > 0, "{flags:?}: the case offloads");
+        let back = run(&["simulate", "--from", "off.json", "--json"]);
+        for key in ["cost", "peak_memory", "trade"] {
+            assert_eq!(back[key], first[key], "{flags:?}: {key}");
+        }
+        // A copy time given again replaces the file's (PipeOffload's copies keep their slots).
+        if !flags.contains(&"--model") && !flags.contains(&"pipeoffload") {
+            let slower = run(&["simulate", "--from", "off.json", "--copy-time", "50", "--json"]);
+            assert!(slower["cost"].as_f64() > first["cost"].as_f64(), "{flags:?}: --copy-time 50 is slower");
+        }
+    }
+    // A copy time that is no time is refused, naming it.
+    let text = std::fs::read_to_string(d.join("off.json")).unwrap().replace("\"copy_time\":2.5e-6", "\"copy_time\":-1");
+    std::fs::write(d.join("bad.json"), text).unwrap();
+    fails_with_hint(d, &["simulate", "--from", "bad.json"], "a copy to the host must take some time, found -1");
 }

@@ -415,6 +415,9 @@ impl Costs {
                 .hint("mem-w is the part of a forward's activations the weight gradient still needs"));
             }
         }
+        if let Some(t) = self.trade.as_deref().and_then(|t| t.copy_time) {
+            crate::trade::check_copy_time(t)?;
+        }
         if self.f + self.b + self.w <= 0.0 {
             return Err(ParamError::new(Field::F, "f, b and w are all 0: there is no work to schedule")
                 .hint("give at least one pass a positive time"));

@@ -144,7 +144,9 @@ pub struct ResolvedCosts {
 /// its worker alike: `hand` (costs set by hand, read from a file or fitted to a measured run)
 /// unless `model` is given, whose derived costs then replace them on `devices` devices (the
 /// hand-set overlap time kept); then `trade`'s recompute and offload, priced by the model or
-/// by the plain costs' mem-f ([`pricing`]).
+/// by the plain costs' mem-f ([`pricing`]). A bare copy rate in `hand` (a JSON file's
+/// `copy_time`, which times its copies) is kept when `trade` prices no copies and no model is
+/// given.
 ///
 /// # Errors
 /// A [`ParamError`] naming the model or trade setting that is wrong.
@@ -160,7 +162,10 @@ pub fn resolve_costs(
         Some(d) => Costs { overlap: hand.overlap, ..d.costs() },
         None => Costs { trade: None, ..hand.clone() },
     };
-    costs.trade = trade.trade(&pricing(model.as_ref(), &costs), devices)?.map(std::sync::Arc::new);
+    // A file's copy rate (its copies' time, and nothing else) stays unless a setting prices
+    // the copies anew; a model prices them by its host link.
+    let file_rate = hand.trade.clone().filter(|t| derived.is_none() && t.is_none() && t.copy_time.is_some());
+    costs.trade = trade.trade(&pricing(model.as_ref(), &costs), devices)?.map(std::sync::Arc::new).or(file_rate);
     Ok(ResolvedCosts { costs, derived })
 }
 

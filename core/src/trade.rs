@@ -201,10 +201,7 @@ impl Trade {
             }
         }
         if let Some(t) = self.copy_time {
-            if !t.is_finite() || t <= 0.0 {
-                return Err(ParamError::new(Field::CopyTime, format!("a copy to the host must take some time, found {t}"))
-                    .hint("give the host link's speed: a GPU preset's, or --host-gbps above 0 (PCIe Gen4 x16 moves about 25 GB/s)"));
-            }
+            check_copy_time(t)?;
         } else if self.offloads() {
             return Err(ParamError::new(Field::CopyTime, "offload needs the time a copy to the host takes")
                 .hint("with a model, the GPU preset's host link sets it (--gpu, or --host-gbps)")
@@ -225,6 +222,18 @@ impl Trade {
         }
         Ok(())
     }
+}
+
+/// Refuses a copy rate (time per unit of memory) that is not above 0 and finite.
+///
+/// # Errors
+/// A [`ParamError`] on `copy-time`, with the hint to give the host link's speed.
+pub fn check_copy_time(t: f64) -> Result<(), ParamError> {
+    if t.is_finite() && t > 0.0 {
+        return Ok(());
+    }
+    Err(ParamError::new(Field::CopyTime, format!("a copy to the host must take some time, found {t}"))
+        .hint("give the host link's speed: a GPU preset's, or --host-gbps above 0 (PCIe Gen4 x16 moves about 25 GB/s)"))
 }
 
 /// What the user asked for, before it is priced: the flags, URL keys and playground fields
@@ -267,13 +276,20 @@ impl TradeSettings {
 
     /// The error for a copy time or host link given to a run that neither offloads nor copies.
     pub fn unused_rate(&self, schedule: &crate::schedule::Schedule) -> Option<ParamError> {
+        self.unused_rate_unless(schedule.has_copies())
+    }
+
+    /// The error for a copy time or host link given where nothing offloads: these settings
+    /// offload nothing, and `copies` (a file's own copies, or another setting that offloads,
+    /// such as a sweep's list) is false.
+    pub fn unused_rate_unless(&self, copies: bool) -> Option<ParamError> {
         if self.offload != Offload::None {
             return None;
         }
         let field = [(Field::CopyTime, self.copy_time.is_some()), (Field::HostGbps, self.host_gbps.is_some())]
             .into_iter()
             .find_map(|(f, given)| given.then_some(f))?;
-        (!schedule.has_copies()).then(|| {
+        (!copies).then(|| {
             ParamError::new(field, format!("{} prices copies to the host, but nothing is offloaded", field.name()))
                 .hint(format!("offload some activations (offload 0.5, or auto), or drop {}", field.name()))
         })

@@ -10,7 +10,7 @@ use clap::Args;
 
 use crate::args::CostArgs;
 use crate::export;
-use crate::input::{import, is_trace, load_run};
+use crate::input::{import, is_trace, load_run, refuse_file_flags_on_run};
 use crate::output::{is_std, refuse_overwrite};
 
 /// What `convert -h` ends with: the options it leaves out, by name.
@@ -34,7 +34,7 @@ pub struct ConvertArgs {
     /// extension].
     #[arg(long = "to-format", value_name = "FORMAT")]
     pub to_format: Option<String>,
-    /// PyTorch CSV dialect of IN (and of OUT with --to-dialect unset) [default: detected].
+    /// PyTorch CSV dialect of IN [default: detected]; --to-dialect sets OUT's.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,
     /// PyTorch CSV dialect to write: current or legacy [default: current].
@@ -66,6 +66,12 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
             &["add recompute and offload where the schedule runs, and write it from there: simulate --from IN --recompute full --export OUT"],
         ));
     }
+    if args.costs.mem_limit.is_some() {
+        return Err(crate::output::user_error(
+            "convert writes a schedule and its costs, and checks no memory: --mem-limit does not apply",
+            &["check a limit where the schedule runs: simulate --from IN --mem-limit L"],
+        ));
+    }
     args.costs.refuse_overwrite(&args.output)?;
     let target = export::Target::new(
         &args.output,
@@ -73,13 +79,21 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
         args.torch.as_deref(),
         export::dialect(args.to_dialect.as_deref())?,
     )?;
-    let measured = (!is_std(&args.input) && is_trace(&args.input))
-        .then(|| load_run(std::slice::from_ref(&args.input), None))
-        .transpose()?;
+    let is_run = !is_std(&args.input) && is_trace(&args.input);
+    if is_run {
+        // A run's costs are its measured times: flags that set others would contradict them.
+        refuse_file_flags_on_run(&args.input, args.from_format.is_some(), args.dialect.is_some(), args.merge_bw)?;
+        args.costs.refuse_on_measured(&args.input.display().to_string())?;
+    }
+    let measured = is_run.then(|| load_run(std::slice::from_ref(&args.input), None)).transpose()?;
     let (schedule, file_costs, times) = match &measured {
         Some(run) => (run.schedule.clone(), Some(run.fitted().costs(run.schedule.devices())), Some(run.op_times())),
         None => import(&args.input, args.from_format.as_deref(), args.dialect.as_deref(), args.merge_bw)?,
     };
+    if measured.is_none() && times.is_some() {
+        // A measured run's JSON: its times stay, so its costs do too.
+        args.costs.refuse_on_measured(&args.input.display().to_string())?;
+    }
     let costs = args.costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     let text = match (&times, target.format) {

@@ -133,6 +133,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         },
         step,
     };
+    // A copy time with nothing that offloads would price no copy: said, not ignored.
+    args.costs.check_copy_rate_unless(spec.trades.iter().flatten().any(|t| t.offloads()))?;
     let specs = spec.expand().map_err(err)?;
     let sweep = Sweep::collect(run_parallel(specs, run_one));
     let model = args.costs.model.given();
@@ -194,6 +196,7 @@ fn run_json(r: &SweepRun) -> Value {
         json!({"communication": p.communication, "imbalance": p.imbalance, "schedule": p.schedule, "memory": r.memory})
     });
     v["pareto"] = json!(r.pareto);
+    v["offloaded"] = json!(r.offloaded);
     if let Some(step) = &r.step {
         v["step"] = crate::step::json(step);
     }
@@ -206,7 +209,8 @@ fn invalid_json(i: &InvalidRun) -> Value {
     v
 }
 
-/// `sweep --json`: `{runs: [...], invalid: [...]}`, numbers exact.
+/// `sweep --json`: `{runs: [...], invalid: [...]}`, numbers exact (the output drops only float
+/// noise).
 pub fn json(sweep: &Sweep) -> Value {
     json!({
         "runs": sweep.runs.iter().map(run_json).collect::<Vec<_>>(),
@@ -288,7 +292,13 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     // every row (four significant digits of the slowest run): a column compares at a glance.
     let slowest = sweep.runs.iter().map(|r| r.stats.cost / 1e3).fold(0.0, f64::max);
     let decimals = bubblescope::units::significant_decimals(slowest, 4);
-    let time = |v: f64| if model { format!("{:.decimals$} ms", v / 1e3) } else { format_number(v, 4) };
+    let time = |v: f64| {
+        if model {
+            format!("{} ms", bubblescope::units::format_fixed(v / 1e3, decimals))
+        } else {
+            format_number(v, 4)
+        }
+    };
     let memory = |v: f64| if model { format_bytes(v) } else { format_number(v, 4) };
     let mut rows: Vec<&SweepRun> = sweep.runs.iter().collect();
     rows.sort_by(|a, b| {
@@ -326,6 +336,10 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
         });
         if let Some(t) = r.spec.trade() {
             parts.push_str(&format!(" · trades {}", describe_trade(t, r.spec.params.devices)));
+            if t.offloads() && r.offloaded == 0 {
+                // Asked for, but no wait hid a copy: the row is the plain run.
+                parts.push_str(", nothing offloaded");
+            }
         }
         let _ = writeln!(
             out,

@@ -101,6 +101,10 @@ struct CostsJson {
     /// The vocabulary shards' times; left out when the model has no vocabulary split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     vocab: Option<VocabCostsJson>,
+    /// The time one unit of memory (mem-f's; a byte with a model) takes to copy between device
+    /// and host: what times the `copies` without a slot. Written only with copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    copy_time: Option<Number>,
 }
 
 /// The `costs.vocab` object: one shard's S, T, IF and IB times and one barrier's.
@@ -186,14 +190,17 @@ impl From<&Costs> for CostsJson {
                 input_b: Number(v.input_b),
                 reduce: Number(v.reduce),
             }),
+            copy_time: c.trade.as_deref().and_then(|t| t.copy_time).map(Number),
         }
     }
 }
 
 impl From<CostsJson> for Costs {
     fn from(c: CostsJson) -> Costs {
+        // A file's copy rate alone: its copies hold their R passes and copies already.
+        let trade = c.copy_time.map(|t| Arc::new(crate::trade::Trade { copy_time: Some(t.0), ..Default::default() }));
         Costs {
-            trade: None,
+            trade,
             f: c.f.0,
             b: c.b.0,
             w: c.w.0,
@@ -239,7 +246,12 @@ pub fn export_json_timed(schedule: &Schedule, costs: Option<&Costs>, times: Opti
     out.push_str(&format!("  \"placement\": {},\n", json(&placement)));
     out.push_str(&format!("  \"microbatches\": {},\n", schedule.microbatches));
     out.push_str(&format!("  \"slices\": {},\n", schedule.slices.max(1)));
-    out.push_str(&format!("  \"costs\": {},\n", json(&costs.map(CostsJson::from))));
+    let costs = costs.map(|c| CostsJson {
+        // The copy rate times the copies, so it goes with them (and only with them).
+        copy_time: CostsJson::from(c).copy_time.filter(|_| schedule.has_copies()),
+        ..CostsJson::from(c)
+    });
+    out.push_str(&format!("  \"costs\": {},\n", json(&costs)));
     out.push_str("  \"orders\": [");
     for (device, order) in schedule.orders.iter().enumerate() {
         out.push_str(if device == 0 { "\n    [" } else { ",\n    [" });

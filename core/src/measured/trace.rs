@@ -138,9 +138,14 @@ fn read_json(source: &str, reader: impl Read, cap: u64, gz: bool) -> Result<Rank
             "give the Chrome-trace JSON torch.profiler writes per rank (prof.export_chrome_trace, or the tensorboard handler's .pt.trace.json.gz)",
         ));
     }
+    if let Some(bad) = collect.bad_info {
+        return Err(TraceError::file(source, bad).hint(
+            "torch.profiler writes the rank (from 0) and the world size (the ranks in all) of torch.distributed: give the trace as the profiler wrote it",
+        ));
+    }
     if let Some(bad) = collect.bad {
         return Err(TraceError::file(source, bad).hint(
-            "a pipeline span is one complete event (ph \"X\") with its start (ts) and a positive duration (dur) in µs, as torch.profiler writes it: give the trace as the profiler wrote it",
+            "a pipeline span (`PP:` range) or profiler step is one complete event (ph \"X\") with its start (ts) and a positive duration (dur) in µs, as torch.profiler writes it: give the trace as the profiler wrote it",
         ));
     }
     if !collect.saw_events {
@@ -183,17 +188,17 @@ struct Collect {
     /// Operators and kernels: (start, end, on the device).
     work: Vec<(f64, f64, bool)>,
     events: u64,
-    /// The first pipeline span that cannot be read, said.
+    /// The first pipeline span or profiler step that cannot be read, said.
     bad: Option<String>,
+    /// A `distributedInfo.rank` or `world_size` that is there but no count, said.
+    bad_info: Option<String>,
 }
 
 impl Collect {
     fn event(&mut self, e: Event) {
         self.events += 1;
-        if let (Cat::Annotation(_), Name::Label(label)) = (&e.cat, &e.name) {
-            if let (None, Some(problem)) = (&self.bad, span_problem(label, &e)) {
-                self.bad = Some(format!("event {} of traceEvents, the pipeline span {problem}", self.events));
-            }
+        if self.bad.is_none() {
+            self.bad = event_problem(&e).map(|problem| format!("event {} of traceEvents, {problem}", self.events));
         }
         if e.ph != Ph::Complete {
             return;
@@ -240,25 +245,46 @@ impl Collect {
     }
 }
 
+/// What is wrong with an event the reader keeps, if anything: a pipeline span (its phase,
+/// start, duration or action) or a complete profiler step (its start or duration). A damaged
+/// step is named rather than dropped, so `--step N` never reports a step as absent that is
+/// there but unreadable.
+fn event_problem(e: &Event) -> Option<String> {
+    match (&e.cat, &e.name) {
+        (Cat::Annotation(_), Name::Label(label)) => span_problem(label, e).map(|p| format!("the pipeline span {p}")),
+        (Cat::Annotation(Track::Cpu) | Cat::CpuOp, Name::Step(n)) if e.ph == Ph::Complete => {
+            timing_problem(&format!("`ProfilerStep#{n}`"), e).map(|p| format!("the profiler step {p}"))
+        }
+        _ => None,
+    }
+}
+
 /// What is wrong with a pipeline span (`label` as kept: `PP:` taken off), if anything: its
-/// phase, its start, its duration or its action. Its name comes first, in backquotes.
+/// phase, its action, its start or its duration. Its name comes first, in backquotes.
 fn span_problem(label: &str, e: &Event) -> Option<String> {
-    use crate::units::format_number;
     let name = if label.starts_with("Forward ") || label.starts_with("Backward ") {
         label.to_string()
     } else {
         format!("PP:{label}")
     };
     let name = format!("`{}`", crate::units::clean_text(&name));
-    let shown = |v: f64| if v.is_finite() && v.abs() < 1e15 { format_number(v, 3) } else { format!("{v:e}") };
     if e.ph != Ph::Complete {
         return Some(format!(
             "{name} is not one complete event: its ph is not \"X\" (begin and end pairs are not read)"
         ));
     }
-    if label.is_empty() {
+    if label.trim().is_empty() {
         return Some(format!("{name} has no action after `PP:`"));
     }
+    timing_problem(&name, e)
+}
+
+/// What is wrong with a complete event's start (`ts`) or duration (`dur`), if anything: the
+/// one rule for pipeline spans and profiler steps alike. `name` opens the message.
+fn timing_problem(name: &str, e: &Event) -> Option<String> {
+    use crate::units::format_number;
+    let readable = |v: f64| v == 0.0 || (1e-3..1e15).contains(&v.abs());
+    let shown = |v: f64| if readable(v) { format_number(v, 3) } else { format!("{v:e}") };
     match e.ts {
         None => return Some(format!("{name} has no ts (its start in µs), or one that is not a number")),
         Some(ts) if !(ts.is_finite() && (0.0..=MAX_TS).contains(&ts)) => {
@@ -268,14 +294,18 @@ fn span_problem(label: &str, e: &Event) -> Option<String> {
     }
     match e.dur {
         None => Some(format!("{name} has no dur (its duration in µs), or one that is not a number")),
-        Some(dur) if !(dur.is_finite() && dur > 0.0 && dur <= crate::params::MAX_COST) => Some(format!(
-            "{name} lasts dur {}, expected a duration above 0 and up to {:e} µs",
+        Some(dur) if !(dur.is_finite() && (MIN_DUR..=crate::params::MAX_COST).contains(&dur)) => Some(format!(
+            "{name} lasts dur {}, expected a duration from {MIN_DUR:e} to {:e} µs",
             shown(dur),
             crate::params::MAX_COST
         )),
         _ => None,
     }
 }
+
+/// The shortest duration a span or step may last, µs: a picosecond, far below the
+/// profiler's nanosecond clock (a zero, negative or subnormal duration is damage).
+const MIN_DUR: f64 = 1e-6;
 
 /// The top-level object: `distributedInfo` and `traceEvents` matter.
 struct TopVisitor<'c> {
@@ -298,8 +328,11 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                 }
                 Key::DistributedInfo => {
                     let info: DistributedInfo = map.next_value()?;
-                    self.collect.rank = info.rank;
-                    self.collect.world_size = info.world_size;
+                    let rank = info_count("rank", info.rank.as_ref(), 0);
+                    let world_size = info_count("world_size", info.world_size.as_ref(), 1);
+                    self.collect.rank = rank.clone().ok().flatten();
+                    self.collect.world_size = world_size.clone().ok().flatten();
+                    self.collect.bad_info = rank.err().or(world_size.err());
                 }
                 Key::HostName => {
                     let host: serde_json::Value = map.next_value()?;
@@ -353,20 +386,38 @@ fn key<'de, D: de::Deserializer<'de>, K>(d: D, name: fn(&str) -> K) -> Result<K,
 
 #[derive(serde::Deserialize)]
 struct DistributedInfo {
-    #[serde(default, deserialize_with = "lenient_u32")]
-    rank: Option<u32>,
-    #[serde(default, deserialize_with = "lenient_u32")]
-    world_size: Option<u32>,
+    #[serde(default)]
+    rank: Option<serde_json::Value>,
+    #[serde(default)]
+    world_size: Option<serde_json::Value>,
 }
 
-/// A count written as a number or as a string of digits.
-fn lenient_u32<'de, D: de::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    let v: serde_json::Value = de::Deserialize::deserialize(d)?;
-    Ok(match v {
-        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    })
+/// A count of `distributedInfo` (`key`), written as a number or as a string of digits, of at
+/// least `least`: `None` when missing (or null), the message when it is there but no such
+/// count (`-1`, `1e20`, `"two"`), so a damaged value is named, never taken for a missing one.
+fn info_count(key: &str, value: Option<&serde_json::Value>, least: u32) -> Result<Option<u32>, String> {
+    let read = match value {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        // A whole number written as 1.0 is still a count.
+        Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()).or_else(|| {
+            n.as_f64().filter(|v| v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(v)).map(|v| v as u32)
+        }),
+        Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
+        Some(_) => None,
+    };
+    match read {
+        Some(n) if n >= least => Ok(Some(n)),
+        _ => {
+            let text = match value {
+                Some(serde_json::Value::Number(n)) => {
+                    n.as_f64().map_or_else(|| n.to_string(), crate::units::short_number)
+                }
+                other => other.map(ToString::to_string).unwrap_or_default(),
+            };
+            let shown: String = crate::units::clean_text(&text).chars().take(40).collect();
+            Err(format!("its `distributedInfo.{key}` is {shown}, expected a whole number of at least {least}"))
+        }
+    }
 }
 
 /// The `traceEvents` array, each event handed to the collector as it is read.

@@ -318,6 +318,21 @@ impl ModelSpec {
         Ok(())
     }
 
+    /// Refuses settings without a preset that give none of the model's sizes either (only
+    /// how it runs: `dp`, `tp`, `gpu` …): the first such setting needs a model, said as such
+    /// rather than as the first size missing.
+    fn check_names_a_model(&self) -> Result<(), ParamError> {
+        const SIZES: [Field; 6] =
+            [Field::Layers, Field::Hidden, Field::Heads, Field::Seq, Field::MicroBatch, Field::Vocab];
+        if SIZES.iter().any(|f| self.get(*f).is_some()) {
+            return Ok(());
+        }
+        let Some(given) = MODEL_FIELDS.iter().find(|f| self.get(**f).is_some()) else { return Ok(()) };
+        Err(ParamError::new(*given, format!("{} needs a model to apply to, but no model is given", given.name()))
+            .hint("start from a preset, e.g. model llama-3-8b (`bubblescope costs --list` lists them)")
+            .hint("or describe one: layers, hidden, heads, seq, micro-batch and vocab"))
+    }
+
     /// The model: the preset's, then every given setting over it.
     ///
     /// # Errors
@@ -329,6 +344,9 @@ impl ModelSpec {
             None => None,
         };
         let b = base.as_ref();
+        if b.is_none() {
+            self.check_names_a_model()?;
+        }
         let required = |field: Field, value: Option<u32>, preset: Option<u32>| {
             value.or(preset).ok_or_else(|| {
                 ParamError::new(field, format!("{} is required to derive costs from a model", field.name()))

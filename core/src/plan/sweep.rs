@@ -19,6 +19,7 @@ use crate::families::Family;
 use crate::model::Model;
 use crate::params::{check_mem_limit, Costs, ScheduleParams, MAX_MICROBATCHES, MAX_PASSES};
 use crate::registry::{family, unknown_family, FAMILIES};
+use crate::schedule::CopyKind;
 use crate::stats::Stats;
 use crate::step::{Step, StepSpec};
 use crate::trade::Trade;
@@ -108,6 +109,9 @@ pub struct SweepRun {
     pub chunks: u32,
     /// Stages per pipeline of the generated schedule (the model is cut into this many).
     pub stages: u32,
+    /// Activations the run offloads to the host (0 when its trade offloads none, or asks
+    /// for offload where no wait hides a copy).
+    pub offloaded: usize,
     /// Its numbers.
     pub stats: Stats,
     /// `cost − ideal` split into communication, imbalance and schedule, as `simulate` reports
@@ -383,13 +387,14 @@ pub fn run_one(spec: RunSpec) -> Result<SweepRun, InvalidRun> {
     let chunks = analysis.schedule.placement.chunks_per_device();
     let stages = analysis.schedule.placement.stages_per_pipeline();
     let memory = crate::attribution::memory_part(spec.family, &spec.params, analysis.stats.cost).and_then(Result::ok);
+    let offloaded = analysis.schedule.copies.iter().flatten().filter(|c| c.kind == CopyKind::Offload).count();
     let recompute = spec.params.costs.trade.as_ref().map(|t| t.recompute.clone()).unwrap_or_default();
     let step = match spec.step.as_ref().map(|s| crate::step::whole(&s.model, &s.spec, &analysis, &recompute)) {
         Some(Err(e)) => return Err(InvalidRun { error: e.to_string(), spec }),
         Some(Ok(step)) => Some(step),
         None => None,
     };
-    Ok(SweepRun { spec, chunks, stages, stats: analysis.stats, attribution, memory, pareto: false, step })
+    Ok(SweepRun { spec, chunks, stages, offloaded, stats: analysis.stats, attribution, memory, pareto: false, step })
 }
 
 impl Sweep {

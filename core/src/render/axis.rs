@@ -103,7 +103,7 @@ fn trim(value: f64, step: f64) -> String {
         s *= 10.0;
         decimals += 1;
     }
-    format!("{value:.decimals$}")
+    crate::units::format_fixed(value, decimals)
 }
 
 #[cfg(test)]

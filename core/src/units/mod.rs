@@ -19,7 +19,9 @@ pub mod sort;
 pub mod text;
 
 pub use bytes::{byte_unit, format_bytes, parse_size, size_text, BadSize, BYTE_UNITS, GIB, MIB};
-pub use number::{format_micros, format_number, format_significant, short_number, significant_decimals};
+pub use number::{
+    format_fixed, format_micros, format_number, format_significant, short_number, significant_decimals, without_noise,
+};
 pub use text::{clean_text, shell_word};
 
 /// The units of a figure's times and memory.

@@ -9,7 +9,8 @@ pub fn format_number(value: f64, max_decimals: usize) -> String {
         return short_number(value);
     }
     if value == value.round() {
-        return format!("{value:.0}");
+        // `+ 0.0` makes −0 (a product or sum that reached zero from below) print as 0.
+        return format!("{:.0}", value + 0.0);
     }
     // The shortest form that reads back exactly, when it has at most `max_decimals` decimals
     // and those decimals are far coarser than the value's precision: then it is the value
@@ -31,6 +32,16 @@ pub fn format_number(value: f64, max_decimals: usize) -> String {
     }
 }
 
+/// `value` with exactly `decimals` decimals (`2.50`), never `-0` or `-0.00`: a value that
+/// rounds to zero prints unsigned.
+pub fn format_fixed(value: f64, decimals: usize) -> String {
+    let s = format!("{value:.decimals$}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+        _ => s,
+    }
+}
+
 /// The decimals that give `value` `digits` significant digits (0 when its integer part has
 /// that many already; at most 12).
 pub fn significant_decimals(value: f64, digits: u32) -> usize {
@@ -40,6 +51,24 @@ pub fn significant_decimals(value: f64, digits: u32) -> usize {
     let magnitude = value.abs().log10().floor() as i64;
     (i64::from(digits) - 1 - magnitude).clamp(0, 12) as usize
 }
+
+/// `value` without float noise: the decimal of at most 12 significant digits nearest it, when
+/// that lies within 16 rounding steps of `value` (the steps a sum or a running total takes:
+/// `2.8` for 2.800000000000004, `2` for 2.0000000000000004, `0.3` for 0.1 + 0.2); else `value`
+/// itself, exactly. A number that needs its digits (9/33, a fitted time) stays bit for bit.
+/// The CLI's JSON output passes every number through it.
+pub fn without_noise(value: f64) -> f64 {
+    if !value.is_finite() || value == 0.0 {
+        return value;
+    }
+    match format!("{value:.11e}").parse::<f64>() {
+        Ok(near) if (near - value).abs() <= NOISE_STEPS * f64::EPSILON * value.abs() => near,
+        _ => value,
+    }
+}
+
+/// The rounding steps (relative, in units of `f64::EPSILON`) [`without_noise`] takes as noise.
+const NOISE_STEPS: f64 = 16.0;
 
 /// `value` with `digits` significant digits, trailing zeros of a fraction dropped.
 pub fn format_significant(value: f64, digits: u32) -> String {
@@ -77,6 +106,33 @@ pub fn format_micros(us: f64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn float_noise_goes_and_real_digits_stay() {
+        assert_eq!(without_noise(2.0000000000000004), 2.0);
+        assert_eq!(without_noise(2.800000000000004), 2.8);
+        assert_eq!(without_noise(0.1 + 0.2), 0.3);
+        assert_eq!(without_noise(-(0.1 + 0.2)), -0.3);
+        let kept = [9.0 / 33.0, 1.0 / 3.0, 2.0 / 3.0, 4708.0107421875, 12345.678901234567, 1e-300, 5e-324, f64::MAX];
+        for v in kept {
+            assert_eq!(without_noise(v).to_bits(), v.to_bits(), "{v}");
+        }
+        assert!(without_noise(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn negative_zero_prints_as_zero() {
+        assert_eq!(format_number(-0.0, 4), "0");
+        assert_eq!(format_number(-0.0, 0), "0");
+        assert_eq!(format_micros(-0.0), "0 µs");
+        assert_eq!(format_significant(-0.0, 4), "0");
+        assert_eq!(short_number(-0.0), "0");
+        assert_eq!(format_fixed(-0.0, 3), "0.000");
+        assert_eq!(format_fixed(-0.0001, 3), "0.000");
+        assert_eq!(format_fixed(-1e-12, 0), "0");
+        assert_eq!(format_fixed(-0.5, 2), "-0.50");
+        assert_eq!(format_fixed(2.5, 2), "2.50");
+    }
 
     /// What `format_number` prints by the exact formatting alone.
     fn exact(value: f64, max_decimals: usize) -> String {
@@ -154,6 +210,11 @@ mod tests {
         assert_eq!(short_number(1.5e20), "1.5e20");
         assert_eq!(short_number(f64::NEG_INFINITY), "-inf");
         assert_eq!(short_number(-0.0), "0");
+        assert_eq!(format_fixed(-0.0, 3), "0.000");
+        assert_eq!(format_fixed(-0.0001, 3), "0.000");
+        assert_eq!(format_fixed(-1e-12, 0), "0");
+        assert_eq!(format_fixed(-0.5, 2), "-0.50");
+        assert_eq!(format_fixed(2.5, 2), "2.50");
         for v in [1e308, 3.3e-7, 123.456, 1e15, 0.000_123_4] {
             let s = short_number(v);
             assert!(s.len() <= 24, "{s}");

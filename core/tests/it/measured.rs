@@ -404,6 +404,84 @@ fn a_malformed_pipeline_span_is_named() {
     }
 }
 
+/// A damaged `ProfilerStep#N` is named with its event, as a damaged pipeline span is, not
+/// dropped (which made `--step 2` say there is no step 2, or read another step); its duration
+/// is capped as a span's is. A subnormal span duration and a `PP:` label with only a space are
+/// named too.
+#[test]
+fn a_damaged_profiler_step_or_span_is_named_not_dropped() {
+    let files = rank_files("interleaved-zb");
+    let trace = trace_json(&files[0]);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let step = events.iter().position(|e| e["name"] == "ProfilerStep#2").expect("a ProfilerStep#2");
+    for (field, value, says) in [
+        ("dur", json!(1e300), "lasts dur 1e300"),
+        ("dur", json!(-3), "lasts dur -3"),
+        ("dur", json!(0), "lasts dur 0"),
+        ("dur", json!("long"), "no dur"),
+        ("ts", json!("early"), "no ts"),
+        ("ts", json!(-1e300), "starts at ts"),
+    ] {
+        let mut broken = trace.clone();
+        broken["traceEvents"][step][field] = value.clone();
+        let e = from_json("rank0.json", &broken).expect_err("a damaged step is refused").to_string();
+        assert!(
+            e.starts_with(&format!(
+                "rank0.json: event {} of traceEvents, the profiler step `ProfilerStep#2`",
+                step + 1
+            )) && e.contains(says)
+                && e.contains("hint: "),
+            "{field}={value}: {e}"
+        );
+    }
+    let span = events.iter().position(|e| e["name"] == "PP:0F1" && e["ph"] == "X").expect("a PP:0F1 span");
+    let mut broken = trace.clone();
+    broken["traceEvents"][span]["dur"] = json!(5e-324);
+    let e = from_json("rank0.json", &broken).unwrap_err().to_string();
+    assert!(e.contains("`PP:0F1` lasts dur 5e-324, expected a duration from 1e-6"), "{e}");
+    let mut broken = trace.clone();
+    broken["traceEvents"][span]["name"] = json!("PP: ");
+    let e = from_json("rank0.json", &broken).unwrap_err().to_string();
+    assert!(e.contains("the pipeline span `PP: ` has no action after `PP:`"), "{e}");
+}
+
+/// A `distributedInfo.rank` or `world_size` that is there but no count is named with its
+/// value, in the file that holds it: not called missing, and a world size of 0 does not blame
+/// the other file.
+#[test]
+fn an_invalid_rank_or_world_size_is_named_with_its_value() {
+    let files = rank_files("interleaved-zb");
+    let trace = trace_json(&files[1]);
+    for (key, value, shown) in [
+        ("rank", json!(-1), "-1"),
+        ("rank", json!(1e20), "1e20"),
+        ("rank", json!(1.5), "1.5"),
+        ("rank", json!("two"), "\"two\""),
+        ("world_size", json!(0), "0"),
+        ("world_size", json!(-2), "-2"),
+    ] {
+        let mut broken = trace.clone();
+        broken["distributedInfo"][key] = value.clone();
+        let result = from_json("rank1.json", &broken).and_then(|r1| assemble(vec![read(&files[0]), r1], None));
+        let e = error_of(result);
+        assert!(
+            e.starts_with(&format!("rank1.json: its `distributedInfo.{key}` is {shown}, expected a whole number")),
+            "{key}={value}: {e}"
+        );
+    }
+    // Missing is still missing; a string of digits is still read.
+    for written in [json!("1"), json!(1.0)] {
+        let mut digits = trace.clone();
+        digits["distributedInfo"]["rank"] = written.clone();
+        let r1 = from_json("rank1.json", &digits).unwrap_or_else(|e| panic!("{written}: {e}"));
+        assert!(assemble(vec![read(&files[0]), r1], None).is_ok(), "{written}");
+    }
+    let mut missing = trace.clone();
+    missing["distributedInfo"].as_object_mut().unwrap().remove("rank");
+    let e = error_of(assemble(vec![read(&files[0]), from_json("rank1.json", &missing).unwrap()], None));
+    assert!(e.contains("rank1.json: it does not say which rank wrote it"), "{e}");
+}
+
 /// An empty trace file is called empty, not cut off.
 #[test]
 fn an_empty_trace_is_called_empty() {
