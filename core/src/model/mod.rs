@@ -21,14 +21,11 @@
 //! fp32 logits (`4·B·S·V`), the embedding its dropout mask. Parameters per layer: `(2 +
 //! 2g/A)·H² + 2·H·FFN` weights plus biases and norms.
 //!
-//! Tensor parallelism `t`: every number is one GPU's, `1/t` of the stage's, and each layer's
-//! collectives are timed at the ring cost on the node's link ([`parallel`]); without
-//! sequence parallelism the activations outside the matmuls are whole on every GPU. A hop sends `2·B·S·H/t` bytes per
-//! GPU ([`hardware::Hops`]). Multi-token-prediction layers (`m`) cost a layer plus their
-//! projection, embedding lookup and head pass ([`Model::mtp_extra`]). Mixture-of-experts
-//! layers (router, routed and shared experts, the expert-parallel all-to-all) and multi-head
-//! latent attention are priced through the same roofline (`moe.rs`). Depth:
-//! `docs/cost-model.md`.
+//! Tensor parallelism `t`: every number is one GPU's, `1/t` of the stage's; each layer's
+//! collectives take the ring cost on the node's link ([`parallel`]). A hop sends `2·B·S·H/t`
+//! bytes per GPU ([`hardware::Hops`]). MTP layers cost a layer plus their projection, lookup
+//! and head ([`Model::mtp_extra`]). MoE layers and latent attention go through the same
+//! roofline (`moe.rs`). Depth: `docs/cost-model.md`.
 
 pub mod calibrate;
 mod derive;
