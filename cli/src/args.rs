@@ -139,13 +139,34 @@ fn model_count(text: &str, field: Field) -> Result<u32, String> {
     })
 }
 
-/// Reads `true`/`false` (or 1/0, on/off, yes/no) as the permalink does, with its hint.
-fn on_off(text: &str) -> Result<bool, String> {
+/// Reads `true`/`false` (or 1/0, on/off, yes/no) for the on/off setting `field` as the
+/// permalink does, with its hint and its own name.
+fn on_off(text: &str, field: Field) -> Result<bool, String> {
     let mut spec = ModelSpec::default();
-    spec.set(Field::FlashAttention, text).map_err(|e| e.to_string())?;
-    spec.flash_attention.ok_or_else(|| {
-        "expected true or false, found nothing\n  hint: write --flash-attention or --flash-attention false".to_string()
+    spec.set(field, text).map_err(|e| e.to_string())?;
+    let value = match field {
+        Field::SequenceParallel => spec.sequence_parallel,
+        Field::TpOverlap => spec.tp_overlap,
+        _ => spec.flash_attention,
+    };
+    value.ok_or_else(|| {
+        format!("expected true or false, found nothing\n  hint: write --{0} or --{0} false", field.name())
     })
+}
+
+/// `--flash-attention`'s value.
+fn flash_attention(text: &str) -> Result<bool, String> {
+    on_off(text, Field::FlashAttention)
+}
+
+/// `--sequence-parallel`'s value.
+fn sequence_parallel(text: &str) -> Result<bool, String> {
+    on_off(text, Field::SequenceParallel)
+}
+
+/// `--tp-overlap`'s value.
+fn tp_overlap(text: &str) -> Result<bool, String> {
+    on_off(text, Field::TpOverlap)
 }
 
 /// A core error as the CLI says it: a message that opens with the setting's name opens with
@@ -245,7 +266,7 @@ pub struct ModelArgs {
     pub layout: Option<String>,
     /// FlashAttention: no attention score matrices kept, scores recomputed in B
     /// [default: on for the Llama presets, off otherwise].
-    #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off, hide_short_help = true)]
+    #[arg(long = "flash-attention", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = flash_attention, hide_short_help = true)]
     pub flash_attention: Option<bool>,
     /// Tensor-parallel size of each stage, with sequence parallelism: F, B, W, activations,
     /// hops and parameters per GPU are 1/T [default: 1].
@@ -253,11 +274,11 @@ pub struct ModelArgs {
     pub tp: Option<u32>,
     /// Sequence parallelism beside --tp: all-gather and reduce-scatter in place of all-reduce,
     /// and the activations outside the matmuls split too [default: on; off for the SC21 presets].
-    #[arg(long = "sequence-parallel", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off, hide_short_help = true)]
+    #[arg(long = "sequence-parallel", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = sequence_parallel, hide_short_help = true)]
     pub sequence_parallel: Option<bool>,
     /// Overlap the tensor-parallel collectives with the matmuls, as Megatron's
     /// --tp-comm-overlap (only what the matmuls cannot hide stays) [default: off].
-    #[arg(long = "tp-overlap", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = on_off, hide_short_help = true)]
+    #[arg(long = "tp-overlap", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", value_parser = tp_overlap, hide_short_help = true)]
     pub tp_overlap: Option<bool>,
     /// Number format of the matmuls: bf16, fp16 or fp8 (FP8 matmuls at the GPU's FP8 peak)
     /// [default: bf16].

@@ -277,3 +277,21 @@ fn plan_ranks_by_the_step_and_shards_static_memory_by_zero() {
     let said = fails(&gpus);
     assert!(said.contains("gpus 30 is not tp · pp · dp") && said.contains("hint:"), "{said}");
 }
+
+/// Found by the third hostile pass: on/off flags name themselves when their value is bad; a
+/// sweep whose GPUs are not tp · pp · dp fails as simulate fails; a global batch of 0 is too
+/// small, not "not a multiple".
+#[test]
+fn step_flags_say_what_is_wrong_in_every_command() {
+    for flag in ["--sequence-parallel=maybe", "--tp-overlap=maybe", "--flash-attention=maybe"] {
+        let said = fails(&["simulate", "-s", "1f1b", "--model", "llama-3-8b", flag]);
+        let name = flag.split('=').next().unwrap().trim_start_matches('-');
+        assert!(said.contains(&format!("{name} must be")), "{flag}: {said}");
+    }
+    let said = fails(&["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b", "--gpus", "30"]);
+    assert!(said.contains("gpus 30 is not tp · pp · dp") && said.contains("hint:"), "{said}");
+    let said = fails(&["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b", "--zero", "4"]);
+    assert!(said.contains("zero must be 0, 1, 2 or 3"), "{said}");
+    let said = fails(&["simulate", "-s", "1f1b", "-p", "4", "--model", "llama-3-8b", "--global-batch", "0"]);
+    assert!(said.contains("at least 1, found 0") && said.contains("hint:"), "{said}");
+}

@@ -61,6 +61,16 @@ export function assertEq(actual, expected, message) {
   }
 }
 
+/**
+ * A number the page holds exactly against the CLI's JSON, which prints floating-point noise
+ * as the decimal it is (2.8 for 2.800000000000004): equal to 1e-9 of its size.
+ */
+export function assertNear(actual, expected, message) {
+  if (!(Math.abs(actual - expected) <= 1e-9 * Math.max(1, Math.abs(expected)))) {
+    throw new AssertionError(`${message}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+  }
+}
+
 /** Runs the `bubblescope` CLI built by cargo and returns stdout. */
 export function cli(args) {
   const bin = process.env.BUBBLESCOPE_CLI ?? path.resolve('target/debug/bubblescope');

@@ -109,10 +109,13 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         ));
     }
     let step = match args.costs.model.given() {
-        true => Some(std::sync::Arc::new(StepInputs {
-            model: args.costs.model.model(args.devices)?,
-            spec: args.step.spec(),
-        })),
+        true => {
+            // What every run shares is checked once, and refused as simulate refuses it.
+            let model = args.costs.model.model(args.devices)?;
+            let spec = args.step.spec();
+            spec.check(&model, args.devices).map_err(crate::args::flag_error)?;
+            Some(std::sync::Arc::new(StepInputs { model, spec }))
+        }
         false => None,
     };
     let spec = SweepSpec {

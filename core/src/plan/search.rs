@@ -258,17 +258,13 @@ impl PlanSpec {
         // The step's settings, checked once: the replicas the GPUs make, and the global batch
         // over them (each replica runs its share).
         let dp = match model {
-            Some(md) => self.step.dp(md, self.devices)?,
+            Some(md) => self.step.check(md, self.devices)?.0,
             None if self.step.given() => {
                 return Err(ParamError::new(Field::Zero, "--zero and --gpus need costs from a model")
                     .hint("give --model or --layers …"))
             }
             None => 1,
         };
-        if let Some(z) = self.step.zero.filter(|z| *z > 3) {
-            return Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {z}"))
-                .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)"));
-        }
         let global_batch = match self.global_batch {
             Some(g) if g % dp != 0 => {
                 return Err(ParamError::new(

@@ -56,7 +56,12 @@ impl StepSpec {
         let Some(gb) = self.global_batch else { return Ok(None) };
         let dp = self.dp(model, pp)?;
         let per = u64::from(dp) * u64::from(model.micro_batch);
-        if gb == 0 || u64::from(gb) % per != 0 {
+        if gb == 0 {
+            return Err(ParamError::new(Field::GlobalBatch, "global-batch must be at least 1, found 0").hint(format!(
+                "give the sequences of one step over every replica, a multiple of dp · micro-batch = {per}"
+            )));
+        }
+        if u64::from(gb) % per != 0 {
             let below = u64::from(gb) / per * per;
             return Err(ParamError::new(
                 Field::GlobalBatch,
@@ -104,17 +109,27 @@ impl StepSpec {
         Ok(dp)
     }
 
-    /// The settings resolved on `model` over `pp` devices and `microbatches` microbatches.
+    /// The replicas and the ZeRO stage on `model` over `pp` devices: what every run of a sweep
+    /// or a plan shares, checked once.
     ///
     /// # Errors
-    /// A [`ParamError`] naming the setting that is wrong.
-    pub fn resolve(&self, model: &Model, pp: u32, microbatches: u32) -> Result<StepPlan, ParamError> {
+    /// A [`ParamError`] when the GPUs are not `tp · pp · dp` or the stage is not 0 to 3.
+    pub fn check(&self, model: &Model, pp: u32) -> Result<(u32, u32), ParamError> {
         let dp = self.dp(model, pp)?;
         let zero = self.zero.unwrap_or(0);
         if zero > 3 {
             return Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}"))
                 .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)"));
         }
+        Ok((dp, zero))
+    }
+
+    /// The settings resolved on `model` over `pp` devices and `microbatches` microbatches.
+    ///
+    /// # Errors
+    /// A [`ParamError`] naming the setting that is wrong.
+    pub fn resolve(&self, model: &Model, pp: u32, microbatches: u32) -> Result<StepPlan, ParamError> {
+        let (dp, zero) = self.check(model, pp)?;
         if let Some(m) = self.microbatches(model, pp)? {
             if m != microbatches {
                 return Err(ParamError::new(
