@@ -409,3 +409,93 @@ fn a_trade_the_user_gives_is_carried_to_the_report_the_json_and_the_read_back() 
         assert_eq!(again["peak_memory"], exported["peak_memory"], "{trade:?}: {said}");
     }
 }
+
+/// `plan --gpus N` without -p searches every tensor × pipeline × data split and ZeRO stage:
+/// each plan runs on tp · pp · dp = N GPUs, its step is the one `simulate` composes for it,
+/// and the best of each split is the best that `plan` finds on that split alone.
+#[test]
+fn gpus_without_devices_searches_every_split_and_each_split_agrees_with_its_own_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let search = ["plan", "--gpus", "4", "--mem-limit", "2GiB", "--global-batch", "16", "--gpu", "a100-80gb"];
+    let mut args = join(&search, &["--top", "100000", "--json"]);
+    args.extend(MODEL);
+    let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    assert!(v["devices"].is_null() && v["gpus"] == 4, "{}", v["gpus"]);
+    let key = |m: &Value| {
+        (m["tp"].as_u64().unwrap(), m["pp"].as_u64().unwrap(), m["dp"].as_u64().unwrap(), m["zero"].as_u64().unwrap())
+    };
+    let searched: Vec<_> = v["meshes"]["searched"].as_array().unwrap().iter().map(key).collect();
+    let skipped = v["meshes"]["skipped"].as_array().unwrap();
+    // 1 · 1 · 4 at ZeRO 0 keeps all 18 bytes of ~150M parameters: over 2 GiB, said and left out.
+    assert!(skipped.iter().any(|s| key(s) == (1, 1, 4, 0) && s["why"].as_str().unwrap().contains("alone take")));
+    assert!(searched.len() >= 10 && searched.iter().all(|(t, p, d, _)| t * p * d == 4), "{searched:?}");
+    let plans = v["plans"].as_array().unwrap();
+    for p in plans {
+        assert_eq!(p["devices"], p["pp"]);
+        assert!(searched.contains(&key(p)), "{p}");
+    }
+    let rate = |p: &Value| p["step"]["tokens_per_gpu_s"].as_f64().unwrap();
+    for w in plans.windows(2) {
+        assert!(rate(&w[0]) >= rate(&w[1]), "ranked by the step's tokens/s/GPU");
+    }
+    // The winner's step, composed again by simulate from its own flags.
+    let best = &plans[0];
+    let (tp, pp, dp, zero) = key(best);
+    let mut sim = simulate_args(best, true);
+    sim[4] = pp.to_string();
+    sim.extend(
+        ["--tp", &tp.to_string(), "--dp", &dp.to_string(), "--zero", &zero.to_string(), "--gpu", "a100-80gb"]
+            .map(String::from),
+    );
+    let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
+    let single: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
+    let s = single["step"]["tokens_per_gpu_s"].as_f64().unwrap();
+    assert!((s - rate(best)).abs() <= 1e-9 * s, "simulate {s} vs plan {}", rate(best));
+    // Each split alone: `plan -p pp --tp --dp --zero` finds the same best rate as the search.
+    for &(tp, pp, dp, zero) in &searched {
+        let fixed = [
+            "-p",
+            &pp.to_string(),
+            "--tp",
+            &tp.to_string(),
+            "--dp",
+            &dp.to_string(),
+            "--zero",
+            &zero.to_string(),
+            "--top",
+            "1",
+            "--json",
+        ]
+        .map(String::from);
+        let mut args: Vec<&str> = search.iter().copied().filter(|a| *a != "--gpus" && *a != "4").collect();
+        args.extend(["--gpus", "4"]);
+        args.extend(fixed.iter().map(String::as_str));
+        args.extend(MODEL);
+        let alone: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+        let first = plans.iter().find(|p| key(p) == (tp, pp, dp, zero)).map(rate);
+        let alone_best = alone["plans"].as_array().unwrap().first().map(rate);
+        if pp > 1 {
+            assert_eq!(first, alone_best, "split tp {tp} pp {pp} dp {dp} zero {zero}");
+        } else {
+            // On one stage the search tries 1F1B and interleaved 1F1B only: never better.
+            assert!(first.unwrap_or(0.0) <= alone_best.unwrap_or(0.0) * (1.0 + 1e-12), "pp 1 tp {tp} dp {dp}");
+        }
+    }
+}
+
+#[test]
+fn gpus_without_devices_refuses_what_it_cannot_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "--gpus", "6", "--mem-limit", "80GiB", "--gpu", "a100-80gb", "--micro-batch", "1"];
+    let mut args = join(&base, &["--tp", "4"]);
+    args.extend(MODEL);
+    fails_with_hint(dir.path(), &args, "tp 4 does not divide the 6 GPUs");
+    fails_with_hint(dir.path(), &["plan", "--gpus", "6", "--mem-limit", "80", "--f", "1"], "needs costs from a model");
+    let mut args = join(&base, &["--calibrate", "1,2,1"]);
+    args.extend(MODEL);
+    fails_with_hint(dir.path(), &args, "--calibrate needs -p");
+    let mut args = vec!["plan", "--gpus", "8", "--mem-limit", "1MiB", "--gpu", "a100-80gb", "--micro-batch", "1"];
+    args.extend(MODEL);
+    fails_with_hint(dir.path(), &args, "no split of 8 GPUs can run this model");
+    fails_with_hint(dir.path(), &["plan", "--mem-limit", "80GiB"], "--devices <P>");
+}

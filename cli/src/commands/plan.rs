@@ -6,9 +6,10 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use bubblescope::formats;
 use bubblescope::model::parse_bytes;
+use bubblescope::model::Model;
 use bubblescope::plan::{
-    all_families, attribute_plan, describe_trade, evaluate, export_best, CostSource, Plan, PlanSearch, PlanSpec,
-    StaticMemory, TradeSpec, BYTES_PER_PARAMETER, MAX_PLAN_MICROBATCHES_PER_DEVICE,
+    all_families, attribute_plan, describe_trade, evaluate, export_best, CostSource, Mesh, MeshPins, Meshes, Plan,
+    PlanSearch, PlanSpec, StaticMemory, TradeSpec, BYTES_PER_PARAMETER, MAX_PLAN_MICROBATCHES_PER_DEVICE,
 };
 use bubblescope::units::format_bytes;
 use bubblescope::units::format_number;
@@ -23,9 +24,10 @@ use crate::args::{devices, positive, CostArgs};
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct PlanArgs {
-    /// Number of devices (pipeline ranks), P.
-    #[arg(long, short = 'p', value_name = "P", value_parser = devices)]
-    pub devices: u32,
+    /// Number of devices (pipeline ranks), P. Leave it out with --gpus to search every
+    /// tensor × pipeline × data split of the GPUs.
+    #[arg(long, short = 'p', value_name = "P", value_parser = devices, required_unless_present = "gpus")]
+    pub devices: Option<u32>,
     #[command(flatten)]
     pub costs: CostArgs,
     /// Samples per training step over every replica; microbatch counts that divide each
@@ -36,8 +38,9 @@ pub struct PlanArgs {
     /// gradients, 3 fully sharded (FSDP) [default: 0]; static memory is sharded by it.
     #[arg(long, value_name = "Z", hide_short_help = true)]
     pub zero: Option<u32>,
-    /// GPUs in all: tp · pp · dp (checked against --tp, -p and --dp).
-    #[arg(long, value_name = "N", hide_short_help = true)]
+    /// GPUs in all: tp · pp · dp. With -p it is checked against --tp, -p and --dp; without
+    /// -p every split of them is searched (--tp, --dp and --zero, when given, are kept).
+    #[arg(long, value_name = "N")]
     pub gpus: Option<u32>,
     /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
     /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
@@ -72,11 +75,18 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     // user fixes it.
     let mut costs = args.costs.clone();
     // A calibration fits the model as the flags give it, before plans vary the micro-batch.
-    let (calibrated, calibration) = costs.model.calibrated(args.devices)?;
-    if let Some(c) = &calibration {
-        eprintln!("note: {}", crate::args::calibration_note(c));
+    if let Some(p) = args.devices {
+        let (calibrated, calibration) = costs.model.calibrated(p)?;
+        if let Some(c) = &calibration {
+            eprintln!("note: {}", crate::args::calibration_note(c));
+        }
+        costs.model = calibrated;
+    } else if costs.model.calibrate.is_some() {
+        return Err(crate::output::user_error(
+            "--calibrate needs -p: a calibration fits the model on one pipeline, and --gpus without -p searches many",
+            &["give -p (and --tp, --dp) of the profiled run, or leave --calibrate out"],
+        ));
     }
-    costs.model = calibrated;
     let keep_micro_batch = args.global_batch.is_some() && costs.model.micro_batch.is_some();
     if args.global_batch.is_some() && costs.model.given() {
         costs.model.micro_batch.get_or_insert(1);
@@ -85,63 +95,44 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         Some(spec) => Some(spec.resolve().map_err(crate::args::flag_error)?),
         None => None,
     };
-    let static_memory = match args.static_memory.as_deref().map(str::trim) {
-        Some("auto") => StaticMemory::FromModel,
-        Some(text) if model.is_some() => StaticMemory::Fixed(
-            parse_bytes(text, Field::MemLimit)
-                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?,
-        ),
-        Some(text) => StaticMemory::Fixed(text.parse().map_err(|_| {
-            crate::output::user_error(
-                &format!(
-                    "--static-memory must be a number in mem-f's unit or auto, found `{}`",
-                    formats::sanitize(text)
-                ),
-                &["sizes with units (20GiB) and auto need costs from a model (--model or --layers …)"],
-            )
-        })?),
-        None if model.is_some() => StaticMemory::FromModel,
-        None => StaticMemory::Fixed(0.0),
-    };
-    // What the search leaves out, said before it runs.
-    if let (Some(g), false) = (args.global_batch, keep_micro_batch) {
-        let tried = bubblescope::plan::microbatch_candidates(args.devices, Some(g));
-        if let Some(&most) = tried.last().filter(|_| g > args.devices.saturating_mul(MAX_PLAN_MICROBATCHES_PER_DEVICE))
-        {
-            eprintln!(
-                "note: microbatch counts above {} ({MAX_PLAN_MICROBATCHES_PER_DEVICE} per device) are not tried, so micro-batches are {} samples or more; --micro-batch fixes one",
-                args.devices.saturating_mul(MAX_PLAN_MICROBATCHES_PER_DEVICE),
-                g / most
-            );
-        }
-    }
+    let static_memory = static_memory(args, model.is_some())?;
     let source = match &model {
         Some(m) => CostSource::Model(m.clone()),
-        None => CostSource::Costs(args.costs.hand_costs(None, args.devices)?),
+        None => CostSource::Costs(args.costs.hand_costs(None, args.devices.unwrap_or(1))?),
     };
-    let trade = args.costs.plan_trade(model.as_ref(), args.devices)?;
-    let spec = PlanSpec {
-        devices: args.devices,
+    let base = PlanSpec {
+        devices: args.devices.unwrap_or(1),
         mem_limit: limit,
         source,
         global_batch: args.global_batch,
         keep_micro_batch,
         static_memory,
         families: all_families(),
-        trade,
+        trade: TradeSpec::None,
         step: bubblescope::step::StepSpec { zero: args.zero, gpus: args.gpus, global_batch: None },
     };
-    let candidates = spec.candidates().map_err(crate::args::flag_error)?;
-    if let Some(m) = model.as_ref().filter(|m| m.layers < args.devices) {
-        let bare = args.devices - m.layers;
-        eprintln!(
-            "note: {} layers on {} devices: with one stage per device, {bare} device{} hold{} no layer",
-            m.layers,
-            args.devices,
-            if bare == 1 { "" } else { "s" },
-            if bare == 1 { "s" } else { "" }
-        );
+    let (searches, meshes) = match args.devices {
+        Some(p) => {
+            let spec = PlanSpec { trade: args.costs.plan_trade(model.as_ref(), p)?, ..base };
+            note_one_pipeline(args, model.as_ref(), p, keep_micro_batch);
+            (vec![spec], None)
+        }
+        None => {
+            let (specs, meshes) = mesh_searches(args, &costs, model.as_ref(), base)?;
+            (specs, Some(meshes))
+        }
+    };
+    let mut candidates = Vec::new();
+    for spec in &searches {
+        match (spec.candidates(), &meshes) {
+            (Ok(c), _) => candidates.extend(c),
+            (Err(e), None) => return Err(crate::args::flag_error(e)),
+            // One split the search cannot run (its replicas leave no microbatch count, say)
+            // does not stop the others.
+            (Err(e), Some(_)) => eprintln!("note: {} is left out: {}", mesh_of(spec).describe(), e.message),
+        }
     }
+    let spec = &searches[0];
     let total = candidates.len();
     let mut found = PlanSearch::collect(crate::parallel::run_parallel(candidates, evaluate));
     let searched = total - found.not_tried;
@@ -157,8 +148,8 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     for p in &mut found.plans {
         attribute_plan(p);
     }
-    if let Some(m) = &model {
-        note_plan_cuts(m, args.devices, &found.plans);
+    if let (Some(m), Some(p)) = (&model, args.devices) {
+        note_plan_cuts(m, p, &found.plans);
     }
     let bytes = model.is_some();
     if found.plans.is_empty() {
@@ -173,12 +164,14 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 if bytes { format_bytes(least) } else { format_number(least, 4) }
             ));
         }
-        hints.extend([
-            "raise --mem-limit, or use more devices (each holds less of the model)".to_string(),
-            "with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string(),
-        ]);
-        // Replicas can shard what each holds.
-        if let Some(m) = model.as_ref().filter(|m| m.dp > 1 && args.zero.unwrap_or(0) < 3) {
+        if meshes.is_some() {
+            hints.push("raise --mem-limit, or give more --gpus (each holds less of the model)".to_string());
+        } else {
+            hints.push("raise --mem-limit, or use more devices (each holds less of the model)".to_string());
+        }
+        hints.push("with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string());
+        // Replicas can shard what each holds (every stage is searched without -p).
+        if let Some(m) = model.as_ref().filter(|m| meshes.is_none() && m.dp > 1 && args.zero.unwrap_or(0) < 3) {
             hints.insert(
                 0,
                 format!(
@@ -189,9 +182,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             );
         }
         // When the weights and optimizer state alone leave no room, say so and name --tp.
-        if let (Some(m), StaticMemory::FromModel) = (&model, &spec.static_memory) {
-            if let Ok(d) = m.derive(args.devices) {
-                let per = bytes_per_parameter(&spec);
+        if let (Some(m), StaticMemory::FromModel, Some(p)) = (&model, &spec.static_memory, args.devices) {
+            if let Ok(d) = m.derive(p) {
+                let per = bytes_per_parameter(spec);
                 let least = d.shares().iter().map(|s| s.params).fold(f64::INFINITY, f64::min) * per;
                 if least >= limit {
                     hints.insert(
@@ -244,6 +237,12 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 if let Some(layout) = &c.layout {
                     let _ = m.set(Field::Layout, layout);
                 }
+                // A split the search chose: its TP and replicas.
+                if meshes.is_some() {
+                    let mesh = plan_mesh(plan);
+                    let _ = m.set(Field::Tp, &mesh.tp.to_string());
+                    let _ = m.set(Field::Dp, &mesh.dp.to_string());
+                }
                 m.cli_flags()
             }
             false => {
@@ -256,9 +255,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
     }
     let out = if args.json {
-        crate::output::json_text(&json(&spec, &found, searched))
+        crate::output::json_text(&json(spec, &found, searched, meshes.as_ref()))
     } else {
-        table(&spec, &found, searched, bytes)
+        table(spec, &found, searched, bytes, meshes.as_ref())
     };
     crate::output::print(&out)
 }
@@ -332,9 +331,14 @@ fn chunks(p: &Plan) -> Option<u32> {
 
 fn plan_json(p: &Plan) -> Value {
     let c = &p.candidate;
+    let mesh = plan_mesh(p);
     json!({
         "schedule": c.family.name,
         "devices": c.params.devices,
+        "tp": mesh.tp,
+        "pp": mesh.pp,
+        "dp": mesh.dp,
+        "zero": mesh.zero,
         "microbatches": c.params.microbatches,
         "chunks": chunks(p),
         "micro_batch": c.micro_batch,
@@ -373,13 +377,20 @@ fn bytes_per_parameter(spec: &PlanSpec) -> f64 {
     }
 }
 
-/// `plan --json`.
-fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize) -> Value {
+/// `plan --json`. Without -p, `devices` is null (each plan has its own `pp`) and `meshes` says
+/// which splits were searched and which left out.
+fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize, meshes: Option<&Meshes>) -> Value {
     json!({
-        "devices": spec.devices,
+        "devices": meshes.is_none().then_some(spec.devices),
+        "gpus": spec.step.gpus,
+        "meshes": meshes.map(|m| json!({
+            "searched": m.kept.iter().map(|k| mesh_json(k, None)).collect::<Vec<_>>(),
+            "skipped": m.skipped.iter().map(|k| mesh_json(&k.mesh, Some(&k.why))).collect::<Vec<_>>(),
+        })),
         "mem_limit": spec.mem_limit,
         "global_batch": spec.global_batch,
         "static_memory": match spec.static_memory {
+            StaticMemory::FromModel if meshes.is_some() => json!({"bytes_per_parameter": null}),
             StaticMemory::FromModel => json!({"bytes_per_parameter": bytes_per_parameter(spec)}),
             StaticMemory::Fixed(v) => json!(v),
         },
@@ -392,7 +403,7 @@ fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize) -> Value {
 }
 
 /// The readable plans, best first.
-fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> String {
+fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool, meshes: Option<&Meshes>) -> String {
     let memory = |v: f64| if bytes { format_bytes(v) } else { format_number(v, 4) };
     let time = |v: f64| if bytes { format!("{} ms", format_number(v / 1e3, 2)) } else { format_number(v, 4) };
     let statics = match spec.static_memory {
@@ -402,16 +413,30 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
         StaticMemory::Fixed(v) => format!("{} per device", memory(v)),
     };
     let mut out = String::new();
+    let on = match (meshes, spec.step.gpus) {
+        (Some(m), Some(g)) => format!("{g} GPUs ({} splits of tp · pp · dp and ZeRO searched)", m.kept.len()),
+        _ => format!("{} devices", spec.devices),
+    };
+    let statics = match (meshes, spec.static_memory) {
+        (Some(_), StaticMemory::FromModel) => "weights, gradients and optimizer state as each split shards them".into(),
+        _ => statics,
+    };
     let _ = writeln!(
         out,
-        "best plans on {} devices under {} per device (activations + static memory: {statics})",
-        spec.devices,
+        "best plans on {on} under {} per device (activations + static memory: {statics})",
         memory(spec.mem_limit)
     );
     let _ = writeln!(out);
     for (i, p) in found.plans.iter().enumerate() {
         let c = &p.candidate;
-        let _ = writeln!(out, "{}. {}", i + 1, describe(p));
+        match meshes {
+            Some(_) => {
+                let _ = writeln!(out, "{}. {} · {}", i + 1, plan_mesh(p).describe(), describe(p));
+            }
+            None => {
+                let _ = writeln!(out, "{}. {}", i + 1, describe(p));
+            }
+        }
         if let Some(step) = &p.step {
             let _ = writeln!(
                 out,
@@ -466,6 +491,15 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
             );
         }
     }
+    if let Some(m) = meshes.filter(|m| !m.skipped.is_empty()) {
+        let _ = writeln!(out, "\nsplits left out: {}", m.skipped.len());
+        for k in m.skipped.iter().take(5) {
+            let _ = writeln!(out, "  {}: {}", k.mesh.describe(), k.why);
+        }
+        if m.skipped.len() > 5 {
+            let _ = writeln!(out, "  … and {} more (--json lists them all)", m.skipped.len() - 5);
+        }
+    }
     let _ = writeln!(
         out,
         "\nsearched {searched} candidates: {} fit, {} above the limit, {} invalid",
@@ -474,4 +508,126 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool) -> S
         found.invalid
     );
     out
+}
+
+/// What a device holds besides activations: `--static-memory`, or from the model.
+fn static_memory(args: &PlanArgs, with_model: bool) -> Result<StaticMemory> {
+    Ok(match args.static_memory.as_deref().map(str::trim) {
+        Some("auto") => StaticMemory::FromModel,
+        Some(text) if with_model => StaticMemory::Fixed(
+            parse_bytes(text, Field::MemLimit)
+                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?,
+        ),
+        Some(text) => StaticMemory::Fixed(text.parse().map_err(|_| {
+            crate::output::user_error(
+                &format!(
+                    "--static-memory must be a number in mem-f's unit or auto, found `{}`",
+                    formats::sanitize(text)
+                ),
+                &["sizes with units (20GiB) and auto need costs from a model (--model or --layers …)"],
+            )
+        })?),
+        None if with_model => StaticMemory::FromModel,
+        None => StaticMemory::Fixed(0.0),
+    })
+}
+
+/// What a search on one pipeline of `devices` leaves out, said before it runs: microbatch
+/// counts above the cap, and devices without a layer.
+fn note_one_pipeline(args: &PlanArgs, model: Option<&Model>, devices: u32, keep_micro_batch: bool) {
+    if let (Some(g), false) = (args.global_batch, keep_micro_batch) {
+        let tried = bubblescope::plan::microbatch_candidates(devices, Some(g));
+        let cap = devices.saturating_mul(MAX_PLAN_MICROBATCHES_PER_DEVICE);
+        if let Some(&most) = tried.last().filter(|_| g > cap) {
+            eprintln!(
+                "note: microbatch counts above {cap} ({MAX_PLAN_MICROBATCHES_PER_DEVICE} per device) are not tried, so micro-batches are {} samples or more; --micro-batch fixes one",
+                g / most
+            );
+        }
+    }
+    if let Some(m) = model.filter(|m| m.layers < devices) {
+        let bare = devices - m.layers;
+        eprintln!(
+            "note: {} layers on {devices} devices: with one stage per device, {bare} device{} hold{} no layer",
+            m.layers,
+            if bare == 1 { "" } else { "s" },
+            if bare == 1 { "s" } else { "" }
+        );
+    }
+}
+
+/// `--gpus N` without -p: one plan search per split of the GPUs that the model takes and
+/// whose weights leave room, each with the model at its TP and replicas.
+fn mesh_searches(
+    args: &PlanArgs,
+    costs: &crate::args::CostArgs,
+    model: Option<&Model>,
+    base: PlanSpec,
+) -> Result<(Vec<PlanSpec>, Meshes)> {
+    let (Some(model), Some(gpus)) = (model, args.gpus) else {
+        return Err(crate::output::user_error(
+            "--gpus without -p searches tensor × pipeline × data splits, and needs costs from a model",
+            &["give --model (or --layers …), or give -p with hand-set costs"],
+        ));
+    };
+    let pins = MeshPins { tp: costs.model.tp, pp: None, dp: costs.model.dp, zero: args.zero };
+    let found = bubblescope::plan::meshes(model, gpus, pins, args.global_batch, base.mem_limit)
+        .map_err(crate::args::flag_error)?;
+    if found.kept.is_empty() {
+        let reasons: Vec<String> =
+            found.skipped.iter().take(4).map(|k| format!("{}: {}", k.mesh.describe(), k.why)).collect();
+        let mut hints: Vec<&str> = reasons.iter().map(String::as_str).collect();
+        hints.push("raise --mem-limit, give more --gpus, or leave --tp, --dp or --zero out to search them");
+        return Err(crate::output::user_error(
+            &format!("no split of {gpus} GPUs can run this model under the limit ({} left out)", found.skipped.len()),
+            &hints,
+        ));
+    }
+    eprintln!(
+        "note: searching {} splits of {gpus} GPUs (tp · pp · dp, ZeRO stage); {} left out",
+        found.kept.len(),
+        found.skipped.len()
+    );
+    let mut specs = Vec::with_capacity(found.kept.len());
+    for mesh in &found.kept {
+        let m = mesh.apply(model);
+        // On one stage every family runs the same passes: 1F1B stands for them all, and
+        // interleaved 1F1B for the model cut into chunks (under ZeRO-3, one gather each).
+        let families = match mesh.pp {
+            1 => ["1f1b", "interleaved-1f1b"].into_iter().filter_map(bubblescope::family).collect(),
+            _ => base.families.clone(),
+        };
+        specs.push(PlanSpec {
+            devices: mesh.pp,
+            families,
+            source: CostSource::Model(m.clone()),
+            trade: args.costs.plan_trade(Some(&m), mesh.pp)?,
+            step: bubblescope::step::StepSpec { zero: Some(mesh.zero), gpus: Some(gpus), global_batch: None },
+            ..base.clone()
+        });
+    }
+    Ok((specs, found))
+}
+
+/// The split a search runs on.
+fn mesh_of(spec: &PlanSpec) -> Mesh {
+    let (tp, dp) = match &spec.source {
+        CostSource::Model(m) => (m.tp.max(1), m.dp.max(1)),
+        CostSource::Costs(_) => (1, 1),
+    };
+    Mesh { tp, pp: spec.devices, dp, zero: spec.step.zero.unwrap_or(0) }
+}
+
+/// The split a plan ran on: its model's TP and replicas, its devices and ZeRO stage.
+fn plan_mesh(p: &Plan) -> Mesh {
+    let c = &p.candidate;
+    let (tp, dp, zero) = match &c.step {
+        Some(s) => (s.0.tp.max(1), s.0.dp.max(1), s.1.zero.unwrap_or(0)),
+        None => (1, 1, 0),
+    };
+    Mesh { tp, pp: c.params.devices, dp, zero }
+}
+
+fn mesh_json(m: &Mesh, why: Option<&String>) -> Value {
+    json!({"tp": m.tp, "pp": m.pp, "dp": m.dp, "zero": m.zero, "why": why})
 }

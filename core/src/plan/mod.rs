@@ -1,14 +1,16 @@
 //! Planning: which schedule for a run. Sweeps over families and sizes ([`sweep`]), the
 //! memory/time Pareto front ([`pareto`]), and the search for the fastest plan under a memory
-//! limit ([`search`]), trading recompute and offload for memory where it must ([`trade`]). Pure: the CLI runs the pieces on its cores, the app in a worker.
+//! limit ([`search`]) on one split of the GPUs or on every split ([`mesh`]), trading recompute and offload for memory where it must ([`trade`]). Pure: the CLI runs the pieces on its cores, the app in a worker.
 
 pub mod export;
+pub mod mesh;
 pub mod pareto;
 pub mod search;
 pub mod sweep;
 pub mod trade;
 
 pub use export::{export_best, PlanExport};
+pub use mesh::{meshes, Mesh, MeshPins, MeshSkip, Meshes, MAX_MESHES};
 pub use pareto::{dominates, front, ParetoPoint};
 pub use search::{
     all_families, attribute_plan, device_params, evaluate, fit_trade, layout_candidates, microbatch_candidates, plan,
