@@ -1,7 +1,7 @@
 // ?embed=1: only the chart (stats with stats=1), sized to its iframe.
 
 import http from 'node:http';
-import { assert, assertEq, inkRatio } from './harness.mjs';
+import { assert, assertEq, inkRatio, open } from './harness.mjs';
 
 export const tests = {
   async 'embed mode shows only the chart, sized to the iframe'({ page, base, shots }) {
@@ -30,6 +30,65 @@ export const tests = {
       await page.screenshot({ path: `${shots}/embed.png` });
     } finally {
       host.close();
+    }
+  },
+
+  async 'an embed fits its frame: the chart first, the numbers on one line, nothing clipped'({ browser, base, shots }) {
+    const cases = [
+      [600, 400, 4, 8],
+      [360, 640, 4, 8],
+      [600, 480, 4, 8],
+      // Sixteen rows at full height need 384 px: in a 400 px frame they shrink to fit.
+      [600, 400, 16, 32],
+    ];
+    for (const [width, height, devices, microbatches] of cases) {
+      const context = await browser.newContext({ viewport: { width, height } });
+      const page = await context.newPage();
+      await open(page, base, `schedule=zb-v&devices=${devices}&microbatches=${microbatches}&embed=1&stats=1`);
+      const at = `${width} × ${height}, ${devices} devices`;
+      const m = await page.evaluate(() => {
+        const box = (sel) => document.querySelector(sel)?.getBoundingClientRect().toJSON();
+        const shown = (sel) => [...document.querySelectorAll(sel)].filter((e) => e.getClientRects().length > 0).length;
+        return {
+          scrollHeight: document.documentElement.scrollHeight,
+          scrollWidth: document.documentElement.scrollWidth,
+          chart: box('[data-testid=gantt-canvas]'),
+          tiles: box('.tiles'),
+          playback: box('[data-testid=playback]'),
+          credit: box('.embed-credit'),
+          toolbars: shown('.toolbar'),
+          cost: document.querySelector('[data-testid=stat-cost]')?.textContent.trim(),
+        };
+      });
+      assert(m.scrollHeight <= height, `${at}: the page is ${m.scrollHeight} px tall, clipped below ${height}`);
+      assert(m.scrollWidth <= width, `${at}: the page is ${m.scrollWidth} px wide`);
+      assert(m.playback.bottom <= height && m.credit.bottom <= height, `${at}: the playback bar or credit is cut off`);
+      assert(m.chart.top < m.tiles.top, `${at}: the chart comes first`);
+      assert(m.tiles.height <= 22, `${at}: the numbers take ${m.tiles.height} px, more than one line`);
+      assertEq(m.toolbars, 0, `${at}: no toolbar in an embed`);
+      assertEq(m.cost, devices === 4 ? '24' : '96', `${at}: the cost is shown`);
+      await page.screenshot({ path: `${shots}/embed-${width}x${height}-p${devices}.png` });
+      await context.close();
+    }
+  },
+
+  async 'the embed snippet asks for a frame that holds the chart'({ browser, base }) {
+    for (const [devices, microbatches] of [[4, 8], [16, 32]]) {
+      const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+      const page = await context.newPage();
+      await open(page, base, `schedule=zb-v&devices=${devices}&microbatches=${microbatches}`);
+      await page.locator('[data-testid=export-menu]').click();
+      const snippet = await page.locator('[data-testid=embed-snippet]').inputValue();
+      const src = snippet.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+      const height = Number(snippet.match(/height="(\d+)"/)[1]);
+      assert(height >= 320 && height <= 720, `frame height ${height}`);
+      // The frame as the snippet sets it, 600 px wide: everything fits without scrolling.
+      await page.setViewportSize({ width: 600, height });
+      await page.goto(new URL(src, base).href);
+      await page.waitForFunction(() => Number(document.querySelector('.chart-wrap')?.getAttribute('data-redraws') ?? 0) > 0);
+      const scroll = await page.evaluate(() => document.documentElement.scrollHeight);
+      assert(scroll <= height, `${devices} devices: the snippet's ${height} px frame scrolls to ${scroll}`);
+      await context.close();
     }
   },
 };

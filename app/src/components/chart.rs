@@ -110,6 +110,44 @@ fn shown(state: AppState, with_causes: bool) -> (Vec<Shown>, bool) {
     (out, stale)
 }
 
+/// Height an embed keeps for everything but the chart's rows: the legend, title and axis of the
+/// figure (104 px), its padding, the playback bar and the line of numbers.
+const EMBED_CHROME: f64 = 216.0;
+
+/// The space between rows that core's Gantt chart leaves: 4 px under rows of 10 px or more,
+/// 1 px under thinner ones.
+fn row_gap(row: f64) -> f64 {
+    if row >= 10.0 {
+        4.0
+    } else {
+        1.0
+    }
+}
+
+/// A row's height for `devices` rows: 24 px up to 16 devices, then 14, then 12, so rows stay
+/// readable on every screen. Embedded in a frame `frame_height` high, rows shrink (to 6 px at
+/// least) until the chart and its playback bar fit it.
+fn row_height(devices: u32, frame_height: Option<f64>) -> f64 {
+    let full = match devices {
+        0..=16 => 24.0,
+        17..=40 => 14.0,
+        _ => 12.0,
+    };
+    let Some(h) = frame_height.filter(|_| devices > 0) else { return full };
+    let pitch = ((h - EMBED_CHROME) / f64::from(devices)).floor();
+    // Under a 14 px pitch the row is thinner than 10 px, so its gap is 1 px.
+    let row = if pitch >= 14.0 { pitch - 4.0 } else { (pitch - 1.0).min(9.5) };
+    row.clamp(6.0, full)
+}
+
+/// The frame height the Export menu's embed snippet asks for: every row at full height and the
+/// embed's chrome, rounded up to 10 px, between 320 and 720 px (taller charts shrink their rows).
+pub(crate) fn embed_frame_height(devices: u32) -> u32 {
+    let row = row_height(devices, None);
+    let rows = (row + row_gap(row)) * f64::from(devices);
+    ((rows + EMBED_CHROME) / 10.0).ceil().clamp(32.0, 72.0) as u32 * 10
+}
+
 /// Whether idle gaps are shaded by cause (`causes=1`, a view preference).
 fn causes_shown(state: AppState) -> bool {
     state.link.with(|l| l.extra(CAUSES_KEY) == Some("1"))
@@ -131,6 +169,8 @@ struct Chart {
     /// Only the shading toggle's value, so other changes of the link (the cursor's `t=`) never
     /// redraw.
     with_causes: Memo<bool>,
+    /// Embedded: rows shrink so the whole chart fits the frame's height.
+    compact: bool,
 }
 
 impl Chart {
@@ -142,6 +182,7 @@ impl Chart {
             tip: RwSignal::new(None),
             show_memory: RwSignal::new(!compact || state.link.with_untracked(|l| l.extra("memory") == Some("1"))),
             with_causes: Memo::new(move |_| causes_shown(state)),
+            compact,
         }
     }
 
@@ -259,12 +300,8 @@ fn redraw(
         })
         .collect();
     let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
-    // Never below 12 px: rows stay readable on every screen.
-    let row_height = match devices {
-        0..=16 => 24.0,
-        17..=40 => 14.0,
-        _ => 12.0,
-    };
+    let frame_height = chart.compact.then(|| web_sys::window().and_then(|w| w.inner_height().ok()?.as_f64())).flatten();
+    let row_height = row_height(devices, frame_height);
     let opts = FigureOptions {
         width: w,
         scale: device_pixel_ratio(),

@@ -1,4 +1,5 @@
-//! `?embed=1`: only the chart (and the key numbers with `stats=1`), sized to its iframe.
+//! `?embed=1`: only the chart first (and the key numbers on one line below it with `stats=1`),
+//! sized to its iframe: rows shrink to fit its height.
 
 use leptos::prelude::*;
 
@@ -20,9 +21,11 @@ pub fn EmbedView() -> impl IntoView {
     view! {
         <div class="embed" data-testid="embed">
             <ErrorBanner/>
-            {with_stats.then(|| view! { <StatTiles/> })}
             <ChartCard compact=true/>
-            <a class="embed-credit" href=full target="_blank" rel="noopener">"Open in Bubblescope ↗"</a>
+            <div class="embed-foot">
+                {with_stats.then(|| view! { <StatTiles/> })}
+                <a class="embed-credit" href=full target="_blank" rel="noopener">"Open in Bubblescope ↗"</a>
+            </div>
         </div>
     }
 }

@@ -129,8 +129,9 @@ pub fn ExportMenu() -> impl IntoView {
     let snippet = move || {
         let mut link = state.link.get();
         link.set_extra("embed", Some("1".to_string()));
+        let height = super::chart::embed_frame_height(link.params.devices);
         format!(
-            "<iframe src=\"{}\" width=\"100%\" height=\"360\" style=\"border:0\" loading=\"lazy\" title=\"Pipeline schedule (Bubblescope)\"></iframe>",
+            "<iframe src=\"{}\" width=\"100%\" height=\"{height}\" style=\"border:0\" loading=\"lazy\" title=\"Pipeline schedule (Bubblescope)\"></iframe>",
             url_for(&link)
         )
     };
