@@ -2,6 +2,7 @@
 //! memory/time Pareto front ([`pareto`]), and the search for the fastest plan under a memory
 //! limit ([`search`]) on one split of the GPUs or on every split ([`mesh`]), trading recompute and offload for memory where it must ([`trade`]). Pure: the CLI runs the pieces on its cores, the app in a worker.
 
+pub mod balance;
 pub mod export;
 pub mod mesh;
 pub mod pareto;
@@ -9,6 +10,7 @@ pub mod search;
 pub mod sweep;
 pub mod trade;
 
+pub use balance::{balanced_counts, balanced_layout};
 pub use export::{export_best, PlanExport};
 pub use mesh::{meshes, Mesh, MeshPins, MeshSkip, Meshes, MAX_MESHES};
 pub use pareto::{dominates, front, ParetoPoint};

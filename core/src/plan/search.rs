@@ -171,7 +171,8 @@ pub struct PlanSearch {
 
 /// Layer counts per share to try for `model` on `devices` devices: the model's own layout if
 /// it has one (`None`), else the even split (`None`) and, with three or more devices, splits
-/// with layers moved off the last share (LM head) and the first (embedding).
+/// with layers moved off the last share (LM head) and the first (embedding), and the split that
+/// balances the work by cost.
 pub fn layout_candidates(model: &Model, devices: u32) -> Vec<Option<String>> {
     if model.layout.is_some() || devices < 3 {
         return vec![None];
@@ -195,6 +196,13 @@ pub fn layout_candidates(model: &Model, devices: u32) -> Vec<Option<String>> {
         if !seen.contains(&counts) {
             out.push(Some(counts.iter().map(u32::to_string).collect::<Vec<_>>().join(",")));
             seen.push(counts);
+        }
+    }
+    // The split that balances the work, any number of layers moved ([`super::balance`]).
+    if let Some(layout) = super::balance::balanced_layout(model, devices) {
+        let counts: Vec<u32> = layout.split(',').filter_map(|c| c.parse().ok()).collect();
+        if !seen.contains(&counts) {
+            out.push(Some(layout));
         }
     }
     out
