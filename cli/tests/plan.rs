@@ -499,3 +499,38 @@ fn gpus_without_devices_refuses_what_it_cannot_search() {
     fails_with_hint(dir.path(), &args, "no split of 8 GPUs can run this model");
     fails_with_hint(dir.path(), &["plan", "--mem-limit", "80GiB"], "--devices <P>");
 }
+
+/// Llama 3.2 1B on 8 devices: its LM head (a 128k vocabulary) outweighs two layers, so the
+/// split balanced by cost beats every plan on the even split, in step rate and idle share.
+#[test]
+fn a_balanced_split_beats_the_even_split_when_the_head_is_heavy() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "plan",
+        "-p",
+        "8",
+        "--model",
+        "llama-3.2-1b",
+        "--mem-limit",
+        "80GiB",
+        "--global-batch",
+        "16",
+        "--top",
+        "100000",
+        "--json",
+    ];
+    let v: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let plans = v["plans"].as_array().unwrap();
+    let rate = |p: &Value| p["step"]["tokens_per_gpu_s"].as_f64().unwrap();
+    let even = plans.iter().find(|p| p["layout"].is_null()).expect("an even-split plan fits");
+    let best = &plans[0];
+    let layout = best["layout"].as_str().expect("the best plan moves layers");
+    let counts: Vec<u32> = layout.split(',').map(|c| c.parse().unwrap()).collect();
+    assert_eq!(counts.iter().sum::<u32>(), 16);
+    // More than the one or two layers the fixed moves take off the ends.
+    let moved = counts.iter().zip([2u32; 8]).map(|(&c, e)| c.abs_diff(e)).sum::<u32>() / 2;
+    assert!(moved >= 2, "{layout}");
+    assert!(rate(best) > rate(even) * 1.02, "{} against {}", rate(best), rate(even));
+    let idle = |p: &Value| p["bubble_rate"].as_f64().unwrap();
+    assert!(idle(best) < idle(even), "idle share {} against {}", idle(best), idle(even));
+}
