@@ -113,6 +113,14 @@ fn bad_trace_input_names_the_file_and_gives_a_hint() {
     std::fs::create_dir(dir.path().join("empty")).unwrap();
     fails_with_hint(dir.path(), &["trace", "empty"], "holds no trace files");
     fails_with_hint(dir.path(), &["trace", "missing-folder"], "missing-folder");
+    // A run is read from files: `-` is refused naming standard input, and a missing file's
+    // hint does not offer standard input (before: "`-` reads standard input").
+    for args in [&["trace", "-"][..], &["simulate", "-s", "1f1b", "--costs-from", "-"][..]] {
+        let e = fails_with_hint(dir.path(), args, "-: a profiled run is read from its trace files, not standard input");
+        assert!(e.contains("hint: give the folder torch.profiler wrote"), "{e}");
+    }
+    let e = fails_with_hint(dir.path(), &["trace", "missing.json"], "cannot read missing.json: no such file");
+    assert!(!e.contains("standard input"), "{e}");
 }
 
 /// `--calibrate RUN` fits the model to the run's middle stage, the runtime's overhead taken

@@ -87,6 +87,11 @@ pub fn run(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     costs.check_copy_rate(&subject.analysis.schedule)?;
     let offloads = subject.params.costs.trade.as_deref().is_some_and(bubblescope::trade::Trade::offloads);
     if offloads && !subject.analysis.schedule.has_copies() {
+        let trade = subject.params.costs.trade.as_deref();
+        if let Some(e) = trade.and_then(|t| bubblescope::passes::offload_rounds_to_none(t, &subject.analysis.schedule))
+        {
+            return Err(args::flag_error(e));
+        }
         eprintln!("note: {}", bubblescope::passes::NOTHING_OFFLOADED);
     }
     if let Some(target) = &target {
