@@ -708,7 +708,12 @@ impl CostArgs {
             .into_iter()
             .map(|mut s| {
                 (s.copy_time, s.host_gbps) = (self.copy_time, self.host_gbps);
-                let t = s.trade(&pricing, devices).map_err(flag_error)?;
+                // A setting of the list that cannot run names --trades, where it was given.
+                let in_list = |e: bubblescope::ParamError| match e.field {
+                    bubblescope::Field::Recompute => anyhow::anyhow!("--trades: {e}"),
+                    _ => flag_error(e),
+                };
+                let t = s.trade(&pricing, devices).map_err(in_list)?;
                 Ok(t.filter(|t| !t.is_none()).map(std::sync::Arc::new))
             })
             .collect()

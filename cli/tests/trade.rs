@@ -191,6 +191,33 @@ fn a_sweep_runs_every_setting_and_draws_the_traded_runs_hollow() {
     common::fails_with_hint(d, &join(&args, &["--recompute", "full"]), "cannot be used with");
 }
 
+/// Selective recompute drops the attention scores, which FlashAttention never stores: on such
+/// a model `simulate`, `sweep --trades` and `plan` all refuse it with the same reason and hint
+/// (before: simulate ran it as a no-op, sweep listed duplicate rows and plan dropped its
+/// trade search for it).
+#[test]
+fn selective_recompute_under_flash_attention_is_refused_everywhere() {
+    let d = tempfile::tempdir().expect("scratch");
+    let says = "selective drops the attention scores, but this model's FlashAttention never stores them: it would recompute nothing";
+    let llama = ["--model", "llama-3-8b"];
+    for args in [
+        join(&["simulate", "-s", "1f1b", "--recompute", "selective"], &llama),
+        join(&["simulate", "-s", "1f1b", "--recompute", "none,selective,none,none"], &llama),
+        join(&["plan", "-p", "4", "--mem-limit", "80GiB", "--recompute", "selective"], &llama),
+        join(&["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", "--trades", "none,selective"], &llama),
+    ] {
+        let e = fails_with_hint(d.path(), &args, says);
+        let flag = if args[0] == "sweep" { "error: --trades: recompute selective" } else { "error: --recompute " };
+        assert!(e.starts_with(flag), "{e}");
+        assert!(e.contains("hint: recompute full") && e.contains("flash-attention false"), "{e}");
+    }
+    // Without FlashAttention the scores are stored, and selective recompute drops them.
+    ok_stderr(
+        d.path(),
+        &join(&["simulate", "-s", "1f1b", "--recompute", "selective", "--flash-attention", "false"], &llama),
+    );
+}
+
 /// A fraction that rounds to none of a device's forwards names --offload, not the waits
 /// (before: "nothing was offloaded: no wait … hides three round trips").
 #[test]

@@ -383,6 +383,15 @@ impl TradeSettings {
             trade.recompute = self.recompute.clone();
         }
         match pricing {
+            Pricing::Model { shapes: (_, selective), .. }
+                if selective.keep >= 1.0 && trade.recompute.contains(&Recompute::Selective) =>
+            {
+                return Err(ParamError::new(
+                    Field::Recompute,
+                    "recompute selective drops the attention scores, but this model's FlashAttention never stores them: it would recompute nothing",
+                )
+                .hint("recompute full to keep only each layer's input, or turn FlashAttention off (flash-attention false) to store the scores selective drops"));
+            }
             Pricing::Model { shapes, .. } => (trade.full, trade.selective) = *shapes,
             Pricing::Plain { .. } if trade.recompute.contains(&Recompute::Selective) => {
                 return Err(ParamError::new(
