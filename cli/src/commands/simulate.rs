@@ -77,7 +77,12 @@ pub fn run(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         None => {
             reject_file_flags(file)?;
             let mut params = args::params(family, costs)?;
-            if let Some(m) = crate::step::microbatches(costs, &args.step, params.devices)? {
+            if let Some(m) = crate::step::microbatches(
+                costs,
+                &args.step,
+                params.devices,
+                crate::step::given_microbatches(matches, family.microbatches),
+            )? {
                 params.microbatches = m;
             }
             generated(required_schedule(family)?, params, costs.units())?
