@@ -522,6 +522,14 @@ impl ModelArgs {
     }
 }
 
+/// Says on standard error when `--mtp` places no layer: no `m` in the layout
+/// ([`ModelSpec::unplaced_mtp_note`]).
+pub fn note_unplaced_mtp(spec: &ModelSpec, derived: &bubblescope::model::Derived) {
+    if let Some(note) = spec.unplaced_mtp_note(derived) {
+        eprintln!("note: --{note}");
+    }
+}
+
 /// What a calibration gave, as the one note every command prints.
 pub fn calibration_note(c: &Calibration) -> String {
     let pct = |r: f64| format!("{:+.1}%", r * 100.0);
@@ -671,6 +679,9 @@ impl CostArgs {
         let resolved = resolve_costs(&hand, &model, &self.trade_settings()?, devices).map_err(flag_error)?;
         for note in resolved.derived.iter().flat_map(|d| &d.notes) {
             eprintln!("note: {note}");
+        }
+        if let Some(derived) = &resolved.derived {
+            note_unplaced_mtp(&model, derived);
         }
         Ok(resolved.costs)
     }

@@ -159,6 +159,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     }
     if let Some(m) = &model {
         note_plan_cuts(m, args.devices, &found.plans);
+        if let Ok(derived) = m.derive(args.devices) {
+            crate::args::note_unplaced_mtp(&costs.model.spec(), &derived);
+        }
     }
     let bytes = model.is_some();
     if found.plans.is_empty() {
