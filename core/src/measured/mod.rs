@@ -10,6 +10,7 @@
 //! [`crate::formats::compute_action`]. Uses formats, sim, stats and the layers below; no IO:
 //! the caller hands over readers. How-to and definitions: `docs/measured-runs.md`.
 
+mod damage;
 mod error;
 mod fit;
 mod miss;
