@@ -4,8 +4,8 @@
 //! a pass outside the step (a damaged `ts`), or a pass whose span holds the next one (a
 //! damaged `dur`). Otherwise the missing pass is named: the step is cut off or mixed.
 
-use super::run::{kind_of, op_cell, Kind, Window};
-use super::trace::{event_name, RankTrace, Span, Track};
+use super::label::{kind_of, op_cell, Kind};
+use super::trace::{event_name, RankTrace, Span, Track, Window};
 use super::TraceError;
 use crate::schedule::{Op, Pass, PassKind};
 use crate::units::format_number;

@@ -13,6 +13,7 @@
 mod damage;
 mod error;
 mod fit;
+mod label;
 mod miss;
 mod replay;
 mod run;

@@ -10,10 +10,11 @@
 
 use std::collections::BTreeMap;
 
-use super::trace::{RankTrace, Span, Step, Track};
+use super::label::{kind_of, op_cell, Kind};
+use super::trace::{RankTrace, Span, Step, Track, Window};
 use super::TraceError;
-use crate::formats::{compute_action, import, Dialect, Format, ImportOptions};
-use crate::schedule::{Op, PassKind, Schedule};
+use crate::formats::{import, Dialect, Format, ImportOptions};
+use crate::schedule::{Op, Schedule};
 use crate::sim::{dependency, KeySpace, PerOpTimes};
 use crate::units::format_micros;
 
@@ -91,13 +92,6 @@ pub struct MeasuredRun {
     pub offsets: Vec<f64>,
     /// What a reader should know about how the run was read.
     pub notes: Vec<String>,
-}
-
-/// How the pipeline's work is labelled in one rank's trace.
-pub(super) enum Kind {
-    Compute(Op),
-    Communication,
-    Runtime,
 }
 
 /// Puts the ranks of one run together, at profiler step `step` (default: the last step every
@@ -260,33 +254,6 @@ fn classify(trace: &RankTrace, rank: u32, track: Track) -> Result<Vec<(Span, Kin
     Ok(out)
 }
 
-/// What a label names.
-pub(super) fn kind_of(label: &str, rank: u32) -> Result<Kind, (String, String)> {
-    if let Some(i) = label.strip_prefix("Forward ").and_then(|n| n.parse().ok()) {
-        return Ok(Kind::Compute(Op::One(crate::schedule::Pass::f(rank, i))));
-    }
-    if let Some(i) = label.strip_prefix("Backward ").and_then(|n| n.parse().ok()) {
-        return Ok(Kind::Compute(Op::One(crate::schedule::Pass::bw(rank, i))));
-    }
-    let word: String = label
-        .trim_start_matches(|c: char| c.is_ascii_digit())
-        .chars()
-        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
-        .collect();
-    match word.as_str() {
-        "SEND_F" | "RECV_F" | "SEND_B" | "RECV_B" | "WAIT_SEND_F" | "WAIT_SEND_B" => return Ok(Kind::Communication),
-        "UNSHARD" | "RESHARD" | "REDUCE_GRAD" | "WAIT_REDUCE_GRAD" => return Ok(Kind::Runtime),
-        _ => {}
-    }
-    match compute_action(label)? {
-        Some(op) => Ok(Kind::Compute(op)),
-        None => Ok(Kind::Runtime),
-    }
-}
-
-/// A rank's time window for the step read: from, to (µs, its own clock).
-pub(super) type Window = (f64, f64);
-
 /// The step to read and each rank's time window for it.
 fn choose_step(
     ranks: &[RankTrace],
@@ -401,25 +368,6 @@ fn executed_schedule(ranks: &[RankTrace], compute: &[Vec<(&Span, Op)>]) -> Resul
         }
     }
     Ok(schedule)
-}
-
-/// A compute op as a cell of PyTorch's grammar (current dialect).
-pub(super) fn op_cell(op: &Op) -> String {
-    let pass = |p: crate::schedule::Pass| {
-        let t = match p.kind {
-            PassKind::F => "F",
-            PassKind::B => "I",
-            PassKind::W => "W",
-            PassKind::BW => "B",
-            PassKind::R => "R",
-            PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => p.kind.name(),
-        };
-        format!("{}{t}{}", p.stage, p.microbatch)
-    };
-    match *op {
-        Op::One(p) => pass(p),
-        Op::Pair(a, b) => format!("({};{})OVERLAP_F_B", pass(a), pass(b)),
-    }
 }
 
 /// Per-rank clock offsets so that no pass ends before an input it takes from another rank has

@@ -45,6 +45,9 @@ pub struct Span {
     pub first_work: Option<f64>,
 }
 
+/// A rank's time window for the step read: from, to (µs, its own clock).
+pub(super) type Window = (f64, f64);
+
 /// One profiler step (`ProfilerStep#N`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Step {
