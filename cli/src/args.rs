@@ -522,6 +522,14 @@ impl ModelArgs {
     }
 }
 
+/// Says on standard error when `--mtp` places no layer: no `m` in the layout
+/// ([`ModelSpec::unplaced_mtp_note`]).
+pub fn note_unplaced_mtp(spec: &ModelSpec, derived: &bubblescope::model::Derived) {
+    if let Some(note) = spec.unplaced_mtp_note(derived) {
+        eprintln!("note: --{note}");
+    }
+}
+
 /// What a calibration gave, as the one note every command prints.
 pub fn calibration_note(c: &Calibration) -> String {
     let pct = |r: f64| format!("{:+.1}%", r * 100.0);
@@ -672,6 +680,9 @@ impl CostArgs {
         for note in resolved.derived.iter().flat_map(|d| &d.notes) {
             eprintln!("note: {note}");
         }
+        if let Some(derived) = &resolved.derived {
+            note_unplaced_mtp(&model, derived);
+        }
         Ok(resolved.costs)
     }
 
@@ -708,7 +719,12 @@ impl CostArgs {
             .into_iter()
             .map(|mut s| {
                 (s.copy_time, s.host_gbps) = (self.copy_time, self.host_gbps);
-                let t = s.trade(&pricing, devices).map_err(flag_error)?;
+                // A setting of the list that cannot run names --trades, where it was given.
+                let in_list = |e: bubblescope::ParamError| match e.field {
+                    bubblescope::Field::Recompute => anyhow::anyhow!("--trades: {e}"),
+                    _ => flag_error(e),
+                };
+                let t = s.trade(&pricing, devices).map_err(in_list)?;
                 Ok(t.filter(|t| !t.is_none()).map(std::sync::Arc::new))
             })
             .collect()

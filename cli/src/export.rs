@@ -101,10 +101,15 @@ impl Target {
             None => TorchVersion::NEWEST,
             Some(text) => {
                 let version = TorchVersion::from_name(text).map_err(|e| anyhow::anyhow!("{e}"))?;
-                if !matches!(format, Format::PytorchCsv | Format::PytorchCsvComms) {
+                if format != Format::PytorchCsvComms {
+                    // A compute-only CSV is the same for every verified PyTorch: only the
+                    // lowering of communication differs by version.
                     return Err(user_error(
-                        &format!("--torch applies to PyTorch CSV files, but {} is written as {format}", path.display()),
-                        &["remove --torch, or write pytorch-csv-comms (--to-format pytorch-csv-comms)"],
+                        &format!(
+                            "--torch applies to PyTorch CSV files with communication (pytorch-csv-comms), but {} is written as {format}",
+                            path.display()
+                        ),
+                        &["remove --torch (torch 2.14 and 2.15 load a compute-only CSV alike), or write pytorch-csv-comms (--to-format pytorch-csv-comms)"],
                     ));
                 }
                 if dialect == Dialect::Legacy {

@@ -53,10 +53,26 @@ pub fn is_trace(path: &std::path::Path) -> bool {
 
 /// Reads and assembles the run `paths` name.
 pub fn load_run(paths: &[PathBuf], step: Option<u64>) -> Result<MeasuredRun> {
+    if let Some(std) = paths.iter().find(|p| crate::output::is_std(p)) {
+        return Err(crate::output::user_error(
+            &format!("{}: a profiled run is read from its trace files, not standard input", std.display()),
+            &[
+                "give the folder torch.profiler wrote (one trace per rank), or its *.pt.trace.json[.gz] files",
+                "`-` reads a schedule file (CSV or JSON) in simulate --from, render --from and convert",
+            ],
+        ));
+    }
     let mut ranks = Vec::new();
     for file in crate::output::trace_files(paths)? {
         let shown = file.display().to_string();
-        let reader = std::fs::File::open(&file).map_err(|e| crate::output::file_error("read", &shown, &e))?;
+        let reader = std::fs::File::open(&file).map_err(|e| match e.kind() {
+            // A run's traces are files: no hint of standard input here.
+            std::io::ErrorKind::NotFound => crate::output::user_error(
+                &format!("cannot read {}: no such file", bubblescope::formats::sanitize(&shown)),
+                &["check the path: the folder torch.profiler wrote, or its trace files"],
+            ),
+            _ => crate::output::file_error("read", &shown, &e),
+        })?;
         ranks.push(read_rank(&shown, reader).map_err(|e| anyhow::anyhow!("{e}"))?);
     }
     assemble(ranks, step).map_err(|e| anyhow::anyhow!("{e}"))

@@ -19,14 +19,22 @@ pub fn check(costs: &CostArgs, step: &StepArgs) -> Result<()> {
     Ok(())
 }
 
-/// The microbatches `--global-batch` asks for on `devices` devices, if given.
-pub fn microbatches(costs: &CostArgs, step: &StepArgs, devices: u32) -> Result<Option<u32>> {
+/// The microbatches `--global-batch` asks for on `devices` devices, if given; `given`: the
+/// microbatches `-m` gave on the command line, which must agree.
+pub fn microbatches(costs: &CostArgs, step: &StepArgs, devices: u32, given: Option<u32>) -> Result<Option<u32>> {
     check(costs, step)?;
     if step.global_batch.is_none() {
         return Ok(None);
     }
     let model = costs.model.model(devices)?;
-    step.spec().microbatches(&model, devices).map_err(flag_error)
+    step.spec().microbatches_given(&model, devices, given).map_err(flag_error)
+}
+
+/// The microbatches `-m` gave on the command line (`matches`: the command's), not its
+/// default.
+pub fn given_microbatches(matches: Option<&clap::ArgMatches>, microbatches: u32) -> Option<u32> {
+    let given = matches?.value_source("microbatches") == Some(clap::parser::ValueSource::CommandLine);
+    given.then_some(microbatches)
 }
 
 /// The whole step of `analysis` (run on `devices` devices, `microbatches` microbatches), when

@@ -34,11 +34,11 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
     ok_stderr(d, &join(&family, &["--export", "zbv.trace.json", "--to-format", "perfetto"]));
     // The same bytes as converting the JSON, in every format.
     for (name, to, torch) in [
-        ("zbv.csv", "pytorch-csv", "2.15"),
-        ("zbv-comms.csv", "pytorch-csv-comms", "2.15"),
-        ("zbv-214.csv", "pytorch-csv-comms", "2.14"),
+        ("zbv.csv", "pytorch-csv", &[][..]),
+        ("zbv-comms.csv", "pytorch-csv-comms", &["--torch", "2.15"][..]),
+        ("zbv-214.csv", "pytorch-csv-comms", &["--torch", "2.14"][..]),
     ] {
-        ok(d, &["convert", "zbv.json", "c.csv", "--to-format", to, "--torch", torch]);
+        ok(d, &join(&["convert", "zbv.json", "c.csv", "--to-format", to], torch));
         assert_eq!(read(d, name), read(d, "c.csv"), "{name}");
     }
     let comms = read(d, "zbv-comms.csv");
@@ -65,7 +65,7 @@ fn simulate_exports_every_format_convert_writes_and_says_what_loads_it() {
 fn export_flags_are_checked_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["simulate", "-s", "1f1b", "--export", "x.txt"], "cannot tell the output format of x.txt from its extension"),
         (
             &["simulate", "-s", "1f1b", "--export", "x.json", "--to-dialect", "legacy"],
@@ -78,8 +78,26 @@ fn export_flags_are_checked_before_any_work() {
         (&["convert", "s.csv", "y.json", "--to-dialect", "legacy"], "--to-dialect applies to PyTorch CSV"),
         (&["simulate", "-s", "1f1b", "--export", "x.csv", "--torch", "2.13"], "unknown PyTorch version `2.13`"),
         (&["simulate", "-s", "1f1b", "--export", "x.json", "--torch", "2.15"], "--torch applies to PyTorch CSV files"),
+        // A compute-only CSV is the same for every PyTorch: --torch would change nothing.
         (
-            &["simulate", "-s", "1f1b", "--export", "x.csv", "--torch", "2.15", "--to-dialect", "legacy"],
+            &["simulate", "-s", "zb-v", "--export", "x.csv", "--torch", "2.14"],
+            "--torch applies to PyTorch CSV files with communication (pytorch-csv-comms), but x.csv is written as",
+        ),
+        (&["convert", "s.csv", "y.csv", "--torch", "2.14"], "--torch applies to PyTorch CSV files with communication"),
+        (
+            &[
+                "simulate",
+                "-s",
+                "1f1b",
+                "--export",
+                "x.csv",
+                "--to-format",
+                "pytorch-csv-comms",
+                "--torch",
+                "2.15",
+                "--to-dialect",
+                "legacy",
+            ],
             "--torch 2.15 reads the current dialect",
         ),
         (&["simulate", "-s", "dualpipe", "--export", "x.csv"], "PyTorch CSV holds one pipeline"),
@@ -133,4 +151,25 @@ fn plan_exports_by_extension_too() {
     assert!(said.contains("format=\"compute_comms\") in torch 2.14"), "{said}");
     ok(d, &["convert", "plan.json", "again.csv", "--to-format", "pytorch-csv-comms", "--torch", "2.14"]);
     assert_eq!(read(d, "plan.csv"), read(d, "again.csv"));
+}
+
+#[test]
+fn perfetto_memory_counters_have_no_float_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Full recompute keeps 2/34 of each forward: the running total returns to empty as
+    // -2.2e-16 unless the export snaps it.
+    let args = ["simulate", "-s", "zb-h1", "-p", "4", "-m", "8", "--recompute", "full"];
+    ok_stderr(d, &join(&args, &["--export", "t.json", "--to-format", "perfetto"]));
+    let trace: serde_json::Value = serde_json::from_str(&read(d, "t.json")).unwrap();
+    let values: Vec<f64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| e["args"]["activation"].as_f64().unwrap())
+        .collect();
+    assert!(values.len() > 40, "{values:?}");
+    assert!(values.iter().all(|v| *v == 0.0 || *v >= 1e-9), "{values:?}");
+    assert!(values.contains(&0.0), "{values:?}");
 }

@@ -900,3 +900,59 @@ fn bad_moe_settings_fail_with_a_hint() {
         assert!(err.contains("error:") && err.contains("hint:"), "{args:?}: {err}");
     }
 }
+
+/// Found by the fourth hostile pass: MoE flags where every layer is dense, and `--mtp` where
+/// no layout `m` places an MTP layer, changed nothing and said nothing. Experts that no layer
+/// uses are refused naming --dense-layers; MTP layers no stage runs are noted naming --mtp,
+/// in every command that runs the model (the parameter count still counts them).
+#[test]
+fn moe_and_mtp_flags_that_change_nothing_say_so() {
+    let dense = ["--model", "llama-3-8b", "--experts", "2", "--top-k", "1", "--dense-layers", "32"];
+    for command in [&["simulate", "-s", "1f1b"][..], &["costs"][..]] {
+        let err = fails(&command.iter().chain(&dense).copied().collect::<Vec<_>>());
+        assert!(
+            err.contains("error: --dense-layers 32 makes every one of the 32 layers dense, so the 2 experts"),
+            "{err}"
+        );
+        assert!(err.contains("hint: give --dense-layers below 32"), "{err}");
+    }
+    run(&["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--experts", "2", "--top-k", "1", "--dense-layers", "31"]);
+
+    let small = [
+        "--layers",
+        "8",
+        "--hidden",
+        "1024",
+        "--heads",
+        "16",
+        "--seq",
+        "1024",
+        "--vocab",
+        "32000",
+        "--micro-batch",
+        "1",
+    ];
+    let stderr = |args: &[&str]| {
+        let out = bubblescope(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let says = "note: --mtp 2 runs on no stage: only a layout's `m` places a multi-token-prediction layer";
+    for command in [
+        &["simulate", "-s", "1f1b", "-p", "2"][..],
+        &["sweep", "--schedules", "1f1b", "-p", "2", "-m", "4"][..],
+        &["plan", "-p", "2", "--mem-limit", "80GiB", "--top", "1"][..],
+    ] {
+        let said = stderr(&command.iter().chain(&small).chain(&["--mtp", "2"]).copied().collect::<Vec<_>>());
+        assert!(said.contains(says) && said.contains("hint: add 2 `m`s after the last `t` of --layout"), "{said}");
+    }
+    // A layout that places them runs them, and says nothing.
+    let placed: Vec<&str> = ["simulate", "-s", "1f1b", "-p", "2", "--mtp", "1", "--layout", "Et*4|t*4mL"]
+        .iter()
+        .chain(&small)
+        .copied()
+        .collect();
+    assert!(!stderr(&placed).contains("--mtp"));
+    // A preset's own MTP layer is not a flag given: no note.
+    assert!(!stderr(&["simulate", "-s", "1f1b", "--model", "deepseek-v3", "-p", "16", "--dp", "64"]).contains("--mtp"));
+}

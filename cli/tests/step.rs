@@ -295,3 +295,27 @@ fn step_flags_say_what_is_wrong_in_every_command() {
     let said = fails(&["simulate", "-s", "1f1b", "-p", "4", "--model", "llama-3-8b", "--global-batch", "0"]);
     assert!(said.contains("at least 1, found 0") && said.contains("hint:"), "{said}");
 }
+
+/// Found by the fourth hostile pass: `--global-batch` set the microbatches over an explicit
+/// `-m` that disagreed, in simulate and render alike. Now the pair is refused naming both,
+/// unless they agree.
+#[test]
+fn global_batch_and_an_explicit_m_must_agree() {
+    let llama = ["-s", "1f1b", "--model", "llama-3-8b", "--global-batch", "64"];
+    let says = "--global-batch 64 sets 64 microbatches (global batch / (dp · micro-batch) = 64 / (1 · 1)), but --microbatches (-m) 4 was given";
+    for command in [&["simulate"][..], &["render", "-o", "-"][..]] {
+        for m in [&["-m", "4"][..], &["--microbatches", "4"][..]] {
+            let args: Vec<&str> = command.iter().chain(&llama).chain(m).copied().collect();
+            let said = fails(&args);
+            assert!(said.contains(says), "{said}");
+            assert!(
+                said.contains("hint: give one of the two: drop -m, or give --global-batch 4 for 4 microbatches"),
+                "{said}"
+            );
+        }
+    }
+    // When they agree, or -m is left out, the global batch sets the microbatches.
+    let agree = step_of(&["-s", "1f1b", "--model", "llama-3-8b", "--global-batch", "64", "-m", "64"]);
+    assert_eq!(agree, step_of(&["-s", "1f1b", "--model", "llama-3-8b", "--global-batch", "64"]));
+    assert_eq!(agree["global_batch"].as_u64(), Some(64));
+}

@@ -113,6 +113,14 @@ fn bad_trace_input_names_the_file_and_gives_a_hint() {
     std::fs::create_dir(dir.path().join("empty")).unwrap();
     fails_with_hint(dir.path(), &["trace", "empty"], "holds no trace files");
     fails_with_hint(dir.path(), &["trace", "missing-folder"], "missing-folder");
+    // A run is read from files: `-` is refused naming standard input, and a missing file's
+    // hint does not offer standard input (before: "`-` reads standard input").
+    for args in [&["trace", "-"][..], &["simulate", "-s", "1f1b", "--costs-from", "-"][..]] {
+        let e = fails_with_hint(dir.path(), args, "-: a profiled run is read from its trace files, not standard input");
+        assert!(e.contains("hint: give the folder torch.profiler wrote"), "{e}");
+    }
+    let e = fails_with_hint(dir.path(), &["trace", "missing.json"], "cannot read missing.json: no such file");
+    assert!(!e.contains("standard input"), "{e}");
 }
 
 /// `--calibrate RUN` fits the model to the run's middle stage, the runtime's overhead taken
@@ -422,4 +430,76 @@ fn a_damaged_profiler_step_is_named_when_asked_for() {
         "the profiler step `ProfilerStep#2` lasts dur 1e300",
     );
     assert!(e.contains("rank0.pt.trace.json: event ") && !e.contains("no profiler step 2"), "{e}");
+}
+
+/// `zbv` with one event of rank 0's profiler step 2 (`PP:3F0`) damaged by `damage`, written
+/// to `dir/name`; returns the folder and the event's original ts and dur.
+fn damaged_zbv(dir: &std::path::Path, name: &str, damage: impl Fn(&mut Value)) -> (String, f64, f64) {
+    use std::io::Read as _;
+    let run = dir.join(name);
+    std::fs::create_dir(&run).unwrap();
+    let mut original = (0.0, 0.0);
+    for r in 0..2 {
+        let path = PathBuf::from(fixture("zbv")).join(format!("rank{r}.pt.trace.json.gz"));
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+        let mut trace: Value = serde_json::from_str(&text).unwrap();
+        if r == 0 {
+            let events = trace["traceEvents"].as_array_mut().unwrap();
+            let step = events.iter().find(|e| e["name"] == "ProfilerStep#2").unwrap();
+            let from = step["ts"].as_f64().unwrap();
+            let event = events.iter_mut().find(|e| e["name"] == "PP:3F0" && e["ts"].as_f64().unwrap() >= from).unwrap();
+            original = (event["ts"].as_f64().unwrap(), event["dur"].as_f64().unwrap());
+            damage(event);
+        }
+        std::fs::write(run.join(format!("rank{r}.pt.trace.json")), serde_json::to_vec(&trace).unwrap()).unwrap();
+    }
+    (run.display().to_string(), original.0, original.1)
+}
+
+/// Found by the fourth hostile pass: a damaged pipeline span in the step read got "stage N
+/// runs microbatch M with 0 forward…", naming no event; a forward cut to 12 µs was read
+/// without a word. Now the damaged event is named with its ts, and a pass whose work is far
+/// from its stage's is listed among the outliers.
+#[test]
+fn a_damaged_span_in_the_step_is_named_with_its_ts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ts = |v: f64| bubblescope::units::format_number(v, 3);
+    let (run, at, _) = damaged_zbv(d, "stage", |e| e["name"] = "PP:7F0".into());
+    fails_with_hint(
+        d,
+        &["trace", &run],
+        &format!(
+            "the event `PP:7F0` at ts {} names stage 7, but profiler step 2's other passes run stages 0 to 3",
+            ts(at)
+        ),
+    );
+    let (run, at, _) = damaged_zbv(d, "microbatch", |e| e["name"] = "PP:0F9".into());
+    fails_with_hint(d, &["trace", &run], &format!("the event `PP:0F9` at ts {} names microbatch 9, but", ts(at)));
+    let (run, at, _) = damaged_zbv(d, "renamed", |e| e["name"] = "PP:0F0".into());
+    let e = fails_with_hint(d, &["trace", &run], "`PP:0F0` runs 2 times in profiler step 2, at ts ");
+    assert!(e.contains(&format!("and ts {} (rank 0)", ts(at))) && e.contains("one of the events is misnamed"), "{e}");
+    let (run, at, dur) = damaged_zbv(d, "longer", |e| e["dur"] = (e["dur"].as_f64().unwrap() * 10.0).into());
+    let e = fails_with_hint(
+        d,
+        &["trace", &run],
+        &format!("the event `PP:3F0` at ts {} lasts dur {} µs, so it holds the next pass", ts(at), ts(10.0 * dur)),
+    );
+    assert!(e.contains("its dur is damaged"), "{e}");
+    let (run, _, _) = damaged_zbv(d, "moved", |e| e["ts"] = 0.into());
+    fails_with_hint(d, &["trace", &run], "the event `PP:3F0` at ts 0 lies outside profiler step 2 (ts ");
+    // Every message names an event, never only the counts.
+    for name in ["stage", "microbatch", "renamed", "longer", "moved"] {
+        let e = fails(d, &["trace", &d.join(name).display().to_string()]);
+        assert!(!e.contains("with 0 forward"), "{name}: {e}");
+    }
+    // A forward cut to 12 µs reads, and is listed as an outlier by its work.
+    let (run, _, _) = damaged_zbv(d, "cut", |e| e["dur"] = 12.into());
+    let text = ok(d, &["trace", &run]);
+    let line = text.lines().find(|l| l.starts_with("  device 0 3F0 ")).unwrap_or_else(|| panic!("3F0 listed:\n{text}"));
+    assert!(line.contains("× the median work "), "{line}");
+    let out: Value = serde_json::from_str(&ok(d, &["trace", &run, "--json"])).unwrap();
+    let cut = out["fitted"]["outliers"].as_array().unwrap().iter().find(|o| o["action"] == "3F0").expect("3F0 listed");
+    assert!(cut["work_ratio"].as_f64().unwrap() < 0.01 && cut["ratio"] == cut["work_ratio"], "{cut}");
 }

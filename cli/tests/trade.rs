@@ -129,7 +129,20 @@ fn bad_trades_exit_2_with_a_hint() {
         (&["--copy-time", "2"][..], "nothing is offloaded"),
         (&["--recompute", "selective"][..], "selective recompute needs a model"),
         (&["--offload", "auto", "--host-gbps", "3"][..], "host-gbps needs costs from a model"),
-        (&["--model", "llama-3-8b", "--offload", "auto", "--host-gbps", "0"][..], "host-gbps must be above 0"),
+        (
+            &["--model", "llama-3-8b", "--offload", "auto", "--host-gbps", "0"][..],
+            "--host-gbps must be at least 0.001 GB/s",
+        ),
+        // A link so slow a copy would take ~1e300 µs, or one whose copies overflow to inf,
+        // names --host-gbps, not the copy time it gives.
+        (
+            &["--model", "llama-3-8b", "--offload", "auto", "--host-gbps", "1e-30"][..],
+            "--host-gbps must be at least 0.001 GB/s (below it a copy could take more than 1e12 µs), found 1e-30",
+        ),
+        (
+            &["--model", "llama-3-8b", "--offload", "auto", "--host-gbps", "1e-320"][..],
+            "--host-gbps must be at least 0.001 GB/s (below it a copy could take more than 1e12 µs), found 1e-320",
+        ),
         (&["--recompute", "full", "--optimal"][..], "recomputes or offloads"),
     ] {
         fails_with_hint(&d, &join(&["simulate", "-s", "1f1b"], args), says);
@@ -176,6 +189,52 @@ fn a_sweep_runs_every_setting_and_draws_the_traded_runs_hollow() {
     let e = common::fails_with_hint(d, &join(&args[..7], &["--trades", "full,sometimes"]), "unknown trade `sometimes`");
     assert!(e.contains("expected none, selective, full, offload"), "{e}");
     common::fails_with_hint(d, &join(&args, &["--recompute", "full"]), "cannot be used with");
+}
+
+/// Selective recompute drops the attention scores, which FlashAttention never stores: on such
+/// a model `simulate`, `sweep --trades` and `plan` all refuse it with the same reason and hint
+/// (before: simulate ran it as a no-op, sweep listed duplicate rows and plan dropped its
+/// trade search for it).
+#[test]
+fn selective_recompute_under_flash_attention_is_refused_everywhere() {
+    let d = tempfile::tempdir().expect("scratch");
+    let says = "selective drops the attention scores, but this model's FlashAttention never stores them: it would recompute nothing";
+    let llama = ["--model", "llama-3-8b"];
+    for args in [
+        join(&["simulate", "-s", "1f1b", "--recompute", "selective"], &llama),
+        join(&["simulate", "-s", "1f1b", "--recompute", "none,selective,none,none"], &llama),
+        join(&["plan", "-p", "4", "--mem-limit", "80GiB", "--recompute", "selective"], &llama),
+        join(&["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", "--trades", "none,selective"], &llama),
+    ] {
+        let e = fails_with_hint(d.path(), &args, says);
+        let flag = if args[0] == "sweep" { "error: --trades: recompute selective" } else { "error: --recompute " };
+        assert!(e.starts_with(flag), "{e}");
+        assert!(e.contains("hint: recompute full") && e.contains("flash-attention false"), "{e}");
+    }
+    // Without FlashAttention the scores are stored, and selective recompute drops them.
+    ok_stderr(
+        d.path(),
+        &join(&["simulate", "-s", "1f1b", "--recompute", "selective", "--flash-attention", "false"], &llama),
+    );
+}
+
+/// A fraction that rounds to none of a device's forwards names --offload, not the waits
+/// (before: "nothing was offloaded: no wait … hides three round trips").
+#[test]
+fn an_offload_fraction_that_rounds_to_nothing_names_offload() {
+    let d = tempfile::tempdir().expect("scratch");
+    for fraction in ["1e-320", "0.05", "1e-320,0,0,0"] {
+        let e = fails_with_hint(
+            d.path(),
+            &["simulate", "-s", "zb-h1", "--offload", fraction, "--copy-time", "0.2"],
+            "rounds to none of the 8 forwards a device runs, so nothing is offloaded",
+        );
+        assert!(e.starts_with("error: --offload ") && e.contains("offload at least 0.0625"), "{e}");
+        assert!(!e.contains("no wait"), "{e}");
+    }
+    // One forward of 8 rounds up from 0.0625.
+    let said = ok_stderr(d.path(), &["simulate", "-s", "zb-h1", "--offload", "0.0625", "--copy-time", "0.2"]);
+    assert!(!said.contains("nothing"), "{said}");
 }
 
 #[test]

@@ -166,6 +166,51 @@ fn held_profile(profile: &CostProfile, held: &dyn Fn(f64, f64) -> f64) -> CostPr
 /// What a run that asked to offload but copies nothing says.
 pub const NOTHING_OFFLOADED: &str = "nothing was offloaded: no wait between a forward and its backward hides three round trips of its copy (a faster host link, or more microbatches, leaves room)";
 
+/// The error for offload fractions so small that every device's rounds to none of its
+/// forwards (`offload 1e-320` of 8), when `schedule` (with `trade` applied) copies nothing:
+/// the fraction, not the waits, offloaded nothing. `None` otherwise.
+pub fn offload_rounds_to_none(trade: &Trade, schedule: &Schedule) -> Option<ParamError> {
+    let Offload::Fractions(given) = &trade.offload else { return None };
+    if schedule.has_copies() || given.iter().all(|f| *f == 0.0) {
+        return None;
+    }
+    let forwards: Vec<usize> = (0..schedule.devices()).map(|d| forwards_of(schedule, d)).collect();
+    let offloaded =
+        |d: u32| trade.offload_of(d).map_or(1, |f| offload_count(f, forwards.get(d as usize).copied().unwrap_or(0)));
+    if (0..schedule.devices()).any(|d| offloaded(d) > 0) {
+        return None;
+    }
+    let most = forwards.iter().copied().max().unwrap_or(0).max(1);
+    let shown: Vec<String> = given.iter().map(|f| crate::units::short_number(*f)).collect();
+    Some(
+        ParamError::new(
+            Field::Offload,
+            format!(
+                "offload {} rounds to none of the {most} forwards a device runs, so nothing is offloaded",
+                shown.join(",")
+            ),
+        )
+        .hint(format!(
+            "offload at least {} to copy one forward of {most}, or drop offload",
+            crate::units::short_number(0.5 / most as f64)
+        )),
+    )
+}
+
+/// The forwards device `device` of `schedule` runs (one per stage it holds and microbatch, a
+/// slice each for sliced families).
+fn forwards_of(schedule: &Schedule, device: u32) -> usize {
+    schedule
+        .orders
+        .get(device as usize)
+        .map_or(0, |order| order.iter().flat_map(Op::passes).filter(|p| p.kind == PassKind::F).count())
+}
+
+/// How many of `forwards` an offload fraction `fraction` copies.
+fn offload_count(fraction: f64, forwards: usize) -> usize {
+    (fraction * forwards as f64).round() as usize
+}
+
 /// What a PyTorch schedule file says of a schedule that recomputes or offloads: it holds the
 /// compute orders only.
 pub const PYTORCH_NOTE: &str = "the PyTorch file holds the compute orders only: PyTorch's runtime has no recompute or offload action; set recomputation on the stage module (activation checkpointing, torch.utils.checkpoint) and offload with a custom action";
@@ -294,7 +339,7 @@ fn device_copies(
     else {
         return Vec::new();
     };
-    let forwards = order.iter().flat_map(Op::passes).filter(|p| p.kind == PassKind::F).count();
+    let forwards = forwards_of(schedule, device);
     let mut candidates = candidates(order, times, costs);
     let chunk_of = schedule.placement.chunk_table();
     candidates.retain(|c| trade.covers_chunk(chunk_of.get(c.forward.stage as usize).copied().unwrap_or(0)));
@@ -302,7 +347,7 @@ fn device_copies(
     crate::units::sort::sort_by(&mut candidates, |a, b| {
         b.wait().total_cmp(&a.wait()).then(a.after_forward.cmp(&b.after_forward))
     });
-    let most = trade.offload_of(device).map_or(usize::MAX, |f| (f * forwards as f64).round() as usize);
+    let most = trade.offload_of(device).map_or(usize::MAX, |f| offload_count(f, forwards));
     let mut stream = Stream::default();
     // (copy, its planned start): the stream runs them in that order.
     let mut copies = Vec::new();

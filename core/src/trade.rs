@@ -236,6 +236,11 @@ pub fn check_copy_time(t: f64) -> Result<(), ParamError> {
         .hint("give the host link's speed: a GPU preset's, or --host-gbps above 0 (PCIe Gen4 x16 moves about 25 GB/s)"))
 }
 
+/// The slowest host link a trade takes, GB/s: at it the largest memory a cost may hold
+/// ([`crate::units::MAX_COST`] bytes) copies in [`crate::units::MAX_COST`] µs, the longest time
+/// a cost may take.
+pub const MIN_HOST_GBPS: f64 = 1e-3;
+
 /// What the user asked for, before it is priced: the flags, URL keys and playground fields
 /// `recompute`, `offload`, `copy-time` and `host-gbps`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -335,11 +340,16 @@ impl TradeSettings {
                     .hint("give host-gbps instead (the GPU preset's host link is the default)"));
                 }
                 let gbps = self.host_gbps.unwrap_or(host_gbps);
-                if !gbps.is_finite() || gbps <= 0.0 {
-                    return Err(ParamError::new(Field::HostGbps, format!("host-gbps must be above 0, found {gbps}"))
-                        .hint(
-                            "the host link's bandwidth each way in GB/s: PCIe Gen4 x16 moves about 25, Gen5 about 50",
-                        ));
+                if !(gbps.is_finite() && gbps >= MIN_HOST_GBPS) {
+                    return Err(ParamError::new(
+                        Field::HostGbps,
+                        format!(
+                            "host-gbps must be at least {MIN_HOST_GBPS} GB/s (below it a copy could take more than {:e} µs), found {}",
+                            crate::units::MAX_COST,
+                            crate::units::short_number(gbps)
+                        ),
+                    )
+                    .hint("the host link's bandwidth each way in GB/s: PCIe Gen4 x16 moves about 25, Gen5 about 50"));
                 }
                 // Costs are in µs and bytes: one byte takes 1e-3 / (GB/s) µs.
                 Ok(Some(1e-3 / gbps))
@@ -373,6 +383,15 @@ impl TradeSettings {
             trade.recompute = self.recompute.clone();
         }
         match pricing {
+            Pricing::Model { shapes: (_, selective), .. }
+                if selective.keep >= 1.0 && trade.recompute.contains(&Recompute::Selective) =>
+            {
+                return Err(ParamError::new(
+                    Field::Recompute,
+                    "recompute selective drops the attention scores, but this model's FlashAttention never stores them: it would recompute nothing",
+                )
+                .hint("recompute full to keep only each layer's input, or turn FlashAttention off (flash-attention false) to store the scores selective drops"));
+            }
             Pricing::Model { shapes, .. } => (trade.full, trade.selective) = *shapes,
             Pricing::Plain { .. } if trade.recompute.contains(&Recompute::Selective) => {
                 return Err(ParamError::new(

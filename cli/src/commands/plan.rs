@@ -150,6 +150,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     }
     if let (Some(m), Some(p)) = (&model, args.devices) {
         note_plan_cuts(m, p, &found.plans);
+        if let Ok(derived) = m.derive(p) {
+            crate::args::note_unplaced_mtp(&costs.model.spec(), &derived);
+        }
     }
     let bytes = model.is_some();
     if found.plans.is_empty() {

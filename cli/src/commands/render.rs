@@ -152,7 +152,12 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     }
     let mut params = args::params(&family_args, costs)?;
     if subjects.is_empty() {
-        if let Some(m) = crate::step::microbatches(costs, &args.step, params.devices)? {
+        if let Some(m) = crate::step::microbatches(
+            costs,
+            &args.step,
+            params.devices,
+            crate::step::given_microbatches(matches, args.input.family.microbatches),
+        )? {
             params.microbatches = m;
         }
     }

@@ -77,7 +77,12 @@ pub fn run(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         None => {
             reject_file_flags(file)?;
             let mut params = args::params(family, costs)?;
-            if let Some(m) = crate::step::microbatches(costs, &args.step, params.devices)? {
+            if let Some(m) = crate::step::microbatches(
+                costs,
+                &args.step,
+                params.devices,
+                crate::step::given_microbatches(matches, family.microbatches),
+            )? {
                 params.microbatches = m;
             }
             generated(required_schedule(family)?, params, costs.units())?
@@ -87,6 +92,11 @@ pub fn run(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
     costs.check_copy_rate(&subject.analysis.schedule)?;
     let offloads = subject.params.costs.trade.as_deref().is_some_and(bubblescope::trade::Trade::offloads);
     if offloads && !subject.analysis.schedule.has_copies() {
+        let trade = subject.params.costs.trade.as_deref();
+        if let Some(e) = trade.and_then(|t| bubblescope::passes::offload_rounds_to_none(t, &subject.analysis.schedule))
+        {
+            return Err(args::flag_error(e));
+        }
         eprintln!("note: {}", bubblescope::passes::NOTHING_OFFLOADED);
     }
     if let Some(target) = &target {

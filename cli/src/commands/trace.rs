@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use bubblescope::measured::{BackwardSplit, Fitted, MeasuredRun};
+use bubblescope::measured::{format_ratio, BackwardSplit, Fitted, MeasuredRun};
 use bubblescope::units::{format_micros, format_number};
 use clap::Args;
 use serde_json::json;
@@ -120,6 +120,8 @@ pub fn fitted_json(fitted: &Fitted) -> serde_json::Value {
             "work": o.work,
             "median": o.median,
             "ratio": o.ratio(),
+            "work_median": o.work_median,
+            "work_ratio": o.work_ratio(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -207,14 +209,24 @@ fn outliers_text(fitted: &Fitted) -> String {
     let Some(summary) = fitted.outlier_note() else { return String::new() };
     let mut out = format!("{summary}:\n");
     for o in fitted.outliers.iter().take(OUTLIERS_LISTED) {
+        // A pass flagged by its work alone says how far its work lies from the median work.
+        let work = if o.ratio() == o.time_ratio() {
+            format_micros(o.work)
+        } else {
+            format!(
+                "{}, {}× the median work {}",
+                format_micros(o.work),
+                format_ratio(o.work_ratio()),
+                format_micros(o.work_median)
+            )
+        };
         out.push_str(&format!(
-            "  device {} {:<22} {:<10} {}× the median {} (work {})\n",
+            "  device {} {:<22} {:<10} {}× the median {} (work {work})\n",
             o.device,
             o.label,
             format_micros(o.time),
-            format_number(o.ratio(), 2),
+            format_ratio(o.time_ratio()),
             format_micros(o.median),
-            format_micros(o.work)
         ));
     }
     if fitted.outliers.len() > OUTLIERS_LISTED {

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use crate::schedule::Schedule;
 use crate::sim::{dependency, KeySpace, Timeline};
+use crate::units::without_noise_in;
 
 use super::FormatError;
 
@@ -140,18 +141,21 @@ fn export_within(schedule: &Schedule, timeline: &Timeline, max_bytes: usize) -> 
         }
     }
 
-    // Activation memory per device: the value after all changes at a time, where it changes.
+    // Activation memory per device: the value after all changes at a time, where it changes,
+    // without the float noise of its running total (no -2.2e-16 for an empty device).
     for (device, times) in timeline.devices.iter().enumerate() {
+        let scale = times.memory.iter().map(|p| p.value.abs()).fold(0.0, f64::max);
         let mut last = None;
         for (i, point) in times.memory.iter().enumerate() {
             let settled = times.memory.get(i + 1).is_none_or(|next| next.time != point.time);
-            if settled && last != Some(point.value) {
+            let value = without_noise_in(point.value, scale);
+            if settled && last != Some(value) {
                 events.push(format_args!(
                     r#"{{"name":"memory {device}","ph":"C","pid":{PID},"ts":{},"args":{{"activation":{}}}}}"#,
                     Num(point.time),
-                    Num(point.value)
+                    Num(value)
                 ))?;
-                last = Some(point.value);
+                last = Some(value);
             }
         }
     }

@@ -63,9 +63,11 @@ pub struct Spread {
     pub w: Vec<f64>,
 }
 
-/// A pass whose sample (its work and the device's time after it) lies far from its stage's
-/// median: more than [`Outlier::MADS`] scaled median absolute deviations away, and more than
-/// [`Outlier::RATIO`] times above or below it.
+/// A pass whose sample (its work and the device's time after it), or its work alone, lies
+/// far from its stage's median of the same: more than [`Outlier::MADS`] scaled median
+/// absolute deviations away, and more than [`Outlier::RATIO`] times above or below it. The
+/// work alone shows a pass cut short (a forward of 12 µs among 4 ms ones), whose sample the
+/// device's time after it would fill back up.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outlier {
     /// Its device.
@@ -82,6 +84,8 @@ pub struct Outlier {
     pub work: f64,
     /// The stage's median of this kind, µs (what the fit took).
     pub median: f64,
+    /// The stage's median work of this kind, µs.
+    pub work_median: f64,
 }
 
 impl Outlier {
@@ -94,13 +98,27 @@ impl Outlier {
     /// for normally spread samples.
     const MAD_SCALE: f64 = 1.4826;
 
-    /// `time / median`: 3.5 for a pass that took three and a half times its median.
+    /// How far the pass lies from its median: `time / median` (3.5 for a pass that took three
+    /// and a half times its median), or `work / work_median` when that lies farther (in
+    /// either direction: 0.003 for a forward cut to 12 µs of a 4 ms median).
     pub fn ratio(&self) -> f64 {
-        if self.median > 0.0 {
-            self.time / self.median
+        let (time, work) = (self.time_ratio(), self.work_ratio());
+        let far = |r: f64| if r > 0.0 { r.max(1.0 / r) } else { f64::INFINITY };
+        if far(work) > far(time) {
+            work
         } else {
-            f64::INFINITY
+            time
         }
+    }
+
+    /// `time / median`.
+    pub fn time_ratio(&self) -> f64 {
+        quotient(self.time, self.median)
+    }
+
+    /// `work / work_median`.
+    pub fn work_ratio(&self) -> f64 {
+        quotient(self.work, self.work_median)
     }
 
     /// Whether `time` is an outlier among samples of median `median` and median absolute
@@ -108,6 +126,25 @@ impl Outlier {
     pub fn is_outlying(time: f64, median: f64, mad: f64) -> bool {
         let far = (time - median).abs() > Self::MADS * Self::MAD_SCALE * mad;
         far && (time > Self::RATIO * median || Self::RATIO * time < median)
+    }
+}
+
+/// A ratio to a median as the text shows it: two decimals (`2.54`), or two significant
+/// digits below 0.01 (`0.003`), so a pass cut far short never shows as `0`.
+pub fn format_ratio(r: f64) -> String {
+    if r.abs() >= 0.01 || r == 0.0 {
+        crate::units::format_number(r, 2)
+    } else {
+        crate::units::format_significant(r, 2)
+    }
+}
+
+/// `a / b`, infinite for `b` at or below 0.
+fn quotient(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::INFINITY
     }
 }
 
@@ -282,7 +319,7 @@ impl Fitted {
         devices.dedup();
         let (low, high) =
             self.outliers.iter().map(Outlier::ratio).fold((f64::INFINITY, 0.0_f64), |(l, h), r| (l.min(r), h.max(r)));
-        let ratio = |r: f64| format!("{}×", crate::units::format_number(r, 2));
+        let ratio = |r: f64| format!("{}×", format_ratio(r));
         let range = if high - low < 0.005 { ratio(high) } else { format!("{} to {}", ratio(low), ratio(high)) };
         let names: Vec<String> = devices.iter().map(u32::to_string).collect();
         let on = match names.split_last() {
@@ -341,17 +378,20 @@ fn spread_and_outliers(
                 _ => &mut spread.b,
             };
             slot[stage] = deviation;
-            for (&time, &(d, i)) in values.iter().zip(&from[kind.index()]) {
-                if Outlier::is_outlying(time, m, deviation) {
-                    let op = &run.ops[d][i];
+            let works: Vec<f64> = from[kind.index()].iter().map(|&(d, i)| run.ops[d][i].duration()).collect();
+            let work_median = median(works.clone()).unwrap_or(0.0);
+            let work_deviation = mad(&works, work_median);
+            for ((&time, &work), &(d, i)) in values.iter().zip(&works).zip(&from[kind.index()]) {
+                if Outlier::is_outlying(time, m, deviation) || Outlier::is_outlying(work, work_median, work_deviation) {
                     outliers.push(Outlier {
                         device: d as u32,
-                        label: op.label.clone(),
+                        label: run.ops[d][i].label.clone(),
                         stage: stage as u32,
                         kind,
                         time,
-                        work: op.duration(),
+                        work,
                         median: m,
+                        work_median,
                     });
                 }
             }

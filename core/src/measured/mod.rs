@@ -10,15 +10,17 @@
 //! [`crate::formats::compute_action`]. Uses formats, sim, stats and the layers below; no IO:
 //! the caller hands over readers. How-to and definitions: `docs/measured-runs.md`.
 
+mod damage;
 mod error;
 mod fit;
+mod label;
 mod miss;
 mod replay;
 mod run;
 mod trace;
 
 pub use error::TraceError;
-pub use fit::{BackwardSplit, Fitted, Outlier, Spread};
+pub use fit::{format_ratio, BackwardSplit, Fitted, Outlier, Spread};
 pub use miss::{miss_note, MISS_NOTED};
 pub use replay::{Deviation, Replay};
 pub use run::{assemble, DeviceSplit, MeasuredOp, MeasuredRun};

@@ -10,10 +10,11 @@
 
 use std::collections::BTreeMap;
 
-use super::trace::{RankTrace, Span, Step, Track};
+use super::label::{kind_of, op_cell, Kind};
+use super::trace::{RankTrace, Span, Step, Track, Window};
 use super::TraceError;
-use crate::formats::{compute_action, import, Dialect, Format, ImportOptions};
-use crate::schedule::{Op, PassKind, Schedule};
+use crate::formats::{import, Dialect, Format, ImportOptions};
+use crate::schedule::{Op, Schedule};
 use crate::sim::{dependency, KeySpace, PerOpTimes};
 use crate::units::format_micros;
 
@@ -93,13 +94,6 @@ pub struct MeasuredRun {
     pub notes: Vec<String>,
 }
 
-/// How the pipeline's work is labelled in one rank's trace.
-enum Kind {
-    Compute(Op),
-    Communication,
-    Runtime,
-}
-
 /// Puts the ranks of one run together, at profiler step `step` (default: the last step every
 /// rank completed).
 ///
@@ -136,7 +130,13 @@ pub fn assemble(traces: Vec<RankTrace>, step: Option<u64>) -> Result<MeasuredRun
                 .collect()
         })
         .collect();
-    check_complete(&ranks, &compute, step)?;
+    super::damage::check_complete(&super::damage::StepView {
+        ranks: &ranks,
+        track,
+        windows: &windows,
+        compute: &compute,
+        step,
+    })?;
     let schedule = executed_schedule(&ranks, &compute)?;
     let offsets = align(&ranks, &compute, &schedule)?;
     if offsets.iter().any(|&o| o != 0.0) {
@@ -254,33 +254,6 @@ fn classify(trace: &RankTrace, rank: u32, track: Track) -> Result<Vec<(Span, Kin
     Ok(out)
 }
 
-/// What a label names.
-fn kind_of(label: &str, rank: u32) -> Result<Kind, (String, String)> {
-    if let Some(i) = label.strip_prefix("Forward ").and_then(|n| n.parse().ok()) {
-        return Ok(Kind::Compute(Op::One(crate::schedule::Pass::f(rank, i))));
-    }
-    if let Some(i) = label.strip_prefix("Backward ").and_then(|n| n.parse().ok()) {
-        return Ok(Kind::Compute(Op::One(crate::schedule::Pass::bw(rank, i))));
-    }
-    let word: String = label
-        .trim_start_matches(|c: char| c.is_ascii_digit())
-        .chars()
-        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
-        .collect();
-    match word.as_str() {
-        "SEND_F" | "RECV_F" | "SEND_B" | "RECV_B" | "WAIT_SEND_F" | "WAIT_SEND_B" => return Ok(Kind::Communication),
-        "UNSHARD" | "RESHARD" | "REDUCE_GRAD" | "WAIT_REDUCE_GRAD" => return Ok(Kind::Runtime),
-        _ => {}
-    }
-    match compute_action(label)? {
-        Some(op) => Ok(Kind::Compute(op)),
-        None => Ok(Kind::Runtime),
-    }
-}
-
-/// A rank's time window for the step read: from, to (µs, its own clock).
-type Window = (f64, f64);
-
 /// The step to read and each rank's time window for it.
 fn choose_step(
     ranks: &[RankTrace],
@@ -395,72 +368,6 @@ fn executed_schedule(ranks: &[RankTrace], compute: &[Vec<(&Span, Op)>]) -> Resul
         }
     }
     Ok(schedule)
-}
-
-/// A compute op as a cell of PyTorch's grammar (current dialect).
-fn op_cell(op: &Op) -> String {
-    let pass = |p: crate::schedule::Pass| {
-        let t = match p.kind {
-            PassKind::F => "F",
-            PassKind::B => "I",
-            PassKind::W => "W",
-            PassKind::BW => "B",
-            PassKind::R => "R",
-            PassKind::S | PassKind::T | PassKind::IF | PassKind::IB => p.kind.name(),
-        };
-        format!("{}{t}{}", p.stage, p.microbatch)
-    };
-    match *op {
-        Op::One(p) => pass(p),
-        Op::Pair(a, b) => format!("({};{})OVERLAP_F_B", pass(a), pass(b)),
-    }
-}
-
-/// Refuses a step some rank cut off: every stage runs every microbatch's forward once, and its
-/// backward once (whole, or as its input and weight parts).
-fn check_complete(ranks: &[RankTrace], compute: &[Vec<(&Span, Op)>], step: Option<u64>) -> Result<(), TraceError> {
-    let passes = || compute.iter().flatten().flat_map(|(_, op)| op.passes());
-    let m = passes().map(|p| p.microbatch as usize + 1).max().unwrap_or(0);
-    let stages = passes().map(|p| p.stage as usize + 1).max().unwrap_or(0);
-    // The rank that ran each stage (the first seen).
-    let mut device_of = vec![0usize; stages];
-    for (d, ops) in compute.iter().enumerate().rev() {
-        for p in ops.iter().flat_map(|(_, op)| op.passes()) {
-            device_of[p.stage as usize] = d;
-        }
-    }
-    // counts[stage][mb] = [F, B, W, BW]
-    let mut counts = vec![vec![[0u32; 4]; m]; stages];
-    for ops in compute {
-        for (_, op) in ops {
-            for p in op.passes() {
-                if let Some(c) = counts.get_mut(p.stage as usize).and_then(|s| s.get_mut(p.microbatch as usize)) {
-                    c[p.kind.index()] += 1;
-                }
-            }
-        }
-    }
-    for (stage, per_mb) in counts.iter().enumerate() {
-        let short = per_mb.iter().position(|c| {
-            let [f, b, w, bw] = *c;
-            !(f == 1 && ((bw == 1 && b == 0 && w == 0) || (bw == 0 && b == 1 && w == 1)))
-        });
-        if let Some(mb) = short {
-            let device = device_of[stage];
-            let at = step.map_or_else(|| "the trace".to_string(), |n| format!("profiler step {n}"));
-            let [f, b, w, bw] = per_mb[mb];
-            return Err(TraceError::rank(
-                &ranks[device].source,
-                device as u32,
-                format!(
-                    "{at} is cut off or mixed: stage {stage} runs microbatch {mb} with {f} forward, {b} input-gradient, {w} weight-gradient and {bw} full backward passes, where a step runs one forward and one backward"
-                ),
-            )
-            .hint("profile whole steps (the profiler's schedule with active steps that end after schedule.step()), and give traces of one run")
-            .hint("--step N reads another step"));
-        }
-    }
-    Ok(())
 }
 
 /// Per-rank clock offsets so that no pass ends before an input it takes from another rank has

@@ -45,6 +45,9 @@ pub struct Span {
     pub first_work: Option<f64>,
 }
 
+/// A rank's time window for the step read: from, to (µs, its own clock).
+pub(super) type Window = (f64, f64);
+
 /// One profiler step (`ProfilerStep#N`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Step {
@@ -259,15 +262,21 @@ fn event_problem(e: &Event) -> Option<String> {
     }
 }
 
-/// What is wrong with a pipeline span (`label` as kept: `PP:` taken off), if anything: its
-/// phase, its action, its start or its duration. Its name comes first, in backquotes.
-fn span_problem(label: &str, e: &Event) -> Option<String> {
+/// A pipeline span's event name as the trace writes it, in backquotes, from `label` as kept
+/// (`PP:` taken off): `` `PP:0F3` ``, `` `Forward 3` ``.
+pub(super) fn event_name(label: &str) -> String {
     let name = if label.starts_with("Forward ") || label.starts_with("Backward ") {
         label.to_string()
     } else {
         format!("PP:{label}")
     };
-    let name = format!("`{}`", crate::units::clean_text(&name));
+    format!("`{}`", crate::units::clean_text(&name))
+}
+
+/// What is wrong with a pipeline span (`label` as kept: `PP:` taken off), if anything: its
+/// phase, its action, its start or its duration. Its name comes first, in backquotes.
+fn span_problem(label: &str, e: &Event) -> Option<String> {
+    let name = event_name(label);
     if e.ph != Ph::Complete {
         return Some(format!(
             "{name} is not one complete event: its ph is not \"X\" (begin and end pairs are not read)"

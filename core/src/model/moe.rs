@@ -305,6 +305,19 @@ impl Model {
                 m.ep
             )));
         }
+        if e > 0 && m.dense_layers == self.layers {
+            return Err(ParamError::new(
+                Field::DenseLayers,
+                format!(
+                    "dense-layers {} makes every one of the {} layers dense, so the {e} experts (experts, top-k, …) are never used",
+                    m.dense_layers, self.layers
+                ),
+            )
+            .hint(format!(
+                "give --dense-layers below {} so the layers after it are MoE layers, or drop --experts and the other MoE settings for a dense model",
+                self.layers
+            )));
+        }
         if m.dense_layers > self.layers {
             return Err(ParamError::new(
                 Field::DenseLayers,

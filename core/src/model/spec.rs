@@ -430,6 +430,22 @@ impl ModelSpec {
         m.mtp = self.mtp.unwrap_or(m.mtp);
     }
 
+    /// The note for multi-token-prediction layers given (`mtp`) that no stage of `derived`
+    /// runs: only a layout's `m` places one, so without it they change no time or memory
+    /// (only the parameter count). Opens with the setting's name; `None` when none is given
+    /// or a stage runs one.
+    pub fn unplaced_mtp_note(&self, derived: &super::Derived) -> Option<String> {
+        let n = self.mtp.filter(|n| *n > 0)?;
+        if derived.pieces.iter().any(|p| p.piece.mtp > 0) {
+            return None;
+        }
+        let layers = if n == 1 { "layer".to_string() } else { format!("{n} layers") };
+        Some(format!(
+            "mtp {n} runs on no stage: only a layout's `m` places a multi-token-prediction layer, so the MTP {layers} change no time or memory here (only the parameter count)\n  hint: add {} after the last `t` of --layout (as Megatron-Core's --pipeline-model-parallel-layout), or drop --mtp",
+            if n == 1 { "one `m`".to_string() } else { format!("{n} `m`s") }
+        ))
+    }
+
     /// The MLP kind of the spec's preset (GELU without one).
     fn preset_mlp(&self) -> super::Mlp {
         self.preset.as_deref().and_then(model_preset).map_or(super::Mlp::Gelu, |p| p.model.mlp)

@@ -83,6 +83,29 @@ impl StepSpec {
         })
     }
 
+    /// [`StepSpec::microbatches`], where the user also gave the microbatches (`given`, from
+    /// `-m`): the two must agree, since the global batch would otherwise override them.
+    ///
+    /// # Errors
+    /// As [`StepSpec::microbatches`], and a [`ParamError`] naming both when they disagree.
+    pub fn microbatches_given(&self, model: &Model, pp: u32, given: Option<u32>) -> Result<Option<u32>, ParamError> {
+        let set = self.microbatches(model, pp)?;
+        let (Some(m), Some(given), Some(gb)) = (set, given, self.global_batch) else { return Ok(set) };
+        if m == given {
+            return Ok(set);
+        }
+        let dp = self.dp(model, pp)?;
+        let agreeing = u64::from(given) * u64::from(dp) * u64::from(model.micro_batch);
+        Err(ParamError::new(
+            Field::GlobalBatch,
+            format!(
+                "global-batch {gb} sets {m} microbatches (global batch / (dp · micro-batch) = {gb} / ({dp} · {})), but --microbatches (-m) {given} was given",
+                model.micro_batch
+            ),
+        )
+        .hint(format!("give one of the two: drop -m, or give --global-batch {agreeing} for {given} microbatches")))
+    }
+
     /// The data-parallel degree: the model's, checked against `--gpus`.
     ///
     /// # Errors

@@ -67,6 +67,17 @@ pub fn without_noise(value: f64) -> f64 {
     }
 }
 
+/// `value`, one of a running total's values whose terms are about `scale` in size, without
+/// float noise: 0 when it lies within the same 16 rounding steps of `scale` (a total that
+/// returns to empty as `-2.220446049250313e-16`), else [`without_noise`]'s value; never `-0`.
+/// Exports of memory curves pass every point through it.
+pub fn without_noise_in(value: f64, scale: f64) -> f64 {
+    if value.abs() <= NOISE_STEPS * f64::EPSILON * scale.abs() {
+        return 0.0;
+    }
+    without_noise(value) + 0.0
+}
+
 /// The rounding steps (relative, in units of `f64::EPSILON`) [`without_noise`] takes as noise.
 const NOISE_STEPS: f64 = 16.0;
 
@@ -118,6 +129,17 @@ mod tests {
             assert_eq!(without_noise(v).to_bits(), v.to_bits(), "{v}");
         }
         assert!(without_noise(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn a_total_back_at_empty_is_zero_at_its_terms_scale() {
+        let back = 0.5 + 0.1 + 0.2 - 0.5 - 0.3;
+        assert!(back != 0.0);
+        assert_eq!(without_noise_in(back, 0.5).to_bits(), 0.0f64.to_bits());
+        assert_eq!(without_noise_in(-2.220446049250313e-16, 2.5).to_bits(), 0.0f64.to_bits());
+        assert_eq!(without_noise_in(2.0000000000000004, 2.5), 2.0);
+        assert_eq!(without_noise_in(1e-9, 2.5), 1e-9);
+        assert_eq!(without_noise_in(9.0 / 33.0, 2.5).to_bits(), (9.0f64 / 33.0).to_bits());
     }
 
     #[test]
