@@ -956,3 +956,23 @@ fn moe_and_mtp_flags_that_change_nothing_say_so() {
     // A preset's own MTP layer is not a flag given: no note.
     assert!(!stderr(&["simulate", "-s", "1f1b", "--model", "deepseek-v3", "-p", "16", "--dp", "64"]).contains("--mtp"));
 }
+
+/// An MoE model on DualPipe: each overlapped F&B pair runs one pass's expert-parallel
+/// all-to-all while the other computes (core's `dualpipe_pairs_hide_the_all_to_all_in_their_phases`
+/// checks the pair times); the Bubblescope JSON export keeps the all-to-all, so reading it back
+/// gives the same cost.
+#[test]
+fn moe_pairs_hide_their_all_to_all_and_the_json_export_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let run =
+        ["simulate", "-s", "dualpipe", "--model", "mixtral-8x7b", "-p", "4", "-m", "16", "--ep", "8", "--dp", "8"];
+    let cost = |v: &serde_json::Value| v["cost"].as_f64().unwrap();
+    let direct: serde_json::Value =
+        serde_json::from_str(&common::ok(dir.path(), &common::join(&run, &["--json"]))).unwrap();
+    common::ok(dir.path(), &common::join(&run, &["--export", "run.json"]));
+    let file = std::fs::read_to_string(dir.path().join("run.json")).unwrap();
+    assert!(file.contains("\"a2a_f\"") && file.contains("\"a2a_b\""), "the export holds the all-to-all");
+    let back: serde_json::Value =
+        serde_json::from_str(&common::ok(dir.path(), &["simulate", "--from", "run.json", "--json"])).unwrap();
+    assert_eq!(cost(&back), cost(&direct));
+}

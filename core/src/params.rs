@@ -145,6 +145,14 @@ pub struct CostProfile {
     pub mem_f: Vec<f64>,
     /// Memory the weight gradient still needs after B, per piece.
     pub mem_w: Vec<f64>,
+    /// Of each piece's forward and input gradient, the µs of its expert-parallel all-to-all
+    /// (dispatch and combine): the communication phases an overlapped F&B pair runs while the
+    /// other pass computes. Empty: no all-to-all.
+    #[cfg_attr(feature = "wire", serde(default))]
+    pub a2a_f: Vec<f64>,
+    /// The same for the input gradient (empty: none).
+    #[cfg_attr(feature = "wire", serde(default))]
+    pub a2a_b: Vec<f64>,
     /// The same model cut at whole layers into more pieces (a transformer's even split into
     /// `P × chunks` stages, the embedding on the first and the LM head on the last): a
     /// placement with exactly as many stages per pipeline as one of these has pieces runs
@@ -163,6 +171,8 @@ impl CostProfile {
             w: vec![costs.w; pieces],
             mem_f: vec![costs.mem_f; pieces],
             mem_w: vec![costs.mem_w(); pieces],
+            a2a_f: Vec::new(),
+            a2a_b: Vec::new(),
             finer: Vec::new(),
         }
     }
@@ -172,10 +182,12 @@ impl CostProfile {
         self.f.len()
     }
 
-    /// Whether every piece costs the same in every list.
+    /// Whether every piece costs the same in every list, with no all-to-all inside a pass.
     pub fn is_uniform(&self) -> bool {
         let same = |v: &[f64]| v.windows(2).all(|p| p[0] == p[1]);
-        same(&self.f) && same(&self.b) && same(&self.w) && same(&self.mem_f) && same(&self.mem_w)
+        // An all-to-all has no scalar to go to: a profile that holds one stays a profile.
+        let no_a2a = self.a2a_f.iter().chain(&self.a2a_b).all(|&a| a == 0.0);
+        same(&self.f) && same(&self.b) && same(&self.w) && same(&self.mem_f) && same(&self.mem_w) && no_a2a
     }
 
     /// The lists with their fields, for checks and tables.
@@ -205,7 +217,20 @@ impl CostProfile {
         }
         let shares: Vec<[f64; 5]> = (0..devices).map(|k| self.share(k, devices)).collect();
         let list = |i: usize| shares.iter().map(|s| s[i]).collect();
-        CostProfile { f: list(0), b: list(1), w: list(2), mem_f: list(3), mem_w: list(4), finer: Vec::new() }
+        let cut = |v: &[f64]| match v.len() == self.pieces() {
+            true => (0..devices).map(|k| stage_share(v, k, devices, self.pieces())).collect(),
+            false => Vec::new(),
+        };
+        CostProfile {
+            f: list(0),
+            b: list(1),
+            w: list(2),
+            mem_f: list(3),
+            mem_w: list(4),
+            a2a_f: cut(&self.a2a_f),
+            a2a_b: cut(&self.a2a_b),
+            finer: Vec::new(),
+        }
     }
 
     /// Checks the lists have equal, non-zero lengths, finite non-negative numbers and mem-w at
@@ -657,8 +682,11 @@ pub struct StageCosts {
     pub b: Vec<f64>,
     /// Weight-gradient time per stage.
     pub w: Vec<f64>,
-    /// Overlapped pair time per stage of the pair's forward; `None` means the sum.
+    /// Overlapped pair time per stage of the pair's forward; `None` means the sum, or with
+    /// `a2a` the time its phases take on two streams.
     pub overlap: Option<Vec<f64>>,
+    /// The all-to-all µs inside each stage's forward and input gradient (empty: none).
+    pub a2a: Vec<[f64; 2]>,
     /// Activation memory of one forward, per stage.
     pub mem_f: Vec<f64>,
     /// Memory the weight gradient still needs after B, per stage.
@@ -756,6 +784,7 @@ impl StageCosts {
             b: vec![costs.b * scale; n],
             w: vec![costs.w * scale; n],
             overlap: costs.overlap.map(|o| vec![o * scale; n]),
+            a2a: Vec::new(),
             mem_f: vec![costs.mem_f * scale; n],
             mem_w: vec![costs.mem_w() * scale; n],
             comm: costs.comm,
@@ -795,11 +824,21 @@ impl StageCosts {
                 })
                 .collect()
         });
+        let a2a = match profile.a2a_f.len() == pieces && profile.a2a_b.len() == pieces {
+            true => (0..placement.stages())
+                .map(|g| {
+                    let share = |v: &[f64]| stage_share(v, placement.local_stage(g) as usize, stages, pieces) / slices;
+                    [share(&profile.a2a_f), share(&profile.a2a_b)]
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         StageCosts {
             f,
             b,
             w,
             overlap,
+            a2a,
             mem_f: fill(Cost::MemF),
             mem_w: fill(Cost::MemW),
             comm: costs.comm,
@@ -836,9 +875,23 @@ impl StageCosts {
             Op::One(p) => self.pass(p),
             Op::Pair(f, b) => match &self.overlap {
                 Some(o) => o.get(f.stage as usize).copied().unwrap_or(0.0),
-                None => self.pass(f) + self.pass(b),
+                None => self.pair_in_phases(f, b),
             },
         }
+    }
+
+    /// An overlapped pair without a given time: the sum of its passes, or, when they hold an
+    /// all-to-all, its phases on two streams, DualPipe's overlap: one pass's compute runs while
+    /// the other's dispatch and combine are in flight, so the pair takes the longer of its
+    /// compute and its communication.
+    pub fn pair_in_phases(&self, f: Pass, b: Pass) -> f64 {
+        let sum = self.pass(f) + self.pass(b);
+        let comm = |p: Pass, i: usize| self.a2a.get(p.stage as usize).map_or(0.0, |a| a[i]);
+        let a2a = comm(f, 0) + if matches!(b.kind, PassKind::B | PassKind::BW) { comm(b, 1) } else { 0.0 };
+        if a2a <= 0.0 {
+            return sum;
+        }
+        (sum - a2a).max(a2a)
     }
 
     /// Memory a pass allocates when it starts. Vocabulary passes hold none: the authors'
@@ -889,6 +942,37 @@ mod tests {
         assert_eq!(StageCosts::new(&c, &p).op(&pair), 4.0);
         c.overlap = Some(3.0);
         assert_eq!(StageCosts::new(&c, &p).op(&pair), 3.0);
+    }
+
+    #[test]
+    fn a_pair_with_an_all_to_all_takes_the_longer_of_its_compute_and_its_communication() {
+        let p = Placement::linear(2);
+        let profiled = |a2a_f: f64, a2a_b: f64| {
+            let mut profile = CostProfile::uniform(&Costs::fbw(4.0, 5.0, 2.0), 2);
+            profile.a2a_f = vec![a2a_f; 2];
+            profile.a2a_b = vec![a2a_b; 2];
+            let costs = Costs { profile: Some(Arc::new(profile)), ..Costs::fbw(4.0, 5.0, 2.0) };
+            StageCosts::new(&costs, &p)
+        };
+        let (f, b, bw, w) = (Pass::f(0, 1), Pass::b(1, 0), Pass::bw(1, 0), Pass::w(1, 0));
+        // No all-to-all: the sum, as without phases.
+        assert_eq!(profiled(0.0, 0.0).op(&Op::Pair(f, bw)), 11.0);
+        // 1 + 1.5 of communication hides behind 11 − 2.5 of compute.
+        assert_eq!(profiled(1.0, 1.5).op(&Op::Pair(f, bw)), 8.5);
+        assert_eq!(profiled(1.0, 1.5).op(&Op::Pair(f, b)), 6.5);
+        // Communication longer than the compute left: the pair waits for it.
+        assert_eq!(profiled(3.5, 4.0).op(&Op::Pair(f, b)), 7.5);
+        // A weight gradient holds no all-to-all: only F's is counted.
+        assert_eq!(profiled(1.0, 1.5).op(&Op::Pair(f, w)), 5.0);
+        // A given --overlap still wins.
+        let mut c = profiled(1.0, 1.5);
+        c.overlap = Some(vec![9.0; 2]);
+        assert_eq!(c.op(&Op::Pair(f, bw)), 9.0);
+        // Never more than the sum, never less than either pass.
+        for (af, ab) in [(0.5, 0.5), (2.0, 4.0), (4.0, 5.0)] {
+            let t = profiled(af, ab).op(&Op::Pair(f, b));
+            assert!((5.0..=9.0).contains(&t), "{af} {ab}: {t}");
+        }
     }
 
     #[test]

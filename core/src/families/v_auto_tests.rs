@@ -613,7 +613,8 @@ fn unequal_costs(devices: u32, kind: usize) -> Costs {
         _ => (cycle(&[5.0, 4.0, 6.0, 3.0]), cycle(&[6.0, 7.0, 5.0]), cycle(&[4.0, 2.0]), cycle(&[3.0, 1.0, 2.0]), 1.5),
     };
     let mem_w = mem_f.iter().map(|m| m / 2.0).collect();
-    let profile = crate::params::CostProfile { f, b, w, mem_f, mem_w, finer: Vec::new() };
+    let profile =
+        crate::params::CostProfile { f, b, w, mem_f, mem_w, a2a_f: Vec::new(), a2a_b: Vec::new(), finer: Vec::new() };
     Costs { comm, ..Costs::default() }.with_profile(profile, devices)
 }
 

@@ -157,6 +157,8 @@ pub(super) mod testing {
             w: vec![1.0; n],
             mem_f: mem_f.to_vec(),
             mem_w: mem_f.iter().map(|m| m / 2.0).collect(),
+            a2a_f: Vec::new(),
+            a2a_b: Vec::new(),
             finer: Vec::new(),
         };
         ScheduleParams::new(devices, microbatches).with_costs(Costs::default().with_profile(profile, devices))

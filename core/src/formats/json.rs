@@ -138,6 +138,12 @@ struct ProfileJson {
     w: Vec<Number>,
     mem_f: Vec<Number>,
     mem_w: Vec<Number>,
+    /// The all-to-all inside each piece's forward and input gradient ([`CostProfile::a2a_f`]);
+    /// left out without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    a2a_f: Vec<Number>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    a2a_b: Vec<Number>,
     /// The same model cut at whole layers into more pieces ([`CostProfile::finer`]); left out
     /// when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -153,6 +159,9 @@ impl From<&CostProfile> for ProfileJson {
             w: list(&p.w),
             mem_f: list(&p.mem_f),
             mem_w: list(&p.mem_w),
+            // Only an all-to-all that takes time is written (a dense model's zeros are not).
+            a2a_f: if p.a2a_f.iter().any(|&v| v > 0.0) { list(&p.a2a_f) } else { Vec::new() },
+            a2a_b: if p.a2a_b.iter().any(|&v| v > 0.0) { list(&p.a2a_b) } else { Vec::new() },
             finer: p.finer.iter().map(|f| ProfileJson::from(&**f)).collect(),
         }
     }
@@ -167,6 +176,8 @@ impl From<ProfileJson> for CostProfile {
             w: list(p.w),
             mem_f: list(p.mem_f),
             mem_w: list(p.mem_w),
+            a2a_f: list(p.a2a_f),
+            a2a_b: list(p.a2a_b),
             finer: p.finer.into_iter().map(|f| Arc::new(CostProfile::from(f))).collect(),
         }
     }

@@ -347,6 +347,8 @@ impl Fitted {
             w: self.w.clone(),
             mem_f: vec![per_piece_memory; pieces],
             mem_w: vec![per_piece_memory / 2.0; pieces],
+            a2a_f: Vec::new(),
+            a2a_b: Vec::new(),
             finer: Vec::new(),
         };
         let costs = Costs { comm: self.comm, ..Costs::default() };

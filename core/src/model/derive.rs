@@ -388,6 +388,8 @@ impl Derived {
                 w: list(|p| p.w),
                 mem_f: list(|p| p.mem_f),
                 mem_w: list(|p| p.mem_w),
+                a2a_f: list(|p| p.a2a[0]),
+                a2a_b: list(|p| p.a2a[1]),
                 finer: Vec::new(),
             }
         };
@@ -405,6 +407,8 @@ impl Derived {
                 w: zeros.clone(),
                 mem_f: zeros.clone(),
                 mem_w: zeros,
+                a2a_f: Vec::new(),
+                a2a_b: Vec::new(),
                 finer: Vec::new(),
             }
         };

@@ -211,3 +211,54 @@ fn the_steps_mean_layer_counts_the_routed_experts() {
     assert!(rel(m.mean_layer_forward_flops(), want) < 1e-9, "{} {want}", m.mean_layer_forward_flops());
     assert!(m.mean_layer_forward_flops() > 2.0 * m.layer_flops()[0]);
 }
+
+/// DualPipe's overlapped F&B pairs hide each pass's expert-parallel all-to-all behind the other
+/// pass's compute: with EP over the node the step is shorter than the same passes with their
+/// communication exposed (the profile's all-to-all cleared), and each pair takes exactly the
+/// longer of its compute and its communication.
+#[test]
+fn dualpipe_pairs_hide_the_all_to_all_in_their_phases() {
+    let mut m = model("mixtral-8x7b");
+    m.dp = 8;
+    m.moe.ep = 8;
+    let derived = m.derive(4).unwrap();
+    let costs = derived.costs();
+    let profile = costs.profile.clone().unwrap();
+    assert!(profile.a2a_f.iter().all(|&a| a > 0.0) && profile.a2a_b.iter().all(|&a| a > 0.0));
+    // The same profile, its finer cuts too, with no all-to-all phases.
+    fn without_a2a(p: &crate::CostProfile) -> crate::CostProfile {
+        crate::CostProfile {
+            a2a_f: Vec::new(),
+            a2a_b: Vec::new(),
+            finer: p.finer.iter().map(|f| std::sync::Arc::new(without_a2a(f))).collect(),
+            ..p.clone()
+        }
+    }
+    let exposed = crate::Costs { profile: Some(std::sync::Arc::new(without_a2a(&profile))), ..costs.clone() };
+    for family in ["dualpipe", "dualpipe-v"] {
+        let run = |c: &crate::Costs| {
+            crate::registry::run(family, &crate::ScheduleParams::new(4, 16).with_costs(c.clone())).unwrap()
+        };
+        let (hidden, shown) = (run(&costs), run(&exposed));
+        assert!(
+            hidden.stats.cost < shown.stats.cost * 0.99,
+            "{family}: {} against {}",
+            hidden.stats.cost,
+            shown.stats.cost
+        );
+        let stages = crate::StageCosts::for_schedule(&costs, &hidden.schedule);
+        let mut pairs = 0;
+        for order in &hidden.schedule.orders {
+            for op in order {
+                if let crate::Op::Pair(f, b) = *op {
+                    let a2a = stages.a2a[f.stage as usize][0] + stages.a2a[b.stage as usize][1];
+                    let sum = stages.pass(f) + stages.pass(b);
+                    assert_eq!(stages.op(op), (sum - a2a).max(a2a));
+                    assert!(stages.op(op) < sum);
+                    pairs += 1;
+                }
+            }
+        }
+        assert!(pairs > 0, "{family} overlaps pairs");
+    }
+}

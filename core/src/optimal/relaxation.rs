@@ -613,6 +613,8 @@ mod tests {
             w: vec![0.1, 1.5],
             mem_f: vec![1.0, 1.0],
             mem_w: vec![0.5, 0.5],
+            a2a_f: Vec::new(),
+            a2a_b: Vec::new(),
             finer: Vec::new(),
         };
         let costs = Costs { profile: Some(std::sync::Arc::new(profile)), ..Costs::default() };

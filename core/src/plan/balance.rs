@@ -12,7 +12,7 @@ use crate::model::Model;
 ///
 /// `None` when there is nothing to split (no device, or a layer costing nothing).
 pub fn balanced_counts(layers: u32, devices: u32, layer: f64, first: f64, last: f64) -> Option<Vec<u32>> {
-    if devices == 0 || !(layer > 0.0) || !first.is_finite() || !last.is_finite() {
+    if devices == 0 || layer.is_nan() || layer <= 0.0 || !first.is_finite() || !last.is_finite() {
         return None;
     }
     let extra = |i: u32| {
