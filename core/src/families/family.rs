@@ -1,7 +1,8 @@
 //! What a family is: its registry entry ([`Family`]: names, options with their defaults,
 //! constraints, pass count, generator, closed form) and the checks every generator shares.
-//! Uses params, schedule and error only.
+//! Uses params, schedule, error and the formulas' types.
 
+use super::formula::{Assumption, Explanation};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{counted, Schedule};
@@ -197,6 +198,9 @@ pub struct Family {
     pub generate: fn(&ScheduleParams) -> Result<Schedule, ParamError>,
     /// The closed-form prediction, when the family has one for these parameters.
     pub predict: fn(&ScheduleParams) -> Option<Prediction>,
+    /// The closed forms as formulas with their terms, sources and assumptions, when the
+    /// family has them (its `predict` reads its numbers from them).
+    pub explain: fn(&ScheduleParams) -> Option<Explanation>,
     /// Whether PipeOffload's own copy placement (`--offload pipeoffload`, written for its
     /// grouped interleaved schedule) runs on this family's schedule.
     pub pipeoffload: bool,
@@ -241,6 +245,7 @@ impl Family {
         page_weight: 1,
         generate: no_generator,
         predict: no_prediction,
+        explain: no_explanation,
         pipeoffload: false,
     };
 
@@ -282,6 +287,21 @@ impl Family {
             return None;
         }
         (self.predict)(params)
+    }
+
+    /// The closed forms at `params` (options not given take their defaults), with the
+    /// conditions every closed form needs first: equal stages, no recompute or offload.
+    /// `None` when the family has no formula.
+    pub fn explanation(&self, params: &ScheduleParams) -> Option<Explanation> {
+        let own = self.with_defaults(&self.own_params(params));
+        let mut e = (self.explain)(&own)?;
+        let traded = params.costs.trade.as_ref().is_some_and(|t| !t.is_none());
+        let common = [
+            Assumption::new("equal stages (one cost per pass kind)", params.costs.is_uniform()),
+            Assumption::new("no recompute or offload", !traded),
+        ];
+        e.assumptions.splice(0..0, common);
+        Some(e)
     }
 
     /// Whether the family reads `field`.
@@ -369,6 +389,11 @@ fn no_passes(_: &ScheduleParams) -> u64 {
 /// [`Family::DEFAULTS`]' generator, for an entry that does not state one: an error.
 fn no_generator(_: &ScheduleParams) -> Result<Schedule, ParamError> {
     Err(ParamError::new(Field::Schedule, "this family has no generator"))
+}
+
+/// A family with no formulas.
+pub(crate) fn no_explanation(_: &ScheduleParams) -> Option<Explanation> {
+    None
 }
 
 /// A family with no closed form.

@@ -9,6 +9,7 @@ pub(crate) mod dualpipe;
 pub(crate) mod dualpipe_recipe;
 pub(crate) mod dualpipe_v;
 mod family;
+pub mod formula;
 pub(crate) mod gpipe;
 pub(crate) mod group_interleaved;
 pub(crate) mod hanayo;
