@@ -293,8 +293,7 @@ impl Family {
     /// conditions every closed form needs first: equal stages, no recompute or offload.
     /// `None` when the family has no formula.
     pub fn explanation(&self, params: &ScheduleParams) -> Option<Explanation> {
-        let own = self.with_defaults(&self.own_params(params));
-        let mut e = (self.explain)(&own)?;
+        let mut e = (self.explain)(&self.own_params(params))?;
         let traded = params.costs.trade.as_ref().is_some_and(|t| !t.is_none());
         let common = [
             Assumption::new("equal stages (one cost per pass kind)", params.costs.is_uniform()),

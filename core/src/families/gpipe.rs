@@ -96,3 +96,7 @@ const NARAYANAN_1F1B: &str =
 /// Where they state the interleaved schedule's.
 const NARAYANAN_INTERLEAVED: &str =
     "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters (SC 2021), §2.2.2: (p−1)·(t_f+t_b)/v";
+
+#[cfg(test)]
+#[path = "gpipe_tests.rs"]
+mod tests;

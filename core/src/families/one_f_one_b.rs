@@ -48,3 +48,7 @@ pub(super) const MEMORY: &str = "Narayanan et al. (SC 2021), §2.2.1: at most p 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {
     explain(params).map(|e| e.prediction(FILL_AND_DRAIN, "min(P−d, M)·mem-f on device d"))
 }
+
+#[cfg(test)]
+#[path = "one_f_one_b_tests.rs"]
+mod tests;

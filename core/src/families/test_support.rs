@@ -216,3 +216,39 @@ impl DualPipeVariant {
         }
     }
 }
+
+/// Checks the property every family's explanation promises: at `params`, where all its
+/// assumptions must hold, each formula it has equals the simulated value (the bubble its
+/// quantity names; the peak activation memory over the devices) to 1e-9 of the run's cost
+/// (of the peak for memory). Fails when the family explains nothing there.
+pub(crate) fn check_explained(
+    family: &super::Family,
+    params: &ScheduleParams,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::prop_assert;
+    let case = format!("{} {params:?}", family.name);
+    let e = family.explanation(params);
+    prop_assert!(e.is_some(), "{case}: no explanation");
+    let e = e.unwrap();
+    let broken: Vec<_> = e.assumptions.iter().filter(|a| !a.holds).map(|a| a.text.clone()).collect();
+    prop_assert!(broken.is_empty(), "{case}: assumptions do not hold: {broken:?}");
+    prop_assert!(e.bubble.is_some() || e.memory.is_some(), "{case}: no formula");
+    let run = crate::run(family.name, params);
+    prop_assert!(run.is_ok(), "{case}: {:?}", run.err());
+    let stats = run.unwrap().stats;
+    let near = |a: f64, b: f64, scale: f64| (a - b).abs() <= 1e-9 * scale.abs().max(1.0);
+    if let Some(value) = e.bubble_value() {
+        let simulated = e.quantity.of(&stats);
+        prop_assert!(near(value, simulated, stats.cost), "{case}: bubble {value} vs simulated {simulated}");
+    }
+    if let Some(value) = e.memory_value() {
+        let simulated = stats.peak_memory;
+        prop_assert!(near(value, simulated, simulated), "{case}: memory {value} vs simulated {simulated}");
+    }
+    Ok(())
+}
+
+/// Random costs for the explanation properties: F, B, W, mem-f and mem-w (comm 0).
+pub(crate) fn explained_costs(f: f64, b: f64, w: f64, mem_f: f64, mem_w: f64) -> Costs {
+    Costs { mem_f, mem_w: Some(mem_w), ..Costs::fbw(f, b, w) }
+}
