@@ -260,7 +260,8 @@ impl Expr {
             Expr::Int(n) => n.to_string(),
             Expr::Add(a, b) => format!("{}+{}", a.text(), b.text()),
             Expr::Sub(a, b) => format!("{}−{}", a.text(), wrap(b, 2)),
-            Expr::Mul(a, b) => format!("{}·{}", wrap(a, 2), wrap(b, 3)),
+            // a·(b·c) is a·b·c, so a product on the right needs no parentheses.
+            Expr::Mul(a, b) => format!("{}·{}", wrap(a, 2), wrap(b, 2)),
             Expr::Div(a, b) => format!("{}/{}", wrap(a, 2), wrap(b, 3)),
             Expr::FloorDiv(a, b) => format!("⌊{}/{}⌋", wrap(a, 2), wrap(b, 3)),
             Expr::Min(a, b) => format!("min({}, {})", a.text(), b.text()),
@@ -286,7 +287,7 @@ impl Expr {
             Expr::Int(n) => format!("<mn>{n}</mn>"),
             Expr::Add(a, b) => format!("<mrow>{}<mo>+</mo>{}</mrow>", a.mathml(), b.mathml()),
             Expr::Sub(a, b) => format!("<mrow>{}<mo>−</mo>{}</mrow>", a.mathml(), wrap(b, 2)),
-            Expr::Mul(a, b) => format!("<mrow>{}<mo>·</mo>{}</mrow>", wrap(a, 2), wrap(b, 3)),
+            Expr::Mul(a, b) => format!("<mrow>{}<mo>·</mo>{}</mrow>", wrap(a, 2), wrap(b, 2)),
             Expr::Div(a, b) => format!("<mfrac>{}{}</mfrac>", a.mathml(), b.mathml()),
             Expr::FloorDiv(a, b) => {
                 format!("<mrow><mo>⌊</mo><mfrac>{}{}</mfrac><mo>⌋</mo></mrow>", a.mathml(), b.mathml())
@@ -396,6 +397,23 @@ impl Formula {
         } else {
             self.eval(vars)
         }
+    }
+
+    /// The device whose value is the formula's (the first with the largest), for a
+    /// per-device formula.
+    pub fn peak_device(&self, vars: &Vars) -> Option<u32> {
+        if !self.per_device {
+            return None;
+        }
+        let values = self.per_device_values(vars);
+        let top = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        values.iter().position(|&v| v == top).map(|d| d as u32)
+    }
+
+    /// Each term's signed value where the formula takes its value (at the peak device).
+    pub fn term_values(&self, vars: &Vars) -> Vec<f64> {
+        let at = self.peak_device(vars).map_or_else(|| vars.clone(), |d| vars.at_device(d));
+        self.terms.iter().map(|t| t.eval(&at)).collect()
     }
 
     /// As text: the terms joined by `+`, `max over d of …` for a per-device formula.

@@ -106,9 +106,9 @@ pub(super) fn handcrafted(params: &ScheduleParams, family: &str, delay: u32) -> 
 /// steady phase: `w + 1` forwards are in flight and `min(steps, delay·d)` Ws pending.
 pub(super) fn handcrafted_peak(delay: i64, source: &'static str) -> Formula {
     let (p, m, d) = (sym(Sym::P), sym(Sym::M), sym(Sym::D));
-    let warm_up = |x: Expr| if delay == 1 { x } else { delay * x };
-    let in_flight = warm_up(p - 1 - d.clone()) + 1;
-    let pending = min(max(m.clone() - in_flight.clone(), int(0)), warm_up(d));
+    let in_flight = if delay == 1 { p - d.clone() } else { delay * (p - 1 - d.clone()) + 1 };
+    let delayed = if delay == 1 { d } else { delay * d };
+    let pending = min(max(m.clone() - in_flight.clone(), int(0)), delayed);
     Formula::new(
         source,
         vec![
