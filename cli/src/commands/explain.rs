@@ -121,7 +121,12 @@ fn text(subject: &Subject, e: Option<&Explanation>, units: Units) -> String {
                 }
                 let at = f.peak_device(&e.vars).map_or(String::new(), |d| format!(" (device {d})"));
                 let _ = writeln!(out, "  value      {}{at}", show(units, value));
-                let _ = writeln!(out, "  simulated  {}{}", show(units, simulated), difference(value, simulated, units, show));
+                let _ = writeln!(
+                    out,
+                    "  simulated  {}{}",
+                    show(units, simulated),
+                    difference(value, simulated, units, show)
+                );
                 let _ = writeln!(out, "  source     {}", f.source);
             }
             _ => {
