@@ -45,7 +45,7 @@ pub(super) fn fill_and_drain_orders(devices: u32, microbatches: u32, warm_up: im
 
 fn explain(params: &ScheduleParams) -> Option<Explanation> {
     let held = Term::new("every microbatch's activations, held until its backward", sym(Sym::M) * sym(Sym::MemF));
-    Some(fill_and_drain(params, Formula::new(GPIPE_MEMORY, vec![held])))
+    Some(fill_and_drain(params, Split::Whole, Formula::new(GPIPE_MEMORY, vec![held])))
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {
@@ -59,18 +59,38 @@ const GPIPE_MEMORY: &str = "Huang et al., GPipe (NeurIPS 2019), §2.3: activatio
 /// The bubble of one pipeline fill and drain, as [`Prediction::bubble_formula`] writes it.
 pub(super) const FILL_AND_DRAIN: &str = "(P−1)(F+B+W)";
 
-/// The explanation of a schedule whose bubble is one pipeline fill and drain, `(P−1)(F+B+W)/V`
-/// without communication (GPipe's and 1F1B's with `V = 1`: 1F1B reorders the passes, not the
-/// bubble; Megatron's interleaving with `V` chunks), with its peak memory formula.
-pub(super) fn fill_and_drain(params: &ScheduleParams, memory: Formula) -> Explanation {
+/// What a fill-and-drain schedule's passes are of: whole stages, one of `V` chunks, or one of
+/// `K` sequence slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Split {
+    /// GPipe and 1F1B.
+    Whole,
+    /// Megatron's interleaving (with `V` chunks; one chunk is 1F1B).
+    Chunks,
+    /// Seq1F1B (with `K` slices).
+    Slices,
+}
+
+/// The explanation of a schedule whose bubble is one pipeline fill and drain of one pass,
+/// `(P−1)(F+B+W)` without communication (GPipe's and 1F1B's: 1F1B reorders the passes, not
+/// the bubble), over `V` for Megatron's chunks and over `K` for Seq1F1B's slices, with its
+/// peak memory formula.
+pub(super) fn fill_and_drain(params: &ScheduleParams, split: Split, memory: Formula) -> Explanation {
     let (p, m) = (params.devices, params.microbatches);
-    let v = params.chunks.unwrap_or(1);
-    let per_chunk = |e: Expr| if v == 1 { e } else { e / sym(Sym::V) };
+    let (divisor, source) = match split {
+        Split::Chunks if params.chunks.unwrap_or(1) > 1 => (Some(Sym::V), NARAYANAN_INTERLEAVED),
+        Split::Slices => (Some(Sym::K), SEQ1F1B),
+        _ => (None, NARAYANAN_1F1B),
+    };
+    let per_chunk = |e: Expr| match divisor {
+        Some(d) => e / sym(d),
+        None => e,
+    };
     // Microbatch 0's forwards on the chunk-0 stages before the last device; the last
-    // microbatch's backwards on the chunk-0 stages after the first.
+    // microbatch's backwards on the chunk-0 stages after the first (its first slice: the
+    // backward runs the slices in reverse).
     let fill = (0..p.saturating_sub(1)).map(|s| Pass::f(s, 0)).collect();
     let drain = (1..p).map(|s| Pass::bw(s, m.saturating_sub(1))).collect();
-    let source = if v == 1 { NARAYANAN_1F1B } else { NARAYANAN_INTERLEAVED };
     let bubble = Formula::new(
         source,
         vec![
@@ -92,6 +112,10 @@ pub(super) fn fill_and_drain(params: &ScheduleParams, memory: Formula) -> Explan
 /// Where Narayanan et al. state the bubble of a plain pipeline.
 const NARAYANAN_1F1B: &str =
     "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters (SC 2021), §2.2.1: (p−1)·(t_f+t_b)";
+
+/// Where Seq1F1B's comes from.
+const SEQ1F1B: &str = "Sun et al., Seq1F1B (NAACL 2025): 1F1B's bubble over the K slices; the exact form derived \
+                       here, proven by property test";
 
 /// Where they state the interleaved schedule's.
 const NARAYANAN_INTERLEAVED: &str =

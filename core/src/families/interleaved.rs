@@ -25,7 +25,7 @@
 //! The details are in `docs/schedule-families.md`, under `families/interleaved.rs`.
 
 use super::formula::{min, sym, Explanation, Formula, Sym, Term};
-use super::gpipe::fill_and_drain;
+use super::gpipe::{fill_and_drain, Split};
 use super::{count_option, one_f_one_b, per_chunk, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
@@ -247,7 +247,7 @@ impl VirtualPipeline {
             );
             Formula::new(MEMORY, vec![held])
         };
-        let mut e = fill_and_drain(&own, memory);
+        let mut e = fill_and_drain(&own, Split::Chunks, memory);
         e.vars.set(Sym::G, f64::from(self.group));
         e
     }

@@ -4,7 +4,7 @@
 //! backward, then drains the remaining backwards. At most `P-d` microbatches are in flight.
 
 use super::formula::{min, sym, Explanation, Formula, Sym, Term};
-use super::gpipe::{fill_and_drain, fill_and_drain_orders, FILL_AND_DRAIN};
+use super::gpipe::{fill_and_drain, fill_and_drain_orders, Split, FILL_AND_DRAIN};
 use super::{per_device_microbatch, Family, FamilyGroup, Prediction};
 use crate::params::ScheduleParams;
 use crate::schedule::Schedule;
@@ -31,7 +31,7 @@ pub fn one_f_one_b(devices: u32, microbatches: u32) -> Schedule {
 }
 
 fn explain(params: &ScheduleParams) -> Option<Explanation> {
-    Some(fill_and_drain(params, Formula::new(MEMORY, vec![in_flight()])))
+    Some(fill_and_drain(params, Split::Whole, Formula::new(MEMORY, vec![in_flight()])))
 }
 
 /// The microbatches device `d` holds at its peak: its warm-up forwards and one more.
