@@ -101,41 +101,15 @@ fn text(subject: &Subject, e: Option<&Explanation>, units: Units) -> String {
     let stats = &subject.analysis.stats;
     let mut out = format!("{}\n\n", subject.label);
     let quantity = e.map_or("cost − ideal", |e| e.quantity.label());
-    let bubble = (e.and_then(|e| e.bubble.as_ref()), simulated_bubble(e, stats));
-    let memory = (e.and_then(|e| e.memory.as_ref()), stats.peak_memory);
-    let parts: [(String, _, fn(Units, f64) -> String); 2] = [
-        (format!("bubble ({quantity})"), bubble, Units::time_detail),
-        ("peak activation memory".to_string(), memory, Units::memory_detail),
-    ];
-    for (title, (formula, simulated), show) in parts {
-        let _ = writeln!(out, "{title}");
-        match (e, formula) {
-            (Some(e), Some(f)) => {
-                let value = f.value(&e.vars);
-                let _ = writeln!(out, "  formula    {}", f.text());
-                for (i, (term, v)) in f.terms.iter().zip(f.term_values(&e.vars)).enumerate() {
-                    let label = if i == 0 { "terms" } else { "" };
-                    let sign = if term.negative { "− " } else { "" };
-                    let (expr, v) = (term.expr.text(), show(units, v.abs()));
-                    let _ = writeln!(out, "  {label:<10} {sign}{expr} = {v}: {}", term.name);
-                }
-                let at = f.peak_device(&e.vars).map_or(String::new(), |d| format!(" (device {d})"));
-                let _ = writeln!(out, "  value      {}{at}", show(units, value));
-                let _ = writeln!(
-                    out,
-                    "  simulated  {}{}",
-                    show(units, simulated),
-                    difference(value, simulated, units, show)
-                );
-                let _ = writeln!(out, "  source     {}", f.source);
-            }
-            _ => {
-                let _ = writeln!(out, "  formula    none for this family and settings");
-                let _ = writeln!(out, "  simulated  {}", show(units, simulated));
-            }
-        }
-        let _ = writeln!(out);
-    }
+    let bubble = Shown {
+        formula: e.and_then(|e| e.bubble.as_ref()),
+        simulated: simulated_bubble(e, stats),
+        show: Units::time_detail,
+    };
+    bubble.write(&mut out, &format!("bubble ({quantity})"), e, units);
+    let memory =
+        Shown { formula: e.and_then(|e| e.memory.as_ref()), simulated: stats.peak_memory, show: Units::memory_detail };
+    memory.write(&mut out, "peak activation memory", e, units);
     match e {
         Some(e) => {
             let verdict = if e.all_hold() { "all hold" } else { "some break: the formulas need not match" };
@@ -152,6 +126,44 @@ fn text(subject: &Subject, e: Option<&Explanation>, units: Units) -> String {
     out
 }
 
+/// One formula of the text report, with the simulated value it is compared with and how its
+/// numbers print.
+struct Shown<'a> {
+    formula: Option<&'a Formula>,
+    simulated: f64,
+    show: fn(Units, f64) -> String,
+}
+
+impl Shown<'_> {
+    /// Its section under `title`: formula, terms, value, simulated value and source.
+    fn write(&self, out: &mut String, title: &str, e: Option<&Explanation>, units: Units) {
+        let show = |v: f64| (self.show)(units, v);
+        let _ = writeln!(out, "{title}");
+        match (e, self.formula) {
+            (Some(e), Some(f)) => {
+                let value = f.value(&e.vars);
+                let _ = writeln!(out, "  formula    {}", f.text());
+                for (i, (term, v)) in f.terms.iter().zip(f.term_values(&e.vars)).enumerate() {
+                    let label = if i == 0 { "terms" } else { "" };
+                    let sign = if term.negative { "− " } else { "" };
+                    let _ =
+                        writeln!(out, "  {label:<10} {sign}{} = {}: {}", term.expr.text(), show(v.abs()), term.name);
+                }
+                let at = f.peak_device(&e.vars).map_or(String::new(), |d| format!(" (device {d})"));
+                let _ = writeln!(out, "  value      {}{at}", show(value));
+                let _ =
+                    writeln!(out, "  simulated  {}{}", show(self.simulated), difference(value, self.simulated, &show));
+                let _ = writeln!(out, "  source     {}", f.source);
+            }
+            _ => {
+                let _ = writeln!(out, "  formula    none for this family and settings");
+                let _ = writeln!(out, "  simulated  {}", show(self.simulated));
+            }
+        }
+        let _ = writeln!(out);
+    }
+}
+
 /// Which formula needs an assumption, in words.
 fn needed_text(n: Needed) -> &'static str {
     match n {
@@ -162,11 +174,11 @@ fn needed_text(n: Needed) -> &'static str {
 }
 
 /// ` (+X against the formula)` when the simulated value differs from the formula's (beyond rounding).
-fn difference(value: f64, simulated: f64, units: Units, show: fn(Units, f64) -> String) -> String {
+fn difference(value: f64, simulated: f64, show: &dyn Fn(f64) -> String) -> String {
     let off = simulated - value;
     if off.abs() <= 1e-9 * value.abs().max(simulated.abs()).max(1.0) {
         return String::new();
     }
     let sign = if off > 0.0 { "+" } else { "−" };
-    format!(" ({sign}{} against the formula)", show(units, off.abs()))
+    format!(" ({sign}{} against the formula)", show(off.abs()))
 }
