@@ -2,14 +2,49 @@
 //! (P, M, F, B, W, comm, V, …), each saying which passes it stands for, rendered as text and
 //! MathML, with the source that states it and the assumptions it needs, each checked against
 //! the settings. A family builds its [`Explanation`] in its own file; its `predict` reads the
-//! numbers from it. Uses params and schedule only.
+//! numbers from it ([`Explanation::prediction`], in `family.rs`). Uses params, schedule and
+//! stats only.
 
 use std::fmt::Write as _;
 use std::ops::{Add, Div, Mul, Sub};
 
-use super::family::{BubbleQuantity, Prediction};
 use crate::params::ScheduleParams;
 use crate::schedule::Pass;
+
+/// Which simulated quantity a closed-form bubble predicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BubbleQuantity {
+    /// `cost − ideal`: the Zero Bubble papers' bubble (longest device span minus M·(F+B+W)).
+    CostMinusIdeal,
+    /// `makespan − busy` of the least busy device: DeepSeek's bubble for DualPipe, where
+    /// overlapped F&B pairs make devices differ in busy time.
+    LeastBusyIdle,
+}
+
+impl BubbleQuantity {
+    /// The simulated value of this quantity.
+    pub fn of(self, stats: &crate::stats::Stats) -> f64 {
+        match self {
+            BubbleQuantity::CostMinusIdeal => stats.cost - stats.ideal,
+            BubbleQuantity::LeastBusyIdle => {
+                let least = stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min);
+                if least.is_finite() {
+                    stats.makespan - least
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+
+    /// What it measures, for labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            BubbleQuantity::CostMinusIdeal => "cost − ideal",
+            BubbleQuantity::LeastBusyIdle => "makespan − busy of the least busy device",
+        }
+    }
+}
 
 /// A quantity a formula is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -555,21 +590,6 @@ impl Explanation {
     /// The memory formula's value (the largest device's), whether or not its assumptions hold.
     pub fn memory_value(&self) -> Option<f64> {
         self.memory.as_ref().map(|f| f.value(&self.vars))
-    }
-
-    /// The prediction `simulate` shows: each value only where its assumptions hold, memory per
-    /// device; `bubble_formula` and `memory_formula` as the papers write them.
-    pub fn prediction(&self, bubble_formula: &'static str, memory_formula: &'static str) -> Prediction {
-        let bubble = self.bubble_value().filter(|_| self.holds(Needed::Bubble));
-        let peak_memory = match &self.memory {
-            Some(f) if self.holds(Needed::Memory) => Some(if f.per_device {
-                f.per_device_values(&self.vars)
-            } else {
-                vec![f.eval(&self.vars); self.vars.get(Sym::P) as usize]
-            }),
-            _ => None,
-        };
-        Prediction { bubble, bubble_formula, bubble_quantity: self.quantity, peak_memory, memory_formula }
     }
 }
 

@@ -35,9 +35,9 @@ pub(crate) mod zb_v_handcrafted;
 
 pub(crate) use family::{count_option, per_chunk, per_device_microbatch};
 pub use family::{
-    BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Paper, Prediction, SlowSearch, ZERO_BUBBLE,
-    ZERO_BUBBLE_V,
+    Family, FamilyGroup, FamilyOption, OptionDefault, Paper, Prediction, SlowSearch, ZERO_BUBBLE, ZERO_BUBBLE_V,
 };
+pub use formula::BubbleQuantity;
 
 #[cfg(test)]
 mod appendix_a;
