@@ -233,5 +233,12 @@ fn issue_42_s_families_explain_their_bubble_and_memory() {
         assert!(e.bubble.is_some() && e.memory.is_some(), "{name}");
         let sources = [&e.bubble, &e.memory].map(|f| f.as_ref().map_or("", |f| f.source));
         assert!(sources.iter().all(|s| !s.is_empty()), "{name}: a formula without a source");
+        for formula in [&e.bubble, &e.memory].into_iter().flatten() {
+            // Well-formed MathML whose text alternative is the plain text, for screen readers.
+            let mathml = formula.mathml();
+            let doc = roxmltree::Document::parse(&mathml).unwrap_or_else(|err| panic!("{name}: {err}\n{mathml}"));
+            assert_eq!(doc.root_element().tag_name().name(), "math", "{name}");
+            assert_eq!(doc.root_element().attribute("alttext"), Some(formula.text().as_str()), "{name}");
+        }
     }
 }
