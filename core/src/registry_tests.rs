@@ -209,3 +209,36 @@ fn papers_and_pytorch_spellings_resolve_and_typos_suggest_the_containing_name() 
     assert_eq!(hint("zb-v-hand"), "did you mean `zb-v-handcrafted`?");
     assert!(hint("zzzzzzzz").starts_with("expected one of"));
 }
+
+#[test]
+fn issue_42_s_families_explain_their_bubble_and_memory() {
+    let names = [
+        "gpipe",
+        "1f1b",
+        "interleaved-1f1b",
+        "zb-h1",
+        "zb-h2",
+        "zb-v",
+        "v-half",
+        "v-min",
+        "dualpipe",
+        "dualpipe-v",
+        "chimera",
+        "hanayo",
+        "seq1f1b",
+    ];
+    for name in names {
+        let f = family(name).unwrap();
+        let e = f.explanation(&ScheduleParams::new(4, 8)).unwrap_or_else(|| panic!("{name} explains nothing"));
+        assert!(e.bubble.is_some() && e.memory.is_some(), "{name}");
+        let sources = [&e.bubble, &e.memory].map(|f| f.as_ref().map_or("", |f| f.source));
+        assert!(sources.iter().all(|s| !s.is_empty()), "{name}: a formula without a source");
+        for formula in [&e.bubble, &e.memory].into_iter().flatten() {
+            // Well-formed MathML whose text alternative is the plain text, for screen readers.
+            let mathml = formula.mathml();
+            let doc = roxmltree::Document::parse(&mathml).unwrap_or_else(|err| panic!("{name}: {err}\n{mathml}"));
+            assert_eq!(doc.root_element().tag_name().name(), "math", "{name}");
+            assert_eq!(doc.root_element().attribute("alttext"), Some(formula.text().as_str()), "{name}");
+        }
+    }
+}

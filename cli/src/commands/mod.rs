@@ -4,6 +4,7 @@
 
 pub mod convert;
 pub mod costs;
+pub mod explain;
 pub mod list;
 pub mod plan;
 pub mod render;
@@ -16,6 +17,7 @@ use clap::{ArgMatches, Parser, Subcommand};
 
 use convert::ConvertArgs;
 use costs::CostsArgs;
+use explain::{ExplainArgs, EXPLAIN_EXAMPLES};
 use list::ListArgs;
 use plan::PlanArgs;
 use render::RenderArgs;
@@ -44,6 +46,11 @@ pub enum Command {
     /// PyTorch version --torch names), Bubblescope JSON or a Perfetto trace.
     #[command(after_long_help = SIMULATE_EXAMPLES, after_help = SIMULATE_MORE)]
     Simulate(SimulateArgs),
+    /// Explain a family's bubble and peak activation memory: its closed forms term by term,
+    /// their sources, their values at the settings, the simulated values, and the
+    /// assumptions each checked (which one breaks when the values differ).
+    #[command(after_long_help = EXPLAIN_EXAMPLES)]
+    Explain(ExplainArgs),
     /// Draw schedules on one time axis as an SVG figure.
     Render(RenderArgs),
     /// Convert a schedule file between formats (PyTorch CSV, Bubblescope JSON, Perfetto trace).
@@ -89,6 +96,7 @@ pub enum Command {
 pub fn run(cli: Cli, matches: Option<&ArgMatches>) -> Result<()> {
     match cli.command {
         Command::Simulate(args) => simulate::run(&args, matches),
+        Command::Explain(args) => explain::run(&args),
         Command::Render(args) => render::run(&args, matches),
         Command::Convert(args) => convert::run(&args),
         Command::List(args) => list::run(&args),

@@ -21,7 +21,8 @@
 //!
 //! The details are in `docs/schedule-families.md`, under `families/chimera.rs`.
 
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::formula::{abs, floor_div, int, max, min, sym, Assumption, Explanation, Formula, Sym, Term, DERIVED_HERE};
+use super::{per_device_microbatch, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -41,6 +42,7 @@ pub const FAMILY: Family = Family {
         Ok(chimera(params.devices, params.microbatches))
     },
     predict,
+    explain,
     ..Family::DEFAULTS
 };
 
@@ -98,29 +100,50 @@ pub fn chimera(devices: u32, microbatches: u32) -> Schedule {
     schedule
 }
 
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
     check_even(params).ok()?;
-    let (devices, microbatches) = (params.devices, params.microbatches);
-    let c = &params.costs;
-    let (forward, backward) = (c.f, c.b + c.w);
-    let units = f64::from(microbatches / devices);
-    let bubble = (c.comm == 0.0 && microbatches % devices == 0)
-        .then(|| f64::from(devices - 2) * (forward.max(backward) + (units - 1.0) * (backward - forward).abs()));
-    let half = microbatches / 2;
-    Some(Prediction {
-        bubble,
-        bubble_formula: "(P−2)·max(F, B+W) + (M/P−1)(P−2)·|B+W−F|, M a multiple of P; (P/2−1)(F+B+W) when F = B+W",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: Some(
-            (0..devices)
-                .map(|d| {
-                    let slots = devices / 2 + 1 + d.min(devices - 1 - d);
-                    let held = half.min(devices - d) + half.min(d + 1);
-                    f64::from(slots.min(held)) * c.mem_f
-                })
-                .collect(),
-        ),
-        memory_formula: "min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))·mem-f on device d",
+    let (p, m) = (sym(Sym::P), sym(Sym::M));
+    let (forward, backward) = (sym(Sym::F), sym(Sym::B) + sym(Sym::W));
+    let bubble = Formula::new(
+        BUBBLE,
+        vec![
+            Term::new(
+                "the two directions' fill and drain, meeting in the middle",
+                (p.clone() - 2) * max(forward.clone(), backward.clone()),
+            ),
+            Term::new(
+                "each further round of P microbatches, where forwards and backwards of unequal length misalign",
+                (m.clone() / p.clone() - 1) * (p.clone() - 2) * abs(backward - forward),
+            ),
+        ],
+    );
+    let half = floor_div(m, int(2));
+    let d = sym(Sym::D);
+    let slots = p.clone() / 2 + 1 + min(d.clone(), p.clone() - 1 - d.clone());
+    let held = min(half.clone(), p - d.clone()) + min(half, d + 1);
+    let memory = Formula::new(
+        DERIVED_HERE,
+        vec![Term::new(
+            "device d holds the slots between its first forward and first backward of both directions, \
+             at most the microbatches each direction has sent it",
+            min(slots, held) * sym(Sym::MemF),
+        )],
+    );
+    let multiple = params.microbatches % params.devices == 0;
+    let assumptions = vec![Assumption::no_comm(params), Assumption::bubble("M a multiple of P", multiple)];
+    Some(Explanation::new(params, Some(bubble), Some(memory), assumptions))
+}
+
+/// Where Chimera's bubble comes from.
+const BUBBLE: &str = "Li and Hoefler, Chimera (SC 2021), bubble ratio (D−2)/(2N+D−2) when a forward and a \
+                      backward take the same time; this form for any costs derived here, proven by property test";
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| {
+        e.prediction(
+            "(P−2)·max(F, B+W) + (M/P−1)(P−2)·|B+W−F|, M a multiple of P; (P/2−1)(F+B+W) when F = B+W",
+            "min(P/2 + 1 + min(d, P−1−d), min(M/2, P−d) + min(M/2, d+1))·mem-f on device d",
+        )
     })
 }
 

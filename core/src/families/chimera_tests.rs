@@ -135,3 +135,23 @@ fn rejects_bad_parameters_with_exact_messages() {
     assert!(err.to_string().contains("more than the 8000000 supported"), "{err}");
     assert_eq!((FAMILY.predict)(&ScheduleParams::new(4, 7)), None);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Without communication and with M a multiple of P, the bubble is the closed form for any
+    /// costs and device d holds the smaller of its slots and its microbatches: the
+    /// explanation's values are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        half_devices in 1u32..5,
+        rounds in 1u32..5,
+        (f, b, w) in (0.1f64..4.0, 0.1f64..4.0, 0.0f64..4.0),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let devices = 2 * half_devices;
+        let costs = explained_costs(f, b, w, mem_f, mem_f * mem_w_part);
+        check_explained(&FAMILY, &params(devices, devices * rounds, costs))?;
+    }
+}

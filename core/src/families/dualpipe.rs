@@ -17,8 +17,9 @@
 //!
 //! The details are in `docs/schedule-families.md`, under `families/dualpipe.rs`.
 
-use super::dualpipe_recipe::{check_microbatches, deepseek_bubble, device_order, Phases, Shape};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
+use super::dualpipe_recipe::{check_microbatches, deepseek_explanation, device_order, Phases, Shape, DEEPSEEK_MEMORY};
+use super::formula::{sym, Explanation, Formula, Sym, Term};
+use super::{per_device_microbatch, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};
@@ -36,6 +37,7 @@ pub const FAMILY: Family = Family {
     passes,
     generate,
     predict,
+    explain,
     ..Family::DEFAULTS
 };
 
@@ -104,15 +106,22 @@ fn dualpipe(devices: u32, microbatches: u32) -> Schedule {
     Schedule { orders, ..Schedule::new(placement, microbatches) }
 }
 
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
     check(params).ok()?;
-    let costs = &params.costs;
-    Some(Prediction {
-        bubble: deepseek_bubble(params.devices / 2, 1.0, costs),
-        bubble_formula: "(PP/2−1)(F&B+B−3W), PP = devices, B the full backward",
-        bubble_quantity: BubbleQuantity::LeastBusyIdle,
-        peak_memory: Some(vec![f64::from(params.devices + 1) * costs.mem_f; params.devices as usize]),
-        memory_formula: "PP+1 stage activations: (P+1)·mem-f on every device",
+    let mut e = deepseek_explanation(params, sym(Sym::P) / 2, 1);
+    e.memory = Some(Formula::new(
+        DEEPSEEK_MEMORY,
+        vec![Term::new("PP+1 stage activations on every device", (sym(Sym::P) + 1) * sym(Sym::MemF))],
+    ));
+    Some(e)
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| {
+        e.prediction(
+            "(PP/2−1)(F&B+B−3W), PP = devices, B the full backward",
+            "PP+1 stage activations: (P+1)·mem-f on every device",
+        )
     })
 }
 

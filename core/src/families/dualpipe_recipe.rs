@@ -22,8 +22,10 @@
 
 use std::collections::VecDeque;
 
+use super::formula::{sym, Assumption, Explanation, Expr, Formula, Sym, Term};
+use super::BubbleQuantity;
 use crate::error::{Field, ParamError};
-use crate::params::{Costs, ScheduleParams};
+use crate::params::ScheduleParams;
 use crate::schedule::{Op, Pass};
 
 /// The two stages one device runs, in the recipe's phase order, and the first microbatch
@@ -110,8 +112,9 @@ pub(super) fn device_order(shape: Shape, half_rank: u32, phases: Phases) -> Vec<
     program.ops
 }
 
-/// DeepSeek's bubble `(PP/2−1)(F&B+B−3W)` for `half_ranks = PP/2`, with per-chunk times the
-/// user's costs times `scale` (the stage scale), where it holds exactly.
+/// DeepSeek's bubble `(PP/2−1)(F&B+B−3W)` for `half_ranks = PP/2` (an expression in P), with
+/// per-chunk times the user's costs divided by `per_chunk` (the chunks per device), and the
+/// conditions under which it holds exactly; no memory formula (each family states its own).
 ///
 /// DeepSeek's bubble is the time a device spends outside its own passes during the step:
 /// `makespan − busy` on the device with the least work (the one running the most overlapped
@@ -123,14 +126,46 @@ pub(super) fn device_order(shape: Shape, half_rank: u32, phases: Phases) -> Vec<
 /// default): with a gain every device's busy time drops below the ideal by its own number of
 /// pairs times the gain. With one half rank (DualPipe on 2 devices, DualPipeV on 1) the bubble
 /// is 0 for any F, B and W.
-pub(super) fn deepseek_bubble(half_ranks: u32, scale: f64, costs: &Costs) -> Option<f64> {
-    let full_backward = costs.b + costs.w;
-    let sum = costs.f + full_backward;
-    let overlap = costs.overlap.unwrap_or(sum);
-    let in_domain = half_ranks == 1 || (costs.f == costs.b && costs.w <= costs.f);
-    let valid = costs.comm == 0.0 && full_backward <= overlap && overlap <= sum && in_domain;
-    valid.then(|| f64::from(half_ranks.saturating_sub(1)) * scale * (overlap + full_backward - 3.0 * costs.w))
+pub(super) fn deepseek_explanation(params: &ScheduleParams, half_ranks: Expr, per_chunk: i64) -> Explanation {
+    let c = &params.costs;
+    let full_backward = c.b + c.w;
+    let sum = c.f + full_backward;
+    let overlap = c.overlap.unwrap_or(sum);
+    let one_half_rank = match per_chunk {
+        1 => params.devices <= 2,
+        _ => params.devices <= 1,
+    };
+    let pair = sym(Sym::Overlap) + sym(Sym::B) + sym(Sym::W) - 3 * sym(Sym::W);
+    let scaled = if per_chunk == 1 { (half_ranks - 1) * pair } else { (half_ranks - 1) * pair / per_chunk };
+    let bubble = Formula::new(
+        DEEPSEEK_BUBBLE,
+        vec![Term::new(
+            "the least busy device's idle time: the half ranks' fill and drain, less what the overlapped pairs and \
+             deferred Ws hide",
+            scaled,
+        )],
+    );
+    let assumptions = vec![
+        Assumption::no_comm(params),
+        Assumption::bubble("B+W ≤ F&B ≤ F+B+W", full_backward <= overlap && overlap <= sum),
+        Assumption::bubble(
+            "F = B (DeepSeek's F = B−W, its B the full backward), or one half rank",
+            one_half_rank || c.f == c.b,
+        ),
+        Assumption::bubble("W ≤ F, or one half rank", one_half_rank || c.w <= c.f),
+    ];
+    let mut e = Explanation::new(params, Some(bubble), None, assumptions);
+    e.quantity = BubbleQuantity::LeastBusyIdle;
+    e
 }
+
+/// Where DeepSeek states the bubble and memory.
+pub(super) const DEEPSEEK_BUBBLE: &str =
+    "DeepSeek-AI, DeepSeek-V3 Technical Report (2024), §3.2.1, Table 2: (PP/2−1)(F&B+B−3W), B the full backward";
+
+/// Where DeepSeek states the memory.
+pub(super) const DEEPSEEK_MEMORY: &str =
+    "DeepSeek-AI, DeepSeek-V3 Technical Report (2024), §3.2.1, Table 2: PP+1 activations per device";
 
 /// Whether a backward runs whole (BW) or as B with its W deferred to a later `W` step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,8 +25,9 @@
 //! peaks at `2P+1` chunk activations, `(P+½)·mem-f`: half a microbatch more than 1F1B's first
 //! device on the same `P` devices.
 
-use super::dualpipe_recipe::{check_microbatches, deepseek_bubble, device_order, Phases, Shape};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
+use super::dualpipe_recipe::{check_microbatches, deepseek_explanation, device_order, Phases, Shape, DEEPSEEK_MEMORY};
+use super::formula::{sym, Explanation, Formula, Sym, Term};
+use super::{per_device_microbatch, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Op, Placement, Schedule};
@@ -44,6 +45,7 @@ pub const FAMILY: Family = Family {
     passes,
     generate,
     predict,
+    explain,
     ..Family::DEFAULTS
 };
 
@@ -77,16 +79,25 @@ fn dualpipe_v(devices: u32, microbatches: u32) -> Schedule {
     Schedule { orders, ..Schedule::new(Placement::v_shape(devices), microbatches) }
 }
 
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
     check(params).ok()?;
-    let costs = &params.costs;
-    let chunks = 2.0 * f64::from(params.devices) + 1.0;
-    Some(Prediction {
-        bubble: deepseek_bubble(params.devices, 0.5, costs),
-        bubble_formula: "(PP/2−1)(F&B+B−3W), PP = 2·devices, per-chunk times, B the full backward",
-        bubble_quantity: BubbleQuantity::LeastBusyIdle,
-        peak_memory: Some(vec![chunks * costs.mem_f / 2.0; params.devices as usize]),
-        memory_formula: "PP+1 chunk activations: (2P+1)·mem-f/2 on every device",
+    let mut e = deepseek_explanation(params, sym(Sym::P), 2);
+    e.memory = Some(Formula::new(
+        DEEPSEEK_MEMORY,
+        vec![Term::new(
+            "PP+1 chunk activations (PP = 2P chunks of mem-f/2) on every device",
+            (2 * sym(Sym::P) + 1) * sym(Sym::MemF) / 2,
+        )],
+    ));
+    Some(e)
+}
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| {
+        e.prediction(
+            "(PP/2−1)(F&B+B−3W), PP = 2·devices, per-chunk times, B the full backward",
+            "PP+1 chunk activations: (2P+1)·mem-f/2 on every device",
+        )
     })
 }
 

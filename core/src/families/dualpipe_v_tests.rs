@@ -213,3 +213,26 @@ fn rejects_too_few_microbatches() {
 fn with_overlap_gains_the_prediction_is_deepseeks_least_busy_idle() {
     VARIANT.assert_least_busy_idle_with_overlap_gains();
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// In DeepSeek's domain (no communication, F = B, W ≤ F, B+W ≤ F&B ≤ F+B+W) the least busy
+    /// device idles DeepSeek's bubble and every device holds PP+1 stage activations: the
+    /// explanation's values are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        half_devices in 1u32..6,
+        extra in 0u32..6,
+        (f, w_part, gain) in (0.1f64..4.0, 0.0f64..1.0, proptest::option::of(0.0f64..1.0)),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs};
+        let devices = half_devices;
+        let w = f * w_part;
+        // F&B between the full backward and the sum of the three passes.
+        let overlap = gain.map(|g| f + w + g * f);
+        let costs = Costs { overlap, ..explained_costs(f, f, w, mem_f, mem_f * mem_w_part) };
+        check_explained(&FAMILY, &params(devices, 2 * devices + extra, costs))?;
+    }
+}

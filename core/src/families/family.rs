@@ -1,7 +1,8 @@
 //! What a family is: its registry entry ([`Family`]: names, options with their defaults,
 //! constraints, pass count, generator, closed form) and the checks every generator shares.
-//! Uses params, schedule and error only.
+//! Uses params, schedule, error and the formulas' types.
 
+use super::formula::{Assumption, BubbleQuantity, Explanation, Needed, Sym};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{counted, Schedule};
@@ -43,41 +44,6 @@ impl FamilyGroup {
             FamilyGroup::TwoDirectional => "Two-directional",
             FamilyGroup::SequenceSplit => "Sequence-split",
             FamilyGroup::Vocabulary => "Vocabulary-parallel",
-        }
-    }
-}
-
-/// Which simulated quantity a closed-form bubble predicts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BubbleQuantity {
-    /// `cost − ideal`: the Zero Bubble papers' bubble (longest device span minus M·(F+B+W)).
-    CostMinusIdeal,
-    /// `makespan − busy` of the least busy device: DeepSeek's bubble for DualPipe, where
-    /// overlapped F&B pairs make devices differ in busy time.
-    LeastBusyIdle,
-}
-
-impl BubbleQuantity {
-    /// The simulated value of this quantity.
-    pub fn of(self, stats: &crate::stats::Stats) -> f64 {
-        match self {
-            BubbleQuantity::CostMinusIdeal => stats.cost - stats.ideal,
-            BubbleQuantity::LeastBusyIdle => {
-                let least = stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min);
-                if least.is_finite() {
-                    stats.makespan - least
-                } else {
-                    0.0
-                }
-            }
-        }
-    }
-
-    /// What it measures, for labels.
-    pub fn label(self) -> &'static str {
-        match self {
-            BubbleQuantity::CostMinusIdeal => "cost − ideal",
-            BubbleQuantity::LeastBusyIdle => "makespan − busy of the least busy device",
         }
     }
 }
@@ -197,6 +163,9 @@ pub struct Family {
     pub generate: fn(&ScheduleParams) -> Result<Schedule, ParamError>,
     /// The closed-form prediction, when the family has one for these parameters.
     pub predict: fn(&ScheduleParams) -> Option<Prediction>,
+    /// The closed forms as formulas with their terms, sources and assumptions, when the
+    /// family has them (its `predict` reads its numbers from them).
+    pub explain: fn(&ScheduleParams) -> Option<Explanation>,
     /// Whether PipeOffload's own copy placement (`--offload pipeoffload`, written for its
     /// grouped interleaved schedule) runs on this family's schedule.
     pub pipeoffload: bool,
@@ -241,6 +210,7 @@ impl Family {
         page_weight: 1,
         generate: no_generator,
         predict: no_prediction,
+        explain: no_explanation,
         pipeoffload: false,
     };
 
@@ -282,6 +252,20 @@ impl Family {
             return None;
         }
         (self.predict)(params)
+    }
+
+    /// The closed forms at `params` (options not given take their defaults), with the
+    /// conditions every closed form needs first: equal stages, no recompute or offload.
+    /// `None` when the family has no formula.
+    pub fn explanation(&self, params: &ScheduleParams) -> Option<Explanation> {
+        let mut e = (self.explain)(&self.own_params(params))?;
+        let traded = params.costs.trade.as_ref().is_some_and(|t| !t.is_none());
+        let common = [
+            Assumption::new("equal stages (one cost per pass kind)", params.costs.is_uniform()),
+            Assumption::new("no recompute or offload", !traded),
+        ];
+        e.assumptions.splice(0..0, common);
+        Some(e)
     }
 
     /// Whether the family reads `field`.
@@ -369,6 +353,28 @@ fn no_passes(_: &ScheduleParams) -> u64 {
 /// [`Family::DEFAULTS`]' generator, for an entry that does not state one: an error.
 fn no_generator(_: &ScheduleParams) -> Result<Schedule, ParamError> {
     Err(ParamError::new(Field::Schedule, "this family has no generator"))
+}
+
+impl Explanation {
+    /// The prediction `simulate` shows: each value only where its assumptions hold, memory per
+    /// device; `bubble_formula` and `memory_formula` as the papers write them.
+    pub fn prediction(&self, bubble_formula: &'static str, memory_formula: &'static str) -> Prediction {
+        let bubble = self.bubble_value().filter(|_| self.holds(Needed::Bubble));
+        let peak_memory = match &self.memory {
+            Some(f) if self.holds(Needed::Memory) => Some(if f.per_device {
+                f.per_device_values(&self.vars)
+            } else {
+                vec![f.eval(&self.vars); self.vars.get(Sym::P) as usize]
+            }),
+            _ => None,
+        };
+        Prediction { bubble, bubble_formula, bubble_quantity: self.quantity, peak_memory, memory_formula }
+    }
+}
+
+/// A family with no formulas.
+pub(crate) fn no_explanation(_: &ScheduleParams) -> Option<Explanation> {
+    None
 }
 
 /// A family with no closed form.

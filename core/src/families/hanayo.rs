@@ -22,7 +22,8 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{count_option, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
+use super::formula::{sym, Assumption, Explanation, Formula, Sym, Term, DERIVED_HERE};
+use super::{count_option, per_chunk, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Placement, Schedule};
@@ -41,6 +42,7 @@ pub const FAMILY: Family = Family {
     passes,
     generate: hanayo,
     predict,
+    explain,
     ..Family::DEFAULTS
 };
 
@@ -251,26 +253,46 @@ impl ListScheduler {
     }
 }
 
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
     let waves = params.waves.unwrap_or(DEFAULT_WAVES);
+    if waves == 0 {
+        return None;
+    }
+    let mut own = params.clone();
+    own.waves = Some(waves);
     let c = &params.costs;
-    let (devices, microbatches) = (params.devices, params.microbatches);
-    let exact = waves > 0 && c.comm == 0.0 && c.f == c.b + c.w && microbatches % devices == 0;
-    let chunks = 2.0 * f64::from(waves);
-    exact.then(|| Prediction {
-        bubble: Some(f64::from(devices - 1) * (c.f + c.b + c.w) / chunks),
-        bubble_formula: "(P−1)(F+B+W)/(2W), when F = B+W and M is a multiple of P",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: Some(
-            (0..devices)
-                .map(|d| {
-                    // One round starts its backwards before device d's last P−1−d chunk forwards.
-                    let early = if microbatches == devices { f64::from(devices - 1 - d) / chunks } else { 0.0 };
-                    (f64::from(devices) - early) * c.mem_f
-                })
-                .collect(),
-        ),
-        memory_formula: "P·mem-f on every device (one round, M = P: (P − (P−1−d)/(2W))·mem-f), when F = B+W",
+    let (p, chunks) = (sym(Sym::P), 2 * sym(Sym::Waves));
+    let bubble = Formula::new(
+        DERIVED_HERE,
+        vec![Term::new(
+            "one fill and drain of a chunk: 1F1B's over the 2·waves chunks",
+            (p.clone() - 1) * (sym(Sym::F) + sym(Sym::B) + sym(Sym::W)) / chunks.clone(),
+        )],
+    );
+    let memory = if params.microbatches == params.devices {
+        let early = (p.clone() - 1 - sym(Sym::D)) / chunks;
+        Term::new(
+            "one round: device d starts its backwards before its last P−1−d chunk forwards",
+            (p - early) * sym(Sym::MemF),
+        )
+    } else {
+        Term::new("P microbatches in flight on every device", p * sym(Sym::MemF))
+    };
+    let assumptions = vec![
+        Assumption::new("no communication (comm = 0)", c.comm == 0.0),
+        Assumption::new("F = B+W", c.f == c.b + c.w),
+        Assumption::new("M a multiple of P", params.microbatches % params.devices == 0),
+    ];
+    Some(Explanation::new(&own, Some(bubble), Some(Formula::new(DERIVED_HERE, vec![memory])), assumptions))
+}
+
+/// The closed forms where they hold: none at all elsewhere.
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).filter(Explanation::all_hold).map(|e| {
+        e.prediction(
+            "(P−1)(F+B+W)/(2W), when F = B+W and M is a multiple of P",
+            "P·mem-f on every device (one round, M = P: (P − (P−1−d)/(2W))·mem-f), when F = B+W",
+        )
     })
 }
 

@@ -174,3 +174,23 @@ fn rejects_bad_parameters_with_exact_messages() {
          hint: use fewer devices, microbatches, chunks or sequence splits"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Without communication, with F = B+W and M a multiple of P, the bubble is one chunk's
+    /// fill and drain and every device holds P·mem-f (less in a single round): the
+    /// explanation's values are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        devices in 1u32..7,
+        rounds in 1u32..4,
+        wave_count in 1u32..4,
+        (b, w) in (0.1f64..4.0, 0.0f64..4.0),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs};
+        let costs = explained_costs(b + w, b, w, mem_f, mem_f * mem_w_part);
+        check_explained(&FAMILY, &waves(devices, devices * rounds, wave_count, costs))?;
+    }
+}

@@ -24,9 +24,9 @@
 //!
 //! The details are in `docs/schedule-families.md`, under `families/interleaved.rs`.
 
-use super::{
-    count_option, one_f_one_b, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction,
-};
+use super::formula::{min, sym, Explanation, Formula, Sym, Term};
+use super::gpipe::{fill_and_drain, Split};
+use super::{count_option, one_f_one_b, per_chunk, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -48,6 +48,7 @@ pub const FAMILY: Family = Family {
     passes,
     generate,
     predict,
+    explain,
     ..Family::DEFAULTS
 };
 
@@ -65,6 +66,7 @@ pub const LOOPED_BFS: Family = Family {
     passes,
     generate: generate_looped_bfs,
     predict: predict_looped_bfs,
+    explain: explain_looped_bfs,
     ..Family::DEFAULTS
 };
 
@@ -85,6 +87,14 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 
 fn generate_looped_bfs(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     Ok(VirtualPipeline::looped_bfs(params)?.schedule())
+}
+
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
+    VirtualPipeline::interleaved(params).ok().map(|v| v.explanation(params))
+}
+
+fn explain_looped_bfs(params: &ScheduleParams) -> Option<Explanation> {
+    VirtualPipeline::looped_bfs(params).ok().map(|v| v.explanation(params))
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {
@@ -221,30 +231,41 @@ impl VirtualPipeline {
         schedule
     }
 
-    /// Peak activation memory of `device` in chunk activations (`mem-f/V` each).
-    fn peak_chunk_activations(&self, device: u32) -> u64 {
-        let total = u64::from(self.microbatches) * u64::from(self.chunks);
-        (self.warm_up(device) + 1).min(total)
+    /// The closed forms of the module documentation, at `params` with this configuration's
+    /// chunks and group.
+    fn explanation(&self, params: &ScheduleParams) -> Explanation {
+        let mut own = params.clone();
+        own.chunks = Some(self.chunks);
+        let memory = if self.chunks == 1 {
+            Formula::new(one_f_one_b::MEMORY, vec![one_f_one_b::in_flight()])
+        } else {
+            let (p, d, v, g) = (sym(Sym::P), sym(Sym::D), sym(Sym::V), sym(Sym::G));
+            let warm_up = 2 * (p - d - 1) + (v.clone() - 1) * g + 1;
+            let held = Term::new(
+                "device d holds its 2(P−d−1) + (V−1)·G warm-up chunk forwards and one more, at most M·V chunks",
+                min(warm_up, sym(Sym::M) * v.clone()) * sym(Sym::MemF) / v,
+            );
+            Formula::new(MEMORY, vec![held])
+        };
+        let mut e = fill_and_drain(&own, Split::Chunks, memory);
+        e.vars.set(Sym::G, f64::from(self.group));
+        e
     }
 
-    /// The closed forms of the module documentation.
+    /// The prediction `simulate` shows, from [`VirtualPipeline::explanation`].
     fn prediction(&self, params: &ScheduleParams) -> Prediction {
-        let c = &params.costs;
-        let v = f64::from(self.chunks);
-        let per_chunk = c.mem_f / v;
-        Prediction {
-            bubble: (c.comm == 0.0).then(|| f64::from(self.devices - 1) * (c.f + c.b + c.w) / v),
-            bubble_formula: "(P−1)(F+B+W)/V",
-            bubble_quantity: BubbleQuantity::CostMinusIdeal,
-            peak_memory: Some((0..self.devices).map(|d| self.peak_chunk_activations(d) as f64 * per_chunk).collect()),
-            memory_formula: if self.chunks == 1 {
-                "min(P−d, M)·mem-f on device d (plain 1F1B)"
-            } else {
-                "min(2(P−d−1) + (V−1)·G + 1, M·V)·mem-f/V on device d"
-            },
-        }
+        let memory_formula = if self.chunks == 1 {
+            "min(P−d, M)·mem-f on device d (plain 1F1B)"
+        } else {
+            "min(2(P−d−1) + (V−1)·G + 1, M·V)·mem-f/V on device d"
+        };
+        self.explanation(params).prediction("(P−1)(F+B+W)/V", memory_formula)
     }
 }
+
+/// Where the interleaved schedule's memory comes from: Megatron's warm-up count.
+const MEMORY: &str = "Megatron-LM, forward_backward_pipelining_with_interleaving: warm-up = \
+                      2(P−d−1) + (V−1)·G; derived here, proven by property test";
 
 /// `--chunks`, defaulted and checked.
 fn checked_chunks(params: &ScheduleParams) -> Result<u32, ParamError> {

@@ -238,3 +238,31 @@ fn rejects_bad_parameters_with_exact_messages() {
     let err = generate("looped-bfs", &ScheduleParams::new(64, 4096).with_chunks(1024)).unwrap_err();
     assert!(err.to_string().contains("more than the 8000000 supported"), "{err}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// With equal stages and no communication, the interleaved bubble is the fill and drain
+    /// divided by V and device d holds Megatron's warm-up plus one chunk activation: the
+    /// explanation's values are the simulated ones, for the depth-first group (P), the
+    /// breadth-first one (M) and looped BFS.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        devices in 1u32..7,
+        rounds in 1u32..5,
+        chunks in 1u32..4,
+        breadth_first in proptest::bool::ANY,
+        (f, b, w) in (0.1f64..4.0, 0.1f64..4.0, 0.0f64..4.0),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let costs = explained_costs(f, b, w, mem_f, mem_f * mem_w_part);
+        let mut p = params(devices, devices * rounds, costs);
+        p.chunks = Some(chunks);
+        check_explained(&LOOPED_BFS, &p)?;
+        if breadth_first && chunks > 1 {
+            p.group = Some(p.microbatches);
+        }
+        check_explained(&FAMILY, &p)?;
+    }
+}

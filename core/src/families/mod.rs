@@ -9,6 +9,7 @@ pub(crate) mod dualpipe;
 pub(crate) mod dualpipe_recipe;
 pub(crate) mod dualpipe_v;
 mod family;
+pub mod formula;
 pub(crate) mod gpipe;
 pub(crate) mod group_interleaved;
 pub(crate) mod hanayo;
@@ -34,9 +35,9 @@ pub(crate) mod zb_v_handcrafted;
 
 pub(crate) use family::{count_option, per_chunk, per_device_microbatch};
 pub use family::{
-    BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Paper, Prediction, SlowSearch, ZERO_BUBBLE,
-    ZERO_BUBBLE_V,
+    Family, FamilyGroup, FamilyOption, OptionDefault, Paper, Prediction, SlowSearch, ZERO_BUBBLE, ZERO_BUBBLE_V,
 };
+pub use formula::BubbleQuantity;
 
 #[cfg(test)]
 mod appendix_a;

@@ -6,8 +6,9 @@
 //!
 //! The details are in `docs/schedule-families.md`, under `families/one_f_one_b_v.rs`.
 
+use super::formula::{floor_div, int, sym, Assumption, Explanation, Formula, Sym, Term, DERIVED_HERE};
 use super::v_common::{Chunk, VPass};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
@@ -23,6 +24,7 @@ pub const FAMILY: Family = Family {
     passes: per_device_microbatch::<4>,
     generate,
     predict,
+    explain,
     ..Family::DEFAULTS
 };
 
@@ -401,21 +403,26 @@ impl Occupancy {
     }
 }
 
-/// Peak chunk activations of every device once `M ≥ 2⌊2P/3⌋ + 1` (see the module docs).
-fn steady_peak_chunk_activations(devices: u32) -> u32 {
-    2 * (2 * devices / 3) + 2
+/// The peak memory once `M ≥ 2⌊2P/3⌋ + 1` (see the module docs): `2⌊2P/3⌋ + 2` chunk
+/// activations of mem-f/2 on every device. No bubble formula: the fixed slot pattern's bubble
+/// depends on P mod 3 and on the costs.
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
+    let chunks = 2 * floor_div(2 * sym(Sym::P), int(3)) + 2;
+    let memory = Formula::new(
+        DERIVED_HERE,
+        vec![Term::new("2⌊2P/3⌋+2 chunk activations of mem-f/2 on every device", chunks * sym(Sym::MemF) / 2)],
+    );
+    let needed = 2 * (2 * params.devices / 3) + 1;
+    let steady = Assumption::memory(format!("M ≥ 2⌊2P/3⌋+1 = {needed}"), params.microbatches >= needed);
+    Some(Explanation::new(params, None, Some(memory), vec![steady]))
 }
 
 fn predict(params: &ScheduleParams) -> Option<Prediction> {
-    let c = &params.costs;
-    let peak = steady_peak_chunk_activations(params.devices);
-    Some(Prediction {
-        bubble: None,
-        bubble_formula: "no closed form: the fixed slot pattern's bubble depends on P mod 3 and on the costs",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: (params.microbatches + 1 >= peak)
-            .then(|| vec![f64::from(peak) * c.mem_f / 2.0; params.devices as usize]),
-        memory_formula: "(⌊2P/3⌋ + 1)·mem-f on every device once M ≥ 2⌊2P/3⌋ + 1",
+    explain(params).map(|e| {
+        e.prediction(
+            "no closed form: the fixed slot pattern's bubble depends on P mod 3 and on the costs",
+            "(⌊2P/3⌋ + 1)·mem-f on every device once M ≥ 2⌊2P/3⌋ + 1",
+        )
     })
 }
 

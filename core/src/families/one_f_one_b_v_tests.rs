@@ -80,3 +80,21 @@ fn slot_offsets_never_collide_within_a_period() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Once M ≥ 2⌊2P/3⌋+1 every device holds 2⌊2P/3⌋+2 chunk activations, whatever the costs:
+    /// the explanation's memory is the simulated peak.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        devices in 1u32..9,
+        extra in 0u32..6,
+        (f, b, w) in (0.1f64..4.0, 0.1f64..4.0, 0.0f64..4.0),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let m = 2 * (2 * devices / 3) + 1 + extra;
+        check_explained(&FAMILY, &params(devices, m, explained_costs(f, b, w, mem_f, mem_f * mem_w_part)))?;
+    }
+}

@@ -25,7 +25,9 @@
 //! * peak activation memory on device `d`: `min(P−d−1+K, M·K)` slices of `mem-f/K`, so
 //!   `(P+K−1)/K·mem-f` on device 0 once `M·K ≥ P+K−1` (1F1B holds `P·mem-f`).
 
-use super::{count_option, per_chunk, BubbleQuantity, Family, FamilyGroup, FamilyOption, Prediction};
+use super::formula::{min, sym, Explanation, Formula, Sym, Term};
+use super::gpipe::{fill_and_drain, Split};
+use super::{count_option, per_chunk, Family, FamilyGroup, FamilyOption, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -43,6 +45,7 @@ pub const FAMILY: Family = Family {
     passes,
     generate,
     predict,
+    explain,
     ..Family::DEFAULTS
 };
 
@@ -101,25 +104,26 @@ pub fn seq1f1b(devices: u32, microbatches: u32, slices: u32) -> Schedule {
     schedule
 }
 
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
     let slices = params.seq_splits.unwrap_or(DEFAULT_SEQ_SPLITS);
     if slices == 0 {
         return None;
     }
-    let c = &params.costs;
-    let k = f64::from(slices);
-    Some(Prediction {
-        bubble: (c.comm == 0.0).then(|| f64::from(params.devices - 1) * (c.f + c.b + c.w) / k),
-        bubble_formula: "(P−1)(F+B+W)/K",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: Some(
-            (0..params.devices)
-                .map(|d| (warm_up(params.devices, params.microbatches, slices, d) + 1) as f64)
-                .map(|held| held.min(f64::from(params.microbatches) * k) * c.mem_f / k)
-                .collect(),
-        ),
-        memory_formula: "min(P−d−1+K, M·K)·mem-f/K on device d",
-    })
+    let mut own = params.clone();
+    own.seq_splits = Some(slices);
+    let (p, d, k) = (sym(Sym::P), sym(Sym::D), sym(Sym::K));
+    let held = Term::new(
+        "device d holds its P−d−1+K−1 warm-up forward slices and one more, at most M·K, of mem-f/K each",
+        min(p - d - 1 + k.clone(), sym(Sym::M) * k.clone()) * sym(Sym::MemF) / k,
+    );
+    Some(fill_and_drain(&own, Split::Slices, Formula::new(MEMORY, vec![held])))
+}
+
+/// Where Seq1F1B's memory comes from: sail-sg's warm-up count.
+const MEMORY: &str = "sail-sg seq1f1b.py: warm-up min(p−s−2+k, m·k) slices; derived here, proven by property test";
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| e.prediction("(P−1)(F+B+W)/K", "min(P−d−1+K, M·K)·mem-f/K on device d"))
 }
 
 #[cfg(test)]

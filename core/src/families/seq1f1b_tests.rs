@@ -102,3 +102,23 @@ fn rejects_bad_parameters_with_exact_messages() {
     );
     assert_eq!((FAMILY.predict)(&with_splits(4, 8, 0)), None);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Without communication the bubble is (P−1)(F+B+W)/K and device d holds
+    /// min(P−d−1+K, M·K) slices of mem-f/K: the explanation's values are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        devices in 1u32..8,
+        microbatches in 1u32..13,
+        slices in 1u32..5,
+        (f, b, w) in (0.1f64..4.0, 0.1f64..4.0, 0.0f64..4.0),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let mut p = params(devices, microbatches, explained_costs(f, b, w, mem_f, mem_f * mem_w_part));
+        p.seq_splits = Some(slices);
+        check_explained(&FAMILY, &p)?;
+    }
+}

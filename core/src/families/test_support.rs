@@ -216,3 +216,78 @@ impl DualPipeVariant {
         }
     }
 }
+
+/// Checks the property every family's explanation promises: at `params`, where all its
+/// assumptions must hold, each formula it has equals the simulated value (the bubble its
+/// quantity names; the peak activation memory over the devices) to 1e-9 of the run's cost
+/// (of the peak for memory). Fails when the family explains nothing there.
+pub(crate) fn check_explained(
+    family: &super::Family,
+    params: &ScheduleParams,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::prop_assert;
+    let case = format!("{} {params:?}", family.name);
+    let e = family.explanation(params);
+    prop_assert!(e.is_some(), "{case}: no explanation");
+    let e = e.unwrap();
+    let broken: Vec<_> = e.assumptions.iter().filter(|a| !a.holds).map(|a| a.text.clone()).collect();
+    prop_assert!(broken.is_empty(), "{case}: assumptions do not hold: {broken:?}");
+    prop_assert!(e.bubble.is_some() || e.memory.is_some(), "{case}: no formula");
+    let run = crate::run(family.name, params);
+    prop_assert!(run.is_ok(), "{case}: {:?}", run.err());
+    let run = run.unwrap();
+    check_marks(&e, &run, &case)?;
+    let stats = run.stats;
+    let near = |a: f64, b: f64, scale: f64| (a - b).abs() <= 1e-9 * scale.abs().max(1.0);
+    if let Some(value) = e.bubble_value() {
+        let simulated = e.quantity.of(&stats);
+        prop_assert!(near(value, simulated, stats.cost), "{case}: bubble {value} vs simulated {simulated}");
+    }
+    if let Some(value) = e.memory_value() {
+        let simulated = stats.peak_memory;
+        prop_assert!(near(value, simulated, simulated), "{case}: memory {value} vs simulated {simulated}");
+    }
+    Ok(())
+}
+
+/// Random costs for the explanation properties: F, B, W, mem-f and mem-w (comm 0).
+pub(crate) fn explained_costs(f: f64, b: f64, w: f64, mem_f: f64, mem_w: f64) -> Costs {
+    Costs { mem_f, mem_w: Some(mem_w), ..Costs::fbw(f, b, w) }
+}
+
+/// Each located term of `e` stands for passes that, simulated in `run`, take the term's value
+/// in all (a fill of (P−1)·F marks P−1 forwards), and they are passes of the schedule.
+fn check_marks(
+    e: &super::formula::Explanation,
+    run: &Analysis,
+    case: &str,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::prop_assert;
+    let duration = |pass: &crate::schedule::Pass| {
+        let orders = run.schedule.orders.iter().zip(&run.timeline.devices);
+        orders.flat_map(|(order, times)| order.iter().zip(&times.ops)).find_map(|(op, t)| {
+            let mut passes = op.passes();
+            (passes.any(|p| p == *pass) && !op.is_pair()).then_some(t.end - t.start)
+        })
+    };
+    for formula in [&e.bubble, &e.memory].into_iter().flatten() {
+        for (term, value) in formula.terms.iter().zip(formula.term_values(&e.vars)) {
+            if term.marks.is_empty() {
+                continue;
+            }
+            let mut total = 0.0;
+            for pass in term.marks.iter().flat_map(|m| &m.passes) {
+                let d = duration(pass);
+                prop_assert!(
+                    d.is_some(),
+                    "{case}: {} marks {pass:?}, which the schedule does not run alone",
+                    term.name
+                );
+                total += d.unwrap();
+            }
+            let near = (total - value.abs()).abs() <= 1e-9 * value.abs().max(1.0);
+            prop_assert!(near, "{case}: {} marks passes of {total}, not {value}", term.name);
+        }
+    }
+    Ok(())
+}

@@ -3,8 +3,9 @@
 //!
 //! The details are in `docs/schedule-families.md`, under `families/v_half_min.rs`.
 
+use super::formula::{floor_div, int, max, sym, Assumption, Explanation, Expr, Formula, Sym, Term, DERIVED_HERE};
 use super::v_blocks::{Grid, Part, EMPTY, PERIOD};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
+use super::{per_device_microbatch, Family, FamilyGroup, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Placement, Schedule};
@@ -23,6 +24,7 @@ pub const V_HALF: Family = Family {
     passes: per_device_microbatch::<6>,
     generate: generate_v_half,
     predict: predict_v_half,
+    explain: explain_v_half,
     ..Family::DEFAULTS
 };
 
@@ -33,6 +35,7 @@ pub const V_MIN: Family = Family {
     summary: "V-shape building block at about a third of 1F1B's activation memory",
     generate: generate_v_min,
     predict: predict_v_min,
+    explain: explain_v_min,
     ..V_HALF
 };
 
@@ -457,6 +460,14 @@ fn predict_v_min(params: &ScheduleParams) -> Option<Prediction> {
     predict(params, Setup::Min)
 }
 
+fn explain_v_half(params: &ScheduleParams) -> Option<Explanation> {
+    Some(explain(params, Setup::Half))
+}
+
+fn explain_v_min(params: &ScheduleParams) -> Option<Explanation> {
+    Some(explain(params, Setup::Min))
+}
+
 /// The closed forms, checked against the generator for P ≤ 12 (tests):
 ///
 /// * peak: every device holds `k` microbatches of mem-f, `k = (P+2)//2` (V-Half) or
@@ -466,37 +477,76 @@ fn predict_v_min(params: &ScheduleParams) -> Option<Prediction> {
 ///   V-Half `3P−4` (odd P), `3P−7` (even P ≥ 4); V-Min `4P−5`, or `4P−7` when `3 | P`. These are
 ///   the adaptive scheduler's minimum bubble (zero-bubble.md §4.9) at the blocks' memory,
 ///   except V-Min with `P ≡ 2 (mod 3)`, 4 slots above it.
-fn predict(params: &ScheduleParams, setup: Setup) -> Option<Prediction> {
+fn explain(params: &ScheduleParams, setup: Setup) -> Explanation {
     let (p, m) = (params.devices, params.microbatches);
     let c = &params.costs;
     let k = peak_microbatches(setup, p);
-    let lifespan = c.mem_w() == c.mem_f;
-    let peak_memory = (m + 1 >= 2 * k && c.mem_w() >= c.mem_f / 2.0 && c.mem_w() <= c.mem_f)
-        .then(|| {
-            let mut peaks = vec![f64::from(k) * c.mem_f; p as usize];
-            if setup == Setup::Min && p % 3 == 2 {
-                if !lifespan {
-                    return None;
-                }
-                peaks[0] -= c.mem_f / 2.0;
-            }
-            Some(peaks)
-        })
-        .flatten();
-    let balanced = c.balanced() && m >= 2 * p;
-    Some(Prediction {
-        bubble: balanced.then(|| f64::from(bubble_slots(setup, p)) * c.f / 2.0),
-        bubble_formula: match setup {
+    let bubble =
+        Formula::new(DERIVED_HERE, vec![Term::new(slots_name(setup, p), bubble_slots(setup, p) * sym(Sym::F) / 2)]);
+    let (top, per) = match setup {
+        Setup::Half => (sym(Sym::P) + 2, 2),
+        Setup::Min => (sym(Sym::P) + 4, 3),
+    };
+    let mut held =
+        vec![Term::new("k microbatches of mem-f on every device", floor_div(top, int(per)) * sym(Sym::MemF))];
+    let short = setup == Setup::Min && p % 3 == 2;
+    if short {
+        // max(1−d, 0) is 1 on device 0 and 0 elsewhere.
+        held.push(Term::minus("device 0 holds half a chunk less", max(1 - sym(Sym::D), int(0)) * sym(Sym::MemF) / 2));
+    }
+    let mut assumptions = vec![
+        Assumption::bubble("F = B = W", c.f == c.b && c.b == c.w),
+        Assumption::no_comm(params),
+        Assumption::bubble("M ≥ 2P", m >= 2 * p),
+        Assumption::memory(format!("M ≥ 2k−1 = {}", 2 * k - 1), m + 1 >= 2 * k),
+        Assumption::memory("mem-f/2 ≤ mem-w ≤ mem-f", c.mem_w() >= c.mem_f / 2.0 && c.mem_w() <= c.mem_f),
+    ];
+    if short {
+        assumptions.push(Assumption::memory("mem-w = mem-f (P ≡ 2 mod 3)", c.mem_w() == c.mem_f));
+    }
+    Explanation::new(params, Some(bubble), Some(Formula::new(MEMORY, held)), assumptions)
+}
+
+/// Where the blocks' memory comes from.
+const MEMORY: &str = "Qi et al., Pipeline Parallelism with Controllable Memory (NeurIPS 2024): about 1/2 (V-Half) \
+                      and 1/3 (V-Min) of 1F1B's; the exact counts derived here, proven by property test";
+
+/// The bubble's chunk-pass slots for `devices`, as an expression in P.
+fn bubble_slots(setup: Setup, devices: u32) -> Expr {
+    let p = || sym(Sym::P);
+    match (setup, devices) {
+        (_, 1) => int(0),
+        (Setup::Half, 2) => int(1),
+        (Setup::Half, d) if d % 2 == 0 => 3 * p() - 7,
+        (Setup::Half, _) => 3 * p() - 4,
+        (Setup::Min, d) if d % 3 == 0 => 4 * p() - 7,
+        (Setup::Min, _) => 4 * p() - 5,
+    }
+}
+
+/// What the bubble's slots are, in words.
+fn slots_name(setup: Setup, devices: u32) -> &'static str {
+    match (setup, devices) {
+        (_, 1) => "none on one device",
+        (Setup::Half, 2) => "one chunk-pass slot (two devices)",
+        (Setup::Half, d) if d % 2 == 0 => "chunk-pass slots of F/2 left idle by the V-Half blocks (even P)",
+        (Setup::Half, _) => "chunk-pass slots of F/2 left idle by the V-Half blocks (odd P)",
+        (Setup::Min, d) if d % 3 == 0 => "chunk-pass slots of F/2 left idle by the V-Min blocks (3 divides P)",
+        (Setup::Min, _) => "chunk-pass slots of F/2 left idle by the V-Min blocks",
+    }
+}
+
+fn predict(params: &ScheduleParams, setup: Setup) -> Option<Prediction> {
+    Some(explain(params, setup).prediction(
+        match setup {
             Setup::Half => "(3P−4)·F/2, or (3P−7)·F/2 for even P ≥ 4, when F = B = W and M ≥ 2P",
             Setup::Min => "(4P−5)·F/2, or (4P−7)·F/2 when 3 | P, when F = B = W and M ≥ 2P",
         },
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory,
-        memory_formula: match setup {
+        match setup {
             Setup::Half => "(P+2)//2·mem-f on every device",
             Setup::Min => "(P+4)//3·mem-f on every device (device 0: ½ chunk less when P ≡ 2 mod 3)",
         },
-    })
+    ))
 }
 
 /// Microbatches' worth of activations each device holds at the peak.
@@ -504,19 +554,6 @@ fn peak_microbatches(setup: Setup, devices: u32) -> u32 {
     match setup {
         Setup::Half => (devices + 2) / 2,
         Setup::Min => (devices + 4) / 3,
-    }
-}
-
-/// Per-device bubble in chunk passes with balanced costs and `M ≥ 2P`.
-fn bubble_slots(setup: Setup, devices: u32) -> u32 {
-    let p = devices;
-    match (setup, p) {
-        (_, 1) => 0,
-        (Setup::Half, 2) => 1,
-        (Setup::Half, _) if p % 2 == 0 => 3 * p - 7,
-        (Setup::Half, _) => 3 * p - 4,
-        (Setup::Min, _) if p % 3 == 0 => 4 * p - 7,
-        (Setup::Min, _) => 4 * p - 5,
     }
 }
 

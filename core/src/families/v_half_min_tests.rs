@@ -166,3 +166,26 @@ fn rejects_options_it_does_not_read_and_too_many_devices() {
     assert_eq!(err.field, Field::Devices);
     assert!(err.to_string().starts_with("v-min supports at most 256 devices, found 300\n  hint:"), "{err}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// With F = B = W, no communication and M ≥ 2P (so M ≥ 2k−1), mem-f/2 ≤ mem-w ≤ mem-f
+    /// (mem-w = mem-f for V-Min at P ≡ 2 mod 3), the bubble is the blocks' idle slots and
+    /// every device holds k microbatches: the explanation's values are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        devices in 1u32..9,
+        extra in 0u32..9,
+        f in 0.1f64..4.0,
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.5f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        for family in [&V_HALF, &V_MIN] {
+            let lifespan = family.name == "v-min" && devices % 3 == 2;
+            let mem_w = if lifespan { mem_f } else { mem_f * mem_w_part };
+            let p = params(devices, 2 * devices + extra, explained_costs(f, f, f, mem_f, mem_w));
+            check_explained(family, &p)?;
+        }
+    }
+}

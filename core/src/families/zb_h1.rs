@@ -18,12 +18,13 @@
 //! * peak activation memory of device `d` is `(P−d)·mem-f + d·mem-w` (the paper's
 //!   `(p−i+1)M_B + (i−1)M_W` for the 1-based worker `i`) when `M ≥ P`; at `M = P−1` the last
 //!   forward comes one step earlier and the peaks are lower. [`handcrafted_peak`] gives the
-//!   exact value for every `M`; it is what [`predict`] reports.
+//!   exact formula for every `M`; it is what [`predict`] reports.
 //!
 //! The authors' script asserts `M ≥ 2P`; the construction itself is valid whenever the warm-up
 //! fits, `M ≥ P−1`, which is what this family accepts.
 
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction, ZERO_BUBBLE};
+use super::formula::{int, max, min, sym, Assumption, Explanation, Expr, Formula, Mark, Sym, Term};
+use super::{per_device_microbatch, Family, FamilyGroup, Prediction, ZERO_BUBBLE};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
 use crate::schedule::{Pass, Placement, Schedule};
@@ -38,6 +39,7 @@ pub const FAMILY: Family = Family {
     passes: per_device_microbatch::<3>,
     generate: |params| handcrafted(params, FAMILY.name, 1),
     predict,
+    explain,
     ..Family::citing(ZERO_BUBBLE)
 };
 
@@ -95,37 +97,75 @@ pub(super) fn handcrafted(params: &ScheduleParams, family: &str, delay: u32) -> 
     Ok(schedule)
 }
 
-/// Peak activation memory of `device` in the hand-crafted schedule with delay factor `delay`,
-/// under the engine's memory model (F allocates mem-f, B releases mem-f − mem-w, W releases
-/// mem-w).
+/// Peak activation memory of device `d` in the hand-crafted schedule with delay factor
+/// `delay`, under the engine's memory model (F allocates mem-f, B releases mem-f − mem-w, W
+/// releases mem-w): `min(w+1, M)·mem-f + min(max(M−w−1, 0), delay·d)·mem-w` with
+/// `w = delay·(P−1−d)` warm-up forwards.
 ///
 /// Memory only grows at a forward, so the peak is reached right after the last forward of the
-/// steady phase: `warm-up + 1` forwards are in flight and `min(step, delay·d)` Ws pending.
-pub(super) fn handcrafted_peak(params: &ScheduleParams, device: u32, delay: u32) -> f64 {
+/// steady phase: `w + 1` forwards are in flight and `min(steps, delay·d)` Ws pending.
+pub(super) fn handcrafted_peak(delay: i64, source: &'static str) -> Formula {
+    let (p, m, d) = (sym(Sym::P), sym(Sym::M), sym(Sym::D));
+    let in_flight = if delay == 1 { p - d.clone() } else { delay * (p - 1 - d.clone()) + 1 };
+    let delayed = if delay == 1 { d } else { delay * d };
+    let pending = min(max(m.clone() - in_flight.clone(), int(0)), delayed);
+    Formula::new(
+        source,
+        vec![
+            Term::new("forwards in flight: the warm-up and one more, at most M", min(in_flight, m) * sym(Sym::MemF)),
+            Term::new("delayed Ws: what their Bs left, one per microbatch of delay", pending * sym(Sym::MemW)),
+        ],
+    )
+}
+
+/// The hand-crafted schedules' bubble with delay factor `delay`: `(P−1)·(F+B+delay·(comm−W))`
+/// (ZB-H1 at delay 1 has no communication term: its assumptions rule communication out).
+pub(super) fn handcrafted_bubble(delay: i64, params: &ScheduleParams) -> Formula {
     let (p, m) = (params.devices, params.microbatches);
-    let (mem_f, mem_w) = (params.costs.mem_f, params.costs.mem_w());
-    let warm_up = delay * (p - 1 - device);
-    if m <= warm_up {
-        return f64::from(m) * mem_f;
+    let last = m.saturating_sub(1);
+    let times = |e: Expr| (sym(Sym::P) - 1) * e;
+    let mut terms = vec![
+        Term::new("fill: the last device waits for the first forward on every device before it", times(sym(Sym::F)))
+            .marking(vec![Mark { device: p - 1, passes: (0..p.saturating_sub(1)).map(|s| Pass::f(s, 0)).collect() }]),
+        Term::new("drain: the first device waits for the last B on every device after it", times(sym(Sym::B)))
+            .marking(vec![Mark { device: 0, passes: (1..p).map(|s| Pass::b(s, last)).collect() }]),
+    ];
+    if delay > 1 {
+        terms.push(Term::new("the hops the longer warm-up waits for", times(delay * sym(Sym::Comm))));
     }
-    let last_step = m - warm_up - 1;
-    f64::from(warm_up + 1) * mem_f + f64::from(last_step.min(delay * device)) * mem_w
+    let w = if delay == 1 { sym(Sym::W) } else { delay * sym(Sym::W) };
+    terms.push(Term::minus("delayed Ws fill the drain", times(w)));
+    Formula::new(TABLE_2, terms)
+}
+
+/// Where the Zero Bubble paper states the hand-crafted schedules' bubble and memory.
+const TABLE_2: &str = "Qi et al., Zero Bubble Pipeline Parallelism (ICLR 2024), Table 2";
+
+/// An assumption that holds on a single device whatever `holds` says.
+fn unless_one_device(params: &ScheduleParams, text: &str, holds: bool) -> Assumption {
+    Assumption::bubble(text, params.devices == 1 || holds)
 }
 
 /// The paper's closed forms: see the module docs for where the bubble formula holds.
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
-    if check_warm_up(params, FAMILY.name, 1).is_err() {
-        return None;
-    }
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
+    check_warm_up(params, FAMILY.name, 1).ok()?;
     let c = &params.costs;
-    let (p, m) = (params.devices, params.microbatches);
-    let holds = p == 1 || (c.comm == 0.0 && c.w <= c.f && m >= p);
-    Some(Prediction {
-        bubble: holds.then(|| f64::from(p - 1) * (c.f + c.b - c.w)),
-        bubble_formula: "(P−1)(F+B−W), with comm 0, W ≤ F and M ≥ P",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: Some((0..p).map(|d| handcrafted_peak(params, d, 1)).collect()),
-        memory_formula: "(P−d)·mem-f + d·mem-w on device d (M ≥ P)",
+    let assumptions = vec![
+        unless_one_device(params, "no communication (comm = 0)", c.comm == 0.0),
+        unless_one_device(params, "W ≤ F", c.w <= c.f),
+        unless_one_device(params, "M ≥ P", params.microbatches >= params.devices),
+    ];
+    let memory = handcrafted_peak(1, MEMORY);
+    Some(Explanation::new(params, Some(handcrafted_bubble(1, params)), Some(memory), assumptions))
+}
+
+/// ZB-H1's memory: the paper's for `M ≥ P`, and exact for every `M`.
+const MEMORY: &str = "Qi et al. (ICLR 2024), Table 2: (p−i+1)·M_B + (i−1)·M_W for worker i when M ≥ P; \
+                      the min and max for M = P−1 derived here, proven by property test";
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| {
+        e.prediction("(P−1)(F+B−W), with comm 0, W ≤ F and M ≥ P", "(P−d)·mem-f + d·mem-w on device d (M ≥ P)")
     })
 }
 

@@ -36,3 +36,21 @@ fn too_few_microbatches_name_the_minimum() {
          hint: zb-1p, zb-2p and zb-auto accept any number of microbatches",
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Without communication, with W ≤ F and M ≥ P, the bubble is (P−1)(F+B−W) and device d
+    /// holds (P−d)·mem-f + d·mem-w: the explanation's values are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        devices in 1u32..9,
+        extra in 0u32..17,
+        (f, b, w_part) in (0.1f64..4.0, 0.1f64..4.0, 0.0f64..1.0),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let costs = explained_costs(f, b, f * w_part, mem_f, mem_f * mem_w_part);
+        check_explained(&FAMILY, &params(devices, devices + extra, costs))?;
+    }
+}

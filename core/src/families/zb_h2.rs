@@ -22,8 +22,9 @@
 //! The cost is the longest per-device span (the papers' metric): device 0 starts first and the
 //! last device ends last, so the makespan is longer than the cost.
 
-use super::zb_h1::{check_warm_up, handcrafted, handcrafted_peak};
-use super::{BubbleQuantity, Family, Prediction};
+use super::formula::{Assumption, Explanation};
+use super::zb_h1::{check_warm_up, handcrafted, handcrafted_bubble, handcrafted_peak};
+use super::{Family, Prediction};
 use crate::params::ScheduleParams;
 
 /// The registry entry: ZB-H1's construction with twice the delay, so its group, pass count
@@ -35,24 +36,36 @@ pub const FAMILY: Family = Family {
     constraints: "microbatches ≥ 2(devices − 1)",
     generate: |params| handcrafted(params, FAMILY.name, 2),
     predict,
+    explain,
     ..super::zb_h1::FAMILY
 };
 
 /// The closed forms: see the module docs for where the bubble formula holds.
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
-    if check_warm_up(params, FAMILY.name, 2).is_err() {
-        return None;
-    }
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
+    check_warm_up(params, FAMILY.name, 2).ok()?;
     let c = &params.costs;
-    let (p, m) = (params.devices, params.microbatches);
-    let holds =
-        p == 1 || (c.w <= c.f && 2.0 * c.w <= c.f + c.b + 2.0 * c.comm && 2.0 * c.comm <= c.f + c.b && m >= 2 * p - 1);
-    Some(Prediction {
-        bubble: holds.then(|| f64::from(p - 1) * (c.f + c.b + 2.0 * c.comm - 2.0 * c.w)),
-        bubble_formula: "(P−1)(F+B+2·comm−2W), with W ≤ F, 2W ≤ F+B+2·comm, 2·comm ≤ F+B and M ≥ 2P−1",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: Some((0..p).map(|d| handcrafted_peak(params, d, 2)).collect()),
-        memory_formula: "(2P−2d−1)·mem-f + 2d·mem-w on device d (M ≥ 2P−1)",
+    let one = params.devices == 1;
+    let bubble = |text: &str, holds: bool| Assumption::bubble(text, one || holds);
+    let assumptions = vec![
+        bubble("W ≤ F", c.w <= c.f),
+        bubble("2W ≤ F+B+2·comm", 2.0 * c.w <= c.f + c.b + 2.0 * c.comm),
+        bubble("2·comm ≤ F+B", 2.0 * c.comm <= c.f + c.b),
+        bubble("M ≥ 2P−1", params.microbatches >= 2 * params.devices - 1),
+    ];
+    let memory = handcrafted_peak(2, MEMORY);
+    Some(Explanation::new(params, Some(handcrafted_bubble(2, params)), Some(memory), assumptions))
+}
+
+/// ZB-H2's memory: the paper's for `M ≥ 2P−1`, and exact for every `M`.
+const MEMORY: &str = "Qi et al. (ICLR 2024), Table 2: (2p−2i+1)·M_B + (2i−2)·M_W for worker i when M ≥ 2P−1; \
+                      the min and max for M = 2P−2 derived here, proven by property test";
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| {
+        e.prediction(
+            "(P−1)(F+B+2·comm−2W), with W ≤ F, 2W ≤ F+B+2·comm, 2·comm ≤ F+B and M ≥ 2P−1",
+            "(2P−2d−1)·mem-f + 2d·mem-w on device d (M ≥ 2P−1)",
+        )
     })
 }
 

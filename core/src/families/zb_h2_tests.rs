@@ -44,3 +44,25 @@ fn too_few_microbatches_name_the_minimum() {
          hint: zb-1p, zb-2p and zb-auto accept any number of microbatches",
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Under the paper's conditions (W ≤ F, 2W ≤ F+B+2·comm, 2·comm ≤ F+B, M ≥ 2P−1) the
+    /// bubble is (P−1)(F+B+2·comm−2W) and device d holds (2P−2d−1)·mem-f + 2d·mem-w: the
+    /// explanation's values are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(
+        devices in 1u32..8,
+        extra in 0u32..17,
+        (f, b) in (0.1f64..4.0, 0.1f64..4.0),
+        (w_part, comm_part) in (0.0f64..1.0, 0.0f64..1.0),
+        (mem_f, mem_w_part) in (0.5f64..3.0, 0.0f64..1.0),
+    ) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let comm = comm_part * (f + b) / 2.0;
+        let w = w_part * f.min((f + b + 2.0 * comm) / 2.0);
+        let costs = crate::params::Costs { comm, ..explained_costs(f, b, w, mem_f, mem_f * mem_w_part) };
+        check_explained(&FAMILY, &params(devices, 2 * devices - 1 + extra, costs))?;
+    }
+}

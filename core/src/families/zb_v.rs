@@ -10,10 +10,9 @@
 
 use std::collections::VecDeque;
 
+use super::formula::{int, min, sym, Assumption, Explanation, Formula, Sym, Term};
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{
-    per_device_microbatch, BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, ZERO_BUBBLE_V,
-};
+use super::{per_device_microbatch, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, ZERO_BUBBLE_V};
 use crate::error::{Field, ParamError};
 use crate::params::{ScheduleParams, StageCosts};
 use crate::schedule::{Pass, PassKind, Schedule};
@@ -31,6 +30,7 @@ pub const FAMILY: Family = Family {
     passes: per_device_microbatch::<6>,
     generate,
     predict,
+    explain,
     ..Family::citing(ZERO_BUBBLE_V)
 };
 
@@ -740,23 +740,50 @@ fn no_pass_left(device: u32, kind: PassKind) -> Failure {
     Failure::Stuck(format!("device {device} has no {} pass left", kind.name()))
 }
 
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
     let c = &params.costs;
     let (p, m) = (params.devices, params.microbatches);
-    let one_f_one_b = 2 * u64::from(p);
     let capacity = whole_chunks(limit(params), chunk_memory(params));
-    let balanced = c.balanced();
-    Some(Prediction {
-        bubble: (balanced && m >= 2 * p - 1 && capacity >= one_f_one_b).then_some(0.0),
-        bubble_formula: "0 when F = B = W, no communication, M ≥ 2P − 1 and mem-limit ≥ P·mem-f",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: (c.is_uniform()
-            && c.mem_w() == c.mem_f
-            && capacity == one_f_one_b
-            && (balanced || m >= 2 * p - 1))
-            .then(|| vec![f64::from(p.min(m)) * c.mem_f; p as usize]),
-        memory_formula: "P·mem-f on every device once M ≥ 2P − 1 (min(P, M)·mem-f for any M when F = B = W \
-                         without communication), at mem-limit P·mem-f with mem-w = mem-f",
+    let one_f_one_b = 2 * u64::from(p);
+    let balanced = c.f == c.b && c.b == c.w;
+    let bubble = Formula::new(
+        BUBBLE,
+        vec![Term::new("none: the V's second chunk fills the warm-up and Ws fill the drain", int(0))],
+    );
+    let memory = Formula::new(
+        MEMORY,
+        vec![Term::new(
+            "1F1B's in-flight microbatches, 2P chunk activations of mem-f/2",
+            min(sym(Sym::P), sym(Sym::M)) * sym(Sym::MemF),
+        )],
+    );
+    let assumptions = vec![
+        Assumption::bubble("F = B = W", balanced),
+        Assumption::no_comm(params),
+        Assumption::bubble("M ≥ 2P−1", m + 1 >= 2 * p),
+        Assumption::bubble("mem-limit ≥ P·mem-f (1F1B's memory, the default)", capacity >= one_f_one_b),
+        Assumption::memory("mem-limit = P·mem-f (1F1B's memory, the default)", capacity == one_f_one_b),
+        Assumption::memory("mem-w = mem-f", c.mem_w() == c.mem_f),
+        Assumption::memory("M ≥ 2P−1, or F = B = W without communication", m + 1 >= 2 * p || c.balanced()),
+    ];
+    Some(Explanation::new(params, Some(bubble), Some(memory), assumptions))
+}
+
+/// Where the Zero Bubble paper states ZB-V's bubble.
+const BUBBLE: &str = "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2), §6: zero bubble when F = B = W, at \
+                      1F1B's memory";
+
+/// Where its memory comes from.
+const MEMORY: &str = "Qi et al. (arXiv v2), §6: the same peak as 1F1B; exact counts derived here, proven by \
+                      property test";
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| {
+        e.prediction(
+            "0 when F = B = W, no communication, M ≥ 2P − 1 and mem-limit ≥ P·mem-f",
+            "P·mem-f on every device once M ≥ 2P − 1 (min(P, M)·mem-f for any M when F = B = W \
+             without communication), at mem-limit P·mem-f with mem-w = mem-f",
+        )
     })
 }
 

@@ -17,8 +17,9 @@
 //!
 //! The details are in `docs/schedule-families.md`, under `families/zb_v_handcrafted.rs`.
 
+use super::formula::{int, min, sym, Assumption, Explanation, Formula, Sym, Term, DERIVED_HERE};
 use super::v_common::{fbw_index, Chunk, VPass};
-use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction, ZERO_BUBBLE_V};
+use super::{per_device_microbatch, Family, FamilyGroup, Prediction, ZERO_BUBBLE_V};
 use crate::params::ScheduleParams;
 use crate::schedule::{PassKind, Schedule};
 
@@ -32,6 +33,7 @@ pub const FAMILY: Family = Family {
     passes: per_device_microbatch::<6>,
     generate: |params| Ok(zb_v_handcrafted(params.devices, params.microbatches)),
     predict,
+    explain,
     ..Family::citing(ZERO_BUBBLE_V)
 };
 
@@ -121,19 +123,36 @@ impl DeviceOrder<'_> {
     }
 }
 
-fn predict(params: &ScheduleParams) -> Option<Prediction> {
+fn explain(params: &ScheduleParams) -> Option<Explanation> {
     let c = &params.costs;
     let (p, m) = (params.devices, params.microbatches);
-    let balanced = c.balanced();
-    Some(Prediction {
-        bubble: (balanced && m >= 2 * p - 1).then_some(0.0),
-        bubble_formula: "0 when F = B = W, no communication and M ≥ 2P − 1",
-        bubble_quantity: BubbleQuantity::CostMinusIdeal,
-        peak_memory: (c.mem_w() == c.mem_f).then(|| {
-            let chunk_activations = |d: u32| (2 * p).min(2 * m).min(m + d + 1);
-            (0..p).map(|d| f64::from(chunk_activations(d)) * c.mem_f / 2.0).collect()
-        }),
-        memory_formula: "min(2P, 2M, M + d + 1)·mem-f/2 on device d (P·mem-f once M ≥ 2P − 1), when mem-w = mem-f",
+    let bubble =
+        Formula::new(BUBBLE, vec![Term::new("none: the pattern's second chunk and Ws fill every gap", int(0))]);
+    let (two_p, two_m) = (2 * sym(Sym::P), 2 * sym(Sym::M));
+    let held = min(min(two_p, two_m), sym(Sym::M) + sym(Sym::D) + 1) * sym(Sym::MemF) / 2;
+    let memory = Formula::new(
+        DERIVED_HERE,
+        vec![Term::new("chunk activations of mem-f/2: 1F1B's 2P once M ≥ 2P−1, fewer before", held)],
+    );
+    let assumptions = vec![
+        Assumption::bubble("F = B = W", c.f == c.b && c.b == c.w),
+        Assumption::no_comm(params),
+        Assumption::bubble("M ≥ 2P−1", m + 1 >= 2 * p),
+        Assumption::memory("mem-w = mem-f", c.mem_w() == c.mem_f),
+    ];
+    Some(Explanation::new(params, Some(bubble), Some(memory), assumptions))
+}
+
+/// Where the paper states the pattern's bubble.
+const BUBBLE: &str = "Qi et al., Zero Bubble Pipeline Parallelism (arXiv v2), §6: the handcrafted ZB-V pattern has \
+                      zero bubble when F = B = W";
+
+fn predict(params: &ScheduleParams) -> Option<Prediction> {
+    explain(params).map(|e| {
+        e.prediction(
+            "0 when F = B = W, no communication and M ≥ 2P − 1",
+            "min(2P, 2M, M + d + 1)·mem-f/2 on device d (P·mem-f once M ≥ 2P − 1), when mem-w = mem-f",
+        )
     })
 }
 

@@ -76,3 +76,17 @@ fn rejects_options_it_does_not_read() {
     assert!(err.to_string().starts_with("zb-v-handcrafted does not take --chunks"), "{err}");
     assert!(run("zb-v-handcrafted", &ScheduleParams::new(4, 8)).is_ok());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// With F = B = W, no communication, M ≥ 2P−1 and mem-w = mem-f, the pattern has no bubble
+    /// and device d holds min(2P, 2M, M+d+1) chunk activations: the explanation's values are
+    /// the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(devices in 1u32..7, extra in 0u32..8, f in 0.1f64..4.0, mem_f in 0.5f64..3.0) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let p = params(devices, 2 * devices - 1 + extra, explained_costs(f, f, f, mem_f, mem_f));
+        check_explained(&FAMILY, &p)?;
+    }
+}

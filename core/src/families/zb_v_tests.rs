@@ -728,3 +728,17 @@ fn too_little_memory_names_a_limit_that_works_with_unequal_stages() {
     let (Some(t), Some(named)) = (smallest, named_last) else { panic!("{smallest:?} {named_last:?}") };
     assert!(named <= f64::from(t) / 10.0 * gib, "{named} above the scanned {t} GiB/10 that works");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// With F = B = W, no communication, M ≥ 2P−1, mem-w = mem-f and the default limit (1F1B's
+    /// memory), ZB-V has no bubble and every device holds P·mem-f: the explanation's values
+    /// are the simulated ones.
+    #[test]
+    fn the_explanation_is_the_simulation(devices in 1u32..7, extra in 0u32..8, f in 0.1f64..4.0, mem_f in 0.5f64..3.0) {
+        use super::super::test_support::{check_explained, explained_costs, params};
+        let p = params(devices, 2 * devices - 1 + extra, explained_costs(f, f, f, mem_f, mem_f));
+        check_explained(&FAMILY, &p)?;
+    }
+}
