@@ -148,10 +148,8 @@ pub struct CostProfile {
     /// Of each piece's forward and input gradient, the µs of its expert-parallel all-to-all
     /// (dispatch and combine): the communication phases an overlapped F&B pair runs while the
     /// other pass computes. Empty: no all-to-all.
-    #[cfg_attr(feature = "wire", serde(default))]
     pub a2a_f: Vec<f64>,
     /// The same for the input gradient (empty: none).
-    #[cfg_attr(feature = "wire", serde(default))]
     pub a2a_b: Vec<f64>,
     /// The same model cut at whole layers into more pieces (a transformer's even split into
     /// `P × chunks` stages, the embedding on the first and the LM head on the last): a
@@ -182,12 +180,21 @@ impl CostProfile {
         self.f.len()
     }
 
-    /// Whether every piece costs the same in every list, with no all-to-all inside a pass.
+    /// Whether every piece costs the same in every list.
     pub fn is_uniform(&self) -> bool {
         let same = |v: &[f64]| v.windows(2).all(|p| p[0] == p[1]);
-        // An all-to-all has no scalar to go to: a profile that holds one stays a profile.
-        let no_a2a = self.a2a_f.iter().chain(&self.a2a_b).all(|&a| a == 0.0);
-        same(&self.f) && same(&self.b) && same(&self.w) && same(&self.mem_f) && same(&self.mem_w) && no_a2a
+        same(&self.f) && same(&self.b) && same(&self.w) && same(&self.mem_f) && same(&self.mem_w)
+    }
+
+    /// Whether a pass holds an all-to-all that takes time: the one rule that says whether
+    /// `a2a_f`/`a2a_b` count (a missing list is zeros).
+    pub fn has_a2a(&self) -> bool {
+        self.a2a_f.iter().chain(&self.a2a_b).any(|&a| a > 0.0)
+    }
+
+    /// The all-to-all of piece `i`'s forward and input gradient (zeros where a list is missing).
+    pub fn a2a_of(&self, i: usize) -> [f64; 2] {
+        [self.a2a_f.get(i).copied().unwrap_or(0.0), self.a2a_b.get(i).copied().unwrap_or(0.0)]
     }
 
     /// The lists with their fields, for checks and tables.
@@ -217,8 +224,11 @@ impl CostProfile {
         }
         let shares: Vec<[f64; 5]> = (0..devices).map(|k| self.share(k, devices)).collect();
         let list = |i: usize| shares.iter().map(|s| s[i]).collect();
-        let cut = |v: &[f64]| match v.len() == self.pieces() {
-            true => (0..devices).map(|k| stage_share(v, k, devices, self.pieces())).collect(),
+        let cut = |i: usize| match self.has_a2a() {
+            true => {
+                let v: Vec<f64> = (0..self.pieces()).map(|k| self.a2a_of(k)[i]).collect();
+                (0..devices).map(|k| stage_share(&v, k, devices, self.pieces())).collect()
+            }
             false => Vec::new(),
         };
         CostProfile {
@@ -227,10 +237,42 @@ impl CostProfile {
             w: list(2),
             mem_f: list(3),
             mem_w: list(4),
-            a2a_f: cut(&self.a2a_f),
-            a2a_b: cut(&self.a2a_b),
+            a2a_f: cut(0),
+            a2a_b: cut(1),
             finer: Vec::new(),
         }
+    }
+
+    /// The all-to-all lists: each empty or one number per piece, finite, not negative, and
+    /// inside its pass (a forward's all-to-all at most its F, a backward's at most its B).
+    fn check_a2a(&self) -> Result<(), ParamError> {
+        let n = self.pieces();
+        let hint = "a2a_f and a2a_b give each piece's expert all-to-all inside its F and B: leave them out, or give one number per piece";
+        for (name, list, pass, field) in
+            [("a2a_f", &self.a2a_f, &self.f, Field::F), ("a2a_b", &self.a2a_b, &self.b, Field::B)]
+        {
+            if !list.is_empty() && list.len() != n {
+                return Err(ParamError::new(
+                    field,
+                    format!("the profile's {name} list has {} numbers, but its f list has {n}", list.len()),
+                )
+                .hint(hint));
+            }
+            for (i, (&a, &t)) in list.iter().zip(pass).enumerate() {
+                if !a.is_finite() || a < 0.0 || a > t {
+                    return Err(ParamError::new(
+                        field,
+                        format!(
+                            "{name} of piece {i} must be between 0 and its pass's {}, found {}",
+                            fmt_num(t),
+                            fmt_num(a)
+                        ),
+                    )
+                    .hint(hint));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks the lists have equal, non-zero lengths, finite non-negative numbers and mem-w at
@@ -270,6 +312,7 @@ impl CostProfile {
                 ));
             }
         }
+        self.check_a2a()?;
         for finer in &self.finer {
             finer.check()?;
         }
@@ -371,7 +414,8 @@ impl Costs {
             return self;
         }
         let per_share = n as f64 / f64::from(devices.max(1));
-        if profile.is_uniform() {
+        // An all-to-all has no scalar to go to: a profile that holds one stays a profile.
+        if profile.is_uniform() && !profile.has_a2a() {
             let scale = |v: f64| if n == devices as usize { v } else { v * per_share };
             self.f = scale(profile.f[0]);
             self.b = scale(profile.b[0]);
@@ -824,13 +868,14 @@ impl StageCosts {
                 })
                 .collect()
         });
-        let a2a = match profile.a2a_f.len() == pieces && profile.a2a_b.len() == pieces {
-            true => (0..placement.stages())
-                .map(|g| {
-                    let share = |v: &[f64]| stage_share(v, placement.local_stage(g) as usize, stages, pieces) / slices;
-                    [share(&profile.a2a_f), share(&profile.a2a_b)]
-                })
-                .collect(),
+        let a2a = match profile.has_a2a() {
+            true => {
+                let list = |i: usize| (0..pieces).map(|k| profile.a2a_of(k)[i]).collect::<Vec<f64>>();
+                let (af, ab) = (list(0), list(1));
+                let cut =
+                    |v: &[f64], g: u32| stage_share(v, placement.local_stage(g) as usize, stages, pieces) / slices;
+                (0..placement.stages()).map(|g| [cut(&af, g), cut(&ab, g)]).collect()
+            }
             false => Vec::new(),
         };
         StageCosts {
@@ -888,9 +933,7 @@ impl StageCosts {
         let sum = self.pass(f) + self.pass(b);
         let comm = |p: Pass, i: usize| self.a2a.get(p.stage as usize).map_or(0.0, |a| a[i]);
         let a2a = comm(f, 0) + if matches!(b.kind, PassKind::B | PassKind::BW) { comm(b, 1) } else { 0.0 };
-        if a2a <= 0.0 {
-            return sum;
-        }
+        // With no all-to-all this is the sum.
         (sum - a2a).max(a2a)
     }
 
@@ -973,6 +1016,31 @@ mod tests {
             let t = profiled(af, ab).op(&Op::Pair(f, b));
             assert!((5.0..=9.0).contains(&t), "{af} {ab}: {t}");
         }
+    }
+
+    #[test]
+    fn an_all_to_all_must_fit_inside_its_pass_and_one_list_alone_counts() {
+        let base = CostProfile::uniform(&Costs::fbw(4.0, 5.0, 2.0), 2);
+        let with = |f: Vec<f64>, b: Vec<f64>| CostProfile { a2a_f: f, a2a_b: b, ..base.clone() };
+        assert!(with(vec![1.0, 1.0], vec![2.0, 2.0]).check().is_ok());
+        assert!(with(Vec::new(), Vec::new()).check().is_ok());
+        for (f, b) in [
+            (vec![f64::NAN, 1.0], Vec::new()),
+            (vec![-1.0, 1.0], Vec::new()),
+            (vec![4.5, 1.0], Vec::new()),
+            (Vec::new(), vec![1.0, 6.0]),
+            (vec![1.0], Vec::new()),
+        ] {
+            let e = with(f.clone(), b.clone()).check().unwrap_err().to_string();
+            assert!(e.contains("a2a_") && e.contains("hint:"), "{f:?} {b:?}: {e}");
+        }
+        // A forward's all-to-all alone is an all-to-all: the backward's reads as zeros.
+        let only_f = with(vec![1.0, 1.0], Vec::new());
+        assert!(only_f.has_a2a() && only_f.a2a_of(1) == [1.0, 0.0]);
+        let costs = Costs::fbw(4.0, 5.0, 2.0).with_profile(only_f, 2);
+        assert!(costs.profile.is_some(), "an all-to-all keeps the profile");
+        let stages = StageCosts::new(&costs, &Placement::linear(2));
+        assert_eq!(stages.op(&Op::Pair(Pass::f(0, 1), Pass::b(1, 0))), 8.0);
     }
 
     #[test]

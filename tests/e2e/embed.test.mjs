@@ -40,12 +40,14 @@ export const tests = {
       [600, 480, 4, 8],
       // Sixteen rows at full height need 384 px: in a 400 px frame they shrink to fit.
       [600, 400, 16, 32],
+      // With the memory chart too.
+      [600, 480, 4, 8, '&memory=1'],
     ];
-    for (const [width, height, devices, microbatches] of cases) {
+    for (const [width, height, devices, microbatches, extra = ''] of cases) {
       const context = await browser.newContext({ viewport: { width, height } });
       const page = await context.newPage();
-      await open(page, base, `schedule=zb-v&devices=${devices}&microbatches=${microbatches}&embed=1&stats=1`);
-      const at = `${width} × ${height}, ${devices} devices`;
+      await open(page, base, `schedule=zb-v&devices=${devices}&microbatches=${microbatches}&embed=1&stats=1${extra}`);
+      const at = `${width} × ${height}, ${devices} devices${extra}`;
       const m = await page.evaluate(() => {
         const box = (sel) => document.querySelector(sel)?.getBoundingClientRect().toJSON();
         const shown = (sel) => [...document.querySelectorAll(sel)].filter((e) => e.getClientRects().length > 0).length;
@@ -54,6 +56,7 @@ export const tests = {
           scrollWidth: document.documentElement.scrollWidth,
           chart: box('[data-testid=gantt-canvas]'),
           tiles: box('.tiles'),
+          costBox: box('[data-testid=stat-cost]'),
           playback: box('[data-testid=playback]'),
           credit: box('.embed-credit'),
           toolbars: shown('.toolbar'),
@@ -64,10 +67,11 @@ export const tests = {
       assert(m.scrollWidth <= width, `${at}: the page is ${m.scrollWidth} px wide`);
       assert(m.playback.bottom <= height && m.credit.bottom <= height, `${at}: the playback bar or credit is cut off`);
       assert(m.chart.top < m.tiles.top, `${at}: the chart comes first`);
-      assert(m.tiles.height <= 22, `${at}: the numbers take ${m.tiles.height} px, more than one line`);
+      // One line: the cost is inside the line's box, not wrapped out of view below it.
+      assert(m.costBox.top >= m.tiles.top && m.costBox.bottom <= m.tiles.bottom + 1, `${at}: the cost is not on the one line of numbers`);
       assertEq(m.toolbars, 0, `${at}: no toolbar in an embed`);
       assertEq(m.cost, devices === 4 ? '24' : '96', `${at}: the cost is shown`);
-      await page.screenshot({ path: `${shots}/embed-${width}x${height}-p${devices}.png` });
+      await page.screenshot({ path: `${shots}/embed-${width}x${height}-p${devices}${extra ? '-memory' : ''}.png` });
       await context.close();
     }
   },

@@ -300,7 +300,13 @@ fn redraw(
         })
         .collect();
     let devices: u32 = panels.iter().map(|s| s.analysis.schedule.devices()).sum();
-    let frame_height = chart.compact.then(|| web_sys::window().and_then(|w| w.inner_height().ok()?.as_f64())).flatten();
+    // Embedded: the frame's height, less the memory chart's when it is shown.
+    let memory_shown = if with_memory { MEMORY_HEIGHT * panels.len() as f64 + 8.0 } else { 0.0 };
+    let frame_height = chart
+        .compact
+        .then(|| web_sys::window().and_then(|w| w.inner_height().ok()?.as_f64()))
+        .flatten()
+        .map(|h| h - memory_shown);
     let row_height = row_height(devices, frame_height);
     let opts = FigureOptions {
         width: w,

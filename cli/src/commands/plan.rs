@@ -578,12 +578,15 @@ fn mesh_searches(
         .map_err(crate::args::flag_error)?;
     if found.kept.is_empty() {
         let reasons: Vec<String> =
-            found.skipped.iter().take(4).map(|k| format!("{}: {}", k.mesh.describe(), k.why)).collect();
-        let mut hints: Vec<&str> = reasons.iter().map(String::as_str).collect();
-        hints.push("raise --mem-limit, give more --gpus, or leave --tp, --dp or --zero out to search them");
+            found.skipped.iter().take(3).map(|k| format!("{}: {}", k.mesh.describe(), k.why)).collect();
         return Err(crate::output::user_error(
-            &format!("no split of {gpus} GPUs can run this model under the limit ({} left out)", found.skipped.len()),
-            &hints,
+            &format!(
+                "no split of {gpus} GPUs can run this model under the limit ({} left out; {}{})",
+                found.skipped.len(),
+                reasons.join("; "),
+                if found.skipped.len() > 3 { "; …" } else { "" }
+            ),
+            &["raise --mem-limit, give more --gpus, or leave --tp, --dp or --zero out to search them"],
         ));
     }
     eprintln!(

@@ -260,9 +260,12 @@ impl Family {
     pub fn explanation(&self, params: &ScheduleParams) -> Option<Explanation> {
         let mut e = (self.explain)(&self.own_params(params))?;
         let traded = params.costs.trade.as_ref().is_some_and(|t| !t.is_none());
+        let profile = params.costs.profile.as_deref();
         let common = [
-            Assumption::new("equal stages (one cost per pass kind)", params.costs.is_uniform()),
+            Assumption::new("equal stages (one cost per pass kind)", profile.is_none_or(|p| p.is_uniform())),
             Assumption::new("no recompute or offload", !traded),
+            // An overlapped pair hides its all-to-all (StageCosts::pair_in_phases); no formula does.
+            Assumption::new("no expert all-to-all inside the passes", !profile.is_some_and(|p| p.has_a2a())),
         ];
         e.assumptions.splice(0..0, common);
         Some(e)

@@ -159,9 +159,10 @@ impl From<&CostProfile> for ProfileJson {
             w: list(&p.w),
             mem_f: list(&p.mem_f),
             mem_w: list(&p.mem_w),
-            // Only an all-to-all that takes time is written (a dense model's zeros are not).
-            a2a_f: if p.a2a_f.iter().any(|&v| v > 0.0) { list(&p.a2a_f) } else { Vec::new() },
-            a2a_b: if p.a2a_b.iter().any(|&v| v > 0.0) { list(&p.a2a_b) } else { Vec::new() },
+            // Both lists or neither: only an all-to-all that takes time is written (a dense
+            // model's zeros are not).
+            a2a_f: if p.has_a2a() { (0..p.pieces()).map(|i| Number(p.a2a_of(i)[0])).collect() } else { Vec::new() },
+            a2a_b: if p.has_a2a() { (0..p.pieces()).map(|i| Number(p.a2a_of(i)[1])).collect() } else { Vec::new() },
             finer: p.finer.iter().map(|f| ProfileJson::from(&**f)).collect(),
         }
     }

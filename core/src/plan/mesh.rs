@@ -1,8 +1,9 @@
 //! The ways to lay a fixed number of GPUs out: every tensor × pipeline × data-parallel split,
 //! with its ZeRO stage, that `plan --gpus N` searches. A split is kept when the model takes it
-//! (TP divides the heads and stays in a node, a layer per stage, the replicas divide the global
-//! batch) and its weights and optimizer state alone leave room under the limit; the others are
-//! said with their reason. Uses model, step and error only.
+//! (TP divides the heads and stays in a node, a layer per stage, a given layout describes its
+//! pipeline, the replicas divide the global batch) and its weights and optimizer state alone
+//! leave room under the limit; the others are said with their reason. Uses model, step and
+//! error only.
 
 use crate::error::{Field, ParamError};
 use crate::model::Model;
@@ -21,14 +22,10 @@ pub struct Mesh {
 }
 
 impl Mesh {
-    /// The model as this split runs it: its TP and DP degrees, and its own layout only when
-    /// that layout describes `pp` stages.
+    /// The model as this split runs it: its TP and DP degrees. A layout stays: splits whose
+    /// pipelines it does not describe are left out ([`meshes`]).
     pub fn apply(&self, model: &Model) -> Model {
-        let mut m = Model { tp: self.tp, dp: self.dp, ..model.clone() };
-        if m.layout.is_some() && m.derive(self.pp).is_err() {
-            m.layout = None;
-        }
-        m
+        Model { tp: self.tp, dp: self.dp, ..model.clone() }
     }
 
     /// `tp 2 · pp 4 · dp 8 · zero 1`.
@@ -86,7 +83,8 @@ pub fn meshes(
     limit: f64,
 ) -> Result<Meshes, ParamError> {
     if gpus == 0 {
-        return Err(ParamError::new(Field::Gpus, "gpus must be at least 1, found 0"));
+        return Err(ParamError::new(Field::Gpus, "gpus must be at least 1, found 0")
+            .hint("give the GPUs of the whole run, e.g. --gpus 64"));
     }
     check_pins(gpus, pins)?;
     let mut out = Meshes::default();
@@ -96,10 +94,11 @@ pub fn meshes(
             if pins.dp.is_some_and(|d| d != dp) {
                 continue;
             }
+            // One replica shards nothing: every ZeRO stage is stage 0 there.
             let zeros: Vec<u32> = match pins.zero {
+                _ if dp == 1 => vec![0],
                 Some(z) => vec![z],
-                None if dp > 1 => (0..=3).collect(),
-                None => vec![0],
+                None => (0..=3).collect(),
             };
             for zero in zeros {
                 let mesh = Mesh { tp, pp, dp, zero };
@@ -231,11 +230,23 @@ mod tests {
     }
 
     #[test]
+    fn a_pinned_zero_stage_is_stage_0_on_one_replica_and_a_layout_keeps_its_pipeline() {
+        let found = meshes(&model(), 4, MeshPins { zero: Some(3), ..MeshPins::default() }, None, 1e12).unwrap();
+        assert!(found.kept.iter().all(|m| (m.dp == 1) == (m.zero == 0)), "{:?}", found.kept);
+        let laid = Model { layout: Some("10,12,10".into()), ..model() };
+        let found = meshes(&laid, 6, MeshPins::default(), None, 1e12).unwrap();
+        // Three pieces: a pipeline of 3, or one device running them as chunks; never 2 or 6.
+        assert!(found.kept.iter().any(|m| m.pp == 3), "{:?}", found.kept);
+        assert!(found.kept.iter().all(|m| 3 % m.pp == 0), "{:?}", found.kept);
+        assert!(found.skipped.iter().any(|s| s.mesh.pp == 2) && found.skipped.iter().any(|s| s.mesh.pp == 6));
+    }
+
+    #[test]
     fn pins_fix_their_degree_and_must_divide_the_gpus() {
         let pins = MeshPins { tp: Some(2), zero: Some(1), ..MeshPins::default() };
         let found = meshes(&model(), 16, pins, None, f64::INFINITY).unwrap();
         assert!(!found.kept.is_empty());
-        assert!(found.kept.iter().all(|m| m.tp == 2 && m.zero == 1));
+        assert!(found.kept.iter().all(|m| m.tp == 2 && (m.zero == 1 || m.dp == 1)));
         let e = meshes(&model(), 16, MeshPins { pp: Some(3), ..MeshPins::default() }, None, 1e12).unwrap_err();
         assert!(e.to_string().contains("does not divide the 16 GPUs"), "{e}");
         let e =
