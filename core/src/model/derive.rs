@@ -382,14 +382,17 @@ impl Derived {
     pub fn profile(&self) -> CostProfile {
         let of = |pieces: &[PieceCosts]| {
             let list = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).collect();
+            let a2a = pieces.iter().any(|p| p.a2a[0] > 0.0 || p.a2a[1] > 0.0);
             CostProfile {
                 f: list(|p| p.f),
                 b: list(|p| p.b),
                 w: list(|p| p.w),
                 mem_f: list(|p| p.mem_f),
                 mem_w: list(|p| p.mem_w),
-                a2a_f: list(|p| p.a2a[0]),
-                a2a_b: list(|p| p.a2a[1]),
+                // A dense model's passes hold no all-to-all: no lists, both or neither (as a
+                // file writes and reads them back).
+                a2a_f: if a2a { list(|p| p.a2a[0]) } else { Vec::new() },
+                a2a_b: if a2a { list(|p| p.a2a[1]) } else { Vec::new() },
                 finer: Vec::new(),
             }
         };
