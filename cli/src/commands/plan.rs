@@ -24,8 +24,7 @@ use crate::args::{devices, positive, CostArgs};
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct PlanArgs {
-    /// Number of devices (pipeline ranks), P. Leave it out with --gpus to search every
-    /// tensor × pipeline × data split of the GPUs.
+    /// Number of devices (pipeline ranks), P; without it, --gpus searches every split.
     #[arg(long, short = 'p', value_name = "P", value_parser = devices, required_unless_present = "gpus")]
     pub devices: Option<u32>,
     #[command(flatten)]
@@ -40,7 +39,7 @@ pub struct PlanArgs {
     pub zero: Option<u32>,
     /// GPUs in all: tp · pp · dp. With -p it is checked against --tp, -p and --dp; without
     /// -p every split of them is searched (--tp, --dp and --zero, when given, are kept).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", hide_short_help = true)]
     pub gpus: Option<u32>,
     /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
     /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
