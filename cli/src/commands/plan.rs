@@ -113,7 +113,6 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let (searches, meshes) = match args.devices {
         Some(p) => {
             let spec = PlanSpec { trade: args.costs.plan_trade(model.as_ref(), p)?, ..base };
-            note_one_pipeline(args, model.as_ref(), p, keep_micro_batch);
             (vec![spec], None)
         }
         None => {
@@ -132,6 +131,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         }
     }
     let spec = &searches[0];
+    // What the search leaves out, said once its candidates are known and before it runs.
+    if let Some(p) = args.devices {
+        note_one_pipeline(args, model.as_ref(), p, keep_micro_batch);
+    }
     let total = candidates.len();
     let mut found = PlanSearch::collect(crate::parallel::run_parallel(candidates, evaluate));
     let searched = total - found.not_tried;
@@ -459,9 +462,14 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool, mesh
             (Some(_), None) => format!("{} samples/s", format_number(p.throughput, 2)),
             _ => format!("{} microbatches per unit time", format_number(p.throughput, 4)),
         };
+        // With replicas, these are one pipeline's numbers; the step line above is the run's.
+        let replica = match p.step.as_ref().filter(|s| s.dp_degree > 1) {
+            Some(_) => "one replica: ",
+            None => "",
+        };
         let _ = writeln!(
             out,
-            "   throughput {speed} · {} per step of {} samples · bubble {}% of GPU time",
+            "   {replica}throughput {speed} · {} per step of {} samples · bubble {}% of GPU time",
             time(p.stats.cost),
             format_number(p.samples, 0),
             format_number(p.stats.bubble_rate * 100.0, 2)
@@ -537,7 +545,9 @@ fn static_memory(args: &PlanArgs, with_model: bool) -> Result<StaticMemory> {
 /// What a search on one pipeline of `devices` leaves out, said before it runs: microbatch
 /// counts above the cap, and devices without a layer.
 fn note_one_pipeline(args: &PlanArgs, model: Option<&Model>, devices: u32, keep_micro_batch: bool) {
-    if let (Some(g), false) = (args.global_batch, keep_micro_batch) {
+    // Each replica runs its share of the global batch.
+    let replicas = model.map_or(1, |m| m.dp.max(1));
+    if let (Some(g), false) = (args.global_batch.map(|g| g / replicas), keep_micro_batch) {
         let tried = bubblescope::plan::microbatch_candidates(devices, Some(g));
         let cap = devices.saturating_mul(MAX_PLAN_MICROBATCHES_PER_DEVICE);
         if let Some(&most) = tried.last().filter(|_| g > cap) {
@@ -588,9 +598,11 @@ fn mesh_searches(
             &["raise --mem-limit, give more --gpus, or leave --tp, --dp or --zero out to search them"],
         ));
     }
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     eprintln!(
-        "note: searching {} splits of {gpus} GPUs (tp · pp · dp, ZeRO stage); {} left out",
-        found.kept.len(),
+        "note: searching {} of {} (tp · pp · dp, ZeRO stage); {} left out",
+        plural(found.kept.len(), "split", "splits"),
+        plural(gpus as usize, "GPU", "GPUs"),
         found.skipped.len()
     );
     let mut specs = Vec::with_capacity(found.kept.len());
