@@ -497,6 +497,12 @@ fn gpus_without_devices_refuses_what_it_cannot_search() {
     let mut args = vec!["plan", "--gpus", "8", "--mem-limit", "1MiB", "--gpu", "a100-80gb", "--micro-batch", "1"];
     args.extend(MODEL);
     fails_with_hint(dir.path(), &args, "no split of 8 GPUs can run this model");
+    // The largest count is searched in a blink (its divisors up to √N), not hung on.
+    let mut args =
+        vec!["plan", "--gpus", "4294967295", "--mem-limit", "80GiB", "--gpu", "a100-80gb", "--micro-batch", "1"];
+    args.extend(MODEL);
+    fails_with_hint(dir.path(), &args, "no split of 4294967295 GPUs can run this model");
+    fails_with_hint(dir.path(), &["plan", "--gpus", "-1", "--mem-limit", "80GiB"], "a count must be at least 1");
     fails_with_hint(dir.path(), &["plan", "--mem-limit", "80GiB"], "--devices <P>");
 }
 

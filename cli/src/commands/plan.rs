@@ -39,7 +39,7 @@ pub struct PlanArgs {
     pub zero: Option<u32>,
     /// GPUs in all: tp · pp · dp. With -p it is checked against --tp, -p and --dp; without
     /// -p every split of them is searched (--tp, --dp and --zero, when given, are kept).
-    #[arg(long, value_name = "N", hide_short_help = true)]
+    #[arg(long, value_name = "N", hide_short_help = true, value_parser = positive)]
     pub gpus: Option<u32>,
     /// What a device holds besides activations: a size per device (`20GiB`; a number in mem-f's
     /// unit without a model), or `auto`: 18 bytes per parameter of the device's share
