@@ -649,9 +649,9 @@ fn apply_pushed_extras(client: &Shared, seq: u64, wire: &Wire) {
 /// Applies extras to the outcome with `id`, when it is still shown. A damaged message leaves
 /// it without them.
 fn apply_extras(state: AppState, id: u64, wire: &Wire) {
-    let extras = state.outcome.with_untracked(|o| (o.id == id).then(|| wire::decode_extras(wire, o)));
-    if let Some(Ok(extras)) = extras {
-        state.outcome.update(|o| o.set_extras(extras));
+    let follow = state.outcome.with_untracked(|o| (o.id == id).then(|| wire::decode_extras(wire, o)));
+    if let Some(Ok(follow)) = follow {
+        state.outcome.update(|o| o.set_follow_up(follow));
     }
 }
 
@@ -893,31 +893,66 @@ pub fn serve() {
         latest.set(seq.as_f64().unwrap_or(f64::NAN));
         let request = read_wire(&data).unwrap_or_default();
         let kind = data.get(2).as_string().unwrap_or_default();
+        // The baseline (1F1B, for the speedup) is left to the follow-up: the chart does not
+        // wait for a second simulation.
         let (answer, follow) = if kind == kind::SCHEDULES {
-            let (parts, outcome) = crate::work::schedules(&request);
-            (wire::encode(&parts), outcome)
+            let (parts, followed) = crate::work::schedules(&request, crate::state::BaselineWhen::Later);
+            (wire::encode(&parts), followed)
         } else {
             (crate::work::handle(&kind, &request), None)
         };
         let (msg, transfer) = message(&seq, &answer);
         msg.push(&JsValue::from_str(&kind));
         let _ = reply_to.post_message_with_transfer(&msg, &transfer);
-        if let Some(outcome) = follow {
-            let (latest, post) = (latest.clone(), reply_to.clone());
-            let task = Closure::once_into_js(move || {
-                if latest.get() != seq.as_f64().unwrap_or(f64::NAN) {
-                    return;
-                }
-                let (msg, transfer) = message(&seq, &wire::encode_extras(&outcome.follow_up()));
-                msg.push(&JsValue::from_str(kind::EXTRAS));
-                let _ = post.post_message_with_transfer(&msg, &transfer);
-            });
-            let _ = reply_to.set_timeout_with_callback_and_timeout_and_arguments_0(task.unchecked_ref(), 0);
+        if let Some((outcome, baseline)) = follow {
+            push_follow_up(&reply_to, &latest, seq, outcome, baseline);
         }
     });
     scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));
     handler.forget();
     let _ = scope.post_message(&JsValue::from_str(READY));
+}
+
+/// Sends what follows result `seq`: the baseline's cost (when it was left for later) and
+/// the extras, computed in two tasks, each dropped when a newer request has come in by then.
+/// During a drag the next result waits for one piece at most, not for the whole follow-up.
+#[cfg(feature = "engine")]
+fn push_follow_up(
+    scope: &web_sys::DedicatedWorkerGlobalScope,
+    latest: &Rc<std::cell::Cell<f64>>,
+    seq: JsValue,
+    outcome: crate::state::Outcome,
+    baseline: Option<bubblescope::ScheduleParams>,
+) {
+    let n = seq.as_f64().unwrap_or(f64::NAN);
+    let current = {
+        let latest = latest.clone();
+        move || latest.get() == n
+    };
+    let later = |scope: &web_sys::DedicatedWorkerGlobalScope, task: &JsValue| {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(task.unchecked_ref(), 0);
+    };
+    let (post, still) = (scope.clone(), current.clone());
+    let extras = Closure::once_into_js(move |cost: JsValue| {
+        if !still() {
+            return;
+        }
+        let follow = crate::state::FollowUp { extras: outcome.extras_now(), baseline: cost.as_f64() };
+        let (msg, transfer) = message(&seq, &wire::encode_extras(&follow));
+        msg.push(&JsValue::from_str(kind::EXTRAS));
+        let _ = post.post_message_with_transfer(&msg, &transfer);
+    });
+    let again = scope.clone();
+    let first = Closure::once_into_js(move || {
+        if !current() {
+            return;
+        }
+        let cost = baseline.as_ref().and_then(crate::state::baseline_cost_later);
+        let extras: &js_sys::Function = extras.unchecked_ref();
+        let task = extras.bind1(&JsValue::NULL, &cost.map_or(JsValue::UNDEFINED, JsValue::from_f64));
+        later(&again, &task.into());
+    });
+    later(scope, &first);
 }
 
 /// The engine on the page: answers a request as its worker would (the follow-up extras aside,

@@ -138,6 +138,49 @@ impl Extras {
     }
 }
 
+/// 1F1B's cost at an outcome's settings: the speedup's denominator. Only the cost travels; the
+/// baseline is never drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Baseline {
+    /// None: a measured run (its costs are its own), or 1F1B did not run.
+    #[default]
+    Absent,
+    /// Computed after the chart, in the worker's follow-up with the extras.
+    Follows,
+    /// Its cost.
+    Cost(f64),
+}
+
+impl Baseline {
+    /// Its cost, when known.
+    pub fn cost(self) -> Option<f64> {
+        match self {
+            Baseline::Cost(c) => Some(c),
+            Baseline::Absent | Baseline::Follows => None,
+        }
+    }
+}
+
+/// When the baseline is computed: with the schedules, or after the chart (in the worker's
+/// follow-up, so the first frame does not wait for a second simulation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BaselineWhen {
+    /// With the schedules.
+    Now,
+    /// After them.
+    Later,
+}
+
+/// What follows a result: each schedule's extras, and the baseline's cost when it was left for
+/// later ([`BaselineWhen::Later`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FollowUp {
+    /// The chosen schedule's extras, then each compared one's.
+    pub extras: Vec<Option<Arc<Extras>>>,
+    /// 1F1B's cost, when the result left it for later.
+    pub baseline: Option<f64>,
+}
+
 /// What the settings compute to.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -147,8 +190,8 @@ pub struct Outcome {
     pub main: Computed,
     /// Schedules stacked below for comparison.
     pub compare: Vec<Computed>,
-    /// 1F1B at the same settings, for the speedup.
-    pub baseline: Option<Arc<Analysis>>,
+    /// 1F1B's cost at the same settings, for the speedup.
+    pub baseline: Baseline,
     /// The effective parameters of the main schedule.
     pub params: ScheduleParams,
     /// Milliseconds spent generating and simulating.
@@ -176,7 +219,7 @@ impl Outcome {
             id: 0,
             main,
             compare: Vec::new(),
-            baseline: None,
+            baseline: Baseline::Absent,
             params: effective_params(settings),
             elapsed_ms: 0.0,
         }
@@ -190,14 +233,29 @@ impl Outcome {
     /// The extras of every schedule, computed now: the chosen one's, then each compared one's.
     /// They follow the schedules, so the chart is drawn before they are computed.
     #[cfg(feature = "engine")]
-    pub fn follow_up(&self) -> Vec<Option<Arc<Extras>>> {
+    pub fn extras_now(&self) -> Vec<Option<Arc<Extras>>> {
         std::iter::once(&self.main).chain(&self.compare).map(Computed::extras_now).collect()
     }
 
-    /// Takes the extras [`Outcome::follow_up`] computed (in the same order).
-    pub fn set_extras(&mut self, extras: Vec<Option<Arc<Extras>>>) {
-        for (c, e) in std::iter::once(&mut self.main).chain(&mut self.compare).zip(extras) {
+    /// What follows the result: the extras, and 1F1B's cost at `baseline` (the parameters it
+    /// runs at) when the result left it for later.
+    #[cfg(feature = "engine")]
+    pub fn follow_up(&self, baseline: Option<&ScheduleParams>) -> FollowUp {
+        let baseline = match (self.baseline, baseline) {
+            (Baseline::Follows, Some(p)) => baseline_cost_later(p),
+            _ => None,
+        };
+        FollowUp { extras: self.extras_now(), baseline }
+    }
+
+    /// Takes what [`Outcome::follow_up`] computed: the extras (in the same order), and the
+    /// baseline's cost if it was still to come.
+    pub fn set_follow_up(&mut self, follow: FollowUp) {
+        for (c, e) in std::iter::once(&mut self.main).chain(&mut self.compare).zip(follow.extras) {
             c.extras = e;
+        }
+        if self.baseline == Baseline::Follows {
+            self.baseline = follow.baseline.map_or(Baseline::Absent, Baseline::Cost);
         }
     }
 }
@@ -420,11 +478,26 @@ fn own_params(name: &str, params: &ScheduleParams) -> ScheduleParams {
 /// Computes everything the settings ask for: an opened file or the chosen family, the
 /// compared families and the baseline (1F1B), all at the same settings, within `budget`.
 pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Place) -> Outcome {
+    compute_with(settings, file, budget, BaselineWhen::Now).0
+}
+
+/// [`compute`], with the baseline computed `when` asked; when it is left for later, the
+/// parameters it will run at come with the outcome.
+pub fn compute_with(
+    settings: &Settings,
+    file: Option<&LoadedFile>,
+    budget: Place,
+    when: BaselineWhen,
+) -> (Outcome, Option<ScheduleParams>) {
     let start = now_ms();
     // Costs from the model, when one is given; its errors stop every schedule.
     let effective = match settings.effective_params() {
         Ok(p) => p,
-        Err(e) => return model_error(settings, e, start),
+        Err(e) => return (model_error(settings, e, start), None),
+    };
+    let baseline = |params: &ScheduleParams| match when {
+        BaselineWhen::Now => (baseline_cost(params, budget).map_or(Baseline::Absent, Baseline::Cost), None),
+        BaselineWhen::Later => (Baseline::Follows, Some(params.clone())),
     };
     let settings = &Settings { params: effective, ..settings.clone() };
     let (main, params, compare, baseline) = match file {
@@ -434,7 +507,7 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Place) ->
                 .into_iter()
                 .chain(settings.compare.iter().map(|n| compute_one(n, &params, budget, settings.units(), false)))
                 .collect();
-            let baseline = baseline_of(&params, budget);
+            let baseline = baseline(&params);
             (main, params, compare, baseline)
         }
         None => {
@@ -449,21 +522,27 @@ pub fn compute(settings: &Settings, file: Option<&LoadedFile>, budget: Place) ->
                 .map(|n| compute_one(n, &settings.params, budget, settings.units(), false))
                 .collect();
             let baseline = if settings.schedule == BASELINE.name {
-                main.result.as_ref().ok().cloned()
+                (main.result.as_ref().map_or(Baseline::Absent, |a| Baseline::Cost(a.stats.cost)), None)
             } else {
-                baseline_of(&settings.params, budget)
+                baseline(&settings.params)
             };
             (main, own_params(&settings.schedule, &settings.params), compare, baseline)
         }
     };
-    Outcome { id: next_id(), main, compare, baseline, params, elapsed_ms: now_ms() - start }
+    let (baseline, later) = baseline;
+    (Outcome { id: next_id(), main, compare, baseline, params, elapsed_ms: now_ms() - start }, later)
 }
 
-/// 1F1B at `params`, for the speedup (no extras: it is not drawn).
-fn baseline_of(params: &ScheduleParams, budget: Place) -> Option<Arc<Analysis>> {
+/// 1F1B's cost at `params` when the result left it for later (in the worker).
+pub fn baseline_cost_later(params: &ScheduleParams) -> Option<f64> {
+    baseline_cost(params, Place::Worker)
+}
+
+/// 1F1B's cost at `params`, for the speedup (no extras: it is not drawn).
+fn baseline_cost(params: &ScheduleParams, budget: Place) -> Option<f64> {
     let p = BASELINE.own_params(params);
     admit(BASELINE, &p, budget).ok()?;
-    bubblescope::run(BASELINE.name, &p).ok().map(Arc::new)
+    bubblescope::run(BASELINE.name, &p).ok().map(|a| a.stats.cost)
 }
 
 /// The outcome when the model the costs come from is wrong: the error at the model setting.
@@ -474,7 +553,7 @@ fn model_error(settings: &Settings, e: bubblescope::ParamError, start: f64) -> O
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         main: Computed::failed(settings.schedule.clone(), label, error),
         compare: Vec::new(),
-        baseline: None,
+        baseline: Baseline::Absent,
         params: settings.params.clone(),
         elapsed_ms: now_ms() - start,
     }

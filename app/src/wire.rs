@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compare::AllRuns;
 use crate::fit::FitResult;
-use crate::state::{Computed, Extras, LoadedFile, Outcome, UiError};
+use crate::state::{Baseline, Computed, FollowUp, LoadedFile, Outcome, UiError};
 
 /// The kinds of request the engine answers ([`crate::work::handle`]), each with its message.
 pub mod kind {
@@ -44,8 +44,8 @@ pub struct Parts {
     pub main: Computed,
     /// The compared schedules.
     pub compare: Vec<Computed>,
-    /// 1F1B at the same settings.
-    pub baseline: Option<Arc<Analysis>>,
+    /// 1F1B's cost at the same settings (or that it follows).
+    pub baseline: Baseline,
     /// Milliseconds the worker spent.
     pub elapsed_ms: f64,
 }
@@ -67,21 +67,13 @@ impl std::fmt::Display for WireError {
     }
 }
 
-/// [`Parts`] as they travel: the baseline is often the main schedule itself, sent once.
+/// [`Parts`] as they travel.
 #[derive(Serialize, Deserialize)]
 struct PartsOnWire {
     elapsed_ms: f64,
     main: Computed,
     compare: Vec<Computed>,
     baseline: Baseline,
-}
-
-#[derive(Serialize, Deserialize)]
-enum Baseline {
-    None,
-    /// The main schedule is 1F1B: the same analysis.
-    Main,
-    Own(Arc<Analysis>),
 }
 
 fn write<T: Serialize>(value: &T) -> Wire {
@@ -101,17 +93,11 @@ fn read<T: DeserializeOwned>(wire: &Wire, what: &str) -> Result<T, WireError> {
 
 /// Encodes what the worker computed.
 pub fn encode(parts: &Parts) -> Wire {
-    let main = parts.main.result.as_ref().ok();
-    let baseline = match &parts.baseline {
-        None => Baseline::None,
-        Some(b) if main.is_some_and(|m| Arc::ptr_eq(m, b)) => Baseline::Main,
-        Some(b) => Baseline::Own(b.clone()),
-    };
     write(&PartsOnWire {
         elapsed_ms: parts.elapsed_ms,
         main: parts.main.clone(),
         compare: parts.compare.clone(),
-        baseline,
+        baseline: parts.baseline,
     })
 }
 
@@ -125,35 +111,39 @@ pub fn decode(wire: &Wire) -> Result<Parts, WireError> {
     for c in std::iter::once(&p.main).chain(&p.compare) {
         check(c)?;
     }
-    let baseline = match p.baseline {
-        Baseline::None => None,
-        Baseline::Main => p.main.result.as_ref().ok().cloned(),
-        Baseline::Own(b) => Some(b),
-    };
-    Ok(Parts { main: p.main, compare: p.compare, baseline, elapsed_ms: p.elapsed_ms })
+    if let Baseline::Cost(c) = p.baseline {
+        if !c.is_finite() || c < 0.0 {
+            return Err(WireError(format!("the baseline's cost is {c}, expected a finite time")));
+        }
+    }
+    Ok(Parts { main: p.main, compare: p.compare, baseline: p.baseline, elapsed_ms: p.elapsed_ms })
 }
 
-/// Encodes the extras that follow a result ([`Outcome::follow_up`]).
-pub fn encode_extras(extras: &[Option<Arc<Extras>>]) -> Wire {
-    write(&extras)
+/// Encodes what follows a result ([`Outcome::follow_up`]): the extras, and the baseline's
+/// cost when it was left for later.
+pub fn encode_extras(follow: &FollowUp) -> Wire {
+    write(follow)
 }
 
 /// Reads what [`encode_extras`] wrote, for `outcome`: one entry per schedule, each about that
-/// schedule's devices and ops.
+/// schedule's devices and ops, and a finite baseline cost if any.
 ///
 /// # Errors
 /// A [`WireError`] when the buffer is cut, damaged or longer than its message, or the extras
 /// do not fit the schedules.
-pub fn decode_extras(wire: &Wire, outcome: &Outcome) -> Result<Vec<Option<Arc<Extras>>>, WireError> {
-    let extras: Vec<Option<Arc<Extras>>> = read(wire, "extras")?;
+pub fn decode_extras(wire: &Wire, outcome: &Outcome) -> Result<FollowUp, WireError> {
+    let follow: FollowUp = read(wire, "extras")?;
     let schedules = 1 + outcome.compare.len();
-    if extras.len() != schedules {
-        return Err(WireError(format!("{} extras for {schedules} schedules", extras.len())));
+    if follow.extras.len() != schedules {
+        return Err(WireError(format!("{} extras for {schedules} schedules", follow.extras.len())));
     }
-    for (c, e) in std::iter::once(&outcome.main).chain(&outcome.compare).zip(&extras) {
+    for (c, e) in std::iter::once(&outcome.main).chain(&outcome.compare).zip(&follow.extras) {
         check(&Computed { extras: e.clone(), ..c.clone() })?;
     }
-    Ok(extras)
+    if let Some(c) = follow.baseline.filter(|c| !c.is_finite() || *c < 0.0) {
+        return Err(WireError(format!("the baseline's cost is {c}, expected a finite time")));
+    }
+    Ok(follow)
 }
 
 /// One schedule's extras to compute: its analysis and what they are computed from.
@@ -411,7 +401,7 @@ mod tests {
             c.causes.is_some() && c.memory.is_none() && c.bound.is_none(),
             "compared schedules carry their causes only"
         );
-        let parts = Parts { main, compare: vec![compared], baseline: None, elapsed_ms: 1.0 };
+        let parts = Parts { main, compare: vec![compared], baseline: Baseline::Absent, elapsed_ms: 1.0 };
         let wire = encode(&parts);
         let back = decode(&wire).unwrap();
         same(&back.main, &parts.main);
@@ -424,19 +414,57 @@ mod tests {
         let (link, _) = bubblescope::permalink::parse("schedule=zb-h1&devices=4&microbatches=8&comm=0.5&compare=1f1b");
         let outcome = crate::state::compute(&link.settings(), None, crate::state::Place::Worker);
         assert!(outcome.main.extras.is_none(), "a result arrives without its extras");
-        let extras = outcome.follow_up();
+        assert!(matches!(outcome.baseline, Baseline::Cost(_)), "computed now, the baseline comes with the result");
+        let follow = outcome.follow_up(None);
+        let extras = &follow.extras;
         assert_eq!(extras.len(), 2);
         assert!(extras.iter().all(|e| e.as_ref().is_some_and(|e| e.causes.is_some())));
         assert!(extras[0].as_ref().is_some_and(|e| e.bound.is_some()), "the chosen schedule's bound");
-        let wire = encode_extras(&extras);
-        assert_eq!(decode_extras(&wire, &outcome).unwrap(), extras);
+        assert_eq!(follow.baseline, None, "a baseline already known is not sent again");
+        let wire = encode_extras(&follow);
+        assert_eq!(decode_extras(&wire, &outcome).unwrap(), follow);
         damage_is_an_error(&wire, 7, |w| decode_extras(w, &outcome));
         // Extras of another outcome (one schedule fewer) are refused.
         let other = crate::state::Outcome { compare: Vec::new(), ..outcome.clone() };
         assert!(decode_extras(&wire, &other).is_err());
-        let mut applied = outcome;
-        applied.set_extras(extras.clone());
+        let mut applied = outcome.clone();
+        applied.set_follow_up(follow.clone());
         assert_eq!(applied.main.extras, extras[0]);
+        assert_eq!(applied.baseline, outcome.baseline, "a known baseline stays");
+        // A non-finite baseline cost is refused on arrival.
+        let bad = FollowUp { baseline: Some(f64::NAN), ..follow };
+        assert!(decode_extras(&encode_extras(&bad), &outcome).unwrap_err().0.contains("baseline"));
+    }
+
+    #[test]
+    fn a_baseline_left_for_later_follows_with_the_extras_and_equals_one_computed_now() {
+        let (link, _) = bubblescope::permalink::parse("schedule=zb-h1&devices=4&microbatches=8&comm=0.5&f=1,2,1,1");
+        let settings = link.settings();
+        let now = crate::state::compute(&settings, None, crate::state::Place::Worker);
+        let (later, params) =
+            crate::state::compute_with(&settings, None, crate::state::Place::Worker, crate::state::BaselineWhen::Later);
+        assert_eq!(later.baseline, Baseline::Follows);
+        let parts = Parts { main: later.main.clone(), compare: Vec::new(), baseline: later.baseline, elapsed_ms: 1.0 };
+        assert_eq!(decode(&encode(&parts)).unwrap().baseline, Baseline::Follows);
+        let follow = later.follow_up(params.as_ref());
+        let wire = encode_extras(&follow);
+        let mut applied = later.clone();
+        applied.set_follow_up(decode_extras(&wire, &later).unwrap());
+        assert_eq!(applied.baseline, now.baseline, "the same 1F1B cost, later");
+        let Baseline::Cost(cost) = applied.baseline else { panic!("no baseline: {:?}", applied.baseline) };
+        let own = bubblescope::run("1f1b", &bubblescope::BASELINE.own_params(&settings.params)).unwrap();
+        assert_eq!(cost, own.stats.cost);
+        // The main schedule being 1F1B, its own cost is the baseline at once.
+        let (link, _) = bubblescope::permalink::parse("schedule=1f1b&devices=4&microbatches=8");
+        let (one, params) = crate::state::compute_with(
+            &link.settings(),
+            None,
+            crate::state::Place::Worker,
+            crate::state::BaselineWhen::Later,
+        );
+        assert!(params.is_none());
+        let main_cost = one.main.result.as_ref().unwrap().stats.cost;
+        assert_eq!(one.baseline, Baseline::Cost(main_cost));
     }
 
     #[test]
@@ -449,7 +477,7 @@ mod tests {
         gap.before = Some(10_000);
         extras.causes = Some(Arc::new(causes));
         main.extras = Some(Arc::new(extras));
-        let parts = Parts { main, compare: Vec::new(), baseline: None, elapsed_ms: 1.0 };
+        let parts = Parts { main, compare: Vec::new(), baseline: Baseline::Absent, elapsed_ms: 1.0 };
         let e = decode(&encode(&parts)).unwrap_err();
         assert!(e.0.contains("precedes an op it does not have"), "{e}");
     }
@@ -523,7 +551,7 @@ mod tests {
         let main = computed("group-interleaved", &params);
         let slotted = main.result.as_ref().map(|a| a.schedule.copies.iter().flatten().all(|c| c.slot.is_some()));
         assert_eq!(slotted.ok(), Some(true), "{:?}", main.result.as_ref().err());
-        let parts = Parts { main: main.clone(), compare: Vec::new(), baseline: None, elapsed_ms: 1.0 };
+        let parts = Parts { main: main.clone(), compare: Vec::new(), baseline: Baseline::Absent, elapsed_ms: 1.0 };
         same(&decode(&encode(&parts)).unwrap().main, &parts.main);
     }
 
@@ -539,13 +567,14 @@ mod tests {
             let main = computed(fam.name, &params);
             assert!(main.result.is_ok(), "{}: {:?}", fam.name, main.result.err());
             let compare = vec![computed("zb-h1", &params), computed("nope", &params)];
-            let parts = Parts { main: main.clone(), compare, baseline: main.result.clone().ok(), elapsed_ms: 3.5 };
+            let cost = main.result.as_ref().unwrap().stats.cost;
+            let parts = Parts { main: main.clone(), compare, baseline: Baseline::Cost(cost), elapsed_ms: 3.5 };
             let back = decode(&encode(&parts)).unwrap();
             same(&back.main, &parts.main);
             assert_eq!(back.compare.len(), 2);
             same(&back.compare[0], &parts.compare[0]);
             same(&back.compare[1], &parts.compare[1]);
-            assert!(Arc::ptr_eq(back.baseline.as_ref().unwrap(), back.main.result.as_ref().unwrap()));
+            assert_eq!(back.baseline, Baseline::Cost(cost));
             assert_eq!(back.elapsed_ms, 3.5);
         }
     }
@@ -557,17 +586,21 @@ mod tests {
         bad.devices = 500;
         let main = computed("1f1b", &bad);
         assert_eq!(main.result.as_ref().unwrap_err().field, Some(Field::Devices));
-        let base = computed("1f1b", &params).result.ok();
-        let parts = Parts { main, compare: Vec::new(), baseline: base.clone(), elapsed_ms: 0.0 };
+        let base = computed("1f1b", &params).result.unwrap().stats.cost;
+        let parts = Parts { main, compare: Vec::new(), baseline: Baseline::Cost(base), elapsed_ms: 0.0 };
         let back = decode(&encode(&parts)).unwrap();
         same(&back.main, &parts.main);
-        assert_eq!(back.baseline.unwrap().stats, base.unwrap().stats);
+        assert_eq!(back.baseline, Baseline::Cost(base));
+        // A cost that is no time is refused.
+        let bad = Parts { baseline: Baseline::Cost(f64::INFINITY), ..parts };
+        assert!(decode(&encode(&bad)).unwrap_err().0.contains("baseline"));
     }
 
     #[test]
     fn a_damaged_result_is_an_error_not_a_panic() {
         let params = ScheduleParams::new(3, 4);
-        let parts = Parts { main: computed("zb-v", &params), compare: Vec::new(), baseline: None, elapsed_ms: 1.0 };
+        let parts =
+            Parts { main: computed("zb-v", &params), compare: Vec::new(), baseline: Baseline::Absent, elapsed_ms: 1.0 };
         let wire = encode(&parts);
         damage_is_an_error(&wire, 1, decode);
         // A length that claims more than the buffer holds reserves nothing and fails.

@@ -7,17 +7,17 @@ use std::sync::Arc;
 
 use bubblescope::formats::{self, CsvForm, Dialect, ExportOptions, Format, ImportOptions, TorchVersion};
 use bubblescope::settings::Settings;
-use bubblescope::Costs;
+use bubblescope::{Costs, ScheduleParams};
 
 use crate::compare::compute_all;
 use crate::fit::compute_fit;
-use crate::state::{compute, Extras, LoadedFile, Outcome, Place, UiError};
+use crate::state::{compute_with, Baseline, BaselineWhen, Extras, FollowUp, LoadedFile, Outcome, Place, UiError};
 use crate::wire::{self, kind, ExportAsk, Exported, Imported, Parts, Wire};
 
 /// Answers a request of kind `kind` (one of [`kind`]).
 pub fn handle(kind: &str, request: &Wire) -> Wire {
     match kind {
-        kind::EXTRAS => wire::encode_extras(&extras(request)),
+        kind::EXTRAS => wire::encode_extras(&FollowUp { extras: extras(request), baseline: None }),
         kind::ALL => wire::encode_all(&settings(request).and_then(|s| compute_all(&s))),
         kind::FIT => {
             let settings = settings(request).map_err(|message| UiError { field: None, message });
@@ -31,26 +31,31 @@ pub fn handle(kind: &str, request: &Wire) -> Wire {
             let ask = wire::decode_export(request).map_err(|e| format!("the engine could not read the request: {e}"));
             wire::encode_exported(&ask.and_then(|a| export(&a)))
         }
-        _ => wire::encode(&schedules(request).0),
+        _ => wire::encode(&schedules(request, BaselineWhen::Now).0),
     }
 }
 
-/// The settings' schedules, and the outcome they came from (its extras follow it).
-pub fn schedules(request: &Wire) -> (Parts, Option<Outcome>) {
+/// What a schedules request leaves to its follow-up: the outcome (its extras follow it) and
+/// the parameters of a baseline left for later.
+pub type Followed = Option<(Outcome, Option<ScheduleParams>)>;
+
+/// The settings' schedules, with the baseline computed `when` asked, and what their follow-up
+/// needs.
+pub fn schedules(request: &Wire, when: BaselineWhen) -> (Parts, Followed) {
     match settings(request) {
         Ok(settings) => {
-            let outcome = compute(&settings, None, Place::Worker);
+            let (outcome, later) = compute_with(&settings, None, Place::Worker, when);
             let parts = Parts {
                 main: outcome.main.clone(),
                 compare: outcome.compare.clone(),
-                baseline: outcome.baseline.clone(),
+                baseline: outcome.baseline,
                 elapsed_ms: outcome.elapsed_ms,
             };
-            (parts, Some(outcome))
+            (parts, Some((outcome, later)))
         }
         Err(message) => {
             let main = crate::state::Computed::failed(String::new(), String::new(), UiError { field: None, message });
-            (Parts { main, compare: Vec::new(), baseline: None, elapsed_ms: 0.0 }, None)
+            (Parts { main, compare: Vec::new(), baseline: Baseline::Absent, elapsed_ms: 0.0 }, None)
         }
     }
 }
@@ -177,6 +182,7 @@ pub fn export(ask: &ExportAsk) -> Result<Exported, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::compute;
 
     #[test]
     fn an_export_request_writes_what_the_formats_write() {
@@ -212,7 +218,7 @@ mod tests {
         let (link, _) = bubblescope::permalink::parse("schedule=zb-h1&devices=4&microbatches=8&comm=0.5&compare=1f1b");
         let outcome = compute(&link.settings(), None, Place::Page);
         let asked = wire::decode_extras(&handle(kind::EXTRAS, &wire::encode_extras_asks(&outcome)), &outcome).unwrap();
-        assert_eq!(asked, outcome.follow_up());
-        assert!(asked[0].as_ref().is_some_and(|e| e.bound.is_some()));
+        assert_eq!(asked, outcome.follow_up(None));
+        assert!(asked.extras[0].as_ref().is_some_and(|e| e.bound.is_some()));
     }
 }

@@ -50,6 +50,29 @@ fn engine(c: &mut Criterion) {
         b.iter(|| bubblescope::bounds::lower_bound(black_box(&chunked), &many.costs, None).value);
     });
     group.finish();
+    page_move(c);
+}
+
+/// What one slider move of the playground's `zb-auto` P = 64, M = 512 computes: the chosen
+/// schedule (generate, validate, simulate, stats) and the 1F1B baseline its speedup needs.
+fn page_move(c: &mut Criterion) {
+    let params = ScheduleParams::new(64, 512);
+    let mut group = c.benchmark_group("zb-auto 64x512 move");
+    group.sample_size(10);
+    group.bench_function("generate", |b| b.iter(|| generate("zb-auto", black_box(&params)).map(|s| s.op_count())));
+    let schedule = generate("zb-auto", &params).expect("generates");
+    group.bench_function("validate", |b| b.iter(|| validate(black_box(&schedule)).len()));
+    let costs = StageCosts::for_schedule(&params.costs, &schedule);
+    group.bench_function("simulate", |b| b.iter(|| simulate(black_box(&schedule), &costs).map(|t| t.devices.len())));
+    let timeline = simulate(&schedule, &costs).expect("simulates");
+    group.bench_function("stats", |b| b.iter(|| stats(black_box(&schedule), &timeline, &params.costs).cost));
+    group.bench_function("run zb-auto", |b| {
+        b.iter(|| bubblescope::run("zb-auto", black_box(&params)).map(|a| a.stats.cost))
+    });
+    group.bench_function("run 1f1b baseline", |b| {
+        b.iter(|| bubblescope::run("1f1b", black_box(&params)).map(|a| a.stats.cost))
+    });
+    group.finish();
 }
 
 criterion_group!(benches, engine);

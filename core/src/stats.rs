@@ -163,7 +163,12 @@ impl DeviceStats {
 impl Stats {
     /// How many times faster than `baseline` (the ratio of costs); `None` when this cost is 0.
     pub fn speedup_over(&self, baseline: &Stats) -> Option<f64> {
-        (self.cost > 0.0).then(|| baseline.cost / self.cost)
+        self.speedup_over_cost(baseline.cost)
+    }
+
+    /// [`Stats::speedup_over`] a baseline whose cost alone is known.
+    pub fn speedup_over_cost(&self, baseline_cost: f64) -> Option<f64> {
+        (self.cost > 0.0).then(|| baseline_cost / self.cost)
     }
 
     /// `device`'s own idle share: `(cost - work) / cost`, the share of the step it does no

@@ -19,7 +19,7 @@ use super::progress::{EngineNote, Progress};
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
 use crate::causes::CAUSES_KEY;
 use crate::engine::runs_on_page;
-use crate::state::{compute, now_ms, AppState, Computed, Place, MAX_LIVE_MICROBATCHES};
+use crate::state::{compute, now_ms, AppState, Computed, Place, ThemeChoice, MAX_LIVE_MICROBATCHES};
 
 /// One drawn schedule.
 #[derive(Clone)]
@@ -171,6 +171,22 @@ struct Chart {
     with_causes: Memo<bool>,
     /// Embedded: rows shrink so the whole chart fits the frame's height.
     compact: bool,
+    /// What the memory chart on its canvas was drawn from: a redraw that changes none of it
+    /// (the extras arriving, a highlight) leaves the canvas as it is.
+    memory_drawn: StoredValue<Option<MemoryKey>>,
+}
+
+/// What the memory chart depends on: the analyses (by identity), the width and pixel ratio,
+/// the theme, the visible range, the limit and the units.
+#[derive(Clone, PartialEq)]
+struct MemoryKey {
+    analyses: Vec<usize>,
+    width: f64,
+    scale: f64,
+    theme: ThemeChoice,
+    range: Option<(f64, f64)>,
+    mem_limit: Option<f64>,
+    units: bubblescope::units::Units,
 }
 
 impl Chart {
@@ -183,6 +199,7 @@ impl Chart {
             show_memory: RwSignal::new(!compact || state.link.with_untracked(|l| l.extra("memory") == Some("1"))),
             with_causes: Memo::new(move |_| causes_shown(state)),
             compact,
+            memory_drawn: StoredValue::new(None),
         }
     }
 
@@ -308,11 +325,23 @@ fn redraw(
         .flatten()
         .map(|h| h - memory_shown);
     let row_height = row_height(devices, frame_height);
+    let scale = device_pixel_ratio();
+    let memory_key = with_memory.then(|| MemoryKey {
+        analyses: panels.iter().map(|s| Arc::as_ptr(&s.analysis) as usize).collect(),
+        width: w,
+        scale,
+        theme: state.theme.get_untracked(),
+        range: view.range,
+        mem_limit,
+        units: units.get_untracked(),
+    });
+    // The memory chart on its canvas already shows these analyses at this size.
+    let memory_current = memory_key.is_some() && chart.memory_drawn.with_value(|k| *k == memory_key);
     let opts = FigureOptions {
         width: w,
-        scale: device_pixel_ratio(),
+        scale,
         row_height,
-        memory: with_memory,
+        memory: with_memory && !memory_current,
         memory_height: MEMORY_HEIGHT,
         mem_limit,
         theme,
@@ -345,14 +374,22 @@ fn redraw(
         width: w,
         memory: None,
     };
-    if let (Some(memory), Some(mem_canvas)) = (&fig.memory, canvases.memory.get()) {
+    let mem_canvas = canvases.memory.get();
+    if with_memory && mem_canvas.is_some() {
         let css_height = MEMORY_HEIGHT * items.len() as f64;
         // The cursor runs over the first schedule's memory chart, the top of the stack.
         let (top, bottom) = memory_plot_band(&MemoryOptions { height: MEMORY_HEIGHT, ..MemoryOptions::default() });
         frame.memory = Some((top, bottom, css_height));
-        if let Err(e) = draw_scene(&mem_canvas, memory, w, css_height) {
+    }
+    if let (Some(memory), Some(mem_canvas)) = (&fig.memory, mem_canvas) {
+        let css_height = MEMORY_HEIGHT * items.len() as f64;
+        let drawn = draw_scene(&mem_canvas, memory, w, css_height);
+        chart.memory_drawn.set_value(if drawn.is_ok() { memory_key } else { None });
+        if let Err(e) = drawn {
             canvases.error.set(Some(e));
         }
+    } else if !with_memory {
+        chart.memory_drawn.set_value(None);
     }
     let items_drawn = scene.items.len();
     chart.geometry.set_value(Some(fig.geometry));

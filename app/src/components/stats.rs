@@ -6,7 +6,7 @@ use bubblescope::units::{format_micros, format_number};
 use bubblescope::{family, BubbleMeasure};
 use leptos::prelude::*;
 
-use crate::state::AppState;
+use crate::state::{AppState, Baseline};
 
 /// What each device of the main schedule holds of the model, when costs come from one.
 fn holdings(state: AppState) -> Memo<Option<Vec<Holding>>> {
@@ -81,10 +81,22 @@ pub fn StatTiles() -> impl IntoView {
         let m = state.measure.get();
         stats().map(|s| m.of(&s))
     };
+    // The speedup, and whether its baseline is still on its way (the worker sends 1F1B's cost
+    // after the chart): meanwhile the last speedup shown stays, dimmed, so a drag does not
+    // flicker.
+    let shown_speedup = StoredValue::new(None::<f64>);
     let speedup = move || {
-        outcome.with(|o| match (&o.main.result, &o.baseline) {
-            (Ok(a), Some(base)) => a.stats.speedup_over(&base.stats),
-            _ => None,
+        outcome.with(|o| match (&o.main.result, o.baseline) {
+            (Ok(a), Baseline::Cost(base)) => {
+                let s = a.stats.speedup_over_cost(base);
+                shown_speedup.set_value(s);
+                (s, false)
+            }
+            (Ok(_), Baseline::Follows) => (shown_speedup.get_value(), true),
+            _ => {
+                shown_speedup.set_value(None);
+                (None, false)
+            }
         })
     };
     let prediction = move || {
@@ -166,7 +178,7 @@ pub fn StatTiles() -> impl IntoView {
                 } else {
                     view! {
                         <div class="tile-label">"Speedup"<span class="tile-sub" title="over 1F1B, same settings">" over 1F1B, same settings"</span></div>
-                        <div class="tile-value" data-testid="stat-speedup">{move || speedup().map(|s| format!("{}×", format_number(s, 3))).unwrap_or_else(|| "—".into())}</div>
+                        <div class="tile-value" data-testid="stat-speedup" class:stale=move || speedup().1 aria-busy=move || speedup().1.to_string()>{move || speedup().0.map(|s| format!("{}×", format_number(s, 3))).unwrap_or_else(|| "—".into())}</div>
                     }.into_any()
                 }}
                 <div class="tile-foot">{move || outcome.with(|o| if o.is_waiting() { "computing…".to_string() } else { format!("computed in {} ms", format_number(o.elapsed_ms, 1)) })}</div>
@@ -282,13 +294,13 @@ pub fn CompareTable() -> impl IntoView {
     let any = move || state.outcome.with(|o| !o.compare.is_empty());
     let rows = move || {
         state.outcome.with(|o| {
-            let base = o.baseline.as_ref().map(|b| &b.stats);
+            let base = o.baseline.cost();
             std::iter::once(&o.main)
                 .chain(o.compare.iter())
                 .map(|c| match &c.result {
                     Ok(a) => {
                         let s = &a.stats;
-                        let speed = base.and_then(|b| s.speedup_over(b)).map(|x| format!("{}×", format_number(x, 3))).unwrap_or_default();
+                        let speed = base.and_then(|b| s.speedup_over_cost(b)).map(|x| format!("{}×", format_number(x, 3))).unwrap_or_default();
                         view! {
                             <tr>
                                 <td class="name">{c.label.clone()}</td>
