@@ -105,3 +105,84 @@ fn orders_and_vocabulary_times_equal_the_authors_scheduler_over_the_golden_grid(
     }
     assert_eq!(compared, 54);
 }
+
+fn params(p: u32, m: u32) -> ScheduleParams {
+    let costs = Costs { vocab: Some(VocabCosts::output(0.5, 1.0, 0.0)), mem_w: Some(1.0), ..Costs::fbw(1.0, 1.0, 1.0) };
+    ScheduleParams::new(p, m).with_costs(costs)
+}
+
+/// The family (backward fusion, the authors' default) gives the same orders as the placement
+/// for every golden case with fusion; all of them run in the simulator. Of the cases without
+/// fusion, the three at P = 2, M = 2 do not: there the authors' times put device 0's B0 of the
+/// last stage before T0, whose barrier it waits for (their runtime would pop an empty list).
+#[test]
+fn the_family_runs_every_golden_case_with_fusion_and_the_simulator_finds_the_three_that_cannot_run() {
+    let data = golden();
+    let mut unrunnable = Vec::new();
+    for case in data["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().expect("name");
+        let (p, m) = (num(case, "devices") as u32, num(case, "microbatches") as u32);
+        let costs = case_costs(case);
+        let placement = Placement::v_shape(p);
+        let schedule = v_half_vocab(p, m, fusion_of(case), &StageCosts::new(&costs, &placement));
+        if crate::sim::simulate(&schedule, &StageCosts::for_schedule(&costs, &schedule)).is_err() {
+            unrunnable.push(name.to_string());
+        }
+        if fusion_of(case) == Fusion::On {
+            let params = ScheduleParams::new(p, m).with_costs(costs);
+            let generated = FAMILY.generate(&params).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(generated, schedule, "{name}");
+        }
+    }
+    assert_eq!(unrunnable, ["fusion-off-p2-m2-runtime", "fusion-off-p2-m2-b2f", "fusion-off-p2-m2-b1.5f-w0.5f"]);
+}
+
+#[test]
+fn bad_input_is_refused_with_hints() {
+    let no_vocab = ScheduleParams::new(4, 8).with_costs(Costs::fbw(1.0, 1.0, 1.0));
+    let cases = [
+        (no_vocab, "v-half-vocab splits the output layer by vocabulary, but these costs have no vocabulary layer"),
+        (params(4, 1), "v-half-vocab cannot run on 4 devices and 1 microbatch"),
+        (params(3, 9), "v-half-vocab cannot run on 3 devices and 9 microbatches"),
+    ];
+    for (params, start) in cases {
+        let e = FAMILY.generate(&params).expect_err(start).to_string();
+        assert!(e.starts_with(start) && e.contains("hint:"), "{e}");
+    }
+    let e = FAMILY.generate(&params(3, 9)).expect_err("odd").to_string();
+    assert!(e.contains("use --devices 2 or 4"), "{e}");
+    // Accepted at the edges: an even count from 2 microbatches, an odd one while M ≤ (P + 1)/2.
+    for (p, m) in [(2, 2), (4, 2), (8, 2), (3, 2), (5, 3), (7, 4)] {
+        FAMILY.generate(&params(p, m)).unwrap_or_else(|e| panic!("p {p} m {m}: {e}"));
+    }
+    for (p, m) in [(3, 3), (5, 4), (7, 5)] {
+        assert!(FAMILY.generate(&params(p, m)).is_err(), "p {p} m {m}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// From M = 3P on, every device holds P + 2 + 2·barriers chunk activations at its peak
+    /// (plain V-Half's P + 2, one more microbatch of a stage per barrier) and one S ahead of
+    /// its T; the simulator's peak, with W holding a forward's memory until it runs, is half
+    /// that in mem-f (a chunk is half a stage).
+    #[test]
+    fn memory_is_p_plus_two_chunks_plus_two_per_barrier(half in 1u32..5, extra in 0u32..16) {
+        let p = 2 * half;
+        let m = 3 * p + extra;
+        for fusion in [Fusion::On, Fusion::Off] {
+            let costs = params(p, m).costs;
+            let schedule = v_half_vocab(p, m, fusion, &StageCosts::new(&costs, &Placement::v_shape(p)));
+            let barriers = i64::from(schedule.vocab.expect("vocab").barriers);
+            for d in 0..p as usize {
+                prop_assert_eq!(live_peaks(&schedule, d), (i64::from(p) + 2 + 2 * barriers, 1), "{:?} p {} m {} device {}", fusion, p, m, d);
+            }
+        }
+        let run = crate::run(FAMILY.name, &params(p, m)).expect("simulates");
+        let want = f64::from(p + 4) / 2.0;
+        for device in &run.timeline.devices {
+            prop_assert!((device.peak_memory - want).abs() < 1e-9, "p {} m {}: peak {}", p, m, device.peak_memory);
+        }
+    }
+}
