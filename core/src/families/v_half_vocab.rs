@@ -35,7 +35,8 @@ pub const FAMILY: Family = Family {
     name: "v-half-vocab",
     title: "V-Half (vocabulary)",
     group: FamilyGroup::Vocabulary,
-    summary: "V-Half with the output and input layers split by vocabulary over every device; one barrier per microbatch",
+    summary:
+        "V-Half with the output and input layers split by vocabulary over every device; one barrier per microbatch",
     reference: "Yeung, Qi, Lin, Wan, Balancing Pipeline Parallelism with Vocabulary Parallelism (MLSys 2025)",
     url: "https://arxiv.org/abs/2411.05288",
     constraints: "a vocabulary (--s, --t or a model); sizes where the authors' fixed vocabulary times run \
@@ -81,7 +82,9 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     // runtime would wait for a collective that never comes); this family refuses.
     match simulate(&schedule, &StageCosts::for_schedule(&params.costs, &schedule)) {
         Ok(_) => Ok(schedule),
-        Err(SimError::Deadlock(stuck)) => Err(unrunnable(params, stuck.first().map(|s| (s.device, s.pass, s.waits_for)))),
+        Err(SimError::Deadlock(stuck)) => {
+            Err(unrunnable(params, stuck.first().map(|s| (s.device, s.pass, s.waits_for))))
+        }
         Err(SimError::Malformed(msg)) => Err(ParamError::new(
             Field::Schedule,
             format!("{} built an order the simulator cannot read (internal error): {msg}", FAMILY.name),
@@ -93,13 +96,15 @@ fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
 fn unrunnable(params: &ScheduleParams, first: Option<(u32, Pass, Pass)>) -> ParamError {
     let (p, m) = (params.devices, params.microbatches);
     let what = match first {
-        Some((device, pass, waits)) => format!(": device {device} would run {pass} before {waits}, which it waits for"),
-        None => String::new(),
+        Some((device, pass, waits)) => {
+            format!("at the authors' vocabulary times, device {device} runs {pass} before {waits}, which it waits for")
+        }
+        None => "at the authors' vocabulary times, a pass comes before one it waits for".to_string(),
     };
     let mut e = ParamError::new(
         if p % 2 == 1 { Field::Devices } else { Field::Microbatches },
         format!(
-            "{} cannot run on {} and {}: the authors' vocabulary times do not fit{what}",
+            "{} cannot run on {} and {}: {what}",
             FAMILY.name,
             counted(p, "device", "devices"),
             counted(m, "microbatch", "microbatches"),
@@ -224,8 +229,7 @@ fn vocab_times(
     let warmup = devices / 2 + 1;
     let input_f = (0..m).map(|i| if i >= warmup { s[i - warmup] } else { i as f64 - m as f64 }).collect();
     let makespan = times.iter().filter_map(|d| d.last()).map(|&(_, finish)| finish).fold(f64::NEG_INFINITY, f64::max);
-    let input_b =
-        (0..m).map(|i| if i + warmup + 2 < m { s[i + warmup + 2] } else { makespan + i as f64 }).collect();
+    let input_b = (0..m).map(|i| if i + warmup + 2 < m { s[i + warmup + 2] } else { makespan + i as f64 }).collect();
     VocabTimes { s, t, input_f, input_b }
 }
 
@@ -248,8 +252,11 @@ pub(crate) fn v_half_vocab_with_times(
         let d = device as u32;
         // The transformer passes first, then IF, T, S and IB by microbatch: the authors' list,
         // which a stable sort by start time keeps at equal times.
-        let mut timed: Vec<(f64, Pass)> =
-            order.iter().zip(device_times).map(|(&(part, mb), &(start, _))| (start, part.pass(d, mb, devices))).collect();
+        let mut timed: Vec<(f64, Pass)> = order
+            .iter()
+            .zip(device_times)
+            .map(|(&(part, mb), &(start, _))| (start, part.pass(d, mb, devices)))
+            .collect();
         let vocab: [(&[f64], fn(u32, u32) -> Pass); 4] =
             [(&vt.input_f, Pass::input_f), (&vt.t, Pass::t), (&vt.s, Pass::s), (&vt.input_b, Pass::input_b)];
         for (at, make) in vocab {

@@ -25,7 +25,11 @@ fn num(v: &Value, key: &str) -> f64 {
 fn case_costs(case: &Value) -> Costs {
     let c = &case["costs"];
     let vocab = VocabCosts::output(0.0, 0.0, 0.0);
-    Costs { comm: num(c, "comm"), vocab: Some(vocab), ..Costs::fbw(2.0 * num(c, "f"), 2.0 * num(c, "b"), 2.0 * num(c, "w")) }
+    Costs {
+        comm: num(c, "comm"),
+        vocab: Some(vocab),
+        ..Costs::fbw(2.0 * num(c, "f"), 2.0 * num(c, "b"), 2.0 * num(c, "w"))
+    }
 }
 
 fn fusion_of(case: &Value) -> Fusion {
