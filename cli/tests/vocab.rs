@@ -9,7 +9,7 @@ use common::{fails_with_hint, ok};
 fn vocabulary_families_refuse_bad_input_with_hints() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["simulate", "-s", "vocab-2", "-p", "4", "-m", "8"],
             "error: vocab-2 splits the output layer by vocabulary, but these costs have no vocabulary layer",
@@ -31,6 +31,18 @@ fn vocabulary_families_refuse_bad_input_with_hints() {
             "error: interlaced-vocab needs at least 7 microbatches on 4 devices, found 6",
         ),
         (&["simulate", "-s", "vocab-2", "-p", "4", "-m", "8", "--s", "-1"], "error: s must not be negative, found -1"),
+        (
+            &["simulate", "-s", "v-half-vocab", "-p", "4", "-m", "8"],
+            "error: v-half-vocab splits the output layer by vocabulary, but these costs have no vocabulary layer",
+        ),
+        (
+            &["simulate", "-s", "v-half-vocab", "-p", "3", "-m", "9", "--s", "1"],
+            "error: v-half-vocab cannot run on 3 devices and 9 microbatches: at the authors' vocabulary times, device 0 runs F(stage 0, mb 2) before IF(shard 0, mb 2)",
+        ),
+        (
+            &["simulate", "-s", "v-half-vocab", "-p", "4", "-m", "1", "--s", "1"],
+            "error: v-half-vocab cannot run on 4 devices and 1 microbatch: at the authors' vocabulary times, device 0 runs B(stage 7, mb 0) before S(shard 0, mb 0)",
+        ),
     ];
     for (args, start) in cases {
         let e = fails_with_hint(d, args, start);
@@ -63,4 +75,15 @@ fn a_vocabulary_schedule_reads_back_from_json_with_the_same_numbers() {
         assert_eq!(field(&direct, key), field(&back, key), "{key}");
     }
     assert_eq!(field(&direct, "peak_memory"), serde_json::json!(6.0));
+}
+
+#[test]
+fn v_half_vocab_runs_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(
+        dir.path(),
+        &["simulate", "-s", "v-half-vocab", "-p", "4", "-m", "16", "--s", "0.5", "--t", "1", "--comm", "0.1"],
+    );
+    assert!(out.starts_with("V-Half (vocabulary) · 4 devices · 16 microbatches"), "{out}");
+    assert!(out.contains("cost         79.6") && out.contains("peak memory  4 "), "{out}");
 }

@@ -8,8 +8,8 @@ use crate::analysis::{analyze, Analysis, AnalyzeError};
 use crate::error::{Field, ParamError};
 use crate::families::{
     chimera, dualpipe, dualpipe_v, gpipe, group_interleaved, hanayo, interlaced_vocab, interleaved, interleaved_zb,
-    one_f_one_b, one_f_one_b_v, seq1f1b, v_auto, v_half_min, vocab_1, vocab_2, zb_auto, zb_h1, zb_h2, zb_v,
-    zb_v_handcrafted, Family,
+    one_f_one_b, one_f_one_b_v, seq1f1b, v_auto, v_half_min, v_half_vocab, vocab_1, vocab_2, zb_auto, zb_h1, zb_h2,
+    zb_v, zb_v_handcrafted, Family,
 };
 use crate::optimal::{optimize_with_progress, same_problem, zb_opt, Budget, OptimalError, Optimum, Progress};
 use crate::params::ScheduleParams;
@@ -29,6 +29,7 @@ pub static FAMILIES: &[Family] = &[
     vocab_1::FAMILY,
     vocab_2::FAMILY,
     interlaced_vocab::FAMILY,
+    v_half_vocab::FAMILY,
     interleaved::FAMILY,
     interleaved::LOOPED_BFS,
     group_interleaved::FAMILY,

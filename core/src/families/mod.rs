@@ -23,6 +23,7 @@ pub(crate) mod v_auto;
 pub(crate) mod v_blocks;
 pub(crate) mod v_common;
 pub(crate) mod v_half_min;
+pub(crate) mod v_half_vocab;
 pub(crate) mod vocab_1;
 pub(crate) mod vocab_1f1b;
 pub(crate) mod vocab_2;
@@ -43,5 +44,7 @@ pub use formula::BubbleQuantity;
 mod appendix_a;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod v_half_vocab_tests;
 #[cfg(test)]
 mod vocab_tests;

@@ -113,7 +113,7 @@ fn generate(params: &ScheduleParams, setup: Setup) -> Result<Schedule, ParamErro
 ///
 /// Types `0..4` are [`Part`] indices (`F0 F1 B1 B0`); type 4 is every W when the chunks' W
 /// share one list, or chunk 1's W with type 5 chunk 0's when they are apart.
-type Lists = Vec<Vec<u32>>;
+pub(super) type Lists = Vec<Vec<u32>>;
 
 /// The V-Half or V-Min schedule, or `None` if a step fails (never for valid sizes).
 pub(super) fn greedy_schedule(devices: u32, microbatches: u32, setup: Setup) -> Option<Schedule> {
@@ -167,7 +167,7 @@ fn occupancy(lists: &[Vec<u32>]) -> Vec<u8> {
 /// slots, each input gradient adds a pending W and each empty slot takes the oldest pending W;
 /// what is left goes after the last pass. `split` keeps chunk 1's W (from `B1`, preferred) and
 /// chunk 0's (from `B0`) in two lists; otherwise one list holds both.
-fn put_w(lists: &mut Lists, split: bool) {
+pub(super) fn put_w(lists: &mut Lists, split: bool) {
     let at = occupancy(&lists[..4]);
     let mut pending = [0u32; 2];
     let mut placed: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
