@@ -19,7 +19,7 @@ use leptos::prelude::*;
 
 use components::{
     AttributionBar, BottleneckVerdict, ChartCard, CompareAllCard, CompareTable, DerivedTable, DeviceTable, EmbedView,
-    ErrorBanner, Header, SettingsPanel, StatTiles, StepTiles,
+    ErrorBanner, Header, Later, SettingsPanel, StatTiles, StepTiles,
 };
 use state::AppState;
 
@@ -46,6 +46,7 @@ pub fn App() -> impl IntoView {
     if embed {
         return view! { <EmbedView/> }.into_any();
     }
+    components::show_rest_at_the_latest(state);
     view! {
         <div class="app" data-computations=move || state.outcome.with(|o| o.id.to_string())>
             <Header/>
@@ -60,9 +61,12 @@ pub fn App() -> impl IntoView {
                     <AttributionBar/>
                     <CompareAllCard/>
                     <ChartCard/>
-                    <CompareTable/>
-                    <DerivedTable/>
-                    <DeviceTable/>
+                    // Below the first screen: built once the chart is painted.
+                    <Later>
+                        <CompareTable/>
+                        <DerivedTable/>
+                        <DeviceTable/>
+                    </Later>
                 </main>
                 <SettingsPanel/>
             </div>

@@ -351,6 +351,9 @@ pub struct AppState {
     pub url_warnings: RwSignal<Vec<String>>,
     /// `?embed=1`: only the chart.
     pub embed: bool,
+    /// Whether the parts of the page below the first screen are built: after the first chart
+    /// has been drawn and painted ([`crate::components::Later`]), so they do not delay it.
+    pub rest_shown: RwSignal<bool>,
 }
 
 /// The URL key of the theme (`theme=dark`).
@@ -627,6 +630,7 @@ impl AppState {
             measure: RwSignal::new(measure),
             url_warnings: RwSignal::new(warnings),
             embed,
+            rest_shown: RwSignal::new(false),
         }
     }
 

@@ -410,12 +410,32 @@ fn redraw(
     let _ = canvas.set_attribute("data-timings", &timings);
     chart.drawn.set_value(panels);
     if canvases.redraws.get_untracked() == 0 {
-        // Right after the first chart, before anyone can touch a control.
+        // Right after the first chart, before anyone can touch a control: the rest of the
+        // page, then the warm-up.
+        super::show_rest(state);
         schedule_warm_up(state, opts, WARM_UP_ROUNDS);
+        mark_first_frame(canvases.container);
     }
     canvases.redraws.update(|n| *n += 1);
     if let Some(el) = canvases.container.get() {
         let _ = el.set_attribute("data-redraws", &canvases.redraws.get_untracked().to_string());
+    }
+}
+
+/// Writes when the frame that shows the first chart runs (`data-first-frame`, milliseconds
+/// from navigation), for the browser benchmark: the next animation frame after the first
+/// redraw is the one that paints it.
+fn mark_first_frame(container: NodeRef<Div>) {
+    // The time the callback runs, not the frame's own timestamp, which can precede tasks that
+    // held the frame back.
+    let mark = Closure::once_into_js(move || {
+        let at = crate::state::now_ms();
+        if let Some(el) = container.get_untracked() {
+            let _ = el.set_attribute("data-first-frame", &format!("{at:.1}"));
+        }
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.request_animation_frame(mark.unchecked_ref());
     }
 }
 

@@ -25,11 +25,14 @@ pub fn Controls() -> impl IntoView {
         </Show>
         <super::ModelPanel/>
         <MemoryInputs/>
-        <CompareInputs/>
-        <Show when=no_file>
-            <super::ImportPanel/>
-        </Show>
-        <ResetButton/>
+        // Below the first screen: built once the chart is painted.
+        <super::Later>
+            <CompareInputs/>
+            <Show when=no_file>
+                <super::ImportPanel/>
+            </Show>
+            <ResetButton/>
+        </super::Later>
     }
 }
 
