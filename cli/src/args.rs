@@ -244,7 +244,7 @@ pub struct ModelArgs {
     /// a unit: `18.5ms,18.1ms,9.3ms`; or to a profiled run (its traces' folder or files, as
     /// `trace` reads them): its middle stage's fitted F, B, W, the runtime's overhead taken
     /// off. Other microbatch sizes, sequence lengths and layouts then follow.
-    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times, hide_short_help = true)]
+    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times, allow_hyphen_values = true, hide_short_help = true)]
     pub calibrate: Option<Calibrate>,
     /// The calibration `--calibrate` asked for, done once: the devices it was done on, the
     /// fitted spec and what the fit gave.
@@ -626,6 +626,7 @@ impl CostArgs {
         if !self.model.given() {
             return Ok(None);
         }
+        self.refuse_beside_costs_from()?;
         let hand = self.hand_set();
         if !hand.is_empty() {
             bail!(
@@ -638,11 +639,11 @@ impl CostArgs {
         Ok(Some(spec))
     }
 
-    /// The run `--costs-from` names, if given (read on first use).
-    pub fn measured(&self) -> Result<Option<&bubblescope::measured::MeasuredRun>> {
-        let Some(path) = &self.costs_from else { return Ok(None) };
-        if let Some(run) = self.measured.get() {
-            return Ok(Some(run));
+    /// Refuses the cost flags `--costs-from` sets itself (F, B, W, comm, the vocabulary's and
+    /// a model's), when it is given: one rule for every command.
+    fn refuse_beside_costs_from(&self) -> Result<()> {
+        if self.costs_from.is_none() {
+            return Ok(());
         }
         let mut given = self.hand_set();
         given.retain(|f| !["--mem-f", "--mem-w"].contains(f));
@@ -655,6 +656,16 @@ impl CostArgs {
                 given.join(", ")
             );
         }
+        Ok(())
+    }
+
+    /// The run `--costs-from` names, if given (read on first use).
+    pub fn measured(&self) -> Result<Option<&bubblescope::measured::MeasuredRun>> {
+        let Some(path) = &self.costs_from else { return Ok(None) };
+        if let Some(run) = self.measured.get() {
+            return Ok(Some(run));
+        }
+        self.refuse_beside_costs_from()?;
         let run = crate::input::load_run(std::slice::from_ref(path), None)?;
         note_disturbed(&run, path);
         Ok(Some(self.measured.get_or_init(|| run)))

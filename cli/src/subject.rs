@@ -137,11 +137,13 @@ pub fn reject_file_flags(file: &FileArgs) -> Result<()> {
     }
 }
 
-pub fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
+/// The family `--schedule` names, or the error when none is given (`reads_files`: the
+/// command also takes `--from FILE`, so the message offers it).
+pub fn required_schedule(fam: &FamilyArgs, reads_files: bool) -> Result<&str> {
     match fam.schedule.as_deref() {
         Some(name) => Ok(name),
         None => Err(user_error(
-            "--schedule (or --from FILE) is required",
+            if reads_files { "--schedule (or --from FILE) is required" } else { "--schedule is required" },
             &["pick one of the families `bubblescope list` prints, e.g. --schedule 1f1b"],
         )),
     }

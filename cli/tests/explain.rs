@@ -118,3 +118,10 @@ fn bad_settings_are_errors_with_a_hint() {
     common::fails_with_hint(&std::env::temp_dir(), &["explain", "-s", "zb-h1", "-p", "8", "-m", "2"], "zb-h1 needs");
     common::fails_with_hint(&std::env::temp_dir(), &["explain", "-p", "4"], "--schedule");
 }
+
+#[test]
+fn no_schedule_names_only_the_flags_explain_takes() {
+    // explain reads no file: its error must not offer --from FILE.
+    let e = common::fails_with_hint(&std::env::temp_dir(), &["explain", "-p", "4"], "--schedule is required");
+    assert!(!e.contains("--from"), "{e}");
+}

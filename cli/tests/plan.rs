@@ -540,3 +540,16 @@ fn a_balanced_split_beats_the_even_split_when_the_head_is_heavy() {
     let idle = |p: &Value| p["bubble_rate"].as_f64().unwrap();
     assert!(idle(best) < idle(even), "idle share {} against {}", idle(best), idle(even));
 }
+
+#[test]
+fn a_model_beside_costs_from_is_refused_as_simulate_refuses_it() {
+    // One rule: --costs-from sets the costs, so a model beside it is refused in plan too.
+    let dir = tempfile::tempdir().unwrap();
+    let run =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/traces/gpipe").display().to_string();
+    for command in [&["plan", "-p", "4", "--mem-limit", "80GiB"][..], &["simulate", "-s", "1f1b"][..]] {
+        let args = join(command, &["--model", "llama-3.2-1b", "--costs-from", &run]);
+        let e = fails_with_hint(dir.path(), &args, "model flags cannot be combined with --costs-from");
+        assert!(e.contains("hint: --costs-from sets F, B, W and comm from the run"), "{e}");
+    }
+}

@@ -37,7 +37,7 @@ Examples:
 pub fn run(args: &ExplainArgs) -> Result<()> {
     let params = args::params(&args.family, &args.costs)?;
     let units = args.costs.units();
-    let subject = generated(required_schedule(&args.family)?, params, units)?;
+    let subject = generated(required_schedule(&args.family, false)?, params, units)?;
     let explanation = subject.family.and_then(|f| f.explanation(&subject.params));
     if explanation.is_none() && args.json {
         eprintln!("note: {} has no closed form here; only the simulated values are given", subject.name);

@@ -82,7 +82,7 @@ fn compared_names(args: &RenderArgs, have_file: bool) -> Result<Vec<String>> {
         match (&args.input.family.schedule, have_file) {
             (Some(name), _) => vec![name.clone()],
             (None, true) => vec![],
-            (None, false) => vec![required_schedule(&args.input.family)?.to_string()],
+            (None, false) => vec![required_schedule(&args.input.family, true)?.to_string()],
         }
     } else {
         args.compare.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
