@@ -348,15 +348,26 @@ fn precision(text: &str) -> Result<bubblescope::model::Precision, String> {
 pub struct StepArgs {
     /// ZeRO stage: 0 replicated, 1 distributed optimizer, 2 sharded gradients, 3 fully
     /// sharded (FSDP) [default: 0].
-    #[arg(long, value_name = "Z", hide_short_help = true)]
+    #[arg(long, value_name = "Z", value_parser = zero_stage, hide_short_help = true)]
     pub zero: Option<u32>,
     /// GPUs in all: tp · pp · dp.
-    #[arg(long, value_name = "N", hide_short_help = true)]
+    #[arg(long, value_name = "N", value_parser = positive, hide_short_help = true)]
     pub gpus: Option<u32>,
     /// Sequences per step over every replica: sets the microbatches to global-batch /
     /// (dp · micro-batch).
-    #[arg(long = "global-batch", value_name = "N", hide_short_help = true)]
+    #[arg(long = "global-batch", value_name = "N", value_parser = positive, hide_short_help = true)]
     pub global_batch: Option<u32>,
+}
+
+/// A `--zero` value: a whole number, then core's rule (0 to 3), so `-1` gets the real range.
+pub(crate) fn zero_stage(text: &str) -> Result<u32, String> {
+    let value: i128 = text.trim().parse().map_err(|_| {
+        format!(
+            "expected a whole number, found `{}`\n  hint: --zero is the ZeRO stage: 0, 1, 2 or 3",
+            bubblescope::formats::sanitize(text)
+        )
+    })?;
+    bubblescope::step::check_zero(value).map_err(|e| e.to_string())
 }
 
 /// A `--rank-order` value (core's reader).

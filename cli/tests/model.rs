@@ -996,3 +996,9 @@ fn a_negative_calibration_gets_the_range_error_not_clap_s() {
     assert!(!e.contains("unexpected argument"), "{e}");
     assert!(e.contains("--calibrate") && e.contains("-1") && e.contains("\n  hint: "), "{e}");
 }
+
+#[test]
+fn an_efficiency_just_above_1_prints_the_digits_that_break_the_rule() {
+    let e = fails(&["simulate", "-s", "1f1b", "--model", "llama-3.2-1b", "--gemm-efficiency", "1.0000001"]);
+    assert!(e.contains("gemm-efficiency must be above 0 and at most 1, found 1.0000001\n"), "{e}");
+}

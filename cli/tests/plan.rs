@@ -553,3 +553,30 @@ fn a_model_beside_costs_from_is_refused_as_simulate_refuses_it() {
         assert!(e.contains("hint: --costs-from sets F, B, W and comm from the run"), "{e}");
     }
 }
+
+#[test]
+fn a_layout_without_e_and_l_is_blamed_on_the_layout_not_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["plan", "--gpus", "4", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--layout", "t*4|t*4|t*4|t*4"];
+    let e = fails_with_hint(dir.path(), &args, "the layout has 0 embeddings (E) and 0 LM heads (L), expected one of each");
+    assert!(e.contains("hint: put `E` in the first stage and `L` in the last"), "{e}");
+    assert!(!e.contains("under the limit") && !e.contains("raise --mem-limit"), "{e}");
+    // Splits all left out for their stage count: the limit is not why either.
+    let args = [
+        "plan",
+        "--gpus",
+        "3",
+        "--tp",
+        "1",
+        "--dp",
+        "1",
+        "--model",
+        "llama-3.2-1b",
+        "--mem-limit",
+        "80GiB",
+        "--layout",
+        "Et*4|t*4|t*4|t*4L",
+    ];
+    let e = fails_with_hint(dir.path(), &args, "no split of 3 GPUs can run this model (");
+    assert!(!e.contains("raise --mem-limit"), "{e}");
+}

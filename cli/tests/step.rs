@@ -319,3 +319,17 @@ fn global_batch_and_an_explicit_m_must_agree() {
     assert_eq!(agree, step_of(&["-s", "1f1b", "--model", "llama-3-8b", "--global-batch", "64"]));
     assert_eq!(agree["global_batch"].as_u64(), Some(64));
 }
+
+#[test]
+fn negative_step_counts_name_their_rule() {
+    // Read wide: -1 gets the flag's own range, not clap's "not in 0..=4294967295".
+    for command in [&["simulate", "-s", "1f1b"][..], &["plan", "-p", "4", "--mem-limit", "80GiB"][..]] {
+        let e = fails(&common::join(command, &["--model", "llama-3.2-1b", "--zero", "-1"]));
+        assert!(e.contains("zero must be 0, 1, 2 or 3, found -1\n  hint: "), "{e}");
+        assert!(!e.contains("4294967295"), "{e}");
+    }
+    for flag in ["--gpus", "--global-batch"] {
+        let e = fails(&["simulate", "-s", "1f1b", "--model", "llama-3.2-1b", flag, "-1"]);
+        assert!(e.contains("must be at least 1, found -1\n  hint: "), "{flag}: {e}");
+    }
+}

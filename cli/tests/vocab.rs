@@ -9,7 +9,7 @@ use common::{fails_with_hint, ok};
 fn vocabulary_families_refuse_bad_input_with_hints() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["simulate", "-s", "vocab-2", "-p", "4", "-m", "8"],
             "error: vocab-2 splits the output layer by vocabulary, but these costs have no vocabulary layer",
@@ -20,7 +20,7 @@ fn vocabulary_families_refuse_bad_input_with_hints() {
         ),
         (
             &["simulate", "-s", "vocab-2", "-p", "4", "-m", "8", "--s", "0.5", "--b", "0.2", "--w", "0.2"],
-            "error: vocab-2 assumes a stage's backward takes at least its forward, found b 0.4 < f 1",
+            "error: vocab-2 assumes a stage's backward takes at least its forward, found b + w = 0.4 < f = 1",
         ),
         (
             &["simulate", "-s", "interlaced-vocab", "-p", "3", "-m", "8", "--s", "0.5"],
@@ -31,6 +31,11 @@ fn vocabulary_families_refuse_bad_input_with_hints() {
             "error: interlaced-vocab needs at least 7 microbatches on 4 devices, found 6",
         ),
         (&["simulate", "-s", "vocab-2", "-p", "4", "-m", "8", "--s", "-1"], "error: s must not be negative, found -1"),
+        // Per-device costs: the stage that breaks it, with its own values, not the means.
+        (
+            &["simulate", "-s", "vocab-1", "-p", "4", "-m", "8", "--s", "1", "--f", "3,4,5,6", "--b", "2", "--w", "0"],
+            "error: vocab-1 assumes a stage's backward takes at least its forward, found stage 0's b + w = 2 < f = 3",
+        ),
     ];
     for (args, start) in cases {
         let e = fails_with_hint(d, args, start);

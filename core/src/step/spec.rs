@@ -139,11 +139,7 @@ impl StepSpec {
     /// A [`ParamError`] when the GPUs are not `tp · pp · dp` or the stage is not 0 to 3.
     pub fn check(&self, model: &Model, pp: u32) -> Result<(u32, u32), ParamError> {
         let dp = self.dp(model, pp)?;
-        let zero = self.zero.unwrap_or(0);
-        if zero > 3 {
-            return Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}"))
-                .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)"));
-        }
+        let zero = check_zero(i128::from(self.zero.unwrap_or(0)))?;
         Ok((dp, zero))
     }
 
@@ -199,6 +195,18 @@ impl StepPlan {
     pub fn node_of_device(&self, tp: u32, gpus_per_node: u32, k: u32) -> u64 {
         let (_, stride) = self.strides(tp);
         stride * u64::from(k) / u64::from(gpus_per_node.max(1))
+    }
+}
+
+/// A ZeRO stage: 0, 1, 2 or 3 (read wide, so `-1` gets the real range).
+///
+/// # Errors
+/// A [`ParamError`] on [`Field::Zero`] otherwise.
+pub fn check_zero(zero: i128) -> Result<u32, ParamError> {
+    match u32::try_from(zero) {
+        Ok(z) if z <= 3 => Ok(z),
+        _ => Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}"))
+            .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)")),
     }
 }
 
