@@ -580,3 +580,13 @@ fn a_layout_without_e_and_l_is_blamed_on_the_layout_not_the_limit() {
     let e = fails_with_hint(dir.path(), &args, "no split of 3 GPUs can run this model (");
     assert!(!e.contains("raise --mem-limit"), "{e}");
 }
+
+#[test]
+fn static_memory_is_capped_as_the_memory_limit_is() {
+    let dir = tempfile::tempdir().unwrap();
+    for (value, shown) in [("1e300", "1e300"), ("-1", "-1"), ("2e15", "2e15")] {
+        let args = ["plan", "-p", "4", "--mem-limit", "100", "--static-memory", value];
+        let e = fails_with_hint(dir.path(), &args, "static-memory must be a size from 0 to 1125899906842624 (1 PiB in bytes)");
+        assert!(e.contains(&format!("found {shown}\n")), "{value}: {e}");
+    }
+}

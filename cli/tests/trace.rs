@@ -503,3 +503,23 @@ fn a_damaged_span_in_the_step_is_named_with_its_ts() {
     let cut = out["fitted"]["outliers"].as_array().unwrap().iter().find(|o| o["action"] == "3F0").expect("3F0 listed");
     assert!(cut["work_ratio"].as_f64().unwrap() < 0.01 && cut["ratio"] == cut["work_ratio"], "{cut}");
 }
+
+/// A pass of no work among passes of none (0 / 0) is no outlier, and no ratio prints as
+/// `inf×` or reads back as null: csv-zb-v-handcrafted's step 1 has such an I.
+#[test]
+fn a_zero_work_median_gives_no_infinite_ratio() {
+    let d = &std::env::temp_dir();
+    let mut runs: Vec<(String, Vec<&str>)> = labelled_runs().into_iter().map(|n| (fixture(&n), vec![])).collect();
+    runs.push((fixture("csv-zb-v-handcrafted"), vec!["--step=1"]));
+    for (run, extra) in &runs {
+        let args: Vec<&str> = [&["trace", run.as_str()][..], extra].concat();
+        let text = ok(d, &args);
+        assert!(!text.contains("inf×") && !text.contains("inf "), "{run}: {text}");
+        let v: Value = serde_json::from_str(&ok(d, &[&args[..], &["--json"]].concat())).unwrap();
+        for o in v["fitted"]["outliers"].as_array().unwrap() {
+            assert!(o["ratio"].is_number() && o["work_ratio"].is_number(), "{run}: {o}");
+        }
+    }
+    let text = ok(d, &["trace", &fixture("csv-zb-v-handcrafted"), "--step=1"]);
+    assert!(text.contains("0I1") && text.contains("(work 0 µs)"), "{text}");
+}
