@@ -28,6 +28,9 @@ pub struct Subject {
 
 /// Generates family `name` (any spelling [`family`] accepts) at `params`.
 pub fn generated(name: &str, params: ScheduleParams, units: Units) -> Result<Subject> {
+    if let Some(e) = family(name).and_then(|f| bubblescope::families::unused_vocabulary(&[f], &params.costs)) {
+        return Err(anyhow::anyhow!("{e}"));
+    }
     let schedule = generate(name, &params).map_err(|e| anyhow::anyhow!("{e}"))?;
     analyzed(name, schedule, params, units)
 }

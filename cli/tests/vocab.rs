@@ -69,3 +69,21 @@ fn a_vocabulary_schedule_reads_back_from_json_with_the_same_numbers() {
     }
     assert_eq!(field(&direct, "peak_memory"), serde_json::json!(6.0));
 }
+
+#[test]
+fn vocabulary_costs_on_a_family_without_a_vocabulary_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let says = "1f1b does not split the output layer by vocabulary, so s and t (its shards' times) would change nothing";
+    for args in [
+        &["simulate", "-s", "1f1b", "--s", "2"][..],
+        &["simulate", "-s", "1f1b", "--t", "2"][..],
+        &["explain", "-s", "1f1b", "--s", "2"][..],
+        &["render", "-s", "1f1b", "--s", "2", "-o", "x.svg"][..],
+    ] {
+        let e = fails_with_hint(d, args, says);
+        assert!(e.contains("hint: remove --s and --t, or pick a vocabulary-parallel family"), "{args:?}: {e}");
+    }
+    // A comparison with a family that reads them takes them.
+    ok(d, &["render", "--compare", "1f1b,vocab-1", "--s", "0.5", "-o", "x.svg"]);
+}
