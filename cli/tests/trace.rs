@@ -523,3 +523,27 @@ fn a_zero_work_median_gives_no_infinite_ratio() {
     let text = ok(d, &["trace", &fixture("csv-zb-v-handcrafted"), "--step=1"]);
     assert!(text.contains("0I1") && text.contains("(work 0 µs)"), "{text}");
 }
+
+/// Found by the fourth hostile pass: a span whose dur runs past the profiler step's end was
+/// "outside profiler step" or "cut off or mixed", and a span moved early in the step gave a
+/// deadlock naming no rank or ts. Each now names the event, its rank and its ts.
+#[test]
+fn a_span_past_the_steps_end_or_moved_in_it_is_named_with_its_ts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ts = |v: f64| bubblescope::units::format_number(v, 3);
+    let (run, at, dur) = damaged_zbv(d, "past", |e| e["dur"] = (e["dur"].as_f64().unwrap() * 100.0).into());
+    let e = fails_with_hint(
+        d,
+        &["trace", &run],
+        &format!("(rank 0): the event `PP:3F0` at ts {} lasts dur {} µs, past the end of profiler step 2 at ts ", ts(at), ts(100.0 * dur)),
+    );
+    assert!(e.contains("its dur (or its ts) is damaged") && !e.contains("cut off or mixed"), "{e}");
+    let (run, at, _) = damaged_zbv(d, "early", |e| e["ts"] = (e["ts"].as_f64().unwrap() - 30_000.0).into());
+    let e = fails_with_hint(
+        d,
+        &["trace", &run],
+        &format!("(rank 0): the executed orders do not form one pipeline schedule at the event `PP:3F0` (ts {})", ts(at - 30_000.0)),
+    );
+    assert!(e.contains("deadlock"), "{e}");
+}
