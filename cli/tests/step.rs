@@ -333,3 +333,26 @@ fn negative_step_counts_name_their_rule() {
         assert!(e.contains("must be at least 1, found -1\n  hint: "), "{flag}: {e}");
     }
 }
+
+/// Found by the fourth hostile pass: flags at a setting where they change nothing were taken
+/// without a word. Each is now noted with a hint, as other unused settings are.
+#[test]
+fn flags_without_effect_at_their_setting_are_noted() {
+    let base = ["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b"];
+    let cases: [(&[&str], &str); 5] = [
+        (&["--rank-order", "tp-pp-dp"], "note: --rank-order tp-pp-dp has no effect with one data-parallel replica (dp 1)"),
+        (&["--zero", "1"], "note: --zero 1 has no effect with one data-parallel replica (dp 1)"),
+        (&["--gpus", "4"], "note: --gpus 4 are one pipeline's GPUs (tp · pp): one replica, as without it"),
+        (&["--sequence-parallel", "false"], "note: --sequence-parallel false has no effect at tp 1"),
+        (&["--tp-overlap"], "note: --tp-overlap true has no effect at tp 1"),
+    ];
+    for (flags, says) in cases {
+        let said = common::ok_stderr(&root(), &common::join(&base, flags));
+        assert!(said.contains(says) && said.contains("\n  hint: "), "{flags:?}: {said}");
+    }
+    // Where they act, nothing is said.
+    for flags in [&["--dp", "2", "--zero", "1", "--rank-order", "tp-pp-dp"][..], &["--tp", "2", "--tp-overlap"][..]] {
+        let said = common::ok_stderr(&root(), &common::join(&base, flags));
+        assert!(!said.contains("has no effect"), "{flags:?}: {said}");
+    }
+}

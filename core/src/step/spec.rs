@@ -198,6 +198,43 @@ impl StepPlan {
     }
 }
 
+/// The flags given that change nothing at their setting, each a note that opens with its
+/// name (the CLI prefixes `--`) and ends with a hint: `rank-order` and ZeRO with one
+/// data-parallel replica (`dp`), `gpus` that leave one replica (not given `--dp`), and
+/// sequence parallelism or TP overlap without tensor parallelism (`tp`).
+pub fn without_effect(model: &crate::model::ModelSpec, step: &StepSpec, tp: u32, dp: u32) -> Vec<String> {
+    let mut notes = Vec::new();
+    if dp <= 1 {
+        if let Some(order) = model.rank_order {
+            notes.push(format!(
+                "rank-order {} has no effect with one data-parallel replica (dp 1): both orders fill the nodes alike\n  hint: give --dp above 1, or drop --rank-order",
+                order.name()
+            ));
+        }
+        if let Some(z) = step.zero.filter(|z| *z > 0) {
+            notes.push(format!(
+                "zero {z} has no effect with one data-parallel replica (dp 1): ZeRO shards over the replicas\n  hint: give --dp (or --gpus) for more replicas, or drop --zero"
+            ));
+        }
+        if let (Some(g), None) = (step.gpus, model.dp) {
+            notes.push(format!(
+                "gpus {g} are one pipeline's GPUs (tp · pp): one replica, as without it\n  hint: give more GPUs for data-parallel replicas, or drop --gpus"
+            ));
+        }
+    }
+    if tp <= 1 {
+        let flags = [("sequence-parallel", model.sequence_parallel), ("tp-overlap", model.tp_overlap)];
+        for (name, value) in flags {
+            if let Some(v) = value {
+                notes.push(format!(
+                    "{name} {v} has no effect at tp 1: it changes how a tensor-parallel group splits its work\n  hint: give --tp above 1, or drop --{name}"
+                ));
+            }
+        }
+    }
+    notes
+}
+
 /// A ZeRO stage: 0, 1, 2 or 3 (read wide, so `-1` gets the real range).
 ///
 /// # Errors
