@@ -350,6 +350,12 @@ fn flags_without_effect_at_their_setting_are_noted() {
         let said = common::ok_stderr(&root(), &common::join(&base, flags));
         assert!(said.contains(says) && said.contains("\n  hint: "), "{flags:?}: {said}");
     }
+    // Render draws the step, and sweep runs every family with it: both say so too.
+    for command in [&["render", "-s", "1f1b", "-o", "-"][..], &["sweep", "--schedules", "1f1b,zb-v"][..]] {
+        let args = common::join(command, &["-p", "4", "-m", "8", "--model", "llama-3-8b", "--rank-order", "tp-pp-dp"]);
+        let said = common::ok_stderr(&root(), &args);
+        assert!(said.contains("note: --rank-order tp-pp-dp has no effect"), "{command:?}: {said}");
+    }
     // Where they act, nothing is said.
     for flags in [&["--dp", "2", "--zero", "1", "--rank-order", "tp-pp-dp"][..], &["--tp", "2", "--tp-overlap"][..]] {
         let said = common::ok_stderr(&root(), &common::join(&base, flags));
