@@ -985,7 +985,9 @@ fn shares_without_a_layer_are_listed_as_they_are() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
-        e.contains("note: 16 layers on 4 devices: shares 0 and 3 hold no transformer layer, only the embedding or the LM head"),
+        e.contains(
+            "note: 16 layers on 4 devices: shares 0 and 3 hold no transformer layer, only the embedding or the LM head"
+        ),
         "{e}"
     );
 }

@@ -340,7 +340,10 @@ fn negative_step_counts_name_their_rule() {
 fn flags_without_effect_at_their_setting_are_noted() {
     let base = ["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b"];
     let cases: [(&[&str], &str); 5] = [
-        (&["--rank-order", "tp-pp-dp"], "note: --rank-order tp-pp-dp has no effect with one data-parallel replica (dp 1)"),
+        (
+            &["--rank-order", "tp-pp-dp"],
+            "note: --rank-order tp-pp-dp has no effect with one data-parallel replica (dp 1)",
+        ),
         (&["--zero", "1"], "note: --zero 1 has no effect with one data-parallel replica (dp 1)"),
         (&["--gpus", "4"], "note: --gpus 4 are one pipeline's GPUs (tp · pp): one replica, as without it"),
         (&["--sequence-parallel", "false"], "note: --sequence-parallel false has no effect at tp 1"),

@@ -536,14 +536,21 @@ fn a_span_past_the_steps_end_or_moved_in_it_is_named_with_its_ts() {
     let e = fails_with_hint(
         d,
         &["trace", &run],
-        &format!("(rank 0): the event `PP:3F0` at ts {} lasts dur {} µs, past the end of profiler step 2 at ts ", ts(at), ts(100.0 * dur)),
+        &format!(
+            "(rank 0): the event `PP:3F0` at ts {} lasts dur {} µs, past the end of profiler step 2 at ts ",
+            ts(at),
+            ts(100.0 * dur)
+        ),
     );
     assert!(e.contains("its dur (or its ts) is damaged") && !e.contains("cut off or mixed"), "{e}");
     let (run, at, _) = damaged_zbv(d, "early", |e| e["ts"] = (e["ts"].as_f64().unwrap() - 30_000.0).into());
     let e = fails_with_hint(
         d,
         &["trace", &run],
-        &format!("(rank 0): the executed orders do not form one pipeline schedule at the event `PP:3F0` (ts {})", ts(at - 30_000.0)),
+        &format!(
+            "(rank 0): the executed orders do not form one pipeline schedule at the event `PP:3F0` (ts {})",
+            ts(at - 30_000.0)
+        ),
     );
     assert!(e.contains("deadlock"), "{e}");
 }

@@ -74,7 +74,8 @@ fn a_vocabulary_schedule_reads_back_from_json_with_the_same_numbers() {
 fn vocabulary_costs_on_a_family_without_a_vocabulary_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let says = "1f1b does not split the output layer by vocabulary, so s and t (its shards' times) would change nothing";
+    let says =
+        "1f1b does not split the output layer by vocabulary, so s and t (its shards' times) would change nothing";
     for args in [
         &["simulate", "-s", "1f1b", "--s", "2"][..],
         &["simulate", "-s", "1f1b", "--t", "2"][..],

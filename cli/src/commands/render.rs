@@ -164,7 +164,8 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     let names = compared_names(args, !subjects.is_empty())?;
     // Vocabulary costs with no family that reads them (a file's own schedule may).
     let compared: Vec<&bubblescope::Family> = names.iter().filter_map(|n| family(n)).collect();
-    if let Some(e) = bubblescope::families::unused_vocabulary(&compared, &params.costs).filter(|_| file.from.is_none()) {
+    if let Some(e) = bubblescope::families::unused_vocabulary(&compared, &params.costs).filter(|_| file.from.is_none())
+    {
         return Err(anyhow::anyhow!("{e}"));
     }
     // The pass cap holds for everything drawn: every family's exact pass count comes from

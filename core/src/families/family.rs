@@ -464,4 +464,3 @@ pub fn unused_vocabulary(families: &[&Family], costs: &crate::params::Costs) -> 
         .hint("remove --s and --t, or pick a vocabulary-parallel family: vocab-1, vocab-2 or interlaced-vocab"),
     )
 }
-

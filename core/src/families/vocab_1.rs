@@ -6,7 +6,7 @@
 //! more warm-up forward than Vocab-2: rank `r` holds `p + 2 − r` microbatches of activation.
 
 use super::vocab_1f1b::{vocab_1f1b, Barriers};
-use super::vocab_common::{check_fsm_costs, check_stage_backwards, check_microbatches, vocab_costs};
+use super::vocab_common::{check_fsm_costs, check_microbatches, check_stage_backwards, vocab_costs};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;

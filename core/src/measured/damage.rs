@@ -191,9 +191,8 @@ fn misplaced(view: &StepView, rank: usize, pass: Pass) -> Option<TraceError> {
     let found: Vec<&Span> = trace.spans.iter().filter(|s| s.track == view.track && holds(s)).collect();
     let inside = |s: &Span| s.start >= window.0 - 1e-6 && s.end <= window.1 + 1e-6;
     if let Some(span) = found.iter().find(|s| inside(s)) {
-        let holds = |h: &Span| {
-            h.start <= span.start && span.end <= h.end && !std::ptr::eq(h, *span) && h.label != span.label
-        };
+        let holds =
+            |h: &Span| h.start <= span.start && span.end <= h.end && !std::ptr::eq(h, *span) && h.label != span.label;
         let Some(holder) = view.compute.get(rank)?.iter().map(|(s, _)| *s).find(|h| holds(h)) else {
             // A holder the step left out, as it runs past the step's end: its dur is damaged.
             let long = trace.spans.iter().find(|h| h.track == view.track && holds(h) && h.end > window.1 + 1e-6)?;

@@ -141,7 +141,10 @@ mod tests {
     #[test]
     fn svg_font_sizes_print_without_noise() {
         let svg = r#"<text font-size="13.000000000000002" x="1">a</text><text font-size="11">b</text>"#;
-        assert_eq!(font_sizes_without_noise(svg), r#"<text font-size="13" x="1">a</text><text font-size="11">b</text>"#);
+        assert_eq!(
+            font_sizes_without_noise(svg),
+            r#"<text font-size="13" x="1">a</text><text font-size="11">b</text>"#
+        );
         assert_eq!(font_sizes_without_noise("font-size=\"x"), "font-size=\"x");
     }
 }

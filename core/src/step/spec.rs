@@ -242,8 +242,9 @@ pub fn without_effect(model: &crate::model::ModelSpec, step: &StepSpec, tp: u32,
 pub fn check_zero(zero: i128) -> Result<u32, ParamError> {
     match u32::try_from(zero) {
         Ok(z) if z <= 3 => Ok(z),
-        _ => Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}"))
-            .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)")),
+        _ => Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}")).hint(
+            "0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)",
+        )),
     }
 }
 
