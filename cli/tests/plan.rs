@@ -598,3 +598,13 @@ fn static_memory_is_capped_as_the_memory_limit_is() {
         assert!(e.contains(&format!("found {shown}\n")), "{value}: {e}");
     }
 }
+
+#[test]
+fn plan_on_one_pipeline_notes_flags_without_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["plan", "-p", "4", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--zero", "1", "--top", "1"];
+    let said = ok_stderr(dir.path(), &args);
+    assert!(said.contains("note: --zero 1 has no effect with one data-parallel replica (dp 1)"), "{said}");
+    let said = ok_stderr(dir.path(), &join(&args, &["--dp", "2"]));
+    assert!(!said.contains("has no effect"), "{said}");
+}

@@ -134,6 +134,14 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     // What the search leaves out, said once its candidates are known and before it runs.
     if let Some(p) = args.devices {
         note_one_pipeline(args, model.as_ref(), p, keep_micro_batch);
+        // On one pipeline the flags that change nothing there are said, as simulate says them.
+        if let Some(m) = &model {
+            if let Ok((dp, _)) = spec.step.check(m, p) {
+                for note in bubblescope::step::without_effect(&costs.model.spec(), &spec.step, m.tp, dp) {
+                    eprintln!("note: --{note}");
+                }
+            }
+        }
     }
     let total = candidates.len();
     let mut found = PlanSearch::collect(crate::parallel::run_parallel(candidates, evaluate));
