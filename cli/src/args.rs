@@ -244,7 +244,7 @@ pub struct ModelArgs {
     /// a unit: `18.5ms,18.1ms,9.3ms`; or to a profiled run (its traces' folder or files, as
     /// `trace` reads them): its middle stage's fitted F, B, W, the runtime's overhead taken
     /// off. Other microbatch sizes, sequence lengths and layouts then follow.
-    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times, hide_short_help = true)]
+    #[arg(long, value_name = "F,B,W|RUN", value_parser = calibrate_times, allow_hyphen_values = true, hide_short_help = true)]
     pub calibrate: Option<Calibrate>,
     /// The calibration `--calibrate` asked for, done once: the devices it was done on, the
     /// fitted spec and what the fit gave.
@@ -348,15 +348,26 @@ fn precision(text: &str) -> Result<bubblescope::model::Precision, String> {
 pub struct StepArgs {
     /// ZeRO stage: 0 replicated, 1 distributed optimizer, 2 sharded gradients, 3 fully
     /// sharded (FSDP) [default: 0].
-    #[arg(long, value_name = "Z", hide_short_help = true)]
+    #[arg(long, value_name = "Z", value_parser = zero_stage, hide_short_help = true)]
     pub zero: Option<u32>,
     /// GPUs in all: tp · pp · dp.
-    #[arg(long, value_name = "N", hide_short_help = true)]
+    #[arg(long, value_name = "N", value_parser = positive, hide_short_help = true)]
     pub gpus: Option<u32>,
     /// Sequences per step over every replica: sets the microbatches to global-batch /
     /// (dp · micro-batch).
-    #[arg(long = "global-batch", value_name = "N", hide_short_help = true)]
+    #[arg(long = "global-batch", value_name = "N", value_parser = positive, hide_short_help = true)]
     pub global_batch: Option<u32>,
+}
+
+/// A `--zero` value: a whole number, then core's rule (0 to 3), so `-1` gets the real range.
+pub(crate) fn zero_stage(text: &str) -> Result<u32, String> {
+    let value: i128 = text.trim().parse().map_err(|_| {
+        format!(
+            "expected a whole number, found `{}`\n  hint: --zero is the ZeRO stage: 0, 1, 2 or 3",
+            bubblescope::formats::sanitize(text)
+        )
+    })?;
+    bubblescope::step::check_zero(value).map_err(|e| e.to_string())
 }
 
 /// A `--rank-order` value (core's reader).
@@ -626,6 +637,7 @@ impl CostArgs {
         if !self.model.given() {
             return Ok(None);
         }
+        self.refuse_beside_costs_from()?;
         let hand = self.hand_set();
         if !hand.is_empty() {
             bail!(
@@ -638,11 +650,11 @@ impl CostArgs {
         Ok(Some(spec))
     }
 
-    /// The run `--costs-from` names, if given (read on first use).
-    pub fn measured(&self) -> Result<Option<&bubblescope::measured::MeasuredRun>> {
-        let Some(path) = &self.costs_from else { return Ok(None) };
-        if let Some(run) = self.measured.get() {
-            return Ok(Some(run));
+    /// Refuses the cost flags `--costs-from` sets itself (F, B, W, comm, the vocabulary's and
+    /// a model's), when it is given: one rule for every command.
+    fn refuse_beside_costs_from(&self) -> Result<()> {
+        if self.costs_from.is_none() {
+            return Ok(());
         }
         let mut given = self.hand_set();
         given.retain(|f| !["--mem-f", "--mem-w"].contains(f));
@@ -655,6 +667,16 @@ impl CostArgs {
                 given.join(", ")
             );
         }
+        Ok(())
+    }
+
+    /// The run `--costs-from` names, if given (read on first use).
+    pub fn measured(&self) -> Result<Option<&bubblescope::measured::MeasuredRun>> {
+        let Some(path) = &self.costs_from else { return Ok(None) };
+        if let Some(run) = self.measured.get() {
+            return Ok(Some(run));
+        }
+        self.refuse_beside_costs_from()?;
         let run = crate::input::load_run(std::slice::from_ref(path), None)?;
         note_disturbed(&run, path);
         Ok(Some(self.measured.get_or_init(|| run)))

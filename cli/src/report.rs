@@ -199,9 +199,11 @@ pub fn table(
 ) -> String {
     let s = &a.stats;
     let c = &params.costs;
-    let n = |v: f64| format_number(v, 4);
+    // Times at the run's scale, memory at its peak's: tiny costs print their digits, never 0.
+    let n = |v: f64| bubblescope::units::format_at_scale(v, s.cost);
+    let nm = |v: f64| bubblescope::units::format_at_scale(v, s.peak_memory);
     // A cost too small for 4 decimals prints in exponent form, never as 0.
-    let cn = |v: f64| if v != 0.0 && v.abs() < 1e-4 { short_number(v) } else { n(v) };
+    let cn = |v: f64| if v != 0.0 && v.abs() < 1e-4 { short_number(v) } else { format_number(v, 4) };
     let mut out = String::new();
     let _ = writeln!(out, "{title}");
     // Per-device shares when they differ (`F 1,1,1,3`), in µs and bytes for a model.
@@ -268,7 +270,12 @@ pub fn table(
             }
             _ => note.to_string(),
         };
-        let _ = writeln!(out, "{label:<12} {:<12} {note}", n(value));
+        let shown = match label {
+            "peak memory" => nm(value),
+            "bubble rate" | "" => format_number(value, 4),
+            _ => n(value),
+        };
+        let _ = writeln!(out, "{label:<12} {shown:<12} {note}");
     }
     // A measured run re-simulates at its own times; a planned one needs only the overall part.
     let overall = if a.times.is_some() {
@@ -288,7 +295,7 @@ pub fn table(
         );
     }
     if let Some(t) = bubblescope::passes::report(&a.schedule, c) {
-        let size = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { n(v) };
+        let size = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { nm(v) };
         let most = t.recompute.iter().copied().fold(0.0, f64::max);
         let offloaded: usize = t.offloaded.iter().sum();
         let _ = writeln!(
@@ -320,7 +327,7 @@ pub fn table(
             n(c)
         ),
     };
-    let mem = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { n(v) };
+    let mem = |v: f64| if derived.is_some() { bubblescope::units::format_bytes(v) } else { nm(v) };
     let (value, standing) = match bound.standing {
         Standing::Meets => (n(lb.value), format!("met: no order is cheaper: {why}")),
         Standing::Within(excess) => (n(lb.value), format!("within {}% of it: {why}", format_number(100.0 * excess, 1))),
@@ -379,7 +386,7 @@ pub fn table(
             n(d.idle),
             format_number(d.bubble_rate, 4),
             format_number(s.idle_share(d.device as usize), 4),
-            n(d.peak_memory)
+            nm(d.peak_memory)
         );
     }
     let _ = writeln!(

@@ -49,7 +49,12 @@ pub fn compute(costs: &CostArgs, step: &StepArgs, analysis: &Analysis, devices: 
         Some(text) => bubblescope::trade::parse_recompute(text).map_err(flag_error)?,
         None => Vec::new(),
     };
-    Ok(Some(bubblescope::step::whole(&model, &step.spec(), analysis, &recompute).map_err(flag_error)?))
+    let whole = bubblescope::step::whole(&model, &step.spec(), analysis, &recompute).map_err(flag_error)?;
+    // Flags that change nothing at this setting are said, as other unused settings are.
+    for note in bubblescope::step::without_effect(&costs.model.spec(), &step.spec(), model.tp, whole.dp_degree) {
+        eprintln!("note: --{note}");
+    }
+    Ok(Some(whole))
 }
 
 /// The step as JSON: its times in µs, throughput, utilisation, and the strips.

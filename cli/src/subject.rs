@@ -28,6 +28,9 @@ pub struct Subject {
 
 /// Generates family `name` (any spelling [`family`] accepts) at `params`.
 pub fn generated(name: &str, params: ScheduleParams, units: Units) -> Result<Subject> {
+    if let Some(e) = family(name).and_then(|f| bubblescope::families::unused_vocabulary(&[f], &params.costs)) {
+        return Err(anyhow::anyhow!("{e}"));
+    }
     let schedule = generate(name, &params).map_err(|e| anyhow::anyhow!("{e}"))?;
     analyzed(name, schedule, params, units)
 }
@@ -137,11 +140,13 @@ pub fn reject_file_flags(file: &FileArgs) -> Result<()> {
     }
 }
 
-pub fn required_schedule(fam: &FamilyArgs) -> Result<&str> {
+/// The family `--schedule` names, or the error when none is given (`reads_files`: the
+/// command also takes `--from FILE`, so the message offers it).
+pub fn required_schedule(fam: &FamilyArgs, reads_files: bool) -> Result<&str> {
     match fam.schedule.as_deref() {
         Some(name) => Ok(name),
         None => Err(user_error(
-            "--schedule (or --from FILE) is required",
+            if reads_files { "--schedule (or --from FILE) is required" } else { "--schedule is required" },
             &["pick one of the families `bubblescope list` prints, e.g. --schedule 1f1b"],
         )),
     }

@@ -825,3 +825,92 @@ fn no_negative_zero_no_float_noise_and_dp_needs_a_model() {
     let e = fails_in_scratch(&["simulate", "-s", "1f1b", "--hidden", "1024", "--dp", "2"]);
     assert!(e.contains("--layers is required"), "{e}");
 }
+
+/// Float noise in a printed number: a run of nine 0s or 9s before its last digit, or a value
+/// of 1e-10 or less (a difference that should be 0).
+fn noisy(text: &str) -> Option<String> {
+    let mut words = text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'));
+    words
+        .find(|w| {
+            let digits = w.split('e').next().unwrap_or("");
+            let tiny = w.parse::<f64>().is_ok_and(|v| v != 0.0 && v.abs() <= 1e-10);
+            digits.contains("000000000") && !digits.ends_with('0') || digits.contains("999999999") || tiny
+        })
+        .map(str::to_string)
+}
+
+#[test]
+fn json_svg_and_perfetto_numbers_carry_no_float_noise() {
+    let runs: [&[&str]; 5] = [
+        // A device idle 2e-10 µs of a 2 s span: a difference that is 0.
+        &["simulate", "-s", "1f1b", "--model", "mixtral-8x7b", "-p", "4", "--json"],
+        // Running totals of memory and copies.
+        &[
+            "plan",
+            "-p",
+            "4",
+            "--mem-limit",
+            "3",
+            "--recompute",
+            "full,none,none,none",
+            "--offload",
+            "0.5",
+            "--copy-time",
+            "0.2",
+            "--json",
+        ],
+        // The title's font size divided by the SVG backend's 1.24.
+        &["render", "-s", "1f1b", "-o", "-"],
+        &[
+            "simulate",
+            "-s",
+            "chimera",
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--offload",
+            "auto",
+            "--copy-time",
+            "0.2",
+            "--export",
+            "-",
+            "--to-format",
+            "perfetto",
+        ],
+        &[
+            "simulate",
+            "-s",
+            "1f1b",
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--offload",
+            "auto",
+            "--copy-time",
+            "0.2",
+            "--export",
+            "-",
+            "--to-format",
+            "perfetto",
+        ],
+    ];
+    for args in runs {
+        let out = ok_in_scratch(args);
+        assert_eq!(noisy(&out), None, "{args:?}");
+    }
+    let svg = ok_in_scratch(&["render", "-s", "1f1b", "-o", "-"]);
+    assert!(svg.contains(r#"font-size="13""#), "{svg}");
+}
+
+#[test]
+fn tiny_costs_print_their_digits_not_zeros() {
+    let out =
+        ok_in_scratch(&["simulate", "-s", "1f1b", "--f", "1e-9", "--b", "1e-9", "--w", "1e-9", "--mem-f", "1e-9"]);
+    assert!(out.contains("cost         3.3e-8 "), "{out}");
+    assert!(out.contains("peak memory  4e-9 "), "{out}");
+    // Costs of ordinary size print as before.
+    let out = ok_in_scratch(&["simulate", "-s", "1f1b"]);
+    assert!(out.contains("cost         33 ") && out.contains("peak memory  4 "), "{out}");
+}

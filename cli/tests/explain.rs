@@ -118,3 +118,23 @@ fn bad_settings_are_errors_with_a_hint() {
     common::fails_with_hint(&std::env::temp_dir(), &["explain", "-s", "zb-h1", "-p", "8", "-m", "2"], "zb-h1 needs");
     common::fails_with_hint(&std::env::temp_dir(), &["explain", "-p", "4"], "--schedule");
 }
+
+#[test]
+fn no_schedule_names_only_the_flags_explain_takes() {
+    // explain reads no file: its error must not offer --from FILE.
+    let e = common::fails_with_hint(&std::env::temp_dir(), &["explain", "-p", "4"], "--schedule is required");
+    assert!(!e.contains("--from"), "{e}");
+}
+
+#[test]
+fn a_memory_limit_is_checked_as_simulate_checks_it_and_named_where_it_binds() {
+    let dir = std::env::temp_dir();
+    // 1F1B does not plan to a limit: explain warns of a peak above it, as simulate does.
+    let said = common::ok_stderr(&dir, &["explain", "-s", "1f1b", "-p", "4", "-m", "8", "--mem-limit", "0.5"]);
+    assert!(said.contains("warning: device 0 peaks at 4 activation memory, above the limit 0.5"), "{said}");
+    let said = common::ok_stderr(&dir, &["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--mem-limit", "0.5"]);
+    assert!(said.contains("warning: device 0 peaks at 4 activation memory, above the limit 0.5"), "{said}");
+    // ZB-V plans to it: a limit off 1F1B's memory breaks the memory formula's assumption.
+    let v = json("explain", &["-s", "zb-v", "-p", "4", "-m", "8", "--mem-limit", "6"]);
+    assert_eq!(assumption(&v, "mem-limit = P·mem-f")["holds"], Value::Bool(false), "{v}");
+}

@@ -976,3 +976,31 @@ fn moe_pairs_hide_their_all_to_all_and_the_json_export_keeps_it() {
         serde_json::from_str(&common::ok(dir.path(), &["simulate", "--from", "run.json", "--json"])).unwrap();
     assert_eq!(cost(&back), cost(&direct));
 }
+
+#[test]
+fn shares_without_a_layer_are_listed_as_they_are() {
+    // Shares 1 and 2 hold 8 layers each: the note names shares 0 and 3, not "0 to 3".
+    let args = ["simulate", "-s", "1f1b", "--model", "llama-3.2-1b", "-p", "4", "-m", "8", "--layout", "E|t*8|t*8|L"];
+    let out = bubblescope(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains(
+            "note: 16 layers on 4 devices: shares 0 and 3 hold no transformer layer, only the embedding or the LM head"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_negative_calibration_gets_the_range_error_not_clap_s() {
+    let e = fails(&["simulate", "-s", "1f1b", "--model", "llama-3.2-1b", "--calibrate", "-1,1,1"]);
+    assert!(!e.contains("unexpected argument"), "{e}");
+    assert!(e.contains("--calibrate") && e.contains("-1") && e.contains("\n  hint: "), "{e}");
+}
+
+#[test]
+fn an_efficiency_just_above_1_prints_the_digits_that_break_the_rule() {
+    let e = fails(&["simulate", "-s", "1f1b", "--model", "llama-3.2-1b", "--gemm-efficiency", "1.0000001"]);
+    assert!(e.contains("gemm-efficiency must be above 0 and at most 1, found 1.0000001\n"), "{e}");
+}

@@ -540,3 +540,71 @@ fn a_balanced_split_beats_the_even_split_when_the_head_is_heavy() {
     let idle = |p: &Value| p["bubble_rate"].as_f64().unwrap();
     assert!(idle(best) < idle(even), "idle share {} against {}", idle(best), idle(even));
 }
+
+#[test]
+fn a_model_beside_costs_from_is_refused_as_simulate_refuses_it() {
+    // One rule: --costs-from sets the costs, so a model beside it is refused in plan too.
+    let dir = tempfile::tempdir().unwrap();
+    let run = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/traces/gpipe")
+        .display()
+        .to_string();
+    for command in [&["plan", "-p", "4", "--mem-limit", "80GiB"][..], &["simulate", "-s", "1f1b"][..]] {
+        let args = join(command, &["--model", "llama-3.2-1b", "--costs-from", &run]);
+        let e = fails_with_hint(dir.path(), &args, "model flags cannot be combined with --costs-from");
+        assert!(e.contains("hint: --costs-from sets F, B, W and comm from the run"), "{e}");
+    }
+}
+
+#[test]
+fn a_layout_without_e_and_l_is_blamed_on_the_layout_not_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let args =
+        ["plan", "--gpus", "4", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--layout", "t*4|t*4|t*4|t*4"];
+    let e =
+        fails_with_hint(dir.path(), &args, "the layout has 0 embeddings (E) and 0 LM heads (L), expected one of each");
+    assert!(e.contains("hint: put `E` in the first stage and `L` in the last"), "{e}");
+    assert!(!e.contains("under the limit") && !e.contains("raise --mem-limit"), "{e}");
+    // Splits all left out for their stage count: the limit is not why either.
+    let args = [
+        "plan",
+        "--gpus",
+        "3",
+        "--tp",
+        "1",
+        "--dp",
+        "1",
+        "--model",
+        "llama-3.2-1b",
+        "--mem-limit",
+        "80GiB",
+        "--layout",
+        "Et*4|t*4|t*4|t*4L",
+    ];
+    let e = fails_with_hint(dir.path(), &args, "no split of 3 GPUs can run this model (");
+    assert!(!e.contains("raise --mem-limit"), "{e}");
+}
+
+#[test]
+fn static_memory_is_capped_as_the_memory_limit_is() {
+    let dir = tempfile::tempdir().unwrap();
+    for (value, shown) in [("1e300", "1e300"), ("-1", "-1"), ("2e15", "2e15")] {
+        let args = ["plan", "-p", "4", "--mem-limit", "100", "--static-memory", value];
+        let e = fails_with_hint(
+            dir.path(),
+            &args,
+            "static-memory must be a size from 0 to 1125899906842624 (1 PiB in bytes)",
+        );
+        assert!(e.contains(&format!("found {shown}\n")), "{value}: {e}");
+    }
+}
+
+#[test]
+fn plan_on_one_pipeline_notes_flags_without_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["plan", "-p", "4", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--zero", "1", "--top", "1"];
+    let said = ok_stderr(dir.path(), &args);
+    assert!(said.contains("note: --zero 1 has no effect with one data-parallel replica (dp 1)"), "{said}");
+    let said = ok_stderr(dir.path(), &join(&args, &["--dp", "2"]));
+    assert!(!said.contains("has no effect"), "{said}");
+}

@@ -503,3 +503,54 @@ fn a_damaged_span_in_the_step_is_named_with_its_ts() {
     let cut = out["fitted"]["outliers"].as_array().unwrap().iter().find(|o| o["action"] == "3F0").expect("3F0 listed");
     assert!(cut["work_ratio"].as_f64().unwrap() < 0.01 && cut["ratio"] == cut["work_ratio"], "{cut}");
 }
+
+/// A pass of no work among passes of none (0 / 0) is no outlier, and no ratio prints as
+/// `inf×` or reads back as null: csv-zb-v-handcrafted's step 1 has such an I.
+#[test]
+fn a_zero_work_median_gives_no_infinite_ratio() {
+    let d = &std::env::temp_dir();
+    let mut runs: Vec<(String, Vec<&str>)> = labelled_runs().into_iter().map(|n| (fixture(&n), vec![])).collect();
+    runs.push((fixture("csv-zb-v-handcrafted"), vec!["--step=1"]));
+    for (run, extra) in &runs {
+        let args: Vec<&str> = [&["trace", run.as_str()][..], extra].concat();
+        let text = ok(d, &args);
+        assert!(!text.contains("inf×") && !text.contains("inf "), "{run}: {text}");
+        let v: Value = serde_json::from_str(&ok(d, &[&args[..], &["--json"]].concat())).unwrap();
+        for o in v["fitted"]["outliers"].as_array().unwrap() {
+            assert!(o["ratio"].is_number() && o["work_ratio"].is_number(), "{run}: {o}");
+        }
+    }
+    let text = ok(d, &["trace", &fixture("csv-zb-v-handcrafted"), "--step=1"]);
+    assert!(text.contains("0I1") && text.contains("(work 0 µs)"), "{text}");
+}
+
+/// Found by the fourth hostile pass: a span whose dur runs past the profiler step's end was
+/// "outside profiler step" or "cut off or mixed", and a span moved early in the step gave a
+/// deadlock naming no rank or ts. Each now names the event, its rank and its ts.
+#[test]
+fn a_span_past_the_steps_end_or_moved_in_it_is_named_with_its_ts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ts = |v: f64| bubblescope::units::format_number(v, 3);
+    let (run, at, dur) = damaged_zbv(d, "past", |e| e["dur"] = (e["dur"].as_f64().unwrap() * 100.0).into());
+    let e = fails_with_hint(
+        d,
+        &["trace", &run],
+        &format!(
+            "(rank 0): the event `PP:3F0` at ts {} lasts dur {} µs, past the end of profiler step 2 at ts ",
+            ts(at),
+            ts(100.0 * dur)
+        ),
+    );
+    assert!(e.contains("its dur (or its ts) is damaged") && !e.contains("cut off or mixed"), "{e}");
+    let (run, at, _) = damaged_zbv(d, "early", |e| e["ts"] = (e["ts"].as_f64().unwrap() - 30_000.0).into());
+    let e = fails_with_hint(
+        d,
+        &["trace", &run],
+        &format!(
+            "(rank 0): the executed orders do not form one pipeline schedule at the event `PP:3F0` (ts {})",
+            ts(at - 30_000.0)
+        ),
+    );
+    assert!(e.contains("deadlock"), "{e}");
+}

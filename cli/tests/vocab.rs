@@ -9,7 +9,7 @@ use common::{fails_with_hint, ok};
 fn vocabulary_families_refuse_bad_input_with_hints() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["simulate", "-s", "vocab-2", "-p", "4", "-m", "8"],
             "error: vocab-2 splits the output layer by vocabulary, but these costs have no vocabulary layer",
@@ -20,7 +20,7 @@ fn vocabulary_families_refuse_bad_input_with_hints() {
         ),
         (
             &["simulate", "-s", "vocab-2", "-p", "4", "-m", "8", "--s", "0.5", "--b", "0.2", "--w", "0.2"],
-            "error: vocab-2 assumes a stage's backward takes at least its forward, found b 0.4 < f 1",
+            "error: vocab-2 assumes a stage's backward takes at least its forward, found b + w = 0.4 < f = 1",
         ),
         (
             &["simulate", "-s", "interlaced-vocab", "-p", "3", "-m", "8", "--s", "0.5"],
@@ -42,6 +42,11 @@ fn vocabulary_families_refuse_bad_input_with_hints() {
         (
             &["simulate", "-s", "v-half-vocab", "-p", "4", "-m", "1", "--s", "1"],
             "error: v-half-vocab cannot run on 4 devices and 1 microbatch: at the authors' vocabulary times, device 0 runs B(stage 7, mb 0) before S(shard 0, mb 0)",
+        ),
+        // Per-device costs: the stage that breaks it, with its own values, not the means.
+        (
+            &["simulate", "-s", "vocab-1", "-p", "4", "-m", "8", "--s", "1", "--f", "3,4,5,6", "--b", "2", "--w", "0"],
+            "error: vocab-1 assumes a stage's backward takes at least its forward, found stage 0's b + w = 2 < f = 3",
         ),
     ];
     for (args, start) in cases {
@@ -86,4 +91,23 @@ fn v_half_vocab_runs_from_the_command_line() {
     );
     assert!(out.starts_with("V-Half (vocabulary) · 4 devices · 16 microbatches"), "{out}");
     assert!(out.contains("cost         79.6") && out.contains("peak memory  4 "), "{out}");
+}
+
+#[test]
+fn vocabulary_costs_on_a_family_without_a_vocabulary_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let says =
+        "1f1b does not split the output layer by vocabulary, so s and t (its shards' times) would change nothing";
+    for args in [
+        &["simulate", "-s", "1f1b", "--s", "2"][..],
+        &["simulate", "-s", "1f1b", "--t", "2"][..],
+        &["explain", "-s", "1f1b", "--s", "2"][..],
+        &["render", "-s", "1f1b", "--s", "2", "-o", "x.svg"][..],
+    ] {
+        let e = fails_with_hint(d, args, says);
+        assert!(e.contains("hint: remove --s and --t, or pick a vocabulary-parallel family"), "{args:?}: {e}");
+    }
+    // A comparison with a family that reads them takes them.
+    ok(d, &["render", "--compare", "1f1b,vocab-1", "--s", "0.5", "-o", "x.svg"]);
 }

@@ -217,7 +217,7 @@ fn stats_of(schedule: &Schedule, timeline: &Timeline, costs: &Costs, work: Vec<f
         }
         let busy: f64 = dt.ops.iter().map(|o| o.end - o.start).sum();
         let span = end - start;
-        let idle = span - busy;
+        let idle = less(span, busy);
         per_device.push(DeviceStats {
             device: device as u32,
             start,
@@ -240,11 +240,11 @@ fn stats_of(schedule: &Schedule, timeline: &Timeline, costs: &Costs, work: Vec<f
         cost,
         makespan,
         ideal,
-        bubble_rate: ratio(cost - ideal, cost),
-        bubble_over_ideal: ratio(cost - ideal, ideal),
-        idle_over_makespan: ratio(capacity - busy_total, capacity),
+        bubble_rate: ratio(less(cost, ideal), cost),
+        bubble_over_ideal: ratio(less(cost, ideal), ideal),
+        idle_over_makespan: ratio(less(capacity, busy_total), capacity),
         busiest_work: busiest,
-        bubble_rate_paper: ratio(cost - busiest, cost),
+        bubble_rate_paper: ratio(less(cost, busiest), cost),
         peak_memory: per_device.iter().map(|d| d.peak_memory).fold(0.0, f64::max),
         peak_without_trade: None,
         per_device,
@@ -314,6 +314,13 @@ fn as_written(schedule: &Schedule, costs: &Costs, value: f64) -> f64 {
     } else {
         value
     }
+}
+
+/// `a − b`, 0 when the two differ by float noise alone (a device idle 2e-10 µs of a 2 s span,
+/// a bubble rate of −8e-16): [`without_noise_in`](crate::units::without_noise_in) at their
+/// scale.
+fn less(a: f64, b: f64) -> f64 {
+    crate::units::without_noise_in(a - b, a.abs().max(b.abs()))
 }
 
 fn ratio(num: f64, den: f64) -> f64 {

@@ -37,7 +37,10 @@ Examples:
 pub fn run(args: &ExplainArgs) -> Result<()> {
     let params = args::params(&args.family, &args.costs)?;
     let units = args.costs.units();
-    let subject = generated(required_schedule(&args.family)?, params, units)?;
+    let subject = generated(required_schedule(&args.family, false)?, params, units)?;
+    // As simulate: a family that reads the limit plans to it (its assumptions say when it
+    // binds); for the others it is a check of the simulated peak.
+    crate::output::warn_over_limit(&subject.analysis, subject.params.mem_limit, units);
     let explanation = subject.family.and_then(|f| f.explanation(&subject.params));
     if explanation.is_none() && args.json {
         eprintln!("note: {} has no closed form here; only the simulated values are given", subject.name);

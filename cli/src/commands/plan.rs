@@ -35,7 +35,7 @@ pub struct PlanArgs {
     pub global_batch: Option<u32>,
     /// ZeRO stage of the whole step: 0 replicated, 1 distributed optimizer, 2 sharded
     /// gradients, 3 fully sharded (FSDP) [default: 0]; static memory is sharded by it.
-    #[arg(long, value_name = "Z", hide_short_help = true)]
+    #[arg(long, value_name = "Z", value_parser = crate::args::zero_stage, hide_short_help = true)]
     pub zero: Option<u32>,
     /// GPUs in all: tp · pp · dp. With -p it is checked against --tp, -p and --dp; without
     /// -p every split of them is searched (--tp, --dp and --zero, when given, are kept).
@@ -134,6 +134,14 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     // What the search leaves out, said once its candidates are known and before it runs.
     if let Some(p) = args.devices {
         note_one_pipeline(args, model.as_ref(), p, keep_micro_batch);
+        // On one pipeline the flags that change nothing there are said, as simulate says them.
+        if let Some(m) = &model {
+            if let Ok((dp, _)) = spec.step.check(m, p) {
+                for note in bubblescope::step::without_effect(&costs.model.spec(), &spec.step, m.tp, dp) {
+                    eprintln!("note: --{note}");
+                }
+            }
+        }
     }
     let total = candidates.len();
     let mut found = PlanSearch::collect(crate::parallel::run_parallel(candidates, evaluate));
@@ -588,14 +596,19 @@ fn mesh_searches(
     if found.kept.is_empty() {
         let reasons: Vec<String> =
             found.skipped.iter().take(3).map(|k| format!("{}: {}", k.mesh.describe(), k.why)).collect();
+        // The limit is named only when it is why some split is left out.
+        let (under, hint) = match found.skipped.iter().any(|k| k.over_limit) {
+            true => (" under the limit", "raise --mem-limit, give more --gpus, or leave --tp, --dp or --zero out to search them"),
+            false => ("", "change what the reasons name: another --gpus, --layout or --global-batch, or leave --tp, --dp or --zero out to search them"),
+        };
         return Err(crate::output::user_error(
             &format!(
-                "no split of {gpus} GPUs can run this model under the limit ({} left out; {}{})",
+                "no split of {gpus} GPUs can run this model{under} ({} left out; {}{})",
                 found.skipped.len(),
                 reasons.join("; "),
                 if found.skipped.len() > 3 { "; …" } else { "" }
             ),
-            &["raise --mem-limit, give more --gpus, or leave --tp, --dp or --zero out to search them"],
+            &[hint],
         ));
     }
     let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });

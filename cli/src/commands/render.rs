@@ -82,7 +82,7 @@ fn compared_names(args: &RenderArgs, have_file: bool) -> Result<Vec<String>> {
         match (&args.input.family.schedule, have_file) {
             (Some(name), _) => vec![name.clone()],
             (None, true) => vec![],
-            (None, false) => vec![required_schedule(&args.input.family)?.to_string()],
+            (None, false) => vec![required_schedule(&args.input.family, true)?.to_string()],
         }
     } else {
         args.compare.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
@@ -162,6 +162,12 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         }
     }
     let names = compared_names(args, !subjects.is_empty())?;
+    // Vocabulary costs with no family that reads them (a file's own schedule may).
+    let compared: Vec<&bubblescope::Family> = names.iter().filter_map(|n| family(n)).collect();
+    if let Some(e) = bubblescope::families::unused_vocabulary(&compared, &params.costs).filter(|_| file.from.is_none())
+    {
+        return Err(anyhow::anyhow!("{e}"));
+    }
     // The pass cap holds for everything drawn: every family's exact pass count comes from
     // the registry, so the total is checked before anything is generated.
     let planned: u64 =

@@ -85,7 +85,7 @@ pub fn run(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             )? {
                 params.microbatches = m;
             }
-            generated(required_schedule(family)?, params, costs.units())?
+            generated(required_schedule(family, true)?, params, costs.units())?
         }
     };
     let step = crate::step::compute(costs, &args.step, &subject.analysis, subject.params.devices)?;

@@ -113,7 +113,10 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             // What every run shares is checked once, and refused as simulate refuses it.
             let model = args.costs.model.model(args.devices)?;
             let spec = args.step.spec();
-            spec.check(&model, args.devices).map_err(crate::args::flag_error)?;
+            let (dp, _) = spec.check(&model, args.devices).map_err(crate::args::flag_error)?;
+            for note in bubblescope::step::without_effect(&args.costs.model.spec(), &spec, model.tp, dp) {
+                eprintln!("note: --{note}");
+            }
             Some(std::sync::Arc::new(StepInputs { model, spec }))
         }
         false => None,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use bubblescope::measured::{format_ratio, BackwardSplit, Fitted, MeasuredRun};
+use bubblescope::measured::{against_median, BackwardSplit, Fitted, MeasuredRun};
 use bubblescope::units::{format_micros, format_number};
 use clap::Args;
 use serde_json::json;
@@ -213,20 +213,15 @@ fn outliers_text(fitted: &Fitted) -> String {
         let work = if o.ratio() == o.time_ratio() {
             format_micros(o.work)
         } else {
-            format!(
-                "{}, {}× the median work {}",
-                format_micros(o.work),
-                format_ratio(o.work_ratio()),
-                format_micros(o.work_median)
-            )
+            let median = format!("the median work {}", format_micros(o.work_median));
+            format!("{}, {}", format_micros(o.work), against_median(o.work_ratio(), &median))
         };
         out.push_str(&format!(
-            "  device {} {:<22} {:<10} {}× the median {} (work {work})\n",
+            "  device {} {:<22} {:<10} {} (work {work})\n",
             o.device,
             o.label,
             format_micros(o.time),
-            format_ratio(o.time_ratio()),
-            format_micros(o.median),
+            against_median(o.time_ratio(), &format!("the median {}", format_micros(o.median))),
         ));
     }
     if fitted.outliers.len() > OUTLIERS_LISTED {

@@ -442,3 +442,25 @@ fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamEr
     }
     Ok(())
 }
+
+/// The error for vocabulary-shard costs (s, t) when none of `families` splits the output
+/// layer by vocabulary: they would change nothing. `None` when no such cost is set, or a
+/// family uses them.
+pub fn unused_vocabulary(families: &[&Family], costs: &crate::params::Costs) -> Option<ParamError> {
+    if costs.vocab.is_none() || families.is_empty() || families.iter().any(|f| f.group == FamilyGroup::Vocabulary) {
+        return None;
+    }
+    let names: Vec<&str> = families.iter().map(|f| f.name).collect();
+    let (who, verb) = match names.as_slice() {
+        [one] => ((*one).to_string(), "does"),
+        [rest @ .., last] => (format!("{} and {last}", rest.join(", ")), "do"),
+        [] => return None,
+    };
+    Some(
+        ParamError::new(
+            Field::S,
+            format!("{who} {verb} not split the output layer by vocabulary, so s and t (its shards' times) would change nothing"),
+        )
+        .hint("remove --s and --t, or pick a vocabulary-parallel family: vocab-1, vocab-2 or interlaced-vocab"),
+    )
+}

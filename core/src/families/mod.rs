@@ -36,7 +36,8 @@ pub(crate) mod zb_v_handcrafted;
 
 pub(crate) use family::{count_option, per_chunk, per_device_microbatch};
 pub use family::{
-    Family, FamilyGroup, FamilyOption, OptionDefault, Paper, Prediction, SlowSearch, ZERO_BUBBLE, ZERO_BUBBLE_V,
+    unused_vocabulary, Family, FamilyGroup, FamilyOption, OptionDefault, Paper, Prediction, SlowSearch, ZERO_BUBBLE,
+    ZERO_BUBBLE_V,
 };
 pub use formula::BubbleQuantity;
 

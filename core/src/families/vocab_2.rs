@@ -7,7 +7,7 @@
 //! 1F1B: rank `r` holds `p + 1 − r` microbatches of activation.
 
 use super::vocab_1f1b::{vocab_1f1b, Barriers};
-use super::vocab_common::{check_fsm_costs, check_microbatches, vocab_costs};
+use super::vocab_common::{check_fsm_costs, check_microbatches, check_stage_backwards, vocab_costs};
 use super::{per_device_microbatch, BubbleQuantity, Family, FamilyGroup, Prediction};
 use crate::error::ParamError;
 use crate::params::ScheduleParams;
@@ -32,6 +32,7 @@ pub const FAMILY: Family = Family {
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
     let vocab = vocab_costs(params, FAMILY.name)?;
     let (f, b) = (params.costs.f, params.costs.b + params.costs.w);
+    check_stage_backwards(&params.costs, params.devices, FAMILY.name)?;
     check_fsm_costs(f, b, &vocab, FAMILY.name)?;
     check_microbatches(
         params,

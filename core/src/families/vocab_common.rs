@@ -7,7 +7,7 @@
 //! Uses params, schedule and error only.
 
 use crate::error::{Field, ParamError};
-use crate::params::{ScheduleParams, VocabCosts};
+use crate::params::{Costs, ScheduleParams, VocabCosts};
 use crate::units::short_number;
 
 /// The S-pass placement of the 1F1B versions: per rank (rank 0 first), whether its S step runs
@@ -93,17 +93,37 @@ pub(crate) fn check_fsm_costs(f: f64, b: f64, vocab: &VocabCosts, family: &str) 
         .hint("put fewer vocabulary rows per device, or more layers per stage"));
     }
     if b < f {
-        return Err(ParamError::new(
-            Field::B,
-            format!(
-                "{family} assumes a stage's backward takes at least its forward, found b {} < f {}",
-                short_number(b),
-                short_number(f)
-            ),
-        )
-        .hint("the authors' S placement needs b >= f (assert b >= f); with b + w as the backward, raise b or w"));
+        return Err(backward_below_forward(family, "", b, f));
     }
     Ok(())
+}
+
+/// Each stage's backward (b + w) at least its forward, as the authors' S placement assumes
+/// (`assert b >= f`): with per-device costs the first stage that breaks it is named, with its
+/// own values (`costs` over `devices` devices).
+pub(crate) fn check_stage_backwards(costs: &Costs, devices: u32, family: &str) -> Result<(), ParamError> {
+    let Some(profile) = costs.profile.as_deref() else { return Ok(()) };
+    for k in 0..devices as usize {
+        let [f, b, w, _, _] = profile.share(k, devices as usize);
+        if b + w < f {
+            return Err(backward_below_forward(family, &format!("stage {k}'s "), b + w, f));
+        }
+    }
+    Ok(())
+}
+
+/// The error for a backward `b` (b + w) shorter than the forward `f` (of `whose`: empty, or
+/// `stage 2's `).
+fn backward_below_forward(family: &str, whose: &str, b: f64, f: f64) -> ParamError {
+    ParamError::new(
+        Field::B,
+        format!(
+            "{family} assumes a stage's backward takes at least its forward, found {whose}b + w = {} < f = {}",
+            short_number(b),
+            short_number(f)
+        ),
+    )
+    .hint("the authors' S placement needs b >= f (assert b >= f); with b + w as the backward, raise b or w")
 }
 
 /// The smallest microbatch count the authors' loop runs consistently, refused below it.

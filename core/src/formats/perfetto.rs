@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use crate::schedule::Schedule;
 use crate::sim::{dependency, KeySpace, Timeline};
-use crate::units::without_noise_in;
+use crate::units::{without_noise, without_noise_in};
 
 use super::FormatError;
 
@@ -82,8 +82,8 @@ fn export_within(schedule: &Schedule, timeline: &Timeline, max_bytes: usize) -> 
             events.push(format_args!(
                 r#"{{"name":"{}","ph":"X","pid":{PID},"tid":{device},"ts":{},"dur":{}}}"#,
                 super::json::op_text(op, slices),
-                Num(t.start),
-                Num(t.end - t.start)
+                Num(without_noise(t.start)),
+                Num(without_noise_in(t.end - t.start, t.end))
             ))?;
             for pass in op.passes() {
                 if let Some(k) = keys.provided_index(pass) {
@@ -111,8 +111,8 @@ fn export_within(schedule: &Schedule, timeline: &Timeline, max_bytes: usize) -> 
                 r#"{{"name":"{} {}","ph":"X","pid":{PID},"tid":{tid},"ts":{},"dur":{}}}"#,
                 c.kind.name(),
                 super::json::pass_text(c.pass, slices),
-                Num(t.start),
-                Num(t.end - t.start)
+                Num(without_noise(t.start)),
+                Num(without_noise_in(t.end - t.start, t.end))
             ))?;
         }
     }
@@ -131,11 +131,11 @@ fn export_within(schedule: &Schedule, timeline: &Timeline, max_bytes: usize) -> 
                 id += 1;
                 events.push(format_args!(
                     r#"{{"name":"dep","cat":"dep","ph":"s","id":{id},"pid":{PID},"tid":{from},"ts":{}}}"#,
-                    Num(from_start)
+                    Num(without_noise(from_start))
                 ))?;
                 events.push(format_args!(
                     r#"{{"name":"dep","cat":"dep","ph":"f","bp":"e","id":{id},"pid":{PID},"tid":{device},"ts":{}}}"#,
-                    Num(t.start)
+                    Num(without_noise(t.start))
                 ))?;
             }
         }
@@ -152,7 +152,7 @@ fn export_within(schedule: &Schedule, timeline: &Timeline, max_bytes: usize) -> 
             if settled && last != Some(value) {
                 events.push(format_args!(
                     r#"{{"name":"memory {device}","ph":"C","pid":{PID},"ts":{},"args":{{"activation":{}}}}}"#,
-                    Num(point.time),
+                    Num(without_noise(point.time)),
                     Num(value)
                 ))?;
                 last = Some(value);

@@ -144,6 +144,22 @@ fn stray_pass(view: &StepView) -> Option<TraceError> {
     None
 }
 
+/// The error for `span`, on `rank`, that starts inside the step but lasts past its end `to`.
+fn past_the_step(view: &StepView, rank: usize, span: &Span, to: f64) -> TraceError {
+    view.error(
+        rank,
+        format!(
+            "the event {} at ts {} lasts dur {} µs, past the end of {} at ts {}: a pass ends inside its step, so its dur (or its ts) is damaged",
+            event_name(&span.label),
+            format_number(span.start, 3),
+            format_number(span.end - span.start, 3),
+            view.at(),
+            format_number(to, 3)
+        ),
+        DAMAGED,
+    )
+}
+
 /// The error for `pass` run twice in the step: both events, at their `ts`.
 fn run_twice(view: &StepView, pass: Pass) -> TraceError {
     let twice: Vec<(usize, &Span)> = view.passes().filter(|(_, _, p)| *p == pass).map(|(r, s, _)| (r, s)).collect();
@@ -175,9 +191,13 @@ fn misplaced(view: &StepView, rank: usize, pass: Pass) -> Option<TraceError> {
     let found: Vec<&Span> = trace.spans.iter().filter(|s| s.track == view.track && holds(s)).collect();
     let inside = |s: &Span| s.start >= window.0 - 1e-6 && s.end <= window.1 + 1e-6;
     if let Some(span) = found.iter().find(|s| inside(s)) {
-        let holder = view.compute.get(rank)?.iter().map(|(s, _)| *s).find(|h| {
-            h.start <= span.start && span.end <= h.end && !std::ptr::eq(*h, *span) && h.label != span.label
-        })?;
+        let holds =
+            |h: &Span| h.start <= span.start && span.end <= h.end && !std::ptr::eq(h, *span) && h.label != span.label;
+        let Some(holder) = view.compute.get(rank)?.iter().map(|(s, _)| *s).find(|h| holds(h)) else {
+            // A holder the step left out, as it runs past the step's end: its dur is damaged.
+            let long = trace.spans.iter().find(|h| h.track == view.track && holds(h) && h.end > window.1 + 1e-6)?;
+            return Some(past_the_step(view, rank, long, window.1));
+        };
         return Some(view.error(
             rank,
             format!(
@@ -191,10 +211,15 @@ fn misplaced(view: &StepView, rank: usize, pass: Pass) -> Option<TraceError> {
             DAMAGED,
         ));
     }
+    // An event that starts in the step and lasts past its end: its dur is damaged.
+    let (from, to) = window;
+    let past = |s: &&&Span| s.start >= from - 1e-6 && s.start <= to + 1e-6 && s.end > to + 1e-6;
+    if let Some(long) = found.iter().find(past) {
+        return Some(past_the_step(view, rank, long, to));
+    }
     // An event inside another profiler step is that step's; one in none was moved.
     let in_no_step = |s: &&&Span| !trace.steps.iter().any(|w| s.start >= w.start - 1e-6 && s.end <= w.end + 1e-6);
     let outside = found.iter().find(in_no_step)?;
-    let (from, to) = window;
     Some(view.error(
         rank,
         format!(

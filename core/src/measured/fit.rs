@@ -140,11 +140,25 @@ pub fn format_ratio(r: f64) -> String {
 }
 
 /// `a / b`, infinite for `b` at or below 0.
+/// `a / b`, a median's ratio: 1 for 0 / 0 (a pass of no work among passes of none is not far
+/// from them), infinite for a positive `a` over 0.
 fn quotient(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
-    } else {
+    } else if a > 0.0 {
         f64::INFINITY
+    } else {
+        1.0
+    }
+}
+
+/// `2.7× the median 4 ms`: ratio `r` to a median (`median`, as the text names it: `the
+/// median 4 ms`); `above the median 0 µs` when the median is 0 and the ratio has no finite
+/// value, never `inf×`.
+pub fn against_median(r: f64, median: &str) -> String {
+    match r.is_finite() {
+        true => format!("{}× {median}", format_ratio(r)),
+        false => format!("above {median}"),
     }
 }
 
@@ -317,10 +331,16 @@ impl Fitted {
         let mut devices: Vec<u32> = self.outliers.iter().map(|o| o.device).collect();
         devices.sort_unstable();
         devices.dedup();
-        let (low, high) =
-            self.outliers.iter().map(Outlier::ratio).fold((f64::INFINITY, 0.0_f64), |(l, h), r| (l.min(r), h.max(r)));
+        // A ratio over a median of 0 has no finite value: the range is of the others.
+        let finite = self.outliers.iter().map(Outlier::ratio).filter(|r| r.is_finite());
+        let (low, high) = finite.fold((f64::INFINITY, 0.0_f64), |(l, h), r| (l.min(r), h.max(r)));
         let ratio = |r: f64| format!("{}×", format_ratio(r));
-        let range = if high - low < 0.005 { ratio(high) } else { format!("{} to {}", ratio(low), ratio(high)) };
+        let range = match (low.is_finite(), self.outliers.iter().any(|o| !o.ratio().is_finite())) {
+            (false, _) => "above a median of 0 of".to_string(),
+            (true, true) => format!("{} to above a median of 0 of", ratio(low)),
+            (true, false) if high - low < 0.005 => ratio(high),
+            (true, false) => format!("{} to {}", ratio(low), ratio(high)),
+        };
         let names: Vec<String> = devices.iter().map(u32::to_string).collect();
         let on = match names.split_last() {
             Some((last, [])) => format!("device {last}"),

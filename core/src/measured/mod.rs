@@ -20,7 +20,7 @@ mod run;
 mod trace;
 
 pub use error::TraceError;
-pub use fit::{format_ratio, BackwardSplit, Fitted, Outlier, Spread};
+pub use fit::{against_median, format_ratio, BackwardSplit, Fitted, Outlier, Spread};
 pub use miss::{miss_note, MISS_NOTED};
 pub use replay::{Deviation, Replay};
 pub use run::{assemble, DeviceSplit, MeasuredOp, MeasuredRun};

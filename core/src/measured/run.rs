@@ -354,8 +354,27 @@ fn executed_schedule(ranks: &[RankTrace], compute: &[Vec<(&Span, Op)>]) -> Resul
     let first_error = imported.diagnostics.iter().find(|d| d.severity == crate::error::Severity::Error);
     let (Some(schedule), None) = (imported.schedule, first_error) else {
         let why = first_error.map_or_else(|| "it could not be read".to_string(), |d| d.message.clone());
-        return Err(TraceError::run(format!("the executed orders do not form one pipeline schedule: {why}"))
-            .hint("give the traces of one step of one run; each rank's trace must hold all of its actions"));
+        let hint = "give the traces of one step of one run; each rank's trace must hold all of its actions";
+        // The event at the place the error names, by rank and ts, as the damage checks name one.
+        let at = first_error.and_then(|d| {
+            let r = d.device? as usize;
+            let (span, _) = compute.get(r)?.get(d.position?)?;
+            Some((r, *span))
+        });
+        if let Some((r, span)) = at {
+            return Err(TraceError::rank(
+                &ranks[r].source,
+                r as u32,
+                format!(
+                    "the executed orders do not form one pipeline schedule at the event {} (ts {}): {why}",
+                    super::trace::event_name(&span.label),
+                    crate::units::format_number(span.start, 3)
+                ),
+            )
+            .hint("an event's ts or dur may be damaged: profile the step again, or give the trace as torch.profiler wrote it")
+            .hint(hint));
+        }
+        return Err(TraceError::run(format!("the executed orders do not form one pipeline schedule: {why}")).hint(hint));
     };
     for (r, ops) in compute.iter().enumerate() {
         if schedule.orders.get(r).map(Vec::len) != Some(ops.len()) {

@@ -240,11 +240,10 @@ fn shares_notes(m: &Model, layout: &Layout, pieces: &[PieceCosts], devices: u32)
     let shares: Vec<PieceCosts> = pieces.chunks(per).map(PieceCosts::sum).collect();
     let holds_nothing = |s: &PieceCosts| s.piece.layers == 0 && s.piece.mtp == 0 && !s.piece.embedding && !s.piece.loss;
     let empty: Vec<usize> = shares.iter().enumerate().filter(|(_, s)| holds_nothing(s)).map(|(k, _)| k).collect();
-    if let (Some(&first), Some(&last)) = (empty.first(), empty.last()) {
-        let which = if first == last {
-            format!("share {first} would hold")
-        } else {
-            format!("{} shares ({first} to {last}) would hold", empty.len())
+    if let Some(&first) = empty.first() {
+        let which = match empty.len() {
+            1 => format!("share {first} would hold"),
+            n => format!("{n} shares ({}) would hold", crate::units::text::index_list(&empty)),
         };
         return Err(match m.layout {
             None => ParamError::new(
@@ -262,9 +261,11 @@ fn shares_notes(m: &Model, layout: &Layout, pieces: &[PieceCosts], devices: u32)
     }
     let mut notes = Vec::new();
     let bare: Vec<usize> = shares.iter().enumerate().filter(|(_, s)| s.piece.layers == 0).map(|(k, _)| k).collect();
-    if let (Some(first), Some(last)) = (bare.first(), bare.last()) {
-        let which =
-            if first == last { format!("share {first} holds") } else { format!("shares {first} to {last} hold") };
+    if let Some(first) = bare.first() {
+        let which = match bare.len() {
+            1 => format!("share {first} holds"),
+            _ => format!("shares {} hold", crate::units::text::index_list(&bare)),
+        };
         notes.push(format!(
             "{} layers on {devices} devices: {which} no transformer layer, only the embedding or the LM head",
             m.layers

@@ -65,7 +65,7 @@ pub(crate) fn check_efficiency(field: Field, value: f64) -> Result<(), ParamErro
     }
     Err(ParamError::new(
         field,
-        format!("{} must be above 0 and at most 1, found {}", field.name(), crate::units::format_number(value, 6)),
+        format!("{} must be above 0 and at most 1, found {}", field.name(), crate::units::short_number(value)),
     )
     .hint(field_hint(field)))
 }

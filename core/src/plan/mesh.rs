@@ -54,6 +54,8 @@ pub struct MeshSkip {
     pub mesh: Mesh,
     /// Why, in words.
     pub why: String,
+    /// Whether the memory limit is why (a higher limit would keep it).
+    pub over_limit: bool,
 }
 
 /// The splits to search, and those left out.
@@ -87,6 +89,11 @@ pub fn meshes(
             .hint("give the GPUs of the whole run, e.g. --gpus 64"));
     }
     check_pins(gpus, pins)?;
+    // A layout's own faults (no `E` or `L`, layers that do not add up) hold on every split:
+    // said once, with their hint, not as a reason on each split.
+    if let Some(spec) = &model.layout {
+        crate::model::Layout::parse(spec, model.layers, 1)?;
+    }
     let mut out = Meshes::default();
     for tp in divisors(gpus).filter(|t| pins.tp.is_none_or(|p| p == *t)) {
         for pp in divisors(gpus / tp).filter(|p| pins.pp.is_none_or(|q| q == *p)) {
@@ -104,7 +111,7 @@ pub fn meshes(
                 let mesh = Mesh { tp, pp, dp, zero };
                 match why_not(model, mesh, global_batch, limit) {
                     None => out.kept.push(mesh),
-                    Some(why) => out.skipped.push(MeshSkip { mesh, why }),
+                    Some((why, over_limit)) => out.skipped.push(MeshSkip { mesh, why, over_limit }),
                 }
             }
         }
@@ -139,38 +146,39 @@ fn check_pins(gpus: u32, pins: MeshPins) -> Result<(), ParamError> {
         )
         .hint("leave one of --tp, -p or --dp out to search it, or change --gpus"));
     }
-    if let Some(z) = pins.zero.filter(|z| *z > 3) {
-        return Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {z}"))
-            .hint("leave --zero out to search every stage"));
+    if let Some(z) = pins.zero {
+        crate::step::check_zero(i128::from(z)).map_err(|e| e.hint("leave --zero out to search every stage"))?;
     }
     Ok(())
 }
 
-/// Why `model` cannot run on `mesh`, or `None` when it can and its static memory leaves room.
-fn why_not(model: &Model, mesh: Mesh, global_batch: Option<u32>, limit: f64) -> Option<String> {
+/// Why `model` cannot run on `mesh` (and whether the limit is why), or `None` when it can and
+/// its static memory leaves room.
+fn why_not(model: &Model, mesh: Mesh, global_batch: Option<u32>, limit: f64) -> Option<(String, bool)> {
     if mesh.pp > model.layers {
-        return Some(format!("{} stages for {} layers leave stages without a layer", mesh.pp, model.layers));
+        return Some((format!("{} stages for {} layers leave stages without a layer", mesh.pp, model.layers), false));
     }
     if let Some(g) = global_batch.filter(|g| g % mesh.dp != 0) {
-        return Some(format!("the global batch {g} does not divide over {} replicas", mesh.dp));
+        return Some((format!("the global batch {g} does not divide over {} replicas", mesh.dp), false));
     }
     let m = mesh.apply(model);
     if let Err(e) = m.check() {
-        return Some(e.message.clone());
+        return Some((e.message.clone(), false));
     }
     let derived = match m.derive(mesh.pp) {
         Ok(d) => d,
-        Err(e) => return Some(e.message.clone()),
+        Err(e) => return Some((e.message.clone(), false)),
     };
     let least = derived.shares().iter().map(|s| s.params).fold(f64::INFINITY, f64::min);
     // A lower bound: ZeRO-3's gathered chunk left out (a family with many chunks gathers little).
     let statics = crate::step::static_bytes(&m, mesh.zero, mesh.dp, least, f64::INFINITY);
     (least.is_finite() && statics >= limit).then(|| {
-        format!(
+        let why = format!(
             "weights and optimizer state alone take {} per device, over the limit of {}",
             crate::units::format_bytes(statics),
             crate::units::format_bytes(limit)
-        )
+        );
+        (why, true)
     })
 }
 

@@ -241,11 +241,17 @@ impl PlanSpec {
     pub fn candidates(&self) -> Result<Vec<Candidate>, ParamError> {
         crate::params::check_mem_limit(self.mem_limit)?;
         if let StaticMemory::Fixed(s) = self.static_memory {
-            if !s.is_finite() || s < 0.0 {
+            // The memory limit's own cap: static memory above it fits under no limit.
+            let max = crate::params::MAX_MEM_LIMIT;
+            if !s.is_finite() || s < 0.0 || s > max {
                 return Err(ParamError::new(
                     Field::MemLimit,
-                    format!("static memory must be a non-negative size, found {}", crate::units::short_number(s)),
-                ));
+                    format!(
+                        "static-memory must be a size from 0 to {max} (1 PiB in bytes), found {}",
+                        crate::units::short_number(s)
+                    ),
+                )
+                .hint("give what a device holds besides activations, e.g. 20GiB, or auto with a model"));
             }
         }
         let model = match &self.source {

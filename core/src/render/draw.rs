@@ -99,7 +99,27 @@ pub fn to_svg(scene: &Scene) -> Result<String, DrawError> {
         let root = SVGBackend::with_string(&mut out, (scene.width.max(1), scene.height.max(1))).into_drawing_area();
         draw(&root, scene, SVG_FONT_FACTOR)?;
     }
-    Ok(out)
+    Ok(font_sizes_without_noise(&out))
+}
+
+/// `svg` with each `font-size="…"` without the float noise of the backend's division by
+/// [`SVG_FONT_FACTOR`] (`13`, not `13.000000000000002`).
+fn font_sizes_without_noise(svg: &str) -> String {
+    const KEY: &str = "font-size=\"";
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(at) = rest.find(KEY) {
+        let (head, tail) = rest.split_at(at + KEY.len());
+        out.push_str(head);
+        let end = tail.find('"').unwrap_or(tail.len());
+        match tail[..end].parse::<f64>() {
+            Ok(v) => out.push_str(&crate::units::without_noise(v).to_string()),
+            Err(_) => out.push_str(&tail[..end]),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn px(v: f64) -> i32 {
@@ -112,4 +132,19 @@ fn px(v: f64) -> i32 {
 
 fn color(c: Rgb) -> RGBColor {
     RGBColor(c.0, c.1, c.2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_font_sizes_print_without_noise() {
+        let svg = r#"<text font-size="13.000000000000002" x="1">a</text><text font-size="11">b</text>"#;
+        assert_eq!(
+            font_sizes_without_noise(svg),
+            r#"<text font-size="13" x="1">a</text><text font-size="11">b</text>"#
+        );
+        assert_eq!(font_sizes_without_noise("font-size=\"x"), "font-size=\"x");
+    }
 }

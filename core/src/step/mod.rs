@@ -13,7 +13,7 @@ mod spec;
 pub mod sync;
 
 pub use crate::model::RankOrder;
-pub use spec::{StepPlan, StepSpec, MAX_DP};
+pub use spec::{check_zero, without_effect, StepPlan, StepSpec, MAX_DP};
 pub use sync::{Gathers, Span};
 
 use crate::analysis::Analysis;

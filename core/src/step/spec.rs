@@ -139,11 +139,7 @@ impl StepSpec {
     /// A [`ParamError`] when the GPUs are not `tp · pp · dp` or the stage is not 0 to 3.
     pub fn check(&self, model: &Model, pp: u32) -> Result<(u32, u32), ParamError> {
         let dp = self.dp(model, pp)?;
-        let zero = self.zero.unwrap_or(0);
-        if zero > 3 {
-            return Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}"))
-                .hint("0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)"));
-        }
+        let zero = check_zero(i128::from(self.zero.unwrap_or(0)))?;
         Ok((dp, zero))
     }
 
@@ -199,6 +195,56 @@ impl StepPlan {
     pub fn node_of_device(&self, tp: u32, gpus_per_node: u32, k: u32) -> u64 {
         let (_, stride) = self.strides(tp);
         stride * u64::from(k) / u64::from(gpus_per_node.max(1))
+    }
+}
+
+/// The flags given that change nothing at their setting, each a note that opens with its
+/// name (the CLI prefixes `--`) and ends with a hint: `rank-order` and ZeRO with one
+/// data-parallel replica (`dp`), `gpus` that leave one replica (not given `--dp`), and
+/// sequence parallelism or TP overlap without tensor parallelism (`tp`).
+pub fn without_effect(model: &crate::model::ModelSpec, step: &StepSpec, tp: u32, dp: u32) -> Vec<String> {
+    let mut notes = Vec::new();
+    if dp <= 1 {
+        if let Some(order) = model.rank_order {
+            notes.push(format!(
+                "rank-order {} has no effect with one data-parallel replica (dp 1): both orders fill the nodes alike\n  hint: give --dp above 1, or drop --rank-order",
+                order.name()
+            ));
+        }
+        if let Some(z) = step.zero.filter(|z| *z > 0) {
+            notes.push(format!(
+                "zero {z} has no effect with one data-parallel replica (dp 1): ZeRO shards over the replicas\n  hint: give --dp (or --gpus) for more replicas, or drop --zero"
+            ));
+        }
+        if let (Some(g), None) = (step.gpus, model.dp) {
+            notes.push(format!(
+                "gpus {g} are one pipeline's GPUs (tp · pp): one replica, as without it\n  hint: give more GPUs for data-parallel replicas, or drop --gpus"
+            ));
+        }
+    }
+    if tp <= 1 {
+        let flags = [("sequence-parallel", model.sequence_parallel), ("tp-overlap", model.tp_overlap)];
+        for (name, value) in flags {
+            if let Some(v) = value {
+                notes.push(format!(
+                    "{name} {v} has no effect at tp 1: it changes how a tensor-parallel group splits its work\n  hint: give --tp above 1, or drop --{name}"
+                ));
+            }
+        }
+    }
+    notes
+}
+
+/// A ZeRO stage: 0, 1, 2 or 3 (read wide, so `-1` gets the real range).
+///
+/// # Errors
+/// A [`ParamError`] on [`Field::Zero`] otherwise.
+pub fn check_zero(zero: i128) -> Result<u32, ParamError> {
+    match u32::try_from(zero) {
+        Ok(z) if z <= 3 => Ok(z),
+        _ => Err(ParamError::new(Field::Zero, format!("zero must be 0, 1, 2 or 3, found {zero}")).hint(
+            "0 replicates everything, 1 shards the optimizer state, 2 also the gradients, 3 also the parameters (FSDP)",
+        )),
     }
 }
 

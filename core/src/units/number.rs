@@ -53,7 +53,8 @@ pub fn significant_decimals(value: f64, digits: u32) -> usize {
 }
 
 /// `value` without float noise: the decimal of at most 12 significant digits nearest it, when
-/// that lies within 16 rounding steps of `value` (the steps a sum or a running total takes:
+/// that lies within 128 rounding steps of `value` (the steps a sum or a running total of up
+/// to about a hundred terms takes:
 /// `2.8` for 2.800000000000004, `2` for 2.0000000000000004, `0.3` for 0.1 + 0.2); else `value`
 /// itself, exactly. A number that needs its digits (9/33, a fitted time) stays bit for bit.
 /// The CLI's JSON output passes every number through it.
@@ -67,19 +68,29 @@ pub fn without_noise(value: f64) -> f64 {
     }
 }
 
-/// `value`, one of a running total's values whose terms are about `scale` in size, without
-/// float noise: 0 when it lies within the same 16 rounding steps of `scale` (a total that
-/// returns to empty as `-2.220446049250313e-16`), else [`without_noise`]'s value; never `-0`.
-/// Exports of memory curves pass every point through it.
+/// `value`, one of a running total's values or a difference whose terms are about `scale` in
+/// size, without float noise: 0 when it lies within the same 128 rounding steps of `scale` (a
+/// total that returns to empty as `-2.220446049250313e-16`); the decimal of 12 significant
+/// digits at `scale` when that lies as near (`0.2` for 100.2 − 100); else [`without_noise`]'s
+/// value; never `-0`. Exports of memory curves and durations pass their points through it.
 pub fn without_noise_in(value: f64, scale: f64) -> f64 {
-    if value.abs() <= NOISE_STEPS * f64::EPSILON * scale.abs() {
+    let near = NOISE_STEPS * f64::EPSILON * scale.abs();
+    if value.abs() <= near {
         return 0.0;
+    }
+    if scale.is_finite() && scale != 0.0 && value.is_finite() {
+        let decimals = (11 - scale.abs().log10().floor() as i64).clamp(0, 300) as usize;
+        if let Ok(grid) = format!("{value:.decimals$}").parse::<f64>() {
+            if (grid - value).abs() <= near {
+                return grid + 0.0;
+            }
+        }
     }
     without_noise(value) + 0.0
 }
 
 /// The rounding steps (relative, in units of `f64::EPSILON`) [`without_noise`] takes as noise.
-const NOISE_STEPS: f64 = 16.0;
+const NOISE_STEPS: f64 = 128.0;
 
 /// `value` with `digits` significant digits, trailing zeros of a fraction dropped.
 pub fn format_significant(value: f64, digits: u32) -> String {
@@ -100,6 +111,21 @@ pub fn short_number(value: f64) -> String {
     } else {
         format!("{value:e}")
     }
+}
+
+/// A value of a run whose values are about `scale` in size, for tables: to 4 decimals
+/// ([`format_number`]), or when the run's scale is itself below 10^-4 (costs given in
+/// seconds of a tiny model, say) to 4 significant digits (`3.3e-8`), never all `0`; a value
+/// below 10^-9 of the scale is float noise and prints as 0.
+pub fn format_at_scale(value: f64, scale: f64) -> String {
+    if !scale.is_finite() || scale.abs() >= 1e-4 || !value.is_finite() {
+        return format_number(value, 4);
+    }
+    if value.abs() <= 1e-9 * scale.abs() {
+        return "0".to_string();
+    }
+    let rounded = format!("{value:.3e}").parse::<f64>().unwrap_or(value);
+    short_number(rounded)
 }
 
 /// A time in µs as people read it: `850 µs`, `12.4 ms`, `1.2 s`.
@@ -140,6 +166,27 @@ mod tests {
         assert_eq!(without_noise_in(2.0000000000000004, 2.5), 2.0);
         assert_eq!(without_noise_in(1e-9, 2.5), 1e-9);
         assert_eq!(without_noise_in(9.0 / 33.0, 2.5).to_bits(), (9.0f64 / 33.0).to_bits());
+        // A short difference of long times: the noise is the times'.
+        assert_eq!(without_noise_in(100.2 - 100.0, 100.2), 0.2);
+        assert_eq!(without_noise_in(1734785.3827074657 - 1734785.3827074655, 1734785.3827074657), 0.0);
+    }
+
+    #[test]
+    fn a_running_total_of_many_terms_loses_its_noise() {
+        assert_eq!(without_noise(2.500000000000038), 2.5);
+        assert_eq!(without_noise(23.99999999999966), 24.0);
+        assert_eq!(without_noise(1.6000000000000063), 1.6);
+        assert_eq!(without_noise(0.6499999999999932), 0.65);
+    }
+
+    #[test]
+    fn a_run_of_tiny_values_prints_their_digits_not_zeros() {
+        assert_eq!(format_at_scale(3.3e-8, 3.3e-8), "3.3e-8");
+        assert_eq!(format_at_scale(1.23456e-9, 3.3e-8), "1.235e-9");
+        assert_eq!(format_at_scale(1e-20, 3.3e-8), "0");
+        assert_eq!(format_at_scale(0.0, 3.3e-8), "0");
+        assert_eq!(format_at_scale(0.27272727, 33.0), "0.2727");
+        assert_eq!(format_at_scale(1e-9, 33.0), "0");
     }
 
     #[test]
