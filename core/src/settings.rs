@@ -61,6 +61,9 @@ impl Settings {
                 let _ = write!(out, " --{} {v}", field.name());
             }
         }
+        if reads(Field::A2aOverlap) && p.a2a_overlap {
+            out.push_str(" --a2a-overlap");
+        }
         if self.model.given() {
             let _ = write!(out, " {}", self.model.cli_flags());
             // The F&B time stays hand-set with a model (see `effective_params`).
