@@ -120,3 +120,7 @@ fn predict(params: &ScheduleParams) -> Option<Prediction> {
 #[cfg(test)]
 #[path = "one_f_one_b_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "a2a_overlap_tests.rs"]
+mod a2a_overlap_tests;
