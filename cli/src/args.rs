@@ -43,7 +43,7 @@ pub struct FamilyArgs {
     /// Megatron's combined 1F1B (1f1b, interleaved-1f1b; an MoE model with EP > 1): one more
     /// warm-up forward, then each steady-state F overlapped with an earlier microbatch's B,
     /// hiding the expert all-to-all.
-    #[arg(long = "a2a-overlap")]
+    #[arg(long = "a2a-overlap", hide_short_help = true)]
     pub a2a_overlap: bool,
 }
 
