@@ -838,7 +838,8 @@ fn a2a_overlap_pairs_export_and_refusals() {
     let csv = ok(d.path(), &join(&join(&base, &moe), &["--export", "-", "--to-format", "pytorch-csv"]));
     assert!(csv.starts_with("0F0,0F1,2F0,2F1,0F2,(0F3;2B0)OVERLAP_F_B,"), "{csv}");
     std::fs::write(d.path().join("paired.csv"), &csv).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&ok(d.path(), &["simulate", "--from", "paired.csv", "--json"])).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(d.path(), &["simulate", "--from", "paired.csv", "--json"])).unwrap();
     assert_eq!(v["microbatches"], 4, "{v}");
     let text = ok(d.path(), &join(&base, &moe));
     assert!(text.contains("Interleaved 1F1B · 2 devices · 4 microbatches · a2a overlap"), "{text}");
@@ -855,7 +856,11 @@ fn a2a_overlap_pairs_export_and_refusals() {
         &["simulate", "-s", "1f1b", "--a2a-overlap", "--model", "mixtral-8x7b"],
         "a dense model, or experts not split over ranks (--ep 1)",
     );
-    let e = fails_with_hint(d.path(), &join(&["simulate", "-s", "zb-h1", "--a2a-overlap"], &moe), "zb-h1 cannot take --a2a-overlap");
+    let e = fails_with_hint(
+        d.path(),
+        &join(&["simulate", "-s", "zb-h1", "--a2a-overlap"], &moe),
+        "zb-h1 cannot take --a2a-overlap",
+    );
     assert!(e.contains("hint: use -s 1f1b or -s interleaved-1f1b"), "{e}");
     fails_with_hint(d.path(), &["simulate", "--from", "paired.csv", "--a2a-overlap"], "--a2a-overlap does not apply");
 }

@@ -15,7 +15,8 @@ const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/golden/megat
 /// all-to-all: the order does not depend on the costs.
 fn orders(params: &ScheduleParams) -> Schedule {
     let chunks = params.chunks.unwrap_or(1);
-    let family = if chunks == 1 && params.group.is_none() { super::FAMILY } else { crate::families::interleaved::FAMILY };
+    let family =
+        if chunks == 1 && params.group.is_none() { super::FAMILY } else { crate::families::interleaved::FAMILY };
     (family.generate)(params).unwrap_or_else(|e| panic!("{params:?}: {e}"))
 }
 
@@ -233,7 +234,8 @@ fn pairs_export_as_overlap_f_b_and_read_back_equal() {
     }
     // The cell PyTorch reads: `(xFy;uBv)OVERLAP_F_B`, stage 3's forward of microbatch 1 with its
     // full backward of microbatch 0 on the last device of 1F1B at P = 4.
-    let csv = export(&orders(&params(4, 8, 1, None, true)), None, Format::PytorchCsv, &ExportOptions::default()).unwrap();
+    let csv =
+        export(&orders(&params(4, 8, 1, None, true)), None, Format::PytorchCsv, &ExportOptions::default()).unwrap();
     assert!(csv.contains("(3F1;3B0)OVERLAP_F_B"), "{csv}");
 }
 
@@ -244,7 +246,9 @@ fn pairs_export_as_overlap_f_b_and_read_back_equal() {
 /// pipeline (why Megatron refuses the flag without a virtual pipeline).
 #[test]
 fn paired_interleaving_is_no_slower_and_paired_plain_1f1b_chains_the_devices() {
-    for (f, b, w, af, ab) in [(1.0, 1.0, 1.0, 0.3, 0.3), (2.0, 3.0, 1.0, 1.5, 2.5), (1.0, 2.0, 0.0, 1.0, 2.0), (1.0, 1.0, 1.0, 0.0, 0.0)] {
+    for (f, b, w, af, ab) in
+        [(1.0, 1.0, 1.0, 0.3, 0.3), (2.0, 3.0, 1.0, 1.5, 2.5), (1.0, 2.0, 0.0, 1.0, 2.0), (1.0, 1.0, 1.0, 0.0, 0.0)]
+    {
         for (p, m, v) in sizes() {
             let costs = moe_costs(p, [f, b, w], [af, ab]);
             let case = format!("P {p} M {m} V {v} a2a {af} {ab}");

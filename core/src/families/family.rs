@@ -458,7 +458,9 @@ fn reject_a2a_overlap(params: &ScheduleParams, family: &Family) -> Result<(), Pa
             format!("{} cannot take --a2a-overlap: it pairs the steady-state F and B of 1F1B's orders", family.name),
         )
         .hint(format!("use -s {pairing}, or remove --a2a-overlap"))
-        .hint("dualpipe and dualpipe-v pair their passes already (their F&B pairs hide the all-to-all without the flag)"));
+        .hint(
+            "dualpipe and dualpipe-v pair their passes already (their F&B pairs hide the all-to-all without the flag)",
+        ));
     }
     if !params.costs.profile.as_deref().is_some_and(|p| p.has_a2a()) {
         return Err(ParamError::new(

@@ -49,9 +49,15 @@ pub fn combined_one_f_one_b(devices: u32, microbatches: u32) -> Schedule {
     let mut schedule = Schedule::new(Placement::linear(devices), microbatches);
     for d in 0..devices {
         let warm = warm_up(devices, d, microbatches, true) as usize;
-        push_orders(&mut schedule, d, warm, microbatches as usize, true, |k| Pass::f(d, k as u32), |k| {
-            Pass::bw(d, k as u32)
-        });
+        push_orders(
+            &mut schedule,
+            d,
+            warm,
+            microbatches as usize,
+            true,
+            |k| Pass::f(d, k as u32),
+            |k| Pass::bw(d, k as u32),
+        );
     }
     schedule
 }
