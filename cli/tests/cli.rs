@@ -850,6 +850,8 @@ fn a2a_overlap_pairs_export_and_refusals() {
         serde_json::from_str(&ok(d.path(), &["simulate", "--from", "paired.json", "--json"])).unwrap();
     let first: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(back["cost"], first["cost"]);
+    // Device 0 pairs 3 of its 8 chunk forwards, device 1 five.
+    assert_eq!((first["pairs"].as_u64(), back["pairs"].as_u64()), (Some(8), Some(8)));
     fails_with_hint(d.path(), &join(&["simulate", "-s", "1f1b", "--a2a-overlap"], &[]), "these costs have none");
     fails_with_hint(
         d.path(),
