@@ -40,6 +40,11 @@ pub struct FamilyArgs {
     /// Sequence slices per microbatch (Seq1F1B).
     #[arg(long = "seq-splits", value_name = "K", value_parser = positive, hide_short_help = true)]
     pub seq_splits: Option<u32>,
+    /// Megatron's combined 1F1B (1f1b, interleaved-1f1b; an MoE model with EP > 1): one more
+    /// warm-up forward, then each steady-state F overlapped with an earlier microbatch's B,
+    /// hiding the expert all-to-all.
+    #[arg(long = "a2a-overlap", hide_short_help = true)]
+    pub a2a_overlap: bool,
 }
 
 /// Times and memory, for one microbatch through 1/P of the model. Unset values come from the
@@ -901,6 +906,7 @@ pub fn params(family: &FamilyArgs, costs: &CostArgs) -> Result<ScheduleParams> {
         group: family.group,
         waves: family.waves,
         seq_splits: family.seq_splits,
+        a2a_overlap: family.a2a_overlap,
         costs: costs.costs(None, family.devices)?,
         mem_limit: costs.mem_limit()?,
         units: costs.units(),

@@ -83,6 +83,7 @@ pub fn json(name: &str, family: Option<&Family>, params: &ScheduleParams, a: &An
         "placement": a.schedule.placement.kind().name(),
         "stages": a.schedule.placement.stages(),
         "passes": a.schedule.pass_count(),
+        "pairs": a.schedule.orders.iter().flatten().filter(|op| op.is_pair()).count(),
         "costs": {
             "f": c.f, "b": c.b, "w": c.w, "comm": c.comm, "overlap": c.overlap,
             "mem_f": c.mem_f, "mem_w": c.mem_w(),

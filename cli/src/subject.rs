@@ -108,6 +108,7 @@ pub fn reject_family_flags(matches: Option<&ArgMatches>, comparing: bool) -> Res
         ("group", "group", false),
         ("waves", "waves", false),
         ("seq_splits", "seq-splits", false),
+        ("a2a_overlap", "a2a-overlap", false),
     ];
     for (id, flag, sized_by_file) in flags {
         let given = matches.value_source(id) == Some(ValueSource::CommandLine);

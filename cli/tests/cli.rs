@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bubblescope, fails, fails_in_scratch, fails_with_hint, ok, ok_in_scratch};
+use common::{bubblescope, fails, fails_in_scratch, fails_with_hint, join, ok, ok_in_scratch};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -913,4 +913,45 @@ fn tiny_costs_print_their_digits_not_zeros() {
     // Costs of ordinary size print as before.
     let out = ok_in_scratch(&["simulate", "-s", "1f1b"]);
     assert!(out.contains("cost         33 ") && out.contains("peak memory  4 "), "{out}");
+}
+
+/// `--a2a-overlap` (issue 41): Megatron's combined 1F1B on 1f1b and interleaved-1f1b with an
+/// MoE model whose all-to-all leaves the GPU; its pairs go to PyTorch's compute-only CSV as
+/// `(xFy;uBv)OVERLAP_F_B` and read back as the same schedule; a dense model, `--ep 1`, another
+/// family and `--from` are refused with a hint.
+#[test]
+fn a2a_overlap_pairs_export_and_refusals() {
+    let moe = ["--model", "mixtral-8x7b", "--ep", "2", "--dp", "2"];
+    let d = tempfile::tempdir().unwrap();
+    let base = ["simulate", "-s", "interleaved-1f1b", "-p", "2", "-m", "4", "--a2a-overlap"];
+    let csv = ok(d.path(), &join(&join(&base, &moe), &["--export", "-", "--to-format", "pytorch-csv"]));
+    assert!(csv.starts_with("0F0,0F1,2F0,2F1,0F2,(0F3;2B0)OVERLAP_F_B,"), "{csv}");
+    std::fs::write(d.path().join("paired.csv"), &csv).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(d.path(), &["simulate", "--from", "paired.csv", "--json"])).unwrap();
+    assert_eq!(v["microbatches"], 4, "{v}");
+    let text = ok(d.path(), &join(&base, &moe));
+    assert!(text.contains("Interleaved 1F1B · 2 devices · 4 microbatches · a2a overlap"), "{text}");
+    // The JSON keeps the pairs and the all-to-all: read back, it costs what it cost.
+    let json = ok(d.path(), &join(&join(&base, &moe), &["--json"]));
+    ok(d.path(), &join(&join(&base, &moe), &["--export", "paired.json"]));
+    let back: serde_json::Value =
+        serde_json::from_str(&ok(d.path(), &["simulate", "--from", "paired.json", "--json"])).unwrap();
+    let first: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(back["cost"], first["cost"]);
+    // Device 0 pairs 3 of its 8 chunk forwards, device 1 five.
+    assert_eq!((first["pairs"].as_u64(), back["pairs"].as_u64()), (Some(8), Some(8)));
+    fails_with_hint(d.path(), &join(&["simulate", "-s", "1f1b", "--a2a-overlap"], &[]), "these costs have none");
+    fails_with_hint(
+        d.path(),
+        &["simulate", "-s", "1f1b", "--a2a-overlap", "--model", "mixtral-8x7b"],
+        "a dense model, or experts not split over ranks (--ep 1)",
+    );
+    let e = fails_with_hint(
+        d.path(),
+        &join(&["simulate", "-s", "zb-h1", "--a2a-overlap"], &moe),
+        "zb-h1 cannot take --a2a-overlap",
+    );
+    assert!(e.contains("hint: use -s 1f1b or -s interleaved-1f1b"), "{e}");
+    fails_with_hint(d.path(), &["simulate", "--from", "paired.csv", "--a2a-overlap"], "--a2a-overlap does not apply");
 }

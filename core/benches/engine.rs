@@ -67,10 +67,10 @@ fn page_move(c: &mut Criterion) {
     let timeline = simulate(&schedule, &costs).expect("simulates");
     group.bench_function("stats", |b| b.iter(|| stats(black_box(&schedule), &timeline, &params.costs).cost));
     group.bench_function("run zb-auto", |b| {
-        b.iter(|| bubblescope::run("zb-auto", black_box(&params)).map(|a| a.stats.cost))
+        b.iter(|| bubblescope::run("zb-auto", black_box(&params)).map(|a| a.stats.cost));
     });
     group.bench_function("run 1f1b baseline", |b| {
-        b.iter(|| bubblescope::run("1f1b", black_box(&params)).map(|a| a.stats.cost))
+        b.iter(|| bubblescope::run("1f1b", black_box(&params)).map(|a| a.stats.cost));
     });
     group.finish();
 }

@@ -55,6 +55,9 @@ pub enum Field {
     Comm,
     /// Overlapped F&B pair time (`--overlap`).
     Overlap,
+    /// Megatron's combined 1F1B: steady-state F and B of different microbatches run as
+    /// overlapped pairs that hide the expert all-to-all (`--a2a-overlap`).
+    A2aOverlap,
     /// Output-layer forward time of one vocabulary shard (`--s`).
     S,
     /// Output-layer backward time of one vocabulary shard (`--t`).
@@ -166,7 +169,7 @@ pub enum Field {
 
 impl Field {
     /// Every field, in declaration order.
-    pub const ALL: [Field; 64] = [
+    pub const ALL: [Field; 65] = [
         Field::Schedule,
         Field::Devices,
         Field::Microbatches,
@@ -179,6 +182,7 @@ impl Field {
         Field::W,
         Field::Comm,
         Field::Overlap,
+        Field::A2aOverlap,
         Field::S,
         Field::T,
         Field::MemF,
@@ -253,6 +257,7 @@ impl Field {
             Field::W => "w",
             Field::Comm => "comm",
             Field::Overlap => "overlap",
+            Field::A2aOverlap => "a2a-overlap",
             Field::MemF => "mem-f",
             Field::MemW => "mem-w",
             Field::MemLimit => "mem-limit",

@@ -568,6 +568,11 @@ pub struct ScheduleParams {
     pub waves: Option<u32>,
     /// Sequence slices per microbatch (Seq1F1B); `None` uses the family's default.
     pub seq_splits: Option<u32>,
+    /// Megatron's combined 1F1B (`--a2a-overlap`, families that pair passes): one more
+    /// warm-up forward, then each steady-state forward overlapped with the backward of an
+    /// earlier microbatch, hiding the expert all-to-all.
+    #[cfg_attr(feature = "wire", serde(default))]
+    pub a2a_overlap: bool,
     /// Times and memory.
     pub costs: Costs,
     /// Per-device activation memory limit, in the unit of `mem_f`.
@@ -592,6 +597,7 @@ impl ScheduleParams {
             group: None,
             waves: None,
             seq_splits: None,
+            a2a_overlap: false,
             costs: Costs::default(),
             mem_limit: None,
             units: Units::Cost,

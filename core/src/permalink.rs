@@ -3,7 +3,8 @@
 //!
 //! The keys are the CLI's flag names:
 //! * the schedule's: `schedule`, `devices`, `microbatches`, `chunks`, `group`, `waves`,
-//!   `seq-splits`, `f`, `b`, `w`, `comm`, `overlap`, `mem-f`, `mem-w`, `mem-limit`. `f`, `b`,
+//!   `seq-splits`, `a2a-overlap` (`true` or `false`), `f`, `b`, `w`, `comm`, `overlap`, `mem-f`,
+//!   `mem-w`, `mem-limit`. `f`, `b`,
 //!   `w`, `mem-f` and `mem-w` take one number or one per device; `mem-limit` takes a size
 //!   (`80GiB`) with a model;
 //! * the model's, every key of [`crate::model::MODEL_FIELDS`] (`model`, `layers`, `hidden`,
@@ -126,6 +127,11 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             "group" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.group = Some(v)),
             "waves" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.waves = Some(v)),
             "seq-splits" => int(&value).map_or_else(|| bad("a positive integer"), |v| p.seq_splits = Some(v)),
+            "a2a-overlap" => match value.trim() {
+                "true" | "1" | "" => p.a2a_overlap = true,
+                "false" | "0" => p.a2a_overlap = false,
+                _ => bad("true or false"),
+            },
             "comm" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.comm = v),
             "overlap" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.overlap = Some(v)),
             "f" | "b" | "w" | "mem-f" | "mem-w" => {
@@ -253,7 +259,8 @@ fn step_pairs(step: &StepSpec) -> Vec<(&'static str, u32)> {
 
 /// The keys [`parse`] reads itself, in the order [`to_query`] writes them.
 pub fn keys() -> Vec<&'static str> {
-    let mut keys = vec!["v", "schedule", "devices", "microbatches", "chunks", "group", "waves", "seq-splits"];
+    let mut keys =
+        vec!["v", "schedule", "devices", "microbatches", "chunks", "group", "waves", "seq-splits", "a2a-overlap"];
     keys.extend(["f", "b", "w", "comm", "overlap", "mem-f", "mem-w", "mem-limit"]);
     keys.extend(crate::model::MODEL_FIELDS.iter().map(|f| f.name()));
     keys.extend(["recompute", "offload", "copy-time", "host-gbps", "zero", "gpus", "global-batch", "compare"]);
@@ -330,6 +337,9 @@ pub fn to_query(link: &Permalink) -> String {
         if let Some(v) = value {
             let _ = write!(out, "&{key}={v}");
         }
+    }
+    if p.a2a_overlap {
+        out.push_str("&a2a-overlap=true");
     }
     let c = &p.costs;
     let lists = CostLists::of(c, p.devices);
@@ -498,6 +508,7 @@ mod tests {
             group: Some(8),
             waves: Some(2),
             seq_splits: Some(4),
+            a2a_overlap: true,
             costs: Costs {
                 f: 18522.0,
                 b: 0.1,

@@ -61,6 +61,9 @@ impl Settings {
                 let _ = write!(out, " --{} {v}", field.name());
             }
         }
+        if reads(Field::A2aOverlap) && p.a2a_overlap {
+            out.push_str(" --a2a-overlap");
+        }
         if self.model.given() {
             let _ = write!(out, " {}", self.model.cli_flags());
             // The F&B time stays hand-set with a model (see `effective_params`).
@@ -195,6 +198,20 @@ pub(crate) fn trade_pairs(trade: &TradeSettings) -> Vec<(&'static str, String)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_carries_a2a_overlap_for_the_families_that_read_it() {
+        let mut settings =
+            crate::permalink::parse("schedule=interleaved-1f1b&a2a-overlap=true&model=mixtral-8x7b&ep=2&dp=2")
+                .0
+                .settings();
+        assert!(settings.params.a2a_overlap);
+        assert!(settings
+            .cli_command()
+            .starts_with("bubblescope simulate -s interleaved-1f1b -p 4 -m 8 --a2a-overlap "));
+        settings.schedule = "zb-h1".into();
+        assert!(!settings.cli_command().contains("a2a"));
+    }
 
     #[test]
     fn a_model_replaces_the_hand_set_costs_but_their_overlap_and_prices_the_trade() {

@@ -126,8 +126,13 @@ pub fn FamilyOptions() -> impl IntoView {
     let current = Memo::new(move |_| state.link.with(|l| family(&l.schedule).map(|f| f.name)));
     move || {
         let fam = current.get().and_then(family)?;
-        let controls: Vec<AnyView> =
-            fam.options.iter().filter(|o| o.field != Field::MemLimit).map(|o| option_control(state, *o)).collect();
+        // --a2a-overlap has no control yet: a permalink's `a2a-overlap=true` sets it.
+        let controls: Vec<AnyView> = fam
+            .options
+            .iter()
+            .filter(|o| !matches!(o.field, Field::MemLimit | Field::A2aOverlap))
+            .map(|o| option_control(state, *o))
+            .collect();
         (!controls.is_empty()).then(|| {
             view! {
                 <section class="panel">

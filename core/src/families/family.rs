@@ -240,6 +240,9 @@ impl Family {
         if !keep(Field::Overlap) {
             p.costs.overlap = None;
         }
+        if !keep(Field::A2aOverlap) {
+            p.a2a_overlap = false;
+        }
         p
     }
 
@@ -268,6 +271,11 @@ impl Family {
             Assumption::new("no expert all-to-all inside the passes", !profile.is_some_and(|p| p.has_a2a())),
         ];
         e.assumptions.splice(0..0, common);
+        if self.uses(Field::A2aOverlap) && params.a2a_overlap {
+            // The closed forms are the plain orders': combined 1F1B warms up one more forward
+            // and holds one more microbatch (or chunk) in flight.
+            e.assumptions.push(Assumption::new("no --a2a-overlap (the formulas are the unpaired 1F1B orders')", false));
+        }
         Some(e)
     }
 
@@ -316,6 +324,7 @@ impl Family {
     pub fn generate(&self, params: &ScheduleParams) -> Result<Schedule, ParamError> {
         params.check_common()?;
         reject_unused(params, self)?;
+        reject_a2a_overlap(params, self)?;
         reject_pipeoffload(params, self)?;
         params.check_passes(self.pass_count(params))?;
         crate::passes::generate_with_trade(params, self.generate, self.uses(Field::MemLimit))
@@ -343,6 +352,9 @@ impl Family {
         }
         if let (true, Some(limit)) = (self.uses(Field::MemLimit), params.mem_limit) {
             out.push_str(&format!(" · limit {}", units.memory(limit)));
+        }
+        if self.uses(Field::A2aOverlap) && params.a2a_overlap {
+            out.push_str(" · a2a overlap");
         }
         out
     }
@@ -424,6 +436,42 @@ fn reject_pipeoffload(params: &ScheduleParams, family: &Family) -> Result<(), Pa
     )
     .hint("use --offload auto (every activation whose wait hides the copies) or a fraction, which suit any family")
     .hint(format!("or run -s {own} for PipeOffload's schedule")))
+}
+
+/// The families that pair passes for `--a2a-overlap`: those whose entry reads it.
+pub(crate) fn a2a_overlap_families() -> Vec<&'static str> {
+    crate::registry::FAMILIES.iter().filter(|f| f.uses(Field::A2aOverlap)).map(|f| f.name).collect()
+}
+
+/// Refuses `--a2a-overlap` where it cannot work: on a family that cannot pair its steady-state
+/// passes (it is Megatron's combined 1F1B, written for the 1F1B orders), and on costs with no
+/// expert all-to-all inside the passes (a dense model, or experts not split over ranks): the
+/// pairs would hide nothing and the extra warm-up forward would only cost memory.
+fn reject_a2a_overlap(params: &ScheduleParams, family: &Family) -> Result<(), ParamError> {
+    if !params.a2a_overlap {
+        return Ok(());
+    }
+    if !family.uses(Field::A2aOverlap) {
+        let pairing = a2a_overlap_families().join(" or -s ");
+        return Err(ParamError::new(
+            Field::A2aOverlap,
+            format!("{} cannot take --a2a-overlap: it pairs the steady-state F and B of 1F1B's orders", family.name),
+        )
+        .hint(format!("use -s {pairing}, or remove --a2a-overlap"))
+        .hint(
+            "dualpipe and dualpipe-v pair their passes already (their F&B pairs hide the all-to-all without the flag)",
+        ));
+    }
+    if !params.costs.profile.as_deref().is_some_and(|p| p.has_a2a()) {
+        return Err(ParamError::new(
+            Field::A2aOverlap,
+            "--a2a-overlap hides the expert all-to-all inside the passes, but these costs have none: \
+             a dense model, or experts not split over ranks (--ep 1)",
+        )
+        .hint("give a mixture-of-experts model split over expert-parallel ranks: e.g. --model qwen3-235b-a22b (EP 8), or --experts E with --ep 2 or more")
+        .hint("or remove --a2a-overlap"));
+    }
+    Ok(())
 }
 
 fn reject_unused(params: &ScheduleParams, family: &Family) -> Result<(), ParamError> {

@@ -42,9 +42,10 @@ pub const FAMILY: Family = Family {
     options: &[
         FamilyOption::count(Field::Chunks, DEFAULT_CHUNKS),
         FamilyOption { field: Field::Group, default: OptionDefault::Devices },
+        FamilyOption { field: Field::A2aOverlap, default: OptionDefault::Unset },
     ],
     constraints: "chunks ≥ 1 (default 2; 1 is plain 1F1B); devices ≤ group ≤ microbatches (default group = devices); \
-                  microbatches mod group is 0 or ≥ devices",
+                  microbatches mod group is 0 or ≥ devices; --a2a-overlap needs an expert all-to-all (an MoE model with EP > 1)",
     passes,
     generate,
     predict,
@@ -129,6 +130,8 @@ struct VirtualPipeline {
     microbatches: u32,
     chunks: u32,
     group: u32,
+    /// Megatron's combined 1F1B (`--a2a-overlap`): one more warm-up forward, then pairs.
+    paired: bool,
 }
 
 impl VirtualPipeline {
@@ -144,7 +147,7 @@ impl VirtualPipeline {
                 )
                 .hint("with --chunks 1 the schedule is plain 1F1B; use --chunks 2 or more, or remove --group"));
             }
-            return Ok(VirtualPipeline { devices, microbatches, chunks, group: devices });
+            return Ok(VirtualPipeline { devices, microbatches, chunks, group: devices, paired: params.a2a_overlap });
         }
         if microbatches < devices {
             return Err(too_few_microbatches(FAMILY.name, devices, microbatches));
@@ -181,7 +184,7 @@ impl VirtualPipeline {
                 smallest_valid_group(devices, microbatches)
             )));
         }
-        Ok(VirtualPipeline { devices, microbatches, chunks, group })
+        Ok(VirtualPipeline { devices, microbatches, chunks, group, paired: params.a2a_overlap })
     }
 
     /// Reads and checks `--chunks` for looped BFS (`group = microbatches`).
@@ -191,23 +194,24 @@ impl VirtualPipeline {
         if chunks > 1 && microbatches < devices {
             return Err(too_few_microbatches(LOOPED_BFS.name, devices, microbatches));
         }
-        Ok(VirtualPipeline { devices, microbatches, chunks, group: microbatches })
+        Ok(VirtualPipeline { devices, microbatches, chunks, group: microbatches, paired: false })
     }
 
-    /// Forwards device `device` runs before its first backward.
+    /// Forwards device `device` runs before its steady state: Megatron's
+    /// `get_pp_rank_microbatches`, one more when paired (combined 1F1B), at most `M·V`.
     fn warm_up(&self, device: u32) -> u64 {
         let total = u64::from(self.microbatches) * u64::from(self.chunks);
         let behind = u64::from(self.devices - 1 - device);
         let warm =
             if self.chunks == 1 { behind } else { 2 * behind + u64::from(self.chunks - 1) * u64::from(self.group) };
-        warm.min(total)
+        (warm + u64::from(self.paired)).min(total)
     }
 
     /// The per-device orders.
     fn schedule(&self) -> Schedule {
-        let VirtualPipeline { devices, microbatches, chunks, group } = *self;
+        let VirtualPipeline { devices, microbatches, chunks, group, paired } = *self;
         if chunks == 1 {
-            return one_f_one_b::one_f_one_b(devices, microbatches);
+            return one_f_one_b::generate(devices, microbatches, paired);
         }
         let table = schedule_table(microbatches, chunks, group);
         let mut schedule = Schedule::new(Placement::interleaved(devices, chunks), microbatches);
@@ -216,17 +220,7 @@ impl VirtualPipeline {
             let forward = |k: usize| Pass::f(stage(table[k].1), table[k].0);
             let backward = |k: usize| Pass::bw(stage(chunks - 1 - table[k].1), table[k].0);
             let warm = self.warm_up(device) as usize;
-            let steady = table.len() - warm;
-            for k in 0..warm {
-                schedule.push(device, forward(k));
-            }
-            for k in 0..steady {
-                schedule.push(device, forward(warm + k));
-                schedule.push(device, backward(k));
-            }
-            for k in steady..table.len() {
-                schedule.push(device, backward(k));
-            }
+            one_f_one_b::push_orders(&mut schedule, device, warm, table.len(), paired, forward, backward);
         }
         schedule
     }

@@ -28,6 +28,7 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
                     group,
                     waves,
                     seq_splits: seq,
+                    a2a_overlap: false,
                     costs: Costs {
                         f: f64::from(f),
                         b: f64::from(b),
