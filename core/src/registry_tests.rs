@@ -242,3 +242,9 @@ fn issue_42_s_families_explain_their_bubble_and_memory() {
         }
     }
 }
+
+#[test]
+fn the_a2a_overlap_hint_names_every_family_that_pairs() {
+    let reading: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::A2aOverlap)).map(|f| f.name).collect();
+    assert_eq!(reading, crate::families::A2A_OVERLAP_FAMILIES.to_vec());
+}

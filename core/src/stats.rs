@@ -317,10 +317,16 @@ fn as_written(schedule: &Schedule, costs: &Costs, value: f64) -> f64 {
 }
 
 /// `a − b`, 0 when the two differ by float noise alone (a device idle 2e-10 µs of a 2 s span,
-/// a bubble rate of −8e-16): [`without_noise_in`](crate::units::without_noise_in) at their
-/// scale.
+/// a bubble rate of −8e-16: [`is_noise_at`](crate::units::is_noise_at) their scale), else the
+/// exact difference, so a rate stays the papers' `(cost − ideal) / cost` bit for bit. Printing
+/// rounds what is left ([`without_noise`](crate::units::without_noise)).
 fn less(a: f64, b: f64) -> f64 {
-    crate::units::without_noise_in(a - b, a.abs().max(b.abs()))
+    let d = a - b;
+    if crate::units::is_noise_at(d, a.abs().max(b.abs())) {
+        0.0
+    } else {
+        d
+    }
 }
 
 fn ratio(num: f64, den: f64) -> f64 {

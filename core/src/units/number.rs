@@ -75,7 +75,7 @@ pub fn without_noise(value: f64) -> f64 {
 /// value; never `-0`. Exports of memory curves and durations pass their points through it.
 pub fn without_noise_in(value: f64, scale: f64) -> f64 {
     let near = NOISE_STEPS * f64::EPSILON * scale.abs();
-    if value.abs() <= near {
+    if is_noise_at(value, scale) {
         return 0.0;
     }
     if scale.is_finite() && scale != 0.0 && value.is_finite() {
@@ -87,6 +87,12 @@ pub fn without_noise_in(value: f64, scale: f64) -> f64 {
         }
     }
     without_noise(value) + 0.0
+}
+
+/// Whether `value`, a difference whose terms are about `scale` in size, is float noise: within
+/// the same rounding steps of `scale` that [`without_noise_in`] takes as noise.
+pub fn is_noise_at(value: f64, scale: f64) -> bool {
+    value.abs() <= NOISE_STEPS * f64::EPSILON * scale.abs()
 }
 
 /// The rounding steps (relative, in units of `f64::EPSILON`) [`without_noise`] takes as noise.
