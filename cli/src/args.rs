@@ -810,11 +810,7 @@ impl CostArgs {
         }
         d.comm = self.comm.unwrap_or(d.comm);
         d.overlap = self.overlap.or(d.overlap);
-        if self.s.is_some() || self.t.is_some() {
-            let s = self.s.or(d.vocab.map(|v| v.s)).unwrap_or(0.0);
-            let t = self.t.unwrap_or(2.0 * s);
-            d.vocab = Some(bubblescope::VocabCosts::output(s, t, d.comm));
-        }
+        d.vocab = bubblescope::VocabCosts::from_shards(self.s, self.t, d.vocab, d.comm);
         let lists = CostLists {
             f: list(&self.f),
             b: list(&self.b),

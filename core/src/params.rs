@@ -116,6 +116,19 @@ impl VocabCosts {
         VocabCosts { s, t, input_f: 0.0, input_b: 0.0, reduce }
     }
 
+    /// The shards' times as the CLI's `--s`/`--t` and a link's `s`/`t` give them: `None` when
+    /// neither is given (the costs keep `previous`); else S is `s` (or `previous`'s, or 0), T is
+    /// `t` or twice S (the output layer's backward, input and weight gradients), the input
+    /// layer is free and a barrier takes `comm`, one hop.
+    pub fn from_shards(s: Option<f64>, t: Option<f64>, previous: Option<VocabCosts>, comm: f64) -> Option<VocabCosts> {
+        if s.is_none() && t.is_none() {
+            return previous;
+        }
+        let s = s.or(previous.map(|v| v.s)).unwrap_or(0.0);
+        let t = t.unwrap_or(2.0 * s);
+        Some(VocabCosts::output(s, t, comm))
+    }
+
     /// Checks every time is finite and in range.
     ///
     /// # Errors

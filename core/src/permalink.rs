@@ -28,7 +28,7 @@ use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_AL
 use crate::cost_lists::{format_list, parse_list, CostLists, LIST_FIELDS};
 use crate::error::Field;
 use crate::model::{model_field, parse_limit, ModelSpec};
-use crate::params::{Costs, ScheduleParams};
+use crate::params::{Costs, ScheduleParams, VocabCosts};
 use crate::settings::{trade_pairs, Settings};
 use crate::step::StepSpec;
 use crate::trade::{parse_offload, parse_recompute, Offload, Recompute, TradeSettings};
@@ -106,6 +106,7 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
     let query = query.strip_prefix('?').unwrap_or(query);
     let mut lists = CostLists::default();
     let mut sized_limit: Option<String> = None;
+    let mut shards: (Option<f64>, Option<f64>) = (None, None);
     for pair in query.split('&').filter(|p| !p.is_empty()).take(200) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let (key, value) = (decode(key), decode(value));
@@ -134,6 +135,8 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             },
             "comm" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.comm = v),
             "overlap" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.overlap = Some(v)),
+            "s" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.0 = Some(v)),
+            "t" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.1 = Some(v)),
             "f" | "b" | "w" | "mem-f" | "mem-w" => {
                 let field = LIST_FIELDS.into_iter().find(|f| f.name() == key).unwrap_or(Field::F);
                 match parse_list(&value, field) {
@@ -187,6 +190,9 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             _ => {}
         }
     }
+    // The vocabulary shards' barrier takes a hop, whichever key came first.
+    let c = &mut link.params.costs;
+    c.vocab = VocabCosts::from_shards(shards.0, shards.1, c.vocab, c.comm);
     match lists.apply(&link.params.costs, link.params.devices) {
         Ok(costs) => link.params.costs = costs,
         Err(e) => warnings.push(format!("ignored the cost lists: {}", e.message)),
@@ -261,14 +267,15 @@ fn step_pairs(step: &StepSpec) -> Vec<(&'static str, u32)> {
 pub fn keys() -> Vec<&'static str> {
     let mut keys =
         vec!["v", "schedule", "devices", "microbatches", "chunks", "group", "waves", "seq-splits", "a2a-overlap"];
-    keys.extend(["f", "b", "w", "comm", "overlap", "mem-f", "mem-w", "mem-limit"]);
+    keys.extend(["f", "b", "w", "comm", "overlap", "s", "t", "mem-f", "mem-w", "mem-limit"]);
     keys.extend(crate::model::MODEL_FIELDS.iter().map(|f| f.name()));
     keys.extend(["recompute", "offload", "copy-time", "host-gbps", "zero", "gpus", "global-batch", "compare"]);
     keys
 }
 
 /// The CLI's short flags, which a link does not take, and the key each stands for.
-const SHORT_FLAGS: &[(&str, &str)] = &[("p", "devices"), ("m", "microbatches"), ("s", "schedule")];
+// (`s` is a key of its own: the vocabulary shard's S time, as the CLI's `--s`.)
+const SHORT_FLAGS: &[(&str, &str)] = &[("p", "devices"), ("m", "microbatches")];
 
 /// A warning for each key of `link` that neither [`parse`] nor the app (`view_keys`) reads:
 /// it names the key and value, and the nearest known keys (`?p=8&microbatch=16` runs the
@@ -349,6 +356,8 @@ pub fn to_query(link: &Permalink) -> String {
         ("w", Some(c.w), d.w),
         ("comm", Some(c.comm), d.comm),
         ("overlap", c.overlap, f64::NAN),
+        ("s", c.vocab.map(|v| v.s), f64::NAN),
+        ("t", c.vocab.map(|v| v.t), f64::NAN),
         ("mem-f", Some(c.mem_f), d.mem_f),
         ("mem-w", c.mem_w, f64::NAN),
         ("mem-limit", p.mem_limit, f64::NAN),
@@ -531,6 +540,28 @@ mod tests {
         let (back, warnings) = parse(&format!("?{q}"));
         assert_eq!(warnings, Vec::<String>::new());
         assert_eq!(back, link);
+    }
+
+    #[test]
+    fn vocabulary_shard_keys_round_trip_as_the_cli_reads_its_flags() {
+        // `s` alone: T twice S, a barrier of one hop, whichever key comes first.
+        let (link, warnings) = parse("schedule=vocab-1&s=0.5&comm=0.25");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(link.params.costs.vocab, Some(VocabCosts::output(0.5, 1.0, 0.25)));
+        assert_eq!(
+            link.params.costs.vocab,
+            VocabCosts::from_shards(Some(0.5), None, None, 0.25),
+            "the CLI's --s 0.5 --comm 0.25"
+        );
+        let (back, _) = parse(&to_query(&link));
+        assert_eq!(back, link);
+        let (link, _) = parse("schedule=v-half-vocab&t=3&s=1");
+        assert_eq!(link.params.costs.vocab, Some(VocabCosts::output(1.0, 3.0, 0.0)));
+        assert!(to_query(&link).contains("&s=1&t=3"), "{}", to_query(&link));
+        let (_, warnings) = parse("s=-1&t=x");
+        assert_eq!(warnings, vec!["ignored s=-1: expected a number ≥ 0", "ignored t=x: expected a number ≥ 0"]);
+        // Without either, no vocabulary layer.
+        assert_eq!(parse("schedule=vocab-1").0.params.costs.vocab, None);
     }
 
     #[test]

@@ -248,3 +248,10 @@ fn the_a2a_overlap_hint_names_every_family_that_pairs() {
     let reading: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::A2aOverlap)).map(|f| f.name).collect();
     assert_eq!(reading, crate::families::A2A_OVERLAP_FAMILIES.to_vec());
 }
+
+#[test]
+fn the_vocabulary_hint_names_every_vocabulary_family() {
+    let vocabulary: Vec<&str> =
+        FAMILIES.iter().filter(|f| f.group == crate::families::FamilyGroup::Vocabulary).map(|f| f.name).collect();
+    assert_eq!(vocabulary, crate::families::VOCABULARY_FAMILIES.to_vec());
+}

@@ -60,9 +60,66 @@ pub fn CostInputs() -> impl IntoView {
             <NumberField label="W · weight gradient" id="w" value=costs(|c| c.w) kind=NumberKind::Amount slider=range
                 on_change=set(state, |l, v| set_cost(l, Field::W, v)) error=error_signal(state, Field::W)/>
             <NumberField label="Communication per hop" id="comm" value=costs(|c| c.comm) kind=NumberKind::Amount slider=range
-                on_change=set(state, |l, v| l.params.costs.comm = v) error=error_signal(state, Field::Comm)/>
+                on_change=set(state, set_comm) error=error_signal(state, Field::Comm)/>
+        </div>
+        <Show when=move || splits_vocabulary(state)>
+            <VocabularyInputs/>
+        </Show>
+    }
+}
+
+/// Whether the chosen family splits the output layer by vocabulary, or the costs hold shard
+/// times (a family that does not read them refuses them: the boxes show where).
+fn splits_vocabulary(state: AppState) -> bool {
+    state.link.with(|l| {
+        l.params.costs.vocab.is_some()
+            || bubblescope::family(&l.schedule).is_some_and(|f| f.group == bubblescope::FamilyGroup::Vocabulary)
+    })
+}
+
+/// S and T, one vocabulary shard's output-layer forward and backward (the CLI's `--s`, `--t`;
+/// the link's `s`, `t`), for the vocabulary-parallel families.
+#[component]
+fn VocabularyInputs() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let shard = move |f: fn(&bubblescope::VocabCosts) -> f64| {
+        Signal::derive(move || state.link.with(|l| l.params.costs.vocab.as_ref().map(f)))
+    };
+    let range = cost_range(state);
+    view! {
+        <p class="help">"One vocabulary shard (1/P of the output layer) per microbatch; T defaults to twice S, and each barrier takes one hop."</p>
+        <div class="grid-1" data-testid="vocabulary-inputs">
+            <NumberField label="S · output layer forward, one shard" id="s" value=shard(|v| v.s) kind=NumberKind::Amount slider=range
+                placeholder="needed" optional=true
+                on_change=shard_setter(state, true) error=error_signal(state, Field::S)/>
+            <NumberField label="T · output layer backward, one shard" id="t" value=shard(|v| v.t) kind=NumberKind::Amount slider=range
+                placeholder="2 × S" optional=true
+                on_change=shard_setter(state, false) error=error_signal(state, Field::T)/>
         </div>
     }
+}
+
+/// Sets S (`forward`) or T from a box, as the CLI's `--s`/`--t` would ([`VocabCosts::from_shards`]);
+/// clearing S removes the shards.
+fn shard_setter(state: AppState, forward: bool) -> Callback<Option<f64>> {
+    Callback::new(move |v: Option<f64>| {
+        state.update(|l| {
+            let c = &mut l.params.costs;
+            let old = c.vocab;
+            c.vocab = match (forward, v) {
+                (true, None) => None,
+                (true, Some(s)) => bubblescope::VocabCosts::from_shards(Some(s), old.map(|o| o.t), old, c.comm),
+                (false, t) => bubblescope::VocabCosts::from_shards(old.map(|o| o.s), t, None, c.comm),
+            };
+        });
+    })
+}
+
+/// Sets the hop time; the vocabulary shards' barrier, one hop, follows it.
+fn set_comm(link: &mut Permalink, v: f64) {
+    let c = &mut link.params.costs;
+    c.comm = v;
+    c.vocab = c.vocab.and_then(|o| bubblescope::VocabCosts::from_shards(Some(o.s), Some(o.t), None, v));
 }
 
 /// A slider range shared by F, B and W that grows with the values.

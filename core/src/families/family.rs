@@ -438,6 +438,10 @@ fn reject_pipeoffload(params: &ScheduleParams, family: &Family) -> Result<(), Pa
     .hint(format!("or run -s {own} for PipeOffload's schedule")))
 }
 
+/// The vocabulary-parallel families ([`FamilyGroup::Vocabulary`]; the registry's tests hold
+/// the two lists equal).
+pub(crate) const VOCABULARY_FAMILIES: [&str; 4] = ["vocab-1", "vocab-2", "interlaced-vocab", "v-half-vocab"];
+
 /// The families that pair passes for `--a2a-overlap`: those whose entry reads it (the
 /// registry's tests hold the two lists equal; the registry sits above this module).
 pub(crate) const A2A_OVERLAP_FAMILIES: [&str; 2] = ["1f1b", "interleaved-1f1b"];
@@ -508,6 +512,9 @@ pub fn unused_vocabulary(families: &[&Family], costs: &crate::params::Costs) -> 
             Field::S,
             format!("{who} {verb} not split the output layer by vocabulary, so s and t (its shards' times) would change nothing"),
         )
-        .hint("remove --s and --t, or pick a vocabulary-parallel family: vocab-1, vocab-2 or interlaced-vocab"),
+        .hint(format!(
+            "remove --s and --t, or pick a vocabulary-parallel family: {}",
+            VOCABULARY_FAMILIES.join(", ")
+        )),
     )
 }

@@ -34,13 +34,13 @@ pub(crate) mod zb_h2;
 pub(crate) mod zb_v;
 pub(crate) mod zb_v_handcrafted;
 
-#[cfg(test)]
-pub(crate) use family::A2A_OVERLAP_FAMILIES;
 pub(crate) use family::{count_option, per_chunk, per_device_microbatch};
 pub use family::{
     unused_vocabulary, Family, FamilyGroup, FamilyOption, OptionDefault, Paper, Prediction, SlowSearch, ZERO_BUBBLE,
     ZERO_BUBBLE_V,
 };
+#[cfg(test)]
+pub(crate) use family::{A2A_OVERLAP_FAMILIES, VOCABULARY_FAMILIES};
 pub use formula::BubbleQuantity;
 
 #[cfg(test)]
