@@ -421,6 +421,13 @@ fn calibrate_times(text: &str) -> Result<Calibrate, String> {
     if !text.contains(',') && path.exists() {
         return Ok(Calibrate::Run(path.to_path_buf()));
     }
+    // One item that reads as no time: a path, most likely, that is not there.
+    let looks_like_path = text.contains(['/', '\\']) || text.ends_with(".json") || text.ends_with(".gz");
+    if !text.contains(',') && looks_like_path {
+        return Err(format!(
+            "calibrate found no profiled run at {text}: no such file or folder\n  hint: give the run's per-rank traces' folder or files, as `bubblescope trace` reads them\n  hint: or three times F,B,W of one microbatch, e.g. 18.5ms,18.1ms,9.3ms"
+        ));
+    }
     model::calibrate::parse_times(text).map(Calibrate::Times).map_err(|e| {
         format!("{e}\n  hint: or give a profiled run: its per-rank traces' folder or files, as `bubblescope trace` reads them")
     })

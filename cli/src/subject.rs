@@ -118,7 +118,7 @@ pub fn reject_family_flags(matches: Option<&ArgMatches>, comparing: bool) -> Res
         let hint = if sized_by_file {
             format!("remove --{flag}: the file sets the {flag} of its schedule (and of any --compare)")
         } else {
-            format!("remove --{flag}; it shapes generated families only (e.g. with --compare)")
+            format!("remove --{flag}; it shapes generated families only (-s NAME without --from)")
         };
         return Err(user_error(&format!("--{flag} does not apply to a schedule read with --from"), &[hint]));
     }

@@ -1004,3 +1004,16 @@ fn an_efficiency_just_above_1_prints_the_digits_that_break_the_rule() {
     let e = fails(&["simulate", "-s", "1f1b", "--model", "llama-3.2-1b", "--gemm-efficiency", "1.0000001"]);
     assert!(e.contains("gemm-efficiency must be above 0 and at most 1, found 1.0000001\n"), "{e}");
 }
+
+/// Fifth hostile pass: a `--calibrate` path that is not there is said to be missing, not read
+/// as one time of three.
+#[test]
+fn a_missing_calibration_run_is_named_as_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = common::fails_with_hint(
+        dir.path(),
+        &["costs", "--model", "llama-3.2-1b", "--calibrate=/nonexistent/run"],
+        "calibrate found no profiled run at /nonexistent/run: no such file or folder",
+    );
+    assert!(!e.contains("found 1"), "{e}");
+}

@@ -111,3 +111,21 @@ fn vocabulary_costs_on_a_family_without_a_vocabulary_are_refused() {
     // A comparison with a family that reads them takes them.
     ok(d, &["render", "--compare", "1f1b,vocab-1", "--s", "0.5", "-o", "x.svg"]);
 }
+
+/// Fifth hostile pass: the hints of v-half-vocab's refusals fit the case, and a default T
+/// above the cap is blamed on S, the number given.
+#[test]
+fn v_half_vocab_refusals_hint_what_helps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let e = fails_with_hint(d, &["simulate", "-s", "v-half-vocab", "--s", "1", "-p", "1", "-m", "8"], "error:");
+    assert!(e.contains("hint: use --devices 2") && !e.contains("--devices 0"), "{e}");
+    let e = fails_with_hint(
+        d,
+        &["simulate", "-s", "v-half-vocab", "--s", "1", "-p", "4", "-m", "8", "--f", "0.1"],
+        "error:",
+    );
+    assert!(!e.contains("use more microbatches") && e.contains("equal F, B and W"), "{e}");
+    let e = fails_with_hint(d, &["simulate", "-s", "v-half-vocab", "--s", "1e12"], "error:");
+    assert!(e.contains("s must be at most 5e11 while t is left to its default"), "{e}");
+}

@@ -136,6 +136,17 @@ impl VocabCosts {
     /// checked under those names too: they come with them).
     pub fn check(&self) -> Result<(), ParamError> {
         check_number(Field::S, self.s)?;
+        // T left out is twice S: an S above half the cap is what breaks it, not a T never given.
+        if self.t == 2.0 * self.s && check_number(Field::T, self.t).is_err() {
+            return Err(ParamError::new(
+                Field::S,
+                format!(
+                    "s must be at most 5e11 while t is left to its default (twice s), found {}",
+                    crate::units::short_number(self.s)
+                ),
+            )
+            .hint("give a smaller --s (a coarser unit), or --t itself"));
+        }
         check_number(Field::T, self.t)?;
         check_number(Field::S, self.input_f)?;
         check_number(Field::T, self.input_b)?;

@@ -113,10 +113,18 @@ fn unrunnable(params: &ScheduleParams, first: Option<(u32, Pass, Pass)>) -> Para
         ),
     )
     .hint("add_embedding_passes places S, T, IF and IB at times read off the steady state; below it, or with an odd device count, a pass lands too early");
+    let c = &params.costs;
+    let equal = c.f == c.b && c.b == c.w && c.profile.is_none();
     if p % 2 == 1 {
-        e = e.hint(format!("use --devices {} or {}", p - 1, p + 1));
-    } else {
+        e = e.hint(if p == 1 {
+            "use --devices 2".to_string()
+        } else {
+            format!("use --devices {} or {}", p - 1, p + 1)
+        });
+    } else if equal {
         e = e.hint("use more microbatches (2 or more with equal F, B and W)");
+    } else {
+        e = e.hint("their times are read off equal F, B and W (their runtime's); with these costs a pass can land early at any microbatch count: try equal F, B and W, or v-half without vocabulary parallelism");
     }
     e
 }
