@@ -135,8 +135,8 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             },
             "comm" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.comm = v),
             "overlap" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.overlap = Some(v)),
-            "s" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.0 = Some(v)),
-            "t" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.1 = Some(v)),
+            "vocab-s" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.0 = Some(v)),
+            "vocab-t" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.1 = Some(v)),
             "f" | "b" | "w" | "mem-f" | "mem-w" => {
                 let field = LIST_FIELDS.into_iter().find(|f| f.name() == key).unwrap_or(Field::F);
                 match parse_list(&value, field) {
@@ -267,15 +267,16 @@ fn step_pairs(step: &StepSpec) -> Vec<(&'static str, u32)> {
 pub fn keys() -> Vec<&'static str> {
     let mut keys =
         vec!["v", "schedule", "devices", "microbatches", "chunks", "group", "waves", "seq-splits", "a2a-overlap"];
-    keys.extend(["f", "b", "w", "comm", "overlap", "s", "t", "mem-f", "mem-w", "mem-limit"]);
+    keys.extend(["f", "b", "w", "comm", "overlap", "vocab-s", "vocab-t", "mem-f", "mem-w", "mem-limit"]);
     keys.extend(crate::model::MODEL_FIELDS.iter().map(|f| f.name()));
     keys.extend(["recompute", "offload", "copy-time", "host-gbps", "zero", "gpus", "global-batch", "compare"]);
     keys
 }
 
 /// The CLI's short flags, which a link does not take, and the key each stands for.
-// (`s` is a key of its own: the vocabulary shard's S time, as the CLI's `--s`.)
-const SHORT_FLAGS: &[(&str, &str)] = &[("p", "devices"), ("m", "microbatches")];
+// (The CLI's `--s` and `--t`, the vocabulary shards' times, are `vocab-s` and `vocab-t` in a
+// link: `t` is the playback cursor's time.)
+const SHORT_FLAGS: &[(&str, &str)] = &[("p", "devices"), ("m", "microbatches"), ("s", "schedule")];
 
 /// A warning for each key of `link` that neither [`parse`] nor the app (`view_keys`) reads:
 /// it names the key and value, and the nearest known keys (`?p=8&microbatch=16` runs the
@@ -356,8 +357,8 @@ pub fn to_query(link: &Permalink) -> String {
         ("w", Some(c.w), d.w),
         ("comm", Some(c.comm), d.comm),
         ("overlap", c.overlap, f64::NAN),
-        ("s", c.vocab.map(|v| v.s), f64::NAN),
-        ("t", c.vocab.map(|v| v.t), f64::NAN),
+        ("vocab-s", c.vocab.map(|v| v.s), f64::NAN),
+        ("vocab-t", c.vocab.map(|v| v.t), f64::NAN),
         ("mem-f", Some(c.mem_f), d.mem_f),
         ("mem-w", c.mem_w, f64::NAN),
         ("mem-limit", p.mem_limit, f64::NAN),
@@ -545,7 +546,7 @@ mod tests {
     #[test]
     fn vocabulary_shard_keys_round_trip_as_the_cli_reads_its_flags() {
         // `s` alone: T twice S, a barrier of one hop, whichever key comes first.
-        let (link, warnings) = parse("schedule=vocab-1&s=0.5&comm=0.25");
+        let (link, warnings) = parse("schedule=vocab-1&vocab-s=0.5&comm=0.25");
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(link.params.costs.vocab, Some(VocabCosts::output(0.5, 1.0, 0.25)));
         assert_eq!(
@@ -555,11 +556,17 @@ mod tests {
         );
         let (back, _) = parse(&to_query(&link));
         assert_eq!(back, link);
-        let (link, _) = parse("schedule=v-half-vocab&t=3&s=1");
+        let (link, _) = parse("schedule=v-half-vocab&vocab-t=3&vocab-s=1");
         assert_eq!(link.params.costs.vocab, Some(VocabCosts::output(1.0, 3.0, 0.0)));
-        assert!(to_query(&link).contains("&s=1&t=3"), "{}", to_query(&link));
-        let (_, warnings) = parse("s=-1&t=x");
-        assert_eq!(warnings, vec!["ignored s=-1: expected a number ≥ 0", "ignored t=x: expected a number ≥ 0"]);
+        assert!(to_query(&link).contains("&vocab-s=1&vocab-t=3"), "{}", to_query(&link));
+        let (_, warnings) = parse("vocab-s=-1&vocab-t=x");
+        assert_eq!(
+            warnings,
+            vec!["ignored vocab-s=-1: expected a number ≥ 0", "ignored vocab-t=x: expected a number ≥ 0"]
+        );
+        // `t` stays the playback cursor's: a view key the app reads.
+        let (link, _) = parse("schedule=v-half-vocab&t=12");
+        assert_eq!((link.params.costs.vocab, link.extra("t")), (None, Some("12")));
         // Without either, no vocabulary layer.
         assert_eq!(parse("schedule=vocab-1").0.params.costs.vocab, None);
     }

@@ -37,10 +37,12 @@ export const tests = {
   },
 
   async 'a vocabulary family reads its shard times from the link and from the boxes'({ page, base }) {
-    await open(page, base, 'schedule=v-half-vocab&devices=4&microbatches=8&s=0.5&t=1');
+    await open(page, base, 'schedule=v-half-vocab&devices=4&microbatches=8&vocab-s=0.5&vocab-t=1&t=3');
     assertEq(await page.locator('[data-testid=s-input]').inputValue(), '0.5', 'S from the link');
     assertEq(await page.locator('[data-testid=t-input]').inputValue(), '1', 'T from the link');
     assert(/^[0-9.]+$/.test(await text(page, 'stat-cost')), `a cost: ${await text(page, 'stat-cost')}`);
+    // `t=` stays the playback cursor's time.
+    assertEq(Number(await page.locator('[data-testid=time-scrubber]').inputValue()), 3, 't= places the cursor');
     // Without them the family cannot run; typing S draws it, and the link carries it.
     await page.goto(`${base}?schedule=vocab-1&devices=4&microbatches=8`);
     await page.waitForSelector('[data-testid=s-input]');
@@ -48,7 +50,7 @@ export const tests = {
     await setValue(page, 's-input', 0.5);
     await waitForRedraw(page, 0);
     assertEq(await page.locator('[data-testid=t-input]').inputValue(), '1', 'T is twice S');
-    await page.waitForFunction(() => location.search.includes('&s=0.5&t=1'), null, { timeout: 5000 });
+    await page.waitForFunction(() => location.search.includes('&vocab-s=0.5&vocab-t=1'), null, { timeout: 5000 });
     // A family that does not split the vocabulary shows no such boxes.
     await open(page, base, 'schedule=zb-h1');
     assertEq(await page.locator('[data-testid=vocabulary-inputs]').count(), 0, 'no shard boxes on zb-h1');

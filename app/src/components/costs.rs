@@ -78,7 +78,7 @@ fn splits_vocabulary(state: AppState) -> bool {
 }
 
 /// S and T, one vocabulary shard's output-layer forward and backward (the CLI's `--s`, `--t`;
-/// the link's `s`, `t`), for the vocabulary-parallel families.
+/// the link's `vocab-s`, `vocab-t`), for the vocabulary-parallel families.
 #[component]
 fn VocabularyInputs() -> impl IntoView {
     let state = expect_context::<AppState>();
