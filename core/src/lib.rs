@@ -17,6 +17,7 @@ pub mod analysis;
 pub mod attribution;
 pub mod bounds;
 pub mod cost_lists;
+pub mod derive;
 pub mod error;
 pub mod families;
 pub mod findings;
