@@ -23,6 +23,7 @@ pub mod families;
 pub mod findings;
 pub mod formats;
 pub mod gaps;
+pub mod lessons;
 pub mod live;
 pub mod measured;
 pub mod model;
