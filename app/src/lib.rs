@@ -19,7 +19,7 @@ use leptos::prelude::*;
 
 use components::{
     AttributionBar, BottleneckVerdict, ChartCard, CompareAllCard, CompareTable, DerivedTable, DeviceTable, EmbedView,
-    ErrorBanner, Header, Later, SettingsPanel, StatTiles, StepTiles,
+    ErrorBanner, ExplainCard, Header, Later, LessonBar, LessonCard, SettingsPanel, StatTiles, StepTiles,
 };
 use state::AppState;
 
@@ -27,6 +27,8 @@ use state::AppState;
 #[component]
 pub fn App() -> impl IntoView {
     let (link, warnings) = url::read_location();
+    // A lesson in the link shows its step's settings.
+    let (link, warnings) = url::lesson_step(link, warnings);
     let embed = link.extra("embed") == Some("1");
     let state = AppState::new(link, warnings, embed);
     // Every change of the settings or the file is computed, on the page or in the worker.
@@ -60,9 +62,12 @@ pub fn App() -> impl IntoView {
                     <BottleneckVerdict/>
                     <AttributionBar/>
                     <CompareAllCard/>
+                    <LessonBar/>
                     <ChartCard/>
                     // Below the first screen: built once the chart is painted.
                     <Later>
+                        <ExplainCard/>
+                        <LessonCard/>
                         <CompareTable/>
                         <DerivedTable/>
                         <DeviceTable/>

@@ -354,6 +354,26 @@ pub struct AppState {
     /// Whether the parts of the page below the first screen are built: after the first chart
     /// has been drawn and painted ([`crate::components::Later`]), so they do not delay it.
     pub rest_shown: RwSignal<bool>,
+    /// What the chart picks out of the main schedule: a formula's term, or a derivation's step.
+    pub focus: RwSignal<FocusSource>,
+}
+
+/// What the chart picks out of the main schedule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FocusSource {
+    /// Nothing: every pass as it is.
+    #[default]
+    None,
+    /// The passes a term of the closed form stands for: the bubble's (`false`) or the peak
+    /// memory's (`true`) formula, and the term's index.
+    Term {
+        /// The memory formula's term rather than the bubble's.
+        memory: bool,
+        /// The term's index in its formula.
+        index: usize,
+    },
+    /// A derivation, at this step (0-based): the passes placed so far.
+    Derive(usize),
 }
 
 /// The URL key of the theme (`theme=dark`).
@@ -631,6 +651,7 @@ impl AppState {
             url_warnings: RwSignal::new(warnings),
             embed,
             rest_shown: RwSignal::new(false),
+            focus: RwSignal::new(FocusSource::None),
         }
     }
 

@@ -30,6 +30,8 @@ pub const VIEW_KEYS: &[&str] = &[
     crate::causes::CAUSES_KEY,
     crate::compare::VIEW_KEY,
     "embed",
+    bubblescope::lessons::LESSON_KEY,
+    bubblescope::lessons::LESSON_STEP_KEY,
     "loop",
     "memory",
     "play",
@@ -50,6 +52,20 @@ pub fn read_query(search: &str) -> (Permalink, Vec<String>) {
     let (link, mut warnings) = permalink::parse(search);
     warnings.extend(permalink::unknown_keys(&link, VIEW_KEYS));
     (link, warnings)
+}
+
+/// A link with a lesson shows the lesson's step: its settings replace the link's (the view keys
+/// stay). A lesson that does not read is left for the lesson bar to explain.
+pub fn lesson_step(link: Permalink, mut warnings: Vec<String>) -> (Permalink, Vec<String>) {
+    use bubblescope::lessons::{step_of, Lesson, LESSON_KEY};
+    let Some(Ok(lesson)) = link.extra(LESSON_KEY).map(Lesson::parse) else { return (link, warnings) };
+    match lesson.link_for(step_of(&link, lesson.steps.len()), &link) {
+        Some((stepped, more)) => {
+            warnings.extend(more);
+            (stepped, warnings)
+        }
+        None => (link, warnings),
+    }
 }
 
 /// The full URL for `link` (the current page with its query replaced).

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bubblescope::gaps::Causes;
 use bubblescope::render::{
-    figure, memory_plot_band, FigureItem, FigureOptions, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
+    figure, memory_plot_band, FigureItem, FigureOptions, Focus, GanttGeometry, MemoryOptions, MEMORY_HEIGHT,
 };
 use bubblescope::step::Step;
 use bubblescope::units::format_number;
@@ -19,7 +19,7 @@ use super::progress::{EngineNote, Progress};
 use crate::canvas::{device_pixel_ratio, draw_scene, use_width};
 use crate::causes::CAUSES_KEY;
 use crate::engine::runs_on_page;
-use crate::state::{compute, now_ms, AppState, Computed, Place, ThemeChoice, MAX_LIVE_MICROBATCHES};
+use crate::state::{compute, now_ms, AppState, Computed, FocusSource, Place, ThemeChoice, MAX_LIVE_MICROBATCHES};
 
 /// One drawn schedule.
 #[derive(Clone)]
@@ -292,6 +292,7 @@ fn redraw(
     canvases: Canvases,
     drawn: Memo<Drawn>,
     units: Memo<bubblescope::units::Units>,
+    focus: Memo<Option<Arc<Focus>>>,
     playback: Playback,
 ) {
     let state = chart.state;
@@ -323,7 +324,7 @@ fn redraw(
         .compact
         .then(|| web_sys::window().and_then(|w| w.inner_height().ok()?.as_f64()))
         .flatten()
-        .map(|h| h - memory_shown);
+        .map(|h| h - memory_shown - lesson_bar_height());
     let row_height = row_height(devices, frame_height);
     let scale = device_pixel_ratio();
     let memory_key = with_memory.then(|| MemoryKey {
@@ -347,6 +348,7 @@ fn redraw(
         theme,
         time_range: view.range,
         highlight: view.highlight,
+        focus: focus.get(),
         units: units.get(),
         causes: panels.iter().any(|s| s.causes.is_some()),
     };
@@ -367,6 +369,9 @@ fn redraw(
         panels.iter().map(|s| trade_counts(&s.analysis.schedule)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     let _ = canvas.set_attribute("data-recomputes", &recomputes.to_string());
     let _ = canvas.set_attribute("data-copies", &copies.to_string());
+    // What the focus picks out: passes outlined and passes shown, for tests.
+    let picked = opts.focus.as_deref().zip(panels.first()).map(|(f, s)| f.counts(&s.analysis));
+    let _ = canvas.set_attribute("data-focus", &picked.map_or_else(String::new, |(o, n)| format!("{o} {n}")));
     canvases.error.set(result.err());
     let mut frame = ChartFrame {
         geometry: fig.geometry.clone(),
@@ -420,6 +425,40 @@ fn redraw(
     if let Some(el) = canvases.container.get() {
         let _ = el.set_attribute("data-redraws", &canvases.redraws.get_untracked().to_string());
     }
+}
+
+/// The height of the lesson bar above an embedded chart (0 without a lesson).
+fn lesson_bar_height() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("lesson-bar"))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        .map_or(0.0, |e| f64::from(e.offset_height()) + 6.0)
+}
+
+/// What the chart picks out of the main schedule ([`FocusSource`]), on the schedule now shown
+/// (nothing while the settings are invalid and an older schedule is shown).
+fn focus_of(state: AppState) -> Option<Arc<Focus>> {
+    let source = state.focus.get();
+    if source == FocusSource::None {
+        return None;
+    }
+    state.outcome.with(|o| {
+        let analysis = o.main.result.as_ref().ok()?;
+        let focus = match source {
+            FocusSource::None => return None,
+            FocusSource::Term { memory, index } => {
+                let explanation = bubblescope::registry::family(&o.main.name)?.explanation(&o.params)?;
+                let formula = if memory { explanation.memory } else { explanation.bubble }?;
+                Focus::of_marks(&formula.terms.get(index)?.marks, analysis)
+            }
+            FocusSource::Derive(at) => {
+                let steps = bubblescope::derive::derive(analysis);
+                Focus::placing(&steps, at.min(steps.len().saturating_sub(1)))
+            }
+        };
+        Some(Arc::new(focus))
+    })
 }
 
 /// Writes when the frame that shows the first chart runs (`data-first-frame`, milliseconds
@@ -476,8 +515,9 @@ pub fn ChartCard(
     let units = Memo::new(move |_| state.units());
     let with_causes = chart.with_causes;
     let drawn = Memo::new(move |_| Drawn::of(state, with_causes.get()));
+    let focus = Memo::new(move |_| focus_of(state));
     // Draw whenever the schedules, the size, the theme or the view change.
-    Effect::new(move |_| redraw(chart, canvases, drawn, units, playback));
+    Effect::new(move |_| redraw(chart, canvases, drawn, units, focus, playback));
     let (show_memory, error) = (chart.show_memory, canvases.error);
     view! {
         <section class="card chart-card" class:compact=compact aria-label="Schedule chart">

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::{ChartCard, ErrorBanner, StatTiles};
+use super::{ChartCard, ErrorBanner, LessonBar, StatTiles};
 use crate::state::AppState;
 use crate::url::url_for;
 
@@ -16,11 +16,14 @@ pub fn EmbedView() -> impl IntoView {
         let mut link = state.link.get();
         link.set_extra("embed", None);
         link.set_extra("stats", None);
+        link.set_extra(bubblescope::lessons::LESSON_KEY, None);
+        link.set_extra(bubblescope::lessons::LESSON_STEP_KEY, None);
         url_for(&link)
     };
     view! {
         <div class="embed" data-testid="embed">
             <ErrorBanner/>
+            <LessonBar compact=true/>
             <ChartCard compact=true/>
             <div class="embed-foot">
                 {with_stats.then(|| view! { <StatTiles/> })}

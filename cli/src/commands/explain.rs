@@ -23,6 +23,9 @@ pub struct ExplainArgs {
     pub family: FamilyArgs,
     #[command(flatten)]
     pub costs: CostArgs,
+    /// Also derive the schedule step by step: the passes each step places, with a caption.
+    #[arg(long)]
+    pub derive: bool,
     /// Print one JSON object instead of text.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
@@ -32,7 +35,8 @@ pub struct ExplainArgs {
 pub const EXPLAIN_EXAMPLES: &str = "\
 Examples:
   bubblescope explain -s 1f1b -p 4 -m 8
-  bubblescope explain -s zb-h1 -p 4 -m 8 --comm 0.1 --json";
+  bubblescope explain -s zb-h1 -p 4 -m 8 --comm 0.1 --json
+  bubblescope explain -s zb-v -p 4 -m 8 --derive";
 
 pub fn run(args: &ExplainArgs) -> Result<()> {
     let params = args::params(&args.family, &args.costs)?;
@@ -45,9 +49,25 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     if explanation.is_none() && args.json {
         eprintln!("note: {} has no closed form here; only the simulated values are given", subject.name);
     }
-    let out = match args.json {
-        true => crate::output::json_text(&json(explanation.as_ref(), &subject.analysis.stats)),
-        false => text(&subject, explanation.as_ref(), units),
+    let steps = args.derive.then(|| bubblescope::derive::derive(&subject.analysis));
+    let out = match (args.json, &steps) {
+        (true, steps) => {
+            let mut value = json(explanation.as_ref(), &subject.analysis.stats);
+            if let Some(steps) = steps {
+                value["derive"] = steps
+                    .iter()
+                    .map(|s| json!({ "title": s.title, "caption": s.caption, "passes": s.passes.len() }))
+                    .collect();
+            }
+            crate::output::json_text(&value)
+        }
+        (false, steps) => {
+            let mut out = text(&subject, explanation.as_ref(), units);
+            if let Some(steps) = steps {
+                out.push_str(&derive_text(steps));
+            }
+            out
+        }
     };
     std::io::stdout().write_all(out.as_bytes()).context("writing to standard output")?;
     Ok(())
@@ -184,4 +204,14 @@ fn difference(value: f64, simulated: f64, show: &dyn Fn(f64) -> String) -> Strin
     }
     let sign = if off > 0.0 { "+" } else { "−" };
     format!(" ({sign}{} against the formula)", show(off.abs()))
+}
+
+/// The derivation as text: each step's title, the passes it places and its caption.
+fn derive_text(steps: &[bubblescope::derive::DeriveStep]) -> String {
+    let mut out = String::from("\nderived step by step\n");
+    for (i, s) in steps.iter().enumerate() {
+        let _ = writeln!(out, "  {}. {} ({} passes)", i + 1, s.title, s.passes.len());
+        let _ = writeln!(out, "     {}", s.caption);
+    }
+    out
 }

@@ -43,6 +43,13 @@ pub struct RenderArgs {
     /// extension.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,
+    /// Draw each step of a lesson to its own file (`-o step.svg`: step-1.svg, step-2.svg, …).
+    ///
+    /// Draw each step of a lesson to its own file: a built-in's name (why-pipelines-idle,
+    /// zero-bubble, memory-versus-bubble) or a lesson's text, as a link's `lesson` carries it.
+    /// `-o step.svg` writes step-1.svg, step-2.svg, … The steps' settings are the lesson's.
+    #[arg(long, value_name = "LESSON", conflicts_with_all = ["schedule", "compare"], hide_short_help = true)]
+    pub lesson: Option<String>,
     /// Add the activation-memory chart below the Gantt chart.
     #[arg(long)]
     pub memory: bool,
@@ -139,6 +146,15 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     }
     costs.refuse_overwrite(&args.output)?;
     check_svg_output(&args.output, "render")?;
+    if let Some(lesson) = &args.lesson {
+        if file.from.is_some() {
+            return Err(user_error(
+                "--lesson and --from both give the settings",
+                &["leave out --from: a lesson's steps carry their own settings"],
+            ));
+        }
+        return render_lesson(args, lesson, theme);
+    }
     reject_file_flags(file)?;
     let mut subjects = Vec::new();
     let mut family_args = args.input.family.clone();
@@ -241,4 +257,51 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
         figure_svg(&items, &opts)
     };
     write_output(&args.output, svg.as_bytes())
+}
+
+/// `render --lesson`: each step of the lesson at its own settings, to `stem-k.svg`.
+fn render_lesson(args: &RenderArgs, value: &str, theme: Theme) -> Result<()> {
+    use bubblescope::lessons::Lesson;
+    let lesson = Lesson::parse(value).map_err(|e| {
+        let (what, hint) = e.split_once("\nhint: ").unwrap_or((e.as_str(), "give a built-in lesson's name"));
+        user_error(what, &[hint])
+    })?;
+    if args.output.as_os_str() == "-" {
+        return Err(user_error(
+            &format!("a lesson of {} steps is several figures; -o - is one", lesson.steps.len()),
+            &["give a file name: -o step.svg writes step-1.svg, step-2.svg, …"],
+        ));
+    }
+    let stem = args.output.with_extension("");
+    for (i, step) in lesson.steps.iter().enumerate() {
+        let (link, warnings) = bubblescope::permalink::parse(&step.settings);
+        if let Some(w) = warnings.first() {
+            return Err(user_error(&format!("step {} of the lesson: {w}", i + 1), &["fix the step's settings line"]));
+        }
+        let settings = link.settings();
+        let params = settings.effective_params().map_err(|e| anyhow::anyhow!("step {} of the lesson: {e}", i + 1))?;
+        let fam = family(&link.schedule).ok_or_else(|| {
+            user_error(
+                &format!("step {} of the lesson: no schedule `{}`", i + 1, formats::sanitize(&link.schedule)),
+                &["bubblescope list names the schedules"],
+            )
+        })?;
+        let analysis = bubblescope::registry::run(&link.schedule, &params)
+            .map_err(|e| anyhow::anyhow!("step {} of the lesson: {e}", i + 1))?;
+        let label = fam.label(&params, params.units);
+        let item = FigureItem { label: &label, analysis: &analysis, causes: None, step: None };
+        let opts = FigureOptions {
+            width: args.width,
+            row_height: args.row_height,
+            memory: args.memory,
+            theme: theme.clone(),
+            units: params.units,
+            ..FigureOptions::default()
+        };
+        let svg = figure_svg(&[item], &opts);
+        let path = PathBuf::from(format!("{}-{}.svg", stem.display(), i + 1));
+        write_output(&path, svg.as_bytes())?;
+        eprintln!("step {}: {} → {}", i + 1, step.caption, path.display());
+    }
+    Ok(())
 }
