@@ -531,6 +531,7 @@ mod tests {
                 profile: None,
                 trade: None,
                 vocab: None,
+                p2p: crate::params::P2p::Async,
             },
             mem_limit: Some(1609728.0),
             units: crate::units::Units::Cost,
