@@ -55,6 +55,8 @@ pub struct FigureOptions {
     pub time_range: Option<(f64, f64)>,
     /// A microbatch whose passes are outlined while the others fade.
     pub highlight: Option<u32>,
+    /// Passes of the first schedule to pick out or leave out.
+    pub focus: Option<std::sync::Arc<super::focus::Focus>>,
     /// What the numbers mean: cost units, or µs and bytes from a model.
     pub units: Units,
     /// Shade idle gaps by cause (for items that carry [`FigureItem::causes`]), with a legend.
@@ -76,6 +78,7 @@ impl Default for FigureOptions {
             theme: Theme::light(),
             time_range: None,
             highlight: None,
+            focus: None,
             units: Units::Cost,
             causes: false,
         }
@@ -147,6 +150,7 @@ pub fn figure(items: &[FigureItem<'_>], opts: &FigureOptions) -> Figure {
         row_height: opts.row_height,
         time_range: opts.time_range,
         highlight: opts.highlight,
+        focus: opts.focus.clone(),
         legend: true,
         units: opts.units,
         causes: opts.causes,

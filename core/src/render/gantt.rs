@@ -1,7 +1,10 @@
 //! Gantt layout: one row per device, time on x, one bar per pass. All level-of-detail
 //! decisions are made here, so the canvas and the SVG show the same thing.
 
+use std::sync::Arc;
+
 use super::axis::{format_tick, ticks, TimeAxis};
+use super::focus::Focus;
 use super::scene::{text_width, Anchor, Item, Scene};
 use super::theme::{Cause, Theme};
 use crate::gaps::Causes;
@@ -51,6 +54,8 @@ pub struct GanttOptions {
     pub time_range: Option<(f64, f64)>,
     /// A microbatch whose passes are outlined while the others fade.
     pub highlight: Option<u32>,
+    /// Passes of the first panel to pick out or leave out (a formula's term, a derivation's step).
+    pub focus: Option<Arc<Focus>>,
     /// Draw the legend of pass kinds.
     pub legend: bool,
     /// What the times mean: the axis label and its ticks (`0.5 s` for a model).
@@ -67,6 +72,7 @@ impl Default for GanttOptions {
             row_height: 22.0,
             time_range: None,
             highlight: None,
+            focus: None,
             legend: true,
             units: Units::Cost,
             causes: false,
@@ -288,12 +294,31 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
         }
     }
 
+    // The focus's bands, under the bars of the first panel.
+    if let (Some(focus), Some(g)) = (opts.focus.as_deref(), geometry.panels.first()) {
+        for band in focus.bands.iter().filter(|b| b.device < g.devices) {
+            if let Some((x0, x1)) = span_x(&dev_axis, band.start, band.end) {
+                let top = (g.rows_top + f64::from(band.device) * row_pitch) * s;
+                scene.items.push(Item::Rect {
+                    x0,
+                    y0: top - 2.0 * s,
+                    x1,
+                    y1: top + (row_h + 2.0) * s,
+                    fill: theme.outline,
+                    alpha: 0.16,
+                    stroke: Some((theme.outline, s)),
+                });
+            }
+        }
+    }
+
     // Bars.
-    for (p, g) in panels.iter().zip(&geometry.panels) {
+    for (i, (p, g)) in panels.iter().zip(&geometry.panels).enumerate() {
         let chunks = p.schedule.placement.chunk_table();
+        let focus = if i == 0 { opts.focus.as_deref() } else { None };
         for d in 0..g.devices {
             let top = (g.rows_top + f64::from(d) * row_pitch) * s;
-            draw_row(&mut scene, p, &chunks, d, top, row_h * s, &dev_axis, opts, theme);
+            draw_row(&mut scene, p, &chunks, d, (top, row_h * s), &dev_axis, opts, focus, theme);
         }
     }
     (scene, geometry)
@@ -369,10 +394,10 @@ fn draw_row(
     panel: &GanttPanel<'_>,
     chunks: &[u32],
     device: u32,
-    top: f64,
-    height: f64,
+    (top, height): (f64, f64),
     axis: &TimeAxis,
     opts: &GanttOptions,
+    focus: Option<&Focus>,
     theme: &Theme,
 ) {
     let (Some(order), Some(times)) =
@@ -426,6 +451,9 @@ fn draw_row(
         }
     };
     for (op, t) in order.iter().zip(&times.ops) {
+        if focus.is_some_and(|f| op.passes().all(|p| f.hidden.contains(&p))) {
+            continue;
+        }
         let passes = if op.is_pair() { 2 } else { 1 };
         let (x0, x1) = (axis.x(t.start), axis.x(t.end));
         if x1 < axis.x0 || x0 > axis.x1 || t.end < axis.t0 || t.start > axis.t1 {
@@ -457,11 +485,13 @@ fn draw_row(
         // Leave a hairline between neighbouring bars when there is room.
         let gap = if x1 - x0 >= 4.0 * s { s } else { 0.0 };
         match *op {
-            Op::One(pass) => bar(scene, pass, chunks, x0, x1 - gap, top, top + height, font, panel, opts, theme),
+            Op::One(pass) => {
+                bar(scene, pass, chunks, (x0, x1 - gap, top, top + height), font, panel, opts, focus, theme)
+            }
             Op::Pair(f, b) => {
                 let mid = top + height / 2.0;
-                bar(scene, f, chunks, x0, x1 - gap, top, mid, font * 0.85, panel, opts, theme);
-                bar(scene, b, chunks, x0, x1 - gap, mid, top + height, font * 0.85, panel, opts, theme);
+                bar(scene, f, chunks, (x0, x1 - gap, top, mid), font * 0.85, panel, opts, focus, theme);
+                bar(scene, b, chunks, (x0, x1 - gap, mid, top + height), font * 0.85, panel, opts, focus, theme);
                 scene.items.push(Item::Rect {
                     x0,
                     y0: top,
@@ -477,6 +507,10 @@ fn draw_row(
     flush(scene, &mut run, &mut pending);
     if let Some(p) = pending.take() {
         emit(scene, p);
+    }
+    // A derivation under way shows passes only: no copies, collectives or step strips yet.
+    if focus.is_some_and(|f| !f.hidden.is_empty()) {
+        return;
     }
     draw_copies(scene, panel, device, top, height, axis, theme);
     draw_comms(scene, panel, device, top, height, axis, theme);
@@ -593,19 +627,18 @@ fn bar(
     scene: &mut Scene,
     pass: Pass,
     chunks: &[u32],
-    x0: f64,
-    x1: f64,
-    y0: f64,
-    y1: f64,
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
     font: f64,
     panel: &GanttPanel<'_>,
     opts: &GanttOptions,
+    focus: Option<&Focus>,
     theme: &Theme,
 ) {
     let chunk = chunks.get(pass.stage as usize).copied().unwrap_or(0);
     let fill = theme.pass_color(pass.kind, chunk);
-    let highlighted = opts.highlight == Some(pass.microbatch);
-    let faded = opts.highlight.is_some() && !highlighted;
+    let picked = focus.filter(|f| !f.outlined.is_empty());
+    let highlighted = opts.highlight == Some(pass.microbatch) || picked.is_some_and(|f| f.outlined.contains(&pass));
+    let faded = (opts.highlight.is_some() || picked.is_some()) && !highlighted;
     let stroke = highlighted.then_some((theme.outline, 2.0 * opts.scale));
     scene.items.push(Item::Rect { x0, y0, x1, y1, fill, alpha: if faded { 0.22 } else { 1.0 }, stroke });
     scene.counts.drawn += 1;

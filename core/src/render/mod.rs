@@ -7,6 +7,7 @@ mod axis;
 mod cursor;
 mod draw;
 mod figure;
+mod focus;
 mod gantt;
 mod memory;
 mod pareto;
@@ -20,6 +21,7 @@ pub use draw::{draw, to_svg, DrawError, SVG_FONT_FACTOR};
 pub use figure::{
     figure, figure_layout, figure_svg, summary_line, Figure, FigureGeometry, FigureItem, FigureOptions, MEMORY_HEIGHT,
 };
+pub use focus::{Band, Focus};
 pub use gantt::{
     device_label, gantt, gutter_for, gutter_width, GanttGeometry, GanttOptions, GanttPanel, GapRect, PanelGeometry,
     NARROW_CHART,

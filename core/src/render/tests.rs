@@ -1,5 +1,6 @@
 use super::*;
 use crate::{run, ScheduleParams};
+use std::sync::Arc;
 
 fn one_f_one_b(devices: u32, microbatches: u32) -> crate::Analysis {
     run("1f1b", &ScheduleParams::new(devices, microbatches)).unwrap()
@@ -388,4 +389,66 @@ fn the_whole_steps_strips_follow_the_passes_and_the_axis_reaches_them() {
     }
     let svg = to_svg(&with).unwrap();
     assert!(svg.contains("DP reduction") && svg.contains("optimizer step"), "the legend names the strips");
+}
+
+/// The rectangles drawn with an outline (outlined passes and pair frames, and focus bands).
+fn outlined_rects(scene: &Scene) -> usize {
+    scene.items.iter().filter(|i| matches!(i, Item::Rect { stroke: Some(_), .. })).count()
+}
+
+#[test]
+fn a_terms_focus_outlines_its_passes_and_shades_its_devices() {
+    // Every located term of every family with a formula, on a small run whose bars are wide.
+    let mut checked = 0;
+    for family in crate::registry::FAMILIES {
+        let params = family.own_params(&ScheduleParams::new(4, 8));
+        let (Some(explanation), Ok(a)) = (family.explanation(&params), run(family.name, &params)) else { continue };
+        if a.schedule.orders.iter().flatten().any(|o| o.is_pair()) {
+            continue; // pairs draw a frame of their own
+        }
+        let terms = explanation.bubble.iter().chain(&explanation.memory).flat_map(|f| &f.terms);
+        for term in terms.filter(|t| !t.marks.is_empty()) {
+            let focus = Focus::of_marks(&term.marks, &a);
+            let distinct: std::collections::HashSet<_> = term.marks.iter().flat_map(|m| &m.passes).collect();
+            assert_eq!(focus.counts(&a).0, distinct.len(), "{}: {}", family.name, term.name);
+            let panel = GanttPanel {
+                title: None,
+                note: None,
+                schedule: &a.schedule,
+                timeline: &a.timeline,
+                causes: None,
+                step: None,
+            };
+            let opts = GanttOptions { width: 2400.0, focus: Some(Arc::new(focus.clone())), ..GanttOptions::default() };
+            let (scene, _) = gantt(&[panel], &opts, &Theme::light());
+            assert_eq!(
+                outlined_rects(&scene),
+                distinct.len() + focus.bands.len(),
+                "{}: {}",
+                family.name,
+                term.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} located terms");
+}
+
+#[test]
+fn a_derivation_shows_the_passes_placed_so_far() {
+    let a = run("zb-h1", &ScheduleParams::new(4, 8)).unwrap();
+    let steps = crate::derive::derive(&a);
+    let mut shown_before = 0;
+    for at in 0..steps.len() {
+        let focus = Focus::placing(&steps, at);
+        let panel =
+            GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+        let opts = GanttOptions { width: 2400.0, focus: Some(Arc::new(focus)), ..GanttOptions::default() };
+        let (scene, _) = gantt(&[panel], &opts, &Theme::light());
+        let shown = scene.counts.drawn + scene.counts.merged + scene.counts.culled;
+        assert_eq!(shown, shown_before + steps[at].passes.len(), "step {at}");
+        assert_eq!(outlined_rects(&scene), steps[at].passes.len(), "step {at}: its own passes outlined");
+        shown_before = shown;
+    }
+    assert_eq!(shown_before, a.schedule.pass_count());
 }
