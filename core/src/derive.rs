@@ -31,8 +31,15 @@ enum Phase {
     Rest,
 }
 
-const PHASES: [Phase; 7] =
-    [Phase::Path, Phase::WarmUp, Phase::FirstBackward, Phase::Steady, Phase::CoolDown, Phase::WeightGradients, Phase::Rest];
+const PHASES: [Phase; 7] = [
+    Phase::Path,
+    Phase::WarmUp,
+    Phase::FirstBackward,
+    Phase::Steady,
+    Phase::CoolDown,
+    Phase::WeightGradients,
+    Phase::Rest,
+];
 
 /// Whether the op runs a backward that sends an input gradient (B or BW, alone or paired).
 fn is_backward(op: &Op) -> bool {
@@ -238,7 +245,10 @@ mod tests {
     fn one_f_one_b_warms_up_p_minus_d_forwards_and_has_no_w_step() {
         let steps = derive(&run("1f1b", 4, 8));
         let titles: Vec<&str> = steps.iter().map(|s| s.title).collect();
-        assert_eq!(titles, ["One microbatch's path", "Warm-up forwards", "The first backward", "Steady state", "Cool-down"]);
+        assert_eq!(
+            titles,
+            ["One microbatch's path", "Warm-up forwards", "The first backward", "Steady state", "Cool-down"]
+        );
         // Device d runs P − d forwards before its first backward (microbatch 0's among them).
         assert!(steps[1].caption.contains("4, 3, 2, 1"), "{}", steps[1].caption);
         assert_eq!(steps[0].passes.len(), 4);

@@ -132,7 +132,10 @@ impl BuiltIn {
             steps: self
                 .steps
                 .iter()
-                .map(|(caption, settings)| LessonStep { caption: (*caption).to_string(), settings: (*settings).to_string() })
+                .map(|(caption, settings)| LessonStep {
+                    caption: (*caption).to_string(),
+                    settings: (*settings).to_string(),
+                })
                 .collect(),
         }
     }
@@ -170,7 +173,10 @@ impl Lesson {
             ));
         }
         if rest.len() / 2 > MAX_STEPS {
-            return Err(format!("the lesson has {} steps; at most {MAX_STEPS}\nhint: split it into shorter lessons", rest.len() / 2));
+            return Err(format!(
+                "the lesson has {} steps; at most {MAX_STEPS}\nhint: split it into shorter lessons",
+                rest.len() / 2
+            ));
         }
         let steps = rest
             .chunks(2)
@@ -283,7 +289,10 @@ mod tests {
     #[test]
     fn bad_lessons_say_what_is_wrong() {
         let e = Lesson::parse("zero-bubbel").unwrap_err();
-        assert!(e.contains("no lesson is named `zero-bubbel`") && e.contains("hint: the lessons are why-pipelines-idle"), "{e}");
+        assert!(
+            e.contains("no lesson is named `zero-bubbel`") && e.contains("hint: the lessons are why-pipelines-idle"),
+            "{e}"
+        );
         let e = Lesson::parse("Title\ncaption only").unwrap_err();
         assert!(e.contains("has 1 line after its title") && e.contains("hint:"), "{e}");
         let long = format!("T\n{}", "c\nschedule=1f1b\n".repeat(41));

@@ -186,8 +186,12 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
                     .map(str::to_string)
                     .collect();
             }
-            crate::lessons::LESSON_KEY if value.len() <= crate::lessons::MAX_LESSON_TEXT => link.extra.push((key, value)),
-            crate::lessons::LESSON_KEY => bad(&format!("a lesson of at most {} bytes", crate::lessons::MAX_LESSON_TEXT)),
+            crate::lessons::LESSON_KEY if value.len() <= crate::lessons::MAX_LESSON_TEXT => {
+                link.extra.push((key, value));
+            }
+            crate::lessons::LESSON_KEY => {
+                bad(&format!("a lesson of at most {} bytes", crate::lessons::MAX_LESSON_TEXT));
+            }
             _ if key.len() <= 32 && value.len() <= 256 => link.extra.push((key, value)),
             _ => {}
         }

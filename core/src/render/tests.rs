@@ -421,13 +421,7 @@ fn a_terms_focus_outlines_its_passes_and_shades_its_devices() {
             };
             let opts = GanttOptions { width: 2400.0, focus: Some(Arc::new(focus.clone())), ..GanttOptions::default() };
             let (scene, _) = gantt(&[panel], &opts, &Theme::light());
-            assert_eq!(
-                outlined_rects(&scene),
-                distinct.len() + focus.bands.len(),
-                "{}: {}",
-                family.name,
-                term.name
-            );
+            assert_eq!(outlined_rects(&scene), distinct.len() + focus.bands.len(), "{}: {}", family.name, term.name);
             checked += 1;
         }
     }
@@ -441,8 +435,14 @@ fn a_derivation_shows_the_passes_placed_so_far() {
     let mut shown_before = 0;
     for at in 0..steps.len() {
         let focus = Focus::placing(&steps, at);
-        let panel =
-            GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+        let panel = GanttPanel {
+            title: None,
+            note: None,
+            schedule: &a.schedule,
+            timeline: &a.timeline,
+            causes: None,
+            step: None,
+        };
         let opts = GanttOptions { width: 2400.0, focus: Some(Arc::new(focus)), ..GanttOptions::default() };
         let (scene, _) = gantt(&[panel], &opts, &Theme::light());
         let shown = scene.counts.drawn + scene.counts.merged + scene.counts.culled;
