@@ -627,11 +627,15 @@ impl CostArgs {
     }
 
     /// The cost flags given, by name, that a measured run's own times leave nothing to set:
-    /// the hand-set costs, `--overlap`, the model's flags and `--costs-from` (empty when none).
+    /// the hand-set costs, `--overlap`, `--p2p` (its waits are in its times), the model's flags
+    /// and `--costs-from` (empty when none).
     pub fn measured_conflicts(&self) -> Vec<&'static str> {
         let mut given = self.hand_set();
         if self.overlap.is_some() {
             given.push("--overlap");
+        }
+        if self.p2p.is_some() {
+            given.push("--p2p");
         }
         if self.model.given() {
             given.push("the model's flags");
