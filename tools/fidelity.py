@@ -2,7 +2,8 @@
 """Predicts every published row of tests/fixtures/published/runs.json through the CLI
 (`bubblescope simulate ... --json`, its `step`) and prints the fidelity table of
 docs/cost-model.md: measured, predicted, error per row, each schedule's speedup over 1F1B in
-its group, and a summary.
+its group, and a summary. The sends column is the row's `--p2p` (its runtime's send
+semantics, the `runtime` field of runs.json).
 
 Usage: python3 tools/fidelity.py [--golden] [path/to/bubblescope]   (default
 target/release/bubblescope, then target/debug/bubblescope). With --golden it also writes
@@ -46,6 +47,12 @@ def throughput(metric, value):
     return 1.0 / value if metric == "step_s" else value
 
 
+def p2p(row):
+    """The send semantics the row's args ask for (`--p2p`, async when absent)."""
+    args = row["args"]
+    return args[args.index("--p2p") + 1] if "--p2p" in args else "async"
+
+
 def main():
     rows = json.load(open(os.path.join(ROOT, "tests", "fixtures", "published", "runs.json")))["rows"]
     bin_path = binary()
@@ -67,8 +74,8 @@ def main():
             row["speedup_error"] = pred / meas - 1
             speed_errors.append(abs(row["speedup_error"]))
     units = {"samples_per_gpu_s": "samples/GPU/s", "step_s": "s per step", "tokens_per_gpu_s": "tokens/s/GPU"}
-    print("| row | schedule | unit | measured | predicted | error | speedup over 1F1B, measured → predicted |")
-    print("|---|---|---|---|---|---|---|")
+    print("| row | schedule | sends | unit | measured | predicted | error | speedup over 1F1B, measured → predicted |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         sp = ""
         if r["speedup_error"] is not None:
@@ -76,7 +83,7 @@ def main():
             sp = f"{meas:.3f} → {pred:.3f} ({r['speedup_error'] * 100:+.1f}%)"
         print(
             f"| {r['source'].split(':')[0]}: {r['group'].split(' ', 3)[-1] if r['group'].startswith('Zero') else r['group']} "
-            f"| {r['schedule']} | {units[r['metric']]} | {r['measured']:.4g} | {r['predicted']:.4g} | {r['error'] * 100:+.1f}% | {sp} |"
+            f"| {r['schedule']} | {p2p(r)} | {units[r['metric']]} | {r['measured']:.4g} | {r['predicted']:.4g} | {r['error'] * 100:+.1f}% | {sp} |"
         )
     if "--golden" in sys.argv[1:]:
         golden = {r["id"]: float(f"{r['predicted']:.6g}") for r in rows}

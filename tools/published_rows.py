@@ -13,6 +13,17 @@ Sources (numbers copied from the publications, nothing fitted here):
 - torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Table 5: Llama 3.1 405B, 1F1B
   against interleaved 1F1B, tokens/s/GPU.
 
+Runtime semantics (docs/cost-model.md, "Blocking sends"): every row names the runtime it ran on
+and how that runtime's pipeline sends behave, and the rows on Megatron-LM's own schedules get
+`--p2p blocking`. Megatron-LM without overlap_p2p_comm exchanges after each pass through
+p2p_communication.py `_communicate` (batch_isend_irecv, then waits on every request), so a send
+completes only once the peer reaches its matching exchange. That is the Zero Bubble paper's
+1F1B and 1F1B-I baselines (its repository runs them on Megatron-LM's schedules.py) and every
+SC21 row (Megatron-LM itself, before overlap_p2p_comm existed). Not the Zero Bubble families
+(the authors' runtime posts its sends and receives asynchronously; under blocking exchanges
+their orders deadlock) and not torchtitan (PyTorch's pipelining runtime): those stay
+`--p2p async`, the default.
+
 Korthikanti et al. 2022 Table 5 is not here: its iteration times could not be read offline.
 
 Usage: python3 tools/published_rows.py  (rewrites the fixture)
@@ -21,6 +32,11 @@ import json
 import os
 
 ZB_GPU = ["--gpu", "a100-80gb"]
+
+# How each row's runtime sends between pipeline devices: (field text, flags).
+MEGATRON = ("Megatron-LM schedules: blocking p2p exchanges (--p2p blocking)", ["--p2p", "blocking"])
+ZB_RUNTIME = ("Zero Bubble's runtime: asynchronous p2p (--p2p async, the default)", [])
+TORCH = ("PyTorch pipelining (torchtitan): asynchronous p2p (--p2p async, the default)", [])
 
 
 def zb_layout(layers, devices):
@@ -75,17 +91,20 @@ def zb_rows():
                 for sched, values in schedules.items():
                     mb, mm, extra = b, m, []
                     family = sched
+                    # The paper's baselines ran on Megatron-LM's schedules, its own on the authors' runtime.
+                    runtime, p2p = MEGATRON if sched in ("1f1b", "1f1b-i") else ZB_RUNTIME
                     if sched == "1f1b-i":
                         family = "interleaved-1f1b"
                         extra = ["--chunks", str((layers + 2) // p)]
                     elif sched == "zb-2p*":
                         family, mb, mm = "zb-2p", b // 2, 2 * m
-                    args = ["-s", family, "-p", str(p), "-m", str(mm)] + extra + zb_model(layers, heads, hidden, mb, p, sched != "zb-v")
+                    args = ["-s", family, "-p", str(p), "-m", str(mm)] + extra + p2p + zb_model(layers, heads, hidden, mb, p, sched != "zb-v")
                     rows.append({
                         "id": f"zb-{tag}-{name.lower()}-m{m}-{sched}",
                         "source": f"{table}: {name}, {p} GPUs, micro-batch {b}, m {m}",
                         "group": group,
                         "schedule": sched,
+                        "runtime": runtime,
                         "args": args,
                         "metric": "samples_per_gpu_s",
                         "measured": values[i],
@@ -115,7 +134,8 @@ def sc21_rows():
     for size, layers, hidden, heads, pp, chunks, mb, gb, gpus, tflops in SC21:
         dp = gpus // (8 * pp)
         family = ["-s", "interleaved-1f1b", "--chunks", str(chunks)] if chunks else ["-s", "1f1b"]
-        args = family + [
+        runtime, p2p = MEGATRON
+        args = family + p2p + [
             "-p", str(pp), "--layers", str(layers), "--hidden", str(hidden), "--heads", str(heads),
             "--seq", "2048", "--micro-batch", str(mb), "--vocab", "51200", "--tp", "8",
             "--sequence-parallel", "false", "--precision", "fp16", "--gpu", "a100-80gb",
@@ -126,6 +146,7 @@ def sc21_rows():
             "source": f"Megatron-LM SC21 Table 1: {size}, TP 8, PP {pp}, DP {dp}, {tflops} TFLOP/s per GPU",
             "group": f"SC21 {size}",
             "schedule": "interleaved-1f1b" if chunks else "1f1b",
+            "runtime": runtime,
             "args": args,
             "metric": "step_s",
             "measured": round(sc21_step(layers, hidden, gb, gpus, tflops), 3),
@@ -148,7 +169,8 @@ def titan_rows():
             "source": "torchtitan llama3_h100_202412 Table 5: Llama 3.1 405B, FSDP 8, TP 8, PP 8, Float8, async TP",
             "group": "torchtitan 405B",
             "schedule": sched,
-            "args": args,
+            "runtime": TORCH[0],
+            "args": args + TORCH[1],
             "metric": "tokens_per_gpu_s",
             "measured": tps,
         })

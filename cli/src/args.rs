@@ -80,6 +80,16 @@ pub struct CostArgs {
     /// Time of an overlapped F&B pair [default: the sum of its passes, no gain].
     #[arg(long, value_name = "FB", allow_hyphen_values = true, hide_short_help = true)]
     pub overlap: Option<f64>,
+    /// How sends between devices behave: async or blocking [default: async].
+    ///
+    /// How sends between devices behave. `async` (the default): a result reaches its consumer
+    /// one hop after its pass ends, and only the consumer waits. `blocking`: Megatron-LM's
+    /// exchanges without overlap_p2p_comm: after each op a device sends its result and
+    /// receives the next op's input together and waits for both; a send completes only once
+    /// the receiver has finished the op before the consumer, so both sides go on one hop
+    /// after the later of the two.
+    #[arg(long, value_name = "MODE", value_parser = parse_p2p, hide_short_help = true)]
+    pub p2p: Option<bubblescope::P2p>,
     /// F, B, W and the hop fitted from a profiled run, in µs.
     ///
     /// F, B, W (per stage) and the hop fitted from a profiled run (a folder of per-rank
@@ -187,6 +197,14 @@ pub(crate) fn flag_error(mut e: bubblescope::ParamError) -> anyhow::Error {
 /// the message and its hint).
 fn parse_list(text: &str, field: Field) -> Result<CostList, String> {
     bubblescope::cost_lists::parse_list(text, field).map(CostList).map_err(|e| e.to_string())
+}
+
+/// `--p2p`'s value.
+fn parse_p2p(text: &str) -> std::result::Result<bubblescope::P2p, String> {
+    bubblescope::P2p::from_name(text.trim()).ok_or_else(|| {
+        let names: Vec<&str> = bubblescope::P2p::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown send mode `{text}`\n  hint: --p2p takes {}", names.join(" or "))
+    })
 }
 
 /// A transformer config and its hardware, in place of --f --b --w --comm --mem-f --mem-w.
@@ -609,11 +627,15 @@ impl CostArgs {
     }
 
     /// The cost flags given, by name, that a measured run's own times leave nothing to set:
-    /// the hand-set costs, `--overlap`, the model's flags and `--costs-from` (empty when none).
+    /// the hand-set costs, `--overlap`, `--p2p` (its waits are in its times), the model's flags
+    /// and `--costs-from` (empty when none).
     pub fn measured_conflicts(&self) -> Vec<&'static str> {
         let mut given = self.hand_set();
         if self.overlap.is_some() {
             given.push("--overlap");
+        }
+        if self.p2p.is_some() {
+            given.push("--p2p");
         }
         if self.model.given() {
             given.push("the model's flags");
@@ -710,7 +732,8 @@ impl CostArgs {
             }
             None => ModelSpec::default(),
         };
-        let resolved = resolve_costs(&hand, &model, &self.trade_settings()?, devices).map_err(flag_error)?;
+        let mut resolved = resolve_costs(&hand, &model, &self.trade_settings()?, devices).map_err(flag_error)?;
+        resolved.costs.p2p = self.p2p.unwrap_or_default();
         for note in resolved.derived.iter().flat_map(|d| &d.notes) {
             eprintln!("note: {note}");
         }

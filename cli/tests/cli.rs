@@ -106,6 +106,34 @@ fn bad_input_exits_2_with_a_message_and_hints() {
     }
 }
 
+/// `--p2p`: an unknown mode, a family whose order deadlocks under blocking exchanges, a file
+/// whose order does, and a measured run (its waits are in its times) each say what is wrong and
+/// give a hint; the same family and file simulate with asynchronous sends.
+#[test]
+fn send_mode_bad_input_says_what_is_wrong_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let e = fails_with_hint(d, &["simulate", "-s", "1f1b", "--p2p", "sync"], "unknown send mode `sync`");
+    assert!(e.starts_with("error: ") && e.contains("hint: --p2p takes async or blocking"), "{e}");
+    let zbv = ["simulate", "-s", "zb-v", "-p", "4", "-m", "8", "--comm", "0.1"];
+    let e = fails_with_hint(d, &join(&zbv, &["--p2p", "blocking"]), "error: schedule deadlocks");
+    assert!(e.contains("its send of") && e.contains("--p2p async"), "{e}");
+    ok(d, &join(&zbv, &["--p2p", "async"]));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let file = root.join("tests/fixtures/pytorch-dumps/ScheduleInterleavedZeroBubble-p2-v2-m4.compute_only.csv");
+    let file = file.to_str().unwrap();
+    let e = fails_with_hint(d, &["simulate", "--from", file, "--p2p", "blocking"], "schedule deadlocks");
+    assert!(e.starts_with("error: ") && e.contains("--p2p async"), "{e}");
+    ok(d, &["simulate", "--from", file]);
+    let run = root.join("tests/fixtures/traces/csv-1f1b");
+    let e = fails_with_hint(
+        d,
+        &["simulate", "--from", run.to_str().unwrap(), "--p2p", "blocking"],
+        "is a measured run: its times are measured, so cost flags do not apply (--p2p given)",
+    );
+    assert!(e.starts_with("error: "), "{e}");
+}
+
 #[test]
 fn a_limit_below_a_fixed_schedule_s_peak_is_flagged() {
     let dir = tempfile::tempdir().unwrap();

@@ -45,6 +45,19 @@ fn every_published_row_is_predicted_as_the_fidelity_table_says() {
     let golden = read("tests/golden/published_predictions.json");
     let rows = rows["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 92, "Zero Bubble Tables 4 and 6, SC21 Table 1 with PP, torchtitan 405B");
+    // Each row says which runtime it ran on; the rows on Megatron-LM's schedules (the Zero
+    // Bubble paper's 1F1B and 1F1B-I baselines, SC21) run its blocking exchanges, the rest
+    // asynchronous sends.
+    for row in rows {
+        let id = row["id"].as_str().unwrap();
+        let runtime = row["runtime"].as_str().unwrap_or_else(|| panic!("{id} names no runtime"));
+        let args: Vec<&str> = row["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        let blocking = args.windows(2).any(|w| w == ["--p2p", "blocking"]);
+        let megatron = id.starts_with("sc21-")
+            || (id.starts_with("zb-") && ["1f1b", "1f1b-i"].contains(&row["schedule"].as_str().unwrap()));
+        assert_eq!(blocking, megatron, "{id}: {args:?}");
+        assert_eq!(runtime.starts_with("Megatron-LM"), megatron, "{id}: {runtime}");
+    }
     let mut errors = Vec::new();
     for row in rows {
         let id = row["id"].as_str().unwrap();
@@ -62,8 +75,8 @@ fn every_published_row_is_predicted_as_the_fidelity_table_says() {
     errors.sort_by(f64::total_cmp);
     let median = (errors[(errors.len() - 1) / 2] + errors[errors.len() / 2]) / 2.0;
     let within = errors.iter().filter(|e| **e <= 0.10).count();
-    assert!(median <= 0.085, "median error {median}");
-    assert!(within >= 53, "{within} rows within 10%");
+    assert!(median <= 0.083, "median error {median}");
+    assert!(within >= 55, "{within} rows within 10%");
 }
 
 #[test]

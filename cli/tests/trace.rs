@@ -340,6 +340,7 @@ fn convert_refuses_cost_flags_on_a_measured_run() {
         (&["--f", "5"][..], "--f"),
         (&["--comm", "2"][..], "--comm"),
         (&["--overlap", "3"][..], "--overlap"),
+        (&["--p2p", "blocking"][..], "--p2p"),
         (&["--mem-f", "2"][..], "--mem-f"),
         (&["--costs-from", &run][..], "--costs-from"),
     ] {

@@ -359,6 +359,9 @@ pub struct Stuck {
     pub waits_for: Pass,
     /// Where that pass is scheduled (device, position), if anywhere.
     pub waits_on: Option<(u32, usize)>,
+    /// Under blocking sends (`--p2p blocking`): the result of the device's previous op it
+    /// cannot send, because the receiver has not reached the exchange after `waits_for`.
+    pub send: Option<Pass>,
 }
 
 /// Why a schedule could not be simulated.
@@ -376,6 +379,18 @@ impl fmt::Display for SimError {
             SimError::Deadlock(stuck) => {
                 f.write_str("schedule deadlocks: no device can make progress")?;
                 for s in stuck {
+                    if let Some(send) = s.send {
+                        write!(
+                            f,
+                            "\n  device {} cannot start {} (position {}): its send of {} completes only once the \
+                             receiver posts it, after {}",
+                            s.device, s.pass, s.position, send, s.waits_for
+                        )?;
+                        if let Some((d, pos)) = s.waits_on {
+                            write!(f, " on device {d} (position {pos})")?;
+                        }
+                        continue;
+                    }
                     write!(
                         f,
                         "\n  device {} is stuck on {} (position {}), waiting for {}",
@@ -385,6 +400,15 @@ impl fmt::Display for SimError {
                         Some((d, pos)) => write!(f, " on device {d} (position {pos})")?,
                         None => f.write_str(", which no device runs")?,
                     }
+                }
+                if stuck.iter().any(|s| s.send.is_some()) {
+                    return write_with_hints(
+                        f,
+                        "",
+                        &["with --p2p blocking a device exchanges after each op and waits until the receiver \
+                           reaches its matching exchange; this order's exchanges never meet (it needs \
+                           asynchronous sends: --p2p async)"],
+                    );
                 }
                 write_with_hints(
                     f,
@@ -503,8 +527,15 @@ mod tests {
     #[test]
     fn deadlock_names_every_stuck_device() {
         let e = SimError::Deadlock(vec![
-            Stuck { device: 0, position: 1, pass: Pass::b(0, 0), waits_for: Pass::b(1, 0), waits_on: Some((1, 2)) },
-            Stuck { device: 1, position: 0, pass: Pass::f(1, 1), waits_for: Pass::f(0, 1), waits_on: None },
+            Stuck {
+                device: 0,
+                position: 1,
+                pass: Pass::b(0, 0),
+                waits_for: Pass::b(1, 0),
+                waits_on: Some((1, 2)),
+                send: None,
+            },
+            Stuck { device: 1, position: 0, pass: Pass::f(1, 1), waits_for: Pass::f(0, 1), waits_on: None, send: None },
         ]);
         let text = e.to_string();
         assert!(text.contains("device 0 is stuck on B(stage 0, mb 0) (position 1), waiting for B(stage 1, mb 0) on device 1 (position 2)"), "{text}");

@@ -48,7 +48,7 @@ pub use analysis::{analyze, analyze_timed, Analysis, AnalyzeError};
 pub use cost_lists::CostLists;
 pub use error::{Diagnostic, Field, ParamError, Severity, SimError};
 pub use families::{BubbleQuantity, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction, SlowSearch};
-pub use params::{CostProfile, Costs, ScheduleParams, StageCosts, VocabCosts};
+pub use params::{CostProfile, Costs, P2p, ScheduleParams, StageCosts, VocabCosts};
 pub use registry::{family, generate, run, BASELINE, FAMILIES};
 pub use schedule::{CopyKind, CopyOp, CopySlot, Op, Pass, PassKind, Placement, PlacementKind, Schedule, VocabSplit};
 pub use sim::{simulate, Timeline};

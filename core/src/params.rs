@@ -72,6 +72,48 @@ pub struct Costs {
     /// The vocabulary layers, split over the devices by vocabulary; `None` when the model has
     /// no vocabulary (the vocabulary-parallel families then refuse).
     pub vocab: Option<VocabCosts>,
+    /// How the runtime's point-to-point sends between devices behave (`--p2p`).
+    #[cfg_attr(feature = "wire", serde(default, skip_serializing_if = "P2p::is_async"))]
+    pub p2p: P2p,
+}
+
+/// How a runtime sends a pass's result to the device that consumes it (`--p2p`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "wire", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "wire", serde(rename_all = "lowercase"))]
+pub enum P2p {
+    /// The send is fire-and-forget: the result reaches the consumer one hop after the pass
+    /// ends, and only the consumer waits for it.
+    #[default]
+    Async,
+    /// Megatron-LM without `overlap_p2p_comm`: after each op a device exchanges with its
+    /// neighbours and waits for all of it. A send completes only once the receiver has
+    /// reached its own matching exchange (it has finished the op before the consumer), so
+    /// the sender's next op and the consumer both start one hop after the later of the two.
+    Blocking,
+}
+
+impl P2p {
+    /// Every value, in the order `--p2p` lists them.
+    pub const ALL: [P2p; 2] = [P2p::Async, P2p::Blocking];
+
+    /// The name `--p2p` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            P2p::Async => "async",
+            P2p::Blocking => "blocking",
+        }
+    }
+
+    /// The value `name` names, if any.
+    pub fn from_name(name: &str) -> Option<P2p> {
+        P2p::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether sends are fire-and-forget (the default).
+    pub fn is_async(&self) -> bool {
+        *self == P2p::Async
+    }
 }
 
 impl Default for Costs {
@@ -88,6 +130,7 @@ impl Default for Costs {
             profile: None,
             trade: None,
             vocab: None,
+            p2p: P2p::Async,
         }
     }
 }
@@ -778,6 +821,8 @@ pub struct StageCosts {
     pub copy_time: f64,
     /// The vocabulary shards' pass times and the barrier time (zeros without a vocabulary).
     pub vocab: VocabCosts,
+    /// How sends between devices behave.
+    pub p2p: P2p,
 }
 
 impl StageCosts {
@@ -867,6 +912,7 @@ impl StageCosts {
             redo: Vec::new(),
             copy_time: 0.0,
             vocab: costs.vocab.unwrap_or_default(),
+            p2p: costs.p2p,
         }
     }
 
@@ -922,6 +968,7 @@ impl StageCosts {
             redo: Vec::new(),
             copy_time: 0.0,
             vocab: costs.vocab.unwrap_or_default(),
+            p2p: costs.p2p,
         }
     }
 

@@ -4,7 +4,7 @@
 //! The keys are the CLI's flag names:
 //! * the schedule's: `schedule`, `devices`, `microbatches`, `chunks`, `group`, `waves`,
 //!   `seq-splits`, `a2a-overlap` (`true` or `false`), `f`, `b`, `w`, `comm`, `overlap`, `mem-f`,
-//!   `mem-w`, `mem-limit`. `f`, `b`,
+//!   `mem-w`, `mem-limit`, `p2p` (`async` or `blocking`, the CLI's `--p2p`). `f`, `b`,
 //!   `w`, `mem-f` and `mem-w` take one number or one per device; `mem-limit` takes a size
 //!   (`80GiB`) with a model;
 //! * the model's, every key of [`crate::model::MODEL_FIELDS`] (`model`, `layers`, `hidden`,
@@ -28,7 +28,7 @@ use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_AL
 use crate::cost_lists::{format_list, parse_list, CostLists, LIST_FIELDS};
 use crate::error::Field;
 use crate::model::{model_field, parse_limit, ModelSpec};
-use crate::params::{Costs, ScheduleParams, VocabCosts};
+use crate::params::{Costs, P2p, ScheduleParams, VocabCosts};
 use crate::settings::{trade_pairs, Settings};
 use crate::step::StepSpec;
 use crate::trade::{parse_offload, parse_recompute, Offload, Recompute, TradeSettings};
@@ -137,6 +137,7 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
             "overlap" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| c.overlap = Some(v)),
             "vocab-s" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.0 = Some(v)),
             "vocab-t" => num(&value).map_or_else(|| bad("a number ≥ 0"), |v| shards.1 = Some(v)),
+            "p2p" => P2p::from_name(value.trim()).map_or_else(|| bad("async or blocking"), |v| c.p2p = v),
             "f" | "b" | "w" | "mem-f" | "mem-w" => {
                 let field = LIST_FIELDS.into_iter().find(|f| f.name() == key).unwrap_or(Field::F);
                 match parse_list(&value, field) {
@@ -187,10 +188,10 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
                     .collect();
             }
             crate::lessons::LESSON_KEY if value.len() <= crate::lessons::MAX_LESSON_TEXT => {
-                link.extra.push((key, value))
+                link.extra.push((key, value));
             }
             crate::lessons::LESSON_KEY => {
-                bad(&format!("a lesson of at most {} bytes", crate::lessons::MAX_LESSON_TEXT))
+                bad(&format!("a lesson of at most {} bytes", crate::lessons::MAX_LESSON_TEXT));
             }
             _ if key.len() <= 32 && value.len() <= 256 => link.extra.push((key, value)),
             _ => {}
@@ -273,7 +274,7 @@ fn step_pairs(step: &StepSpec) -> Vec<(&'static str, u32)> {
 pub fn keys() -> Vec<&'static str> {
     let mut keys =
         vec!["v", "schedule", "devices", "microbatches", "chunks", "group", "waves", "seq-splits", "a2a-overlap"];
-    keys.extend(["f", "b", "w", "comm", "overlap", "vocab-s", "vocab-t", "mem-f", "mem-w", "mem-limit"]);
+    keys.extend(["f", "b", "w", "comm", "overlap", "vocab-s", "vocab-t", "mem-f", "mem-w", "mem-limit", "p2p"]);
     keys.extend(crate::model::MODEL_FIELDS.iter().map(|f| f.name()));
     keys.extend(["recompute", "offload", "copy-time", "host-gbps", "zero", "gpus", "global-batch", "compare"]);
     keys
@@ -378,6 +379,9 @@ pub fn to_query(link: &Permalink) -> String {
                 let _ = write!(out, "&{key}={v}");
             }
         }
+    }
+    if !c.p2p.is_async() {
+        let _ = write!(out, "&p2p={}", c.p2p.name());
     }
     for (key, value) in link.model.query_pairs() {
         let _ = write!(out, "&{key}={}", encode(&value));
@@ -537,6 +541,7 @@ mod tests {
                 profile: None,
                 trade: None,
                 vocab: None,
+                p2p: crate::params::P2p::Blocking,
             },
             mem_limit: Some(1609728.0),
             units: crate::units::Units::Cost,
@@ -575,6 +580,27 @@ mod tests {
         assert_eq!((link.params.costs.vocab, link.extra("t")), (None, Some("12")));
         // Without either, no vocabulary layer.
         assert_eq!(parse("schedule=vocab-1").0.params.costs.vocab, None);
+    }
+
+    #[test]
+    fn send_mode_key_round_trips_as_the_cli_reads_p2p() {
+        let (link, warnings) = parse("schedule=1f1b&p2p=blocking");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(link.params.costs.p2p, P2p::Blocking);
+        assert!(to_query(&link).ends_with("&p2p=blocking"), "{}", to_query(&link));
+        assert_eq!(parse(&to_query(&link)).0, link);
+        // async is the default and is left out; either name is read.
+        let (link, _) = parse("schedule=1f1b&p2p=async");
+        assert_eq!(link.params.costs.p2p, P2p::Async);
+        assert!(!to_query(&link).contains("p2p"), "{}", to_query(&link));
+        let (link, warnings) = parse("p2p=sync");
+        assert_eq!(link.params.costs.p2p, P2p::Async);
+        assert_eq!(warnings, vec!["ignored p2p=sync: expected async or blocking"]);
+        // With a model the costs come from it, and the send mode stays the link's.
+        let (link, warnings) = parse("schedule=1f1b&devices=4&model=zb-1.5b&p2p=blocking");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let params = link.settings().effective_params().expect("model costs");
+        assert_eq!(params.costs.p2p, P2p::Blocking);
     }
 
     #[test]

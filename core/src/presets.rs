@@ -47,6 +47,7 @@ fn zb_model(
             mem_w: Some(32.0 * hidden),
             profile: None,
             vocab: None,
+            p2p: crate::params::P2p::Async,
         },
         ..ScheduleParams::new(devices, microbatches)
     }

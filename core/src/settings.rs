@@ -146,7 +146,7 @@ pub struct ResolvedCosts {
 /// The one path from costs as set to costs as run, for the CLI's flags, the playground and
 /// its worker alike: `hand` (costs set by hand, read from a file or fitted to a measured run)
 /// unless `model` is given, whose derived costs then replace them on `devices` devices (the
-/// hand-set overlap time kept); then `trade`'s recompute and offload, priced by the model or
+/// hand-set overlap time and send mode kept); then `trade`'s recompute and offload, priced by the model or
 /// by the plain costs' mem-f ([`pricing`]). A bare copy rate in `hand` (a JSON file's
 /// `copy_time`, which times its copies) is kept when `trade` prices no copies and no model is
 /// given.
@@ -162,7 +162,7 @@ pub fn resolve_costs(
     let model = model.given().then(|| model.resolve()).transpose()?;
     let derived = model.as_ref().map(|m| m.derive(devices)).transpose()?;
     let mut costs = match &derived {
-        Some(d) => Costs { overlap: hand.overlap, ..d.costs() },
+        Some(d) => Costs { overlap: hand.overlap, p2p: hand.p2p, ..d.costs() },
         None => Costs { trade: None, ..hand.clone() },
     };
     // A file's copy rate (its copies' time, and nothing else) stays unless a setting prices

@@ -29,7 +29,7 @@ use super::gpipe::{fill_and_drain, Split};
 use super::{count_option, one_f_one_b, per_chunk, Family, FamilyGroup, FamilyOption, OptionDefault, Prediction};
 use crate::error::{Field, ParamError};
 use crate::params::ScheduleParams;
-use crate::schedule::{Pass, Placement, Schedule};
+use crate::schedule::{Op, Pass, Placement, Schedule};
 
 /// The registry entry.
 pub const FAMILY: Family = Family {
@@ -123,6 +123,23 @@ pub fn schedule_table(microbatches: u32, chunks: u32, group: u32) -> Vec<(u32, u
     table
 }
 
+/// A step whose backward consumes its own forward (the last stage's, on the last device) runs
+/// as two ops: an op is one exchange's worth of work and must not wait for itself. Nothing
+/// crosses between the two, so the exchange between them is empty.
+fn split_own_steps(schedule: &mut Schedule) {
+    for order in &mut schedule.orders {
+        *order = order
+            .iter()
+            .flat_map(|&op| match op {
+                Op::Pair(f, b) if (f.stage, f.microbatch, f.slice) == (b.stage, b.microbatch, b.slice) => {
+                    vec![Op::One(f), Op::One(b)]
+                }
+                op => vec![op],
+            })
+            .collect();
+    }
+}
+
 /// A checked virtual-pipeline configuration: what both families generate from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct VirtualPipeline {
@@ -132,6 +149,11 @@ struct VirtualPipeline {
     group: u32,
     /// Megatron's combined 1F1B (`--a2a-overlap`): one more warm-up forward, then pairs.
     paired: bool,
+    /// Blocking sends (`--p2p blocking`) with two chunks or more: Megatron's steady state
+    /// runs a forward and a backward as one step and exchanges after both
+    /// (`send_forward_backward_recv_forward_backward`), so each step is one op, a pair at the
+    /// sum of its passes; the warm-up is unchanged.
+    steps: bool,
 }
 
 impl VirtualPipeline {
@@ -147,7 +169,14 @@ impl VirtualPipeline {
                 )
                 .hint("with --chunks 1 the schedule is plain 1F1B; use --chunks 2 or more, or remove --group"));
             }
-            return Ok(VirtualPipeline { devices, microbatches, chunks, group: devices, paired: params.a2a_overlap });
+            return Ok(VirtualPipeline {
+                devices,
+                microbatches,
+                chunks,
+                group: devices,
+                paired: params.a2a_overlap,
+                steps: false,
+            });
         }
         if microbatches < devices {
             return Err(too_few_microbatches(FAMILY.name, devices, microbatches));
@@ -184,7 +213,8 @@ impl VirtualPipeline {
                 smallest_valid_group(devices, microbatches)
             )));
         }
-        Ok(VirtualPipeline { devices, microbatches, chunks, group, paired: params.a2a_overlap })
+        let steps = params.costs.p2p == crate::params::P2p::Blocking;
+        Ok(VirtualPipeline { devices, microbatches, chunks, group, paired: params.a2a_overlap, steps })
     }
 
     /// Reads and checks `--chunks` for looped BFS (`group = microbatches`).
@@ -194,7 +224,7 @@ impl VirtualPipeline {
         if chunks > 1 && microbatches < devices {
             return Err(too_few_microbatches(LOOPED_BFS.name, devices, microbatches));
         }
-        Ok(VirtualPipeline { devices, microbatches, chunks, group: microbatches, paired: false })
+        Ok(VirtualPipeline { devices, microbatches, chunks, group: microbatches, paired: false, steps: false })
     }
 
     /// Forwards device `device` runs before its steady state: Megatron's
@@ -209,7 +239,7 @@ impl VirtualPipeline {
 
     /// The per-device orders.
     fn schedule(&self) -> Schedule {
-        let VirtualPipeline { devices, microbatches, chunks, group, paired } = *self;
+        let VirtualPipeline { devices, microbatches, chunks, group, paired, steps } = *self;
         if chunks == 1 {
             return one_f_one_b::generate(devices, microbatches, paired);
         }
@@ -220,7 +250,10 @@ impl VirtualPipeline {
             let forward = |k: usize| Pass::f(stage(table[k].1), table[k].0);
             let backward = |k: usize| Pass::bw(stage(chunks - 1 - table[k].1), table[k].0);
             let warm = self.warm_up(device) as usize;
-            one_f_one_b::push_orders(&mut schedule, device, warm, table.len(), paired, forward, backward);
+            one_f_one_b::push_orders(&mut schedule, device, warm, table.len(), paired || steps, forward, backward);
+        }
+        if steps && !paired {
+            split_own_steps(&mut schedule);
         }
         schedule
     }

@@ -173,11 +173,11 @@ fn every_schedule_validates_and_runs_with_communication() {
 #[test]
 fn the_orders_megatron_rejects_deadlock_or_stall() {
     // G < P: the warm-up is too short for a chunk round to come back; P = 4, M = 8, G = 2.
-    let short = VirtualPipeline { devices: 4, microbatches: 8, chunks: 2, group: 2, paired: false };
+    let short = VirtualPipeline { devices: 4, microbatches: 8, chunks: 2, group: 2, paired: false, steps: false };
     let err = simulate(&short.schedule(), &StageCosts::for_schedule(&Costs::default(), &short.schedule()));
     assert!(err.is_err(), "a group smaller than the pipeline should deadlock");
     // A last group shorter than P: P = 4, M = 10, G = 4 runs, but with extra bubble.
-    let stalled = VirtualPipeline { devices: 4, microbatches: 10, chunks: 2, group: 4, paired: false };
+    let stalled = VirtualPipeline { devices: 4, microbatches: 10, chunks: 2, group: 4, paired: false, steps: false };
     let schedule = stalled.schedule();
     let timeline = simulate(&schedule, &StageCosts::for_schedule(&Costs::default(), &schedule)).unwrap();
     let stats = crate::stats(&schedule, &timeline, &Costs::default());

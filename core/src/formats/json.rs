@@ -229,6 +229,8 @@ impl From<CostsJson> for Costs {
                 input_b: v.input_b.0,
                 reduce: v.reduce.0,
             }),
+            // Not in the file format: a runtime setting, given with --p2p.
+            p2p: crate::params::P2p::Async,
         }
     }
 }

@@ -486,7 +486,7 @@ fn draw_row(
         let gap = if x1 - x0 >= 4.0 * s { s } else { 0.0 };
         match *op {
             Op::One(pass) => {
-                bar(scene, pass, chunks, (x0, x1 - gap, top, top + height), font, panel, opts, focus, theme)
+                bar(scene, pass, chunks, (x0, x1 - gap, top, top + height), font, panel, opts, focus, theme);
             }
             Op::Pair(f, b) => {
                 let mid = top + height / 2.0;

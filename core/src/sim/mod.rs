@@ -4,6 +4,12 @@
 //! each of its passes depends on has finished, plus the communication time when that pass ran
 //! on another device. The result is the longest path through the graph of device-order and
 //! dependency edges, computed with a ready queue in time linear in the number of passes.
+//!
+//! With blocking sends ([`P2p::Blocking`], Megatron-LM's exchanges) a device exchanges with
+//! its neighbours after each op and waits for all of it: the result of op `X` that op `Y`
+//! consumes on another device crosses once both sides have reached the exchange, `X`'s end
+//! and the end of the op before `Y` on `Y`'s device, plus the hop. Both `Y` and the op after
+//! `X` start no earlier than that. A device whose exchanges never meet is a deadlock.
 
 mod builder;
 mod deps;
@@ -16,7 +22,7 @@ pub(crate) use stream::Stream;
 pub use vocab::{Barrier, CommKind, Link, VocabLinks};
 
 use crate::error::{SimError, Stuck};
-use crate::params::StageCosts;
+use crate::params::{P2p, StageCosts};
 use crate::schedule::{CopyKind, CopyOp, Op, Pass, PassKind, Schedule};
 
 /// How long each op takes, how long a result takes to reach another device, and what memory
@@ -47,6 +53,10 @@ pub trait Timing {
     fn barrier(&self, _kind: CommKind) -> f64 {
         0.0
     }
+    /// How sends between devices behave.
+    fn p2p(&self) -> P2p {
+        P2p::Async
+    }
 }
 
 impl Timing for StageCosts {
@@ -70,6 +80,9 @@ impl Timing for StageCosts {
     }
     fn barrier(&self, _kind: CommKind) -> f64 {
         self.vocab.reduce
+    }
+    fn p2p(&self) -> P2p {
+        self.p2p
     }
 }
 
@@ -332,6 +345,10 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
         })
         .collect();
     let mut copy = CopyStreams::new(schedule, &keys);
+    let exchange = Exchanges::new(schedule, &keys, costs.p2p());
+    // Under blocking sends, devices waiting for another device to reach a position:
+    // `(waiting device, position)` per device waited on.
+    let mut reach_waiters: Vec<Vec<(u32, usize)>> = vec![Vec::new(); if exchange.is_some() { n_devices } else { 0 }];
     for d in &mut devices {
         d.memory.push(MemPoint { time: 0.0, value: 0.0 });
     }
@@ -355,7 +372,12 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
                     }
                     let from = unpack(producer[k]);
                     let comm = if !hops || from.device == device { 0.0 } else { costs.hop(at, from) };
-                    let arrival = done[k] + comm;
+                    let mut sent = done[k];
+                    // A blocking receive is posted at the exchange after the device's previous op.
+                    if let (Some(exchange), true) = (exchange.as_ref(), hops && from.device != device) {
+                        sent = sent.max(exchange.posted(d, next[d], &devices, schedule));
+                    }
+                    let arrival = sent + comm;
                     if arrival > start {
                         start = arrival;
                         waited_for = Some(from);
@@ -366,6 +388,22 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
                 next_waiter[d] = waiter_head[k];
                 waiter_head[k] = device;
                 break;
+            }
+            // Blocking sends: the previous op's results cross once each receiver has reached
+            // the exchange before its consumer; this op starts after the last of them.
+            if let (Some(exchange), Some(previous)) = (exchange.as_ref(), next[d].checked_sub(1)) {
+                let from = OpRef { device, position: previous as u32 };
+                match exchange.sends_done(from, free[d], &next, &devices, costs, schedule) {
+                    Ok(Some((done_at, waited))) if done_at > start => {
+                        start = done_at;
+                        waited_for = Some(waited);
+                    }
+                    Ok(_) => {}
+                    Err(reach) => {
+                        reach_waiters[reach.device as usize].push((device, reach.position as usize));
+                        break;
+                    }
+                }
             }
 
             let end = start + costs.duration(at, op);
@@ -428,6 +466,16 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
                 }
             }
             next[d] += 1;
+            if let Some(waiters) = reach_waiters.get_mut(d) {
+                let reached = next[d];
+                waiters.retain(|&(w, position)| {
+                    let waiting = position >= reached;
+                    if !waiting {
+                        ready.push(w);
+                    }
+                    waiting
+                });
+            }
         }
         if next[d] == order.len() {
             copy.issue(device, next[d], free[d], &done, &mut devices[d], costs);
@@ -436,7 +484,7 @@ pub fn simulate_timed<T: Timing>(schedule: &Schedule, costs: &T) -> Result<Timel
     copy.finish(&mut devices);
 
     if next.iter().zip(&schedule.orders).any(|(&n, order)| n < order.len()) {
-        return Err(deadlock(schedule, &keys, &next, &producer, links.as_ref(), &barriers));
+        return Err(deadlock(schedule, &keys, &next, &producer, links.as_ref(), &barriers, exchange.as_ref()));
     }
     Ok(Timeline { devices })
 }
@@ -486,6 +534,95 @@ fn waits(
         Link::Barrier(b) => barriers.key(b).map(|k| (k, false)),
     });
     own.into_iter().chain(link)
+}
+
+/// Blocking sends ([`P2p::Blocking`]): where each result is consumed on another device.
+struct Exchanges {
+    /// Per completion key: the ops that consume it (any device; the sender skips its own).
+    consumers: Vec<Vec<OpRef>>,
+    keys: KeySpace,
+}
+
+impl Exchanges {
+    /// The consumers of every result, or `None` when sends do not block.
+    fn new(schedule: &Schedule, keys: &KeySpace, p2p: P2p) -> Option<Exchanges> {
+        if p2p != P2p::Blocking {
+            return None;
+        }
+        let links = VocabLinks::of(schedule);
+        let barriers = Barriers::new(keys, schedule.microbatches, links.is_some());
+        let mut consumers = vec![Vec::new(); 2 * keys.len()];
+        for (device, order) in schedule.orders.iter().enumerate() {
+            for (position, op) in order.iter().enumerate() {
+                let at = OpRef { device: device as u32, position: position as u32 };
+                for pass in op.passes() {
+                    for (k, hops) in waits(&schedule.placement, keys, links.as_ref(), &barriers, pass) {
+                        if let Some(c) = consumers.get_mut(k).filter(|c| hops && !c.contains(&at)) {
+                            c.push(at);
+                        }
+                    }
+                }
+            }
+        }
+        Some(Exchanges { consumers, keys: *keys })
+    }
+
+    /// The position of the op after which `device` posts the receives of its op at `position`:
+    /// the op before it, or before the recomputes that open its backward's step (Megatron
+    /// recomputes inside the backward step, with no exchange between). `None` before its first.
+    fn exchange_before(schedule: &Schedule, device: usize, position: usize) -> Option<usize> {
+        let order = &schedule.orders[device];
+        (0..position).rev().find(|&p| !matches!(order[p], Op::One(Pass { kind: PassKind::R, .. })))
+    }
+
+    /// When `device` posts the receives of its op at `position` (it has ended every op before).
+    fn posted(&self, device: usize, position: usize, devices: &[DeviceTimeline], schedule: &Schedule) -> f64 {
+        Exchanges::exchange_before(schedule, device, position).map_or(0.0, |p| devices[device].ops[p].end)
+    }
+
+    /// The ops on other devices that consume a result of the op `from` (`op`).
+    fn receivers<'a>(&'a self, op: &'a Op, from: OpRef) -> impl Iterator<Item = OpRef> + 'a {
+        op.passes()
+            .filter_map(|p| self.keys.provided_index(p))
+            .flat_map(|k| self.consumers[k].iter().copied())
+            .filter(move |r| r.device != from.device)
+    }
+
+    /// When the sends of the op at `from`, which ended at `end`, have all crossed, and the op
+    /// that set it (the receiver's op before its consumer, or `from` itself); `None` when it
+    /// sends nothing. `Err` names a receiver's op that has not ended yet: its exchange is not
+    /// reached, so the sender must wait for it.
+    fn sends_done<T: Timing>(
+        &self,
+        from: OpRef,
+        end: f64,
+        next: &[usize],
+        devices: &[DeviceTimeline],
+        costs: &T,
+        schedule: &Schedule,
+    ) -> Result<Option<(f64, OpRef)>, OpRef> {
+        let op = &schedule.orders[from.device as usize][from.position as usize];
+        let mut out: Option<(f64, OpRef)> = None;
+        for to in self.receivers(op, from) {
+            // The receiver posts its receive at the exchange after the op before `to`.
+            let (posted, by) = match Exchanges::exchange_before(schedule, to.device as usize, to.position as usize) {
+                None => (0.0, from),
+                Some(before) => {
+                    let reach = OpRef { device: to.device, position: before as u32 };
+                    if next[to.device as usize] <= before {
+                        return Err(reach);
+                    }
+                    let posted = devices[to.device as usize].ops[before].end;
+                    (posted, if posted > end { reach } else { from })
+                }
+            };
+            let crossed = end.max(posted) + costs.hop(to, from);
+            if out.is_none_or(|(t, _)| crossed > t) {
+                out = Some((crossed, by));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The devices' copy streams: each runs its device's copies in issue order, beside compute.
@@ -658,6 +795,7 @@ fn deadlock(
     producer: &[u64],
     links: Option<&VocabLinks>,
     barriers: &Barriers,
+    exchange: Option<&Exchanges>,
 ) -> SimError {
     let placement = &schedule.placement;
     // Where every pass is scheduled, for the "waits on device d" part of the message.
@@ -687,7 +825,34 @@ fn deadlock(
                 (producer.get(k) == Some(&UNSET)).then_some((pass, l, k))
             })
         });
-        let Some((pass, link, k)) = blocking else { continue };
+        let Some((pass, link, k)) = blocking else {
+            // Blocking sends: the previous op's result waits for a receiver that never reaches
+            // the exchange before its consumer.
+            let (Some(exchange), Some(previous)) = (exchange, next[device].checked_sub(1)) else { continue };
+            let from = OpRef { device: device as u32, position: previous as u32 };
+            let sent = &order[previous];
+            let unreached = |r: &OpRef| {
+                Exchanges::exchange_before(schedule, r.device as usize, r.position as usize)
+                    .is_some_and(|p| next[r.device as usize] <= p)
+            };
+            let Some(to) = exchange.receivers(sent, from).find(unreached) else {
+                continue;
+            };
+            let Some(before) = Exchanges::exchange_before(schedule, to.device as usize, to.position as usize) else {
+                continue;
+            };
+            let Some(waits_for) = schedule.orders[to.device as usize][before].passes().next() else { continue };
+            let Some(pass) = op.passes().next() else { continue };
+            stuck.push(Stuck {
+                device: device as u32,
+                position: next[device],
+                pass,
+                waits_for,
+                waits_on: Some((to.device, before)),
+                send: sent.passes().find(|p| exchange.keys.provided_index(*p).is_some()),
+            });
+            continue;
+        };
         let stand_in = match link {
             Link::Pass(d) => d.as_pass(),
             Link::Barrier(b) => VocabLinks::as_pass(b),
@@ -706,6 +871,7 @@ fn deadlock(
             pass,
             waits_for,
             waits_on: waits_on.map(|r| (r.device, r.position as usize)),
+            send: None,
         });
     }
     SimError::Deadlock(stuck)

@@ -136,3 +136,108 @@ fn timeline_memory_grows_linearly_with_the_passes() {
     assert!((small - big).abs() / small < 0.05, "{small} vs {big} bytes per pass");
     assert!(big < 80.0, "{big} bytes per pass");
 }
+
+fn blocking(mut c: StageCosts) -> StageCosts {
+    c.p2p = crate::params::P2p::Blocking;
+    c
+}
+
+/// Two devices, 1F1B, two microbatches, fused backwards; stage 0 takes F 1 and BW 1, stage 1
+/// takes F 3 and BW 3, a hop takes 1. Orders: device 0 F0 F1 BW0 BW1, device 1 F0 BW0 F1 BW1.
+///
+/// Async: d1 F0 [2,5], BW0 [5,8], F1 [8,11] (F(0,1) arrived at 3), BW1 [11,14]; d0 BW0 [9,10],
+/// BW1 [15,16]. Makespan 16.
+///
+/// Blocking: d0 F0 [0,1]; its send meets d1's first receive (posted at 0) and crosses at 2,
+/// so d0's F1 runs [2,3] and d1's F0 [2,5]. d1's BW0 [5,8]. d0's send of F(0,1) meets d1's
+/// receive only when d1 ends BW0 (the exchange before its F1): it crosses at max(3, 8) + 1 = 9,
+/// so d1's F1 runs [9,12] and d0 is held until 9. d1's send of BW(1,0) meets d0's receive
+/// (posted at 3) at max(8, 3) + 1 = 9: d0's BW0 runs [9,10]. d1's BW1 [12,15]; its send meets
+/// d0's receive (posted at 10) at 15 + 1 = 16: d0's BW1 runs [16,17]. Makespan 17.
+#[test]
+fn blocking_sends_hold_the_sender_until_the_receiver_reaches_its_exchange() {
+    let s = crate::generate("1f1b", &crate::ScheduleParams::new(2, 2)).unwrap();
+    let mut c = costs(&s, 1.0, 1.0, 0.0, 1.0);
+    c.f = vec![1.0, 3.0];
+    c.b = vec![1.0, 3.0];
+    let times = |t: &Timeline, d: usize| t.devices[d].ops.iter().map(|o| (o.start, o.end)).collect::<Vec<_>>();
+    let quick = simulate(&s, &c).unwrap();
+    assert_eq!(times(&quick, 0), vec![(0.0, 1.0), (1.0, 2.0), (9.0, 10.0), (15.0, 16.0)]);
+    assert_eq!(times(&quick, 1), vec![(2.0, 5.0), (5.0, 8.0), (8.0, 11.0), (11.0, 14.0)]);
+    let held = simulate(&s, &blocking(c)).unwrap();
+    assert_eq!(times(&held, 0), vec![(0.0, 1.0), (2.0, 3.0), (9.0, 10.0), (16.0, 17.0)]);
+    assert_eq!(times(&held, 1), vec![(2.0, 5.0), (5.0, 8.0), (9.0, 12.0), (12.0, 15.0)]);
+    assert_eq!(held.end(), 17.0);
+    // d0's F1 waited for its own send of F0; its BW0 for d1's BW0 (the send and the receive
+    // crossed together).
+    assert_eq!(held.devices[0].ops[1].waited_for, Some(OpRef { device: 0, position: 0 }));
+}
+
+#[test]
+fn blocking_sends_refuse_exchanges_that_never_meet() {
+    // Each device sends first and receives second: with blocking sends neither reaches the
+    // exchange the other's send needs.
+    let mut s = Schedule::new(Placement::linear(2), 2);
+    s.push(0, Pass::f(0, 0));
+    s.push(0, Pass::f(0, 1));
+    s.push(0, Pass::bw(0, 0));
+    s.push(0, Pass::bw(0, 1));
+    s.push(1, Pass::f(1, 0));
+    s.push(1, Pass::bw(1, 0));
+    s.push(1, Pass::bw(1, 1)); // before F(1,1): deadlocks with or without blocking
+    s.push(1, Pass::f(1, 1));
+    let err = simulate(&s, &blocking(costs(&s, 1.0, 1.0, 0.0, 1.0))).unwrap_err();
+    assert!(matches!(err, SimError::Deadlock(_)), "{err}");
+    // Two ops that swap results in the same order on both sides never meet.
+    let mut s = Schedule::new(Placement::interleaved(2, 2), 1);
+    s.push(0, Pass::f(0, 0));
+    s.push(1, Pass::f(1, 0));
+    s.push(0, Pass::f(2, 0));
+    s.push(1, Pass::f(3, 0));
+    s.push(1, Pass::bw(3, 0));
+    s.push(0, Pass::bw(2, 0));
+    s.push(1, Pass::bw(1, 0));
+    s.push(0, Pass::bw(0, 0));
+    let c = costs(&s, 1.0, 1.0, 0.0, 1.0);
+    assert!(simulate(&s, &c).is_ok());
+    assert!(simulate(&s, &blocking(c)).is_ok());
+}
+
+mod blocking_properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// Every family, generated for blocking sends, either simulates under them or is
+        /// refused with a deadlock naming the stuck devices (the loop always ends); and blocking
+        /// never makes a schedule faster than asynchronous sends.
+        #[test]
+        fn every_family_simulates_or_is_refused_and_blocking_is_never_faster(
+            devices in 2u32..5,
+            extra in 0u32..5,
+            f in 0.5f64..3.0,
+            b in 0.5f64..3.0,
+            w in 0.5f64..3.0,
+            comm in 0.0f64..1.0,
+        ) {
+            let microbatches = 2 * devices + extra;
+            for family in crate::FAMILIES {
+                let mut params = crate::ScheduleParams::new(devices, microbatches);
+                params.costs = Costs { comm, ..Costs::fbw(f, b, w) };
+                params.costs.p2p = crate::params::P2p::Blocking;
+                let Ok(schedule) = family.generate(&params) else { continue };
+                let quick = StageCosts::for_schedule(&Costs { p2p: crate::params::P2p::Async, ..params.costs.clone() }, &schedule);
+                let Ok(fast) = simulate(&schedule, &quick) else { continue };
+                match simulate(&schedule, &StageCosts::for_schedule(&params.costs, &schedule)) {
+                    Ok(held) => prop_assert!(
+                        held.end() >= fast.end() - 1e-9 * fast.end().max(1.0),
+                        "{}: blocking {} < async {}", family.name, held.end(), fast.end()
+                    ),
+                    Err(SimError::Deadlock(stuck)) => prop_assert!(!stuck.is_empty(), "{}: no stuck device named", family.name),
+                    Err(e) => prop_assert!(false, "{}: {e}", family.name),
+                }
+            }
+        }
+    }
+}

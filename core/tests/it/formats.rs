@@ -322,6 +322,7 @@ fn json_costs_round_trip_bit_for_bit() {
             input_b: 0.0,
             reduce: 2.0 / 3.0,
         }),
+        p2p: bubblescope::P2p::Async,
     };
     let s = sequential(Placement::linear(2), 2, 1, false);
     let back = read(&export_json(&s, Some(&hard)), Format::Json).costs.expect("costs");
@@ -1276,6 +1277,7 @@ proptest! {
             profile: None,
             trade: None,
             vocab: None,
+            p2p: bubblescope::P2p::Async,
         };
         prop_assume!(costs.check().is_ok());
         let s = sequential(Placement::linear(2), 1, 1, true);

@@ -41,6 +41,7 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
                         profile: None,
                         trade: None,
                         vocab: None,
+                        p2p: bubblescope::P2p::Async,
                     },
                     mem_limit: limit.map(|l| f64::from(l) / 2.0 * f64::from(devices)),
                     units: bubblescope::units::Units::Cost,
