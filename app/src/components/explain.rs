@@ -112,7 +112,7 @@ pub fn ExplainCard() -> impl IntoView {
             "ArrowLeft" => back(),
             "Escape" => {
                 let _ = at;
-                go(None)
+                go(None);
             }
             _ => return,
         }

@@ -55,7 +55,7 @@ pub fn LessonBar(
         state.link.update(|l| {
             l.set_extra(LESSON_KEY, None);
             l.set_extra(LESSON_STEP_KEY, None);
-        })
+        });
     };
     let read = Memo::new(move |_| {
         lesson.with(|l| l.as_ref().map(|l| l.as_ref().map(|l| (l.title.clone(), l.steps.len())).map_err(Clone::clone)))
