@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 use bubblescope::formats;
-use bubblescope::model::parse_bytes;
+use bubblescope::model::parse_memory;
 use bubblescope::model::Model;
 use bubblescope::plan::{
     all_families, attribute_plan, describe_trade, evaluate, export_best, CostSource, Mesh, MeshPins, Meshes, Plan,
@@ -172,10 +172,15 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 TradeSpec::Search(_) => "even with the most recompute and offload tried, ",
                 _ => "",
             };
-            hints.push(format!(
-                "{searched}the least memory a candidate needs is {} per device: a limit from there on fits",
-                if bytes { format_bytes(least) } else { format_number(least, 4) }
-            ));
+            let least_text = if bytes { format_bytes(least) } else { format_number(least, 4) };
+            hints.push(if bubblescope::params::some_limit_fits(least) {
+                format!("{searched}the least memory a candidate needs is {least_text} per device: a limit from there on fits")
+            } else {
+                format!(
+                    "{searched}the least memory a candidate needs is {least_text} per device, above the largest limit, {}: no allowed limit fits",
+                    bubblescope::params::MAX_MEM_LIMIT_TEXT
+                )
+            });
         }
         if meshes.is_some() {
             hints.push("raise --mem-limit, or give more --gpus (each holds less of the model)".to_string());
@@ -533,8 +538,7 @@ fn static_memory(args: &PlanArgs, with_model: bool) -> Result<StaticMemory> {
     Ok(match args.static_memory.as_deref().map(str::trim) {
         Some("auto") => StaticMemory::FromModel,
         Some(text) if with_model => StaticMemory::Fixed(
-            parse_bytes(text, Field::MemLimit)
-                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?,
+            parse_memory(text, Field::MemLimit, "static-memory").map_err(|e| anyhow::anyhow!("{e}"))?,
         ),
         Some(text) => StaticMemory::Fixed(text.parse().map_err(|_| {
             crate::output::user_error(
