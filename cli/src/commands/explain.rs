@@ -38,6 +38,12 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     let params = args::params(&args.family, &args.costs)?;
     let units = args.costs.units();
     let subject = generated(required_schedule(&args.family, false)?, params, units)?;
+    // The model flags that change nothing here are said, as simulate says them.
+    if args.costs.model.given() {
+        let model = args.costs.model.model(subject.params.devices)?;
+        let dp = model.dp.max(1);
+        crate::step::note_without_effect(&args.costs, &model, &Default::default(), subject.params.devices, dp);
+    }
     // As simulate: a family that reads the limit plans to it (its assumptions say when it
     // binds); for the others it is a check of the simulated peak.
     crate::output::warn_over_limit(&subject.analysis, subject.params.mem_limit, units);

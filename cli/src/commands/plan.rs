@@ -137,9 +137,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         // On one pipeline the flags that change nothing there are said, as simulate says them.
         if let Some(m) = &model {
             if let Ok((dp, _)) = spec.step.check(m, p) {
-                for note in bubblescope::step::without_effect(&costs.model.spec(), &spec.step, m.tp, dp) {
-                    eprintln!("note: --{note}");
-                }
+                crate::step::note_without_effect(&costs, m, &spec.step, p, dp);
             }
         }
     }
@@ -157,6 +155,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     found.plans.truncate(args.top as usize);
     for p in &mut found.plans {
         attribute_plan(p);
+    }
+    if meshes.is_some() {
+        note_shown_without_effect(args, &costs, &found.plans);
     }
     if let (Some(m), Some(p)) = (&model, args.devices) {
         note_plan_cuts(m, p, &found.plans);
@@ -531,6 +532,25 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool, mesh
         found.invalid
     );
     out
+}
+
+/// With --gpus, the flags that change none of the plans shown: core's rule for each plan's
+/// split, said when it holds for them all (`--gpus 1 --zero 1` runs dp 1, zero 0).
+fn note_shown_without_effect(args: &PlanArgs, costs: &crate::args::CostArgs, plans: &[Plan]) {
+    let step = bubblescope::step::StepSpec { zero: args.zero, gpus: None, global_batch: None };
+    let mut shared: Option<Vec<String>> = None;
+    for p in plans {
+        let Some(model) = p.candidate.step.as_ref().map(|s| &s.0) else { return };
+        let mesh = plan_mesh(p);
+        let notes = bubblescope::step::without_effect(&costs.model.spec(), model, &step, mesh.pp, mesh.dp);
+        shared = Some(match shared {
+            None => notes,
+            Some(before) => before.into_iter().filter(|n| notes.contains(n)).collect(),
+        });
+    }
+    for note in shared.unwrap_or_default() {
+        eprintln!("note: in the plans shown, --{note}");
+    }
 }
 
 /// What a device holds besides activations: `--static-memory`, or from the model.
