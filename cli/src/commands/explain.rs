@@ -183,11 +183,16 @@ fn needed_text(n: Needed) -> &'static str {
 }
 
 /// ` (+X against the formula)` when the simulated value differs from the formula's (beyond rounding).
+/// A difference below the shown precision prints in its own digits (`−1e-9`, never `−0`).
 fn difference(value: f64, simulated: f64, show: &dyn Fn(f64) -> String) -> String {
-    let off = simulated - value;
+    let off = bubblescope::units::difference(simulated, value);
     if off.abs() <= 1e-9 * value.abs().max(simulated.abs()).max(1.0) {
         return String::new();
     }
     let sign = if off > 0.0 { "+" } else { "−" };
-    format!(" ({sign}{} against the formula)", show(off.abs()))
+    let mut shown = show(off.abs());
+    if shown.chars().filter(char::is_ascii_digit).all(|c| c == '0') {
+        shown = bubblescope::units::short_number(off.abs());
+    }
+    format!(" ({sign}{shown} against the formula)")
 }
