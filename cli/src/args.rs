@@ -573,7 +573,7 @@ pub fn note_unplaced_mtp(spec: &ModelSpec, derived: &bubblescope::model::Derived
 
 /// What a calibration gave, as the one note every command prints.
 pub fn calibration_note(c: &Calibration) -> String {
-    let pct = |r: f64| format!("{:+.1}%", r * 100.0);
+    let pct = |r: f64| format!("{}%", bubblescope::units::format_signed(r * 100.0, 1));
     let mut note = format!(
         "calibrated to F, B, W of {} layer{}: --gemm-efficiency {} --memory-efficiency {} (the model then gives F {}, B {}, W {})",
         c.layers,

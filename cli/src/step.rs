@@ -51,10 +51,22 @@ pub fn compute(costs: &CostArgs, step: &StepArgs, analysis: &Analysis, devices: 
     };
     let whole = bubblescope::step::whole(&model, &step.spec(), analysis, &recompute).map_err(flag_error)?;
     // Flags that change nothing at this setting are said, as other unused settings are.
-    for note in bubblescope::step::without_effect(&costs.model.spec(), &step.spec(), model.tp, whole.dp_degree) {
+    note_without_effect(costs, &model, &step.spec(), devices, whole.dp_degree);
+    Ok(Some(whole))
+}
+
+/// Says the model and step flags that change nothing on `devices` devices with `dp` replicas
+/// (core's one rule, [`bubblescope::step::without_effect`]).
+pub fn note_without_effect(
+    costs: &CostArgs,
+    model: &bubblescope::model::Model,
+    step: &bubblescope::step::StepSpec,
+    devices: u32,
+    dp: u32,
+) {
+    for note in bubblescope::step::without_effect(&costs.model.spec(), model, step, devices, dp) {
         eprintln!("note: --{note}");
     }
-    Ok(Some(whole))
 }
 
 /// The step as JSON: its times in µs, throughput, utilisation, and the strips.

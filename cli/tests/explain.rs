@@ -138,3 +138,18 @@ fn a_memory_limit_is_checked_as_simulate_checks_it_and_named_where_it_binds() {
     let v = json("explain", &["-s", "zb-v", "-p", "4", "-m", "8", "--mem-limit", "6"]);
     assert_eq!(assumption(&v, "mem-limit = P·mem-f")["holds"], Value::Bool(false), "{v}");
 }
+
+/// Hostile pass 5, items 20 and 22: explain's simulated bubble carries no float noise (0.15,
+/// not 0.14999999999999325), and a difference below the shown precision never prints `−0`.
+#[test]
+fn explain_prints_no_float_noise_and_no_negative_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: Value = serde_json::from_str(&ok(
+        dir.path(),
+        &["explain", "-s", "zb-v", "--f", "0.1", "--b", "0.2", "--w", "0.7", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(out["bubble"]["simulated"].as_f64(), Some(0.15), "{out}");
+    let text = ok(dir.path(), &["explain", "-s", "dualpipe", "--f", "1e-9"]);
+    assert!(!text.contains("−0 ") && !text.contains("-0 "), "{text}");
+}

@@ -593,10 +593,41 @@ fn static_memory_is_capped_as_the_memory_limit_is() {
         let e = fails_with_hint(
             dir.path(),
             &args,
-            "static-memory must be a size from 0 to 1125899906842624 (1 PiB in bytes)",
+            "static-memory must be a finite size from 0 to 1PiB (1125899906842624 bytes)",
         );
         assert!(e.contains(&format!("found {shown}\n")), "{value}: {e}");
     }
+}
+
+/// Hostile pass 5, items 3 to 6: the 1PiB cap reads back (PiB is a unit), values out of range
+/// are echoed as typed and called what they are (not finite, not "negative"), and static
+/// memory that alone fills the cap says no allowed limit fits.
+#[test]
+fn the_memory_cap_is_stated_as_typed_and_a_full_cap_fits_no_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "-p", "4", "--model", "llama-3.2-1b", "--top", "1"];
+    for value in ["nan", "inf", "1e309", "9007199254740993", "1025TiB"] {
+        let args = join(&base, &["--mem-limit", "80GiB", "--static-memory", value]);
+        let e = fails_with_hint(
+            dir.path(),
+            &args,
+            &format!("static-memory must be a finite size from 0 to 1PiB (1125899906842624 bytes), found `{value}`\n"),
+        );
+        assert!(!e.contains("non-negative"), "{e}");
+    }
+    let e = fails_with_hint(dir.path(), &join(&base, &["--mem-limit", "9007199254740993"]), "found `9007199254740993`");
+    assert!(e.contains("mem-limit must be a finite size from 0 to 1PiB"), "{e}");
+    for (limit, fixed) in [("1PiB", "1024TiB"), ("80GiB", "1125899906842624"), ("1pib", "1PiB")] {
+        let args = join(&base, &["--mem-limit", limit, "--static-memory", fixed]);
+        let e = fails_with_hint(dir.path(), &args, "no allowed limit fits: static memory of 1024TiB alone fills");
+        assert!(!e.contains("a limit from there on fits"), "{e}");
+    }
+    // A byte below the cap: the candidates need more than any allowed limit.
+    let args = join(&base, &["--mem-limit", "1PiB", "--static-memory", "1125899906842623"]);
+    let e = fails_with_hint(dir.path(), &args, "no plan fits");
+    assert!(e.contains("no allowed limit fits") && !e.contains("a limit from there on fits"), "{e}");
+    // Just below the cap: the search runs (1PiB is a limit the parser takes).
+    ok(dir.path(), &join(&base, &["--mem-limit", "1PiB", "--static-memory", "1000TiB"]));
 }
 
 #[test]

@@ -347,6 +347,44 @@ fn negative_step_counts_name_their_rule() {
     }
 }
 
+/// Hostile pass 5, items 12 to 14: explain and plan --gpus say the flags that change nothing,
+/// with the rule simulate uses; a rank order inside one node is such a flag.
+#[test]
+fn explain_and_plan_gpus_note_flags_without_effect() {
+    let explain = ["explain", "-s", "1f1b", "--model", "llama-3.2-1b"];
+    let cases: [(&[&str], &str); 3] = [
+        (&["--tp-overlap"], "note: --tp-overlap true has no effect at tp 1"),
+        (&["--sequence-parallel", "false"], "note: --sequence-parallel false has no effect at tp 1"),
+        (&["--rank-order", "tp-pp-dp"], "note: --rank-order tp-pp-dp has no effect with one data-parallel replica"),
+    ];
+    for (flags, says) in cases {
+        let said = common::ok_stderr(&root(), &common::join(&explain, flags));
+        assert!(said.contains(says) && said.contains("\n  hint: "), "{flags:?}: {said}");
+    }
+    let said = common::ok_stderr(&root(), &common::join(&explain, &["--tp", "2", "--tp-overlap"]));
+    assert!(!said.contains("has no effect"), "{said}");
+    let plan = ["plan", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--top", "1"];
+    let said = common::ok_stderr(
+        &root(),
+        &common::join(&plan, &["--gpus", "1", "--zero", "1", "--tp-overlap", "--rank-order", "tp-pp-dp"]),
+    );
+    for says in [
+        "note: in the plans shown, --zero 1 has no effect with one data-parallel replica (dp 1)",
+        "note: in the plans shown, --tp-overlap true has no effect at tp 1",
+        "note: in the plans shown, --rank-order tp-pp-dp has no effect",
+    ] {
+        assert!(said.contains(says), "{says}: {said}");
+    }
+    let said = common::ok_stderr(
+        &root(),
+        &common::join(&plan, &["--gpus", "4", "--rank-order", "tp-pp-dp", "--sequence-parallel", "false"]),
+    );
+    assert!(said.contains("--rank-order tp-pp-dp has no effect when all 4 GPUs sit in one node"), "{said}");
+    assert!(said.contains("--sequence-parallel false has no effect at tp 1"), "{said}");
+    let said = common::ok_stderr(&root(), &common::join(&plan, &["--gpus", "4"]));
+    assert!(!said.contains("has no effect"), "{said}");
+}
+
 /// Found by the fourth hostile pass: flags at a setting where they change nothing were taken
 /// without a word. Each is now noted with a hint, as other unused settings are.
 #[test]
@@ -373,7 +411,9 @@ fn flags_without_effect_at_their_setting_are_noted() {
         assert!(said.contains("note: --rank-order tp-pp-dp has no effect"), "{command:?}: {said}");
     }
     // Where they act, nothing is said.
-    for flags in [&["--dp", "2", "--zero", "1", "--rank-order", "tp-pp-dp"][..], &["--tp", "2", "--tp-overlap"][..]] {
+    // (dp 4: 16 GPUs span two nodes of 8, where the order moves groups; at dp 2 all 8 sit in
+    // one node and the order is noted, hostile pass 5 item 14.)
+    for flags in [&["--dp", "4", "--zero", "1", "--rank-order", "tp-pp-dp"][..], &["--tp", "2", "--tp-overlap"][..]] {
         let said = common::ok_stderr(&root(), &common::join(&base, flags));
         assert!(!said.contains("has no effect"), "{flags:?}: {said}");
     }

@@ -328,3 +328,16 @@ fn a_copy_time_needs_an_offload_and_an_empty_offload_says_so() {
     .unwrap();
     assert!(v["runs"][0]["offloaded"].as_u64().unwrap() > 0, "{v}");
 }
+
+/// Hostile pass 5, item 11: sweep took --s and --t without a word when no swept family splits
+/// the vocabulary; it refuses them as simulate does (one rule), and runs them where one does.
+#[test]
+fn shard_costs_no_swept_family_reads_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--s", "--t"] {
+        let args = ["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", flag, "0.5"];
+        let e = fails_with_hint(dir.path(), &args, "1f1b and zb-h1 do not split the output layer by vocabulary");
+        assert!(e.contains("remove --s and --t"), "{e}");
+    }
+    ok(dir.path(), &["sweep", "--schedules", "1f1b,v-half-vocab", "-p", "4", "-m", "8", "--s", "0.5"]);
+}

@@ -555,3 +555,25 @@ fn a_span_past_the_steps_end_or_moved_in_it_is_named_with_its_ts() {
     );
     assert!(e.contains("deadlock"), "{e}");
 }
+
+/// Hostile pass 5, item 23: a file whose durations carry float noise (84.628 × 1e-9 written as
+/// 8.462800000000001e-8) is named without it.
+#[test]
+fn a_tiny_duration_is_named_without_the_files_float_noise() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..2 {
+        let path = PathBuf::from(fixture("interleaved-zb")).join(format!("rank{r}.pt.trace.json.gz"));
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+        let mut rank: Value = serde_json::from_str(&text).unwrap();
+        for e in rank["traceEvents"].as_array_mut().unwrap() {
+            if let Some(d) = e.get("dur").and_then(Value::as_f64) {
+                e["dur"] = serde_json::json!(d * 1e-9);
+            }
+        }
+        std::fs::write(dir.path().join(format!("rank{r}.pt.trace.json")), serde_json::to_vec(&rank).unwrap()).unwrap();
+    }
+    let e = fails_with_hint(dir.path(), &["trace", "."], "lasts dur 8.4628e-8, expected a duration");
+    assert!(!e.contains("00000000"), "{e}");
+}

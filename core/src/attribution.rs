@@ -40,6 +40,18 @@ impl Parts {
     pub fn total(&self) -> f64 {
         self.communication + self.imbalance + self.schedule
     }
+
+    /// The parts of a run whose times are about `scale` (its cost) without float noise
+    /// ([`crate::units::without_noise_in`]): a part left by subtracting equal times is 0, one
+    /// a few rounding steps from a round value is that value (1, not 0.9999999999997016).
+    pub fn without_noise(self, scale: f64) -> Parts {
+        let clean = |v: f64| crate::units::without_noise_in(v, scale).max(0.0);
+        Parts {
+            communication: clean(self.communication),
+            imbalance: clean(self.imbalance),
+            schedule: clean(self.schedule),
+        }
+    }
 }
 
 /// The split of a schedule's bubble, overall and per device.
@@ -86,6 +98,7 @@ pub fn overall_parts(measured: &Stats, cost_without_comm: f64) -> Parts {
     let imbalance = (measured.busiest_work - measured.ideal).clamp(0.0, gap.max(0.0));
     let communication = (measured.cost - cost_without_comm).clamp(0.0, (gap - imbalance).max(0.0));
     Parts { communication, imbalance, schedule: (gap - imbalance - communication).max(0.0) }
+        .without_noise(measured.cost)
 }
 
 /// The costs of the two re-simulations: without communication, and without communication at
@@ -175,18 +188,20 @@ impl Runs {
             .map(|d| {
                 let ops = analysis.timeline.devices[d].ops.len();
                 // The gaps between its first and last op: its idle time.
-                (1..ops).fold(Parts::default(), |sum, i| {
-                    let [g0, g1, g2] = [0, 1, 2].map(|k| gap_before(ts[k], spans[k], d, i));
-                    if g0 <= eps {
-                        return sum;
-                    }
-                    let p = split_gap(g0, g1, g2).0;
-                    Parts {
-                        communication: sum.communication + p.communication,
-                        imbalance: sum.imbalance + p.imbalance,
-                        schedule: sum.schedule + p.schedule,
-                    }
-                })
+                (1..ops)
+                    .fold(Parts::default(), |sum, i| {
+                        let [g0, g1, g2] = [0, 1, 2].map(|k| gap_before(ts[k], spans[k], d, i));
+                        if g0 <= eps {
+                            return sum;
+                        }
+                        let p = split_gap(g0, g1, g2).0;
+                        Parts {
+                            communication: sum.communication + p.communication,
+                            imbalance: sum.imbalance + p.imbalance,
+                            schedule: sum.schedule + p.schedule,
+                        }
+                    })
+                    .without_noise(analysis.stats.cost)
             })
             .collect();
         Attribution { overall, per_device }

@@ -607,16 +607,32 @@ pub fn check_mem_limit(limit: f64) -> Result<(), ParamError> {
         if limit <= MAX_MEM_LIMIT {
             return Ok(());
         }
-        return Err(ParamError::new(
-            Field::MemLimit,
-            format!(
-                "mem-limit must be at most {MAX_MEM_LIMIT} (1 PiB in bytes), found {}",
-                crate::units::short_number(limit)
-            ),
-        )
-        .hint("a limit this large is no limit: leave mem-limit out"));
+        return Err(memory_range_error("mem-limit", &crate::units::short_number(limit)));
     }
     check_number(Field::MemLimit, limit)
+}
+
+/// The cap on a memory amount in bytes, in forms the size parser reads back.
+pub const MAX_MEM_LIMIT_TEXT: &str = "1PiB (1125899906842624 bytes)";
+
+/// The one error for a memory amount in bytes (`what`: mem-limit or static-memory) that is no
+/// finite size from 0 to [`MAX_MEM_LIMIT`]: `shown` is the value as the user gave it.
+pub fn memory_range_error(what: &str, shown: &str) -> ParamError {
+    let hint = if what == "mem-limit" {
+        "write e.g. 80GiB for an 80 GB GPU's memory; a limit above 1PiB is no limit: leave mem-limit out"
+    } else {
+        "give what a device holds besides activations, e.g. 20GiB, or auto with a model"
+    };
+    ParamError::new(
+        Field::MemLimit,
+        format!("{what} must be a finite size from 0 to {MAX_MEM_LIMIT_TEXT}, found {shown}"),
+    )
+    .hint(hint)
+}
+
+/// Whether some allowed memory limit (at most [`MAX_MEM_LIMIT`]) holds `need` per device.
+pub fn some_limit_fits(need: f64) -> bool {
+    need <= MAX_MEM_LIMIT
 }
 
 /// Everything a family is generated from.

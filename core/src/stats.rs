@@ -175,7 +175,7 @@ impl Stats {
     /// work (idle between its passes, and before and after them). The mean over devices is
     /// [`Stats::bubble_rate`]; 0 for a device that does not exist.
     pub fn idle_share(&self, device: usize) -> f64 {
-        self.per_device.get(device).map_or(0.0, |d| ratio(self.cost - d.work, self.cost))
+        self.per_device.get(device).map_or(0.0, |d| ratio(less(self.cost, d.work), self.cost))
     }
 }
 

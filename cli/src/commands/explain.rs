@@ -42,6 +42,12 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     let params = args::params(&args.family, &args.costs)?;
     let units = args.costs.units();
     let subject = generated(required_schedule(&args.family, false)?, params, units)?;
+    // The model flags that change nothing here are said, as simulate says them.
+    if args.costs.model.given() {
+        let model = args.costs.model.model(subject.params.devices)?;
+        let dp = model.dp.max(1);
+        crate::step::note_without_effect(&args.costs, &model, &Default::default(), subject.params.devices, dp);
+    }
     // As simulate: a family that reads the limit plans to it (its assumptions say when it
     // binds); for the others it is a check of the simulated peak.
     crate::output::warn_over_limit(&subject.analysis, subject.params.mem_limit, units);
@@ -197,13 +203,18 @@ fn needed_text(n: Needed) -> &'static str {
 }
 
 /// ` (+X against the formula)` when the simulated value differs from the formula's (beyond rounding).
+/// A difference below the shown precision prints in its own digits (`−1e-9`, never `−0`).
 fn difference(value: f64, simulated: f64, show: &dyn Fn(f64) -> String) -> String {
-    let off = simulated - value;
+    let off = bubblescope::units::difference(simulated, value);
     if off.abs() <= 1e-9 * value.abs().max(simulated.abs()).max(1.0) {
         return String::new();
     }
     let sign = if off > 0.0 { "+" } else { "−" };
-    format!(" ({sign}{} against the formula)", show(off.abs()))
+    let mut shown = show(off.abs());
+    if shown.chars().filter(char::is_ascii_digit).all(|c| c == '0') {
+        shown = bubblescope::units::short_number(off.abs());
+    }
+    format!(" ({sign}{shown} against the formula)")
 }
 
 /// The derivation as text: each step's title, the passes it places and its caption.

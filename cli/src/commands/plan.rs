@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 use bubblescope::formats;
-use bubblescope::model::parse_bytes;
+use bubblescope::model::parse_memory;
 use bubblescope::model::Model;
 use bubblescope::plan::{
     all_families, attribute_plan, describe_trade, evaluate, export_best, CostSource, Mesh, MeshPins, Meshes, Plan,
@@ -137,9 +137,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         // On one pipeline the flags that change nothing there are said, as simulate says them.
         if let Some(m) = &model {
             if let Ok((dp, _)) = spec.step.check(m, p) {
-                for note in bubblescope::step::without_effect(&costs.model.spec(), &spec.step, m.tp, dp) {
-                    eprintln!("note: --{note}");
-                }
+                crate::step::note_without_effect(&costs, m, &spec.step, p, dp);
             }
         }
     }
@@ -158,6 +156,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     for p in &mut found.plans {
         attribute_plan(p);
     }
+    if meshes.is_some() {
+        note_shown_without_effect(args, &costs, &found.plans);
+    }
     if let (Some(m), Some(p)) = (&model, args.devices) {
         note_plan_cuts(m, p, &found.plans);
         if let Ok(derived) = m.derive(p) {
@@ -172,10 +173,15 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 TradeSpec::Search(_) => "even with the most recompute and offload tried, ",
                 _ => "",
             };
-            hints.push(format!(
-                "{searched}the least memory a candidate needs is {} per device: a limit from there on fits",
-                if bytes { format_bytes(least) } else { format_number(least, 4) }
-            ));
+            let least_text = if bytes { format_bytes(least) } else { format_number(least, 4) };
+            hints.push(if bubblescope::params::some_limit_fits(least) {
+                format!("{searched}the least memory a candidate needs is {least_text} per device: a limit from there on fits")
+            } else {
+                format!(
+                    "{searched}the least memory a candidate needs is {least_text} per device, above the largest limit, {}: no allowed limit fits",
+                    bubblescope::params::MAX_MEM_LIMIT_TEXT
+                )
+            });
         }
         if meshes.is_some() {
             hints.push("raise --mem-limit, or give more --gpus (each holds less of the model)".to_string());
@@ -528,13 +534,31 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool, mesh
     out
 }
 
+/// With --gpus, the flags that change none of the plans shown: core's rule for each plan's
+/// split, said when it holds for them all (`--gpus 1 --zero 1` runs dp 1, zero 0).
+fn note_shown_without_effect(args: &PlanArgs, costs: &crate::args::CostArgs, plans: &[Plan]) {
+    let step = bubblescope::step::StepSpec { zero: args.zero, gpus: None, global_batch: None };
+    let mut shared: Option<Vec<String>> = None;
+    for p in plans {
+        let Some(model) = p.candidate.step.as_ref().map(|s| &s.0) else { return };
+        let mesh = plan_mesh(p);
+        let notes = bubblescope::step::without_effect(&costs.model.spec(), model, &step, mesh.pp, mesh.dp);
+        shared = Some(match shared {
+            None => notes,
+            Some(before) => before.into_iter().filter(|n| notes.contains(n)).collect(),
+        });
+    }
+    for note in shared.unwrap_or_default() {
+        eprintln!("note: in the plans shown, --{note}");
+    }
+}
+
 /// What a device holds besides activations: `--static-memory`, or from the model.
 fn static_memory(args: &PlanArgs, with_model: bool) -> Result<StaticMemory> {
     Ok(match args.static_memory.as_deref().map(str::trim) {
         Some("auto") => StaticMemory::FromModel,
         Some(text) if with_model => StaticMemory::Fixed(
-            parse_bytes(text, Field::MemLimit)
-                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("mem-limit", "static-memory")))?,
+            parse_memory(text, Field::MemLimit, "static-memory").map_err(|e| anyhow::anyhow!("{e}"))?,
         ),
         Some(text) => StaticMemory::Fixed(text.parse().map_err(|_| {
             crate::output::user_error(

@@ -117,8 +117,10 @@ pub fn run(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
         );
     }
     let searched = args.optimal || args.optimal_nodes.is_some();
-    if searched && subject.analysis.schedule.trades_memory() {
-        anyhow::bail!("--optimal searches orders of F, B and W, but this schedule recomputes or offloads\n  hint: drop --recompute and --offload to search the orders, then add them back to the order it finds");
+    if let Some(e) =
+        searched.then(|| bubblescope::optimal::unsearchable(&subject.analysis.schedule, &subject.params)).flatten()
+    {
+        return Err(args::flag_error(e));
     }
     let optimum = searched.then(|| optimum(&subject, args.optimal_nodes));
     let cost = subject.analysis.stats.cost;

@@ -114,9 +114,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             let model = args.costs.model.model(args.devices)?;
             let spec = args.step.spec();
             let (dp, _) = spec.check(&model, args.devices).map_err(crate::args::flag_error)?;
-            for note in bubblescope::step::without_effect(&args.costs.model.spec(), &spec, model.tp, dp) {
-                eprintln!("note: --{note}");
-            }
+            crate::step::note_without_effect(&args.costs, &model, &spec, args.devices, dp);
             Some(std::sync::Arc::new(StepInputs { model, spec }))
         }
         false => None,

@@ -22,14 +22,14 @@ pub enum BubbleQuantity {
 }
 
 impl BubbleQuantity {
-    /// The simulated value of this quantity.
+    /// The simulated value of this quantity, without float noise ([`crate::units::difference`]).
     pub fn of(self, stats: &crate::stats::Stats) -> f64 {
         match self {
-            BubbleQuantity::CostMinusIdeal => stats.cost - stats.ideal,
+            BubbleQuantity::CostMinusIdeal => crate::units::difference(stats.cost, stats.ideal),
             BubbleQuantity::LeastBusyIdle => {
                 let least = stats.per_device.iter().map(|d| d.busy).fold(f64::INFINITY, f64::min);
                 if least.is_finite() {
-                    stats.makespan - least
+                    crate::units::difference(stats.makespan, least)
                 } else {
                     0.0
                 }

@@ -293,7 +293,9 @@ fn span_problem(label: &str, e: &Event) -> Option<String> {
 fn timing_problem(name: &str, e: &Event) -> Option<String> {
     use crate::units::format_number;
     let readable = |v: f64| v == 0.0 || (1e-3..1e15).contains(&v.abs());
-    let shown = |v: f64| if readable(v) { format_number(v, 3) } else { format!("{v:e}") };
+    // A file's noise (84.628 × 1e-9 written as 8.462800000000001e-8) is not repeated.
+    let shown =
+        |v: f64| if readable(v) { format_number(v, 3) } else { format!("{:e}", crate::units::without_noise(v)) };
     match e.ts {
         None => return Some(format!("{name} has no ts (its start in µs), or one that is not a number")),
         Some(ts) if !(ts.is_finite() && (0.0..=MAX_TS).contains(&ts)) => {

@@ -57,7 +57,7 @@ pub use parallel::Precision;
 pub use rank_order::RankOrder;
 pub use roofline::{Breakdown, Term};
 pub use spec::{model_field, unknown_preset, ModelSpec, MODEL_FIELDS};
-pub use units::{parse_bytes, parse_limit, LimitError};
+pub use units::{parse_bytes, parse_limit, parse_memory, LimitError};
 pub use vocab::{megatron_split, HeadPlacement, StageFlops};
 
 use crate::error::{Field, ParamError};

@@ -244,14 +244,22 @@ impl PlanSpec {
             // The memory limit's own cap: static memory above it fits under no limit.
             let max = crate::params::MAX_MEM_LIMIT;
             if !s.is_finite() || s < 0.0 || s > max {
+                return Err(crate::params::memory_range_error("static-memory", &crate::units::short_number(s)));
+            }
+            // Activations come on top: static memory at the cap leaves no limit that fits.
+            if s >= max {
                 return Err(ParamError::new(
                     Field::MemLimit,
                     format!(
-                        "static-memory must be a size from 0 to {max} (1 PiB in bytes), found {}",
-                        crate::units::short_number(s)
+                        "no allowed limit fits: static memory of {} alone fills the largest limit, {}",
+                        match self.source {
+                            CostSource::Model(_) => crate::units::size_text(s),
+                            CostSource::Costs(_) => crate::units::short_number(s),
+                        },
+                        crate::params::MAX_MEM_LIMIT_TEXT
                     ),
                 )
-                .hint("give what a device holds besides activations, e.g. 20GiB, or auto with a model"));
+                .hint("give --static-memory below 1PiB, leaving room for the activations"));
             }
         }
         let model = match &self.source {

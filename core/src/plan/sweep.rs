@@ -272,6 +272,10 @@ impl SweepSpec {
             return Err(ParamError::new(Field::Overlap, "none of the swept schedules reads --overlap")
                 .hint(format!("add a family that overlaps F and B ({}), or remove --overlap", readers.join(", "))));
         }
+        // Shard costs no swept family reads: refused as simulate refuses them (one rule).
+        if let Some(e) = crate::families::unused_vocabulary(&self.families, &self.costs) {
+            return Err(e);
+        }
         // A setting listed twice runs once, in the place it was first listed; trades compare
         // by what they do (`full` and `full,full,full,full` are one setting).
         let chunk_choices: Vec<Option<u32>> =

@@ -200,12 +200,23 @@ impl StepPlan {
 
 /// The flags given that change nothing at their setting, each a note that opens with its
 /// name (the CLI prefixes `--`) and ends with a hint: `rank-order` and ZeRO with one
-/// data-parallel replica (`dp`), `gpus` that leave one replica (not given `--dp`), and
-/// sequence parallelism or TP overlap without tensor parallelism (`tp`).
-pub fn without_effect(model: &crate::model::ModelSpec, step: &StepSpec, tp: u32, dp: u32) -> Vec<String> {
+/// data-parallel replica (`dp`), `rank-order` also when the whole job (tp · `pp` · dp GPUs)
+/// sits in one node without expert parallelism (both orders then place every group alike),
+/// `gpus` that leave one replica (not given `--dp`), and sequence parallelism or TP overlap
+/// without tensor parallelism (`model.tp`). `spec` says which flags were given.
+pub fn without_effect(spec: &crate::model::ModelSpec, model: &Model, step: &StepSpec, pp: u32, dp: u32) -> Vec<String> {
     let mut notes = Vec::new();
+    let tp = model.tp;
+    let gpus = u64::from(tp.max(1)) * u64::from(pp.max(1)) * u64::from(dp.max(1));
+    let per_node = model.gpus_per_node.max(1);
+    if let (Some(order), true) = (spec.rank_order, dp > 1 && gpus <= u64::from(per_node) && model.moe.ep <= 1) {
+        notes.push(format!(
+            "rank-order {} has no effect when all {gpus} GPUs sit in one node ({per_node} per node): both orders place every group alike\n  hint: give more GPUs than a node holds, or drop --rank-order",
+            order.name()
+        ));
+    }
     if dp <= 1 {
-        if let Some(order) = model.rank_order {
+        if let Some(order) = spec.rank_order {
             notes.push(format!(
                 "rank-order {} has no effect with one data-parallel replica (dp 1): both orders fill the nodes alike\n  hint: give --dp above 1, or drop --rank-order",
                 order.name()
@@ -216,14 +227,14 @@ pub fn without_effect(model: &crate::model::ModelSpec, step: &StepSpec, tp: u32,
                 "zero {z} has no effect with one data-parallel replica (dp 1): ZeRO shards over the replicas\n  hint: give --dp (or --gpus) for more replicas, or drop --zero"
             ));
         }
-        if let (Some(g), None) = (step.gpus, model.dp) {
+        if let (Some(g), None) = (step.gpus, spec.dp) {
             notes.push(format!(
                 "gpus {g} are one pipeline's GPUs (tp · pp): one replica, as without it\n  hint: give more GPUs for data-parallel replicas, or drop --gpus"
             ));
         }
     }
     if tp <= 1 {
-        let flags = [("sequence-parallel", model.sequence_parallel), ("tp-overlap", model.tp_overlap)];
+        let flags = [("sequence-parallel", spec.sequence_parallel), ("tp-overlap", spec.tp_overlap)];
         for (name, value) in flags {
             if let Some(v) = value {
                 notes.push(format!(
@@ -279,6 +290,21 @@ mod tests {
         assert!(spec.resolve(&m, 8, 47).is_err());
         let plan = spec.resolve(&m, 8, 48).unwrap();
         assert_eq!((plan.gpus, plan.global_batch), (1536, 2304));
+    }
+
+    /// Hostile pass 5, item 14: a rank order is a note, not a silent no-op, when the whole job
+    /// sits in one node, and stays unnoted where it moves a group across nodes.
+    #[test]
+    fn a_rank_order_inside_one_node_is_noted() {
+        let spec = crate::model::ModelSpec { rank_order: Some(RankOrder::TpPpDp), ..Default::default() };
+        let step = StepSpec::default();
+        let notes = without_effect(&spec, &model(1, 1, 2), &step, 2, 2);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("rank-order tp-pp-dp has no effect when all 4 GPUs sit in one node"), "{notes:?}");
+        // 16 GPUs on nodes of 8: the order decides which groups cross.
+        assert!(without_effect(&spec, &model(2, 1, 2), &step, 4, 2).is_empty());
+        let moe = Model { moe: crate::model::Moe { ep: 2, ..model(1, 1, 2).moe }, ..model(1, 1, 2) };
+        assert!(without_effect(&spec, &moe, &step, 2, 2).is_empty(), "EP groups may still cross");
     }
 
     #[test]

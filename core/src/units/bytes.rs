@@ -5,11 +5,13 @@ pub const GIB: f64 = 1_073_741_824.0;
 /// One MiB in bytes.
 pub const MIB: f64 = 1_048_576.0;
 
-const UNITS: [(&str, f64); 11] = [
+const UNITS: [(&str, f64); 13] = [
+    ("pib", 1_125_899_906_842_624.0),
     ("tib", 1_099_511_627_776.0),
     ("gib", 1_073_741_824.0),
     ("mib", 1_048_576.0),
     ("kib", 1024.0),
+    ("pb", 1e15),
     ("tb", 1e12),
     ("gb", 1e9),
     ("mb", 1e6),
@@ -37,8 +39,9 @@ pub enum BadSize {
     OutOfRange,
 }
 
-/// Reads a byte size: a number, optionally followed by a unit (`B`, `KB`/`MB`/`GB`/`TB` in
-/// powers of 1000, `KiB`/`MiB`/`GiB`/`TiB` in powers of 1024, `G`/`T` as GiB/TiB), any case.
+/// Reads a byte size: a number, optionally followed by a unit (`B`, `KB`/`MB`/`GB`/`TB`/`PB` in
+/// powers of 1000, `KiB`/`MiB`/`GiB`/`TiB`/`PiB` in powers of 1024, `G`/`T` as GiB/TiB), any
+/// case.
 ///
 /// # Errors
 /// [`BadSize`] for anything else, negative or non-finite sizes.
@@ -87,6 +90,9 @@ mod tests {
         assert_eq!(b("1.5GB"), 1.5e9);
         assert_eq!(b("1000"), 1000.0);
         assert_eq!(b("7B"), 7.0);
+        // The cap messages name 1PiB: it reads back.
+        assert_eq!(b("1PiB"), 1024.0 * b("1TiB"));
+        assert_eq!(b("2 pb"), 2e15);
         for bad in ["", "GiB", "80 parsecs"] {
             assert_eq!(parse_size(bad), Err(BadSize::NotASize), "{bad}");
         }

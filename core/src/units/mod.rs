@@ -20,8 +20,8 @@ pub mod text;
 
 pub use bytes::{byte_unit, format_bytes, parse_size, size_text, BadSize, BYTE_UNITS, GIB, MIB};
 pub use number::{
-    format_at_scale, format_fixed, format_micros, format_number, format_significant, is_noise_at, short_number,
-    significant_decimals, without_noise, without_noise_in,
+    difference, format_at_scale, format_fixed, format_micros, format_number, format_signed, format_significant,
+    is_noise_at, short_number, significant_decimals, without_noise, without_noise_in,
 };
 pub use text::{clean_text, shell_word};
 

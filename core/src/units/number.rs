@@ -42,6 +42,17 @@ pub fn format_fixed(value: f64, decimals: usize) -> String {
     }
 }
 
+/// `value` with exactly `decimals` decimals and its sign (`+0.6`, `-0.6`), and no sign when
+/// it rounds to zero (`0.0`, never `-0.0` or `+0.0`).
+pub fn format_signed(value: f64, decimals: usize) -> String {
+    let s = format_fixed(value, decimals);
+    if s.starts_with('-') || s.bytes().all(|b| b == b'0' || b == b'.') {
+        s
+    } else {
+        format!("+{s}")
+    }
+}
+
 /// The decimals that give `value` `digits` significant digits (0 when its integer part has
 /// that many already; at most 12).
 pub fn significant_decimals(value: f64, digits: u32) -> usize {
@@ -87,6 +98,13 @@ pub fn without_noise_in(value: f64, scale: f64) -> f64 {
         }
     }
     without_noise(value) + 0.0
+}
+
+/// `a − b` as reports give it: [`without_noise_in`] at the terms' scale, so a difference
+/// that is float noise is exactly 0 (never `-8.9e-16`) and one a few rounding steps from a
+/// round value is that value (`0.15` for 0.14999999999999325 between terms near 16).
+pub fn difference(a: f64, b: f64) -> f64 {
+    without_noise_in(a - b, a.abs().max(b.abs()))
 }
 
 /// Whether `value`, a difference whose terms are about `scale` in size, is float noise: within
@@ -148,6 +166,22 @@ pub fn format_micros(us: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hostile pass 5, items 15 to 23: differences that are float noise are exact (0, or the
+    /// round value), signed numbers never print a negative zero.
+    #[test]
+    fn differences_and_signs_carry_no_float_noise() {
+        assert_eq!(format_signed(-0.0004, 1), "0.0");
+        assert_eq!(format_signed(-0.04, 1), "0.0");
+        assert_eq!(format_signed(0.6, 1), "+0.6");
+        assert_eq!(format_signed(-0.6, 1), "-0.6");
+        assert_eq!(difference(16.15, 16.0), 0.15);
+        assert_eq!(difference(0.1 + 0.2, 0.3), 0.0);
+        assert!(difference(0.3, 0.1 + 0.2).is_sign_positive());
+        assert_eq!(difference(1.0, 1.000000001), -1e-9, "a real difference stays");
+        assert_eq!(difference(3.0, 1.0), 2.0);
+        assert_eq!(without_noise(8.462800000000001e-8), 8.4628e-8);
+    }
     use proptest::prelude::*;
 
     #[test]
