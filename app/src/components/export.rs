@@ -129,7 +129,9 @@ pub fn ExportMenu() -> impl IntoView {
     let snippet = move || {
         let mut link = state.link.get();
         link.set_extra("embed", Some("1".to_string()));
-        let height = super::chart::embed_frame_height(link.params.devices);
+        // A lesson's bar above the chart: its controls and up to three lines of caption.
+        let lesson = if link.extra(bubblescope::lessons::LESSON_KEY).is_some() { 80 } else { 0 };
+        let height = super::chart::embed_frame_height(link.params.devices) + lesson;
         format!(
             "<iframe src=\"{}\" width=\"100%\" height=\"{height}\" style=\"border:0\" loading=\"lazy\" title=\"Pipeline schedule (Bubblescope)\"></iframe>",
             url_for(&link)

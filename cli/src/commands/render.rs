@@ -298,7 +298,11 @@ fn render_lesson(args: &RenderArgs, value: &str, theme: Theme) -> Result<()> {
             units: params.units,
             ..FigureOptions::default()
         };
-        let svg = figure_svg(&[item], &opts);
+        let svg = if args.animate {
+            figure_animated_svg(&[item], &opts, &AnimateOptions { duration: args.duration, looping: args.looping })
+        } else {
+            figure_svg(&[item], &opts)
+        };
         let path = PathBuf::from(format!("{}-{}.svg", stem.display(), i + 1));
         write_output(&path, svg.as_bytes())?;
         eprintln!("step {}: {} → {}", i + 1, step.caption, path.display());
