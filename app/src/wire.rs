@@ -410,6 +410,23 @@ mod tests {
     }
 
     #[test]
+    fn every_send_mode_crosses_to_the_worker_and_back() {
+        // The format is positional: a field left out on one side shifts every field after it.
+        for mode in ["async", "blocking"] {
+            let (link, warnings) =
+                bubblescope::permalink::parse(&format!("schedule=1f1b&devices=4&microbatches=8&comm=0.5&p2p={mode}"));
+            assert!(warnings.is_empty(), "{warnings:?}");
+            let settings = link.settings();
+            assert_eq!(decode_settings(&encode_settings(&settings)).unwrap(), settings, "{mode}");
+            let outcome = crate::state::compute(&settings, None, crate::state::Place::Worker);
+            let asks = decode_extras_asks(&encode_extras_asks(&outcome)).unwrap();
+            let ask = asks[0].as_ref().expect("the chosen schedule asks for its extras");
+            assert_eq!(ask.params, outcome.params, "{mode}");
+            assert_eq!(ask.params.costs.p2p.name(), mode);
+        }
+    }
+
+    #[test]
     fn extras_follow_their_outcome_and_must_fit_it() {
         let (link, _) = bubblescope::permalink::parse("schedule=zb-h1&devices=4&microbatches=8&comm=0.5&compare=1f1b");
         let outcome = crate::state::compute(&link.settings(), None, crate::state::Place::Worker);

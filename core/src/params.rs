@@ -72,8 +72,8 @@ pub struct Costs {
     /// The vocabulary layers, split over the devices by vocabulary; `None` when the model has
     /// no vocabulary (the vocabulary-parallel families then refuse).
     pub vocab: Option<VocabCosts>,
-    /// How the runtime's point-to-point sends between devices behave (`--p2p`).
-    #[cfg_attr(feature = "wire", serde(default, skip_serializing_if = "P2p::is_async"))]
+    /// How the runtime's point-to-point sends between devices behave (`--p2p`). Always on the
+    /// wire: the worker's format is positional, so a field left out shifts every one after it.
     pub p2p: P2p,
 }
 
