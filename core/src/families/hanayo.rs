@@ -126,6 +126,9 @@ impl Ord for Time {
     }
 }
 
+/// Relative slack within which an input counts as arrived (rounding in sums of costs).
+const ARRIVAL_SLACK: f64 = 1e-9;
+
 /// The passes one device may run next: each is the next pass of an in-flight microbatch.
 #[derive(Debug, Default)]
 struct Candidates {
@@ -148,10 +151,13 @@ impl Candidates {
         self.arriving.peek().map(|Reverse((arrival, ..))| arrival.0.max(free))
     }
 
-    /// The most urgent pass that has arrived by `now`.
+    /// The most urgent pass that has arrived by `now`, up to rounding: an input that ends at
+    /// `now` in exact arithmetic may be summed along another device's passes to a few ulps
+    /// later, and must still beat a less urgent pass that has long been waiting.
     fn take(&mut self, now: f64) -> Option<Pass> {
+        let by = now + ARRIVAL_SLACK * now.abs();
         while let Some(Reverse((arrival, ..))) = self.arriving.peek() {
-            if arrival.0 > now {
+            if arrival.0 > by {
                 break;
             }
             if let Some(Reverse((_, priority, pass))) = self.arriving.pop() {

@@ -194,3 +194,19 @@ proptest::proptest! {
         check_explained(&FAMILY, &waves(devices, devices * rounds, wave_count, costs))?;
     }
 }
+
+#[test]
+fn an_input_arriving_a_rounding_error_late_still_wins_its_slot() {
+    // The proptest's seed: P = 2, M = 4, 3 waves, chunk costs (B+W)/6 summed along two
+    // devices' passes. F of stage 11, microbatch 1 arrives on device 0 at 13 chunk costs, the
+    // instant device 0 is free; summed along device 1 it came a few ulps late, device 0 took
+    // the waiting F of stage 0, microbatch 3 instead and held one chunk above P·mem-f.
+    let (b, w) = (0.860062125557041, 3.4778190867092933);
+    let costs = Costs { mem_f: 0.5, mem_w: Some(0.0), ..Costs::fbw(b + w, b, w) };
+    let a = run("hanayo", &waves(2, 4, 3, costs)).unwrap();
+    for stats in &a.stats.per_device {
+        assert!((stats.peak_memory - 1.0).abs() < 1e-9, "{stats:?}");
+    }
+    let device0: Vec<_> = a.schedule.orders[0].iter().take(14).map(|op| op.passes().next().unwrap()).collect();
+    assert_eq!(device0[12..], [Pass::bw(11, 0), Pass::f(11, 1)]);
+}
