@@ -6,7 +6,7 @@
 
 use crate::analysis::Analysis;
 use crate::schedule::{Op, Pass, PassKind, PlacementKind, Schedule};
-use crate::units::format_number;
+use crate::units::Units;
 
 /// One step of a derivation.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,8 +81,8 @@ fn phases(order: &[Op]) -> Vec<Phase> {
 }
 
 /// The derivation of `analysis`'s schedule: the steps that place at least one pass, each
-/// with its caption. Every pass of the schedule is placed by exactly one step.
-pub fn derive(analysis: &Analysis) -> Vec<DeriveStep> {
+/// with its caption (times in `units`). Every pass of the schedule is placed by exactly one step.
+pub fn derive(analysis: &Analysis, units: Units) -> Vec<DeriveStep> {
     let schedule = &analysis.schedule;
     let mut placed: Vec<Vec<Pass>> = vec![Vec::new(); PHASES.len()];
     let mut warm_up = Vec::with_capacity(schedule.orders.len());
@@ -111,7 +111,16 @@ pub fn derive(analysis: &Analysis) -> Vec<DeriveStep> {
         .zip(&analysis.timeline.devices)
         .filter_map(|(order, times)| order.iter().position(is_backward).and_then(|i| times.ops.get(i)).map(|t| t.start))
         .collect();
-    let numbers = Numbers { schedule, warm_up, cool_down, first_backward_at, w_in_gaps, w_total };
+    // When microbatch 0's forward leaves the last stage: the earliest a backward can start.
+    let chain_end = schedule
+        .orders
+        .iter()
+        .zip(&analysis.timeline.devices)
+        .flat_map(|(order, times)| order.iter().zip(&times.ops))
+        .filter(|(op, _)| op.passes().any(|p| p.kind == PassKind::F && p.microbatch == 0))
+        .map(|(_, t)| t.end)
+        .fold(0.0, f64::max);
+    let numbers = Numbers { schedule, units, warm_up, cool_down, first_backward_at, chain_end, w_in_gaps, w_total };
     PHASES
         .iter()
         .zip(placed)
@@ -136,9 +145,11 @@ fn title(phase: Phase) -> &'static str {
 /// What the captions quote.
 struct Numbers<'a> {
     schedule: &'a Schedule,
+    units: Units,
     warm_up: Vec<usize>,
     cool_down: Vec<usize>,
     first_backward_at: Vec<f64>,
+    chain_end: f64,
     w_in_gaps: usize,
     w_total: usize,
 }
@@ -173,21 +184,30 @@ impl Numbers<'_> {
                 PlacementKind::Custom => "Microbatch 0's forward through the stages, as the file places them.".to_string(),
             },
             Phase::WarmUp => format!(
-                "Before its first backward each device runs forwards and holds their activations: {} (devices 0 to {}). This is the memory the schedule needs.",
+                "Before its first backward each device runs {}: {} (devices 0 to {}). Each holds its activations until its backward: these are the forwards in flight.",
+                if placement.chunks_per_device() > 1 { "chunk forwards" } else { "forwards" },
                 list(&self.warm_up),
                 p.saturating_sub(1)
             ),
             Phase::FirstBackward => {
                 let first = self.first_backward_at.iter().copied().fold(f64::INFINITY, f64::min);
                 let last = self.first_backward_at.iter().copied().fold(0.0, f64::max);
-                if first.is_finite() {
+                let time = |v: f64| self.units.time(v);
+                if !first.is_finite() {
+                    "Each device's first backward.".to_string()
+                } else if first > self.chain_end * (1.0 + 1e-9) + 1e-12 {
                     format!(
-                        "The first backward starts where the first forward chain ends ({}), then runs back up: the last device to turn starts its first backward at {}. Until then it can only run forwards or wait.",
-                        format_number(first, 3),
-                        format_number(last, 3)
+                        "The first backward waits for every forward to finish: it starts at {}, though microbatch 0's forward left the last stage at {}. The last device to turn starts its first backward at {}.",
+                        time(first),
+                        time(self.chain_end),
+                        time(last)
                     )
                 } else {
-                    "Each device's first backward.".to_string()
+                    format!(
+                        "The first backward starts where microbatch 0's forward chain ends ({}), then runs back up: the last device to turn starts its first backward at {}. Until then it can only run forwards or wait.",
+                        time(first),
+                        time(last)
+                    )
                 }
             }
             Phase::Steady => {
@@ -219,6 +239,24 @@ mod tests {
     use crate::params::{Costs, ScheduleParams};
     use std::collections::HashSet;
 
+    fn derive_cost(a: &Analysis) -> Vec<DeriveStep> {
+        derive(a, Units::Cost)
+    }
+
+    #[test]
+    fn gpipes_first_backward_waits_for_every_forward() {
+        let steps = derive_cost(&run("gpipe", 4, 8));
+        let first = steps.iter().find(|s| s.title == "The first backward").expect("a first backward");
+        // Microbatch 0's forward leaves device 3 at 4; the first backward starts after the last forward, at 11.
+        assert!(
+            first.caption.contains("starts at 11, though microbatch 0's forward left the last stage at 4"),
+            "{}",
+            first.caption
+        );
+        let one_f_one_b = derive_cost(&run("1f1b", 4, 8));
+        assert!(one_f_one_b[2].caption.contains("chain ends (4)"), "{}", one_f_one_b[2].caption);
+    }
+
     fn run(name: &str, p: u32, m: u32) -> Analysis {
         let params = ScheduleParams::new(p, m);
         let family = crate::registry::family(name).expect("family");
@@ -232,7 +270,7 @@ mod tests {
             let params = family.own_params(&ScheduleParams::new(4, 8));
             let Ok(schedule) = family.generate(&params) else { continue };
             let Ok(a) = analyze(schedule, &Costs::default()) else { continue };
-            let steps = derive(&a);
+            let steps = derive(&a, Units::Cost);
             let all: Vec<Pass> = a.schedule.orders.iter().flatten().flat_map(|o| o.passes()).collect();
             let placed: Vec<Pass> = steps.iter().flat_map(|s| s.passes.iter().copied()).collect();
             assert_eq!(placed.len(), all.len(), "{}", family.name);
@@ -243,7 +281,7 @@ mod tests {
 
     #[test]
     fn one_f_one_b_warms_up_p_minus_d_forwards_and_has_no_w_step() {
-        let steps = derive(&run("1f1b", 4, 8));
+        let steps = derive_cost(&run("1f1b", 4, 8));
         let titles: Vec<&str> = steps.iter().map(|s| s.title).collect();
         assert_eq!(
             titles,
@@ -257,7 +295,7 @@ mod tests {
 
     #[test]
     fn zero_bubble_places_its_w_in_a_step_of_its_own() {
-        let steps = derive(&run("zb-h1", 4, 8));
+        let steps = derive_cost(&run("zb-h1", 4, 8));
         let w = steps.iter().find(|s| s.title == "W fills the gaps").expect("a W step");
         assert_eq!(w.passes.len(), 4 * 8);
         assert!(w.passes.iter().all(|p| p.kind == PassKind::W));
@@ -267,7 +305,7 @@ mod tests {
 
     #[test]
     fn the_v_says_so() {
-        let steps = derive(&run("zb-v", 4, 8));
+        let steps = derive_cost(&run("zb-v", 4, 8));
         assert!(steps[0].caption.contains("placed as a V"), "{}", steps[0].caption);
         assert_eq!(steps[0].passes.len(), 8, "microbatch 0's forward visits 2P stages");
     }

@@ -83,11 +83,11 @@ pub const BUILT_IN: &[BuiltIn] = &[
                 "schedule=1f1b&devices=4&microbatches=8",
             ),
             (
-                "ZB-H1 lets W wait. In the drain, a device runs the B the previous device needs first and fills its idle time with W: the bubble shrinks by (P−1)·W, at 1F1B's memory.",
+                "ZB-H1 lets W wait. In the drain, a device runs the B the previous device needs first and fills its idle time with W: the bubble drops from (P−1)(F+B+W) to (P−1)(F+B−W), at 1F1B's memory.",
                 "schedule=zb-h1&devices=4&microbatches=8",
             ),
             (
-                "ZB-H2 also fills the warm-up: more forwards before the first backward. With W moved to the end the bubble is gone, at about twice 1F1B's memory.",
+                "ZB-H2 also fills the warm-up: more forwards before the first backward. With W moved to the end the bubble is gone, at close to twice 1F1B's memory.",
                 "schedule=zb-h2&devices=4&microbatches=8",
             ),
             (
@@ -109,11 +109,11 @@ pub const BUILT_IN: &[BuiltIn] = &[
                 "schedule=1f1b&devices=4&microbatches=8",
             ),
             (
-                "ZB-H2 buys a zero bubble with twice 1F1B's activations on the first device.",
+                "ZB-H2 buys a zero bubble with close to twice 1F1B's activations on the first device (2P − 1 forwards' worth).",
                 "schedule=zb-h2&devices=4&microbatches=8",
             ),
             (
-                "V-Half places two chunks per device as a V and holds half of 1F1B's activations: some bubble comes back.",
+                "V-Half places two chunks per device as a V and holds about half of 1F1B's activations (⌊(P+2)/2⌋ forwards' worth): some bubble comes back.",
                 "schedule=v-half&devices=4&microbatches=8",
             ),
             (
@@ -167,7 +167,7 @@ impl Lesson {
         let rest: Vec<&str> = lines.collect();
         if rest.is_empty() || rest.len() % 2 != 0 {
             return Err(format!(
-                "the lesson `{}` has {} after its title; each step needs two, a caption and its settings\nhint: e.g. `1F1B holds P activations` then `schedule=1f1b&devices=4`",
+                "the lesson `{}` has {} after its title (blank lines aside); each step needs two, a caption and its settings\nhint: e.g. `1F1B holds P activations` then `schedule=1f1b&devices=4`",
                 crate::units::clean_text(&title).chars().take(40).collect::<String>(),
                 crate::schedule::counted(u32::try_from(rest.len()).unwrap_or(u32::MAX), "line", "lines")
             ));

@@ -453,7 +453,7 @@ fn focus_of(state: AppState) -> Option<Arc<Focus>> {
                 Focus::of_marks(&formula.terms.get(index)?.marks, analysis)
             }
             FocusSource::Derive(at) => {
-                let steps = bubblescope::derive::derive(analysis);
+                let steps = bubblescope::derive::derive(analysis, state.units_untracked());
                 Focus::placing(&steps, at.min(steps.len().saturating_sub(1)))
             }
         };

@@ -52,7 +52,8 @@ pub fn ExplainCard() -> impl IntoView {
     let derive_at = RwSignal::new(None::<usize>);
     let steps = Memo::new(move |_| {
         derive_at.get()?;
-        state.outcome.with(|o| o.main.result.as_ref().ok().map(|a| derive(a)))
+        let units = state.units();
+        state.outcome.with(|o| o.main.result.as_ref().ok().map(|a| derive(a, units)))
     });
     // Back to the derivation's step (or nothing) when the pointer leaves a term.
     let rest = move || derive_at.get_untracked().map_or(FocusSource::None, FocusSource::Derive);

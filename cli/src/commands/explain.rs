@@ -55,7 +55,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     if explanation.is_none() && args.json {
         eprintln!("note: {} has no closed form here; only the simulated values are given", subject.name);
     }
-    let steps = args.derive.then(|| bubblescope::derive::derive(&subject.analysis));
+    let steps = args.derive.then(|| bubblescope::derive::derive(&subject.analysis, units));
     let out = match (args.json, &steps) {
         (true, steps) => {
             let mut value = json(explanation.as_ref(), &subject.analysis.stats);

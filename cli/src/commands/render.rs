@@ -141,20 +141,15 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
             &["leave --duration out for 6 seconds, or give e.g. --duration 20"],
         ));
     }
+    // A lesson's steps carry their own settings; it writes a file per step.
+    if let Some(lesson) = &args.lesson {
+        return render_lesson(args, lesson, theme, matches);
+    }
     if let Some(path) = &file.from {
         refuse_overwrite(path, &args.output)?;
     }
     costs.refuse_overwrite(&args.output)?;
     check_svg_output(&args.output, "render")?;
-    if let Some(lesson) = &args.lesson {
-        if file.from.is_some() {
-            return Err(user_error(
-                "--lesson and --from both give the settings",
-                &["leave out --from: a lesson's steps carry their own settings"],
-            ));
-        }
-        return render_lesson(args, lesson, theme);
-    }
     reject_file_flags(file)?;
     let mut subjects = Vec::new();
     let mut family_args = args.input.family.clone();
@@ -259,37 +254,79 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     write_output(&args.output, svg.as_bytes())
 }
 
+/// The flags `render --lesson` reads besides the lesson: where and how to draw.
+const LESSON_FLAGS: &[&str] =
+    &["lesson", "output", "memory", "animate", "duration", "looping", "width", "row_height", "theme"];
+
 /// `render --lesson`: each step of the lesson at its own settings, to `stem-k.svg`.
-fn render_lesson(args: &RenderArgs, value: &str, theme: Theme) -> Result<()> {
+fn render_lesson(args: &RenderArgs, value: &str, theme: Theme, matches: Option<&ArgMatches>) -> Result<()> {
     use bubblescope::lessons::Lesson;
+    // Every other flag sets what the steps already set: refused, not silently overridden.
+    if let Some(m) = matches {
+        let given = m.ids().map(|id| id.as_str()).find(|id| {
+            !LESSON_FLAGS.contains(id) && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        });
+        if let Some(id) = given {
+            let flag = id.replace('_', "-");
+            return Err(user_error(
+                &format!("--{flag} does not apply with --lesson: each step carries its own settings"),
+                &[&format!(
+                    "leave out --{flag}, or put it in the lesson's settings lines (e.g. `schedule=zb-v&devices=8`)"
+                )],
+            ));
+        }
+    }
     let lesson = Lesson::parse(value).map_err(|e| {
         let (what, hint) = e.split_once("\nhint: ").unwrap_or((e.as_str(), "give a built-in lesson's name"));
         user_error(what, &[hint])
     })?;
-    if args.output.as_os_str() == "-" {
+    let out = &args.output;
+    if out.as_os_str() == "-" || out.is_dir() || out.to_string_lossy().ends_with('/') {
         return Err(user_error(
-            &format!("a lesson of {} steps is several figures; -o - is one", lesson.steps.len()),
+            &format!(
+                "a lesson of {} steps writes one figure per step; -o {} is not a file name",
+                lesson.steps.len(),
+                out.display()
+            ),
             &["give a file name: -o step.svg writes step-1.svg, step-2.svg, …"],
         ));
     }
-    let stem = args.output.with_extension("");
+    if !matches!(out.extension().and_then(|e| e.to_str()), None | Some("svg")) {
+        return Err(user_error(
+            &format!("-o {} does not end in .svg", out.display()),
+            &["give e.g. -o step.svg (step-1.svg, step-2.svg, …)"],
+        ));
+    }
+    let stem = out.with_extension("");
+    let mut replaced = Vec::new();
     for (i, step) in lesson.steps.iter().enumerate() {
+        let at = format!("step {} of the lesson", i + 1);
         let (link, warnings) = bubblescope::permalink::parse(&step.settings);
-        if let Some(w) = warnings.first() {
-            return Err(user_error(&format!("step {} of the lesson: {w}", i + 1), &["fix the step's settings line"]));
+        let unknown = bubblescope::permalink::unknown_keys(&link, &[]);
+        if let Some(w) = warnings.iter().chain(&unknown).next() {
+            let w = w.strip_prefix("ignored ").unwrap_or(w);
+            return Err(user_error(
+                &format!("{at}: {w}"),
+                &["fix the step's settings line (the keys are the CLI's flag names)"],
+            ));
         }
         let settings = link.settings();
-        let params = settings.effective_params().map_err(|e| anyhow::anyhow!("step {} of the lesson: {e}", i + 1))?;
-        let fam = family(&link.schedule).ok_or_else(|| {
-            user_error(
-                &format!("step {} of the lesson: no schedule `{}`", i + 1, formats::sanitize(&link.schedule)),
-                &["bubblescope list names the schedules"],
-            )
-        })?;
-        let analysis = bubblescope::registry::run(&link.schedule, &params)
-            .map_err(|e| anyhow::anyhow!("step {} of the lesson: {e}", i + 1))?;
-        let label = fam.label(&params, params.units);
-        let item = FigureItem { label: &label, analysis: &analysis, causes: None, step: None };
+        let params = settings.effective_params().map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+        let mut names = vec![link.schedule.clone()];
+        names.extend(link.compare.iter().cloned());
+        let mut runs = Vec::with_capacity(names.len());
+        for name in &names {
+            let fam = family(name).ok_or_else(|| {
+                user_error(
+                    &format!("{at}: no schedule `{}`", formats::sanitize(name)),
+                    &["bubblescope list names the schedules"],
+                )
+            })?;
+            let analysis = bubblescope::registry::run(name, &params).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+            runs.push((fam.label(&params, params.units), analysis));
+        }
+        let items: Vec<FigureItem<'_>> =
+            runs.iter().map(|(label, a)| FigureItem { label, analysis: a, causes: None, step: None }).collect();
         let opts = FigureOptions {
             width: args.width,
             row_height: args.row_height,
@@ -299,13 +336,19 @@ fn render_lesson(args: &RenderArgs, value: &str, theme: Theme) -> Result<()> {
             ..FigureOptions::default()
         };
         let svg = if args.animate {
-            figure_animated_svg(&[item], &opts, &AnimateOptions { duration: args.duration, looping: args.looping })
+            figure_animated_svg(&items, &opts, &AnimateOptions { duration: args.duration, looping: args.looping })
         } else {
-            figure_svg(&[item], &opts)
+            figure_svg(&items, &opts)
         };
         let path = PathBuf::from(format!("{}-{}.svg", stem.display(), i + 1));
+        if path.exists() {
+            replaced.push(path.display().to_string());
+        }
         write_output(&path, svg.as_bytes())?;
         eprintln!("step {}: {} → {}", i + 1, step.caption, path.display());
+    }
+    if !replaced.is_empty() {
+        eprintln!("note: replaced {}, written before", replaced.join(", "));
     }
     Ok(())
 }

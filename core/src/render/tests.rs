@@ -425,13 +425,13 @@ fn a_terms_focus_outlines_its_passes_and_shades_its_devices() {
             checked += 1;
         }
     }
-    assert!(checked >= 20, "only {checked} located terms");
+    assert!(checked >= 12, "only {checked} located terms");
 }
 
 #[test]
 fn a_derivation_shows_the_passes_placed_so_far() {
     let a = run("zb-h1", &ScheduleParams::new(4, 8)).unwrap();
-    let steps = crate::derive::derive(&a);
+    let steps = crate::derive::derive(&a, crate::units::Units::Cost);
     let mut shown_before = 0;
     for at in 0..steps.len() {
         let focus = Focus::placing(&steps, at);
