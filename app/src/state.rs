@@ -376,6 +376,9 @@ pub enum FocusSource {
     Derive(usize),
 }
 
+/// The URL key that opens the explain card (`explain=1`).
+pub const EXPLAIN_KEY: &str = "explain";
+
 /// The URL key of the theme (`theme=dark`).
 pub const THEME_KEY: &str = "theme";
 /// The URL key of the zoom (`zoom=t0,t1`, the visible time range).

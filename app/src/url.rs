@@ -30,6 +30,7 @@ pub const VIEW_KEYS: &[&str] = &[
     crate::causes::CAUSES_KEY,
     crate::compare::VIEW_KEY,
     "embed",
+    crate::state::EXPLAIN_KEY,
     bubblescope::lessons::LESSON_KEY,
     bubblescope::lessons::LESSON_STEP_KEY,
     "loop",

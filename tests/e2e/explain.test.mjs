@@ -13,7 +13,7 @@ async function waitFocus(page, want) {
 
 export const tests = {
   async 'hovering or focusing a term picks its passes out of the chart'({ page, base, shots }) {
-    await open(page, base, 'schedule=zb-h1&devices=4&microbatches=8');
+    await open(page, base, 'schedule=zb-h1&devices=4&microbatches=8&explain=1');
     const terms = page.locator('[data-testid=explain-term][data-formula=bubble]');
     await terms.first().waitFor();
     // The same formula as the CLI's explain, with its terms.
@@ -36,7 +36,11 @@ export const tests = {
   },
 
   async 'deriving shows the passes placed so far, with a caption per step, from the keyboard'({ page, base }) {
+    // Folded at first: opening it is a click (and explain=1 in the link).
     await open(page, base, 'schedule=zb-h1&devices=4&microbatches=8');
+    assertEq(await page.locator('[data-testid=derive-start]').count(), 0, 'folded: nothing built');
+    await page.locator('[data-testid=explain-toggle]').click();
+    await urlHas(page, 'explain', '1');
     await page.locator('[data-testid=derive-start]').focus();
     await page.keyboard.press('Enter');
     await page.locator('[data-testid=derive-caption]').waitFor();

@@ -7,9 +7,15 @@ use bubblescope::derive::derive;
 use bubblescope::families::formula::{Explanation, Formula};
 use bubblescope::family;
 use bubblescope::units::{format_bytes, format_micros, format_number};
+use std::time::Duration;
+
+use leptos::leptos_dom::helpers::TimeoutHandle;
 use leptos::prelude::*;
 
-use crate::state::{AppState, FocusSource};
+use crate::state::{AppState, FocusSource, EXPLAIN_KEY};
+
+/// How long the card waits for the schedule to settle before it follows (milliseconds).
+const SETTLE_MS: u64 = 120;
 
 /// What the card shows: the family's explanation at the settings and the simulated values.
 #[derive(Clone, PartialEq)]
@@ -39,17 +45,56 @@ fn escape(text: &str) -> String {
 #[component]
 pub fn ExplainCard() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let explained = Memo::new(move |_| {
-        state.outcome.with(|o| {
+    // Built a moment after the schedule settles, not on every step of a drag: the chart comes
+    // first, and a card below it need not follow each slider value.
+    let explained = RwSignal::new(None::<Explained>);
+    // The derivation's step, while one is shown.
+    let derive_at = RwSignal::new(None::<usize>);
+    let timer = StoredValue::new(None::<TimeoutHandle>);
+    let explain_now = move || {
+        state.outcome.with_untracked(|o| {
             let a = o.main.result.as_ref().ok()?;
             let explanation = family(&o.main.name).and_then(|f| f.explanation(&o.params));
             let quantity = explanation.as_ref().map(|e| e.quantity);
             let bubble = quantity.map_or(a.stats.cost - a.stats.ideal, |q| q.of(&a.stats));
             Some(Explained { family: o.main.name.clone(), explanation, bubble, memory: a.stats.peak_memory })
         })
+    };
+    // Open (`explain=1` in the link) or folded; folded, it costs a moving slider nothing.
+    let open = Memo::new(move |_| state.link.with(|l| l.extra(EXPLAIN_KEY) == Some("1")));
+    let toggle = move |_| {
+        let value = (!open.get_untracked()).then(|| "1".to_string());
+        if value.is_none() {
+            derive_at.set(None);
+            state.focus.set(FocusSource::None);
+        }
+        state.link.update(|l| l.set_extra(EXPLAIN_KEY, value));
+    };
+    Effect::new(move |was_open: Option<bool>| {
+        if !open.get() {
+            return false;
+        }
+        state.outcome.track();
+        if let Some(Some(t)) = timer.try_get_value() {
+            t.clear();
+        }
+        if was_open != Some(true) {
+            explained.set(explain_now());
+            return true;
+        }
+        let handle = set_timeout_with_handle(
+            move || {
+                let now = explain_now();
+                if explained.try_with_untracked(|e| *e != now) == Some(true) {
+                    explained.set(now);
+                }
+            },
+            Duration::from_millis(SETTLE_MS),
+        )
+        .ok();
+        timer.set_value(handle);
+        true
     });
-    // The derivation's step, while one is shown.
-    let derive_at = RwSignal::new(None::<usize>);
     let steps = Memo::new(move |_| {
         derive_at.get()?;
         let units = state.units();
@@ -120,11 +165,15 @@ pub fn ExplainCard() -> impl IntoView {
         ev.prevent_default();
     };
     view! {
-        <section class="card explain-card" data-testid="explain-card" aria-label="Why this bubble">
+        <section class="card explain-card" class:open=move || open.get() data-testid="explain-card" aria-label="Why this bubble">
             <div class="card-head">
-                <h2 class="card-title">"Why this bubble"</h2>
-                <span class="muted small">"hover a term to see its passes"</span>
+                <button type="button" class="card-title disclosure" data-testid="explain-toggle"
+                    aria-expanded=move || open.get().to_string() on:click=toggle>
+                    {move || if open.get() { "▾ Why this bubble" } else { "▸ Why this bubble" }}
+                </button>
+                <span class="muted small">{move || if open.get() { "hover a term to see its passes" } else { "the closed form term by term, and the schedule derived step by step" }}</span>
             </div>
+            <Show when=move || open.get()>
             {formulas}
             <div class="derive" on:keydown=on_key>
                 <Show when=move || derive_at.get().is_none()>
@@ -147,6 +196,7 @@ pub fn ExplainCard() -> impl IntoView {
                     </div>
                 </Show>
             </div>
+            </Show>
         </section>
     }
 }
