@@ -13,12 +13,9 @@
 
 use crate::permalink::{self, Permalink};
 
-/// The permalink key that holds a lesson.
-pub const LESSON_KEY: &str = "lesson";
+pub use crate::permalink::{LESSON_KEY, MAX_LESSON_TEXT};
 /// The permalink key that holds the step shown (1 is the first).
 pub const LESSON_STEP_KEY: &str = "lesson-step";
-/// The longest lesson text a link may carry (bytes).
-pub const MAX_LESSON_TEXT: usize = 16 * 1024;
 /// The most steps a lesson may have.
 pub const MAX_STEPS: usize = 40;
 

@@ -33,6 +33,11 @@ use crate::settings::{trade_pairs, Settings};
 use crate::step::StepSpec;
 use crate::trade::{parse_offload, parse_recompute, Offload, Recompute, TradeSettings};
 
+/// The key that holds a lesson (read by [`crate::lessons`]).
+pub const LESSON_KEY: &str = "lesson";
+/// The longest lesson text a link may carry (bytes).
+pub const MAX_LESSON_TEXT: usize = 16 * 1024;
+
 /// The current permalink format version.
 pub const VERSION: u32 = 1;
 
@@ -187,11 +192,11 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
                     .map(str::to_string)
                     .collect();
             }
-            crate::lessons::LESSON_KEY if value.len() <= crate::lessons::MAX_LESSON_TEXT => {
+            LESSON_KEY if value.len() <= MAX_LESSON_TEXT => {
                 link.extra.push((key, value));
             }
-            crate::lessons::LESSON_KEY => {
-                bad(&format!("a lesson of at most {} bytes", crate::lessons::MAX_LESSON_TEXT));
+            LESSON_KEY => {
+                bad(&format!("a lesson of at most {} bytes", MAX_LESSON_TEXT));
             }
             _ if key.len() <= 32 && value.len() <= 256 => link.extra.push((key, value)),
             _ => {}

@@ -29,7 +29,7 @@ pub use search::{Budget, Progress, DEFAULT_MEMO_BYTES, DEFAULT_WORK, PROGRESS_NO
 /// F&B pairs: a search would keep the pairs fixed, and an optimum "proven" over paired orders
 /// is no optimum over the passes, whose unpaired orders can be cheaper (1F1B -p 4 -m 8 on
 /// Mixtral with --ep 2 --dp 2: 2.18 s paired, 1.45 s unpaired).
-pub fn unsearchable(schedule: &Schedule, params: &crate::params::ScheduleParams) -> Option<crate::ParamError> {
+pub fn unsearchable(schedule: &Schedule, params: &crate::params::ScheduleParams) -> Option<crate::error::ParamError> {
     use crate::error::{Field, ParamError};
     if schedule.trades_memory() {
         return Some(
