@@ -639,3 +639,32 @@ fn plan_on_one_pipeline_notes_flags_without_effect() {
     let said = ok_stderr(dir.path(), &join(&args, &["--dp", "2"]));
     assert!(!said.contains("has no effect"), "{said}");
 }
+
+/// `--p2p blocking` plans under blocking sends (issue 43, pass 6, item 1): orders that
+/// deadlock are counted apart and listed nowhere, and 1F1B costs what `simulate` gives it
+/// blocking, not its async cost.
+#[test]
+fn plans_are_searched_under_blocking_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "-p", "4", "--mem-limit", "100", "--comm", "0.3", "--top", "200", "--json"];
+    let blocking: Value = serde_json::from_str(&ok(dir.path(), &join(&base, &["--p2p", "blocking"]))).unwrap();
+    let asynchronous: Value = serde_json::from_str(&ok(dir.path(), &base)).unwrap();
+    assert!(asynchronous.get("deadlocked").is_none(), "async output is unchanged");
+    assert!(blocking["deadlocked"].as_u64().unwrap() > 0, "{}", blocking["deadlocked"]);
+    let plans = |v: &Value| v["plans"].as_array().unwrap().clone();
+    assert!(plans(&asynchronous).iter().any(|p| p["schedule"] == "zb-v"));
+    assert!(plans(&blocking).iter().all(|p| p["schedule"] != "zb-v"), "zb-v deadlocks under blocking sends");
+    let cost = |v: &Value| {
+        let p = plans(v).into_iter().find(|p| p["schedule"] == "1f1b" && p["microbatches"] == 32).unwrap();
+        p["cost"].as_f64().unwrap()
+    };
+    let simulated: Value = serde_json::from_str(&ok(
+        dir.path(),
+        &["simulate", "-s", "1f1b", "-p", "4", "-m", "32", "--comm", "0.3", "--p2p", "blocking", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(cost(&blocking), simulated["cost"].as_f64().unwrap());
+    assert!(cost(&blocking) > cost(&asynchronous));
+    let table = ok(dir.path(), &["plan", "-p", "4", "--mem-limit", "3", "--p2p", "blocking"]);
+    assert!(table.contains("deadlocked under --p2p blocking"), "{table}");
+}

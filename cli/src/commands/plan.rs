@@ -109,6 +109,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         families: all_families(),
         trade: TradeSpec::None,
         step: bubblescope::step::StepSpec { zero: args.zero, gpus: args.gpus, global_batch: None },
+        p2p: args.costs.p2p.unwrap_or_default(),
     };
     let (searches, meshes) = match args.devices {
         Some(p) => {
@@ -220,10 +221,11 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         }
         return Err(crate::output::user_error(
             &format!(
-                "no plan fits under the limit of {} per device ({searched} candidates: {} above it, {} invalid)",
+                "no plan fits under the limit of {} per device ({searched} candidates: {} above it, {} invalid{})",
                 if bytes { format_bytes(limit) } else { format_number(limit, 4) },
                 found.over_limit,
-                found.invalid
+                found.invalid,
+                deadlocked(&found)
             ),
             &hints,
         ));
@@ -268,7 +270,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 bubblescope::cost_lists::cost_flags(&c.params.costs, c.params.devices, c.family.uses(Field::Overlap))
             }
         };
-        let flags = format!("{flags} {}", trade_flags(plan, args));
+        let mut flags = format!("{flags} {}", trade_flags(plan, args));
+        if !c.params.costs.p2p.is_async() {
+            flags = format!("{} --p2p {}", flags.trim_end(), c.params.costs.p2p.name());
+        }
         let shown = bubblescope::units::shell_word(&path.display().to_string());
         let command = format!("bubblescope simulate --from {shown} {}", flags.trim());
         eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
@@ -399,7 +404,7 @@ fn bytes_per_parameter(spec: &PlanSpec) -> f64 {
 /// `plan --json`. Without -p, `devices` is null (each plan has its own `pp`) and `meshes` says
 /// which splits were searched and which left out.
 fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize, meshes: Option<&Meshes>) -> Value {
-    json!({
+    let mut out = json!({
         "devices": meshes.is_none().then_some(spec.devices),
         "gpus": spec.step.gpus,
         "meshes": meshes.map(|m| json!({
@@ -418,7 +423,12 @@ fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize, meshes: Option<&Me
         "invalid": found.invalid,
         "least_memory": found.least_memory,
         "plans": found.plans.iter().map(plan_json).collect::<Vec<_>>(),
-    })
+    });
+    // Under blocking sends only: the orders skipped as deadlocks (async output is unchanged).
+    if !spec.p2p.is_async() {
+        out["deadlocked"] = json!(found.deadlocked);
+    }
+    out
 }
 
 /// The readable plans, best first.
@@ -526,12 +536,22 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool, mesh
     }
     let _ = writeln!(
         out,
-        "\nsearched {searched} candidates: {} fit, {} above the limit, {} invalid",
-        searched - found.over_limit - found.invalid,
+        "\nsearched {searched} candidates: {} fit, {} above the limit, {} invalid{}",
+        searched - found.over_limit - found.invalid - found.deadlocked,
         found.over_limit,
-        found.invalid
+        found.invalid,
+        deadlocked(found)
     );
     out
+}
+
+/// The candidates skipped because their order deadlocks under `--p2p blocking`, as the count
+/// lines end (empty when none).
+fn deadlocked(found: &PlanSearch) -> String {
+    match found.deadlocked {
+        0 => String::new(),
+        n => format!(", {n} deadlocked under --p2p blocking (their sends never meet)"),
+    }
 }
 
 /// With --gpus, the flags that change none of the plans shown: core's rule for each plan's
