@@ -153,3 +153,19 @@ fn explain_prints_no_float_noise_and_no_negative_zero() {
     let text = ok(dir.path(), &["explain", "-s", "dualpipe", "--f", "1e-9"]);
     assert!(!text.contains("−0 ") && !text.contains("-0 "), "{text}");
 }
+
+/// Under `--p2p blocking` the closed forms' async sends break, and explain says so instead of
+/// "all hold" beside a simulated bubble 6 above the formula (issue 43, pass 6, item 5).
+#[test]
+fn blocking_sends_break_the_formulas_assumption() {
+    let args = ["-s", "zb-h1", "-p", "4", "-m", "8"];
+    let plain = json("explain", &args);
+    assert_eq!(plain["assumptions_hold"], Value::Bool(true), "{plain}");
+    let blocking = json("explain", &[&args[..], &["--p2p", "blocking"]].concat());
+    assert_eq!(blocking["assumptions_hold"], Value::Bool(false), "{blocking}");
+    let sends =
+        blocking["assumptions"].as_array().unwrap().iter().find(|a| a["text"] == "sends do not block (--p2p async)");
+    assert_eq!(sends.expect("the send assumption")["holds"], Value::Bool(false), "{blocking}");
+    let text = ok(&std::env::temp_dir(), &["explain", "-s", "zb-h1", "-p", "4", "-m", "8", "--p2p", "blocking"]);
+    assert!(text.contains("BREAKS  sends do not block (--p2p async) (for the bubble)"), "{text}");
+}
