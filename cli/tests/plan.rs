@@ -668,3 +668,21 @@ fn plans_are_searched_under_blocking_sends() {
     let table = ok(dir.path(), &["plan", "-p", "4", "--mem-limit", "3", "--p2p", "blocking"]);
     assert!(table.contains("deadlocked under --p2p blocking"), "{table}");
 }
+
+/// The no-plan-fits hint shows the least need rounded up, so the limit it names fits, and
+/// says "raise --mem-limit" only when an allowed limit would (issue 43, pass 6, item 7).
+#[test]
+fn the_least_need_is_a_limit_that_fits_and_no_raise_past_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "-p", "4", "--model", "llama-3.2-1b", "--top", "1"];
+    let args = join(&base, &["--mem-limit", "1023.99TiB", "--static-memory", "1023.99TiB"]);
+    let e = fails_with_hint(dir.path(), &args, "no plan fits under the limit of 1023.99 TiB");
+    let need = e.split("the least memory a candidate needs is ").nth(1).and_then(|r| r.split(" per device").next());
+    let need = need.unwrap_or_else(|| panic!("{e}")).replace(' ', "");
+    assert_ne!(need, "1023.99TiB", "{e}");
+    ok(dir.path(), &join(&base, &["--mem-limit", &need, "--static-memory", "1023.99TiB"]));
+    assert!(e.contains("raise --mem-limit"), "{e}");
+    let args = join(&base, &["--mem-limit", "1PiB", "--static-memory", "1125899906842623"]);
+    let e = fails_with_hint(dir.path(), &args, "no allowed limit fits");
+    assert!(!e.contains("raise --mem-limit") && !e.contains("is 1024 TiB per device"), "{e}");
+}

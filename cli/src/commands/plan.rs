@@ -169,25 +169,35 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let bytes = model.is_some();
     if found.plans.is_empty() {
         let mut hints = Vec::new();
+        // Whether some allowed limit would hold the least need (unknown: assume so).
+        let fits_some = found.least_memory.is_none_or(bubblescope::params::some_limit_fits);
         if let Some(least) = found.least_memory {
             let searched = match &spec.trade {
                 TradeSpec::Search(_) => "even with the most recompute and offload tried, ",
                 _ => "",
             };
-            let least_text = if bytes { format_bytes(least) } else { format_number(least, 4) };
-            hints.push(if bubblescope::params::some_limit_fits(least) {
+            // Rounded up: the need shown is a limit that holds it.
+            let least_text = if bytes {
+                bubblescope::units::format_bytes_up(least)
+            } else {
+                format_number(bubblescope::units::round_up(least, 4), 4)
+            };
+            hints.push(if fits_some {
                 format!("{searched}the least memory a candidate needs is {least_text} per device: a limit from there on fits")
             } else {
                 format!(
-                    "{searched}the least memory a candidate needs is {least_text} per device, above the largest limit, {}: no allowed limit fits",
+                    "{searched}the least memory a candidate needs is {least_text} ({}) per device, above the largest limit, {}: no allowed limit fits",
+                    if bytes { format!("{:.0} bytes", least.ceil()) } else { bubblescope::units::short_number(least) },
                     bubblescope::params::MAX_MEM_LIMIT_TEXT
                 )
             });
         }
+        // A larger limit helps only when an allowed one holds the need.
+        let raise = if fits_some { "raise --mem-limit, or " } else { "" };
         if meshes.is_some() {
-            hints.push("raise --mem-limit, or give more --gpus (each holds less of the model)".to_string());
+            hints.push(format!("{raise}give more --gpus (each holds less of the model)"));
         } else {
-            hints.push("raise --mem-limit, or use more devices (each holds less of the model)".to_string());
+            hints.push(format!("{raise}use more devices (each holds less of the model)"));
         }
         hints.push("with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string());
         // Replicas can shard what each holds (every stage is searched without -p).
