@@ -107,7 +107,7 @@ pub fn compute_fit(settings: &Settings, place: Place) -> Result<FitResult, UiErr
             cost: plan.stats.cost,
         },
         Outcome::OverLimit(least) => Fitted::Over { least },
-        Outcome::Invalid(message) => return Err(UiError { field: None, message }),
+        Outcome::Invalid(message) | Outcome::Deadlocks(message) => return Err(UiError { field: None, message }),
         Outcome::NotTried => {
             return Err(UiError { field: None, message: "the search did not try this schedule".to_string() })
         }

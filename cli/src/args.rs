@@ -733,7 +733,10 @@ impl CostArgs {
             None => ModelSpec::default(),
         };
         let mut resolved = resolve_costs(&hand, &model, &self.trade_settings()?, devices).map_err(flag_error)?;
-        resolved.costs.p2p = self.p2p.unwrap_or_default();
+        // A file's send mode (Bubblescope JSON's `costs.p2p`) stays unless --p2p is given.
+        if let Some(p2p) = self.p2p {
+            resolved.costs.p2p = p2p;
+        }
         for note in resolved.derived.iter().flat_map(|d| &d.notes) {
             eprintln!("note: {note}");
         }

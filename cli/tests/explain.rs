@@ -153,3 +153,30 @@ fn explain_prints_no_float_noise_and_no_negative_zero() {
     let text = ok(dir.path(), &["explain", "-s", "dualpipe", "--f", "1e-9"]);
     assert!(!text.contains("−0 ") && !text.contains("-0 "), "{text}");
 }
+
+/// Under `--p2p blocking` the closed forms' async sends break, and explain says so instead of
+/// "all hold" beside a simulated bubble 6 above the formula (issue 43, pass 6, item 5).
+#[test]
+fn blocking_sends_break_the_formulas_assumption() {
+    let args = ["-s", "zb-h1", "-p", "4", "-m", "8"];
+    let plain = json("explain", &args);
+    assert_eq!(plain["assumptions_hold"], Value::Bool(true), "{plain}");
+    let blocking = json("explain", &[&args[..], &["--p2p", "blocking"]].concat());
+    assert_eq!(blocking["assumptions_hold"], Value::Bool(false), "{blocking}");
+    let sends =
+        blocking["assumptions"].as_array().unwrap().iter().find(|a| a["text"] == "sends do not block (--p2p async)");
+    assert_eq!(sends.expect("the send assumption")["holds"], Value::Bool(false), "{blocking}");
+    let text = ok(&std::env::temp_dir(), &["explain", "-s", "zb-h1", "-p", "4", "-m", "8", "--p2p", "blocking"]);
+    assert!(text.contains("BREAKS  sends do not block (--p2p async) (for the bubble)"), "{text}");
+}
+
+/// A family without a formula gives its simulated bubble without float noise too: zb-2p at
+/// thirds-free costs 1.1 has cost = ideal, and said 1.0658141036401503e-14 (issue 43, pass 6,
+/// item 13).
+#[test]
+fn the_simulated_bubble_without_a_formula_has_no_float_noise() {
+    for s in ["zb-2p", "zb-auto", "v-auto"] {
+        let e = json("explain", &["-s", s, "-p", "4", "-m", "8", "--f", "1.1", "--b", "1.1", "--w", "1.1"]);
+        assert_eq!(e["bubble"]["simulated"].as_f64(), Some(0.0), "{s}: {}", e["bubble"]);
+    }
+}

@@ -173,3 +173,29 @@ fn perfetto_memory_counters_have_no_float_noise() {
     assert!(values.iter().all(|v| *v == 0.0 || *v >= 1e-9), "{values:?}");
     assert!(values.contains(&0.0), "{values:?}");
 }
+
+/// A blocking run's JSON export carries the send mode and reads back to the same cost; convert
+/// under --p2p blocking refuses an order that deadlocks, in every format (issue 43, pass 6,
+/// item 2).
+#[test]
+fn the_send_mode_crosses_a_json_export_and_convert_checks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = ["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.5", "--json"];
+    let cost = |args: &[&str]| -> f64 {
+        let v: serde_json::Value = serde_json::from_str(&ok(d, args)).unwrap();
+        v["cost"].as_f64().unwrap()
+    };
+    let blocking = cost(&join(&run, &["--p2p", "blocking", "--export", "b.json"]));
+    assert_eq!(cost(&["simulate", "--from", "b.json", "--json"]), blocking);
+    assert!(cost(&["simulate", "--from", "b.json", "--p2p", "async", "--json"]) < blocking, "--p2p still wins");
+    ok(d, &join(&run, &["--export", "a.json"]));
+    assert!(!read(d, "a.json").contains("p2p"), "an async export is as before");
+    ok(d, &["convert", "b.json", "b2.json"]);
+    assert!(read(d, "b2.json").contains(r#""p2p":"blocking""#));
+    ok(d, &["simulate", "-s", "zb-v", "--export", "zv.json"]);
+    for out in ["x.json", "x.csv"] {
+        fails_with_hint(d, &["convert", "zv.json", out, "--p2p", "blocking"], "schedule deadlocks");
+        assert!(!d.join(out).exists());
+    }
+}

@@ -190,3 +190,14 @@ fn a2a_overlap_with_optimal_is_refused_not_a_false_optimum() {
     common::ok(dir.path(), &common::join(&base, &["--a2a-overlap"]));
     common::ok(dir.path(), &common::join(&base, &["--optimal-nodes", "1000"]));
 }
+
+/// `--optimal` under `--p2p blocking` is refused with a hint: the search times orders as
+/// async, and said "no order … was found" beside the very order it had simulated (issue 43,
+/// pass 6, item 6).
+#[test]
+fn optimal_is_refused_under_blocking_sends() {
+    let run = ["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.5", "--optimal"];
+    let e = fails(&[&run[..], &["--p2p", "blocking"]].concat());
+    assert!(e.contains("--p2p blocking") && e.contains("\n  hint: "), "{e}");
+    assert!(ok(&run).contains("optimal"), "async is searched as before");
+}

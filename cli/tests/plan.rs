@@ -639,3 +639,50 @@ fn plan_on_one_pipeline_notes_flags_without_effect() {
     let said = ok_stderr(dir.path(), &join(&args, &["--dp", "2"]));
     assert!(!said.contains("has no effect"), "{said}");
 }
+
+/// `--p2p blocking` plans under blocking sends (issue 43, pass 6, item 1): orders that
+/// deadlock are counted apart and listed nowhere, and 1F1B costs what `simulate` gives it
+/// blocking, not its async cost.
+#[test]
+fn plans_are_searched_under_blocking_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "-p", "4", "--mem-limit", "100", "--comm", "0.3", "--top", "200", "--json"];
+    let blocking: Value = serde_json::from_str(&ok(dir.path(), &join(&base, &["--p2p", "blocking"]))).unwrap();
+    let asynchronous: Value = serde_json::from_str(&ok(dir.path(), &base)).unwrap();
+    assert!(asynchronous.get("deadlocked").is_none(), "async output is unchanged");
+    assert!(blocking["deadlocked"].as_u64().unwrap() > 0, "{}", blocking["deadlocked"]);
+    let plans = |v: &Value| v["plans"].as_array().unwrap().clone();
+    assert!(plans(&asynchronous).iter().any(|p| p["schedule"] == "zb-v"));
+    assert!(plans(&blocking).iter().all(|p| p["schedule"] != "zb-v"), "zb-v deadlocks under blocking sends");
+    let cost = |v: &Value| {
+        let p = plans(v).into_iter().find(|p| p["schedule"] == "1f1b" && p["microbatches"] == 32).unwrap();
+        p["cost"].as_f64().unwrap()
+    };
+    let simulated: Value = serde_json::from_str(&ok(
+        dir.path(),
+        &["simulate", "-s", "1f1b", "-p", "4", "-m", "32", "--comm", "0.3", "--p2p", "blocking", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(cost(&blocking), simulated["cost"].as_f64().unwrap());
+    assert!(cost(&blocking) > cost(&asynchronous));
+    let table = ok(dir.path(), &["plan", "-p", "4", "--mem-limit", "3", "--p2p", "blocking"]);
+    assert!(table.contains("deadlocked under --p2p blocking"), "{table}");
+}
+
+/// The no-plan-fits hint shows the least need rounded up, so the limit it names fits, and
+/// says "raise --mem-limit" only when an allowed limit would (issue 43, pass 6, item 7).
+#[test]
+fn the_least_need_is_a_limit_that_fits_and_no_raise_past_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "-p", "4", "--model", "llama-3.2-1b", "--top", "1"];
+    let args = join(&base, &["--mem-limit", "1023.99TiB", "--static-memory", "1023.99TiB"]);
+    let e = fails_with_hint(dir.path(), &args, "no plan fits under the limit of 1023.99 TiB");
+    let need = e.split("the least memory a candidate needs is ").nth(1).and_then(|r| r.split(" per device").next());
+    let need = need.unwrap_or_else(|| panic!("{e}")).replace(' ', "");
+    assert_ne!(need, "1023.99TiB", "{e}");
+    ok(dir.path(), &join(&base, &["--mem-limit", &need, "--static-memory", "1023.99TiB"]));
+    assert!(e.contains("raise --mem-limit"), "{e}");
+    let args = join(&base, &["--mem-limit", "1PiB", "--static-memory", "1125899906842623"]);
+    let e = fails_with_hint(dir.path(), &args, "no allowed limit fits");
+    assert!(!e.contains("raise --mem-limit") && !e.contains("is 1024 TiB per device"), "{e}");
+}

@@ -96,6 +96,11 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
     }
     let costs = args.costs.costs(file_costs.as_ref(), schedule.devices())?;
     costs.check().map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Under blocking sends an order can deadlock: checked before any format is written, as
+    // simulate checks it (a JSON file carries the send mode, and would read back to a deadlock).
+    if !costs.p2p.is_async() && times.is_none() {
+        bubblescope::analyze(schedule.clone(), &costs).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let text = match (&times, target.format) {
         // A measured run keeps its times: JSON carries them, a trace shows them.
         (Some(times), formats::Format::Json) => formats::export_json_timed(&schedule, Some(&costs), Some(times)),

@@ -79,9 +79,10 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     Ok(())
 }
 
-/// The simulated bubble a formula of `e` predicts (`cost − ideal` without one).
+/// The simulated bubble a formula of `e` predicts (`cost − ideal` without one), without float
+/// noise either way ([`bubblescope::BubbleQuantity::of`]).
 fn simulated_bubble(e: Option<&Explanation>, stats: &Stats) -> f64 {
-    e.map_or(stats.cost - stats.ideal, |e| e.quantity.of(stats))
+    e.map_or(bubblescope::BubbleQuantity::CostMinusIdeal, |e| e.quantity).of(stats)
 }
 
 /// `{bubble, memory, assumptions, assumptions_hold}`.

@@ -109,6 +109,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         families: all_families(),
         trade: TradeSpec::None,
         step: bubblescope::step::StepSpec { zero: args.zero, gpus: args.gpus, global_batch: None },
+        p2p: args.costs.p2p.unwrap_or_default(),
     };
     let (searches, meshes) = match args.devices {
         Some(p) => {
@@ -168,25 +169,35 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let bytes = model.is_some();
     if found.plans.is_empty() {
         let mut hints = Vec::new();
+        // Whether some allowed limit would hold the least need (unknown: assume so).
+        let fits_some = found.least_memory.is_none_or(bubblescope::params::some_limit_fits);
         if let Some(least) = found.least_memory {
             let searched = match &spec.trade {
                 TradeSpec::Search(_) => "even with the most recompute and offload tried, ",
                 _ => "",
             };
-            let least_text = if bytes { format_bytes(least) } else { format_number(least, 4) };
-            hints.push(if bubblescope::params::some_limit_fits(least) {
+            // Rounded up: the need shown is a limit that holds it.
+            let least_text = if bytes {
+                bubblescope::units::format_bytes_up(least)
+            } else {
+                format_number(bubblescope::units::round_up(least, 4), 4)
+            };
+            hints.push(if fits_some {
                 format!("{searched}the least memory a candidate needs is {least_text} per device: a limit from there on fits")
             } else {
                 format!(
-                    "{searched}the least memory a candidate needs is {least_text} per device, above the largest limit, {}: no allowed limit fits",
+                    "{searched}the least memory a candidate needs is {least_text} ({}) per device, above the largest limit, {}: no allowed limit fits",
+                    if bytes { format!("{:.0} bytes", least.ceil()) } else { bubblescope::units::short_number(least) },
                     bubblescope::params::MAX_MEM_LIMIT_TEXT
                 )
             });
         }
+        // A larger limit helps only when an allowed one holds the need.
+        let raise = if fits_some { "raise --mem-limit, or " } else { "" };
         if meshes.is_some() {
-            hints.push("raise --mem-limit, or give more --gpus (each holds less of the model)".to_string());
+            hints.push(format!("{raise}give more --gpus (each holds less of the model)"));
         } else {
-            hints.push("raise --mem-limit, or use more devices (each holds less of the model)".to_string());
+            hints.push(format!("{raise}use more devices (each holds less of the model)"));
         }
         hints.push("with a model, lower --static-memory, or a smaller --micro-batch or --global-batch".to_string());
         // Replicas can shard what each holds (every stage is searched without -p).
@@ -220,10 +231,11 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         }
         return Err(crate::output::user_error(
             &format!(
-                "no plan fits under the limit of {} per device ({searched} candidates: {} above it, {} invalid)",
+                "no plan fits under the limit of {} per device ({searched} candidates: {} above it, {} invalid{})",
                 if bytes { format_bytes(limit) } else { format_number(limit, 4) },
                 found.over_limit,
-                found.invalid
+                found.invalid,
+                deadlocked(&found)
             ),
             &hints,
         ));
@@ -268,7 +280,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 bubblescope::cost_lists::cost_flags(&c.params.costs, c.params.devices, c.family.uses(Field::Overlap))
             }
         };
-        let flags = format!("{flags} {}", trade_flags(plan, args));
+        let mut flags = format!("{flags} {}", trade_flags(plan, args));
+        if !c.params.costs.p2p.is_async() {
+            flags = format!("{} --p2p {}", flags.trim_end(), c.params.costs.p2p.name());
+        }
         let shown = bubblescope::units::shell_word(&path.display().to_string());
         let command = format!("bubblescope simulate --from {shown} {}", flags.trim());
         eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
@@ -399,7 +414,7 @@ fn bytes_per_parameter(spec: &PlanSpec) -> f64 {
 /// `plan --json`. Without -p, `devices` is null (each plan has its own `pp`) and `meshes` says
 /// which splits were searched and which left out.
 fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize, meshes: Option<&Meshes>) -> Value {
-    json!({
+    let mut out = json!({
         "devices": meshes.is_none().then_some(spec.devices),
         "gpus": spec.step.gpus,
         "meshes": meshes.map(|m| json!({
@@ -418,7 +433,12 @@ fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize, meshes: Option<&Me
         "invalid": found.invalid,
         "least_memory": found.least_memory,
         "plans": found.plans.iter().map(plan_json).collect::<Vec<_>>(),
-    })
+    });
+    // Under blocking sends only: the orders skipped as deadlocks (async output is unchanged).
+    if !spec.p2p.is_async() {
+        out["deadlocked"] = json!(found.deadlocked);
+    }
+    out
 }
 
 /// The readable plans, best first.
@@ -526,12 +546,22 @@ fn table(spec: &PlanSpec, found: &PlanSearch, searched: usize, bytes: bool, mesh
     }
     let _ = writeln!(
         out,
-        "\nsearched {searched} candidates: {} fit, {} above the limit, {} invalid",
-        searched - found.over_limit - found.invalid,
+        "\nsearched {searched} candidates: {} fit, {} above the limit, {} invalid{}",
+        searched - found.over_limit - found.invalid - found.deadlocked,
         found.over_limit,
-        found.invalid
+        found.invalid,
+        deadlocked(found)
     );
     out
+}
+
+/// The candidates skipped because their order deadlocks under `--p2p blocking`, as the count
+/// lines end (empty when none).
+fn deadlocked(found: &PlanSearch) -> String {
+    match found.deadlocked {
+        0 => String::new(),
+        n => format!(", {n} deadlocked under --p2p blocking (their sends never meet)"),
+    }
 }
 
 /// With --gpus, the flags that change none of the plans shown: core's rule for each plan's

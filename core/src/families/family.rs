@@ -271,6 +271,12 @@ impl Family {
             Assumption::new("no expert all-to-all inside the passes", !profile.is_some_and(|p| p.has_a2a())),
         ];
         e.assumptions.splice(0..0, common);
+        // Every family's closed forms time asynchronous sends; said only when it breaks, so
+        // the async explanations stay as they were.
+        let sends = Assumption::async_sends(params);
+        if !sends.holds {
+            e.assumptions.push(sends);
+        }
         if self.uses(Field::A2aOverlap) && params.a2a_overlap {
             // The closed forms are the plain orders': combined 1F1B warms up one more forward
             // and holds one more microbatch (or chunk) in flight.

@@ -542,6 +542,12 @@ impl Assumption {
     pub fn no_comm(params: &ScheduleParams) -> Assumption {
         Assumption::bubble("no communication (comm = 0)", params.costs.comm == 0.0)
     }
+
+    /// Sends that do not block (`--p2p async`), a bubble condition: every closed form times
+    /// fire-and-forget sends; under blocking ones a sender also waits for its receiver.
+    pub fn async_sends(params: &ScheduleParams) -> Assumption {
+        Assumption::bubble("sends do not block (--p2p async)", params.costs.p2p.is_async())
+    }
 }
 
 /// A family's closed forms for one setting: what its bubble and peak activation memory are,
@@ -599,6 +605,28 @@ mod tests {
 
     fn s(x: Sym) -> Expr {
         sym(x)
+    }
+
+    /// Every family's closed forms time async sends: under `--p2p blocking` each explanation
+    /// names the broken condition for its bubble, and async ones are as they were (issue 43,
+    /// pass 6, item 5).
+    #[test]
+    fn every_explanation_breaks_under_blocking_sends() {
+        let mut explained = 0;
+        for family in crate::registry::FAMILIES {
+            let params = ScheduleParams::new(4, 8);
+            let Some(plain) = family.explanation(&params) else { continue };
+            assert!(plain.assumptions.iter().all(|a| !a.text.contains("--p2p")), "{}", family.name);
+            let mut blocking = params.clone();
+            blocking.costs.p2p = crate::params::P2p::Blocking;
+            let e = family.explanation(&blocking).expect("an explanation");
+            let sends: Vec<_> = e.assumptions.iter().filter(|a| a.text.contains("--p2p async")).collect();
+            assert_eq!(sends.len(), 1, "{}", family.name);
+            assert!(!sends[0].holds && sends[0].needed == Needed::Bubble, "{}", family.name);
+            assert!(!e.holds(Needed::Bubble), "{}", family.name);
+            explained += 1;
+        }
+        assert!(explained > 10);
     }
 
     #[test]

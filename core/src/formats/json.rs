@@ -105,6 +105,18 @@ struct CostsJson {
     /// and host: what times the `copies` without a slot. Written only with copies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     copy_time: Option<Number>,
+    /// How sends behave (`--p2p`): written only when blocking (`"blocking"`), so async files
+    /// stay as they were; missing reads as async.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p2p: Option<P2pJson>,
+}
+
+/// The `costs.p2p` value: `--p2p`'s names.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum P2pJson {
+    Async,
+    Blocking,
 }
 
 /// The `costs.vocab` object: one shard's S, T, IF and IB times and one barrier's.
@@ -203,6 +215,7 @@ impl From<&Costs> for CostsJson {
                 reduce: Number(v.reduce),
             }),
             copy_time: c.trade.as_deref().and_then(|t| t.copy_time).map(Number),
+            p2p: (!c.p2p.is_async()).then_some(P2pJson::Blocking),
         }
     }
 }
@@ -229,8 +242,10 @@ impl From<CostsJson> for Costs {
                 input_b: v.input_b.0,
                 reduce: v.reduce.0,
             }),
-            // Not in the file format: a runtime setting, given with --p2p.
-            p2p: crate::params::P2p::Async,
+            p2p: match c.p2p {
+                Some(P2pJson::Blocking) => crate::params::P2p::Blocking,
+                Some(P2pJson::Async) | None => crate::params::P2p::Async,
+            },
         }
     }
 }
@@ -873,7 +888,8 @@ fn take_costs(map: &mut Map<String, Value>, source: &Source, out: &mut Diagnosti
                     .error(format!("costs: {}", sanitize_long(&e.to_string())))
                     .hint(
                         "costs holds f, b, w, comm, mem_f (numbers), overlap and mem_w (numbers or null) and, \
-                         optionally, profile: lists f, b, w, mem_f and mem_w with one number per piece of the model",
+                         optionally, profile: lists f, b, w, mem_f and mem_w with one number per piece of the model, \
+                         and p2p: \"async\" or \"blocking\"",
                     )
                     .hint("the costs are not loaded"),
             );
@@ -1205,6 +1221,25 @@ mod tests {
 
     fn read(text: &str) -> Imported {
         super::import(text, &Source { name: None, grid: super::super::text::Grid::Json })
+    }
+
+    /// The send mode crosses the file (issue 43, pass 6, item 2): blocking is written and read
+    /// back; async writes nothing (files stay as they were) and a missing key reads as async.
+    #[test]
+    fn the_send_mode_reads_back() {
+        let params = crate::ScheduleParams::new(4, 8);
+        let schedule = crate::registry::generate("1f1b", &params).unwrap();
+        let blocking = Costs { comm: 0.5, p2p: crate::params::P2p::Blocking, ..Costs::default() };
+        let text = export_json(&schedule, Some(&blocking));
+        assert!(text.contains(r#""p2p":"blocking""#), "{text}");
+        let back = read(&text).costs.expect("costs");
+        assert_eq!(back.p2p, crate::params::P2p::Blocking);
+        let text = export_json(&schedule, Some(&Costs { p2p: crate::params::P2p::Async, ..blocking }));
+        assert!(!text.contains("p2p"), "{text}");
+        assert_eq!(read(&text).costs.expect("costs").p2p, crate::params::P2p::Async);
+        let bad = read(&text.replace(r#""mem_w":null"#, r#""mem_w":null,"p2p":"sync""#));
+        assert!(bad.report().contains("unknown variant `sync`"), "{}", bad.report());
+        assert!(bad.report().contains("\"async\" or \"blocking\""), "{}", bad.report());
     }
 
     #[test]

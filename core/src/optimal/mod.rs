@@ -49,6 +49,15 @@ pub fn unsearchable(schedule: &Schedule, params: &crate::params::ScheduleParams)
             .hint("drop --a2a-overlap to search every order of the passes (then compare its cost with the paired schedule's), or drop --optimal"),
         );
     }
+    if !params.costs.p2p.is_async() {
+        return Some(
+            ParamError::new(
+                Field::Comm,
+                "--optimal times orders with asynchronous sends, but --p2p blocking makes a sender wait for its receiver: the search's optimum would be no bound for these costs",
+            )
+            .hint("drop --optimal, or search under --p2p async (then simulate the order it finds with --p2p blocking)"),
+        );
+    }
     None
 }
 
@@ -317,6 +326,19 @@ mod tests {
         let mut best = f64::INFINITY;
         go(jobs, &mut vec![false; jobs.len()], f64::NEG_INFINITY, 0.0, &mut best);
         best
+    }
+
+    /// The exact search times orders as async: blocking sends are refused with a hint, not
+    /// answered with "no order found" (issue 43, pass 6, item 6).
+    #[test]
+    fn blocking_sends_are_unsearchable() {
+        let mut params = crate::ScheduleParams::new(4, 8);
+        params.costs.comm = 0.5;
+        let schedule = crate::registry::generate("1f1b", &params).unwrap();
+        assert!(unsearchable(&schedule, &params).is_none());
+        params.costs.p2p = crate::params::P2p::Blocking;
+        let e = unsearchable(&schedule, &params).expect("refused");
+        assert!(e.message.contains("--p2p blocking") && !e.hints.is_empty(), "{e}");
     }
 
     #[test]

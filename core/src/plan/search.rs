@@ -29,7 +29,7 @@ use crate::error::{Field, ParamError};
 use crate::families::Family;
 use crate::live::{slow_search, Refusal};
 use crate::model::{Layout, Model};
-use crate::params::{CostProfile, Costs, ScheduleParams, StageCosts, MAX_MICROBATCHES, MAX_PASSES};
+use crate::params::{CostProfile, Costs, P2p, ScheduleParams, StageCosts, MAX_MICROBATCHES, MAX_PASSES};
 use crate::registry::FAMILIES;
 use crate::schedule::Placement;
 use crate::stats::Stats;
@@ -88,6 +88,9 @@ pub struct PlanSpec {
     /// [`PlanSpec::global_batch`], over every replica). Plans then rank by the step's tokens
     /// per second per GPU, and static memory is sharded by the stage.
     pub step: StepSpec,
+    /// How sends behave (`--p2p`): every candidate is simulated under it, and an order whose
+    /// blocking exchanges never meet is [`Outcome::Deadlocks`].
+    pub p2p: P2p,
 }
 
 /// One combination to try.
@@ -161,6 +164,8 @@ pub struct PlanSearch {
     pub over_limit: usize,
     /// Candidates the family could not take (or refused as too slow to search).
     pub invalid: usize,
+    /// Candidates whose order deadlocks under blocking sends (`--p2p blocking`): not run.
+    pub deadlocked: usize,
     /// Candidates left out on running: a moved-layer layout with a family that cuts more
     /// stages than it describes ([`Outcome::NotTried`]).
     pub not_tried: usize,
@@ -368,6 +373,7 @@ impl PlanSpec {
                     CostSource::Costs(c) => (c.clone(), None),
                 };
                 let mut costs = costs;
+                costs.p2p = self.p2p;
                 if let TradeSpec::Fixed(t) = &self.trade {
                     costs.trade = Some(Arc::clone(t));
                 }
@@ -445,6 +451,8 @@ pub enum Outcome {
     OverLimit(f64),
     /// The family could not take it (the reason), or its search is too slow to try.
     Invalid(String),
+    /// Under blocking sends (`--p2p blocking`) its order deadlocks (the stuck sends).
+    Deadlocks(String),
     /// Not a candidate after all: the layout tried names one piece per device and the family
     /// cuts more stages (it runs with the even split only).
     NotTried,
@@ -502,6 +510,7 @@ pub fn evaluate(candidate: Candidate) -> Outcome {
         }
         Ok(run) => Some(run),
         Err(Failed::Invalid(e)) => return Outcome::Invalid(e),
+        Err(Failed::Deadlocks(e)) => return Outcome::Deadlocks(e),
         Err(Failed::NoPlan) => None,
     };
     let Some(search) = candidate.trade_search else {
@@ -603,6 +612,8 @@ enum Failed {
     NoPlan,
     /// The schedule is wrong (a bug, or parameters the family refuses).
     Invalid(String),
+    /// The order deadlocks under blocking sends.
+    Deadlocks(String),
 }
 
 /// One simulated run of a candidate: the parameters it ran with, its analysis and the worst
@@ -635,7 +646,10 @@ fn run_at(
         params.mem_limit = Some(budget);
     }
     let schedule = crate::registry::generate(family.name, &params).map_err(|_| Failed::NoPlan)?;
-    let analysis = crate::analysis::analyze(schedule, &params.costs).map_err(|e| Failed::Invalid(e.to_string()))?;
+    let analysis = crate::analysis::analyze(schedule, &params.costs).map_err(|e| match e {
+        crate::analysis::AnalyzeError::Sim(crate::error::SimError::Deadlock(_)) => Failed::Deadlocks(e.to_string()),
+        e => Failed::Invalid(e.to_string()),
+    })?;
     let memory = analysis.stats.per_device.iter().zip(statics).map(|(d, s)| d.peak_memory + s).fold(0.0, f64::max);
     Ok(Run { params, analysis, memory })
 }
@@ -727,6 +741,7 @@ impl PlanSearch {
                     }
                 }
                 Outcome::Invalid(_) => out.invalid += 1,
+                Outcome::Deadlocks(_) => out.deadlocked += 1,
                 Outcome::NotTried => out.not_tried += 1,
             }
         }
@@ -806,6 +821,7 @@ mod tests {
             families: all_families(),
             trade: TradeSpec::None,
             step: StepSpec::default(),
+            p2p: P2p::Async,
         };
         let found = plan(&spec).unwrap();
         assert!(!found.plans.is_empty());
@@ -847,6 +863,7 @@ mod tests {
             families: vec![crate::family("1f1b").unwrap(), crate::family("gpipe").unwrap()],
             trade,
             step: StepSpec::default(),
+            p2p: P2p::Async,
         };
         let search = TradeSpec::Search(TradeSearch { copy_time: Some(0.02), ..TradeSearch::default() });
         assert!(plan(&spec(2.0, TradeSpec::None)).unwrap().plans.is_empty(), "1F1B holds 4 forwards on device 0");
@@ -901,6 +918,42 @@ mod tests {
         assert_eq!(crate::plan::per_step(choice.time, |v| format!("{v}")), format!("−{} per step", -choice.time));
     }
 
+    /// Under blocking sends every candidate is simulated blocking: zb-v's order deadlocks and
+    /// is counted apart, and 1F1B with communication costs what `simulate --p2p blocking` gives.
+    #[test]
+    fn plans_are_searched_under_the_send_mode() {
+        let costs = Costs { comm: 0.3, ..Costs::default() };
+        let spec = |p2p: P2p| PlanSpec {
+            devices: 4,
+            mem_limit: 100.0,
+            source: CostSource::Costs(costs.clone()),
+            global_batch: None,
+            keep_micro_batch: false,
+            static_memory: StaticMemory::Fixed(0.0),
+            families: vec![crate::family("1f1b").unwrap(), crate::family("zb-v").unwrap()],
+            trade: TradeSpec::None,
+            step: StepSpec::default(),
+            p2p,
+        };
+        let asynchronous = plan(&spec(P2p::Async)).unwrap();
+        assert_eq!(asynchronous.deadlocked, 0);
+        assert!(asynchronous.plans.iter().any(|p| p.candidate.family.name == "zb-v"));
+        let blocking = plan(&spec(P2p::Blocking)).unwrap();
+        assert!(blocking.deadlocked > 0, "zb-v's order deadlocks under blocking sends");
+        assert!(blocking.plans.iter().all(|p| p.candidate.family.name != "zb-v"));
+        let cost = |found: &PlanSearch| {
+            let p =
+                found.plans.iter().find(|p| p.candidate.family.name == "1f1b" && p.candidate.params.microbatches == 32);
+            p.expect("1f1b at M 32").stats.cost
+        };
+        let mut params = ScheduleParams::new(4, 32).with_costs(Costs { p2p: P2p::Blocking, ..costs.clone() });
+        params.mem_limit = None;
+        let schedule = crate::registry::generate("1f1b", &params).unwrap();
+        let simulated = crate::analysis::analyze(schedule, &params.costs).unwrap().stats.cost;
+        assert!(cost(&blocking) > cost(&asynchronous));
+        assert_eq!(cost(&blocking), simulated);
+    }
+
     fn found_plan(spec: &PlanSpec, family: &str, microbatches: u32) -> Plan {
         let found = plan(spec).unwrap();
         let p = found
@@ -922,6 +975,7 @@ mod tests {
             families: all_families(),
             trade: TradeSpec::None,
             step: StepSpec::default(),
+            p2p: P2p::Async,
         };
         assert!(spec.candidates().unwrap_err().message.contains("--global-batch needs costs from a model"));
         let spec = PlanSpec { global_batch: None, static_memory: StaticMemory::FromModel, ..spec };

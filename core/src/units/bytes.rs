@@ -77,6 +77,13 @@ pub fn format_bytes(bytes: f64) -> String {
     format!("{} {name}", super::number::format_number(bytes / size, if size > 1.0 { 2 } else { 0 }))
 }
 
+/// [`format_bytes`] rounded up at its precision: a need shown as a limit that holds it.
+pub fn format_bytes_up(bytes: f64) -> String {
+    let (name, size) = byte_unit(bytes);
+    let decimals = if size > 1.0 { 2 } else { 0 };
+    format!("{} {name}", super::number::format_number(super::number::round_up(bytes / size, decimals), decimals))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,6 +113,20 @@ pub fn is_noise_at(value: f64, scale: f64) -> bool {
     value.abs() <= NOISE_STEPS * f64::EPSILON * scale.abs()
 }
 
+/// `value` rounded up to `decimals` decimals, for a need shown as a limit that holds it
+/// (`1023.99` TiB plus some GiB shows as `1024`, never as the `1023.99` that fails); a value on
+/// the grid up to float noise ([`is_noise_at`]) stays there (`102.24`, not `102.25`).
+pub fn round_up(value: f64, decimals: usize) -> f64 {
+    if !value.is_finite() {
+        return value;
+    }
+    let factor = 10f64.powi(decimals.min(300) as i32);
+    let scaled = value * factor;
+    let near = scaled.round();
+    let grid = if is_noise_at(scaled - near, scaled) { near } else { scaled.ceil() };
+    grid / factor + 0.0
+}
+
 /// The rounding steps (relative, in units of `f64::EPSILON`) [`without_noise`] takes as noise.
 const NOISE_STEPS: f64 = 128.0;
 
@@ -169,6 +183,18 @@ mod tests {
 
     /// Hostile pass 5, items 15 to 23: differences that are float noise are exact (0, or the
     /// round value), signed numbers never print a negative zero.
+    /// A need rounded up for a limit never shows below itself, and a round need stays as it
+    /// is (issue 43, pass 6, item 7).
+    #[test]
+    fn needs_round_up_past_the_grid_and_not_past_noise() {
+        assert_eq!(round_up(1023.9912, 2), 1024.0);
+        assert_eq!(round_up(1023.99, 2), 1023.99);
+        assert_eq!(round_up(102.24 * 1_073_741_824.0 / 1_073_741_824.0, 2), 102.24);
+        assert_eq!(round_up(0.1 + 0.2, 1), 0.3);
+        assert_eq!(round_up(2.00001, 4), 2.0001);
+        assert_eq!(round_up(-0.0, 2).to_bits(), 0.0f64.to_bits());
+    }
+
     #[test]
     fn differences_and_signs_carry_no_float_noise() {
         assert_eq!(format_signed(-0.0004, 1), "0.0");
