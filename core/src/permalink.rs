@@ -196,7 +196,7 @@ pub fn parse(query: &str) -> (Permalink, Vec<String>) {
                 link.extra.push((key, value));
             }
             LESSON_KEY => {
-                bad(&format!("a lesson of at most {} bytes", MAX_LESSON_TEXT));
+                bad(&format!("a lesson of at most {MAX_LESSON_TEXT} bytes"));
             }
             _ if key.len() <= 32 && value.len() <= 256 => link.extra.push((key, value)),
             _ => {}
