@@ -36,11 +36,6 @@ fn shown(state: AppState, memory: bool, v: f64) -> String {
     }
 }
 
-/// `text` with XML's special characters escaped, for an attribute.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 /// The card.
 #[component]
 pub fn ExplainCard() -> impl IntoView {
@@ -233,7 +228,7 @@ fn formula_view(
                     state.focus.set(FocusSource::Term { memory, index });
                 }
             };
-            let expr = format!("<math alttext=\"{}\">{}</math>", escape(&t.expr.text()), t.expr.mathml());
+            let expr = t.expr.math_element();
             let v = values.get(index).copied().unwrap_or(0.0);
             let sign = if t.negative { "−" } else { "+" };
             view! {

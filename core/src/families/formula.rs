@@ -305,6 +305,12 @@ impl Expr {
         }
     }
 
+    /// The expression as an inline MathML `<math>` element, its text as the accessible
+    /// alternative (a term shown on its own).
+    pub fn math_element(&self) -> String {
+        format!("<math alttext=\"{}\">{}</math>", escape(&self.text()), self.mathml())
+    }
+
     /// The expression as presentation MathML (without the `<math>` element).
     pub fn mathml(&self) -> String {
         let wrap = |e: &Expr, at: u8| {
@@ -647,6 +653,14 @@ mod tests {
         assert!(held.per_device);
         assert_eq!(held.per_device_values(&vars), vec![4.0, 3.0, 2.0, 1.0]);
         assert_eq!(held.value(&vars), 4.0);
+    }
+
+    #[test]
+    fn a_terms_math_element_carries_its_text_escaped() {
+        let e = sym(Sym::P) - int(1);
+        let m = e.math_element();
+        assert!(m.starts_with("<math alttext=\"P−1\"><mrow><mi>P</mi>"), "{m}");
+        assert!(m.ends_with("</mrow></math>") && m.matches("<math").count() == 1, "{m}");
     }
 
     #[test]

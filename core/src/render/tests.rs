@@ -2,6 +2,11 @@ use super::*;
 use crate::{run, ScheduleParams};
 use std::sync::Arc;
 
+/// `a`'s schedule as a panel without title, note, causes or step.
+fn plain(a: &crate::Analysis) -> GanttPanel<'_> {
+    GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None }
+}
+
 fn one_f_one_b(devices: u32, microbatches: u32) -> crate::Analysis {
     run("1f1b", &ScheduleParams::new(devices, microbatches)).unwrap()
 }
@@ -10,14 +15,7 @@ fn one_f_one_b(devices: u32, microbatches: u32) -> crate::Analysis {
 fn every_pass_is_drawn_merged_or_culled() {
     for (devices, mbs, width) in [(4, 8, 960.0), (8, 64, 600.0), (16, 512, 300.0)] {
         let a = one_f_one_b(devices, mbs);
-        let panel = GanttPanel {
-            title: None,
-            note: None,
-            schedule: &a.schedule,
-            timeline: &a.timeline,
-            causes: None,
-            step: None,
-        };
+        let panel = plain(&a);
         let opts = GanttOptions { width, ..GanttOptions::default() };
         let (scene, _) = gantt(&[panel], &opts, &Theme::light());
         let c = scene.counts;
@@ -28,15 +26,13 @@ fn every_pass_is_drawn_merged_or_culled() {
 #[test]
 fn small_schedules_get_labels_and_big_ones_merge() {
     let a = one_f_one_b(4, 8);
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+    let panel = plain(&a);
     let (scene, _) = gantt(&[panel], &GanttOptions::default(), &Theme::light());
     assert_eq!(scene.counts.labelled, 64);
     assert_eq!(scene.counts.merged, 0);
 
     let a = one_f_one_b(8, 2000);
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+    let panel = plain(&a);
     let (scene, _) = gantt(&[panel], &GanttOptions { width: 400.0, ..GanttOptions::default() }, &Theme::light());
     assert!(scene.counts.merged > 30_000, "{:?}", scene.counts);
     assert!(scene.items.len() < 10_000, "{}", scene.items.len());
@@ -45,8 +41,7 @@ fn small_schedules_get_labels_and_big_ones_merge() {
 #[test]
 fn zooming_culls_passes_outside_the_range() {
     let a = one_f_one_b(4, 8);
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+    let panel = plain(&a);
     let opts = GanttOptions { time_range: Some((10.0, 20.0)), ..GanttOptions::default() };
     let (scene, geometry) = gantt(&[panel], &opts, &Theme::light());
     assert!(scene.counts.culled > 20);
@@ -94,8 +89,7 @@ fn svg_is_well_formed_and_deterministic() {
 #[test]
 fn highlight_outlines_one_microbatch() {
     let a = one_f_one_b(4, 8);
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+    let panel = plain(&a);
     let opts = GanttOptions { highlight: Some(3), ..GanttOptions::default() };
     let (scene, _) = gantt(&[panel], &opts, &Theme::light());
     let outlined = scene.items.iter().filter(|i| matches!(i, Item::Rect { stroke: Some(_), .. })).count();
@@ -198,8 +192,7 @@ fn memory_title_stops_before_the_legend() {
 #[test]
 fn narrow_charts_abbreviate_device_labels_and_keep_the_plot_wide() {
     let a = one_f_one_b(8, 16);
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+    let panel = plain(&a);
     let texts = |scene: &Scene| -> Vec<String> {
         scene
             .items
@@ -222,8 +215,7 @@ fn narrow_charts_abbreviate_device_labels_and_keep_the_plot_wide() {
 
 fn device_label_gutter(devices: u32, width: f64) -> f64 {
     let a = one_f_one_b(devices, 4);
-    let panel =
-        GanttPanel { title: None, note: None, schedule: &a.schedule, timeline: &a.timeline, causes: None, step: None };
+    let panel = plain(&a);
     gantt(&[panel], &GanttOptions { width, ..GanttOptions::default() }, &Theme::light()).1.axis.x0
 }
 
@@ -411,14 +403,7 @@ fn a_terms_focus_outlines_its_passes_and_shades_its_devices() {
             let focus = Focus::of_marks(&term.marks, &a);
             let distinct: std::collections::HashSet<_> = term.marks.iter().flat_map(|m| &m.passes).collect();
             assert_eq!(focus.counts(&a).0, distinct.len(), "{}: {}", family.name, term.name);
-            let panel = GanttPanel {
-                title: None,
-                note: None,
-                schedule: &a.schedule,
-                timeline: &a.timeline,
-                causes: None,
-                step: None,
-            };
+            let panel = plain(&a);
             let opts = GanttOptions { width: 2400.0, focus: Some(Arc::new(focus.clone())), ..GanttOptions::default() };
             let (scene, _) = gantt(&[panel], &opts, &Theme::light());
             assert_eq!(outlined_rects(&scene), distinct.len() + focus.bands.len(), "{}: {}", family.name, term.name);
@@ -435,14 +420,7 @@ fn a_derivation_shows_the_passes_placed_so_far() {
     let mut shown_before = 0;
     for at in 0..steps.len() {
         let focus = Focus::placing(&steps, at);
-        let panel = GanttPanel {
-            title: None,
-            note: None,
-            schedule: &a.schedule,
-            timeline: &a.timeline,
-            causes: None,
-            step: None,
-        };
+        let panel = plain(&a);
         let opts = GanttOptions { width: 2400.0, focus: Some(Arc::new(focus)), ..GanttOptions::default() };
         let (scene, _) = gantt(&[panel], &opts, &Theme::light());
         let shown = scene.counts.drawn + scene.counts.merged + scene.counts.culled;
