@@ -38,6 +38,12 @@ use crate::wire::{self, kind, Parts, Wire};
 /// How long the worker may take to start before the engine is loaded on the page instead.
 pub const START_TIMEOUT_MS: i32 = 10_000;
 
+/// How long the settings must rest before a result's follow-up (extras, the baseline) is
+/// computed. During a drag a move comes every frame: the follow-up of each would hold up the
+/// next move's result (the worker computes one thing at a time) and take a core from the
+/// page, for numbers the next result replaces at once.
+pub const FOLLOW_UP_AFTER_MS: i32 = 100;
+
 /// A stale request that has run this long is abandoned (the worker is replaced) when a new one
 /// arrives, rather than waited for.
 pub const RESTART_AFTER_MS: f64 = 250.0;
@@ -345,8 +351,8 @@ fn request(client: &Shared, settings: &Settings, file: Option<&LoadedFile>) {
     }
 }
 
-/// Computes request `seq` on the page and applies it; its extras are asked for after the
-/// chart, in a task of their own.
+/// Computes request `seq` on the page and applies it; its extras are asked for once the
+/// settings have rested [`FOLLOW_UP_AFTER_MS`].
 fn compute_here(client: &Shared, seq: u64, settings: &Settings, file: Option<&LoadedFile>) {
     let state = client.borrow().state;
     client.borrow_mut().queued.clear();
@@ -366,7 +372,7 @@ fn compute_here(client: &Shared, seq: u64, settings: &Settings, file: Option<&Lo
                     }
                 }
             },
-            std::time::Duration::ZERO,
+            std::time::Duration::from_millis(FOLLOW_UP_AFTER_MS.unsigned_abs().into()),
         );
     }
 }
@@ -914,8 +920,9 @@ pub fn serve() {
 }
 
 /// Sends what follows result `seq`: the baseline's cost (when it was left for later) and
-/// the extras, computed in two tasks, each dropped when a newer request has come in by then.
-/// During a drag the next result waits for one piece at most, not for the whole follow-up.
+/// the extras, computed in two tasks once the settings have rested [`FOLLOW_UP_AFTER_MS`],
+/// each dropped when a newer request has come in by then. During a drag no follow-up runs;
+/// when one has started, the next result waits for one piece of it at most.
 #[cfg(feature = "engine")]
 fn push_follow_up(
     scope: &web_sys::DedicatedWorkerGlobalScope,
@@ -929,8 +936,8 @@ fn push_follow_up(
         let latest = latest.clone();
         move || latest.get() == n
     };
-    let later = |scope: &web_sys::DedicatedWorkerGlobalScope, task: &JsValue| {
-        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(task.unchecked_ref(), 0);
+    let later = |scope: &web_sys::DedicatedWorkerGlobalScope, task: &JsValue, after: i32| {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(task.unchecked_ref(), after);
     };
     let (post, still) = (scope.clone(), current.clone());
     let extras = Closure::once_into_js(move |cost: JsValue| {
@@ -950,9 +957,9 @@ fn push_follow_up(
         let cost = baseline.as_ref().and_then(crate::state::baseline_cost_later);
         let extras: &js_sys::Function = extras.unchecked_ref();
         let task = extras.bind1(&JsValue::NULL, &cost.map_or(JsValue::UNDEFINED, JsValue::from_f64));
-        later(&again, &task.into());
+        later(&again, &task.into(), 0);
     });
-    later(scope, &first);
+    later(scope, &first, FOLLOW_UP_AFTER_MS);
 }
 
 /// The engine on the page: answers a request as its worker would (the follow-up extras aside,
