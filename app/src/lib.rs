@@ -3,6 +3,7 @@
 //! State lives in [`state::AppState`] (the settings are a permalink); components read it from
 //! context. Every number and picture comes from the `bubblescope` core.
 
+pub mod balance;
 pub mod canvas;
 pub mod causes;
 pub mod compare;

@@ -14,6 +14,7 @@ use bubblescope::Analysis;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::balance::Balanced;
 use crate::compare::AllRuns;
 use crate::fit::FitResult;
 use crate::state::{Baseline, Computed, FollowUp, LoadedFile, Outcome, UiError};
@@ -30,6 +31,8 @@ pub mod kind {
     pub const ALL: &str = "all";
     /// "Fit under the limit": settings → [`super::encode_fit`].
     pub const FIT: &str = "fit";
+    /// "Balance it": settings → [`super::encode_balance`].
+    pub const BALANCE: &str = "balance";
     /// Files to open: [`super::encode_import`] → [`super::encode_imported`].
     pub const IMPORT: &str = "import";
     /// A schedule to write in a data format: [`super::encode_export`] →
@@ -334,6 +337,19 @@ pub fn decode_fit(wire: &Wire) -> Result<Result<FitResult, UiError>, WireError> 
     read(wire, "fit")
 }
 
+/// Encodes what "balance it" found, or why it could not look.
+pub fn encode_balance(result: &Result<Balanced, UiError>) -> Wire {
+    write(result)
+}
+
+/// Reads what [`encode_balance`] wrote.
+///
+/// # Errors
+/// A [`WireError`] when the buffer is cut, damaged or longer than its message.
+pub fn decode_balance(wire: &Wire) -> Result<Result<Balanced, UiError>, WireError> {
+    read(wire, "balance")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,6 +567,28 @@ mod tests {
             let wire = encode_fit(&result);
             assert_eq!(decode_fit(&wire).unwrap(), result);
             damage_is_an_error(&wire, 1, decode_fit);
+        }
+    }
+
+    #[test]
+    fn balance_results_travel_typed() {
+        use crate::balance::{Balanced, Choice, Shares};
+        let choice = Choice {
+            schedule: "dualpipe".into(),
+            chunks: None,
+            layout: Some("4,5,5,4,4,4,4,2".into()),
+            label: "DualPipe".into(),
+        };
+        let before = Shares { cost: 4.3e6, idle: 0.3135 };
+        let results = [
+            Ok(Balanced { before, chosen: Some((choice, Shares { cost: 3.3e6, idle: 0.1163 })), fitting: 40 }),
+            Ok(Balanced { before, chosen: None, fitting: 0 }),
+            Err(UiError { field: Some(Field::Model), message: "no model\n  hint: choose one".into() }),
+        ];
+        for result in results {
+            let wire = encode_balance(&result);
+            assert_eq!(decode_balance(&wire).unwrap(), result);
+            damage_is_an_error(&wire, 1, decode_balance);
         }
     }
 

@@ -9,6 +9,7 @@ use bubblescope::formats::{self, CsvForm, Dialect, ExportOptions, Format, Import
 use bubblescope::settings::Settings;
 use bubblescope::{Costs, ScheduleParams};
 
+use crate::balance::compute_balance;
 use crate::compare::compute_all;
 use crate::fit::compute_fit;
 use crate::state::{compute_with, Baseline, BaselineWhen, Extras, FollowUp, LoadedFile, Outcome, Place, UiError};
@@ -22,6 +23,10 @@ pub fn handle(kind: &str, request: &Wire) -> Wire {
         kind::FIT => {
             let settings = settings(request).map_err(|message| UiError { field: None, message });
             wire::encode_fit(&settings.and_then(|s| compute_fit(&s, Place::Worker)))
+        }
+        kind::BALANCE => {
+            let settings = settings(request).map_err(|message| UiError { field: None, message });
+            wire::encode_balance(&settings.and_then(|s| compute_balance(&s, Place::Worker)))
         }
         kind::IMPORT => {
             let files = wire::decode_import(request).map_err(|e| format!("the engine could not read the files: {e}"));

@@ -6,7 +6,8 @@ use bubblescope::units::{format_micros, format_number};
 use bubblescope::{family, BubbleMeasure};
 use leptos::prelude::*;
 
-use crate::state::{AppState, Baseline};
+use crate::balance::BalanceState;
+use crate::state::{AppState, Baseline, UiError};
 
 /// What each device of the main schedule holds of the model, when costs come from one.
 fn holdings(state: AppState) -> Memo<Option<Vec<Holding>>> {
@@ -46,13 +47,63 @@ pub fn BottleneckVerdict() -> impl IntoView {
         let b = state.outcome.with(|o| o.main.result.as_ref().ok().and_then(|a| a.stats.bottleneck()))?;
         Some(holdings.with(|h| verdict(&b, h.as_deref())))
     };
+    let balance = RwSignal::new(BalanceState::default());
+    let has_model = move || state.link.with(|l| l.model.given());
+    let pending = move || balance.with(|b| b.pending);
+    // The answer shows while the settings are the ones it is about.
+    let answer = move || {
+        let current = state.settings.get();
+        balance.with(|b| b.result.as_ref().filter(|(_, about)| *about == current).map(|(r, _)| r.clone()))
+    };
     view! {
         {move || line().map(|l| view! {
             <p class="verdict" data-testid="bottleneck-verdict" role="status">
-                <span class="verdict-tag">"Bottleneck"</span>{l}
+                <span class="verdict-tag">"Bottleneck"</span><span class="verdict-text">{l}</span>
+                {move || has_model().then(|| view! {
+                    <button type="button" class="button small" data-testid="balance-it"
+                        aria-disabled=move || pending().to_string()
+                        title="Search every family and layer split at these devices and microbatches, and run the fastest that fits the limit"
+                        on:click=move |_| ask_balance(state, balance)>
+                        {move || if pending() { "Balancing…" } else { "Balance it" }}
+                    </button>
+                })}
             </p>
         })}
+        {move || answer().map(|r| {
+            let (text, error) = match r {
+                Ok(b) => (b.summary(state.units()), false),
+                Err(e) => (e.message, true),
+            };
+            view! { <p class="fit-result balance-result" class:field-error=error data-testid="balance-result" role="status">{text}</p> }
+        })}
     }
+}
+
+/// Asks the engine to balance the current settings; applies its choice when the settings have
+/// not changed since, and keeps its answer, about the settings that result.
+fn ask_balance(state: AppState, balance: RwSignal<BalanceState>) {
+    if balance.with_untracked(|b| b.pending) {
+        return;
+    }
+    balance.update(|b| b.pending = true);
+    let asked = state.settings.get_untracked();
+    let request = crate::wire::encode_settings(&asked);
+    crate::engine::ask(state, crate::wire::kind::BALANCE, request, move |wire| {
+        if state.settings.get_untracked() != asked {
+            balance.update(|b| b.pending = false);
+            return;
+        }
+        let result = crate::wire::decode_balance(&wire)
+            .map_err(|e| UiError { field: None, message: format!("the worker's answer could not be read: {e}") })
+            .and_then(|r| r);
+        if let Ok(b) = &result {
+            if b.chosen.is_some() {
+                state.update(|l| b.apply_to(l));
+            }
+        }
+        let about = state.settings.get_untracked();
+        balance.set(BalanceState { result: Some((result, about)), pending: false });
+    });
 }
 
 /// The number as the CLI prints it.
