@@ -157,6 +157,25 @@ export const tests = {
     await urlHas(page, 'seq', '4096');
   },
 
+  // Issue 41: Megatron's combined 1F1B from the page, as `simulate --a2a-overlap` runs it.
+  async 'the a2a overlap toggle pairs F and B on an MoE model, as the CLI does'({ page, base, shot }) {
+    await open(page, base, 'schedule=1f1b&devices=8&microbatches=16&model=qwen3-235b-a22b');
+    const args = ['-s', '1f1b', '-p', '8', '-m', '16', '--model', 'qwen3-235b-a22b'];
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble(args), 'unpaired');
+    await click(page, 'a2a-overlap');
+    await urlHas(page, 'a2a-overlap', 'true');
+    const paired = JSON.parse(cli(['simulate', '--json', ...args, '--a2a-overlap']));
+    assert(paired.pairs > 0, `the CLI pairs F and B: ${paired.pairs}`);
+    assertEq(await text(page, 'stat-bubble-rate'), cliBubble([...args, '--a2a-overlap']), 'paired');
+    assert((await text(page, 'model-cli')).includes('--a2a-overlap') || (await page.locator('[data-testid=gantt-canvas]').getAttribute('data-panels')).includes('a2a'), 'the run says it pairs');
+    await shot('a2a-overlap-qwen3');
+    // A dense model has no all-to-all to hide: the toggle says why, the last chart stays.
+    await open(page, base, 'schedule=1f1b&devices=4&microbatches=8&model=llama-3-8b');
+    await page.locator('[data-testid=a2a-overlap]').click();
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=error-message]')].some((e) => !e.hidden && e.textContent.includes('all-to-all')), null, { timeout: 5000 });
+    assert((await inkRatio(page)) > 0.01, 'the last good chart stays');
+  },
+
   async 'a bad model setting says why at the control and keeps the last chart'({ page, base }) {
     await open(page, base, 'schedule=1f1b&devices=4&microbatches=8&model=zb-1.5b');
     await page.locator('[data-testid=layout-input]').fill('Et|tL');

@@ -126,12 +126,14 @@ pub fn FamilyOptions() -> impl IntoView {
     let current = Memo::new(move |_| state.link.with(|l| family(&l.schedule).map(|f| f.name)));
     move || {
         let fam = current.get().and_then(family)?;
-        // --a2a-overlap has no control yet: a permalink's `a2a-overlap=true` sets it.
         let controls: Vec<AnyView> = fam
             .options
             .iter()
-            .filter(|o| !matches!(o.field, Field::MemLimit | Field::A2aOverlap))
-            .map(|o| option_control(state, *o))
+            .filter(|o| o.field != Field::MemLimit)
+            .map(|o| match o.field {
+                Field::A2aOverlap => a2a_overlap_control(state),
+                _ => option_control(state, *o),
+            })
             .collect();
         (!controls.is_empty()).then(|| {
             view! {
@@ -142,6 +144,25 @@ pub fn FamilyOptions() -> impl IntoView {
             }
         })
     }
+}
+
+/// Megatron's combined 1F1B (`--a2a-overlap`, link key `a2a-overlap`): steady-state F and B
+/// of different microbatches run as overlapped pairs, at the F&B pair time.
+fn a2a_overlap_control(state: AppState) -> AnyView {
+    let on = move || state.link.with(|l| l.params.a2a_overlap);
+    let error = error_signal(state, Field::A2aOverlap);
+    view! {
+        <div class="field" class:invalid=move || error.get().is_some()>
+            <label class="check">
+                <input type="checkbox" data-testid="a2a-overlap" prop:checked=on
+                    on:change=move |ev| state.update(|l| l.params.a2a_overlap = event_target_checked(&ev))/>
+                "Pair F and B (combined 1F1B)"
+            </label>
+            <p class="help">"Megatron's --overlap-moe-expert-parallel-comm: each steady-state forward runs beside another microbatch's backward, hiding one's expert all-to-all under the other's compute (interleaved adds one warm-up microbatch). Needs a mixture-of-experts model split over expert-parallel ranks."</p>
+            <p class="field-error" role="alert" data-testid="error-message" hidden=move || error.get().is_none()>{move || error.get()}</p>
+        </div>
+    }
+    .into_any()
 }
 
 /// The value of size or option `field` in `link`, if set.
