@@ -132,6 +132,7 @@ pub fn compute_all(settings: &Settings) -> Result<AllRuns, String> {
         bytes: settings.model.given(),
         trades: Vec::new(),
         step: None,
+        a2a: false,
     };
     let specs = spec.expand().map_err(|e| e.to_string())?;
     let outcomes = specs.into_iter().map(|spec: RunSpec| {

@@ -154,6 +154,23 @@ fn model_count(text: &str, field: Field) -> Result<u32, String> {
     })
 }
 
+/// The expert-parallel degrees `--ep` gives: one, or for `sweep` a list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EpSizes(pub Vec<u32>);
+
+/// Reads `--ep`: one degree, or a comma-separated list of distinct degrees (sweep's).
+fn ep_sizes(text: &str) -> Result<EpSizes, String> {
+    let mut sizes = Vec::new();
+    for part in text.split(',') {
+        let size = model_count(part.trim(), Field::Ep)?;
+        if sizes.contains(&size) {
+            return Err(format!("EP {size} is listed twice\n  hint: give each degree once, e.g. --ep 1,2,4"));
+        }
+        sizes.push(size);
+    }
+    Ok(EpSizes(sizes))
+}
+
 /// Reads `true`/`false` (or 1/0, on/off, yes/no) for the on/off setting `field` as the
 /// permalink does, with its hint and its own name.
 fn on_off(text: &str, field: Field) -> Result<bool, String> {
@@ -333,9 +350,9 @@ pub struct ModelArgs {
     /// The first N layers stay dense, of MLP size --ffn [default: the preset's; 0].
     #[arg(long = "dense-layers", value_name = "N", value_parser = |t: &str| model_count(t, Field::DenseLayers), hide_short_help = true)]
     pub dense_layers: Option<u32>,
-    /// Expert-parallel degree: the routed experts split over EP data-parallel replicas; its all-to-all is timed in F and B [default: 1].
-    #[arg(long = "ep", value_name = "EP", value_parser = |t: &str| model_count(t, Field::Ep), hide_short_help = true)]
-    pub ep: Option<u32>,
+    /// Expert-parallel degree: the routed experts split over EP data-parallel replicas; its all-to-all is timed in F and B [default: 1]. `sweep` takes a list (`1,2,4,8`).
+    #[arg(long = "ep", value_name = "EP", value_parser = ep_sizes, hide_short_help = true)]
+    pub ep: Option<EpSizes>,
     /// Multi-head latent attention: the query's low rank [default: none, a direct query projection].
     #[arg(long = "q-lora-rank", value_name = "R", value_parser = |t: &str| model_count(t, Field::QLoraRank), hide_short_help = true)]
     pub q_lora_rank: Option<u32>,
@@ -491,7 +508,7 @@ impl ModelArgs {
             shared_experts: self.shared_experts,
             expert_ffn: self.expert_ffn,
             dense_layers: self.dense_layers,
-            ep: self.ep,
+            ep: self.ep.as_ref().and_then(|e| e.0.first().copied()),
             capacity_factor: self.capacity_factor,
             q_lora_rank: self.q_lora_rank,
             kv_lora_rank: self.kv_lora_rank,
@@ -559,7 +576,36 @@ impl ModelArgs {
     /// The model the flags describe on `devices` devices: a preset's, then each flag over it,
     /// calibrated when --calibrate is given.
     pub fn model(&self, devices: u32) -> Result<Model> {
+        self.refuse_ep_list()?;
         self.calibrated(devices)?.0.spec().resolve().map_err(flag_error)
+    }
+
+    /// The EP degrees to run: each of `--ep`'s (a sweep's list), or the one the model has.
+    pub fn ep_sizes(&self) -> Vec<Option<u32>> {
+        match &self.ep {
+            Some(e) => e.0.iter().copied().map(Some).collect(),
+            None => vec![None],
+        }
+    }
+
+    /// The flags with `--ep` set to `ep` alone (one of a sweep's degrees).
+    pub fn with_ep(&self, ep: Option<u32>) -> ModelArgs {
+        ModelArgs { ep: ep.map(|e| EpSizes(vec![e])), ..self.clone() }
+    }
+
+    /// A list of EP degrees is a sweep's: every other command runs one.
+    fn refuse_ep_list(&self) -> Result<()> {
+        match &self.ep {
+            Some(e) if e.0.len() > 1 => Err(crate::output::user_error(
+                &format!(
+                    "--ep {} lists {} degrees, but this command runs one",
+                    e.0.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+                    e.0.len()
+                ),
+                &["give one degree, e.g. --ep 8, or compare them with `bubblescope sweep … --ep 1,2,4,8`"],
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -671,6 +717,7 @@ impl CostArgs {
         if !self.model.given() {
             return Ok(None);
         }
+        self.model.refuse_ep_list()?;
         self.refuse_beside_costs_from()?;
         let hand = self.hand_set();
         if !hand.is_empty() {
@@ -738,7 +785,7 @@ impl CostArgs {
             resolved.costs.p2p = p2p;
         }
         for note in resolved.derived.iter().flat_map(|d| &d.notes) {
-            eprintln!("note: {note}");
+            crate::output::note_once(note);
         }
         if let Some(derived) = &resolved.derived {
             note_unplaced_mtp(&model, derived);

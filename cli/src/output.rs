@@ -13,6 +13,17 @@ pub fn user_error<H: AsRef<str>>(message: &str, hints: &[H]) -> anyhow::Error {
     anyhow::anyhow!(with_hints(message, hints))
 }
 
+/// Says `note` on standard error, once per process: a command that derives the same model
+/// several times (a sweep over EP degrees) says each of its notes once.
+pub fn note_once(note: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.iter().any(|s| s == note) {
+        eprintln!("note: {note}");
+        said.push(note.to_string());
+    }
+}
+
 /// A clap usage error in the shape of every other error (without the `error: ` its caller
 /// adds): clap's message on one line (a list it gives below joined onto it), its tips and
 /// hints as `hint:` lines, then the usage and where to find every flag.

@@ -341,3 +341,78 @@ fn shard_costs_no_swept_family_reads_are_refused() {
     }
     ok(dir.path(), &["sweep", "--schedules", "1f1b,v-half-vocab", "-p", "4", "-m", "8", "--s", "0.5"]);
 }
+
+/// Issue 41: an MoE model swept over EP degrees, with and without Megatron's combined 1F1B.
+/// Every row is the run `simulate` gives at its own `--ep` (and `--a2a-overlap`); a paired run
+/// at EP 1 has no all-to-all to hide and is listed as invalid, with the reason.
+#[test]
+fn ep_degrees_and_combined_1f1b_rows_equal_simulate_at_their_own_ep() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["--devices", "4", "--model", "mixtral-8x7b", "--dp", "4"];
+    let args = join(
+        &[
+            "sweep",
+            "--schedules",
+            "1f1b,interleaved-1f1b,zb-v",
+            "--microbatches",
+            "8",
+            "--ep",
+            "1,2,4",
+            "--a2a-overlap",
+            "--json",
+        ],
+        &base,
+    );
+    let sweep: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
+    let runs = sweep["runs"].as_array().unwrap();
+    // 3 EP degrees × (1f1b, interleaved, zb-v) plain, and 2 × 2 paired (EP 1 cannot pair).
+    assert_eq!(runs.len(), 3 * 3 + 2 * 2, "{sweep}");
+    let mut seen = std::collections::BTreeSet::new();
+    for row in runs {
+        let name = row["schedule"].as_str().unwrap();
+        let ep = row["ep"].to_string();
+        let paired = row["a2a_overlap"] == Value::Bool(true);
+        seen.insert((name.to_string(), ep.clone(), paired));
+        let chunks = row["chunks"].to_string();
+        let mut sim = join(&["simulate", "--schedule", name, "--microbatches", "8", "--ep", &ep, "--json"], &base);
+        if family(name).unwrap().uses(Field::Chunks) {
+            sim.extend(["--chunks", &chunks]);
+        }
+        if paired {
+            sim.push("--a2a-overlap");
+        }
+        let one: Value = serde_json::from_str(&ok(dir.path(), &sim)).unwrap();
+        for field in ["cost", "bubble_rate", "peak_memory"] {
+            assert_eq!(row[field], one[field], "{name} ep {ep} paired {paired}: {field}");
+        }
+        assert_eq!(row["step"]["time"], one["step"]["time"], "{name} ep {ep} paired {paired}: step");
+    }
+    assert_eq!(seen.len(), runs.len(), "every row is its own run");
+    let invalid = sweep["invalid"].as_array().unwrap();
+    assert_eq!(invalid.len(), 2, "{sweep}");
+    for row in invalid {
+        assert_eq!((row["ep"].as_u64(), row["a2a_overlap"].as_bool()), (Some(1), Some(true)), "{row}");
+        assert!(row["error"].as_str().unwrap().contains("--ep 1"), "{row}");
+    }
+    // The table names each row by family, pairing and EP.
+    let table_args: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+    let table = ok(dir.path(), &table_args);
+    for label in ["interleaved-1f1b+a2a ep 4", "zb-v ep 1", "1f1b+a2a ep 2"] {
+        assert!(table.contains(label), "{label} in\n{table}");
+    }
+}
+
+/// A list of EP degrees is a sweep's; the other commands run one, and say so.
+#[test]
+fn ep_lists_are_refused_outside_sweep_and_checked_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ["-p", "4", "--model", "mixtral-8x7b", "--dp", "4"];
+    for command in [&["simulate"][..], &["costs"], &["explain", "-s", "1f1b"], &["plan", "--mem-limit", "80GiB"]] {
+        let args = join(&join(command, &model), &["--ep", "2,4"]);
+        fails_with_hint(dir.path(), &args, "lists 2 degrees, but this command runs one");
+    }
+    let sweep = join(&["sweep", "--schedules", "zb-v", "-m", "8"], &model);
+    fails_with_hint(dir.path(), &join(&sweep, &["--ep", "2,2"]), "EP 2 is listed twice");
+    fails_with_hint(dir.path(), &join(&sweep, &["--ep", "2,3"]), "does not divide");
+    fails_with_hint(dir.path(), &join(&sweep, &["--a2a-overlap"]), "pairs F and B");
+}

@@ -48,6 +48,13 @@ pub struct SweepArgs {
     /// default P each)
     #[arg(long, value_name = "G", value_parser = positive, hide_short_help = true)]
     pub group: Option<u32>,
+    /// Also run 1f1b and interleaved-1f1b as Megatron's combined 1F1B, beside their plain runs.
+    ///
+    /// Also run the families that can pair F and B (1f1b, interleaved-1f1b) as Megatron's
+    /// combined 1F1B (`--overlap-moe-expert-parallel-comm`), beside their plain runs: rows
+    /// `NAME+a2a`. Needs an MoE model with --ep 2 or more; compare EP sizes with --ep 1,2,4,8.
+    #[arg(long = "a2a-overlap", hide_short_help = true)]
+    pub a2a_overlap: bool,
     /// Recompute and offload settings to sweep: none, selective, full, offload, full+offload.
     ///
     /// Recompute and offload settings to sweep, each on every device: `none`, `selective`,
@@ -108,42 +115,39 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             &["leave out --global-batch and give -m as global-batch / (dp · micro-batch), or a list of such counts"],
         ));
     }
-    let step = match args.costs.model.given() {
-        true => {
-            // What every run shares is checked once, and refused as simulate refuses it.
-            let model = args.costs.model.model(args.devices)?;
-            let spec = args.step.spec();
-            let (dp, _) = spec.check(&model, args.devices).map_err(crate::args::flag_error)?;
-            crate::step::note_without_effect(&args.costs, &model, &spec, args.devices, dp);
-            Some(std::sync::Arc::new(StepInputs { model, spec }))
-        }
-        false => None,
-    };
-    let spec = SweepSpec {
-        families: parse_schedules(&args.schedules).map_err(err)?,
-        devices: args.devices,
-        microbatches: parse_microbatches(&args.microbatches).map_err(err)?,
-        chunks: match &args.chunks {
-            Some(text) => parse_counts(text, Field::Chunks, bubblescope::params::MAX_CHUNKS).map_err(err)?,
-            None => Vec::new(),
-        },
-        group: args.group,
-        mem_limits: args.costs.mem_limits()?,
-        costs: args.costs.costs(None, args.devices)?,
-        bytes: args.costs.model.given(),
-        trades: match &args.trades {
-            Some(text) => args.costs.trade_list(text, args.devices)?,
-            None => Vec::new(),
-        },
-        step,
-    };
-    // A copy time with nothing that offloads would price no copy: said, not ignored.
-    args.costs.check_copy_rate_unless(spec.trades.iter().flatten().any(|t| t.offloads()))?;
-    let specs = spec.expand().map_err(err)?;
+    // One sweep per EP degree (`--ep 1,2,4,8`), their runs together: the costs follow EP.
+    let eps = args.costs.model.ep_sizes();
+    let mut specs = Vec::new();
+    let mut first = None;
+    for &ep in &eps {
+        let mut costs = args.costs.clone();
+        costs.model = costs.model.with_ep(ep);
+        let spec = sweep_spec(args, &costs, first.is_none())?;
+        specs.extend(spec.expand().map_err(err)?);
+        first.get_or_insert(spec);
+    }
+    let Some(spec) = first else { return Ok(()) };
+    if specs.len() > bubblescope::plan::MAX_SWEEP_RUNS {
+        return Err(crate::output::user_error(
+            &format!(
+                "the sweep has {} runs over {} EP degrees, more than {}",
+                specs.len(),
+                eps.len(),
+                bubblescope::plan::MAX_SWEEP_RUNS
+            ),
+            &["sweep fewer EP degrees, schedules, microbatch counts, chunks or memory limits"],
+        ));
+    }
     let sweep = Sweep::collect(run_parallel(specs, run_one));
     let model = args.costs.model.given();
     if model {
-        let derived = args.costs.model.model(args.devices)?.derive(args.devices).map_err(crate::args::flag_error)?;
+        let derived = args
+            .costs
+            .model
+            .with_ep(eps[0])
+            .model(args.devices)?
+            .derive(args.devices)
+            .map_err(crate::args::flag_error)?;
         crate::output::note_proportional_cuts(&derived, sweep.runs.iter().map(|r| (r.spec.family.name, r.stages)));
     }
     let out = if args.json {
@@ -163,6 +167,47 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     crate::output::print(&out)
 }
 
+/// The sweep of `args` at `costs` (the model flags with one EP degree).
+/// Notes on flags without effect are said once (`notes`), not per EP degree.
+fn sweep_spec(args: &SweepArgs, costs: &CostArgs, notes: bool) -> Result<SweepSpec> {
+    let err = |e: bubblescope::ParamError| anyhow::anyhow!("{e}");
+    let step = match costs.model.given() {
+        true => {
+            // What every run shares is checked once, and refused as simulate refuses it.
+            let model = costs.model.model(args.devices)?;
+            let spec = args.step.spec();
+            let (dp, _) = spec.check(&model, args.devices).map_err(crate::args::flag_error)?;
+            if notes {
+                crate::step::note_without_effect(costs, &model, &spec, args.devices, dp);
+            }
+            Some(std::sync::Arc::new(StepInputs { model, spec }))
+        }
+        false => None,
+    };
+    let spec = SweepSpec {
+        families: parse_schedules(&args.schedules).map_err(err)?,
+        devices: args.devices,
+        microbatches: parse_microbatches(&args.microbatches).map_err(err)?,
+        chunks: match &args.chunks {
+            Some(text) => parse_counts(text, Field::Chunks, bubblescope::params::MAX_CHUNKS).map_err(err)?,
+            None => Vec::new(),
+        },
+        group: args.group,
+        mem_limits: costs.mem_limits()?,
+        costs: costs.costs(None, args.devices)?,
+        bytes: costs.model.given(),
+        trades: match &args.trades {
+            Some(text) => costs.trade_list(text, args.devices)?,
+            None => Vec::new(),
+        },
+        step,
+        a2a: args.a2a_overlap,
+    };
+    // A copy time with nothing that offloads would price no copy: said, not ignored.
+    costs.check_copy_rate_unless(spec.trades.iter().flatten().any(|t| t.offloads()))?;
+    Ok(spec)
+}
+
 /// The Pareto chart of a sweep.
 pub fn chart(sweep: &Sweep, limits: &[f64], model: bool, theme: Theme) -> String {
     let points = sweep.pareto_points();
@@ -178,16 +223,42 @@ pub fn chart(sweep: &Sweep, limits: &[f64], model: bool, theme: Theme) -> String
     pareto_svg(&points, &opts)
 }
 
-/// The fields naming a run (its schedule and options), shared by runs and invalid rows.
+/// The expert-parallel degree a run's model has, for a mixture-of-experts model.
+fn ep_of(spec: &RunSpec) -> Option<u32> {
+    spec.step.as_ref().map(|s| &s.model.moe).filter(|m| m.experts > 0).map(|m| m.ep.max(1))
+}
+
+/// How the table names a run: its family, `+a2a` when it pairs F and B as combined 1F1B, and
+/// its EP degree when the sweep compares several (`eps`).
+fn label(spec: &RunSpec, eps: bool) -> String {
+    let mut out = spec.family.name.to_string();
+    if spec.params.a2a_overlap {
+        out.push_str("+a2a");
+    }
+    if let (true, Some(ep)) = (eps, ep_of(spec)) {
+        let _ = write!(out, " ep {ep}");
+    }
+    out
+}
+
+/// The fields naming a run (its schedule and options), shared by runs and invalid rows: `ep`
+/// with a mixture-of-experts model, `a2a_overlap` on the runs that pair F and B.
 fn key(spec: &RunSpec, chunks: Option<u32>) -> Value {
-    json!({
+    let mut v = json!({
         "schedule": spec.family.name,
         "devices": spec.params.devices,
         "microbatches": spec.params.microbatches,
         "chunks": chunks,
         "mem_limit": spec.params.mem_limit,
         "trade": spec.trade().map(|t| describe_trade(t, spec.params.devices)),
-    })
+    });
+    if let Some(ep) = ep_of(spec) {
+        v["ep"] = json!(ep);
+    }
+    if spec.params.a2a_overlap {
+        v["a2a_overlap"] = json!(true);
+    }
+    v
 }
 
 fn run_json(r: &SweepRun) -> Value {
@@ -253,13 +324,13 @@ pub fn csv(sweep: &Sweep) -> String {
     let mut out = String::from(
         "schedule,devices,microbatches,chunks,mem_limit,cost,bubble_rate,peak_memory,\
          attribution_communication,attribution_imbalance,attribution_schedule,pareto,error,bubble_rate_paper,\
-         attribution_memory,trade,step_time,tokens_per_gpu_s,mfu\n",
+         attribution_memory,trade,step_time,tokens_per_gpu_s,mfu,ep,a2a_overlap\n",
     );
     for r in &sweep.runs {
         let a = r.attribution;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},,{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},,{},{},{},{},{},{},{},{}",
             key_csv(&r.spec, Some(r.chunks)),
             r.stats.cost,
             r.stats.bubble_rate,
@@ -273,16 +344,20 @@ pub fn csv(sweep: &Sweep) -> String {
             field(&trade_text(&r.spec)),
             opt(r.step.as_ref().map(|s| s.time)),
             opt(r.step.as_ref().map(|s| s.tokens_per_gpu_s)),
-            opt(r.step.as_ref().map(|s| s.mfu))
+            opt(r.step.as_ref().map(|s| s.mfu)),
+            opt(ep_of(&r.spec)),
+            r.spec.params.a2a_overlap
         );
     }
     for i in &sweep.invalid {
         let _ = writeln!(
             out,
-            "{},,,,,,,,{},,,{},,,",
+            "{},,,,,,,,{},,,{},,,,{},{}",
             key_csv(&i.spec, i.spec.chunks()),
             field(&i.error.replace("\n  hint: ", " — hint: ")),
-            field(&trade_text(&i.spec))
+            field(&trade_text(&i.spec)),
+            opt(ep_of(&i.spec)),
+            i.spec.params.a2a_overlap
         );
     }
     out
@@ -312,6 +387,14 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
             .then(a.stats.peak_memory.total_cmp(&b.stats.peak_memory))
     });
     let steps = sweep.runs.iter().any(|r| r.step.is_some());
+    // Several EP degrees: each row names its own; the name column widens to the longest.
+    let eps = {
+        let mut seen: Vec<u32> = sweep.runs.iter().filter_map(|r| ep_of(&r.spec)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len() > 1
+    };
+    let width = sweep.runs.iter().map(|r| label(&r.spec, eps).chars().count()).fold(18, usize::max);
     let step_cell = |r: &SweepRun| match &r.step {
         Some(s) => {
             format!(" {:>10} {:>8.0}", bubblescope::units::format_micros(s.time), s.tokens_per_gpu_s)
@@ -322,7 +405,7 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<1} {:<18} {:>6} {:>6} {:>12}{} {:>14} {:>8} {:>12}  bubble = comm + imbalance + schedule",
+        "{:<1} {:<width$} {:>6} {:>6} {:>12}{} {:>14} {:>8} {:>12}  bubble = comm + imbalance + schedule",
         "",
         "schedule",
         "M",
@@ -347,9 +430,9 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "{:<1} {:<18} {:>6} {:>6} {:>12}{} {:>14} {:>7}% {:>12}  {}",
+            "{:<1} {:<width$} {:>6} {:>6} {:>12}{} {:>14} {:>7}% {:>12}  {}",
             if r.pareto { "*" } else { "" },
-            r.spec.family.name,
+            label(&r.spec, eps),
             r.spec.params.microbatches,
             r.chunks,
             r.spec.params.mem_limit.map_or_else(|| "—".to_string(), memory),
@@ -370,7 +453,7 @@ pub fn table(sweep: &Sweep, model: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {} M {}{chunks}{limit}: {}",
-                i.spec.family.name,
+                label(&i.spec, eps),
                 i.spec.params.microbatches,
                 i.error.replace('\n', "\n    ")
             );

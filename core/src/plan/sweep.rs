@@ -57,6 +57,9 @@ pub struct SweepSpec {
     /// With costs from a model: what each run's whole training step is composed from (runs
     /// then rank by step time).
     pub step: Option<Arc<StepInputs>>,
+    /// Also run the families that can pair F and B (Megatron's combined 1F1B,
+    /// [`Field::A2aOverlap`]) paired, beside their plain runs.
+    pub a2a: bool,
 }
 
 /// What a run's whole training step is composed from ([`crate::step::whole`]): the model its
@@ -267,6 +270,14 @@ impl SweepSpec {
             return Err(ParamError::new(Field::Group, "none of the swept schedules reads --group")
                 .hint(format!("add a family that does ({}), or remove --group", readers.join(", "))));
         }
+        if self.a2a && !self.families.iter().any(|f| f.uses(Field::A2aOverlap)) {
+            let readers: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::A2aOverlap)).map(|f| f.name).collect();
+            return Err(ParamError::new(
+                Field::A2aOverlap,
+                "none of the swept schedules pairs F and B as combined 1F1B",
+            )
+            .hint(format!("add a family that does ({}), or remove --a2a-overlap", readers.join(", "))));
+        }
         if self.costs.overlap.is_some() && !self.families.iter().any(|f| f.uses(Field::Overlap)) {
             let readers: Vec<&str> = FAMILIES.iter().filter(|f| f.uses(Field::Overlap)).map(|f| f.name).collect();
             return Err(ParamError::new(Field::Overlap, "none of the swept schedules reads --overlap")
@@ -315,11 +326,17 @@ impl SweepSpec {
                         if self.bytes {
                             params.units = crate::units::Units::Model;
                         }
-                        let run = RunSpec { family: f, params, step: self.step.clone() };
-                        let n = run.passes();
-                        // A run over the per-run cap is refused by its generator before any work.
-                        passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
-                        runs.push(run);
+                        let paired = self.a2a && f.uses(Field::A2aOverlap);
+                        let pairing: &[bool] = if paired { &[false, true] } else { &[false] };
+                        for &a2a in pairing {
+                            let mut params = params.clone();
+                            params.a2a_overlap = a2a;
+                            let run = RunSpec { family: f, params, step: self.step.clone() };
+                            let n = run.passes();
+                            // A run over the per-run cap is refused by its generator before any work.
+                            passes = passes.saturating_add(if n > MAX_PASSES { 0 } else { n });
+                            runs.push(run);
+                        }
                         if runs.len() > MAX_SWEEP_RUNS {
                             return Err(ParamError::new(
                                 Field::Microbatches,
@@ -493,7 +510,23 @@ mod tests {
             bytes: false,
             trades: vec![],
             step: None,
+            a2a: false,
         }
+    }
+
+    /// Combined 1F1B is a dimension of its own: the families that pair F and B run both ways,
+    /// the others once; a sweep with no such family is refused.
+    #[test]
+    fn a2a_pairs_only_the_families_that_can_pair() {
+        let s = SweepSpec { a2a: true, ..spec("1f1b,interleaved-1f1b,zb-v", &[8]) };
+        let runs = s.expand().unwrap();
+        let shown: Vec<(&str, bool)> = runs.iter().map(|r| (r.family.name, r.params.a2a_overlap)).collect();
+        assert_eq!(
+            shown,
+            [("1f1b", false), ("1f1b", true), ("interleaved-1f1b", false), ("interleaved-1f1b", true), ("zb-v", false)]
+        );
+        let e = SweepSpec { a2a: true, ..spec("zb-v,dualpipe-v", &[8]) }.expand().unwrap_err();
+        assert!(e.message.contains("pairs F and B") && e.hints[0].contains("1f1b"), "{e}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn spec() -> SweepSpec {
         bytes: false,
         trades: vec![],
         step: None,
+        a2a: false,
     }
 }
 
