@@ -21,8 +21,10 @@ Subcommands:
   check            PyTorch's own dumps of every schedule class run in PyTorch, read back by
                    the CLI, converted to both CSV forms and run; then every family `bubblescope
                    list` names, exported by `simulate --export` in both forms at a few sizes,
-                   and `plan --export`'s winners: each file run, gradients compared with one
-                   process, each comms file compared with PyTorch's lowering
+                   `plan --export`'s winners, and `--a2a-overlap`'s combined 1F1B (OVERLAP_F_B
+                   pairs): each file run, gradients compared with one process, each comms file
+                   compared with PyTorch's lowering, each file with pairs run again with every
+                   pair's B first
   summarize DIR    what a trace directory measured: per rank, time in compute passes,
                    in waits inside them, in communication actions and outside any action
 
@@ -60,6 +62,7 @@ EXAMPLES = """examples:
   tools/pytorch-check.sh lower schedule.csv lowered.csv
   tools/pytorch-check.sh run lowered.csv --format compute_comms
   tools/pytorch-check.sh check --cli target/release/bubblescope
+  tools/pytorch-check.sh check --a2a-only
   TORCH_VERSION=2.14.1 tools/pytorch-check.sh check
 """
 
@@ -1008,18 +1011,19 @@ def compare_grads(workdir, spec, size, tolerance=1e-5):
         if not os.path.exists(path):
             return False, f"{size}: stage {stage} wrote no gradients"
         got.update(torch.load(path))
-    worst, worst_name = 0.0, None
+    worst, worst_name, worst_abs = 0.0, None, 0.0
     for name, ref in reference.items():
         g = got.get(name)
         if g is None:
             return False, f"{size}: {name} has no gradient"
         err = (torch.linalg.vector_norm(g - ref) / torch.linalg.vector_norm(ref)).item()
+        worst_abs = max(worst_abs, (g - ref).abs().max().item())
         if err > worst:
             worst, worst_name = err, name
     if worst > tolerance:
         ratio = (torch.linalg.vector_norm(got[worst_name]) / torch.linalg.vector_norm(reference[worst_name])).item()
         return False, f"{size}: gradient of {worst_name} off by relative error {worst:.2e} (norm ratio {ratio:.4g} to one process's)"
-    return True, f"{size}: max relative gradient error {worst:.1e}"
+    return True, f"{size}: max relative gradient error {worst:.1e}, max abs difference {worst_abs:.1e}"
 
 
 def cmd_run(args):
@@ -1128,17 +1132,47 @@ class Tally:
             self.skipped += 1
 
 
-def export_case(cli, name, command, tmp, tally, expect=None):
+def without_torch(command):
+    """The CLI's arguments without `--torch X.Y`."""
+    return [a for i, a in enumerate(command) if a != "--torch" and (i == 0 or command[i - 1] != "--torch")]
+
+
+def b_first(rows):
+    """The rows with every OVERLAP_F_B container's sub-actions in reverse order.
+
+    PyTorch's runtime runs a container's sub-actions one after the other, in the order written
+    (unless a function is registered for OVERLAP_F_B); an overlap that deserves the name runs
+    them at once. So a pair must not depend on itself: the same file with each pair's B first
+    must run, with the same gradients."""
+    swapped = []
+    for row in rows:
+        out = []
+        for cell in row:
+            pair = OVERLAP_CELL.match(cell)
+            if pair:
+                parts = [p.strip() for p in pair.group(1).split(";") if p.strip()]
+                cell = "(" + ";".join(reversed(parts)) + ")OVERLAP_F_B"
+            out.append(cell)
+        swapped.append(out)
+    return swapped
+
+
+def export_case(cli, name, command, tmp, tally, expect=None, want_pairs=False):
     """One schedule exported by the CLI in both dialects (`command` is the CLI's arguments up to
     --export): each file run in PyTorch, the comms file compared with PyTorch's lowering of the
-    compute-only one. `expect` is (P, M) when the command names the sizes. Returns False when the
-    command refuses the schedule in a way that is not a failure (a family that does not take
-    --chunks), so that no case is counted."""
+    compute-only one, and a compute-only file with OVERLAP_F_B pairs run again with each pair's
+    B first (`b_first`). `expect` is (P, M) when the command names the sizes; `want_pairs` makes
+    a compute-only file without OVERLAP_F_B a failure. Returns False when the command refuses the
+    schedule in a way that is not a failure (a family that does not take --chunks), so that no
+    case is counted."""
     files = {}
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
     for fmt, to in (("compute_only", "pytorch-csv"), ("compute_comms", "pytorch-csv-comms")):
         path = os.path.join(tmp, f"{stem}.{fmt}.csv")
-        proc = subprocess.run([cli, *command, "--export", path, "--to-format", to], capture_output=True, text=True)
+        # --torch names the version a comms file is for; the CLI refuses it on a compute-only
+        # file (torch 2.14 and 2.15 load those alike).
+        args = command if fmt == "compute_comms" else without_torch(command)
+        proc = subprocess.run([cli, *args, "--export", path, "--to-format", to], capture_output=True, text=True)
         code, text = proc.returncode, (proc.stderr.strip() or proc.stdout.strip())
         if code == 0 and command[0] == "plan" and fmt == "compute_only":
             # Which plan was written: the best one, or the best the format can hold.
@@ -1155,8 +1189,7 @@ def export_case(cli, name, command, tmp, tally, expect=None):
                 return True
             # A size the family does not take (DualPipe on an odd number of devices) is no
             # export failure: the same command without --export must fail too.
-            bare = [a for i, a in enumerate(command) if a != "--torch" and (i == 0 or command[i - 1] != "--torch")]
-            alone = subprocess.run([cli, *bare], capture_output=True, text=True)
+            alone = subprocess.run([cli, *without_torch(command)], capture_output=True, text=True)
             if alone.returncode != 0:
                 tally.report("SKIP", name, fmt, f"not a size this takes: {first_line(alone.stderr or alone.stdout)}")
                 return True
@@ -1177,6 +1210,16 @@ def export_case(cli, name, command, tmp, tally, expect=None):
     for fmt, path in files.items():
         ok, detail = run_file(path, fmt)
         tally.report("PASS" if ok else "FAIL", name, fmt, detail)
+    if "compute_only" in files:
+        rows = read_rows(files["compute_only"])
+        pairs = sum(1 for row in rows for cell in row if OVERLAP_CELL.match(cell))
+        if pairs:
+            swapped = os.path.join(tmp, f"{stem}.b-first.csv")
+            write_rows(swapped, b_first(rows))
+            ok, detail = run_file(swapped, "compute_only")
+            tally.report("PASS" if ok else "FAIL", name, "compute_only:B-first", f"{pairs} OVERLAP_F_B, each run B first: {detail}")
+        elif want_pairs:
+            tally.report("FAIL", name, "compute_only:pairs", "the export holds no OVERLAP_F_B: nothing of the overlap was checked")
     if len(files) == 2:
         try:
             expected = lower_rows(files["compute_only"])
@@ -1207,6 +1250,46 @@ PLAN_CASES = [
     ("plan@p4", ["plan", "--devices", "4", "--mem-limit", "12"]),
     ("plan@p4-llama-3-8b", ["plan", "--devices", "4", "--model", "llama-3-8b", "--mem-limit", "80GiB"]),
 ]
+
+
+# Megatron's combined 1F1B (`simulate --a2a-overlap`, issue 41): steady-state F and B of
+# different microbatches paired as (xFy;uBv)OVERLAP_F_B. It takes an MoE model with EP > 1 (for
+# the all-to-all it hides); the model sets costs, not the order. Each case is (family, P, M,
+# chunks, extra arguments): M = P, M not a multiple of P (interleaved-1f1b takes that only with a
+# --group whose remainder is 0 or at least P), chunks 2 and one of 3.
+A2A_MODEL = ["--model", "mixtral-8x7b", "--dp", "2", "--ep", "2"]
+A2A_CASES = [
+    ("1f1b", 2, 2, None, []),
+    ("1f1b", 2, 5, None, []),
+    ("1f1b", 2, 8, None, []),
+    ("1f1b", 4, 4, None, []),
+    ("1f1b", 4, 6, None, []),
+    ("1f1b", 4, 8, None, []),
+    ("interleaved-1f1b", 2, 2, 2, []),
+    ("interleaved-1f1b", 2, 4, 2, []),
+    ("interleaved-1f1b", 2, 6, 2, []),
+    ("interleaved-1f1b", 2, 5, 2, ["--group", "3"]),
+    ("interleaved-1f1b", 2, 4, 3, []),
+    ("interleaved-1f1b", 4, 4, 2, []),
+    ("interleaved-1f1b", 4, 8, 2, []),
+    ("interleaved-1f1b", 4, 10, 2, ["--group", "5"]),
+]
+
+
+def check_a2a(cli, families, torch_minor, tmp, tally):
+    """The --a2a-overlap exports of A2A_CASES (only the families in `families`)."""
+    for family, devices, microbatches, chunks, extra in A2A_CASES:
+        if family not in families:
+            continue
+        command = ["simulate", "-s", family, "--devices", str(devices), "--microbatches", str(microbatches)]
+        command += [*A2A_MODEL, "--a2a-overlap", *extra, "--torch", torch_minor]
+        label = f"{family}+a2a@p{devices}-m{microbatches}"
+        if chunks:
+            command += ["--chunks", str(chunks)]
+            label += f"-v{chunks}"
+        if extra:
+            label += "-" + "".join(a.lstrip("-")[:1] + b for a, b in zip(extra[::2], extra[1::2]))
+        export_case(cli, label, command, tmp, tally, expect=(devices, microbatches), want_pairs=True)
 
 
 def parse_sizes(text):
@@ -1245,7 +1328,8 @@ def check_dump(cli, entry, dumps_dir, torch_minor, tmp, tally):
         tally.report("KNOWN", label, "lowering", f"PyTorch itself cannot load this dump: {short(exc)}")
     for out_fmt, to in (("compute_only", "pytorch-csv"), ("compute_comms", "pytorch-csv-comms")):
         out = os.path.join(tmp, f"{label}.converted.{out_fmt}.csv")
-        code, text = cli_run(cli, "convert", path, out, "--to-format", to, "--torch", torch_minor)
+        version = ["--torch", torch_minor] if out_fmt == "compute_comms" else []
+        code, text = cli_run(cli, "convert", path, out, "--to-format", to, *version)
         if code != 0:
             tally.report("FAIL", label, f"{out_fmt}:convert", first_line(text))
             continue
@@ -1321,6 +1405,9 @@ def default_dumps_dir(version):
 
 
 def cmd_check(args):
+    if args.a2a_only and (args.no_a2a or args.dumps_only):
+        other = "--no-a2a" if args.no_a2a else "--dumps-only"
+        raise UserError(f"--a2a-only and {other} leave nothing to check", "give one of them")
     cli = None if args.dumps_only and not args.cli else find_cli(args.cli)
     version = torch_version()
     torch_minor = ".".join(version.split(".")[:2])
@@ -1330,7 +1417,7 @@ def cmd_check(args):
     try:
         dumps_dir = args.dumps or default_dumps_dir(version)
         index = {"dumps": []}
-        if not args.no_dumps:
+        if not args.no_dumps and not args.a2a_only:
             try:
                 with open(os.path.join(dumps_dir, "index.json")) as f:
                     index = json.load(f)
@@ -1363,12 +1450,22 @@ def cmd_check(args):
             else:
                 sizes = parse_sizes(args.sizes)
             try:
-                for size in sizes:
-                    for family in families:
-                        check_family(cli, family, size, torch_minor, tmp, tally)
-                if not args.families and not args.no_plan:
-                    for name, command in PLAN_CASES:
-                        export_case(cli, name, command + ["--torch", torch_minor], tmp, tally)
+                if not args.a2a_only:
+                    for size in sizes:
+                        for family in families:
+                            check_family(cli, family, size, torch_minor, tmp, tally)
+                    if not args.families and not args.no_plan:
+                        for name, command in PLAN_CASES:
+                            export_case(cli, name, command + ["--torch", torch_minor], tmp, tally)
+                if not args.no_a2a:
+                    try:
+                        check_a2a(cli, families, torch_minor, tmp, tally)
+                    except MissingExport as exc:
+                        tally.report(
+                            "FAIL", "a2a-overlap", "export",
+                            f"the CLI cannot export combined 1F1B ({exc}); the check needs "
+                            "`bubblescope simulate -s 1f1b --model mixtral-8x7b --dp 2 --ep 2 --a2a-overlap --export FILE`",
+                        )
             except MissingExport as exc:
                 tally.report(
                     "FAIL", "families", "export",
@@ -1454,6 +1551,8 @@ def parser():
     c.add_argument("--dumps", metavar="DIR", help="PyTorch's dumps [default: tests/fixtures/pytorch-dumps]")
     c.add_argument("--dumps-only", action="store_true", help="only run PyTorch's dumps, and read them with the CLI if --cli is given")
     c.add_argument("--no-dumps", action="store_true", help="only the exported families")
+    c.add_argument("--no-a2a", action="store_true", help="leave out the --a2a-overlap (combined 1F1B) exports")
+    c.add_argument("--a2a-only", action="store_true", help="only the --a2a-overlap exports (1f1b and interleaved-1f1b paired as OVERLAP_F_B)")
     return ap
 
 
