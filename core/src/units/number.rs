@@ -347,7 +347,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #![proptest_config(crate::proptest_cases(4096))]
         #[test]
         fn the_shortest_form_shortcut_prints_what_exact_formatting_prints(
             bits in any::<u64>(),

@@ -24,7 +24,7 @@ fn idle_gpu_share(s: &Stats) -> f64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(crate::proptest_cases(24))]
 
     /// With equal stages (no overlapped pairs) every family's headline is the papers'
     /// `(cost − M·(F+B+W)) / cost`, and so is `bubble_rate_paper`: equal to within float
