@@ -57,6 +57,13 @@ fn a_lesson_refuses_what_its_steps_would_not_read() {
     let e = fails_with_hint(d, &["render", "--lesson", bad, "-o", "s.svg"], "step 1 of the lesson: f=nan: expected");
     assert!(!e.contains("ignored"), "an error, not an ignored value: {e}");
     fails_with_hint(d, &["render", "--lesson", "T\ncap", "-o", "s.svg"], "has 1 line after its title");
+    // Seventh hostile pass: a key given twice drew the last value without a word, and a value
+    // without a key was asked "did you mean v?".
+    let twice = "T\ncap\nschedule=1f1b&devices=4&devices=8";
+    fails_with_hint(d, &["render", "--lesson", twice, "-o", "s.svg"], "step 1 of the lesson: devices is given twice");
+    let keyless = "T\ncap\n=1f1b";
+    let e = fails_with_hint(d, &["render", "--lesson", keyless, "-o", "s.svg"], "=1f1b: a value without a key");
+    assert!(!e.contains("did you mean"), "{e}");
     assert!(!d.join("s-1.svg").exists(), "nothing written");
 }
 
