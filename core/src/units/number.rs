@@ -67,7 +67,7 @@ pub fn significant_decimals(value: f64, digits: u32) -> usize {
 /// that lies within 128 rounding steps of `value` (the steps a sum or a running total of up
 /// to about a hundred terms takes:
 /// `2.8` for 2.800000000000004, `2` for 2.0000000000000004, `0.3` for 0.1 + 0.2), or else a
-/// whole number of thirds, quarters … twelfths ([`nearest_fraction`]) as near (`4/3` for
+/// whole number of thirds, quarters … 64ths ([`nearest_fraction`]) as near (`4/3` for
 /// 1.3333333333333375, the times of passes split in three chunks); else `value` itself,
 /// exactly. A number that needs its digits (9/33, a fitted time) stays bit for bit.
 /// The CLI's JSON output passes every number through it.
@@ -82,7 +82,7 @@ pub fn without_noise(value: f64) -> f64 {
     }
 }
 
-/// The whole number of `1/d` (d from 2 to 12) within `near` of `value`, if one is: float noise
+/// The whole number of `1/d` (d from 2 to 64) within `near` of `value`, if one is: float noise
 /// in runs whose costs are thirds, sixths … of a pass, which no short decimal holds. Only
 /// where `near` is a tiny share of the step `1/d` (never at 10^14, where 128 rounding steps
 /// span whole halves).
@@ -95,12 +95,12 @@ fn nearest_fraction(value: f64, near: f64) -> Option<f64> {
 }
 
 /// The largest denominator [`nearest_fraction`] tries.
-const FRACTION_DENOMINATORS: u8 = 12;
+const FRACTION_DENOMINATORS: u8 = 64;
 
 /// `value`, one of a running total's values or a difference whose terms are about `scale` in
 /// size, without float noise: 0 when it lies within the same 128 rounding steps of `scale` (a
 /// total that returns to empty as `-2.220446049250313e-16`); the decimal of 12 significant
-/// digits at `scale` (or a whole number of thirds … twelfths) when that lies as near (`0.2` for
+/// digits at `scale` (or a whole number of thirds … 64ths) when that lies as near (`0.2` for
 /// 100.2 − 100, `4/3` for 1.3333333333333375 at 50); else [`without_noise`]'s
 /// value; never `-0`. Exports of memory curves and durations pass their points through it.
 pub fn without_noise_in(value: f64, scale: f64) -> f64 {
@@ -129,17 +129,23 @@ pub fn difference(a: f64, b: f64) -> f64 {
     without_noise_in(a - b, a.abs().max(b.abs()))
 }
 
-/// `num / den` as reports give it (a rate, a share): when both are whole numbers of `1/d`
-/// (d up to 12) but for float noise at their scale, the quotient of those whole numbers
-/// (`(4/3) / (148/3)` is exactly the f64 of 1/37, not 0.027027027027027025); else `num / den`.
+/// `num / den` as reports give it (a rate, a share): when both are whole numbers of `1/q`
+/// (q a short decimal step times 1 to 12: `4.55 / 21.35`, `(4/3) / (148/3)`) but for float
+/// noise at their scale, the quotient of those whole numbers (exactly the f64 of 13/61 or
+/// 1/37, not 0.21311475409836067 or 0.027027027027027025); else `num / den`.
 pub fn quotient(num: f64, den: f64) -> f64 {
     let scale = num.abs().max(den.abs());
     if scale.is_finite() {
-        for d in (1..=FRACTION_DENOMINATORS).map(f64::from) {
-            let (n, m) = ((num * d).round(), (den * d).round());
-            let whole = |x: f64, w: f64| is_noise_at(x * d - w, scale * d);
-            if m != 0.0 && NOISE_STEPS * f64::EPSILON * scale * d <= 1e-6 && whole(num, n) && whole(den, m) {
-                return n / m + 0.0;
+        for step in [1.0, 10.0, 100.0, 1e3, 1e4] {
+            for d in (1..=12u8).map(|d| f64::from(d) * step) {
+                if NOISE_STEPS * f64::EPSILON * scale * d > 1e-6 {
+                    break;
+                }
+                let (n, m) = ((num * d).round(), (den * d).round());
+                let whole = |x: f64, w: f64| is_noise_at(x * d - w, scale * d);
+                if m != 0.0 && whole(num, n) && whole(den, m) {
+                    return n / m + 0.0;
+                }
             }
         }
     }
@@ -290,6 +296,11 @@ mod tests {
         assert_eq!(without_noise(5.0 / 7.0 + 1e-12), 5.0 / 7.0 + 1e-12, "1e-12 off a seventh is real");
         assert_eq!(quotient(1.3333333333333375, 49.33333333333334), 1.0 / 37.0);
         assert_eq!(quotient(3.0, 50.99999999999997), 3.0 / 51.0);
+        // Seventh hostile pass: 4.55 / 21.35 printed 0.21311475409836067; 6/17 of a
+        // recomputed activation summed to 0.3529411764705883.
+        assert_eq!(quotient(4.550000000000001, 21.35), 13.0 / 61.0);
+        assert_eq!(without_noise(0.3529411764705883), 6.0 / 17.0);
+        assert_eq!(without_noise(2.8235294117647056), 48.0 / 17.0);
         assert_eq!(quotient(0.1, 0.7), 1.0 / 7.0, "whole tenths");
         assert_eq!(quotient(0.123, 0.7), 0.123 / 0.7, "not whole numbers of a small 1/d");
         for v in [1.0 / 13.0, 0.1234567890123, 161578.54, 1e9 + 1.0 / 3.0] {
