@@ -64,6 +64,10 @@ fn a_lesson_refuses_what_its_steps_would_not_read() {
     let keyless = "T\ncap\n=1f1b";
     let e = fails_with_hint(d, &["render", "--lesson", keyless, "-o", "s.svg"], "=1f1b: a value without a key");
     assert!(!e.contains("did you mean"), "{e}");
+    // A key typed with spaces around it was asked "did you mean v?", not schedule.
+    let spaced = "T\ncap\n s = 1f1b & p = 4 ";
+    let e = fails_with_hint(d, &["render", "--lesson", spaced, "-o", "s.svg"], "no such key; did you mean schedule?");
+    assert!(!e.contains("did you mean v?"), "{e}");
     assert!(!d.join("s-1.svg").exists(), "nothing written");
 }
 

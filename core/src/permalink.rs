@@ -301,7 +301,7 @@ pub fn unknown_keys(link: &Permalink, view_keys: &[&str]) -> Vec<String> {
         if view_keys.contains(&key.as_str()) {
             continue;
         }
-        let suggestions = nearest_keys(key, &known);
+        let suggestions = nearest_keys(key.trim(), &known);
         let shown = format!("{}={}", short(key), short(value));
         if key.trim().is_empty() {
             warnings.push(format!("ignored {shown}: a value without a key"));
