@@ -47,6 +47,16 @@ fn a_lesson_refuses_what_its_steps_would_not_read() {
     fails_with_hint(d, &["render", "--lesson", "zero-bubbel", "-o", "s.svg"], "no lesson is named `zero-bubbel`");
     fails_with_hint(d, &["render", "--lesson", "zero-bubble", "-o", "-"], "-o - is not a file name");
     fails_with_hint(d, &["render", "--lesson", "zero-bubble", "-o", "s.json"], "does not end in .svg");
+    // Sixth and seventh hostile passes: -o /dev/full wrote /dev/full-1.svg … beside the device.
+    #[cfg(unix)]
+    {
+        fails_with_hint(
+            d,
+            &["render", "--lesson", "zero-bubble", "-o", "/dev/null"],
+            "-o /dev/null is not a file name",
+        );
+        assert!(!std::path::Path::new("/dev/null-1.svg").exists(), "nothing written beside /dev/null");
+    }
     let typo = "T\ncap\ns=zb-h1&p=8";
     fails_with_hint(
         d,

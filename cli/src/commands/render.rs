@@ -281,7 +281,10 @@ fn render_lesson(args: &RenderArgs, value: &str, theme: Theme, matches: Option<&
         user_error(what, &[hint])
     })?;
     let out = &args.output;
-    if out.as_os_str() == "-" || out.is_dir() || out.to_string_lossy().ends_with('/') {
+    // An existing -o that is not a file (/dev/full, a pipe) names no stem: step-k.svg would
+    // land beside it, in /dev.
+    let special = std::fs::metadata(out).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    if out.as_os_str() == "-" || out.is_dir() || out.to_string_lossy().ends_with('/') || special {
         return Err(user_error(
             &format!(
                 "a lesson of {} steps writes one figure per step; -o {} is not a file name",
