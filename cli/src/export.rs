@@ -128,8 +128,12 @@ impl Target {
     /// The file's text: `schedule` at `costs` (a Perfetto trace uses `analysis`'s timeline when
     /// given).
     pub fn text(&self, schedule: &Schedule, costs: &Costs, analysis: Option<&Analysis>) -> Result<String> {
-        if matches!(self.format, Format::PytorchCsv | Format::PytorchCsvComms) && schedule.trades_memory() {
+        let pytorch = matches!(self.format, Format::PytorchCsv | Format::PytorchCsvComms);
+        if pytorch && schedule.trades_memory() {
             eprintln!("note: {}", bubblescope::passes::PYTORCH_NOTE);
+        }
+        if pytorch && costs.p2p == bubblescope::P2p::Blocking {
+            eprintln!("note: {}", bubblescope::passes::PYTORCH_BLOCKING_NOTE);
         }
         let text = match analysis {
             Some(a) => formats::export_analysis(a, costs, self.format, &self.options),

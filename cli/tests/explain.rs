@@ -180,3 +180,18 @@ fn the_simulated_bubble_without_a_formula_has_no_float_noise() {
         assert_eq!(e["bubble"]["simulated"].as_f64(), Some(0.0), "{s}: {}", e["bubble"]);
     }
 }
+
+/// Sixth hostile pass: `explain --host-gbps 5` on a run that offloads nothing printed the
+/// same as without it; simulate refuses it, and so does explain now.
+#[test]
+fn explain_refuses_a_copy_rate_when_nothing_is_offloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["explain", "-s", "1f1b", "--model", "llama-3.2-1b", "--host-gbps", "5"][..],
+        &["explain", "-s", "1f1b", "-p", "4", "-m", "8", "--copy-time", "0.2"][..],
+    ] {
+        let err = common::fails_with_hint(dir.path(), args, "nothing is offloaded");
+        assert!(err.contains("hint:"), "{err}");
+    }
+    common::ok(dir.path(), &["explain", "-s", "1f1b", "-p", "4", "-m", "8", "--offload", "auto", "--copy-time", "0.2"]);
+}

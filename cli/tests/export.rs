@@ -199,3 +199,21 @@ fn the_send_mode_crosses_a_json_export_and_convert_checks_it() {
         assert!(!d.join(out).exists());
     }
 }
+
+/// A PyTorch CSV holds no send mode: an export of a `--p2p blocking` run says so (it read
+/// back at 33 where the run cost 42.5), and a Bubblescope JSON export, which holds it, does
+/// not.
+#[test]
+fn a_pytorch_export_of_blocking_sends_says_the_file_holds_no_send_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = ["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.5", "--p2p", "blocking"];
+    for (file, format) in [("b.csv", "pytorch-csv"), ("bc.csv", "pytorch-csv-comms")] {
+        let said = ok_stderr(d, &join(&run, &["--export", file, "--to-format", format]));
+        assert!(said.contains("note: the PyTorch file holds no send mode"), "{format}: {said}");
+    }
+    let said = ok_stderr(d, &join(&run, &["--export", "b.json"]));
+    assert!(!said.contains("send mode"), "{said}");
+    let said = ok_stderr(d, &["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.5", "--export", "a.csv"]);
+    assert!(!said.contains("send mode"), "{said}");
+}

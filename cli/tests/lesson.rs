@@ -47,6 +47,16 @@ fn a_lesson_refuses_what_its_steps_would_not_read() {
     fails_with_hint(d, &["render", "--lesson", "zero-bubbel", "-o", "s.svg"], "no lesson is named `zero-bubbel`");
     fails_with_hint(d, &["render", "--lesson", "zero-bubble", "-o", "-"], "-o - is not a file name");
     fails_with_hint(d, &["render", "--lesson", "zero-bubble", "-o", "s.json"], "does not end in .svg");
+    // Sixth and seventh hostile passes: -o /dev/full wrote /dev/full-1.svg … beside the device.
+    #[cfg(unix)]
+    {
+        fails_with_hint(
+            d,
+            &["render", "--lesson", "zero-bubble", "-o", "/dev/null"],
+            "-o /dev/null is not a file name",
+        );
+        assert!(!std::path::Path::new("/dev/null-1.svg").exists(), "nothing written beside /dev/null");
+    }
     let typo = "T\ncap\ns=zb-h1&p=8";
     fails_with_hint(
         d,
@@ -57,6 +67,17 @@ fn a_lesson_refuses_what_its_steps_would_not_read() {
     let e = fails_with_hint(d, &["render", "--lesson", bad, "-o", "s.svg"], "step 1 of the lesson: f=nan: expected");
     assert!(!e.contains("ignored"), "an error, not an ignored value: {e}");
     fails_with_hint(d, &["render", "--lesson", "T\ncap", "-o", "s.svg"], "has 1 line after its title");
+    // Seventh hostile pass: a key given twice drew the last value without a word, and a value
+    // without a key was asked "did you mean v?".
+    let twice = "T\ncap\nschedule=1f1b&devices=4&devices=8";
+    fails_with_hint(d, &["render", "--lesson", twice, "-o", "s.svg"], "step 1 of the lesson: devices is given twice");
+    let keyless = "T\ncap\n=1f1b";
+    let e = fails_with_hint(d, &["render", "--lesson", keyless, "-o", "s.svg"], "=1f1b: a value without a key");
+    assert!(!e.contains("did you mean"), "{e}");
+    // A key typed with spaces around it was asked "did you mean v?", not schedule.
+    let spaced = "T\ncap\n s = 1f1b & p = 4 ";
+    let e = fails_with_hint(d, &["render", "--lesson", spaced, "-o", "s.svg"], "no such key; did you mean schedule?");
+    assert!(!e.contains("did you mean v?"), "{e}");
     assert!(!d.join("s-1.svg").exists(), "nothing written");
 }
 

@@ -103,7 +103,8 @@ fn optimal_reports_the_best_order_and_the_gap() {
     let v = json(&["simulate", "-s", "zb-1p", "--comm", "1", "--json", "--optimal"]);
     let best = v["optimal"]["cost"].as_f64().unwrap();
     assert!(best < 41.0 && best >= v["lower_bound"].as_f64().unwrap(), "{v}");
-    assert_eq!(v["gap"].as_f64().unwrap(), 41.0 / best - 1.0);
+    // Within float noise: the JSON prints 2/39, not 41/39 − 1's 0.05128205128205132.
+    assert!((v["gap"].as_f64().unwrap() - (41.0 / best - 1.0)).abs() <= 1e-12, "{v}");
     assert_eq!(
         (&v["optimal"]["proven"], v["optimal"]["bound"].as_f64()),
         (&serde_json::json!(true), Some(best)),

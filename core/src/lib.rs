@@ -56,3 +56,28 @@ pub use stats::{stats, BubbleMeasure, DeviceStats, Stats};
 pub use trade::{Offload, Recompute, Trade};
 pub use units::Units;
 pub use validate::validate;
+
+/// The cases a proptest runs: `PROPTEST_CASES` when set to a number (so a long soak or a
+/// quick check can change it), else `default`. `ProptestConfig::with_cases(n)` alone ignores
+/// the variable.
+#[cfg(test)]
+pub(crate) fn proptest_cases(default: u32) -> proptest::prelude::ProptestConfig {
+    proptest::prelude::ProptestConfig::with_cases(cases_from(std::env::var("PROPTEST_CASES").ok().as_deref(), default))
+}
+
+/// `PROPTEST_CASES`'s value (`env`) when it is a number, else `default`.
+#[cfg(test)]
+fn cases_from(env: Option<&str>, default: u32) -> u32 {
+    env.and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+#[cfg(test)]
+mod proptest_cases_tests {
+    /// `PROPTEST_CASES=1000 cargo test` runs 1000 cases, not each test's own count.
+    #[test]
+    fn the_environment_sets_the_cases() {
+        assert_eq!(super::cases_from(Some("1000"), 24), 1000);
+        assert_eq!(super::cases_from(None, 24), 24);
+        assert_eq!(super::cases_from(Some("many"), 24), 24);
+    }
+}

@@ -215,6 +215,10 @@ fn offload_count(fraction: f64, forwards: usize) -> usize {
 /// compute orders only.
 pub const PYTORCH_NOTE: &str = "the PyTorch file holds the compute orders only: PyTorch's runtime has no recompute or offload action; set recomputation on the stage module (activation checkpointing, torch.utils.checkpoint) and offload with a custom action";
 
+/// What a PyTorch schedule file says of a run with blocking sends (`--p2p blocking`): it holds
+/// no send mode, and reads back with asynchronous sends.
+pub const PYTORCH_BLOCKING_NOTE: &str = "the PyTorch file holds no send mode: PyTorch's runtime posts its own sends, and `simulate --from` reads the file with asynchronous sends unless --p2p blocking is given again";
+
 /// What a schedule's recompute and offload cost and save, each against the same schedule
 /// simulated without them: the difference of two independent runs.
 #[derive(Clone, Debug, PartialEq)]

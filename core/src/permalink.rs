@@ -301,8 +301,12 @@ pub fn unknown_keys(link: &Permalink, view_keys: &[&str]) -> Vec<String> {
         if view_keys.contains(&key.as_str()) {
             continue;
         }
-        let suggestions = nearest_keys(key, &known);
+        let suggestions = nearest_keys(key.trim(), &known);
         let shown = format!("{}={}", short(key), short(value));
+        if key.trim().is_empty() {
+            warnings.push(format!("ignored {shown}: a value without a key"));
+            continue;
+        }
         warnings.push(match suggestions.as_slice() {
             [] => format!("ignored {shown}: no such key; the keys are {}", keys().join(", ")),
             [one] => format!("ignored {shown}: no such key; did you mean {one}?"),

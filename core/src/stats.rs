@@ -8,7 +8,9 @@
 //!   and no overlap every device does the papers' `M * (F + B + W)`, and `ideal` is exactly
 //!   that.
 //! * `bubble_rate` is `(cost - ideal) / cost = 1 - Σ work / (devices * cost)`: the share of
-//!   GPU time idle in a step. With equal stages it is the papers' `(cost - M(F+B+W)) / cost`.
+//!   GPU time idle in a step. With equal stages it is the papers' `(cost - M(F+B+W)) / cost`
+//!   (to within float noise at the run's scale: differences of times go through the one
+//!   noise rule, [`crate::units::difference`]).
 //!   With unequal stages it also counts what the lighter devices idle while the busiest one
 //!   works (on 4 devices with one doing twice the others' work, at least 3/8 of GPU time).
 //! * `bubble_rate_paper` is `(cost - busiest_work) / cost`, the papers' metric measured
@@ -316,22 +318,21 @@ fn as_written(schedule: &Schedule, costs: &Costs, value: f64) -> f64 {
     }
 }
 
-/// `a − b`, 0 when the two differ by float noise alone (a device idle 2e-10 µs of a 2 s span,
-/// a bubble rate of −8e-16: [`is_noise_at`](crate::units::is_noise_at) their scale), else the
-/// exact difference, so a rate stays the papers' `(cost − ideal) / cost` bit for bit. Printing
-/// rounds what is left ([`without_noise`](crate::units::without_noise)).
+/// `a − b` as reports give it ([`difference`](crate::units::difference), the one noise rule):
+/// 0 when the two differ by float noise alone (a device idle 2e-10 µs of a 2 s span, a bubble
+/// rate of −8e-16), and a difference a few rounding steps from a short decimal at the terms'
+/// scale is that decimal (`2` for 50.00000000000007 − 48), so a rate is the papers'
+/// `(cost − ideal) / cost` to within float noise at the run's scale, and prints without it
+/// (`0.04`, not `0.0400000000000015`).
 fn less(a: f64, b: f64) -> f64 {
-    let d = a - b;
-    if crate::units::is_noise_at(d, a.abs().max(b.abs())) {
-        0.0
-    } else {
-        d
-    }
+    crate::units::difference(a, b)
 }
 
+/// `num / den` ([`quotient`](crate::units::quotient)): 3 / 51, not 3 / 50.99999999999997;
+/// 0 without a positive denominator.
 fn ratio(num: f64, den: f64) -> f64 {
     if den > 0.0 {
-        num / den
+        crate::units::quotient(num, den)
     } else {
         0.0
     }

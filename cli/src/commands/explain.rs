@@ -42,6 +42,8 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     let params = args::params(&args.family, &args.costs)?;
     let units = args.costs.units();
     let subject = generated(required_schedule(&args.family, false)?, params, units)?;
+    // --copy-time or --host-gbps with nothing copied is refused, as simulate refuses it.
+    args.costs.check_copy_rate(&subject.analysis.schedule)?;
     // The model flags that change nothing here are said, as simulate says them.
     if args.costs.model.given() {
         let model = args.costs.model.model(subject.params.devices)?;

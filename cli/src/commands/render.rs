@@ -281,7 +281,10 @@ fn render_lesson(args: &RenderArgs, value: &str, theme: Theme, matches: Option<&
         user_error(what, &[hint])
     })?;
     let out = &args.output;
-    if out.as_os_str() == "-" || out.is_dir() || out.to_string_lossy().ends_with('/') {
+    // An existing -o that is not a file (/dev/full, a pipe) names no stem: step-k.svg would
+    // land beside it, in /dev.
+    let special = std::fs::metadata(out).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    if out.as_os_str() == "-" || out.is_dir() || out.to_string_lossy().ends_with('/') || special {
         return Err(user_error(
             &format!(
                 "a lesson of {} steps writes one figure per step; -o {} is not a file name",
@@ -301,6 +304,12 @@ fn render_lesson(args: &RenderArgs, value: &str, theme: Theme, matches: Option<&
     let mut replaced = Vec::new();
     for (i, step) in lesson.steps.iter().enumerate() {
         let at = format!("step {} of the lesson", i + 1);
+        if let Some(key) = repeated_key(&step.settings) {
+            return Err(user_error(
+                &format!("{at}: {} is given twice", formats::sanitize(&key)),
+                &["give each key once (a flag is given once on the command line)"],
+            ));
+        }
         let (link, warnings) = bubblescope::permalink::parse(&step.settings);
         let unknown = bubblescope::permalink::unknown_keys(&link, &[]);
         if let Some(w) = warnings.iter().chain(&unknown).next() {
@@ -351,4 +360,14 @@ fn render_lesson(args: &RenderArgs, value: &str, theme: Theme, matches: Option<&
         eprintln!("note: replaced {}, written before", replaced.join(", "));
     }
     Ok(())
+}
+
+/// The first key a lesson step's settings line gives twice (`devices=4&devices=8`, where the
+/// link's reader would keep the last without a word).
+fn repeated_key(settings: &str) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    settings.trim().trim_start_matches('?').split('&').find_map(|part| {
+        let key = part.split('=').next().unwrap_or("").trim();
+        (!key.is_empty() && !seen.insert(key)).then(|| key.to_string())
+    })
 }

@@ -137,7 +137,7 @@ fn rejects_bad_parameters_with_exact_messages() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_cases(64))]
 
     /// Without communication and with M a multiple of P, the bubble is the closed form for any
     /// costs and device d holds the smaller of its slots and its microbatches: the

@@ -215,7 +215,7 @@ fn with_overlap_gains_the_prediction_is_deepseeks_least_busy_idle() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_cases(48))]
 
     /// In DeepSeek's domain (no communication, F = B, W ≤ F, B+W ≤ F&B ≤ F+B+W) the least busy
     /// device idles DeepSeek's bubble and every device holds PP+1 stage activations: the

@@ -6,7 +6,7 @@ use super::super::test_support::{check_explained, explained_costs, params};
 use super::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_cases(64))]
 
     /// With equal stages and no communication, the bubble is one fill and drain and every
     /// device holds all M microbatches: the explanation's values are the simulated ones.

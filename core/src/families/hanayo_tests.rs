@@ -176,7 +176,7 @@ fn rejects_bad_parameters_with_exact_messages() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_cases(48))]
 
     /// Without communication, with F = B+W and M a multiple of P, the bubble is one chunk's
     /// fill and drain and every device holds P·mem-f (less in a single round): the

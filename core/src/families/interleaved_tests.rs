@@ -240,7 +240,7 @@ fn rejects_bad_parameters_with_exact_messages() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_cases(64))]
 
     /// With equal stages and no communication, the interleaved bubble is the fill and drain
     /// divided by V and device d holds Megatron's warm-up plus one chunk activation: the

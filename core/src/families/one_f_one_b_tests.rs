@@ -7,7 +7,7 @@ use super::*;
 use crate::params::Costs;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_cases(64))]
 
     /// With equal stages and no communication, 1F1B's bubble is GPipe's and device d holds
     /// min(P−d, M) microbatches: the explanation's values are the simulated ones.

@@ -82,7 +82,7 @@ fn slot_offsets_never_collide_within_a_period() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+    #![proptest_config(crate::proptest_cases(32))]
 
     /// Once M ≥ 2⌊2P/3⌋+1 every device holds 2⌊2P/3⌋+2 chunk activations, whatever the costs:
     /// the explanation's memory is the simulated peak.

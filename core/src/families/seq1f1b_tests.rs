@@ -104,7 +104,7 @@ fn rejects_bad_parameters_with_exact_messages() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_cases(64))]
 
     /// Without communication the bubble is (P−1)(F+B+W)/K and device d holds
     /// min(P−d−1+K, M·K) slices of mem-f/K: the explanation's values are the simulated ones.

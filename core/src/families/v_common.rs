@@ -200,7 +200,7 @@ pub(super) mod testing {
         cases: u32,
     ) {
         let strategy = (devices, microbatches, proptest::collection::vec(1u32..=8, 1..=3usize), scale);
-        let mut runner = TestRunner::new(Config { source_file: Some(file!()), ..Config::with_cases(cases) });
+        let mut runner = TestRunner::new(Config { source_file: Some(file!()), ..crate::proptest_cases(cases) });
         let result = runner.run(&strategy, |(devices, microbatches, mem_f, scale)| {
             let pieces: Vec<f64> = (0..devices as usize).map(|i| f64::from(mem_f[i % mem_f.len()])).collect();
             let params = unequal_memory(devices, microbatches, &pieces);

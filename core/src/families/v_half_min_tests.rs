@@ -168,7 +168,7 @@ fn rejects_options_it_does_not_read_and_too_many_devices() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_cases(48))]
 
     /// With F = B = W, no communication and M ≥ 2P (so M ≥ 2k−1), mem-f/2 ≤ mem-w ≤ mem-f
     /// (mem-w = mem-f for V-Min at P ≡ 2 mod 3), the bubble is the blocks' idle slots and

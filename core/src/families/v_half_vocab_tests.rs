@@ -165,7 +165,7 @@ fn bad_input_is_refused_with_hints() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(crate::proptest_cases(32))]
 
     /// From M = 3P on, every device holds P + 2 + 2·barriers chunk activations at its peak
     /// (plain V-Half's P + 2, one more microbatch of a stage per barrier) and one S ahead of

@@ -124,7 +124,7 @@ fn vocab_params(p: u32, m: u32) -> ScheduleParams {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_cases(48))]
 
     /// Vocab-1 holds p + 2 microbatches of activation on rank 0, Vocab-2 p + 1 (rank r: one
     /// fewer per rank), with equal stages; the simulator's peak memory says the same.

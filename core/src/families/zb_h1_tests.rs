@@ -38,7 +38,7 @@ fn too_few_microbatches_name_the_minimum() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_cases(64))]
 
     /// Without communication, with W ≤ F and M ≥ P, the bubble is (P−1)(F+B−W) and device d
     /// holds (P−d)·mem-f + d·mem-w: the explanation's values are the simulated ones.

@@ -46,7 +46,7 @@ fn too_few_microbatches_name_the_minimum() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_cases(64))]
 
     /// Under the paper's conditions (W ≤ F, 2W ≤ F+B+2·comm, 2·comm ≤ F+B, M ≥ 2P−1) the
     /// bubble is (P−1)(F+B+2·comm−2W) and device d holds (2P−2d−1)·mem-f + 2d·mem-w: the

@@ -78,7 +78,7 @@ fn rejects_options_it_does_not_read() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+    #![proptest_config(crate::proptest_cases(32))]
 
     /// With F = B = W, no communication, M ≥ 2P−1 and mem-w = mem-f, the pattern has no bubble
     /// and device d holds min(2P, 2M, M+d+1) chunk activations: the explanation's values are

@@ -277,7 +277,7 @@ fn matches_the_reference_at_the_benchmark_size() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+    #![proptest_config(crate::proptest_cases(96))]
 
     /// Random sizes, whole-number costs (so both sides round alike), memory counts and limits:
     /// the same orders as the straightforward reference wherever the authors' code finishes.
@@ -730,7 +730,7 @@ fn too_little_memory_names_a_limit_that_works_with_unequal_stages() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+    #![proptest_config(crate::proptest_cases(32))]
 
     /// With F = B = W, no communication, M ≥ 2P−1, mem-w = mem-f and the default limit (1F1B's
     /// memory), ZB-V has no bubble and every device holds P·mem-f: the explanation's values

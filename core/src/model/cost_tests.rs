@@ -324,7 +324,7 @@ fn identifiable(m: &Model, e: Efficiency) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(crate::proptest_cases(256))]
 
     /// Costs the model itself produced at known efficiencies calibrate back to them, and the
     /// calibrated spec then prices another microbatch size as those efficiencies do. (Far

@@ -679,7 +679,7 @@ fn fits(mut candidate: Candidate, run: Run, trade: Option<TradeChoice>, statics:
             let per_second = samples / (cost * 1e-6);
             (per_second, candidate.seq.map(|s| per_second * f64::from(s)))
         }
-        _ if cost > 0.0 => (m / cost, None),
+        _ if cost > 0.0 => (crate::units::quotient(m, cost), None),
         _ => (0.0, None),
     };
     Outcome::Fits(Box::new(Plan {

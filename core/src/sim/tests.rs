@@ -208,7 +208,7 @@ mod blocking_properties {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(12))]
+        #![proptest_config(crate::proptest_cases(12))]
         /// Every family, generated for blocking sends, either simulates under them or is
         /// refused with a deadlock naming the stuck devices (the loop always ends); and blocking
         /// never makes a schedule faster than asynchronous sends.

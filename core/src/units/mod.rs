@@ -21,7 +21,7 @@ pub mod text;
 pub use bytes::{byte_unit, format_bytes, format_bytes_up, parse_size, size_text, BadSize, BYTE_UNITS, GIB, MIB};
 pub use number::{
     difference, format_at_scale, format_fixed, format_micros, format_number, format_signed, format_significant,
-    is_noise_at, round_up, short_number, significant_decimals, without_noise, without_noise_in,
+    is_noise_at, quotient, round_up, short_number, significant_decimals, without_noise, without_noise_in,
 };
 pub use text::{clean_text, shell_word};
 

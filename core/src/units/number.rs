@@ -66,23 +66,42 @@ pub fn significant_decimals(value: f64, digits: u32) -> usize {
 /// `value` without float noise: the decimal of at most 12 significant digits nearest it, when
 /// that lies within 128 rounding steps of `value` (the steps a sum or a running total of up
 /// to about a hundred terms takes:
-/// `2.8` for 2.800000000000004, `2` for 2.0000000000000004, `0.3` for 0.1 + 0.2); else `value`
-/// itself, exactly. A number that needs its digits (9/33, a fitted time) stays bit for bit.
+/// `2.8` for 2.800000000000004, `2` for 2.0000000000000004, `0.3` for 0.1 + 0.2), or else a
+/// whole number of thirds, quarters … 64ths ([`nearest_fraction`]) as near (`4/3` for
+/// 1.3333333333333375, the times of passes split in three chunks); else `value` itself,
+/// exactly. A number that needs its digits (9/33, a fitted time) stays bit for bit.
 /// The CLI's JSON output passes every number through it.
 pub fn without_noise(value: f64) -> f64 {
     if !value.is_finite() || value == 0.0 {
         return value;
     }
+    let near = NOISE_STEPS * f64::EPSILON * value.abs();
     match format!("{value:.11e}").parse::<f64>() {
-        Ok(near) if (near - value).abs() <= NOISE_STEPS * f64::EPSILON * value.abs() => near,
-        _ => value,
+        Ok(decimal) if (decimal - value).abs() <= near => decimal,
+        _ => nearest_fraction(value, near).unwrap_or(value),
     }
 }
+
+/// The whole number of `1/d` (d from 2 to 64) within `near` of `value`, if one is: float noise
+/// in runs whose costs are thirds, sixths … of a pass, which no short decimal holds. Only
+/// where `near` is a tiny share of the step `1/d` (never at 10^14, where 128 rounding steps
+/// span whole halves).
+fn nearest_fraction(value: f64, near: f64) -> Option<f64> {
+    (2..=FRACTION_DENOMINATORS).map(f64::from).find_map(|d| {
+        let whole = (value * d).round();
+        let fraction = whole / d;
+        (near * d <= 1e-6 && (fraction - value).abs() <= near).then_some(fraction + 0.0)
+    })
+}
+
+/// The largest denominator [`nearest_fraction`] tries.
+const FRACTION_DENOMINATORS: u8 = 64;
 
 /// `value`, one of a running total's values or a difference whose terms are about `scale` in
 /// size, without float noise: 0 when it lies within the same 128 rounding steps of `scale` (a
 /// total that returns to empty as `-2.220446049250313e-16`); the decimal of 12 significant
-/// digits at `scale` when that lies as near (`0.2` for 100.2 − 100); else [`without_noise`]'s
+/// digits at `scale` (or a whole number of thirds … 64ths) when that lies as near (`0.2` for
+/// 100.2 − 100, `4/3` for 1.3333333333333375 at 50); else [`without_noise`]'s
 /// value; never `-0`. Exports of memory curves and durations pass their points through it.
 pub fn without_noise_in(value: f64, scale: f64) -> f64 {
     let near = NOISE_STEPS * f64::EPSILON * scale.abs();
@@ -96,6 +115,9 @@ pub fn without_noise_in(value: f64, scale: f64) -> f64 {
                 return grid + 0.0;
             }
         }
+        if let Some(fraction) = nearest_fraction(value, near) {
+            return fraction;
+        }
     }
     without_noise(value) + 0.0
 }
@@ -105,6 +127,29 @@ pub fn without_noise_in(value: f64, scale: f64) -> f64 {
 /// round value is that value (`0.15` for 0.14999999999999325 between terms near 16).
 pub fn difference(a: f64, b: f64) -> f64 {
     without_noise_in(a - b, a.abs().max(b.abs()))
+}
+
+/// `num / den` as reports give it (a rate, a share): when both are whole numbers of `1/q`
+/// (q a short decimal step times 1 to 12: `4.55 / 21.35`, `(4/3) / (148/3)`) but for float
+/// noise at their scale, the quotient of those whole numbers (exactly the f64 of 13/61 or
+/// 1/37, not 0.21311475409836067 or 0.027027027027027025); else `num / den`.
+pub fn quotient(num: f64, den: f64) -> f64 {
+    let scale = num.abs().max(den.abs());
+    if scale.is_finite() {
+        for step in [1.0, 10.0, 100.0, 1e3, 1e4] {
+            for d in (1..=12u8).map(|d| f64::from(d) * step) {
+                if NOISE_STEPS * f64::EPSILON * scale * d > 1e-6 {
+                    break;
+                }
+                let (n, m) = ((num * d).round(), (den * d).round());
+                let whole = |x: f64, w: f64| is_noise_at(x * d - w, scale * d);
+                if m != 0.0 && whole(num, n) && whole(den, m) {
+                    return n / m + 0.0;
+                }
+            }
+        }
+    }
+    num / den
 }
 
 /// Whether `value`, a difference whose terms are about `scale` in size, is float noise: within
@@ -237,6 +282,32 @@ mod tests {
         assert_eq!(without_noise_in(1734785.3827074657 - 1734785.3827074655, 1734785.3827074657), 0.0);
     }
 
+    /// Issue 43, pass 6, item 12: runs whose passes last thirds of a unit (`--chunks 3`) give
+    /// times like 1.3333333333333375 that no short decimal holds; they are thirds, exactly as
+    /// near as f64 holds them, and a number that needs its digits stays.
+    #[test]
+    fn thirds_of_a_pass_lose_their_noise_too() {
+        assert_eq!(without_noise(1.3333333333333375), 4.0 / 3.0);
+        assert_eq!(without_noise(0.6666666666666687), 2.0 / 3.0);
+        assert_eq!(without_noise(-0.6666666666666687), -2.0 / 3.0);
+        assert_eq!(without_noise_in(1.3333333333333375, 50.0), 4.0 / 3.0);
+        assert_eq!(without_noise_in(0.0400000000000015, 50.0), 0.04);
+        assert_eq!(without_noise_in(0.6666666666666852, 4.0), 2.0 / 3.0);
+        assert_eq!(without_noise(5.0 / 7.0 + 1e-12), 5.0 / 7.0 + 1e-12, "1e-12 off a seventh is real");
+        assert_eq!(quotient(1.3333333333333375, 49.33333333333334), 1.0 / 37.0);
+        assert_eq!(quotient(3.0, 50.99999999999997), 3.0 / 51.0);
+        // Seventh hostile pass: 4.55 / 21.35 printed 0.21311475409836067; 6/17 of a
+        // recomputed activation summed to 0.3529411764705883.
+        assert_eq!(quotient(4.550000000000001, 21.35), 13.0 / 61.0);
+        assert_eq!(without_noise(0.3529411764705883), 6.0 / 17.0);
+        assert_eq!(without_noise(2.8235294117647056), 48.0 / 17.0);
+        assert_eq!(quotient(0.1, 0.7), 1.0 / 7.0, "whole tenths");
+        assert_eq!(quotient(0.123, 0.7), 0.123 / 0.7, "not whole numbers of a small 1/d");
+        for v in [1.0 / 13.0, 0.1234567890123, 161578.54, 1e9 + 1.0 / 3.0] {
+            assert_eq!(without_noise(v).to_bits(), v.to_bits(), "{v}");
+        }
+    }
+
     #[test]
     fn a_running_total_of_many_terms_loses_its_noise() {
         assert_eq!(without_noise(2.500000000000038), 2.5);
@@ -287,7 +358,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #![proptest_config(crate::proptest_cases(4096))]
         #[test]
         fn the_shortest_form_shortcut_prints_what_exact_formatting_prints(
             bits in any::<u64>(),

@@ -16,7 +16,7 @@ fn costs(f: &[u32], b: u32, comm: u32) -> Costs {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(16))]
+    #![proptest_config(crate::proptest_cases(16))]
 
     #[test]
     fn gaps_add_up_and_wait_for_real_dependencies(

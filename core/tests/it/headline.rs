@@ -24,10 +24,12 @@ fn idle_gpu_share(s: &Stats) -> f64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(crate::proptest_cases(24))]
 
     /// With equal stages (no overlapped pairs) every family's headline is the papers'
-    /// `(cost − M·(F+B+W)) / cost`, bit for bit, and so is `bubble_rate_paper`.
+    /// `(cost − M·(F+B+W)) / cost`, and so is `bubble_rate_paper`: equal to within float
+    /// noise at the run's scale (the bubble they imply within 1e-9 of the largest time), as
+    /// stats takes differences of times through the one noise rule (`units::difference`).
     #[test]
     fn with_equal_stages_the_headline_is_the_papers_rate(
         devices in 1u32..7, microbatches in 1u32..13, f in 1u32..5, b in 0u32..5, w in 0u32..5, comm in 0u32..3,
@@ -39,15 +41,15 @@ proptest! {
             let p = ScheduleParams { chunks, seq_splits: seq, ..ScheduleParams::new(devices, microbatches).with_costs(costs.clone()) };
             let Ok(a) = run(family.name, &p) else { continue };
             let s = &a.stats;
-            // The papers' rate; a difference that is float noise alone (a rate of −1e-16 where
-            // cost and ideal are equal) is 0, as stats takes it.
-            let bubble = s.cost - paper_ideal;
-            let bubble = if bubblescope::units::is_noise_at(bubble, s.cost.max(paper_ideal)) { 0.0 } else { bubble };
-            let paper = if s.cost > 0.0 { bubble / s.cost } else { 0.0 };
+            // The papers' rate, raw; stats' may differ from it by float noise alone.
+            let paper = if s.cost > 0.0 { (s.cost - paper_ideal) / s.cost } else { 0.0 };
+            let scale = s.cost.max(paper_ideal).max(1.0);
+            let within_noise = |rate: f64| ((rate - paper) * s.cost).abs() <= 1e-9 * scale;
             prop_assert_eq!(s.ideal, paper_ideal, "{}", family.name);
             prop_assert_eq!(s.busiest_work, paper_ideal, "{}", family.name);
-            prop_assert_eq!(s.bubble_rate, paper, "{}", family.name);
-            prop_assert_eq!(s.bubble_rate_paper, paper, "{}", family.name);
+            prop_assert!(within_noise(s.bubble_rate), "{}: {} vs {paper}", family.name, s.bubble_rate);
+            prop_assert!(within_noise(s.bubble_rate_paper), "{}: {} vs {paper}", family.name, s.bubble_rate_paper);
+            prop_assert!(s.bubble_rate >= 0.0, "{}: {}", family.name, s.bubble_rate);
             let tol = 1e-12;
             prop_assert!((s.bubble_rate - idle_gpu_share(s)).abs() <= tol, "{}: {} vs {}", family.name, s.bubble_rate, idle_gpu_share(s));
             let parts = attribute(&a, &costs).expect("re-simulates").overall;

@@ -47,7 +47,7 @@ fn check_bound(name: &str, params: &ScheduleParams) -> Result<(), TestCaseError>
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(40))]
+    #![proptest_config(crate::proptest_cases(40))]
 
     #[test]
     fn the_lower_bound_is_at_least_ideal_and_at_most_every_cost(
@@ -81,7 +81,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(crate::proptest_cases(24))]
 
     #[test]
     fn the_optimum_is_never_above_a_heuristic_nor_below_the_bound(

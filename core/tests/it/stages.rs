@@ -13,7 +13,7 @@ fn explicit_uniform(c: &Costs, devices: u32) -> Costs {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_cases(48))]
 
     #[test]
     fn a_list_of_equal_values_gives_what_the_single_number_gives(
@@ -134,7 +134,7 @@ fn evaluate(orders: &[Vec<Op>], f: &[f64], b: &[f64], w: f64, comm: f64, microba
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(crate::proptest_cases(24))]
 
     #[test]
     fn attribution_parts_add_up_to_the_gap_for_every_family(
