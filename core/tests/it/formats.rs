@@ -323,6 +323,7 @@ fn json_costs_round_trip_bit_for_bit() {
             reduce: 2.0 / 3.0,
         }),
         p2p: bubblescope::P2p::Async,
+        split_vocab: None,
     };
     let s = sequential(Placement::linear(2), 2, 1, false);
     let back = read(&export_json(&s, Some(&hard)), Format::Json).costs.expect("costs");
@@ -1278,6 +1279,7 @@ proptest! {
             trade: None,
             vocab: None,
             p2p: bubblescope::P2p::Async,
+            split_vocab: None,
         };
         prop_assume!(costs.check().is_ok());
         let s = sequential(Placement::linear(2), 1, 1, true);
