@@ -70,8 +70,9 @@ pub struct CostArgs {
     /// Output-layer forward time of one vocabulary shard (S), for the vocabulary-parallel families.
     ///
     /// Output-layer forward time of one vocabulary shard (S): the LM head's GEMM and softmax
-    /// statistics over 1/P of the vocabulary, for vocab-1, vocab-2, interlaced-vocab and v-half-vocab. Each
-    /// barrier (all-reduce over the shards) takes --comm.
+    /// statistics over 1/P of the vocabulary, for vocab-1, vocab-2, interlaced-vocab, v-half-vocab and
+    /// v-half-vocab-1. Each barrier (all-reduce over the shards) takes --comm. With model flags the
+    /// model prices the shards instead.
     #[arg(long = "s", value_name = "S", allow_hyphen_values = true, hide_short_help = true)]
     pub s: Option<f64>,
     /// Output-layer backward time of one vocabulary shard (T) [default: 2 × S].

@@ -237,6 +237,17 @@ pub fn table(
         share(3, c.mem_f),
         share(4, c.mem_w())
     );
+    if let Some(v) = c.vocab {
+        // The vocabulary shards' passes (one per device) and a barrier.
+        let time = |t: f64| if units.micros() { format_micros(t) } else { cn(t) };
+        let input = if v.input_f > 0.0 || v.input_b > 0.0 {
+            format!(" · IF {} · IB {}", time(v.input_f), time(v.input_b))
+        } else {
+            String::new()
+        };
+        let _ =
+            writeln!(out, "vocabulary shard: S {} · T {}{input} · barrier {}", time(v.s), time(v.t), time(v.reduce));
+    }
     let _ = writeln!(out);
     // The busiest device's work only when it is not the mean's (unequal stages, or pairs).
     let busiest = (s.busiest_work != s.ideal).then_some((

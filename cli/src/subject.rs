@@ -31,7 +31,16 @@ pub fn generated(name: &str, params: ScheduleParams, units: Units) -> Result<Sub
     if let Some(e) = family(name).and_then(|f| bubblescope::families::unused_vocabulary(&[f], &params.costs)) {
         return Err(anyhow::anyhow!("{e}"));
     }
+    // A vocabulary-parallel family runs, and is reported, at the costs with a model's
+    // vocabulary split over every device (the stages without the embedding and the head).
+    let params = match family(name) {
+        Some(f) => f.at_its_costs(&params).into_owned(),
+        None => params,
+    };
     let schedule = generate(name, &params).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for note in family(name).map(|f| f.notes(&params)).unwrap_or_default() {
+        eprintln!("note: {note}");
+    }
     analyzed(name, schedule, params, units)
 }
 

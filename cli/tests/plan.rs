@@ -686,3 +686,28 @@ fn the_least_need_is_a_limit_that_fits_and_no_raise_past_the_cap() {
     let e = fails_with_hint(dir.path(), &args, "no allowed limit fits");
     assert!(!e.contains("raise --mem-limit") && !e.contains("is 1024 TiB per device"), "{e}");
 }
+
+/// The plan says what balancing removed: the best plan on the even split without vocabulary
+/// parallelism and the best vocabulary-parallel plan, each with its rank, idle share and
+/// imbalance; the vocabulary plan has no imbalance left (Llama 3.2 1B, whose head outweighs
+/// two layers).
+#[test]
+fn the_plan_reports_the_imbalance_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["plan", "-p", "8", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--global-batch", "16"];
+    let v: Value = serde_json::from_str(&ok(dir.path(), &join(&args, &["--json"]))).unwrap();
+    let b = &v["balance"];
+    let rate = |x: &Value| x["bubble_rate"].as_f64().unwrap();
+    assert!(b["even"]["layout"].is_null() && b["even"]["rank"].as_u64().unwrap() > 1, "{b}");
+    assert!(rate(&b["best"]) < rate(&b["even"]), "{b}");
+    assert!(b["even"]["imbalance"].as_f64().unwrap() > b["best"]["imbalance"].as_f64().unwrap(), "{b}");
+    let vocabulary = b["vocabulary"]["schedule"].as_str().unwrap();
+    assert!(vocabulary.contains("vocab"), "{b}");
+    assert_eq!(b["vocabulary"]["imbalance"].as_f64(), Some(0.0));
+    let text = ok(dir.path(), &args);
+    assert!(text.contains("\nbalanced: on the even split the best plan is "), "{text}");
+    assert!(
+        text.contains("\nvocabulary parallelism: the best plan that splits the vocabulary over every device is "),
+        "{text}"
+    );
+}

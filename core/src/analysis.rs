@@ -94,6 +94,14 @@ pub fn analyze(schedule: Schedule, costs: &Costs) -> Result<Analysis, AnalyzeErr
     if !problems.is_empty() {
         return Err(AnalyzeError::Invalid(problems));
     }
+    // A schedule that splits the vocabulary runs at the costs with it split (a model's).
+    let split;
+    let costs = if schedule.vocab.is_some() && costs.split_vocab.is_some() {
+        split = costs.vocabulary_parallel();
+        &split
+    } else {
+        costs
+    };
     let stage_costs = StageCosts::for_schedule(costs, &schedule);
     let timeline = simulate(&schedule, &stage_costs)?;
     let mut stats = stats(&schedule, &timeline, costs);

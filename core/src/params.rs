@@ -75,6 +75,11 @@ pub struct Costs {
     /// How the runtime's point-to-point sends between devices behave (`--p2p`). Always on the
     /// wire: the worker's format is positional, so a field left out shifts every one after it.
     pub p2p: P2p,
+    /// When a model prices the vocabulary: the costs the vocabulary-parallel families run at,
+    /// its stages without the embedding and the LM head (split over every device instead) and
+    /// the shards' passes in `vocab` ([`Costs::vocabulary_parallel`]). `None` with costs set by
+    /// hand, whose `vocab` (`--s`, `--t`) is the shards' own and whose stages hold no head.
+    pub split_vocab: Option<Arc<Costs>>,
 }
 
 /// How a runtime sends a pass's result to the device that consumes it (`--p2p`).
@@ -131,6 +136,30 @@ impl Default for Costs {
             trade: None,
             vocab: None,
             p2p: P2p::Async,
+            split_vocab: None,
+        }
+    }
+}
+
+impl Costs {
+    /// The costs a vocabulary-parallel family runs at: with a model's vocabulary priced
+    /// ([`Costs::split_vocab`]), its stages without the embedding and the LM head and its
+    /// shards' S, T, IF, IB and barrier; the hop times, send mode, F&B time and trade stay
+    /// these costs'. Costs set by hand come back as they are.
+    pub fn vocabulary_parallel(&self) -> Costs {
+        match &self.split_vocab {
+            None => self.clone(),
+            Some(v) => Costs {
+                f: v.f,
+                b: v.b,
+                w: v.w,
+                mem_f: v.mem_f,
+                mem_w: v.mem_w,
+                profile: v.profile.clone(),
+                vocab: v.vocab,
+                split_vocab: None,
+                ..self.clone()
+            },
         }
     }
 }

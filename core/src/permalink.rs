@@ -551,6 +551,7 @@ mod tests {
                 trade: None,
                 vocab: None,
                 p2p: crate::params::P2p::Blocking,
+                split_vocab: None,
             },
             mem_limit: Some(1609728.0),
             units: crate::units::Units::Cost,

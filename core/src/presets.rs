@@ -48,6 +48,7 @@ fn zb_model(
             profile: None,
             vocab: None,
             p2p: crate::params::P2p::Async,
+            split_vocab: None,
         },
         ..ScheduleParams::new(devices, microbatches)
     }

@@ -30,6 +30,7 @@ pub static FAMILIES: &[Family] = &[
     vocab_2::FAMILY,
     interlaced_vocab::FAMILY,
     v_half_vocab::FAMILY,
+    v_half_vocab::TWO_BARRIERS,
     interleaved::FAMILY,
     interleaved::LOOPED_BFS,
     group_interleaved::FAMILY,

@@ -153,6 +153,8 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         _ => None,
     };
     let exported = export.as_ref().map(|e| found.plans[e.index].clone());
+    // What balancing removed, from every plan that fits (before the list is cut to --top).
+    let balance = balance(&found.plans);
     found.plans.truncate(args.top as usize);
     for p in &mut found.plans {
         attribute_plan(p);
@@ -289,9 +291,16 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
     }
     let out = if args.json {
-        crate::output::json_text(&json(spec, &found, searched, meshes.as_ref()))
+        let mut value = json(spec, &found, searched, meshes.as_ref());
+        value["balance"] = balance_json(&balance, &found);
+        crate::output::json_text(&value)
     } else {
-        table(spec, &found, searched, bytes, meshes.as_ref())
+        let mut text = table(spec, &found, searched, bytes, meshes.as_ref());
+        let lines = balance_lines(&balance, &found, bytes);
+        if let Some(at) = text.rfind("\nsearched ") {
+            text.insert_str(at, &lines);
+        }
+        text
     };
     crate::output::print(&out)
 }
@@ -439,6 +448,104 @@ fn json(spec: &PlanSpec, found: &PlanSearch, searched: usize, meshes: Option<&Me
         out["deadlocked"] = json!(found.deadlocked);
     }
     out
+}
+
+/// Beside the best plan, the imbalance balancing removed: the best plan on the even split
+/// without vocabulary parallelism (the ends as the model puts them) and the best plan that
+/// splits the vocabulary over every device, each with its rank among the plans that fit
+/// (1 is the best) and its bubble split.
+struct Balance {
+    even: Option<(usize, Plan)>,
+    vocabulary: Option<(usize, Plan)>,
+}
+
+fn balance(plans: &[Plan]) -> Balance {
+    let vocabulary = |p: &Plan| p.candidate.family.group == bubblescope::FamilyGroup::Vocabulary;
+    let pick = |keep: &dyn Fn(&Plan) -> bool| {
+        plans.iter().position(keep).map(|i| {
+            let mut p = plans[i].clone();
+            attribute_plan(&mut p);
+            (i + 1, p)
+        })
+    };
+    Balance {
+        even: pick(&|p: &Plan| p.candidate.layout.is_none() && !vocabulary(p)),
+        vocabulary: pick(&|p: &Plan| vocabulary(p)),
+    }
+}
+
+/// One plan's idle share and imbalance, as the balance lines say them.
+fn idle_and_imbalance(p: &Plan, bytes: bool) -> String {
+    let imbalance = match p.attribution {
+        Some(a) if bytes => format!(" (imbalance {} ms)", format_number(a.imbalance / 1e3, 2)),
+        Some(a) => format!(" (imbalance {})", format_number(a.imbalance, 4)),
+        None => String::new(),
+    };
+    format!("{}% of GPU time{imbalance}", format_number(p.stats.bubble_rate * 100.0, 2))
+}
+
+/// The balance lines under the plans: said only when the best plan is not itself the even
+/// split's best (something was balanced) or a vocabulary-parallel plan fits.
+fn balance_lines(balance: &Balance, found: &PlanSearch, bytes: bool) -> String {
+    let Some(best) = found.plans.first() else { return String::new() };
+    let mut out = String::new();
+    if let Some((rank, even)) = balance.even.as_ref().filter(|(rank, _)| *rank > 1) {
+        let fixed = if best.candidate.family.group == bubblescope::FamilyGroup::Vocabulary {
+            "the vocabulary split over every device".to_string()
+        } else {
+            match &best.candidate.layout {
+                Some(l) => format!("layout {l}"),
+                None => format!("{}'s order", best.candidate.family.name),
+            }
+        };
+        let points = (even.stats.bubble_rate - best.stats.bubble_rate) * 100.0;
+        // Plans rank by their step's rate: plan 1 may idle more than a slower one.
+        let change = if points >= 0.0 {
+            format!("{} points less", format_number(points, 2))
+        } else {
+            format!("{} points more, and still the faster step", format_number(-points, 2))
+        };
+        let _ = write!(
+            out,
+            "\nbalanced: on the even split the best plan is {} (rank {rank}), idle {}; plan 1 ({fixed}) is idle {}: {change}",
+            describe(even),
+            idle_and_imbalance(even, bytes),
+            idle_and_imbalance(best, bytes),
+        );
+    }
+    if let Some((rank, v)) = &balance.vocabulary {
+        if out.is_empty() {
+            out.push('\n');
+        }
+        let _ = write!(
+            out,
+            "\nvocabulary parallelism: the best plan that splits the vocabulary over every device is {} (rank {rank}), idle {}",
+            describe(v),
+            idle_and_imbalance(v, bytes)
+        );
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// The balance as JSON: each reference plan's rank, family, layout, idle share and imbalance.
+fn balance_json(balance: &Balance, found: &PlanSearch) -> Value {
+    let one = |p: Option<&(usize, Plan)>| {
+        p.map(|(rank, p)| {
+            json!({
+                "rank": rank,
+                "schedule": p.candidate.family.name,
+                "microbatches": p.candidate.params.microbatches,
+                "layout": p.candidate.layout,
+                "bubble_rate": p.stats.bubble_rate,
+                "imbalance": p.attribution.map(|a| a.imbalance),
+            })
+        })
+    };
+    let best = found.plans.first().map(|p| (1, p.clone()));
+    json!({"even": one(balance.even.as_ref()), "vocabulary": one(balance.vocabulary.as_ref()), "best": one(best.as_ref())})
 }
 
 /// The readable plans, best first.

@@ -201,6 +201,12 @@ pub fn run(args: &RenderArgs, matches: Option<&ArgMatches>) -> Result<()> {
     }
     if costs.model.given() {
         let derived = costs.model.model(params.devices)?.derive(params.devices).map_err(args::flag_error)?;
+        for s in &subjects {
+            let stages = s.analysis.schedule.placement.stages_per_pipeline();
+            if let Some(e) = derived.layout_stage_error(costs.model.layout.is_some(), stages) {
+                return Err(args::flag_error(e));
+            }
+        }
         note_proportional_cuts(
             &derived,
             subjects.iter().map(|s| (s.name.as_str(), s.analysis.schedule.placement.stages_per_pipeline())),

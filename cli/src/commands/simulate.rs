@@ -88,6 +88,16 @@ pub fn run(args: &SimulateArgs, matches: Option<&ArgMatches>) -> Result<()> {
             generated(required_schedule(family, true)?, params, costs.units())?
         }
     };
+    // A given layout with more stages than the schedule runs is refused before anything is
+    // written.
+    if costs.model.given() && costs.model.layout.is_some() {
+        let derived =
+            costs.model.model(subject.params.devices)?.derive(subject.params.devices).map_err(args::flag_error)?;
+        let stages = subject.analysis.schedule.placement.stages_per_pipeline();
+        if let Some(e) = derived.layout_stage_error(true, stages) {
+            return Err(args::flag_error(e));
+        }
+    }
     let step = crate::step::compute(costs, &args.step, &subject.analysis, subject.params.devices)?;
     costs.check_copy_rate(&subject.analysis.schedule)?;
     let offloads = subject.params.costs.trade.as_deref().is_some_and(bubblescope::trade::Trade::offloads);

@@ -219,11 +219,35 @@ impl Family {
         Family { reference: paper.reference, url: paper.url, ..Family::DEFAULTS }
     }
 
+    /// `params` at the costs this family runs at: a vocabulary-parallel family's with a
+    /// model's vocabulary split over every device ([`crate::Costs::vocabulary_parallel`]: the
+    /// stages without the embedding and the LM head, the shards priced); any other family's as
+    /// they are.
+    pub fn at_its_costs<'a>(&self, params: &'a ScheduleParams) -> std::borrow::Cow<'a, ScheduleParams> {
+        if self.group == FamilyGroup::Vocabulary && params.costs.split_vocab.is_some() {
+            let mut p = params.clone();
+            p.costs = params.costs.vocabulary_parallel();
+            std::borrow::Cow::Owned(p)
+        } else {
+            std::borrow::Cow::Borrowed(params)
+        }
+    }
+
+    /// What the family does with these costs that the user should know, when it runs them
+    /// otherwise than they might expect: an output-layer shard longer than a stage's forward
+    /// for a vocabulary-parallel family ([`super::vocab_common::long_output_layer_note`]).
+    pub fn notes(&self, params: &ScheduleParams) -> Vec<String> {
+        if self.group != FamilyGroup::Vocabulary {
+            return Vec::new();
+        }
+        super::vocab_common::long_output_layer_note(&self.at_its_costs(params), self.name).into_iter().collect()
+    }
+
     /// `params` without the options this family does not read (chunks, group, waves,
-    /// sequence splits, F&B time), so settings carried over from another family — a
+    /// sequence splits, F&B time), at the costs it runs at ([`Family::at_its_costs`]), so settings carried over from another family — a
     /// playground's sliders, a permalink — never trip [`reject_unused`].
     pub fn own_params(&self, params: &ScheduleParams) -> ScheduleParams {
-        let mut p = params.clone();
+        let mut p = self.at_its_costs(params).into_owned();
         let keep = |f: Field| self.uses(f);
         if !keep(Field::Chunks) {
             p.chunks = None;
@@ -250,6 +274,7 @@ impl Family {
     /// particular when stages cost different amounts, or recompute or offload is on, where no
     /// published formula applies.
     pub fn prediction(&self, params: &ScheduleParams) -> Option<Prediction> {
+        let params = &*self.at_its_costs(params);
         // The closed forms know equal stages only, and no recompute or offload.
         if !params.costs.is_uniform() || params.costs.trade.as_ref().is_some_and(|t| !t.is_none()) {
             return None;
@@ -328,6 +353,7 @@ impl Family {
     /// # Errors
     /// A [`ParamError`] naming the setting to change.
     pub fn generate(&self, params: &ScheduleParams) -> Result<Schedule, ParamError> {
+        let params = &*self.at_its_costs(params);
         params.check_common()?;
         reject_unused(params, self)?;
         reject_a2a_overlap(params, self)?;
@@ -446,7 +472,8 @@ fn reject_pipeoffload(params: &ScheduleParams, family: &Family) -> Result<(), Pa
 
 /// The vocabulary-parallel families ([`FamilyGroup::Vocabulary`]; the registry's tests hold
 /// the two lists equal).
-pub(crate) const VOCABULARY_FAMILIES: [&str; 4] = ["vocab-1", "vocab-2", "interlaced-vocab", "v-half-vocab"];
+pub(crate) const VOCABULARY_FAMILIES: [&str; 5] =
+    ["vocab-1", "vocab-2", "interlaced-vocab", "v-half-vocab", "v-half-vocab-1"];
 
 /// The families that pair passes for `--a2a-overlap`: those whose entry reads it (the
 /// registry's tests hold the two lists equal; the registry sits above this module).

@@ -46,15 +46,29 @@ pub const FAMILY: Family = Family {
     ..Family::DEFAULTS
 };
 
+/// The same with backward fusion off (`--disable-backward-fusion`): two barriers per
+/// microbatch, named as Vocab-1 is (the authors' Vocab-1 is their 1F1B version without fusion).
+pub const TWO_BARRIERS: Family = Family {
+    name: "v-half-vocab-1",
+    title: "V-Half (vocabulary, two barriers)",
+    group: FamilyGroup::Vocabulary,
+    summary: "V-Half with the output and input layers split by vocabulary over every device; two barriers per microbatch (backward fusion off)",
+    reference: "Yeung, Qi, Lin, Wan, Balancing Pipeline Parallelism with Vocabulary Parallelism (MLSys 2025)",
+    url: "https://arxiv.org/abs/2411.05288",
+    constraints: "a vocabulary (--s, --t or a model); sizes where the authors' fixed vocabulary times run \
+                  (an even number of devices and at least 2 microbatches, 3 on 2 devices; see the docs)",
+    passes: per_device_microbatch::<10>,
+    generate: generate_two_barriers,
+    ..Family::DEFAULTS
+};
+
 /// Whether the output layer's backward is fused into the S barrier (the authors' default), or
 /// has its own barrier after T (`--disable-backward-fusion`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fusion {
     /// One barrier per microbatch, after S.
     On,
-    /// Two barriers per microbatch, after S and after T. Checked against the goldens; no
-    /// family name offers it yet.
-    #[cfg_attr(not(test), expect(dead_code, reason = "only the golden tests build it until a family offers it"))]
+    /// Two barriers per microbatch, after S and after T ([`TWO_BARRIERS`]).
     Off,
 }
 
@@ -75,27 +89,39 @@ impl Fusion {
 }
 
 fn generate(params: &ScheduleParams) -> Result<Schedule, ParamError> {
-    vocab_costs(params, FAMILY.name)?;
+    generate_with(params, Fusion::On)
+}
+
+fn generate_two_barriers(params: &ScheduleParams) -> Result<Schedule, ParamError> {
+    generate_with(params, Fusion::Off)
+}
+
+fn generate_with(params: &ScheduleParams, fusion: Fusion) -> Result<Schedule, ParamError> {
+    let family = match fusion {
+        Fusion::On => &FAMILY,
+        Fusion::Off => &TWO_BARRIERS,
+    };
+    vocab_costs(params, family.name)?;
     let placement = Placement::v_shape(params.devices);
     let costs = StageCosts::new(&params.costs, &placement);
-    let schedule = v_half_vocab(params.devices, params.microbatches, Fusion::On, &costs);
+    let schedule = v_half_vocab(params.devices, params.microbatches, fusion, &costs);
     // The vocabulary passes sit at fixed times computed from the steady state; at some sizes
     // a pass lands before one it needs. The authors' scheduler does not check it (their
     // runtime would wait for a collective that never comes); this family refuses.
     match simulate(&schedule, &StageCosts::for_schedule(&params.costs, &schedule)) {
         Ok(_) => Ok(schedule),
         Err(SimError::Deadlock(stuck)) => {
-            Err(unrunnable(params, stuck.first().map(|s| (s.device, s.pass, s.waits_for))))
+            Err(unrunnable(params, family, stuck.first().map(|s| (s.device, s.pass, s.waits_for))))
         }
         Err(SimError::Malformed(msg)) => Err(ParamError::new(
             Field::Schedule,
-            format!("{} built an order the simulator cannot read (internal error): {msg}", FAMILY.name),
+            format!("{} built an order the simulator cannot read (internal error): {msg}", family.name),
         )),
     }
 }
 
 /// The error for sizes where the authors' placement puts a pass before one it waits for.
-fn unrunnable(params: &ScheduleParams, first: Option<(u32, Pass, Pass)>) -> ParamError {
+fn unrunnable(params: &ScheduleParams, family: &Family, first: Option<(u32, Pass, Pass)>) -> ParamError {
     let (p, m) = (params.devices, params.microbatches);
     let what = match first {
         Some((device, pass, waits)) => {
@@ -107,7 +133,7 @@ fn unrunnable(params: &ScheduleParams, first: Option<(u32, Pass, Pass)>) -> Para
         if p % 2 == 1 { Field::Devices } else { Field::Microbatches },
         format!(
             "{} cannot run on {} and {}: {what}",
-            FAMILY.name,
+            family.name,
             counted(p, "device", "devices"),
             counted(m, "microbatch", "microbatches"),
         ),
@@ -122,7 +148,8 @@ fn unrunnable(params: &ScheduleParams, first: Option<(u32, Pass, Pass)>) -> Para
             format!("use --devices {} or {}", p - 1, p + 1)
         });
     } else if equal {
-        e = e.hint("use more microbatches (2 or more with equal F, B and W)");
+        let least = if family.name == TWO_BARRIERS.name && p == 2 { 3 } else { 2 };
+        e = e.hint(format!("use more microbatches ({least} or more with equal F, B and W)"));
     } else {
         e = e.hint("their times are read off equal F, B and W (their runtime's); with these costs a pass can land early at any microbatch count: try equal F, B and W, or v-half without vocabulary parallelism");
     }

@@ -71,7 +71,27 @@ pub(crate) fn vocab_costs(params: &ScheduleParams, family: &str) -> Result<Vocab
             format!("{family} splits the output layer by vocabulary, but these costs have no vocabulary layer"),
         )
         .hint("give the output layer's time per vocabulary shard: --s (forward) and --t (backward), e.g. --s 0.5 --t 1")
-        .hint("model flags do not price the shards yet: give --s and --t with plain costs")
+        .hint("or give a model (--model llama-3-8b, or --vocab with the other sizes): it prices the shards from its vocabulary")
+    })
+}
+
+/// What a vocabulary-parallel family does with an output-layer shard longer than a stage's
+/// forward (S > f): the authors' placement asserts `f >= c` for the input layer's time only
+/// (checked, [`check_fsm_costs`]) and runs a longer S as it is, each S step then longer than
+/// the F beside it. The note saying so, or `None` when S ≤ f (or no shard is priced).
+pub fn long_output_layer_note(params: &ScheduleParams, family: &str) -> Option<String> {
+    let v = params.costs.vocab?;
+    let f = params.costs.f;
+    let time = |t: f64| match params.units {
+        crate::units::Units::Cost => short_number(t),
+        _ => crate::units::format_micros(t),
+    };
+    (v.s > f).then(|| {
+        format!(
+            "{family}: one shard's output-layer forward (S {}) is longer than a stage's forward (f {}); the authors' placement assumes f ≥ the input layer's time only, so the order is theirs and each S step runs longer than the F beside it, which adds idle time (more devices shorten S: it is 1/P of the output layer)",
+            time(v.s),
+            time(f)
+        )
     })
 }
 

@@ -246,6 +246,7 @@ impl From<CostsJson> for Costs {
                 Some(P2pJson::Blocking) => crate::params::P2p::Blocking,
                 Some(P2pJson::Async) | None => crate::params::P2p::Async,
             },
+            split_vocab: None,
         }
     }
 }

@@ -57,12 +57,16 @@ impl Model {
         };
         // A piece of `p.layers` layers from layer `first`: its dense layers at the layer's
         // costs, its MoE layers at the MoE layer's (an MTP layer is one like the last layer).
-        let piece_costs = |(p, first): (&Piece, u32)| {
+        // `split` of `n` pieces: the vocabulary split over every device (Vocabulary
+        // Parallelism), the embedding and the LM head priced as the shards' passes instead,
+        // their parameters spread evenly over the `n` pieces.
+        let piece_costs = |split: Option<usize>, (p, first): (&Piece, u32)| {
             let mtp_moe = if self.mtp_is_moe() { p.mtp } else { 0 };
             let x = f64::from(self.moe_layers_in(first, p.layers) + mtp_moe);
             let (n, m) = (f64::from(p.layers), f64::from(p.mtp));
             let dense = n + m - x;
-            let (loss, emb) = (f64::from(u8::from(p.loss)), f64::from(u8::from(p.embedding)));
+            let (has_loss, has_embedding) = (p.loss && split.is_none(), p.embedding && split.is_none());
+            let (loss, emb) = (f64::from(u8::from(has_loss)), f64::from(u8::from(has_embedding)));
             // An MTP layer: a transformer layer, plus its projection, embedding and head pass.
             let time = |pass: usize| {
                 dense * lt[pass]
@@ -74,19 +78,21 @@ impl Model {
             let mem_f = dense * lmf
                 + x * moe.memory[0]
                 + m * mtp_mf
-                + if p.loss { hmf } else { 0.0 }
-                + if p.embedding { self.embedding_memory() } else { 0.0 };
-            let mem_w = dense * lmw + x * moe.memory[1] + m * mtp_mw + if p.loss { hmw } else { 0.0 };
+                + if has_loss { hmf } else { 0.0 }
+                + if has_embedding { self.embedding_memory() } else { 0.0 };
+            let mem_w = dense * lmw + x * moe.memory[1] + m * mtp_mw + if has_loss { hmw } else { 0.0 };
             let vh = f64::from(self.vocab) * f64::from(self.hidden) * self.per_gpu();
             // A stage running MTP builds its own embedding and output layer when it has not
             // got them already (Megatron-Core: `pre_process or mtp_process`, and
             // `post_process or mtp_process`).
             let with_mtp = p.mtp > 0;
+            let shards = split.map_or(0.0, |n| 2.0 * vh / n.max(1) as f64);
             let params = dense * self.layer_params()
                 + x * moe.params
                 + m * mtp_params
-                + if p.embedding || with_mtp { vh } else { 0.0 }
-                + if p.loss || with_mtp { vh } else { 0.0 };
+                + if has_embedding || with_mtp { vh } else { 0.0 }
+                + if has_loss || with_mtp { vh } else { 0.0 }
+                + shards;
             PieceCosts {
                 piece: *p,
                 f: time(roofline::F),
@@ -98,19 +104,29 @@ impl Model {
                 a2a: [x * moe.a2a[roofline::F], x * moe.a2a[roofline::B]],
             }
         };
-        let pieces: Vec<PieceCosts> = with_first_layers(&layout.pieces).map(piece_costs).collect();
+        let cut = |pieces: &[Piece], split: bool| -> Vec<PieceCosts> {
+            let split = split.then_some(pieces.len());
+            with_first_layers(pieces).map(|p| piece_costs(split, p)).collect()
+        };
+        let pieces = cut(&layout.pieces, false);
         // Without a layout, the even split at whole layers for 2 to MAX_CHUNKS_CUT stages per
         // device too, where the layers divide evenly into them: families with chunks run
         // those stages, never fractions of a layer. (An uneven whole-layer cut makes some
         // stages heavier than the next, which zb-v's heuristic cannot schedule; those stay
         // proportional, as a layout of P pieces does.)
-        let finer = match self.layout {
+        let finer_cuts: Vec<Layout> = match self.layout {
             Some(_) => Vec::new(),
             None => (2..=MAX_CHUNKS_CUT)
                 .map(|v| devices.saturating_mul(v))
                 .filter(|&stages| self.layers % stages == 0)
-                .map(|stages| with_first_layers(&Layout::even(self.layers, stages).pieces).map(piece_costs).collect())
+                .map(|stages| Layout::even(self.layers, stages))
                 .collect(),
+        };
+        let finer: Vec<Vec<PieceCosts>> = finer_cuts.iter().map(|l| cut(&l.pieces, false)).collect();
+        let split_vocab = SplitVocab {
+            shards: self.vocab_costs(devices)?,
+            pieces: cut(&layout.pieces, true),
+            finer: finer_cuts.iter().map(|l| cut(&l.pieces, true)).collect(),
         };
         let hops = self.hops(devices)?;
         check_derived(self, &rates_note(self, efficiency)?, &pieces, &finer, &hops)?;
@@ -130,9 +146,23 @@ impl Model {
             a2a,
             head,
             embedding,
+            split_vocab,
             notes,
         })
     }
+}
+
+/// The model's costs with its vocabulary split over every device (Vocabulary Parallelism):
+/// one shard's passes and barrier, and the pieces without the embedding and the LM head.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitVocab {
+    /// One shard's S, T, IF, IB and one barrier, µs.
+    pub shards: crate::params::VocabCosts,
+    /// The pieces' costs without the embedding and the LM head (their parameters spread over
+    /// the pieces).
+    pub pieces: Vec<PieceCosts>,
+    /// The finer cuts, likewise (see [`Derived::finer`]).
+    pub finer: Vec<Vec<PieceCosts>>,
 }
 
 /// What one MoE layer costs per microbatch: its F, B, W µs without the all-to-all, the
@@ -374,6 +404,9 @@ pub struct Derived {
     pub head: Breakdown,
     /// The embedding's µs per pass, by term.
     pub embedding: Breakdown,
+    /// The costs with the vocabulary split over every device, which the vocabulary-parallel
+    /// families run at.
+    pub split_vocab: SplitVocab,
     /// Things to tell the user (uneven splits, hops that differ).
     pub notes: Vec<String>,
 }
@@ -381,49 +414,34 @@ pub struct Derived {
 impl Derived {
     /// The per-piece cost profile the simulator reads.
     pub fn profile(&self) -> CostProfile {
-        let of = |pieces: &[PieceCosts]| {
-            let list = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).collect();
-            let a2a = pieces.iter().any(|p| p.a2a[0] > 0.0 || p.a2a[1] > 0.0);
-            CostProfile {
-                f: list(|p| p.f),
-                b: list(|p| p.b),
-                w: list(|p| p.w),
-                mem_f: list(|p| p.mem_f),
-                mem_w: list(|p| p.mem_w),
-                // A dense model's passes hold no all-to-all: no lists, both or neither (as a
-                // file writes and reads them back).
-                a2a_f: if a2a { list(|p| p.a2a[0]) } else { Vec::new() },
-                a2a_b: if a2a { list(|p| p.a2a[1]) } else { Vec::new() },
-                finer: Vec::new(),
-            }
-        };
-        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
+        profile_of(&self.pieces, &self.finer)
+    }
+
+    /// The profile the vocabulary-parallel families read: the pieces without the embedding
+    /// and the LM head.
+    pub fn split_vocab_profile(&self) -> CostProfile {
+        profile_of(&self.split_vocab.pieces, &self.split_vocab.finer)
     }
 
     /// One number of each piece (`value`) as a profile's `f` list, the other lists 0, with the
     /// finer cuts: per-stage tables of any quantity cut as the simulator cuts costs.
     pub fn quantity_profile(&self, value: fn(&PieceCosts) -> f64) -> CostProfile {
-        let of = |pieces: &[PieceCosts]| {
-            let zeros = vec![0.0; pieces.len()];
-            CostProfile {
-                f: pieces.iter().map(value).collect(),
-                b: zeros.clone(),
-                w: zeros.clone(),
-                mem_f: zeros.clone(),
-                mem_w: zeros,
-                a2a_f: Vec::new(),
-                a2a_b: Vec::new(),
-                finer: Vec::new(),
-            }
-        };
-        CostProfile { finer: self.finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(&self.pieces) }
+        quantity_profile_of(&self.pieces, &self.finer, value)
+    }
+
+    /// [`Derived::quantity_profile`] with the vocabulary split over every device (the pieces
+    /// the vocabulary-parallel families run).
+    pub fn split_vocab_quantity_profile(&self, value: fn(&PieceCosts) -> f64) -> CostProfile {
+        quantity_profile_of(&self.split_vocab.pieces, &self.split_vocab.finer, value)
     }
 
     /// Costs for the schedule families: the profile, the communication time, and the mean
     /// share's scalars.
     pub fn costs(&self) -> Costs {
-        Costs { comm: self.comm, links: self.hops.links(), ..Costs::default() }
-            .with_profile(self.profile(), self.devices)
+        let base = Costs { comm: self.comm, links: self.hops.links(), ..Costs::default() };
+        let split = Costs { vocab: Some(self.split_vocab.shards), ..base.clone() }
+            .with_profile(self.split_vocab_profile(), self.devices);
+        Costs { split_vocab: Some(Arc::new(split)), ..base.with_profile(self.profile(), self.devices) }
     }
 
     /// The device shares (the pieces a device holds under plain 1F1B), each summed into one
@@ -432,6 +450,45 @@ impl Derived {
         let per = (self.pieces.len() / self.devices.max(1) as usize).max(1);
         self.pieces.chunks(per).map(PieceCosts::sum).collect()
     }
+}
+
+/// One number of each of `pieces` (`value`) as a profile's `f` list, with the finer cuts.
+fn quantity_profile_of(pieces: &[PieceCosts], finer: &[Vec<PieceCosts>], value: fn(&PieceCosts) -> f64) -> CostProfile {
+    let of = |pieces: &[PieceCosts]| {
+        let zeros = vec![0.0; pieces.len()];
+        CostProfile {
+            f: pieces.iter().map(value).collect(),
+            b: zeros.clone(),
+            w: zeros.clone(),
+            mem_f: zeros.clone(),
+            mem_w: zeros,
+            a2a_f: Vec::new(),
+            a2a_b: Vec::new(),
+            finer: Vec::new(),
+        }
+    };
+    CostProfile { finer: finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(pieces) }
+}
+
+/// The per-piece cost profile of `pieces` and the finer cuts `finer`.
+fn profile_of(pieces: &[PieceCosts], finer: &[Vec<PieceCosts>]) -> CostProfile {
+    let of = |pieces: &[PieceCosts]| {
+        let list = |g: fn(&PieceCosts) -> f64| pieces.iter().map(g).collect();
+        let a2a = pieces.iter().any(|p| p.a2a[0] > 0.0 || p.a2a[1] > 0.0);
+        CostProfile {
+            f: list(|p| p.f),
+            b: list(|p| p.b),
+            w: list(|p| p.w),
+            mem_f: list(|p| p.mem_f),
+            mem_w: list(|p| p.mem_w),
+            // A dense model's passes hold no all-to-all: no lists, both or neither (as a
+            // file writes and reads them back).
+            a2a_f: if a2a { list(|p| p.a2a[0]) } else { Vec::new() },
+            a2a_b: if a2a { list(|p| p.a2a[1]) } else { Vec::new() },
+            finer: Vec::new(),
+        }
+    };
+    CostProfile { finer: finer.iter().map(|f| Arc::new(of(f))).collect(), ..of(pieces) }
 }
 
 impl PieceCosts {

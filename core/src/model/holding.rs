@@ -41,6 +41,31 @@ impl Derived {
         })
     }
 
+    /// The error for a given layout (`--layout`, `given`) with more stages than a schedule
+    /// runs per pipeline (`stages`: devices × chunks): each of its stages would take several
+    /// of the layout's, which Megatron refuses (a layout names one stage per virtual stage);
+    /// `None` when the layout fits or none was given.
+    pub fn layout_stage_error(&self, given: bool, stages: u32) -> Option<crate::error::ParamError> {
+        let pieces = self.pieces.len();
+        (given && pieces > stages as usize).then(|| {
+            let chunks = (stages / self.devices.max(1)).max(1);
+            crate::error::ParamError::new(
+                crate::error::Field::Layout,
+                format!(
+                    "the layout has {pieces} stages, more than the {stages} this schedule runs ({} devices × {chunks} chunk{})",
+                    self.devices,
+                    if chunks == 1 { "" } else { "s" }
+                ),
+            )
+            .hint(format!("give a layout of {stages} stages, one per device and chunk, in pipeline order"))
+            .hint(format!(
+                "or run a family with {} chunks per device (e.g. -s interleaved-1f1b --chunks {})",
+                pieces / self.devices.max(1) as usize,
+                pieces / self.devices.max(1) as usize
+            ))
+        })
+    }
+
     /// Each device's part of the model under `placement`: its stages' layers, cut from the
     /// pieces exactly as the simulator cuts their costs (stage `j` of `S` takes the model
     /// from `j/S` to `(j+1)/S`), and whether it holds the first or the last stage.

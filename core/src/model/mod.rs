@@ -46,7 +46,7 @@ mod units;
 mod vocab;
 
 pub use calibrate::Calibration;
-pub use derive::{Derived, PieceCosts};
+pub use derive::{Derived, PieceCosts, SplitVocab};
 pub use gpu::{Gpu, DEFAULT_GPU, GPUS};
 pub use hardware::{Efficiency, Hops, DEFAULT_EFFICIENCY};
 pub use holding::{verdict, Holding};

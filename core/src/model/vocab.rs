@@ -67,8 +67,10 @@ impl Model {
     /// One vocabulary shard's pass times on `devices` shards, µs: S the output layer's forward
     /// (its GEMM, and the softmax statistics over its `V/P` logits), T its backward (input and
     /// weight gradients), IF and IB the input layer's, each `1/P` of the whole layer's roofline
-    /// time; and one barrier: a ring all-reduce of a few values per token, `2(P − 1)` hop
-    /// latencies (its bytes are negligible next to an activation's).
+    /// time; and one barrier: a ring all-reduce over the `P` devices of the largest payload a
+    /// barrier carries, the output layer's input gradient (one activation, `tokens × hidden`):
+    /// `2(P − 1)` steps of a hop's latency and of `1/P` of the activation over the slowest link.
+    /// Every barrier is priced so (those of the softmax statistics alone carry less).
     ///
     /// # Errors
     /// A [`ParamError`] when the model's settings are out of range.
@@ -82,12 +84,14 @@ impl Model {
         let head = Breakdown::of(&self.head_ops(), &rates).totals();
         let embedding = Breakdown::of(&self.embedding_ops(), &rates).totals();
         let p = f64::from(devices);
+        let hops = self.hops(devices)?;
+        let activation = (hops.slowest() - self.latency).max(0.0);
         Ok(VocabCosts {
             s: head[roofline::F] / p,
             t: (head[roofline::B] + head[roofline::W]) / p,
             input_f: embedding[roofline::F] / p,
             input_b: (embedding[roofline::B] + embedding[roofline::W]) / p,
-            reduce: 2.0 * (p - 1.0) * self.latency,
+            reduce: 2.0 * (p - 1.0) * (self.latency + activation / p),
         })
     }
 
@@ -118,6 +122,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::PieceCosts;
     use serde_json::Value;
 
     const FIXTURE: &str =
@@ -182,6 +187,50 @@ mod tests {
     fn redistribution_split_is_the_artifacts() {
         assert_eq!(megatron_split(32, 8, Some(0)), [4, 4, 4, 5, 5, 5, 5, 0]);
         assert_eq!(megatron_split(32, 8, None), [4; 8]);
+    }
+
+    /// Llama 3 8B at a fixed 400 TFLOP/s: S's GEMM is `2·tokens·hidden·vocab / P` FLOPs at that
+    /// rate, counted by hand; the rest of S (the softmax statistics over its logits) is small.
+    #[test]
+    fn a_shards_gemm_is_its_share_of_the_heads_flops_by_hand() {
+        let mut m = Model::new(32, 4096, 32, 8192, 1, 128_256);
+        m.ffn = Some(14336);
+        m.tflops = Some(400.0);
+        let d = m.derive(8).unwrap();
+        let flops = 2.0 * 8192.0 * 4096.0 * 128_256.0 / 8.0;
+        let gemm_us = flops / 400e12 * 1e6;
+        let s = d.split_vocab.shards.s;
+        assert!(s >= gemm_us && s < 1.5 * gemm_us, "S {s} µs against its GEMM {gemm_us} µs");
+        // T: the input and weight gradients, two GEMMs of the same size.
+        let t = d.split_vocab.shards.t;
+        assert!(t >= 2.0 * gemm_us && t < 2.5 * gemm_us, "T {t} µs against 2 × {gemm_us} µs");
+    }
+
+    /// With the vocabulary split, the last stage no longer holds the LM head nor the first the
+    /// embedding: every stage costs its layers alone, and the work moved to the shards is the
+    /// work taken off the ends (P shards of S, T, IF, IB per microbatch).
+    #[test]
+    fn the_split_moves_the_ends_work_to_the_shards_and_keeps_the_total() {
+        let m = crate::model::ModelSpec::preset("llama-3-8b").resolve().unwrap();
+        let d = m.derive(8).unwrap();
+        let per = d.pieces.len() / 8;
+        let split: Vec<PieceCosts> = d.split_vocab.pieces.chunks(per).map(PieceCosts::sum).collect();
+        let whole = d.shares();
+        let layer = |p: &PieceCosts| p.f + p.b + p.w;
+        for p in &split {
+            assert!((layer(p) - layer(&split[1])).abs() < 1e-9 * layer(p), "{p:?}");
+        }
+        assert!(layer(&whole[7]) > 1.4 * layer(&split[7]), "the head sat on the last stage");
+        let v = d.split_vocab.shards;
+        let moved = 8.0 * (v.s + v.t + v.input_f + v.input_b);
+        let taken: f64 = whole.iter().zip(&split).map(|(a, b)| layer(a) - layer(b)).sum();
+        assert!((moved - taken).abs() < 1e-9 * taken, "moved {moved}, taken {taken}");
+        // The head's parameters are spread: every stage holds 2·V·H/P of them.
+        let vh = 128_256.0 * 4096.0;
+        assert_eq!((split[0].params, split[7].params), (split[3].params, split[3].params));
+        assert!((whole[7].params - split[7].params - (vh - 2.0 * vh / 8.0)).abs() < 1.0);
+        // A barrier: a ring all-reduce of one activation, more than its latencies alone.
+        assert!(v.reduce > 14.0 * m.latency);
     }
 
     #[test]

@@ -347,6 +347,9 @@ impl PlanSpec {
             let layouts = model.map_or_else(|| vec![None], |md| layout_candidates(md, self.devices));
             for layout in layouts {
                 let mut step = None;
+                // The vocabulary-parallel families' parameters per piece: the embedding and
+                // the LM head spread over every device.
+                let mut split_params = None;
                 let (costs, piece_params) = match &self.source {
                     CostSource::Model(md) => {
                         let mut md = md.clone();
@@ -368,6 +371,7 @@ impl PlanSpec {
                         };
                         let spec = StepSpec { global_batch: None, ..self.step.clone() };
                         step = Some(Arc::new((md, spec)));
+                        split_params = Some(Arc::new(derived.split_vocab_quantity_profile(|p| p.params)));
                         (derived.costs(), Some(Arc::new(derived.quantity_profile(|p| p.params))))
                     }
                     CostSource::Costs(c) => (c.clone(), None),
@@ -381,18 +385,26 @@ impl PlanSpec {
                     TradeSpec::Search(s) => Some(*s),
                     _ => None,
                 };
-                let (fixed_static, piece_params) = match self.static_memory {
-                    StaticMemory::Fixed(s) => (s, None),
-                    StaticMemory::FromModel => (0.0, piece_params),
+                let (fixed_static, piece_params, split_params) = match self.static_memory {
+                    StaticMemory::Fixed(s) => (s, None, None),
+                    StaticMemory::FromModel => (0.0, piece_params, split_params),
                 };
                 for &family in &self.families {
+                    // A family that splits the vocabulary runs a model's stages without the
+                    // embedding and the LM head: the ends are balanced already, so it tries the
+                    // even split (or the model's own layout) only.
+                    let splits = family.group == crate::families::FamilyGroup::Vocabulary;
+                    if splits && layout.is_some() && costs.split_vocab.is_some() {
+                        continue;
+                    }
                     let chunks: Vec<Option<u32>> = if family.uses(Field::Chunks) {
                         PLAN_CHUNKS.iter().copied().map(Some).collect()
                     } else {
                         vec![None]
                     };
                     for c in chunks {
-                        let mut params = ScheduleParams::new(self.devices, m).with_costs(costs.clone());
+                        let costs = if splits { costs.vocabulary_parallel() } else { costs.clone() };
+                        let mut params = ScheduleParams::new(self.devices, m).with_costs(costs);
                         // The F&B time goes to the families that overlap F and B.
                         if !family.uses(Field::Overlap) {
                             params.costs.overlap = None;
@@ -407,7 +419,11 @@ impl PlanSpec {
                             micro_batch,
                             seq: model.map(|md| md.seq),
                             layout: layout.clone(),
-                            piece_params: piece_params.clone(),
+                            piece_params: if splits && split_params.is_some() {
+                                split_params.clone()
+                            } else {
+                                piece_params.clone()
+                            },
                             fixed_static,
                             limit: self.mem_limit,
                             trade_search,

@@ -314,7 +314,10 @@ impl SweepSpec {
                 for &c in chunks {
                     for (&limit, trade) in limit_choices.iter().flat_map(|l| trade_choices.iter().map(move |t| (l, t)))
                     {
-                        let mut params = ScheduleParams::new(self.devices, m).with_costs(self.costs.clone());
+                        // A vocabulary-parallel family runs, and is reported, at a model's split
+                        // costs ([`Family::at_its_costs`]).
+                        let plain = ScheduleParams::new(self.devices, m).with_costs(self.costs.clone());
+                        let mut params = f.at_its_costs(&plain).into_owned();
                         params.costs.trade = trade.clone();
                         // As --group: the F&B time goes to the families that overlap.
                         if !f.uses(Field::Overlap) {

@@ -190,8 +190,20 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     let row_h = opts.row_height.clamp(4.0, 80.0);
     let row_pitch = row_h + if row_h >= 10.0 { ROW_GAP } else { 1.0 };
 
+    let end = panels.iter().map(|p| p.timeline.end().max(p.step.map_or(0.0, step_end))).fold(0.0, f64::max);
+    let axis = TimeAxis::for_chart(opts.time_range, end, gutter, opts.width);
+    let shade = opts.causes && panels.iter().any(|p| p.causes.is_some());
+    let narrow = opts.width < NARROW_CHART;
+    // The legend's rows: what does not fit in one goes on to the next.
+    let legend_rows = if opts.legend {
+        let mut scratch = Scene::for_chart(opts.width, 0.0, s, theme);
+        legend(&mut scratch, panels, theme, s, (gutter, axis.x1), narrow, shade)
+    } else {
+        0
+    };
+
     // Vertical layout in CSS pixels.
-    let mut y = if opts.legend { LEGEND_H + 6.0 } else { 8.0 };
+    let mut y = if opts.legend { f64::from(legend_rows) * LEGEND_H + 6.0 } else { 8.0 };
     let mut geometry_panels = Vec::with_capacity(panels.len());
     for (i, p) in panels.iter().enumerate() {
         if i > 0 {
@@ -206,18 +218,15 @@ pub fn gantt(panels: &[GanttPanel<'_>], opts: &GanttOptions, theme: &Theme) -> (
     let plot_bottom = y;
     let height = plot_bottom + AXIS_H;
 
-    let end = panels.iter().map(|p| p.timeline.end().max(p.step.map_or(0.0, step_end))).fold(0.0, f64::max);
-    let axis = TimeAxis::for_chart(opts.time_range, end, gutter, opts.width);
     let TimeAxis { t0, t1, .. } = axis;
     let mut geometry =
         GanttGeometry { axis, panels: geometry_panels, row_height: row_h, row_pitch, height, gaps: Vec::new() };
-    let shade = opts.causes && panels.iter().any(|p| p.causes.is_some());
 
     let mut scene = Scene::for_chart(opts.width, height, s, theme);
     let dev_axis = axis.scaled(s);
 
     if opts.legend {
-        legend(&mut scene, panels, theme, s, (gutter, axis.x1), opts.width < NARROW_CHART, shade);
+        legend(&mut scene, panels, theme, s, (gutter, axis.x1), narrow, shade);
     }
 
     // Tracks, device labels, titles.
@@ -657,7 +666,39 @@ fn bar(
     }
 }
 
-/// The legend of pass kinds; `short` (narrow charts) names them by letter only.
+/// Where the legend's next entry goes: along a row, and on to the next row when an entry would
+/// run past the plot's right edge (all in scaled pixels).
+struct Flow {
+    x: f64,
+    left: f64,
+    right: f64,
+    row: u32,
+    s: f64,
+}
+
+impl Flow {
+    /// The middle of the current row.
+    fn y(&self) -> f64 {
+        (LEGEND_H / 2.0 + f64::from(self.row) * LEGEND_H) * self.s
+    }
+
+    /// Whether an entry `width` wide fits on the current row.
+    fn fits(&self, width: f64) -> bool {
+        self.x + width <= self.right
+    }
+
+    /// Goes on to the next row when an entry `width` wide does not fit on this one (and this
+    /// one holds something).
+    fn make_room(&mut self, width: f64) {
+        if !self.fits(width) && self.x > self.left {
+            self.x = self.left;
+            self.row += 1;
+        }
+    }
+}
+
+/// The legend of pass kinds; `short` (narrow charts) names them by letter only. An entry that
+/// would run past the plot goes on to a new row; the rows drawn are returned.
 fn legend(
     scene: &mut Scene,
     panels: &[GanttPanel<'_>],
@@ -666,7 +707,7 @@ fn legend(
     (left, right): (f64, f64),
     short: bool,
     causes: bool,
-) {
+) -> u32 {
     let mut kinds = [false; PassKind::ALL.len()];
     let mut pairs = false;
     let mut chunks = 1;
@@ -679,10 +720,9 @@ fn legend(
             }
         }
     }
-    let y = LEGEND_H / 2.0 * s;
     let size = 12.0 * s;
-    let mut x = left * s;
     let sw = 12.0 * s;
+    let mut flow = Flow { x: left * s, left: left * s, right: right * s, row: 0, s };
     for (i, kind) in PassKind::ALL.iter().enumerate() {
         if !kinds[i] {
             continue;
@@ -699,15 +739,21 @@ fn legend(
             (PassKind::IF, _) => "IF input layer",
             (PassKind::IB, _) => "IB input grad",
         };
+        let swatches = f64::from(chunks.min(2));
+        flow.make_room(swatches * (sw + 2.0 * s) + 4.0 * s + text_width(label, size));
+        let y = flow.y();
         for c in 0..chunks.min(2) {
-            scene.rect(x, y - sw / 2.0, x + sw, y + sw / 2.0, theme.pass_color(*kind, c));
-            x += sw + 2.0 * s;
+            scene.rect(flow.x, y - sw / 2.0, flow.x + sw, y + sw / 2.0, theme.pass_color(*kind, c));
+            flow.x += sw + 2.0 * s;
         }
-        x += 4.0 * s;
-        scene.text(x, y, label, size, theme.text, Anchor::Start);
-        x += text_width(label, size) + 18.0 * s;
+        flow.x += 4.0 * s;
+        scene.text(flow.x, y, label, size, theme.text, Anchor::Start);
+        flow.x += text_width(label, size) + 18.0 * s;
     }
     if pairs {
+        let label = if short { "F&B" } else { "F&B overlapped" };
+        flow.make_room(sw + 6.0 * s + text_width(label, size));
+        let (x, y) = (flow.x, flow.y());
         scene.rect(x, y - sw / 2.0, x + sw, y, theme.kinds[0]);
         scene.rect(x, y, x + sw, y + sw / 2.0, theme.kinds[3]);
         scene.items.push(Item::Rect {
@@ -719,41 +765,47 @@ fn legend(
             alpha: 0.0,
             stroke: Some((theme.outline, s)),
         });
-        x += sw + 6.0 * s;
-        let label = if short { "F&B" } else { "F&B overlapped" };
-        scene.text(x, y, label, size, theme.text, Anchor::Start);
-        x += text_width(label, size) + 18.0 * s;
+        flow.x += sw + 6.0 * s;
+        scene.text(flow.x, y, label, size, theme.text, Anchor::Start);
+        flow.x += text_width(label, size) + 18.0 * s;
     }
     if panels.iter().any(|p| p.schedule.has_copies()) {
         for kind in CopyKind::ALL {
-            scene.rect(x, y + sw / 4.0, x + sw, y + sw / 2.0, theme.copies[kind as usize]);
-            x += sw + 4.0 * s;
             let label = match (short, kind) {
                 (true, _) => kind.name(),
                 (false, CopyKind::Offload) => "offload to host",
                 (false, CopyKind::Reload) => "reload",
             };
-            scene.text(x, y, label, size, theme.text, Anchor::Start);
-            x += text_width(label, size) + 18.0 * s;
+            flow.make_room(sw + 4.0 * s + text_width(label, size));
+            let y = flow.y();
+            scene.rect(flow.x, y + sw / 4.0, flow.x + sw, y + sw / 2.0, theme.copies[kind as usize]);
+            flow.x += sw + 4.0 * s;
+            scene.text(flow.x, y, label, size, theme.text, Anchor::Start);
+            flow.x += text_width(label, size) + 18.0 * s;
         }
     }
     if panels.iter().any(|p| p.timeline.devices.iter().any(|d| !d.comms.is_empty())) {
-        scene.rect(x, y - sw / 2.0, x + sw, y - sw / 4.0, theme.comms);
-        x += sw + 4.0 * s;
         let label = if short { "barrier" } else { "barrier (all-reduce over shards)" };
-        scene.text(x, y, label, size, theme.text, Anchor::Start);
-        x += text_width(label, size) + 18.0 * s;
+        flow.make_room(sw + 4.0 * s + text_width(label, size));
+        let y = flow.y();
+        scene.rect(flow.x, y - sw / 2.0, flow.x + sw, y - sw / 4.0, theme.comms);
+        flow.x += sw + 4.0 * s;
+        scene.text(flow.x, y, label, size, theme.text, Anchor::Start);
+        flow.x += text_width(label, size) + 18.0 * s;
     }
     if panels.iter().any(|p| p.step.is_some()) {
         let whole = [(theme.reduction, "DP reduction", "DP"), (theme.optimizer, "optimizer step", "opt")];
         for (fill, long, brief) in whole {
-            scene.rect(x, y - sw / 2.0, x + sw, y + sw / 2.0, fill);
-            x += sw + 4.0 * s;
             let label = if short { brief } else { long };
-            scene.text(x, y, label, size, theme.text, Anchor::Start);
-            x += text_width(label, size) + 18.0 * s;
+            flow.make_room(sw + 4.0 * s + text_width(label, size));
+            let y = flow.y();
+            scene.rect(flow.x, y - sw / 2.0, flow.x + sw, y + sw / 2.0, fill);
+            flow.x += sw + 4.0 * s;
+            scene.text(flow.x, y, label, size, theme.text, Anchor::Start);
+            flow.x += text_width(label, size) + 18.0 * s;
         }
     }
+    let short_chart = short;
     if causes {
         // Idle tints, outlined in the grid colour (they are pale); short labels when the full
         // ones would run past the plot.
@@ -769,12 +821,18 @@ fn legend(
                 + 6.0 * s
                 + Cause::STACK.iter().map(|c| sw + 18.0 * s + text_width(label(*c, short), size)).sum::<f64>()
         };
-        let short = short || x + needed(false) > right * s;
-        // Where not even the short legend fits (phones), the app's attribution bar, in the
-        // same tints, names the colours.
-        if x + needed(short) > right * s {
-            return;
+        let mut short = short || !flow.fits(needed(false));
+        // Where not even the short legend fits, a row of its own; where it does not fit there
+        // either (phones), the app's attribution bar, in the same tints, names the colours.
+        if !flow.fits(needed(short)) {
+            flow.make_room(needed(short));
+            short = short_chart || !flow.fits(needed(false));
+            if !flow.fits(needed(short)) {
+                return flow.row + 1;
+            }
         }
+        let y = flow.y();
+        let mut x = flow.x;
         scene.text(x, y, head(short), size, theme.muted, Anchor::Start);
         x += text_width(head(short), size) + 8.0 * s;
         let overhead = panels.iter().filter_map(|p| p.causes).flat_map(Causes::gaps).any(|g| g.overhead > 0.0);
@@ -784,7 +842,7 @@ fn legend(
             .map(|&c| (theme.causes[c.index()], label(c, short)))
             .chain(overhead.then_some((theme.overhead, overhead_label)));
         for (fill, text) in entries {
-            if x + sw + 4.0 * s + text_width(text, size) > right * s {
+            if x + sw + 4.0 * s + text_width(text, size) > flow.right {
                 break;
             }
             scene.items.push(Item::Rect {
@@ -800,7 +858,7 @@ fn legend(
             scene.text(x, y, text, size, theme.text, Anchor::Start);
             x += text_width(text, size) + 14.0 * s;
         }
-        x += 4.0 * s;
+        flow.x = x + 4.0 * s;
     }
     if chunks > 1 && !short {
         let note = if chunks == 2 {
@@ -808,9 +866,9 @@ fn legend(
         } else {
             format!("shades: chunks 0–{}", chunks - 1)
         };
-        // Beside the idle tints, only where it fits.
-        if !causes || x + text_width(&note, size) <= right * s {
-            scene.text(x, y, &note, size, theme.muted, Anchor::Start);
-        }
+        // After the rest, on a row of its own when it does not fit beside it.
+        flow.make_room(text_width(&note, size));
+        scene.text(flow.x, flow.y(), &note, size, theme.muted, Anchor::Start);
     }
+    flow.row + 1
 }

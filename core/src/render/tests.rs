@@ -430,3 +430,34 @@ fn a_derivation_shows_the_passes_placed_so_far() {
     }
     assert_eq!(shown_before, a.schedule.pass_count());
 }
+
+/// The vocabulary families' legend (F, B, W, S, T, IF, IB, the barrier) wraps to a second row
+/// rather than run past the figure: no legend text ends past the plot's right edge at the
+/// default width or at 600 px, and the rows start below the legend.
+#[test]
+fn the_vocabulary_legend_wraps_inside_the_figure() {
+    let costs = crate::Costs { vocab: Some(crate::VocabCosts::output(0.5, 1.0, 0.1)), ..crate::Costs::default() };
+    for family in ["vocab-1", "v-half-vocab", "v-half-vocab-1"] {
+        let a = run(family, &ScheduleParams::new(4, 16).with_costs(costs.clone())).unwrap();
+        for width in [GanttOptions::default().width, 600.0] {
+            let opts = GanttOptions { width, ..GanttOptions::default() };
+            let (scene, geo) = gantt(&[plain(&a)], &opts, &Theme::light());
+            let top = geo.panels[0].rows_top;
+            let legend: Vec<(f64, f64, &str)> = scene
+                .items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Text { x, y, text, size, .. } if *y < top => {
+                        Some((*x + text_width(text, *size), *y, text.as_str()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert!(legend.iter().any(|(_, _, t)| t.starts_with("barrier")), "{family} at {width}: {legend:?}");
+            for (right, _, text) in &legend {
+                assert!(*right <= opts.width, "{family} at {width}: `{text}` runs to {right}");
+                assert!(*right <= geo.axis.x1 + 1e-9, "{family} at {width}: `{text}` runs past the plot");
+            }
+        }
+    }
+}

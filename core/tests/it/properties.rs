@@ -42,6 +42,7 @@ fn params() -> impl Strategy<Value = ScheduleParams> {
                         trade: None,
                         vocab: None,
                         p2p: bubblescope::P2p::Async,
+                        split_vocab: None,
                     },
                     mem_limit: limit.map(|l| f64::from(l) / 2.0 * f64::from(devices)),
                     units: bubblescope::units::Units::Cost,
