@@ -63,6 +63,83 @@ pub fn balanced_layout(model: &Model, devices: u32) -> Option<String> {
     if model.layout.is_some() || devices < 3 {
         return None;
     }
+    let (layer, first, last) = end_costs(model, devices)?;
+    let counts = balanced_counts(model.layers, devices, layer, first, last)?;
+    Some(counts.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+}
+
+/// Megatron's layouts with the embedding and the loss as stages of their own, for a family
+/// that loops `chunks` chunks over `devices` devices (stage `g` on device `g mod devices`, as
+/// interleaved 1F1B places them): `E|t*3|…|t*2|L`, `devices × chunks` stages, MTP layers with
+/// `L`. Two ways to cut the layers, in this order, the second left out when it equals the first:
+///
+/// * each device balanced: every device takes its [`balanced_counts`] (the embedding's work on
+///   device 0, the head's on the last), spread evenly over its stages other than `E` and `L`,
+///   earlier stages taking the extra layer;
+/// * each stage even, as Megatron's layouts are written: every stage but `E` and `L` takes
+///   the same number of layers, the extra ones going to the stages of the least loaded devices.
+///
+/// Empty for fewer than two chunks, a model with a layout of its own or costs that cannot be
+/// derived; a cut that leaves a share empty (fewer layers than stages) is left out.
+pub fn own_ends_layouts(model: &Model, devices: u32, chunks: u32) -> Vec<String> {
+    if model.layout.is_some() || chunks < 2 || devices < 2 {
+        return Vec::new();
+    }
+    let (Some((layer, first, last)), Some(stages)) = (end_costs(model, devices), devices.checked_mul(chunks)) else {
+        return Vec::new();
+    };
+    let (n, p) = (stages as usize, devices as usize);
+    // This device's stages, in pipeline order, without the embedding's and the head's.
+    let free = |d: usize| -> Vec<usize> {
+        (0..chunks as usize).map(|k| d + k * p).filter(|&g| g != 0 && g + 1 != n).collect()
+    };
+    let mut cuts: Vec<Vec<u32>> = Vec::new();
+    if let Some(counts) = balanced_counts(model.layers, devices, layer, first, last) {
+        let mut cut = vec![0; n];
+        for (d, &total) in counts.iter().enumerate() {
+            let mine = free(d);
+            let k = mine.len() as u32;
+            for (i, &g) in mine.iter().enumerate() {
+                cut[g] = (total + k - 1 - i as u32) / k.max(1);
+            }
+        }
+        cuts.push(cut);
+    }
+    let middle = stages - 2;
+    let (base, mut extra) = (model.layers / middle, model.layers % middle);
+    let mut cut = vec![base; n];
+    (cut[0], cut[n - 1]) = (0, 0);
+    let mut load: Vec<f64> = (0..p).map(|d| f64::from(base) * free(d).len() as f64 * layer).collect();
+    load[0] += first;
+    load[p - 1] += last;
+    while extra > 0 {
+        let open =
+            (1..n - 1).filter(|&g| cut[g] == base).min_by(|&a, &b| load[a % p].total_cmp(&load[b % p]).then(a.cmp(&b)));
+        let Some(g) = open else { break };
+        cut[g] += 1;
+        load[g % p] += layer;
+        extra -= 1;
+    }
+    cuts.push(cut);
+    let mut out: Vec<String> = Vec::new();
+    for cut in cuts {
+        let mut pieces: Vec<crate::model::Piece> =
+            cut.iter().map(|&layers| crate::model::Piece { layers, ..Default::default() }).collect();
+        pieces[0].embedding = true;
+        pieces[n - 1].loss = true;
+        pieces[n - 1].mtp = model.mtp;
+        let text = crate::model::Layout { pieces }.to_megatron();
+        let laid = Model { layout: Some(text.clone()), ..model.clone() };
+        if !out.contains(&text) && laid.derive(devices).is_ok() {
+            out.push(text);
+        }
+    }
+    out
+}
+
+/// One microbatch's F + B + W of a layer, and what the embedding's and the head's shares do
+/// beyond their layers, from the model's even split: `(layer, first, last)`.
+fn end_costs(model: &Model, devices: u32) -> Option<(f64, f64, f64)> {
     let even = crate::model::Layout::even(model.layers, devices);
     let text = even.pieces.iter().map(|p| p.layers.to_string()).collect::<Vec<_>>().join(",");
     let mut m = model.clone();
@@ -75,8 +152,7 @@ pub fn balanced_layout(model: &Model, devices: u32) -> Option<String> {
     let layer = work(middle) / f64::from(middle.piece.layers);
     let first = work(head) - f64::from(head.piece.layers) * layer;
     let last = work(tail) - f64::from(tail.piece.layers) * layer;
-    let counts = balanced_counts(model.layers, devices, layer, first, last)?;
-    Some(counts.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+    Some((layer, first, last))
 }
 
 #[cfg(test)]
@@ -131,6 +207,52 @@ mod tests {
         assert_eq!(balanced_counts(12, 4, 1.0, 0.0, 5.0).unwrap(), vec![4, 4, 4, 0]);
         assert_eq!(balanced_counts(4, 0, 1.0, 0.0, 0.0), None);
         assert_eq!(balanced_counts(4, 2, 0.0, 0.0, 0.0), None);
+    }
+
+    #[test]
+    fn own_ends_layouts_hold_the_embedding_and_the_loss_alone_and_balance_each_device() {
+        use crate::model::Layout;
+        for name in ["llama-3-8b", "llama-3.2-1b", "zb-1.5b", "deepseek-v3"] {
+            let m = crate::model::presets::model_preset(name).unwrap().model;
+            for (devices, chunks) in [(4, 2), (8, 2), (8, 3), (8, 4), (16, 2)] {
+                let what = format!("{name} P {devices} chunks {chunks}");
+                let cuts = own_ends_layouts(&m, devices, chunks);
+                // Only where layers run short of the stages is a cut left out.
+                assert!(!cuts.is_empty() || m.layers < devices * chunks, "{what}: {cuts:?}");
+                let Some(text) = cuts.first().cloned() else { continue };
+                let layout = Layout::parse(&text, m.layers, devices).unwrap_or_else(|e| panic!("{what}: {text}: {e}"));
+                assert_eq!(layout.to_megatron(), text, "{what}: reads back as written");
+                let n = layout.stages();
+                assert_eq!(n, (devices * chunks) as usize, "{what}: {text}");
+                let (first, last) = (layout.pieces[0], layout.pieces[n - 1]);
+                assert!(first.embedding && first.layers == 0 && !first.loss, "{what}: {text}");
+                assert!(last.loss && last.layers == 0 && last.mtp == m.mtp, "{what}: {text}");
+                // Each device (stage g on device g mod P) holds the balanced split's layers, as
+                // evenly as its stages other than E and L can take them.
+                let share: Vec<u32> =
+                    balanced_layout(&m, devices).unwrap().split(',').map(|c| c.parse().unwrap()).collect();
+                for d in 0..devices as usize {
+                    let mine: Vec<u32> = (0..chunks as usize)
+                        .map(|k| d + k * devices as usize)
+                        .filter(|&g| g != 0 && g + 1 != n)
+                        .map(|g| layout.pieces[g].layers)
+                        .collect();
+                    assert_eq!(mine.iter().sum::<u32>(), share[d], "{what}: device {d} of {text}");
+                    assert!(mine.iter().max().unwrap() - mine.iter().min().unwrap() <= 1, "{what}: {text}");
+                }
+                // The last cut (the second, or both when they are one): every stage but E and
+                // L within a layer of the others.
+                if let Some(even) = cuts.last() {
+                    let l = Layout::parse(even, m.layers, devices).unwrap();
+                    let mid: Vec<u32> = l.pieces[1..l.stages() - 1].iter().map(|p| p.layers).collect();
+                    assert!(mid.iter().max().unwrap() - mid.iter().min().unwrap() <= 1, "{what}: {even}");
+                    assert!(l.pieces[0].layers == 0 && l.pieces[l.stages() - 1].loss, "{what}: {even}");
+                }
+            }
+        }
+        let m = crate::model::presets::model_preset("llama-3-8b").unwrap().model;
+        assert!(own_ends_layouts(&m, 8, 1).is_empty(), "one chunk: E alone would take a device");
+        assert!(own_ends_layouts(&Model { layout: Some("4,4".into()), ..m.clone() }, 8, 2).is_empty());
     }
 
     #[test]

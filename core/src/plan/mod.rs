@@ -10,7 +10,7 @@ pub mod search;
 pub mod sweep;
 pub mod trade;
 
-pub use balance::{balanced_counts, balanced_layout};
+pub use balance::{balanced_counts, balanced_layout, own_ends_layouts};
 pub use export::{export_best, PlanExport};
 pub use mesh::{meshes, Mesh, MeshPins, MeshSkip, Meshes, MAX_MESHES};
 pub use pareto::{dominates, front, ParetoPoint};

@@ -10,14 +10,14 @@
 //! * chunks 2, 3 and 4 for the families that read `chunks`;
 //! * layouts, for a model without `--layout`: the even split, and splits that move one or two
 //!   layers off the last share (which also holds the LM head) and one off the first (the
-//!   embedding) onto the middle shares with the fewest layers ([`layout_candidates`]).
+//!   embedding) onto the middle shares with the fewest layers, and the split balanced by cost
+//!   ([`layout_candidates`]); for the looping families (those that read `chunks`), also
+//!   Megatron's layout with the embedding and the loss as stages of their own, cut for each
+//!   chunk count ([`own_ends_layouts`]: `E|t*3|…|L`).
 //!
 //! **Static memory** is what a device holds besides activations: a fixed number of bytes, or
-//! derived from the model at [`BYTES_PER_PARAMETER`] bytes per parameter of the device's share
-//! (mixed-precision Adam: 16-bit weights 2, fp32 gradients 4, fp32 master weights 4, Adam's two
-//! fp32 moments 8 — Megatron-Core's count without a distributed optimizer). A device's share
-//! follows the schedule's placement: the stages it holds, in proportion of the model's pieces
-//! (V-shape devices hold two halves, two-directional ones two replicas).
+//! derived from the model at [`BYTES_PER_PARAMETER`] bytes per parameter of the stages the
+//! device holds (mixed-precision Adam, Megatron-Core's count without a distributed optimizer).
 //!
 //! A plan fits when every device's peak activation memory plus its static memory is at most the
 //! limit; families that plan under a limit get the limit less the largest static memory.
@@ -35,11 +35,13 @@ use crate::schedule::Placement;
 use crate::stats::Stats;
 use crate::step::{Step, StepSpec};
 
+use super::balance::own_ends_layouts;
 use super::sweep::{MAX_SWEEP_PASSES, MAX_SWEEP_RUNS};
 use super::trade::{ladder, TradeChoice, TradeSearch, TradeSpec};
 use crate::trade::Trade;
 
-/// Bytes of static memory per parameter for mixed-precision Adam (see the module docs).
+/// Bytes of static memory per parameter for mixed-precision Adam: 16-bit weights 2, fp32
+/// gradients 4, fp32 master weights 4, Adam's two fp32 moments 8.
 pub const BYTES_PER_PARAMETER: f64 = 18.0;
 /// Largest microbatch count a plan tries, per device.
 pub const MAX_PLAN_MICROBATCHES_PER_DEVICE: u32 = 32;
@@ -344,8 +346,19 @@ impl PlanSpec {
                 (None, Some(model)) => Some(model.micro_batch),
                 _ => None,
             };
-            let layouts = model.map_or_else(|| vec![None], |md| layout_candidates(md, self.devices));
-            for layout in layouts {
+            // Each layout, and the chunks it is cut for: Megatron's layouts with the embedding
+            // and the loss as stages of their own are cut for one chunk count of the looping
+            // families ([`own_ends_layouts`]); the rest name one piece per device share.
+            let mut layouts: Vec<(Option<String>, Option<u32>)> = model.map_or_else(
+                || vec![(None, None)],
+                |md| layout_candidates(md, self.devices).into_iter().map(|l| (l, None)).collect(),
+            );
+            if let Some(md) = model.filter(|_| self.families.iter().any(|f| f.uses(Field::Chunks))) {
+                for c in PLAN_CHUNKS {
+                    layouts.extend(own_ends_layouts(md, self.devices, c).into_iter().map(|l| (Some(l), Some(c))));
+                }
+            }
+            for (layout, cut_for) in layouts {
                 let mut step = None;
                 // The vocabulary-parallel families' parameters per piece: the embedding and
                 // the LM head spread over every device.
@@ -397,10 +410,11 @@ impl PlanSpec {
                     if splits && layout.is_some() && costs.split_vocab.is_some() {
                         continue;
                     }
-                    let chunks: Vec<Option<u32>> = if family.uses(Field::Chunks) {
-                        PLAN_CHUNKS.iter().copied().map(Some).collect()
-                    } else {
-                        vec![None]
+                    let chunks: Vec<Option<u32>> = match cut_for {
+                        Some(_) if splits || !family.uses(Field::Chunks) => continue,
+                        Some(c) => vec![Some(c)],
+                        None if family.uses(Field::Chunks) => PLAN_CHUNKS.iter().copied().map(Some).collect(),
+                        None => vec![None],
                     };
                     for c in chunks {
                         let costs = if splits { costs.vocabulary_parallel() } else { costs.clone() };
