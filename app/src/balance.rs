@@ -1,9 +1,9 @@
 //! "Balance it": the bottleneck banner's fix. The planner ([`bubblescope::plan::plan`]) runs at
 //! the page's devices, microbatches and micro-batch size, over every family and every layer
-//! split it tries (the even split, layers moved off the ends, the split that balances the work
-//! by cost); the fastest that fits the page's limit replaces the current family and layout.
-//! What travels back from the worker, and the one line that says what it did. The button is
-//! [`crate::components::BalanceButton`]; it asks the engine through [`crate::engine::ask`].
+//! split it tries, with pairing for an MoE model; the fastest that fits the page's limit
+//! replaces the current family, layout and pairing. What travels back from the worker, and the
+//! one line that says what it did. Uses the state layer only: the button (`BalanceButton`, in
+//! the components) asks the engine for it.
 
 #[cfg(feature = "engine")]
 use bubblescope::plan::{plan, CostSource, PlanSpec, StaticMemory, TradeSpec};
@@ -35,7 +35,9 @@ pub struct Choice {
     pub chunks: Option<u32>,
     /// The layer split (`None`: the even split).
     pub layout: Option<String>,
-    /// The family's title, with its chunks.
+    /// Whether F and B pair over the all-to-all (Megatron's combined 1F1B, an MoE model).
+    pub a2a_overlap: bool,
+    /// The family's title, with its chunks and pairing.
     pub label: String,
 }
 
@@ -115,10 +117,16 @@ pub fn compute_balance(settings: &Settings, place: Place) -> Result<Balanced, Ui
                 schedule: c.family.name.to_string(),
                 chunks: c.params.chunks,
                 layout: c.layout.clone(),
-                label: match c.params.chunks.filter(|_| c.family.uses(Field::Chunks)) {
-                    Some(k) => format!("{} with {k} chunks", c.family.title),
-                    None => c.family.title.to_string(),
-                },
+                a2a_overlap: c.params.a2a_overlap,
+                label: format!(
+                    "{}{}{}",
+                    c.family.title,
+                    c.params
+                        .chunks
+                        .filter(|_| c.family.uses(Field::Chunks))
+                        .map_or(String::new(), |k| format!(" with {k} chunks")),
+                    if c.params.a2a_overlap { ", F and B paired" } else { "" }
+                ),
             };
             (choice, Shares { cost: p.stats.cost, idle: p.stats.bubble_rate })
         });
@@ -132,6 +140,7 @@ impl Balanced {
             link.schedule.clone_from(&c.schedule);
             link.params.chunks = c.chunks;
             link.model.layout.clone_from(&c.layout);
+            link.params.a2a_overlap = c.a2a_overlap;
         }
     }
 
@@ -204,6 +213,21 @@ mod tests {
         let again = compute_balance(&s, Place::Worker).unwrap();
         assert!(again.chosen.is_none(), "{again:?}");
         assert!(again.summary(Units::Model).starts_with("Already the fastest"));
+    }
+
+    /// An MoE model whose all-to-all can hide under combined 1F1B: whatever the search
+    /// chooses (paired or not), the page's own run at the applied settings gives its numbers.
+    #[test]
+    fn an_moe_run_balances_to_what_the_search_promised() {
+        let mut l = link("schedule=1f1b&devices=4&microbatches=8&model=olmoe-1b-7b&dp=2&ep=2&mem-limit=80GiB");
+        let b = compute_balance(&l.settings(), Place::Worker).unwrap();
+        let (choice, after) = b.chosen.clone().expect("a better plan than 1F1B");
+        b.apply_to(&mut l);
+        let s = l.settings();
+        assert_eq!((s.schedule.as_str(), s.params.a2a_overlap), (choice.schedule.as_str(), choice.a2a_overlap));
+        let run = bubblescope::registry::run(&s.schedule, &s.effective_params().unwrap()).unwrap();
+        assert!((run.stats.cost - after.cost).abs() <= 1e-9 * after.cost, "{} vs {}", run.stats.cost, after.cost);
+        assert_eq!(b.summary(Units::Model).contains("F and B paired"), choice.a2a_overlap);
     }
 
     #[test]

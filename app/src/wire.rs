@@ -577,6 +577,7 @@ mod tests {
             schedule: "dualpipe".into(),
             chunks: None,
             layout: Some("4,5,5,4,4,4,4,2".into()),
+            a2a_overlap: true,
             label: "DualPipe".into(),
         };
         let before = Shares { cost: 4.3e6, idle: 0.3135 };

@@ -767,3 +767,55 @@ fn the_plan_tries_the_embedding_and_the_loss_as_stages_of_their_own() {
     assert_eq!(sim["cost"].as_f64(), p["cost"].as_f64(), "{p}\n{sim}");
     assert_eq!(sim["bubble_rate"].as_f64(), p["bubble_rate"].as_f64(), "{p}\n{sim}");
 }
+
+/// With an MoE model the families that pair passes run plain and paired (Megatron's combined
+/// 1F1B), and a paired plan is what `simulate --a2a-overlap` gives at its settings; a dense
+/// model's plans never pair.
+#[test]
+fn an_moe_plan_tries_combined_1f1b() {
+    let dir = tempfile::tempdir().unwrap();
+    let moe = ["plan", "-p", "4", "--model", "olmoe-1b-7b", "--dp", "2", "--ep", "2", "--mem-limit", "80GiB"];
+    let v: Value = serde_json::from_str(&ok(dir.path(), &join(&moe, &["--top", "100000", "--json"]))).unwrap();
+    let plans = v["plans"].as_array().unwrap();
+    let paired: Vec<&Value> = plans.iter().filter(|p| p["a2a_overlap"] == Value::Bool(true)).collect();
+    let names: std::collections::BTreeSet<&str> = paired.iter().map(|p| p["schedule"].as_str().unwrap()).collect();
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), ["1f1b", "interleaved-1f1b"], "only the families that pair");
+    assert!(plans.iter().any(|p| p["schedule"] == "1f1b" && p["a2a_overlap"] == Value::Bool(false)), "and plain");
+    let p = paired.iter().find(|p| p["trade"].is_null() && p["layout"].is_null()).expect("a paired plan");
+    let s = |k: &str| p[k].to_string().trim_matches('"').to_string();
+    let mut run = vec![
+        "simulate".to_string(),
+        "-s".into(),
+        s("schedule"),
+        "-p".into(),
+        "4".into(),
+        "-m".into(),
+        s("microbatches"),
+    ];
+    if !p["chunks"].is_null() {
+        run.extend(["--chunks".into(), s("chunks")]);
+    }
+    run.extend(
+        [
+            "--micro-batch",
+            &s("micro_batch"),
+            "--model",
+            "olmoe-1b-7b",
+            "--dp",
+            "2",
+            "--ep",
+            "2",
+            "--a2a-overlap",
+            "--json",
+        ]
+        .map(String::from),
+    );
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    let sim: Value = serde_json::from_str(&ok(dir.path(), &run)).unwrap();
+    assert_eq!(sim["cost"].as_f64(), p["cost"].as_f64(), "{p}\n{sim}");
+    let text = ok(dir.path(), &join(&moe, &["--top", "100000"]));
+    assert!(text.contains(" · a2a-overlap\n"), "the table says which plans pair");
+    let dense = ["plan", "-p", "4", "--model", "llama-3.2-1b", "--mem-limit", "80GiB", "--top", "100000", "--json"];
+    let d: Value = serde_json::from_str(&ok(dir.path(), &dense)).unwrap();
+    assert!(d["plans"].as_array().unwrap().iter().all(|p| p["a2a_overlap"] == Value::Bool(false)));
+}

@@ -233,9 +233,10 @@ fn sweep_ranks_by_the_whole_step_and_agrees_with_simulate() {
     let mut csv_args = text_args.clone();
     csv_args.push("--csv");
     let csv = ok(&csv_args);
-    assert!(csv.lines().next().unwrap().ends_with(",trade,step_time,tokens_per_gpu_s,mfu"), "{csv}");
+    // (then MoE's ep and a2a_overlap, the last columns).
+    assert!(csv.lines().next().unwrap().ends_with(",trade,step_time,tokens_per_gpu_s,mfu,ep,a2a_overlap"), "{csv}");
     let plain = ok(&["sweep", "--schedules", "1f1b", "-p", "4", "-m", "8", "--csv"]);
-    assert!(plain.lines().nth(1).unwrap().ends_with(",,,"), "{plain}");
+    assert!(plain.lines().nth(1).unwrap().ends_with(",,,,,false"), "{plain}");
     // A global batch would fix what a sweep varies.
     let said = fails(&[
         "sweep",

@@ -324,7 +324,8 @@ fn trade_flags(plan: &Plan, args: &PlanArgs) -> String {
     out
 }
 
-/// A plan in one line: family, microbatches, chunks, micro-batch and layout.
+/// A plan in one line: family, microbatches, chunks, micro-batch, layout and whether F and B
+/// pair over the all-to-all (`a2a-overlap`).
 fn describe(p: &Plan) -> String {
     let c = &p.candidate;
     let mut out = format!("{} · M {}", c.family.name, c.params.microbatches);
@@ -335,6 +336,9 @@ fn describe(p: &Plan) -> String {
         let _ = write!(out, " · micro-batch {b}");
     }
     let _ = write!(out, " · layout {}", c.layout.as_deref().unwrap_or("default"));
+    if c.params.a2a_overlap {
+        out.push_str(" · a2a-overlap");
+    }
     out
 }
 
@@ -386,6 +390,7 @@ fn plan_json(p: &Plan) -> Value {
         "chunks": chunks(p),
         "micro_batch": c.micro_batch,
         "layout": c.layout,
+        "a2a_overlap": c.params.a2a_overlap,
         "activation_limit": c.params.mem_limit,
         "cost": p.stats.cost,
         "bubble_rate": p.stats.bubble_rate,

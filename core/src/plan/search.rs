@@ -7,7 +7,8 @@
 //!   size is then `G / M`, so a model's costs change with `M`), up to
 //!   [`MAX_PLAN_MICROBATCHES_PER_DEVICE`] · P, or only `G / b` when the micro-batch size `b` is
 //!   kept; without one, `P`, `2P`, `4P` and `8P` at the model's micro-batch size;
-//! * chunks 2, 3 and 4 for the families that read `chunks`;
+//! * chunks 2, 3 and 4 for the families that read `chunks`; with an MoE model, the families
+//!   that pair passes also run paired (`--a2a-overlap`, Megatron's combined 1F1B);
 //! * layouts, for a model without `--layout`: the even split, and splits that move one or two
 //!   layers off the last share (which also holds the LM head) and one off the first (the
 //!   embedding) onto the middle shares with the fewest layers, and the split balanced by cost
@@ -416,9 +417,14 @@ impl PlanSpec {
                         None if family.uses(Field::Chunks) => PLAN_CHUNKS.iter().copied().map(Some).collect(),
                         None => vec![None],
                     };
-                    for c in chunks {
+                    // An MoE model's all-to-all can hide under Megatron's combined 1F1B: the
+                    // families that pair passes run plain and paired.
+                    let pairs = family.uses(Field::A2aOverlap) && costs.profile.as_ref().is_some_and(|p| p.has_a2a());
+                    let pairing: &[bool] = if pairs { &[false, true] } else { &[false] };
+                    for (c, &a2a) in chunks.into_iter().flat_map(|c| pairing.iter().map(move |a| (c, a))) {
                         let costs = if splits { costs.vocabulary_parallel() } else { costs.clone() };
                         let mut params = ScheduleParams::new(self.devices, m).with_costs(costs);
+                        params.a2a_overlap = a2a;
                         // The F&B time goes to the families that overlap F and B.
                         if !family.uses(Field::Overlap) {
                             params.costs.overlap = None;

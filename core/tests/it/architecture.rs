@@ -126,7 +126,9 @@ fn prev_is_ident(bytes: &[char], i: usize) -> bool {
 fn remove_test_items(source: &str) -> String {
     let mut out = String::new();
     let mut rest = source;
-    while let Some(at) = rest.find("#[cfg(test)]") {
+    // `#[cfg(test)]`, and tests behind a feature too (`#[cfg(all(test, feature = "engine"))]`).
+    let next = |text: &str| ["#[cfg(test)]", "#[cfg(all(test,"].iter().filter_map(|m| text.find(m)).min();
+    while let Some(at) = next(rest) {
         out.push_str(&rest[..at]);
         let after = &rest[at..];
         let semi = after.find(';');
@@ -600,7 +602,7 @@ fn the_checker_finds_circles_and_upward_imports() {
     std::fs::write(dir.join("m/a.rs"), "pub struct A;\nfn f() -> super::B { super::B }\n").unwrap();
     std::fs::write(
         dir.join("m/b.rs"),
-        "pub struct B;\nfn g() { let _ = crate::m::A; }\n#[cfg(test)]\nmod t { use crate::low; }\n",
+        "pub struct B;\nfn g() { let _ = crate::m::A; }\n#[cfg(test)]\nmod t { use crate::low; }\n#[cfg(all(test, feature = \"x\"))]\nmod u { use super::*; use crate::low; }\n",
     )
     .unwrap();
     let graph = Graph::read(&dir.join("lib.rs"));
