@@ -603,7 +603,7 @@ impl ModelArgs {
                     e.0.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
                     e.0.len()
                 ),
-                &["give one degree, e.g. --ep 8, or compare them with `bubblescope sweep … --ep 1,2,4,8`"],
+                &["give one degree, e.g. --ep 8, or compare them with `bubblescope sweep … --ep 1,2,4,8` (or `plan -p …`)"],
             )),
             _ => Ok(()),
         }

@@ -819,3 +819,64 @@ fn an_moe_plan_tries_combined_1f1b() {
     let d: Value = serde_json::from_str(&ok(dir.path(), &dense)).unwrap();
     assert!(d["plans"].as_array().unwrap().iter().all(|p| p["a2a_overlap"] == Value::Bool(false)));
 }
+
+/// `--ep 2,4` ranks the plans of each EP degree together; each plan names its degree and is
+/// what `simulate` gives at that `--ep`, and an export's read-back command carries it.
+#[test]
+fn a_plan_across_ep_degrees_runs_each_at_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "-p", "4", "--model", "olmoe-1b-7b", "--dp", "4", "--ep", "2,4", "--mem-limit", "80GiB"];
+    let v: Value = serde_json::from_str(&ok(dir.path(), &join(&base, &["--top", "100000", "--json"]))).unwrap();
+    let plans = v["plans"].as_array().unwrap();
+    for ep in [2, 4] {
+        let p = plans
+            .iter()
+            .find(|p| p["ep"].as_u64() == Some(ep) && p["trade"].is_null() && p["layout"].is_null())
+            .unwrap_or_else(|| panic!("a plan at ep {ep}"));
+        let s = |k: &str| p[k].to_string().trim_matches('"').to_string();
+        let mut run = vec![
+            "simulate".to_string(),
+            "-s".into(),
+            s("schedule"),
+            "-p".into(),
+            "4".into(),
+            "-m".into(),
+            s("microbatches"),
+        ];
+        if !p["chunks"].is_null() {
+            run.extend(["--chunks".into(), s("chunks")]);
+        }
+        if p["a2a_overlap"] == Value::Bool(true) {
+            run.push("--a2a-overlap".into());
+        }
+        run.extend(
+            [
+                "--micro-batch",
+                &s("micro_batch"),
+                "--model",
+                "olmoe-1b-7b",
+                "--dp",
+                "4",
+                "--ep",
+                &ep.to_string(),
+                "--json",
+            ]
+            .map(String::from),
+        );
+        let run: Vec<&str> = run.iter().map(String::as_str).collect();
+        let sim: Value = serde_json::from_str(&ok(dir.path(), &run)).unwrap();
+        assert_eq!(sim["cost"].as_f64(), p["cost"].as_f64(), "ep {ep}: {p}\n{sim}");
+    }
+    let said = ok_stderr(dir.path(), &join(&base, &["--export", "best.csv"]));
+    // Plan 1, or the plan the note names when plan 1 cannot be written as a CSV.
+    let k = said.split("--export wrote plan ").nth(1).and_then(|r| r.split_whitespace().next()?.parse::<usize>().ok());
+    let written = &plans[k.unwrap_or(1) - 1];
+    let ep = written["ep"].as_u64().unwrap();
+    let at = |end: &str| said.contains(&format!("--ep {ep}{end}"));
+    assert!(at(" ") || at("\n"), "the read-back command runs at the written plan's degree: {said}");
+    fails_with_hint(
+        dir.path(),
+        &["plan", "--gpus", "16", "--model", "olmoe-1b-7b", "--ep", "2,4", "--mem-limit", "80GiB"],
+        "--ep lists several",
+    );
+}

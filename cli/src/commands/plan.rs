@@ -70,9 +70,19 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         }
         None => None,
     };
+    // One search per EP degree (`--ep 1,2,4`), their plans ranked together: the costs follow
+    // EP. What is said once (notes, hints) is said of the first degree.
+    let eps = args.costs.model.ep_sizes();
+    if eps.len() > 1 && args.devices.is_none() {
+        return Err(crate::output::user_error(
+            "plan without -p searches the splits of --gpus at one EP degree, but --ep lists several",
+            &["give -p to compare EP degrees on one pipeline, or one --ep with --gpus"],
+        ));
+    }
     // With a global batch the micro-batch size follows from each microbatch count, unless the
     // user fixes it.
     let mut costs = args.costs.clone();
+    costs.model = costs.model.with_ep(eps[0]);
     // A calibration fits the model as the flags give it, before plans vary the micro-batch.
     if let Some(p) = args.devices {
         let (calibrated, calibration) = costs.model.calibrated(p)?;
@@ -113,8 +123,20 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     };
     let (searches, meshes) = match args.devices {
         Some(p) => {
-            let spec = PlanSpec { trade: args.costs.plan_trade(model.as_ref(), p)?, ..base };
-            (vec![spec], None)
+            let mut specs = Vec::new();
+            for &ep in &eps[1..] {
+                let mut at = costs.clone();
+                at.model = at.model.with_ep(ep);
+                let Some(m) = at.model()?.map(|spec| spec.resolve().map_err(crate::args::flag_error)).transpose()?
+                else {
+                    continue;
+                };
+                let trade = at.plan_trade(Some(&m), p)?;
+                specs.push(PlanSpec { source: CostSource::Model(m), trade, ..base.clone() });
+            }
+            let first = PlanSpec { trade: costs.plan_trade(model.as_ref(), p)?, ..base };
+            specs.insert(0, first);
+            (specs, None)
         }
         None => {
             let (specs, meshes) = mesh_searches(args, &costs, model.as_ref(), base)?;
@@ -270,6 +292,10 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 if let Some(layout) = &c.layout {
                     let _ = m.set(Field::Layout, layout);
                 }
+                // The plan's own EP degree, one of several searched.
+                if let Some(ep) = plan_ep(plan).filter(|_| eps.len() > 1) {
+                    let _ = m.set(Field::Ep, &ep.to_string());
+                }
                 // A split the search chose: its TP and replicas.
                 if meshes.is_some() {
                     let mesh = plan_mesh(plan);
@@ -324,11 +350,20 @@ fn trade_flags(plan: &Plan, args: &PlanArgs) -> String {
     out
 }
 
-/// A plan in one line: family, microbatches, chunks, micro-batch, layout and whether F and B
-/// pair over the all-to-all (`a2a-overlap`).
+/// The EP degree of a plan's MoE model (`None` for a dense model or hand-set costs).
+fn plan_ep(p: &Plan) -> Option<u32> {
+    p.candidate.step.as_ref().map(|s| &s.0.moe).filter(|m| m.experts > 0).map(|m| m.ep.max(1))
+}
+
+/// A plan in one line: family, EP degree (MoE), microbatches, chunks, micro-batch, layout and
+/// whether F and B pair over the all-to-all (`a2a-overlap`).
 fn describe(p: &Plan) -> String {
     let c = &p.candidate;
-    let mut out = format!("{} · M {}", c.family.name, c.params.microbatches);
+    let mut out = c.family.name.to_string();
+    if let Some(ep) = plan_ep(p) {
+        let _ = write!(out, " · ep {ep}");
+    }
+    let _ = write!(out, " · M {}", c.params.microbatches);
     if let Some(v) = chunks(p) {
         let _ = write!(out, " · chunks {v}");
     }
@@ -390,6 +425,7 @@ fn plan_json(p: &Plan) -> Value {
         "chunks": chunks(p),
         "micro_batch": c.micro_batch,
         "layout": c.layout,
+        "ep": plan_ep(p),
         "a2a_overlap": c.params.a2a_overlap,
         "activation_limit": c.params.mem_limit,
         "cost": p.stats.cost,

@@ -231,13 +231,13 @@ mod tests {
                 // evenly as its stages other than E and L can take them.
                 let share: Vec<u32> =
                     balanced_layout(&m, devices).unwrap().split(',').map(|c| c.parse().unwrap()).collect();
-                for d in 0..devices as usize {
+                for (d, &total) in share.iter().enumerate() {
                     let mine: Vec<u32> = (0..chunks as usize)
                         .map(|k| d + k * devices as usize)
                         .filter(|&g| g != 0 && g + 1 != n)
                         .map(|g| layout.pieces[g].layers)
                         .collect();
-                    assert_eq!(mine.iter().sum::<u32>(), share[d], "{what}: device {d} of {text}");
+                    assert_eq!(mine.iter().sum::<u32>(), total, "{what}: device {d} of {text}");
                     assert!(mine.iter().max().unwrap() - mine.iter().min().unwrap() <= 1, "{what}: {text}");
                 }
                 // The last cut (the second, or both when they are one): every stage but E and
