@@ -217,3 +217,28 @@ fn a_pytorch_export_of_blocking_sends_says_the_file_holds_no_send_mode() {
     let said = ok_stderr(d, &["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.5", "--export", "a.csv"]);
     assert!(!said.contains("send mode"), "{said}");
 }
+
+/// Eighth hostile pass: a Perfetto trace Bubblescope wrote, read back, was taken for a
+/// PyTorch profile ("no pipeline labels", a hint about Schedule1F1B; with a cost flag "a
+/// measured run"), and `plan --export … --to-format perfetto` printed a read-back command that
+/// failed so.
+#[test]
+fn a_perfetto_export_is_named_as_such_when_read_back_and_plan_offers_no_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok_stderr(d, &["simulate", "-s", "zb-h1", "-p", "4", "-m", "8", "--export", "t.json", "--to-format", "perfetto"]);
+    let says = "it is a Perfetto trace Bubblescope wrote";
+    for args in [
+        &["simulate", "--from", "t.json"][..],
+        &["simulate", "--from", "t.json", "--f", "2"],
+        &["trace", "t.json"],
+        &["convert", "t.json", "t.csv"],
+        &["render", "--from", "t.json", "-o", "t.svg"],
+        &["simulate", "-s", "1f1b", "-p", "4", "--costs-from", "t.json"],
+    ] {
+        let e = fails_with_hint(d, args, says);
+        assert!(!e.contains("Schedule1F1B") && !e.contains("measured run"), "{args:?}: {e}");
+    }
+    let said = ok_stderr(d, &["plan", "-p", "4", "--mem-limit", "4", "--export", "plan.out", "--to-format", "perfetto"]);
+    assert!(!said.contains("read it back") && said.contains("not to read back"), "{said}");
+}
