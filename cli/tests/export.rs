@@ -239,6 +239,7 @@ fn a_perfetto_export_is_named_as_such_when_read_back_and_plan_offers_no_read_bac
         let e = fails_with_hint(d, args, says);
         assert!(!e.contains("Schedule1F1B") && !e.contains("measured run"), "{args:?}: {e}");
     }
-    let said = ok_stderr(d, &["plan", "-p", "4", "--mem-limit", "4", "--export", "plan.out", "--to-format", "perfetto"]);
+    let said =
+        ok_stderr(d, &["plan", "-p", "4", "--mem-limit", "4", "--export", "plan.out", "--to-format", "perfetto"]);
     assert!(!said.contains("read it back") && said.contains("not to read back"), "{said}");
 }
