@@ -877,6 +877,20 @@ impl CostArgs {
         let list = |l: &Option<CostList>| l.as_ref().map(|l| l.0.clone());
         if let Some(run) = self.measured()? {
             let mut costs = run.fitted().costs(devices);
+            let pieces = costs.profile.as_ref().map_or(0, |p| p.pieces());
+            if pieces % devices as usize != 0 {
+                let from = self.costs_from.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+                let mut fits: Vec<String> = (1..=pieces).filter(|d| pieces % d == 0).map(|d| d.to_string()).collect();
+                let last = fits.pop().unwrap_or_default();
+                let fits = if fits.is_empty() { last } else { format!("{} or {last}", fits.join(", ")) };
+                return Err(crate::output::user_error(
+                    &format!(
+                        "--costs-from {}: the run fits costs for its {pieces} stages, which do not split over {devices} devices",
+                        bubblescope::formats::sanitize(&from)
+                    ),
+                    &[&format!("give a device count that divides its {pieces} stages: --devices {fits}")],
+                ));
+            }
             // The run's own overlapped pairs fit an overlap time; --overlap replaces it.
             costs.overlap = self.overlap.or(costs.overlap);
             let lists = CostLists { f: None, b: None, w: None, mem_f: list(&self.mem_f), mem_w: list(&self.mem_w) };

@@ -192,6 +192,13 @@ fn bad_lists_exit_2_with_hints() {
     }
     let err = fails(dir.path(), &["sweep", "--schedules", "1f1b,zbh9", "-p", "4", "-m", "8"]);
     assert!(err.contains("unknown schedule `zbh9`"), "{err}");
+    // Eighth hostile pass: `all` in a list was an "unknown schedule", "did you mean `zb-v`?".
+    let err = fails_with_hint(
+        dir.path(),
+        &["sweep", "--schedules", "all,1f1b", "-p", "4", "-m", "8"],
+        "`all` stands alone in the schedule list",
+    );
+    assert!(!err.contains("did you mean"), "{err}");
     let err = fails(dir.path(), &["sweep", "--schedules", "all", "-p", "64", "-m", "16384,32768"]);
     assert!(err.contains("passes together"), "{err}");
 }

@@ -606,3 +606,18 @@ fn a_span_that_holds_every_pass_is_named_not_taken_for_no_labels() {
         assert!(!e.contains("no pipeline labels") && e.contains("its dur is damaged"), "{e}");
     }
 }
+
+/// Eighth hostile pass: costs fitted to a run of 2 stages, asked for on 4 devices, got "the
+/// cost lists have 2 pieces … give one number per device", of lists the user never gave.
+#[test]
+fn costs_from_a_run_on_a_device_count_its_stages_do_not_split_over_says_so() {
+    let d = &std::env::temp_dir();
+    let run = fixture("gpipe");
+    for args in [
+        &["simulate", "-s", "1f1b", "-p", "4", "-m", "4", "--costs-from", &run][..],
+        &["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", "--costs-from", &run],
+    ] {
+        let e = fails_with_hint(d, args, "the run fits costs for its 2 stages, which do not split over 4 devices");
+        assert!(e.contains("--devices 1 or 2") && !e.contains("one number per device"), "{e}");
+    }
+}
