@@ -59,10 +59,10 @@ pub struct RenderArgs {
     #[arg(long)]
     pub causes: bool,
     /// Figure width in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 960.0, hide_short_help = true)]
+    #[arg(value_parser = crate::args::number, long, value_name = "PX", default_value_t = 960.0, hide_short_help = true)]
     pub width: f64,
     /// Height of one device row in pixels.
-    #[arg(long = "row-height", value_name = "PX", default_value_t = 22.0, hide_short_help = true)]
+    #[arg(value_parser = crate::args::number, long = "row-height", value_name = "PX", default_value_t = 22.0, hide_short_help = true)]
     pub row_height: f64,
     /// Colour theme: light or dark.
     #[arg(long, value_name = "THEME", default_value = "light", hide_short_help = true)]
@@ -74,7 +74,7 @@ pub struct RenderArgs {
     #[arg(long)]
     pub animate: bool,
     /// Seconds the animation takes from the first pass to the last (0.5 to 600).
-    #[arg(long, value_name = "SECONDS", default_value_t = 6.0, requires = "animate", hide_short_help = true)]
+    #[arg(value_parser = crate::args::number, long, value_name = "SECONDS", default_value_t = 6.0, requires = "animate", hide_short_help = true)]
     pub duration: f64,
     /// Play the animation in a loop instead of once.
     #[arg(long = "loop", requires = "animate", hide_short_help = true)]
