@@ -671,7 +671,15 @@ fn hops_across_nodes_are_noted_and_each_timed_at_its_own_link() {
     assert_eq!(v["comm"], v["hops"]["across_nodes"]);
     let out = bubblescope(&["simulate", "-s", "1f1b", "-p", "16", "-m", "32", "--model", "zb-14.6b"]);
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("note: the devices span 2 nodes of 8 GPUs: 1 hop (7→8) cross nodes at"), "{said}");
+    // Eighth hostile pass: one hop "crosses" (it said "1 hop (7→8) cross nodes at … each").
+    assert!(said.contains("note: the devices span 2 nodes of 8 GPUs: 1 hop (7→8) crosses nodes, at "), "{said}");
+    assert!(!said.contains(" each, the others"), "{said}");
+    // And one layer more on one share: "the first share holds", not "the first 1 shares hold".
+    let layers = String::from_utf8_lossy(&bubblescope(&["costs", "--model", "deepseek-v3"]).stderr).to_string();
+    assert!(
+        layers.contains("61 layers do not divide over 4 devices: the first share holds one layer more"),
+        "{layers}"
+    );
     assert!(said.contains("the simulator times each hop at its own link"), "{said}");
     // Only hop 7→8 crosses: the run is faster than one with every hop across nodes.
     let cost = |extra: &[&str]| {

@@ -286,6 +286,11 @@ fn copies_without_slots_need_a_copy_rate() {
     let rate_free = format!("{head}{}", &tail[tail.find('}').unwrap()..]);
     std::fs::write(d.join("c.json"), rate_free).unwrap();
     fails_with_hint(d, &["simulate", "--from", "c.json"], "--copy-time");
+    // Eighth hostile pass: with a model the hint named only --copy-time, which a model
+    // refuses ("copy-time is for plain costs"); it names --host-gbps too, which then runs.
+    let e = fails_with_hint(d, &["simulate", "--from", "c.json", "--model", "llama-3.2-1b"], "no copy time is given");
+    assert!(e.contains("with a model give --host-gbps"), "{e}");
+    ok(d, &["simulate", "--from", "c.json", "--model", "llama-3.2-1b", "--host-gbps", "25"]);
     let back: Value =
         serde_json::from_str(&ok(d, &["simulate", "--from", "c.json", "--copy-time", "2.5", "--json"])).unwrap();
     assert_eq!((&back["cost"], &back["peak_memory"]), (&original["cost"], &original["peak_memory"]));

@@ -71,7 +71,8 @@ pub fn check_copy_rate(schedule: &Schedule, costs: &Costs) -> Result<(), ParamEr
         Field::CopyTime,
         format!("the schedule's {unslotted} copies to and from the host have no time of their own, and no copy time is given"),
     )
-    .hint("give --copy-time T, the time one forward's activation (mem-f) takes to copy (copy-time= in a link)"))
+    .hint("with plain costs give --copy-time T, the time one forward's activation (mem-f) takes to copy (copy-time= in a link)")
+    .hint("with a model give --host-gbps G, its host link's GB/s each way (PCIe Gen4 x16 moves about 25): --copy-time is for plain costs"))
 }
 
 /// Refuses recompute or offload settings for a schedule that holds its own R passes or
