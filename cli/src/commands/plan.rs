@@ -291,12 +291,24 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                     c.family.uses(Field::Overlap),
                 ),
             };
-            let mut flags = format!("{flags} {}", trade_flags(plan, args));
-            if !c.params.costs.p2p.is_async() {
+            // A JSON file holds the plan's R passes and copies (and its send mode): flags for
+            // them would be refused as a second trade. A CSV holds the compute orders only.
+            let json_file = target.format == formats::Format::Json;
+            let mut flags = match json_file {
+                true => flags,
+                false => format!("{flags} {}", trade_flags(plan, args)),
+            };
+            if !c.params.costs.p2p.is_async() && !json_file {
                 flags = format!("{} --p2p {}", flags.trim_end(), c.params.costs.p2p.name());
             }
             let shown = bubblescope::units::shell_word(&path.display().to_string());
-            let command = format!("bubblescope simulate --from {shown} {}", flags.trim());
+            // A name whose extension says another format is read as the format written.
+            let named = formats::Format::from_extension(&path.display().to_string());
+            let from_format = match named.is_some_and(|f| f.extension() != target.format.extension()) {
+                true => format!(" --from-format {}", target.format.name()),
+                false => String::new(),
+            };
+            let command = format!("bubblescope simulate --from {shown}{from_format} {}", flags.trim());
             eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
         }
     }
