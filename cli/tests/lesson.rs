@@ -111,6 +111,10 @@ fn a_lesson_file_gives_the_lessons_text() {
     ok_stderr(d, &["render", "--lesson", text, "-o", "typed.svg"]);
     ok_stderr(d, &["render", "--lesson", "mine.txt", "-o", "read.svg"]);
     assert_eq!(std::fs::read(d.join("read-1.svg")).unwrap(), std::fs::read(d.join("typed-1.svg")).unwrap());
+    // A step's devices out of range got only the catch-all "`bubblescope help` lists the commands".
+    std::fs::write(d.join("big.txt"), "T\ncap\nschedule=1f1b&devices=1000000\n").unwrap();
+    let e = fails_with_hint(d, &["render", "--lesson", "big.txt", "-o", "b.svg"], "devices must be between 1 and 1024");
+    assert!(e.contains("hint: devices is the number of pipeline ranks") && !e.contains("`bubblescope help`"), "{e}");
     std::fs::write(d.join("empty.txt"), "\n").unwrap();
     fails_with_hint(d, &["render", "--lesson", "empty.txt", "-o", "e.svg"], "empty.txt is empty: it holds no lesson");
 }
