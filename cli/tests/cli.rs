@@ -1087,3 +1087,13 @@ fn a_number_flag_given_no_number_says_so_in_words() {
         }
     }
 }
+
+/// Eighth hostile pass: a per-device mem-w above its piece's mem-f had only the catch-all
+/// hint ("`bubblescope help` lists the commands"), where a single mem-w above mem-f says what
+/// mem-w is.
+#[test]
+fn a_piece_whose_mem_w_is_above_its_mem_f_says_what_mem_w_is() {
+    let e = fails_in_scratch(&["simulate", "-s", "gpipe", "-p", "4", "--mem-w", "1,1,1,3"]);
+    assert!(e.contains("found mem-w 3 > mem-f 1 in piece 3") && e.contains("hint: mem-w is the part"), "{e}");
+    assert!(!e.contains("`bubblescope help`"), "{e}");
+}

@@ -405,7 +405,8 @@ impl CostProfile {
                         fmt_num(mw),
                         fmt_num(mf)
                     ),
-                ));
+                )
+                .hint("mem-w is the part of a forward's activations the weight gradient still needs: at most that piece's mem-f"));
             }
         }
         self.check_a2a()?;
