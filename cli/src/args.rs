@@ -65,7 +65,7 @@ pub struct CostArgs {
     #[arg(long = "w", value_parser = |t: &str| parse_list(t, Field::W), value_name = "W", allow_hyphen_values = true)]
     pub w: Option<CostList>,
     /// Communication time per hop between devices [default: 0].
-    #[arg(long, value_name = "C", allow_hyphen_values = true)]
+    #[arg(value_parser = number, long, value_name = "C", allow_hyphen_values = true)]
     pub comm: Option<f64>,
     /// Output-layer forward time of one vocabulary shard (S), for the vocabulary-parallel families.
     ///
@@ -73,13 +73,13 @@ pub struct CostArgs {
     /// statistics over 1/P of the vocabulary, for vocab-1, vocab-2, interlaced-vocab, v-half-vocab and
     /// v-half-vocab-1. Each barrier (all-reduce over the shards) takes --comm. With model flags the
     /// model prices the shards instead.
-    #[arg(long = "s", value_name = "S", allow_hyphen_values = true, hide_short_help = true)]
+    #[arg(value_parser = number, long = "s", value_name = "S", allow_hyphen_values = true, hide_short_help = true)]
     pub s: Option<f64>,
     /// Output-layer backward time of one vocabulary shard (T) [default: 2 × S].
-    #[arg(long = "t", value_name = "T", allow_hyphen_values = true, hide_short_help = true)]
+    #[arg(value_parser = number, long = "t", value_name = "T", allow_hyphen_values = true, hide_short_help = true)]
     pub t: Option<f64>,
     /// Time of an overlapped F&B pair [default: the sum of its passes, no gain].
-    #[arg(long, value_name = "FB", allow_hyphen_values = true, hide_short_help = true)]
+    #[arg(value_parser = number, long, value_name = "FB", allow_hyphen_values = true, hide_short_help = true)]
     pub overlap: Option<f64>,
     /// How sends between devices behave: async or blocking [default: async].
     ///
@@ -134,10 +134,10 @@ pub struct CostArgs {
     #[arg(long, value_name = "X", help_heading = "Memory", hide_short_help = true)]
     pub offload: Option<String>,
     /// With plain costs: the time one forward's activation (mem-f) takes to copy to the host.
-    #[arg(long, value_name = "T", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
+    #[arg(value_parser = number, long, value_name = "T", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
     pub copy_time: Option<f64>,
     /// With a model: the GPU's host link, GB/s each way [default: the GPU preset's].
-    #[arg(long, value_name = "GBPS", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
+    #[arg(value_parser = number, long, value_name = "GBPS", allow_hyphen_values = true, help_heading = "Memory", hide_short_help = true)]
     pub host_gbps: Option<f64>,
 }
 
@@ -293,13 +293,13 @@ pub struct ModelArgs {
     pub calibration: std::cell::OnceCell<(u32, ModelSpec, Calibration)>,
     /// Achieved TFLOP/s of the matrix multiplications per GPU, in place of the GPU's peak ×
     /// --gemm-efficiency.
-    #[arg(long, value_name = "T", hide_short_help = true)]
+    #[arg(value_parser = number, long, value_name = "T", hide_short_help = true)]
     pub tflops: Option<f64>,
     /// Achieved GB/s of every hop between devices, in place of the GPU's links.
-    #[arg(long, value_name = "GBPS", hide_short_help = true)]
+    #[arg(value_parser = number, long, value_name = "GBPS", hide_short_help = true)]
     pub bandwidth: Option<f64>,
     /// Latency of one hop, µs [default: 5].
-    #[arg(long, value_name = "US", hide_short_help = true)]
+    #[arg(value_parser = number, long, value_name = "US", hide_short_help = true)]
     pub latency: Option<f64>,
     /// Stages: Megatron's layout (`Et*3|t*4|t*4|t*3L`) or layers per share (`3,4,4,3`)
     /// [default: as even as possible, earlier shares taking the extra layer].
@@ -374,7 +374,7 @@ pub struct ModelArgs {
     pub mtp: Option<u32>,
     /// Expert capacity factor: routed work and all-to-all bytes times X (tokens padded to
     /// each expert's capacity) [default: none, dropless].
-    #[arg(long = "capacity-factor", value_name = "X", hide_short_help = true)]
+    #[arg(value_parser = number, long = "capacity-factor", value_name = "X", hide_short_help = true)]
     pub capacity_factor: Option<f64>,
 }
 
@@ -431,6 +431,22 @@ fn gpu_key(text: &str) -> Result<String, String> {
 }
 
 /// An efficiency: a number above 0 and at most 1 (core's reader).
+/// Reads a flag that takes one number (`0.5`, `2e-3`, `-1`; its range is checked where it is
+/// used), saying a text that is none in words rather than the float parser's ("invalid float
+/// literal", "cannot parse float from empty string").
+pub(crate) fn number(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("expected a number, found nothing\n  hint: give a number, e.g. 0.5 or 2e-3".to_string());
+    }
+    trimmed.parse().map_err(|_| {
+        format!(
+            "expected a number, found `{}`\n  hint: write it in digits with a decimal point or an exponent, e.g. 0.5 or 2e-3 (no fractions, units or percent signs)",
+            bubblescope::formats::sanitize(trimmed)
+        )
+    })
+}
+
 fn fraction(text: &str, field: Field) -> Result<f64, String> {
     let mut spec = ModelSpec::default();
     spec.set(field, text).map_err(|e| e.to_string())?;
@@ -877,6 +893,20 @@ impl CostArgs {
         let list = |l: &Option<CostList>| l.as_ref().map(|l| l.0.clone());
         if let Some(run) = self.measured()? {
             let mut costs = run.fitted().costs(devices);
+            let pieces = costs.profile.as_ref().map_or(0, |p| p.pieces());
+            if pieces % devices as usize != 0 {
+                let from = self.costs_from.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+                let mut fits: Vec<String> = (1..=pieces).filter(|d| pieces % d == 0).map(|d| d.to_string()).collect();
+                let last = fits.pop().unwrap_or_default();
+                let fits = if fits.is_empty() { last } else { format!("{} or {last}", fits.join(", ")) };
+                return Err(crate::output::user_error(
+                    &format!(
+                        "--costs-from {}: the run fits costs for its {pieces} stages, which do not split over {devices} devices",
+                        bubblescope::formats::sanitize(&from)
+                    ),
+                    &[&format!("give a device count that divides its {pieces} stages: --devices {fits}")],
+                ));
+            }
             // The run's own overlapped pairs fit an overlap time; --overlap replaces it.
             costs.overlap = self.overlap.or(costs.overlap);
             let lists = CostLists { f: None, b: None, w: None, mem_f: list(&self.mem_f), mem_w: list(&self.mem_w) };

@@ -380,26 +380,39 @@ pub fn table(
         }
     }
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>10}  {:>8}",
-        "device", "start", "end", "work", "busy", "idle", "bubble", "idle share", "peak mem"
-    );
-    for d in &s.per_device {
-        let flag = if d.over_limit(params.mem_limit) { "  over limit" } else { "" };
-        let _ = writeln!(
-            out,
-            "{:>6}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  {:>10}  {:>8}{flag}",
-            d.device,
-            n(d.start),
-            n(d.end),
-            n(d.work),
-            n(d.busy),
-            n(d.idle),
-            format_number(d.bubble_rate, 4),
-            format_number(s.idle_share(d.device as usize), 4),
-            nm(d.peak_memory)
-        );
+    // Each column as wide as its widest cell: a run in µs of a model (2146450.5546) pushed the
+    // fixed widths out of line with the header.
+    let header = ["device", "start", "end", "work", "busy", "idle", "bubble", "idle share", "peak mem"];
+    let rows: Vec<(Vec<String>, &str)> = s
+        .per_device
+        .iter()
+        .map(|d| {
+            let flag = if d.over_limit(params.mem_limit) { "  over limit" } else { "" };
+            let cells = vec![
+                d.device.to_string(),
+                n(d.start),
+                n(d.end),
+                n(d.work),
+                n(d.busy),
+                n(d.idle),
+                format_number(d.bubble_rate, 4),
+                format_number(s.idle_share(d.device as usize), 4),
+                nm(d.peak_memory),
+            ];
+            (cells, flag)
+        })
+        .collect();
+    let least = [6, 10, 10, 10, 10, 10, 8, 10, 8];
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| rows.iter().map(|(c, _)| c[i].chars().count()).chain([least[i]]).max().unwrap_or(least[i]))
+        .collect();
+    let line = |cells: &[&str]| -> String {
+        cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect::<Vec<_>>().join("  ")
+    };
+    let _ = writeln!(out, "{}", line(&header));
+    for (cells, flag) in &rows {
+        let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+        let _ = writeln!(out, "{}{flag}", line(&cells));
     }
     let _ = writeln!(
         out,

@@ -85,6 +85,9 @@ pub fn from_file(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subje
 
 /// A measured run read with `--from DIR`: its executed orders at their measured times.
 pub fn measured_subject(file: &FileArgs, path: &Path, costs: &CostArgs) -> Result<Subject> {
+    // Read first: a file that is no profiled run (a Perfetto export) is named as such before
+    // flags are refused for a run it is not.
+    let run = load_run(&[path.to_path_buf()], None)?;
     crate::input::refuse_file_flags_on_run(path, file.from_format.is_some(), file.dialect.is_some(), file.merge_bw)?;
     if costs.trades() {
         return Err(user_error(
@@ -96,7 +99,6 @@ pub fn measured_subject(file: &FileArgs, path: &Path, costs: &CostArgs) -> Resul
         ));
     }
     costs.refuse_on_measured(&path.display().to_string())?;
-    let run = load_run(&[path.to_path_buf()], None)?;
     for note in run.notes.iter().chain(&run.fitted().notes) {
         eprintln!("note: {note}");
     }

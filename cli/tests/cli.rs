@@ -1064,3 +1064,36 @@ fn json_differences_carry_no_float_noise() {
         + &ok(d, &["costs", "--model", "zb-1.5b", "--gpu", "a100-80gb", "-p", "8", "--calibrate=18.5ms,18.1ms,9.3ms"]);
     assert!(said.contains("W 0.0%)") && !said.contains("-0.0%"), "{said}");
 }
+
+/// Eighth hostile pass: a flag that takes one number, given none (`--comm=`, `--s 1/3`,
+/// `--width abc`), said the float parser's "cannot parse float from empty string" or "invalid
+/// float literal", with no hint but `--help`. It says what it expected, with an example.
+#[test]
+fn a_number_flag_given_no_number_says_so_in_words() {
+    let cases: [&[&str]; 6] = [
+        &["simulate", "-s", "1f1b", "--comm"],
+        &["simulate", "-s", "vocab-1", "--s"],
+        &["simulate", "-s", "dualpipe-v", "--overlap"],
+        &["simulate", "-s", "1f1b", "--offload", "0.5", "--copy-time"],
+        &["simulate", "-s", "1f1b", "--model", "llama-3-8b", "--tflops"],
+        &["render", "-s", "1f1b", "-o", "x.svg", "--width"],
+    ];
+    for base in cases {
+        for bad in ["", "1/3", "10%"] {
+            let args: Vec<&str> = base.iter().copied().chain([bad]).collect();
+            let e = fails_in_scratch(&args);
+            assert!(e.contains("expected a number, found") && e.contains("\n  hint: "), "{args:?}: {e}");
+            assert!(!e.contains("float literal") && !e.contains("parse float"), "{args:?}: {e}");
+        }
+    }
+}
+
+/// Eighth hostile pass: a per-device mem-w above its piece's mem-f had only the catch-all
+/// hint ("`bubblescope help` lists the commands"), where a single mem-w above mem-f says what
+/// mem-w is.
+#[test]
+fn a_piece_whose_mem_w_is_above_its_mem_f_says_what_mem_w_is() {
+    let e = fails_in_scratch(&["simulate", "-s", "gpipe", "-p", "4", "--mem-w", "1,1,1,3"]);
+    assert!(e.contains("found mem-w 3 > mem-f 1 in piece 3") && e.contains("hint: mem-w is the part"), "{e}");
+    assert!(!e.contains("`bubblescope help`"), "{e}");
+}

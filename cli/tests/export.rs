@@ -217,3 +217,65 @@ fn a_pytorch_export_of_blocking_sends_says_the_file_holds_no_send_mode() {
     let said = ok_stderr(d, &["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--comm", "0.5", "--export", "a.csv"]);
     assert!(!said.contains("send mode"), "{said}");
 }
+
+/// Eighth hostile pass: a Perfetto trace Bubblescope wrote, read back, was taken for a
+/// PyTorch profile ("no pipeline labels", a hint about Schedule1F1B; with a cost flag "a
+/// measured run"), and `plan --export … --to-format perfetto` printed a read-back command that
+/// failed so.
+#[test]
+fn a_perfetto_export_is_named_as_such_when_read_back_and_plan_offers_no_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok_stderr(d, &["simulate", "-s", "zb-h1", "-p", "4", "-m", "8", "--export", "t.json", "--to-format", "perfetto"]);
+    let says = "it is a Perfetto trace Bubblescope wrote";
+    for args in [
+        &["simulate", "--from", "t.json"][..],
+        &["simulate", "--from", "t.json", "--f", "2"],
+        &["trace", "t.json"],
+        &["convert", "t.json", "t.csv"],
+        &["render", "--from", "t.json", "-o", "t.svg"],
+        &["simulate", "-s", "1f1b", "-p", "4", "--costs-from", "t.json"],
+    ] {
+        let e = fails_with_hint(d, args, says);
+        assert!(!e.contains("Schedule1F1B") && !e.contains("measured run"), "{args:?}: {e}");
+    }
+    let said =
+        ok_stderr(d, &["plan", "-p", "4", "--mem-limit", "4", "--export", "plan.out", "--to-format", "perfetto"]);
+    assert!(!said.contains("read it back") && said.contains("not to read back"), "{said}");
+}
+
+/// Eighth hostile pass: a JSON schedule of the wrong shape (`slices: null`, `placement: 0`, a
+/// missing `microbatches`, orders for 3 devices of 4, an array, not JSON at all) got only the
+/// catch-all hint "`bubblescope help` lists the commands"; an empty file or standard input was
+/// "not valid JSON: EOF …" or "cannot tell the format". Each now says what the shape is, or
+/// that the file is empty.
+#[test]
+fn a_malformed_json_schedule_says_what_a_schedule_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok_stderr(d, &["simulate", "-s", "1f1b", "-p", "4", "-m", "8", "--export", "base.json"]);
+    let base: serde_json::Value = serde_json::from_str(&read(d, "base.json")).unwrap();
+    let mut cases: Vec<(&str, String)> = vec![("array", "[]".into()), ("broken", "{\"format\":".into())];
+    let mut edit = |name: &'static str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = base.clone();
+        f(&mut v);
+        cases.push((name, v.to_string()));
+    };
+    edit("slices", &|v| v["slices"] = serde_json::Value::Null);
+    edit("placement", &|v| v["placement"] = 0.into());
+    edit("microbatches", &|v| {
+        v.as_object_mut().unwrap().remove("microbatches");
+    });
+    edit("orders", &|v| {
+        v["orders"].as_array_mut().unwrap().pop();
+    });
+    for (name, text) in &cases {
+        let file = format!("{name}.json");
+        std::fs::write(d.join(&file), text).unwrap();
+        let e = fails_with_hint(d, &["simulate", "--from", &file], "error: ");
+        assert!(e.contains("`simulate --export FILE.json` writes") && !e.contains("`bubblescope help`"), "{name}: {e}");
+    }
+    std::fs::write(d.join("empty.json"), "").unwrap();
+    fails_with_hint(d, &["simulate", "--from", "empty.json"], "the file is empty: it holds no schedule");
+    fails_with_hint(d, &["simulate", "--from", "/dev/null"], "`/dev/null` is empty: it holds no schedule");
+}

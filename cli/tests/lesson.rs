@@ -99,3 +99,22 @@ fn a_derivation_places_every_pass_once_with_the_runs_own_times() {
     let model = ok(&dir, &["explain", "-s", "1f1b", "--model", "llama-3.2-1b", "-p", "4", "-m", "8", "--derive"]);
     assert!(model.contains(" ms)") || model.contains(" µs)"), "{model}");
 }
+
+/// Eighth hostile pass: `render --lesson mine.txt` took the file's name for a lesson's name
+/// ("no lesson is named `mine.txt`"). A file gives the lesson's text; an empty one says so.
+#[test]
+fn a_lesson_file_gives_the_lessons_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "Mine\nZB-H1 over 1F1B\nschedule=zb-h1&devices=4&microbatches=8&compare=1f1b\n";
+    std::fs::write(d.join("mine.txt"), text).unwrap();
+    ok_stderr(d, &["render", "--lesson", text, "-o", "typed.svg"]);
+    ok_stderr(d, &["render", "--lesson", "mine.txt", "-o", "read.svg"]);
+    assert_eq!(std::fs::read(d.join("read-1.svg")).unwrap(), std::fs::read(d.join("typed-1.svg")).unwrap());
+    // A step's devices out of range got only the catch-all "`bubblescope help` lists the commands".
+    std::fs::write(d.join("big.txt"), "T\ncap\nschedule=1f1b&devices=1000000\n").unwrap();
+    let e = fails_with_hint(d, &["render", "--lesson", "big.txt", "-o", "b.svg"], "devices must be between 1 and 1024");
+    assert!(e.contains("hint: devices is the number of pipeline ranks") && !e.contains("`bubblescope help`"), "{e}");
+    std::fs::write(d.join("empty.txt"), "\n").unwrap();
+    fails_with_hint(d, &["render", "--lesson", "empty.txt", "-o", "e.svg"], "empty.txt is empty: it holds no lesson");
+}

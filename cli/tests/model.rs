@@ -671,7 +671,15 @@ fn hops_across_nodes_are_noted_and_each_timed_at_its_own_link() {
     assert_eq!(v["comm"], v["hops"]["across_nodes"]);
     let out = bubblescope(&["simulate", "-s", "1f1b", "-p", "16", "-m", "32", "--model", "zb-14.6b"]);
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("note: the devices span 2 nodes of 8 GPUs: 1 hop (7→8) cross nodes at"), "{said}");
+    // Eighth hostile pass: one hop "crosses" (it said "1 hop (7→8) cross nodes at … each").
+    assert!(said.contains("note: the devices span 2 nodes of 8 GPUs: 1 hop (7→8) crosses nodes, at "), "{said}");
+    assert!(!said.contains(" each, the others"), "{said}");
+    // And one layer more on one share: "the first share holds", not "the first 1 shares hold".
+    let layers = String::from_utf8_lossy(&bubblescope(&["costs", "--model", "deepseek-v3"]).stderr).to_string();
+    assert!(
+        layers.contains("61 layers do not divide over 4 devices: the first share holds one layer more"),
+        "{layers}"
+    );
     assert!(said.contains("the simulator times each hop at its own link"), "{said}");
     // Only hop 7→8 crosses: the run is faster than one with every hop across nodes.
     let cost = |extra: &[&str]| {
@@ -1016,4 +1024,32 @@ fn a_missing_calibration_run_is_named_as_missing() {
         "calibrate found no profiled run at /nonexistent/run: no such file or folder",
     );
     assert!(!e.contains("found 1"), "{e}");
+}
+
+/// Eighth hostile pass: the per-device table's columns had fixed widths, so a model's µs
+/// (2146450.5546) pushed every cell after it out of line with the header. Each cell now ends
+/// where its header does.
+#[test]
+fn the_device_table_stays_in_columns_at_a_models_microseconds() {
+    let out = bubblescope(&["simulate", "-s", "zb-v", "-p", "8", "-m", "16", "--model", "llama-3-8b"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // Right edges (in chars) of the items of a line, items split by `gap` spaces or more.
+    let edges = |line: &str, gap: usize| -> Vec<usize> {
+        let chars: Vec<char> = line.chars().collect();
+        let mut ends = Vec::new();
+        for i in 0..chars.len() {
+            let next_blank =
+                (i + 1..(i + 1 + gap).min(chars.len() + gap)).all(|j| chars.get(j).is_none_or(|c| *c == ' '));
+            if chars[i] != ' ' && next_blank {
+                ends.push(i);
+            }
+        }
+        ends
+    };
+    let mut lines = text.lines().skip_while(|l| !l.trim_start().starts_with("device "));
+    let header = edges(lines.next().expect("a device table"), 2);
+    assert_eq!(header.len(), 9, "{text}");
+    for row in lines.take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())) {
+        assert_eq!(edges(row, 1), header, "{row}\n{text}");
+    }
 }

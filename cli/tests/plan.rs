@@ -880,3 +880,20 @@ fn a_plan_across_ep_degrees_runs_each_at_its_own() {
         "--ep lists several",
     );
 }
+
+/// Eighth hostile pass: `plan --recompute full --export p.json` printed `simulate --from p.json
+/// --recompute full,full`, refused since the JSON file holds the R passes; and a file whose name
+/// says another format (`--export p.csv --to-format json`) was read back by its extension, as
+/// 1,000 unreadable cells. The printed command now runs, at the plan's cost, for every pairing.
+#[test]
+fn the_read_back_command_runs_whatever_the_format_and_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (file, format) in [("p.json", "json"), ("p.csv", "json"), ("q.json", "pytorch-csv"), ("q.csv", "pytorch-csv")] {
+        let args =
+            ["plan", "-p", "2", "--mem-limit", "1", "--recompute", "full", "--export", file, "--to-format", format];
+        let v: Value = serde_json::from_str(&ok(d, &join(&args, &["--json"]))).unwrap();
+        let said = ok_stderr(d, &args);
+        assert_eq!(read_back(d, &said)["cost"], v["plans"][0]["cost"], "{file} as {format}: {said}");
+    }
+}

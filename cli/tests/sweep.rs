@@ -192,6 +192,13 @@ fn bad_lists_exit_2_with_hints() {
     }
     let err = fails(dir.path(), &["sweep", "--schedules", "1f1b,zbh9", "-p", "4", "-m", "8"]);
     assert!(err.contains("unknown schedule `zbh9`"), "{err}");
+    // Eighth hostile pass: `all` in a list was an "unknown schedule", "did you mean `zb-v`?".
+    let err = fails_with_hint(
+        dir.path(),
+        &["sweep", "--schedules", "all,1f1b", "-p", "4", "-m", "8"],
+        "`all` stands alone in the schedule list",
+    );
+    assert!(!err.contains("did you mean"), "{err}");
     let err = fails(dir.path(), &["sweep", "--schedules", "all", "-p", "64", "-m", "16384,32768"]);
     assert!(err.contains("passes together"), "{err}");
 }
@@ -415,4 +422,44 @@ fn ep_lists_are_refused_outside_sweep_and_checked_inside() {
     fails_with_hint(dir.path(), &join(&sweep, &["--ep", "2,2"]), "EP 2 is listed twice");
     fails_with_hint(dir.path(), &join(&sweep, &["--ep", "2,3"]), "does not divide");
     fails_with_hint(dir.path(), &join(&sweep, &["--a2a-overlap"]), "pairs F and B");
+}
+
+/// Eighth hostile pass: `sweep --csv` printed costs with float noise (`8.199999999999998`,
+/// `7.999999999999998`, peak `1.4117647058823528`) where `--json` prints 8.2, 8 and 24/17:
+/// every number of a CSV row is now the JSON's.
+#[test]
+fn csv_numbers_are_the_json_numbers_without_float_noise() {
+    let d = &std::env::temp_dir();
+    let base = [
+        "sweep",
+        "--schedules",
+        "all",
+        "-p",
+        "4",
+        "-m",
+        "8,12",
+        "--f",
+        "0.1",
+        "--b",
+        "0.2",
+        "--w",
+        "0.3",
+        "--comm",
+        "0.1",
+        "--trades",
+        "none,full,offload",
+        "--copy-time",
+        "0.3",
+    ];
+    let v: serde_json::Value = serde_json::from_str(&ok(d, &join(&base, &["--json"]))).unwrap();
+    let csv = ok(d, &join(&base, &["--csv"]));
+    let runs = v["runs"].as_array().unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).take(runs.len()).collect();
+    for (run, row) in runs.iter().zip(&rows) {
+        assert_eq!(row[0], run["schedule"].as_str().unwrap(), "{row:?}");
+        for (col, key) in [(5, "cost"), (6, "bubble_rate"), (7, "peak_memory"), (13, "bubble_rate_paper")] {
+            let x: f64 = row[col].parse().unwrap();
+            assert_eq!(x, run[key].as_f64().unwrap(), "{key} in {row:?}");
+        }
+    }
 }

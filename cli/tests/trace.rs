@@ -577,3 +577,47 @@ fn a_tiny_duration_is_named_without_the_files_float_noise() {
     let e = fails_with_hint(dir.path(), &["trace", "."], "lasts dur 8.4628e-8, expected a duration");
     assert!(!e.contains("00000000"), "{e}");
 }
+
+/// Eighth hostile pass: rank 0's first pipeline span given dur 1e12 (the largest read) holds
+/// every pass after it, and the run was said to have "no pipeline labels" with a hint about
+/// Schedule1F1B. The span is named, with its ts and dur, as a pass holding another is.
+#[test]
+fn a_span_that_holds_every_pass_is_named_not_taken_for_no_labels() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = d.join("long");
+    std::fs::create_dir(&run).unwrap();
+    for r in 0..2 {
+        let path = PathBuf::from(fixture("interleaved-zb")).join(format!("rank{r}.pt.trace.json.gz"));
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+        let mut trace: Value = serde_json::from_str(&text).unwrap();
+        if r == 0 {
+            let events = trace["traceEvents"].as_array_mut().unwrap();
+            let first = events.iter_mut().find(|e| e["name"].as_str().is_some_and(|n| n.starts_with("PP:"))).unwrap();
+            first["dur"] = 1e12.into();
+        }
+        std::fs::write(run.join(format!("rank{r}.pt.trace.json")), serde_json::to_vec(&trace).unwrap()).unwrap();
+    }
+    let run = run.display().to_string();
+    for args in [&["trace", &run][..], &["simulate", "-s", "1f1b", "-p", "2", "-m", "4", "--costs-from", &run]] {
+        let e = fails_with_hint(d, args, "lasts dur 1000000000000 µs, so it holds every pass after it, from `PP:");
+        assert!(!e.contains("no pipeline labels") && e.contains("its dur is damaged"), "{e}");
+    }
+}
+
+/// Eighth hostile pass: costs fitted to a run of 2 stages, asked for on 4 devices, got "the
+/// cost lists have 2 pieces … give one number per device", of lists the user never gave.
+#[test]
+fn costs_from_a_run_on_a_device_count_its_stages_do_not_split_over_says_so() {
+    let d = &std::env::temp_dir();
+    let run = fixture("gpipe");
+    for args in [
+        &["simulate", "-s", "1f1b", "-p", "4", "-m", "4", "--costs-from", &run][..],
+        &["sweep", "--schedules", "1f1b,zb-h1", "-p", "4", "-m", "8", "--costs-from", &run],
+    ] {
+        let e = fails_with_hint(d, args, "the run fits costs for its 2 stages, which do not split over 4 devices");
+        assert!(e.contains("--devices 1 or 2") && !e.contains("one number per device"), "{e}");
+    }
+}

@@ -118,7 +118,13 @@ fn files_keep_recompute_and_copies_and_pytorch_files_hold_the_compute_orders() {
 fn bad_trades_exit_2_with_a_hint() {
     let d = std::env::temp_dir();
     for (args, says) in [
-        (&["--recompute", "full,none"][..], "one per device: 4, found 2"),
+        // Eighth hostile pass: "one value for every device or one per device: 4, found 2".
+        (&["--recompute", "full,none"][..], "one value for all devices or one per device, 4 in all, found 2"),
+        // Eighth hostile pass: `auto` in a list was "a fraction from 0 to 1, found `auto`".
+        (
+            &["--offload", "auto,auto", "--copy-time", "1"][..],
+            "offload auto stands alone: a list gives one fraction per device",
+        ),
         (&["--recompute", "sometimes"][..], "unknown recompute `sometimes`"),
         (&["--offload", "1.5", "--copy-time", "1"][..], "from 0 to 1, found 1.5"),
         (&["--offload", "-0.5", "--copy-time", "1"][..], "found -0.5"),
@@ -286,6 +292,11 @@ fn copies_without_slots_need_a_copy_rate() {
     let rate_free = format!("{head}{}", &tail[tail.find('}').unwrap()..]);
     std::fs::write(d.join("c.json"), rate_free).unwrap();
     fails_with_hint(d, &["simulate", "--from", "c.json"], "--copy-time");
+    // Eighth hostile pass: with a model the hint named only --copy-time, which a model
+    // refuses ("copy-time is for plain costs"); it names --host-gbps too, which then runs.
+    let e = fails_with_hint(d, &["simulate", "--from", "c.json", "--model", "llama-3.2-1b"], "no copy time is given");
+    assert!(e.contains("with a model give --host-gbps"), "{e}");
+    ok(d, &["simulate", "--from", "c.json", "--model", "llama-3.2-1b", "--host-gbps", "25"]);
     let back: Value =
         serde_json::from_str(&ok(d, &["simulate", "--from", "c.json", "--copy-time", "2.5", "--json"])).unwrap();
     assert_eq!((&back["cost"], &back["peak_memory"]), (&original["cost"], &original["peak_memory"]));

@@ -405,7 +405,8 @@ impl CostProfile {
                         fmt_num(mw),
                         fmt_num(mf)
                     ),
-                ));
+                )
+                .hint("mem-w is the part of a forward's activations the weight gradient still needs: at most that piece's mem-f"));
             }
         }
         self.check_a2a()?;
@@ -746,13 +747,15 @@ impl ScheduleParams {
             return Err(ParamError::new(
                 Field::Devices,
                 format!("devices must be between 1 and {MAX_DEVICES}, found {}", self.devices),
-            ));
+            )
+            .hint("devices is the number of pipeline ranks, e.g. 8"));
         }
         if self.microbatches == 0 || self.microbatches > MAX_MICROBATCHES {
             return Err(ParamError::new(
                 Field::Microbatches,
                 format!("microbatches must be between 1 and {MAX_MICROBATCHES}, found {}", self.microbatches),
-            ));
+            )
+            .hint("microbatches is how many microbatches one iteration runs, e.g. 32"));
         }
         if let Some(chunks) = self.chunks.filter(|&c| c > MAX_CHUNKS) {
             return Err(ParamError::new(

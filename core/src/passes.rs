@@ -71,7 +71,8 @@ pub fn check_copy_rate(schedule: &Schedule, costs: &Costs) -> Result<(), ParamEr
         Field::CopyTime,
         format!("the schedule's {unslotted} copies to and from the host have no time of their own, and no copy time is given"),
     )
-    .hint("give --copy-time T, the time one forward's activation (mem-f) takes to copy (copy-time= in a link)"))
+    .hint("with plain costs give --copy-time T, the time one forward's activation (mem-f) takes to copy (copy-time= in a link)")
+    .hint("with a model give --host-gbps G, its host link's GB/s each way (PCIe Gen4 x16 moves about 25): --copy-time is for plain costs"))
 }
 
 /// Refuses recompute or offload settings for a schedule that holds its own R passes or
@@ -270,7 +271,14 @@ pub fn report(schedule: &Schedule, costs: &Costs) -> Option<TradeReport> {
     let offloaded = (0..schedule.devices())
         .map(|d| schedule.copies_of(d).iter().filter(|c| c.kind == CopyKind::Offload).count())
         .collect();
-    let copying = traded.devices.iter().map(|d| d.copies.iter().map(|c| c.end - c.start).sum()).collect();
+    // Each copy's own time (its slot's, or its activation at the copy rate), summed exactly:
+    // the timeline's end − start carries the rounding of the times around it.
+    let copying = (0..schedule.devices())
+        .map(|d| {
+            let times = schedule.copies_of(d).iter().map(|c| c.slot.map_or(stage_costs.copy(c.pass.stage), |s| s.time));
+            crate::units::without_noise(crate::sim::RunningTotal::sum(times))
+        })
+        .collect();
     Some(TradeReport {
         recompute,
         offloaded,
@@ -529,6 +537,8 @@ struct Slot {
     op: usize,
     start: f64,
     end: f64,
+    /// The copy's own time, `end − start` without the rounding of the times around it.
+    time: f64,
 }
 
 /// Each op's planned start and end (step 1 of [`pipeoffload_copies`]).
@@ -613,7 +623,7 @@ fn pair_slots(
             now += round_trip;
             index += 2;
         }
-        offloads.push(Slot { index, kind: CopyKind::Offload, forward, op: f, start: now, end: now + copy });
+        offloads.push(Slot { index, kind: CopyKind::Offload, forward, op: f, start: now, end: now + copy, time: copy });
         now += round_trip;
         index += 2;
     }
@@ -638,7 +648,9 @@ fn pair_slots(
             )
             .hint("offload fewer chunks (a smaller trade chunk limit), or make copies quicker"));
         }
-        reloads.push(Slot { index: index - 1, kind: CopyKind::Reload, forward, op: b, start: now - copy, end: now });
+        let slot =
+            Slot { index: index - 1, kind: CopyKind::Reload, forward, op: b, start: now - copy, end: now, time: copy };
+        reloads.push(slot);
         now -= round_trip;
         index -= 2;
     }
@@ -667,6 +679,7 @@ fn solo_warm_up(slots: &mut [Vec<Slot>; 2], planned: &[Vec<(f64, f64)>], solo: f
             now = now.max(planned[k][slot.op].1);
             slot.start = now;
             slot.end = now + solo;
+            slot.time = solo;
             next[k] += 1;
             now += solo;
         }
@@ -696,7 +709,7 @@ fn positions(order: &[Op], planned: &[(f64, f64)], slots: &[Slot]) -> Vec<Planne
             CopyKind::Offload => first_queue,
             CopyKind::Reload => second_queue,
         };
-        let planned = CopySlot { start: slot.start, time: slot.end - slot.start };
+        let planned = CopySlot { start: slot.start, time: slot.time };
         let copy = CopyOp { slot: Some(planned), ..CopyOp::new(slot.kind, slot.forward, at as u32) };
         copies.push(PlannedCopy { copy, start: slot.start, end: slot.end });
     }

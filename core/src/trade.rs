@@ -189,9 +189,9 @@ impl Trade {
     /// # Errors
     /// A [`ParamError`] on `recompute`, `offload` or `copy-time`, with a hint.
     pub fn check(&self, devices: u32) -> Result<(), ParamError> {
-        check_length(Field::Recompute, self.recompute.len(), devices, "none,full,none,none")?;
+        check_length(Field::Recompute, self.recompute.len(), devices, ("full", "none"))?;
         if let Offload::Fractions(v) = &self.offload {
-            check_length(Field::Offload, v.len(), devices, "0.5,0.5,0,0")?;
+            check_length(Field::Offload, v.len(), devices, ("0.5", "0"))?;
             if let Some(bad) = v.iter().find(|f| !(0.0..=1.0).contains(*f)) {
                 return Err(ParamError::new(
                     Field::Offload,
@@ -451,15 +451,18 @@ fn per_device<T: Clone>(list: &[T], device: u32) -> Option<T> {
     }
 }
 
-fn check_length(field: Field, len: usize, devices: u32, example: &str) -> Result<(), ParamError> {
+fn check_length(field: Field, len: usize, devices: u32, (first, rest): (&str, &str)) -> Result<(), ParamError> {
     if len == 1 || len == devices as usize {
         return Ok(());
     }
+    // An example of the right length: the first device's value, then the others'.
+    let example: Vec<&str> = (0..devices.min(16)).map(|d| if d == 0 { first } else { rest }).collect();
+    let example = if devices > 16 { format!("{},…", example.join(",")) } else { example.join(",") };
     Err(ParamError::new(
         field,
-        format!("{} takes one value for every device or one per device: {devices}, found {len}", field.name()),
+        format!("{} takes one value for all devices or one per device, {devices} in all, found {len}", field.name()),
     )
-    .hint(format!("for 4 devices, e.g. --{} {example}", field.name())))
+    .hint(format!("for {devices} devices, e.g. --{} {example}", field.name())))
 }
 
 /// Parses a `--recompute` value: one mode, or a comma-separated list with one per device.
@@ -521,8 +524,22 @@ pub fn parse_offload(text: &str) -> Result<Offload, ParamError> {
                 None => part.parse::<f64>(),
             };
             value.ok().filter(|v| v.is_finite()).ok_or_else(|| {
-                ParamError::new(Field::Offload, format!("offload takes a fraction from 0 to 1, found `{part}`"))
-                    .hint("e.g. --offload 0.5, --offload 50%, one per device 1,0.5,0,0, or --offload auto")
+                let word = ["auto", "pipeoffload", "none"].into_iter().find(|w| part.eq_ignore_ascii_case(w));
+                match word {
+                    // A mode inside a per-device list: it is a setting for every device at once.
+                    Some(word) => ParamError::new(
+                        Field::Offload,
+                        format!(
+                            "offload {word} stands alone: a list gives one fraction per device, found `{}`",
+                            text.trim()
+                        ),
+                    )
+                    .hint(format!("give --offload {word} alone, or one fraction per device, e.g. 1,0.5,0,0")),
+                    None => {
+                        ParamError::new(Field::Offload, format!("offload takes a fraction from 0 to 1, found `{part}`"))
+                            .hint("e.g. --offload 0.5, --offload 50%, one per device 1,0.5,0,0, or --offload auto")
+                    }
+                }
             })
         })
         .collect::<Result<Vec<f64>, ParamError>>()?;
@@ -555,7 +572,10 @@ mod tests {
         assert!(t.check(2).is_ok());
         let e = t.check(4).unwrap_err();
         assert_eq!(e.field, Field::Recompute);
-        assert!(e.message.contains("one per device: 4, found 2"), "{e}");
+        assert!(e.message.contains("one per device, 4 in all, found 2"), "{e}");
+        // Eighth hostile pass: the hint's example had 4 values whatever the devices.
+        let e = t.check(8).unwrap_err();
+        assert_eq!(e.hints, ["for 8 devices, e.g. --recompute full,none,none,none,none,none,none,none"]);
     }
 
     #[test]

@@ -282,39 +282,61 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             // Standard output holds the CSV alone, so it can be piped.
             return Ok(());
         }
-        // The CSV holds the orders, not the costs: say how to read it back at the plan's.
-        let flags = match model.is_some() {
-            true => {
-                let mut m = costs.model.spec();
-                if let Some(b) = c.micro_batch {
-                    let _ = m.set(Field::MicroBatch, &b.to_string());
+        if !target.format.can_import() {
+            // A Perfetto trace is written to be viewed: nothing reads it back.
+            let shown = bubblescope::units::shell_word(&path.display().to_string());
+            eprintln!(
+                "note: {shown} is a Perfetto trace, to view (ui.perfetto.dev), not to read back: --to-format json or pytorch-csv writes a file simulate --from reads"
+            );
+        } else {
+            // The CSV holds the orders, not the costs: say how to read it back at the plan's.
+            let flags = match model.is_some() {
+                true => {
+                    let mut m = costs.model.spec();
+                    if let Some(b) = c.micro_batch {
+                        let _ = m.set(Field::MicroBatch, &b.to_string());
+                    }
+                    if let Some(layout) = &c.layout {
+                        let _ = m.set(Field::Layout, layout);
+                    }
+                    // The plan's own EP degree, one of several searched.
+                    if let Some(ep) = plan_ep(plan).filter(|_| eps.len() > 1) {
+                        let _ = m.set(Field::Ep, &ep.to_string());
+                    }
+                    // A split the search chose: its TP and replicas.
+                    if meshes.is_some() {
+                        let mesh = plan_mesh(plan);
+                        let _ = m.set(Field::Tp, &mesh.tp.to_string());
+                        let _ = m.set(Field::Dp, &mesh.dp.to_string());
+                    }
+                    m.cli_flags()
                 }
-                if let Some(layout) = &c.layout {
-                    let _ = m.set(Field::Layout, layout);
-                }
-                // The plan's own EP degree, one of several searched.
-                if let Some(ep) = plan_ep(plan).filter(|_| eps.len() > 1) {
-                    let _ = m.set(Field::Ep, &ep.to_string());
-                }
-                // A split the search chose: its TP and replicas.
-                if meshes.is_some() {
-                    let mesh = plan_mesh(plan);
-                    let _ = m.set(Field::Tp, &mesh.tp.to_string());
-                    let _ = m.set(Field::Dp, &mesh.dp.to_string());
-                }
-                m.cli_flags()
+                false => bubblescope::cost_lists::cost_flags(
+                    &c.params.costs,
+                    c.params.devices,
+                    c.family.uses(Field::Overlap),
+                ),
+            };
+            // A JSON file holds the plan's R passes and copies (and its send mode): flags for
+            // them would be refused as a second trade. A CSV holds the compute orders only.
+            let json_file = target.format == formats::Format::Json;
+            let mut flags = match json_file {
+                true => flags,
+                false => format!("{flags} {}", trade_flags(plan, args)),
+            };
+            if !c.params.costs.p2p.is_async() && !json_file {
+                flags = format!("{} --p2p {}", flags.trim_end(), c.params.costs.p2p.name());
             }
-            false => {
-                bubblescope::cost_lists::cost_flags(&c.params.costs, c.params.devices, c.family.uses(Field::Overlap))
-            }
-        };
-        let mut flags = format!("{flags} {}", trade_flags(plan, args));
-        if !c.params.costs.p2p.is_async() {
-            flags = format!("{} --p2p {}", flags.trim_end(), c.params.costs.p2p.name());
+            let shown = bubblescope::units::shell_word(&path.display().to_string());
+            // A name whose extension says another format is read as the format written.
+            let named = formats::Format::from_extension(&path.display().to_string());
+            let from_format = match named.is_some_and(|f| f.extension() != target.format.extension()) {
+                true => format!(" --from-format {}", target.format.name()),
+                false => String::new(),
+            };
+            let command = format!("bubblescope simulate --from {shown}{from_format} {}", flags.trim());
+            eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
         }
-        let shown = bubblescope::units::shell_word(&path.display().to_string());
-        let command = format!("bubblescope simulate --from {shown} {}", flags.trim());
-        eprintln!("wrote {shown}; read it back at the plan's costs with: {}", command.trim_end());
     }
     let out = if args.json {
         let mut value = json(spec, &found, searched, meshes.as_ref());

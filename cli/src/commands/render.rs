@@ -46,7 +46,8 @@ pub struct RenderArgs {
     /// Draw each step of a lesson to its own file (`-o step.svg`: step-1.svg, step-2.svg, …).
     ///
     /// Draw each step of a lesson to its own file: a built-in's name (why-pipelines-idle,
-    /// zero-bubble, memory-versus-bubble) or a lesson's text, as a link's `lesson` carries it.
+    /// zero-bubble, memory-versus-bubble), a lesson's text as a link's `lesson` carries it, or
+    /// a file holding that text.
     /// `-o step.svg` writes step-1.svg, step-2.svg, … The steps' settings are the lesson's.
     #[arg(long, value_name = "LESSON", conflicts_with_all = ["schedule", "compare"], hide_short_help = true)]
     pub lesson: Option<String>,
@@ -59,10 +60,10 @@ pub struct RenderArgs {
     #[arg(long)]
     pub causes: bool,
     /// Figure width in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 960.0, hide_short_help = true)]
+    #[arg(value_parser = crate::args::number, long, value_name = "PX", default_value_t = 960.0, hide_short_help = true)]
     pub width: f64,
     /// Height of one device row in pixels.
-    #[arg(long = "row-height", value_name = "PX", default_value_t = 22.0, hide_short_help = true)]
+    #[arg(value_parser = crate::args::number, long = "row-height", value_name = "PX", default_value_t = 22.0, hide_short_help = true)]
     pub row_height: f64,
     /// Colour theme: light or dark.
     #[arg(long, value_name = "THEME", default_value = "light", hide_short_help = true)]
@@ -74,7 +75,7 @@ pub struct RenderArgs {
     #[arg(long)]
     pub animate: bool,
     /// Seconds the animation takes from the first pass to the last (0.5 to 600).
-    #[arg(long, value_name = "SECONDS", default_value_t = 6.0, requires = "animate", hide_short_help = true)]
+    #[arg(value_parser = crate::args::number, long, value_name = "SECONDS", default_value_t = 6.0, requires = "animate", hide_short_help = true)]
     pub duration: f64,
     /// Play the animation in a loop instead of once.
     #[arg(long = "loop", requires = "animate", hide_short_help = true)]
@@ -282,7 +283,19 @@ fn render_lesson(args: &RenderArgs, value: &str, theme: Theme, matches: Option<&
             ));
         }
     }
-    let lesson = Lesson::parse(value).map_err(|e| {
+    // A file's name (no built-in is one) gives the lesson's text from the file.
+    let path = std::path::Path::new(value);
+    let text = match !value.contains('\n') && path.is_file() {
+        true => crate::output::read_input(path)?,
+        false => value.to_string(),
+    };
+    if text.trim().is_empty() && path.is_file() {
+        return Err(user_error(
+            &format!("{} is empty: it holds no lesson", bubblescope::formats::sanitize(value)),
+            &["a lesson's text is a title line, then a caption line and a settings line per step"],
+        ));
+    }
+    let lesson = Lesson::parse(&text).map_err(|e| {
         let (what, hint) = e.split_once("\nhint: ").unwrap_or((e.as_str(), "give a built-in lesson's name"));
         user_error(what, &[hint])
     })?;

@@ -326,25 +326,27 @@ pub fn csv(sweep: &Sweep) -> String {
          attribution_communication,attribution_imbalance,attribution_schedule,pareto,error,bubble_rate_paper,\
          attribution_memory,trade,step_time,tokens_per_gpu_s,mfu,ep,a2a_overlap\n",
     );
+    // Every number as --json gives it: without float noise (8.2, not 8.199999999999998).
+    let n = |v: f64| bubblescope::units::without_noise(v) + 0.0;
     for r in &sweep.runs {
         let a = r.attribution;
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},,{},{},{},{},{},{},{},{}",
             key_csv(&r.spec, Some(r.chunks)),
-            r.stats.cost,
-            r.stats.bubble_rate,
-            r.stats.peak_memory,
-            opt(a.map(|a| a.communication)),
-            opt(a.map(|a| a.imbalance)),
-            opt(a.map(|a| a.schedule)),
+            n(r.stats.cost),
+            n(r.stats.bubble_rate),
+            n(r.stats.peak_memory),
+            opt(a.map(|a| n(a.communication))),
+            opt(a.map(|a| n(a.imbalance))),
+            opt(a.map(|a| n(a.schedule))),
             r.pareto,
-            r.stats.bubble_rate_paper,
-            opt(r.memory),
+            n(r.stats.bubble_rate_paper),
+            opt(r.memory.map(n)),
             field(&trade_text(&r.spec)),
-            opt(r.step.as_ref().map(|s| s.time)),
-            opt(r.step.as_ref().map(|s| s.tokens_per_gpu_s)),
-            opt(r.step.as_ref().map(|s| s.mfu)),
+            opt(r.step.as_ref().map(|s| n(s.time))),
+            opt(r.step.as_ref().map(|s| n(s.tokens_per_gpu_s))),
+            opt(r.step.as_ref().map(|s| n(s.mfu))),
             opt(ep_of(&r.spec)),
             r.spec.params.a2a_overlap
         );

@@ -253,7 +253,7 @@ pub(super) fn check_microbatches(family: &str, params: &ScheduleParams, most_dev
     }
     let mut hint = format!("use {least} or more microbatches");
     if most_devices > 0 {
-        hint.push_str(&format!(", or at most {most_devices} devices"));
+        hint.push_str(&format!(", or at most {most_devices} device{}", if most_devices == 1 { "" } else { "s" }));
     }
     Err(ParamError::new(
         Field::Microbatches,

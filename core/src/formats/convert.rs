@@ -43,6 +43,8 @@ pub fn import(text: &str, format: Format, options: &ImportOptions) -> Imported {
     if let (Some(hint), Some(first)) =
         (file::mismatch_hint(text, format), imported.diagnostics.iter_mut().find(|d| d.severity == Severity::Error))
     {
+        // What the content looks like says more than what a schedule of the named format holds.
+        first.hints.retain(|h| h != json::SHAPE_HINT);
         first.hints.push(hint);
     }
     imported

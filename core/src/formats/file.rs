@@ -34,6 +34,11 @@ pub fn detect(name: &str, text: &str, forced: Option<&str>) -> Result<Format, Fo
         return Format::from_name(forced);
     }
     Format::from_extension(name).or_else(|| sniff(text)).ok_or_else(|| {
+        if text.trim_start_matches('\u{feff}').trim().is_empty() {
+            return FormatError::new(format!("{} is empty: it holds no schedule", super::text::quote(name))).hint(
+                "give a PyTorch schedule CSV or a Bubblescope JSON schedule, e.g. one `simulate --export FILE` writes",
+            );
+        }
         FormatError::new(format!("cannot tell the format of {} from its name or its content", super::text::quote(name)))
             .hint("name it .csv or .json, or pass --from-format pytorch-csv|pytorch-csv-comms|json")
     })

@@ -21,6 +21,10 @@ pub const JSON_FORMAT: &str = "bubblescope-schedule";
 /// The version this crate writes and reads.
 pub const JSON_VERSION: u64 = 1;
 
+/// The hint for a file that is not the shape of a Bubblescope schedule: what the shape is, and
+/// how to see one.
+pub(super) const SHAPE_HINT: &str = "a Bubblescope schedule is the object `simulate --export FILE.json` writes: format, version, placement, microbatches, slices, orders and costs (docs/formats.md has every field)";
+
 const FIELDS: [&str; 10] =
     ["format", "version", "placement", "microbatches", "slices", "costs", "orders", "copies", "times", "vocab"];
 
@@ -695,6 +699,10 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     let fail = |out: Diagnostics| Imported { schedule: None, costs: None, times: None, diagnostics: out.finish() };
     // A UTF-8 byte-order mark is allowed, as in CSV files (editors on Windows write one).
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        out.push(source.error("the file is empty: it holds no schedule").hint(SHAPE_HINT));
+        return fail(out);
+    }
     let value: Value = match parse_unique(text) {
         Ok(v) => v,
         // A key given twice: valid JSON syntax, but one of the two values would be lost.
@@ -705,14 +713,17 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
             return fail(out);
         }
         Err(e) => {
-            out.push(source.error(format!("the file is not valid JSON: {}", sanitize_long(&e.to_string()))));
+            out.push(
+                source.error(format!("the file is not valid JSON: {}", sanitize_long(&e.to_string()))).hint(SHAPE_HINT),
+            );
             return fail(out);
         }
     };
     let Value::Object(mut map) = value else {
         out.push(
             source
-                .error(format!("expected a JSON object with \"format\": \"{JSON_FORMAT}\", found {}", kind_of(&value))),
+                .error(format!("expected a JSON object with \"format\": \"{JSON_FORMAT}\", found {}", kind_of(&value)))
+                .hint(SHAPE_HINT),
         );
         return fail(out);
     };
@@ -750,7 +761,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
         }
         _ => {
             let found = map.get("version").map_or_else(|| "nothing".to_string(), |v| sanitize_long(&v.to_string()));
-            out.push(source.error(format!("expected \"version\": {JSON_VERSION}, found {found}")));
+            out.push(source.error(format!("expected \"version\": {JSON_VERSION}, found {found}")).hint(SHAPE_HINT));
             return fail(out);
         }
     }
@@ -786,7 +797,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
     let placement = match build_placement(placement) {
         Ok(p) => p,
         Err(message) => {
-            out.push(source.error(format!("placement: {message}")));
+            out.push(source.error(format!("placement: {message}")).hint(SHAPE_HINT));
             return Imported { schedule: None, costs, times: None, diagnostics: out.finish() };
         }
     };
@@ -802,7 +813,7 @@ pub(super) fn import(text: &str, source: &Source) -> Imported {
         None
     };
     if let Some(problem) = problem {
-        out.push(source.error(problem));
+        out.push(source.error(problem).hint(SHAPE_HINT));
         return Imported { schedule: None, costs, times: None, diagnostics: out.finish() };
     }
 
@@ -971,17 +982,13 @@ fn take<T: for<'de> Deserialize<'de>>(
     out: &mut Diagnostics,
 ) -> Option<T> {
     let Some(value) = map.remove(field).or(default) else {
-        out.push(
-            source
-                .error(format!("the file has no \"{field}\" field"))
-                .hint("see the format's documentation for the fields"),
-        );
+        out.push(source.error(format!("the file has no \"{field}\" field")).hint(SHAPE_HINT));
         return None;
     };
     match serde_json::from_value(value) {
         Ok(v) => Some(v),
         Err(e) => {
-            out.push(source.error(format!("{field}: {}", sanitize_long(&e.to_string()))));
+            out.push(source.error(format!("{field}: {}", sanitize_long(&e.to_string()))).hint(SHAPE_HINT));
             None
         }
     }

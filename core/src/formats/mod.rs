@@ -38,7 +38,7 @@ mod csv;
 mod file;
 mod format;
 mod json;
-mod perfetto;
+pub(crate) mod perfetto;
 mod pytorch;
 mod text;
 

@@ -18,6 +18,10 @@ use super::FormatError;
 /// The process all device tracks belong to.
 const PID: u32 = 0;
 
+/// What an export names as its `otherData.generator`: the trace reader refuses such a file as
+/// a profiled run, and says what it is.
+pub const GENERATOR: &str = "bubblescope";
+
 /// Largest trace written: 512 MiB, about what Perfetto's web UI opens from a JSON file (a
 /// trace is about 29 times its compute-only CSV, so a 16 MiB CSV, the largest import, makes
 /// about 460 MiB).
@@ -217,8 +221,9 @@ impl Events {
         if self.count == 0 {
             self.text.push_str("{\"traceEvents\":[");
         }
-        self.text.push_str(
-            "\n],\n\"otherData\":{\"generator\":\"bubblescope\",\"time unit\":\"1 Bubblescope time unit = 1 microsecond\"}}\n",
+        let _ = write!(
+            self.text,
+            "\n],\n\"otherData\":{{\"generator\":\"{GENERATOR}\",\"time unit\":\"1 Bubblescope time unit = 1 microsecond\"}}}}\n"
         );
         self.text
     }

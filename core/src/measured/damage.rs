@@ -49,7 +49,7 @@ impl StepView<'_> {
 const WHOLE_STEPS: &str = "profile whole steps (the profiler's schedule with active steps that end after schedule.step()), and give traces of one run";
 
 /// The hint for an event whose fields were damaged after the profiler wrote it.
-const DAMAGED: &str = "the event was changed after the profiler wrote it: profile the step again, or give the trace as torch.profiler wrote it";
+pub(super) const DAMAGED: &str = "the event was changed after the profiler wrote it: profile the step again, or give the trace as torch.profiler wrote it";
 
 /// Refuses a step some rank cut off or whose events were damaged: every stage runs every
 /// microbatch's forward once, and its backward once (whole, or as its input and weight

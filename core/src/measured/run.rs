@@ -231,10 +231,17 @@ fn order_ranks(traces: Vec<RankTrace>) -> Result<Vec<RankTrace>, TraceError> {
 fn classify(trace: &RankTrace, rank: u32, track: Track) -> Result<Vec<(Span, Kind)>, TraceError> {
     let mut out: Vec<(Span, Kind)> = Vec::new();
     let mut last_end = f64::NEG_INFINITY;
+    // The first pass nested inside another span, with the span holding it.
+    let (mut holder, mut held): (Option<&Span>, Option<(&Span, &Span)>) = (None, None);
     for span in trace.spans.iter().filter(|s| s.track == track) {
         if span.end <= last_end {
-            continue; // Nested inside the previous span.
+            // Nested inside the previous span.
+            if held.is_none() && matches!(kind_of(&span.label, rank), Ok(Kind::Compute(_))) {
+                held = holder.map(|h| (h, span));
+            }
+            continue;
         }
+        holder = Some(span);
         let kind = kind_of(&span.label, rank).map_err(|(why, hint)| {
             TraceError::rank(
                 &trace.source,
@@ -247,6 +254,23 @@ fn classify(trace: &RankTrace, rank: u32, track: Track) -> Result<Vec<(Span, Kin
         out.push((span.clone(), kind));
     }
     if !out.iter().any(|(_, k)| matches!(k, Kind::Compute(_))) {
+        if let Some((h, pass)) = held {
+            // Its passes are there, inside one span that lasts over them: that dur is damaged.
+            use crate::units::format_number;
+            return Err(TraceError::rank(
+                &trace.source,
+                rank,
+                format!(
+                    "the event {} at ts {} lasts dur {} µs, so it holds every pass after it, from {} at ts {}: a span cannot hold a pass, so its dur is damaged",
+                    super::trace::event_name(&h.label),
+                    format_number(h.start, 3),
+                    format_number(h.end - h.start, 3),
+                    super::trace::event_name(&pass.label),
+                    format_number(pass.start, 3)
+                ),
+            )
+            .hint(super::damage::DAMAGED));
+        }
         return Err(TraceError::rank(&trace.source, rank, "the trace has no pipeline labels (no `PP:` ranges)")
             .hint("Schedule1F1B records none in torch 2.15: load the same order from a CSV into _PipelineScheduleRuntime (_load_csv), whose actions are all labelled")
             .hint("profile a step of the pipeline itself: torch.profiler.profile(...) around schedule.step(), with prof.step() after each step"));

@@ -15,6 +15,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::Deserializer as _;
 
 use super::TraceError;
+use crate::formats::perfetto::GENERATOR;
 
 /// The most bytes one rank's trace may hold once decompressed: 8 GiB. Real GPU runs write
 /// hundreds of MB per rank; the reader streams, so the cap only stops a runaway input.
@@ -141,6 +142,14 @@ fn read_json(source: &str, reader: impl Read, cap: u64, gz: bool) -> Result<Rank
             "give the Chrome-trace JSON torch.profiler writes per rank (prof.export_chrome_trace, or the tensorboard handler's .pt.trace.json.gz)",
         ));
     }
+    if collect.ours {
+        return Err(TraceError::file(
+            source,
+            "it is a Perfetto trace Bubblescope wrote: a picture of a simulated schedule, not a profiled run",
+        )
+        .hint("Perfetto files are written to be viewed, never read back: read the schedule from a JSON or CSV export (--export FILE.json)")
+        .hint("or give the traces torch.profiler wrote, one per rank"));
+    }
     if let Some(bad) = collect.bad_info {
         return Err(TraceError::file(source, bad).hint(
             "torch.profiler writes the rank (from 0) and the world size (the ranks in all) of torch.distributed: give the trace as the profiler wrote it",
@@ -195,6 +204,8 @@ struct Collect {
     bad: Option<String>,
     /// A `distributedInfo.rank` or `world_size` that is there but no count, said.
     bad_info: Option<String>,
+    /// Whether Bubblescope wrote it (`otherData.generator`): a Perfetto export, not a profile.
+    ours: bool,
 }
 
 impl Collect {
@@ -349,6 +360,10 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                     let host: serde_json::Value = map.next_value()?;
                     self.collect.host = host.as_str().map(|h| h.chars().take(MAX_LABEL).collect());
                 }
+                Key::OtherData => {
+                    let other: serde_json::Value = map.next_value()?;
+                    self.collect.ours = other.get("generator").and_then(|g| g.as_str()) == Some(GENERATOR);
+                }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -378,7 +393,12 @@ macro_rules! keys {
     };
 }
 
-keys!(Key { TraceEvents = "traceEvents", DistributedInfo = "distributedInfo", HostName = "host_name" });
+keys!(Key {
+    TraceEvents = "traceEvents",
+    DistributedInfo = "distributedInfo",
+    HostName = "host_name",
+    OtherData = "otherData",
+});
 
 /// Reads a map key as `name` names it, without keeping the text.
 fn key<'de, D: de::Deserializer<'de>, K>(d: D, name: fn(&str) -> K) -> Result<K, D::Error> {

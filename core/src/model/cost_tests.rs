@@ -226,7 +226,11 @@ fn hops_cross_nodes_where_devices_fill_them() {
     assert!(hops.across > hops.within && hops.slowest() == hops.across);
     let d = m.derive(16).unwrap();
     assert_eq!(d.comm, hops.across);
-    assert!(d.notes.iter().any(|n| n.contains("span 2 nodes of 8 GPUs: 1 hop (7→8) cross nodes")), "{:?}", d.notes);
+    assert!(
+        d.notes.iter().any(|n| n.contains("span 2 nodes of 8 GPUs: 1 hop (7→8) crosses nodes, at")),
+        "{:?}",
+        d.notes
+    );
     // Four GPUs per stage: two stages per node.
     let tp = Model { tp: 4, ..m.clone() }.hops(4).unwrap();
     assert_eq!((tp.nodes, tp.crossings), (2, vec![1]));

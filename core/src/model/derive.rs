@@ -302,9 +302,12 @@ fn shares_notes(m: &Model, layout: &Layout, pieces: &[PieceCosts], devices: u32)
         ));
     } else if m.layout.is_none() && m.layers % devices != 0 {
         notes.push(format!(
-            "{} layers do not divide over {devices} devices: the first {} shares hold one layer more",
+            "{} layers do not divide over {devices} devices: {} one layer more",
             m.layers,
-            m.layers % devices
+            match m.layers % devices {
+                1 => "the first share holds".to_string(),
+                n => format!("the first {n} shares hold"),
+            }
         ));
     }
     Ok(notes)
@@ -336,13 +339,16 @@ fn hops_note(hops: &Hops, per_node: u32, devices: u32) -> Option<String> {
     }
     hops.differ().then(|| {
         let crossing: Vec<String> = hops.crossings.iter().map(|k| format!("{k}→{}", k + 1)).collect();
-        let which = if crossing.is_empty() {
-            "only the hop from the last device back to the first (interleaved and wave placements)".to_string()
-        } else {
-            format!("{} hop{} ({})", crossing.len(), if crossing.len() == 1 { "" } else { "s" }, crossing.join(", "))
+        // One hop crosses at its time; several cross at that time each.
+        let which = match crossing.len() {
+            0 => "only the hop from the last device back to the first (interleaved and wave placements) crosses nodes, at"
+                .to_string(),
+            1 => format!("1 hop ({}) crosses nodes, at", crossing[0]),
+            n => format!("{n} hops ({}) cross nodes at", crossing.join(", ")),
         };
+        let each = if crossing.len() > 1 { " each" } else { "" };
         format!(
-            "the devices span {} nodes of {per_node} GPUs: {which} cross nodes at {} each, the others take {}; the simulator times each hop at its own link",
+            "the devices span {} nodes of {per_node} GPUs: {which} {}{each}, the others take {}; the simulator times each hop at its own link",
             hops.nodes,
             time(hops.across),
             time(hops.within),

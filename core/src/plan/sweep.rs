@@ -174,6 +174,16 @@ pub fn parse_schedules(text: &str) -> Result<Vec<&'static Family>, ParamError> {
             )
             .hint("write e.g. 1f1b,zb-h1,zb-v, or all"));
         }
+        if name.eq_ignore_ascii_case("all") {
+            return Err(ParamError::new(
+                Field::Schedule,
+                format!(
+                    "`all` stands alone in the schedule list, found it beside other names in `{}`",
+                    crate::formats::sanitize(text.trim())
+                ),
+            )
+            .hint("give --schedules all (every family, the others included), or list the families without all"));
+        }
         let f = family(name).ok_or_else(|| unknown_family(name))?;
         if !out.iter().any(|g| g.name == f.name) {
             out.push(f);

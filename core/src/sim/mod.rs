@@ -783,12 +783,18 @@ impl<'a> CopyStreams<'a> {
 /// `+⅓` and `−⅓` it is the exact sum rounded once (`0.6666666666666666`, not the
 /// `0.6666666666666852` a plain `+=` drifts to), so curves and peaks carry no float noise.
 #[derive(Clone, Copy, Debug, Default)]
-struct RunningTotal {
+pub(crate) struct RunningTotal {
     sum: f64,
     compensation: f64,
 }
 
 impl RunningTotal {
+    /// The exact sum of `values`, rounded once.
+    pub(crate) fn sum(values: impl IntoIterator<Item = f64>) -> f64 {
+        let mut total = RunningTotal::default();
+        values.into_iter().fold(0.0, |_, v| total.add(v))
+    }
+
     /// Adds `change` and returns the total.
     fn add(&mut self, change: f64) -> f64 {
         let sum = self.sum + change;

@@ -907,7 +907,13 @@ fn a_deadlocked_schedule_cannot_get_send_recv_cells() {
 #[test]
 fn json_errors_name_the_field_and_the_op() {
     let j = |text: &str| messages(&read(text, Format::Json));
-    assert_eq!(j("[1, 2"), ["error: the file is not valid JSON: EOF while parsing a list at line 1 column 5"]);
+    // Eighth hostile pass: a file of the wrong shape says what a schedule holds.
+    assert_eq!(
+        j("[1, 2"),
+        ["error: the file is not valid JSON: EOF while parsing a list at line 1 column 5\n  \
+          hint: a Bubblescope schedule is the object `simulate --export FILE.json` writes: format, version, placement, \
+          microbatches, slices, orders and costs (docs/formats.md has every field)"]
+    );
     assert_eq!(
         j(r#"{"traceEvents": []}"#),
         ["error: the file has no \"format\" field: expected \"format\": \"bubblescope-schedule\"\n  \
@@ -923,7 +929,8 @@ fn json_errors_name_the_field_and_the_op() {
     assert_eq!(
         j(&bad_kind),
         ["error: placement: the interleaved kind on 2 devices has stages_per_pipeline 4 and stage_device [0, 1, 0, 1], \
-          found 4 and [0, 1, 1, 0]"]
+          found 4 and [0, 1, 1, 0]\n  hint: a Bubblescope schedule is the object `simulate --export FILE.json` writes: \
+          format, version, placement, microbatches, slices, orders and costs (docs/formats.md has every field)"]
     );
     let bad_op = good.replace("\"3BW0\"", "\"3X0\"").replace("\"orders\"", "\"extra\": 1, \"orders\"");
     assert_eq!(
