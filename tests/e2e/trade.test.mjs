@@ -72,7 +72,7 @@ export const tests = {
     const error = page.locator('.field:has([data-testid=recompute]) .field-error');
     await error.waitFor({ state: 'visible', timeout: 10000 });
     const message = await error.textContent();
-    assert(message.includes('one per device: 4, found 2') && message.includes('hint:'), message);
+    assert(message.includes('one per device, 4 in all, found 2') && message.includes('hint:'), message);
   },
 
   async 'fit under the limit chooses a setting that fits, as the CLI confirms'({ page, base, shot }) {
