@@ -10,28 +10,48 @@ use serde_json::Value;
 
 const MODEL: [&str; 10] = ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "1024", "--vocab", "32000"];
 
-/// `simulate` flags that reproduce plan `p` (its model at its micro-batch and layout).
-fn simulate_args(p: &Value, model: bool) -> Vec<String> {
+/// `simulate` flags that reproduce plan `p`: its family, devices, microbatches, chunks, limit,
+/// trade and pairing, and with `model` (the plan's model flags) its micro-batch and layout.
+fn simulate_args(p: &Value, model: Option<&[&str]>) -> Vec<String> {
     let name = p["schedule"].as_str().unwrap();
-    let mut args: Vec<String> =
-        ["simulate", "--schedule", name, "--devices", "4", "--microbatches", &p["microbatches"].to_string(), "--json"]
-            .map(String::from)
-            .to_vec();
+    let devices = p["devices"].as_u64().map_or("4".to_string(), |d| d.to_string());
+    let mut args: Vec<String> = [
+        "simulate",
+        "--schedule",
+        name,
+        "--devices",
+        &devices,
+        "--microbatches",
+        &p["microbatches"].to_string(),
+        "--json",
+    ]
+    .map(String::from)
+    .to_vec();
     if family(name).unwrap().uses(Field::Chunks) {
         args.extend(["--chunks".into(), p["chunks"].to_string()]);
+    }
+    if p["a2a_overlap"] == Value::Bool(true) {
+        args.push("--a2a-overlap".into());
     }
     if !p["activation_limit"].is_null() {
         args.extend(["--mem-limit".into(), p["activation_limit"].to_string()]);
     }
     args.extend(trade_args(p));
-    if model {
-        args.extend(MODEL.map(String::from));
+    if let Some(model) = model {
+        args.extend(model.iter().map(|m| m.to_string()));
         args.extend(["--micro-batch".into(), p["micro_batch"].to_string()]);
         if let Some(layout) = p["layout"].as_str() {
             args.extend(["--layout".into(), layout.to_string()]);
         }
     }
     args
+}
+
+/// `simulate --json` at plan `p`'s settings (see [`simulate_args`]).
+fn simulate_plan(dir: &std::path::Path, p: &Value, model: &[&str]) -> Value {
+    let args = simulate_args(p, Some(model));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    serde_json::from_str(&ok(dir, &args)).unwrap()
 }
 
 /// The `--recompute` and `--offload` flags of plan `p`'s trade (none when it trades nothing).
@@ -64,7 +84,7 @@ fn every_printed_plan_fits_the_limit_when_simulated_again() {
         let m = p["microbatches"].as_u64().unwrap();
         assert_eq!(16 % m, 0, "M divides the global batch");
         assert_eq!(m * p["micro_batch"].as_u64().unwrap(), 16);
-        let args = simulate_args(p, true);
+        let args = simulate_args(p, Some(&MODEL));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let single: Value = serde_json::from_str(&ok(dir.path(), &args)).unwrap();
         assert_eq!(single["cost"], p["cost"], "plan {i}: {p}");
@@ -441,7 +461,7 @@ fn gpus_without_devices_searches_every_split_and_each_split_agrees_with_its_own_
     // The winner's step, composed again by simulate from its own flags.
     let best = &plans[0];
     let (tp, pp, dp, zero) = key(best);
-    let mut sim = simulate_args(best, true);
+    let mut sim = simulate_args(best, Some(&MODEL));
     sim[4] = pp.to_string();
     sim.extend(
         ["--tp", &tp.to_string(), "--dp", &dp.to_string(), "--zero", &zero.to_string(), "--gpu", "a100-80gb"]
@@ -741,29 +761,9 @@ fn the_plan_tries_the_embedding_and_the_loss_as_stages_of_their_own() {
             assert!(seen.contains(&(name.to_string(), chunks)), "{name} chunks {chunks} on E and L alone: {seen:?}");
         }
     }
-    // The best such plan without a trade, run again by simulate.
-    let p = own.iter().find(|p| p["trade"].is_null()).expect("a plan on E and L alone without a trade");
-    let s = |k: &str| p[k].to_string().trim_matches('"').to_string();
-    let (name, chunks, m, b, layout) = (s("schedule"), s("chunks"), s("microbatches"), s("micro_batch"), s("layout"));
-    let run = [
-        "simulate",
-        "-s",
-        &name,
-        "--chunks",
-        &chunks,
-        "-p",
-        "8",
-        "-m",
-        &m,
-        "--micro-batch",
-        &b,
-        "--model",
-        "llama-3.2-1b",
-        "--layout",
-        &layout,
-        "--json",
-    ];
-    let sim: Value = serde_json::from_str(&ok(dir.path(), &run)).unwrap();
+    // The best such plan, its trade too, run again by simulate.
+    let p = own[0];
+    let sim = simulate_plan(dir.path(), p, &["--model", "llama-3.2-1b"]);
     assert_eq!(sim["cost"].as_f64(), p["cost"].as_f64(), "{p}\n{sim}");
     assert_eq!(sim["bubble_rate"].as_f64(), p["bubble_rate"].as_f64(), "{p}\n{sim}");
 }
@@ -781,37 +781,8 @@ fn an_moe_plan_tries_combined_1f1b() {
     let names: std::collections::BTreeSet<&str> = paired.iter().map(|p| p["schedule"].as_str().unwrap()).collect();
     assert_eq!(names.into_iter().collect::<Vec<_>>(), ["1f1b", "interleaved-1f1b"], "only the families that pair");
     assert!(plans.iter().any(|p| p["schedule"] == "1f1b" && p["a2a_overlap"] == Value::Bool(false)), "and plain");
-    let p = paired.iter().find(|p| p["trade"].is_null() && p["layout"].is_null()).expect("a paired plan");
-    let s = |k: &str| p[k].to_string().trim_matches('"').to_string();
-    let mut run = vec![
-        "simulate".to_string(),
-        "-s".into(),
-        s("schedule"),
-        "-p".into(),
-        "4".into(),
-        "-m".into(),
-        s("microbatches"),
-    ];
-    if !p["chunks"].is_null() {
-        run.extend(["--chunks".into(), s("chunks")]);
-    }
-    run.extend(
-        [
-            "--micro-batch",
-            &s("micro_batch"),
-            "--model",
-            "olmoe-1b-7b",
-            "--dp",
-            "2",
-            "--ep",
-            "2",
-            "--a2a-overlap",
-            "--json",
-        ]
-        .map(String::from),
-    );
-    let run: Vec<&str> = run.iter().map(String::as_str).collect();
-    let sim: Value = serde_json::from_str(&ok(dir.path(), &run)).unwrap();
+    let p = paired[0];
+    let sim = simulate_plan(dir.path(), p, &moe[3..9]);
     assert_eq!(sim["cost"].as_f64(), p["cost"].as_f64(), "{p}\n{sim}");
     let text = ok(dir.path(), &join(&moe, &["--top", "100000"]));
     assert!(text.contains(" · a2a-overlap\n"), "the table says which plans pair");
@@ -829,42 +800,8 @@ fn a_plan_across_ep_degrees_runs_each_at_its_own() {
     let v: Value = serde_json::from_str(&ok(dir.path(), &join(&base, &["--top", "100000", "--json"]))).unwrap();
     let plans = v["plans"].as_array().unwrap();
     for ep in [2, 4] {
-        let p = plans
-            .iter()
-            .find(|p| p["ep"].as_u64() == Some(ep) && p["trade"].is_null() && p["layout"].is_null())
-            .unwrap_or_else(|| panic!("a plan at ep {ep}"));
-        let s = |k: &str| p[k].to_string().trim_matches('"').to_string();
-        let mut run = vec![
-            "simulate".to_string(),
-            "-s".into(),
-            s("schedule"),
-            "-p".into(),
-            "4".into(),
-            "-m".into(),
-            s("microbatches"),
-        ];
-        if !p["chunks"].is_null() {
-            run.extend(["--chunks".into(), s("chunks")]);
-        }
-        if p["a2a_overlap"] == Value::Bool(true) {
-            run.push("--a2a-overlap".into());
-        }
-        run.extend(
-            [
-                "--micro-batch",
-                &s("micro_batch"),
-                "--model",
-                "olmoe-1b-7b",
-                "--dp",
-                "4",
-                "--ep",
-                &ep.to_string(),
-                "--json",
-            ]
-            .map(String::from),
-        );
-        let run: Vec<&str> = run.iter().map(String::as_str).collect();
-        let sim: Value = serde_json::from_str(&ok(dir.path(), &run)).unwrap();
+        let p = plans.iter().find(|p| p["ep"].as_u64() == Some(ep)).unwrap_or_else(|| panic!("a plan at ep {ep}"));
+        let sim = simulate_plan(dir.path(), p, &["--model", "olmoe-1b-7b", "--dp", "4", "--ep", &ep.to_string()]);
         assert_eq!(sim["cost"].as_f64(), p["cost"].as_f64(), "ep {ep}: {p}\n{sim}");
     }
     let said = ok_stderr(dir.path(), &join(&base, &["--export", "best.csv"]));
